@@ -1,0 +1,120 @@
+//! Every device intrinsic of the crate, and nothing else.
+//!
+//! On `nvptx64` each function is one PTX instruction (inline assembly or an LLVM NVVM intrinsic, see
+//! `nvptx.rs`). On the host the same functions exist with the same signatures (`host.rs`), so the
+//! algorithms above this module are plain generic Rust that compiles for both targets.
+//!
+//! Hazards of rustc's NVPTX path and how this module handles them (ARCHITECTURE.md has the long form):
+//! * Barriers are the LLVM intrinsic `llvm.nvvm.barrier0`, which LLVM knows to be convergent; the kernel
+//!   build also turns off MIR JumpThreading (rust-lang/rust#137086), which could duplicate a barrier
+//!   into divergent branches.
+//! * Warp shuffles, votes and `bar.warp.sync` are LLVM NVVM intrinsics too (convergent), not `asm!`.
+//! * `core::sync::atomic` lowers to system-scope atomics without ordering and `fence` does not compile
+//!   (rust-lang/rust#136480): scoped atomics, acquire/release accesses and fences are inline PTX here.
+
+#[cfg(target_arch = "nvptx64")]
+mod nvptx;
+#[cfg(target_arch = "nvptx64")]
+pub use nvptx::*;
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod host;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::*;
+
+use bytemuck::Pod;
+
+/// Threads per warp on every NVIDIA GPU this crate targets.
+pub const WARP_SIZE: u32 = 32;
+/// Member mask naming all 32 lanes of a warp.
+pub const FULL_MASK: u32 = u32::MAX;
+/// Largest element, in bytes, that the generic shuffles and coherent loads move (16 words).
+pub const MAX_ELEMENT_BYTES: usize = 64;
+
+const MAX_WORDS: usize = MAX_ELEMENT_BYTES / 4;
+
+/// Index of the calling thread's warp within its block.
+#[inline(always)]
+pub fn warp_idx() -> u32 {
+    thread_idx_x() / WARP_SIZE
+}
+
+/// Number of 32-bit words a `T` occupies (rounded up).
+#[inline(always)]
+const fn word_count<T>() -> usize {
+    const { assert!(core::mem::size_of::<T>() <= MAX_ELEMENT_BYTES, "element larger than 64 bytes") };
+    core::mem::size_of::<T>().div_ceil(4)
+}
+
+#[inline(always)]
+fn to_words<T: Pod>(value: T) -> [u32; MAX_WORDS] {
+    let mut words = [0u32; MAX_WORDS];
+    // SAFETY: `word_count` asserts size_of::<T>() <= 64 bytes, the size of `words`; T is Pod, so
+    // copying its bytes is valid, and the two regions are distinct locals.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            (&value as *const T).cast::<u8>(),
+            words.as_mut_ptr().cast::<u8>(),
+            core::mem::size_of::<T>(),
+        )
+    };
+    words
+}
+
+#[inline(always)]
+fn from_words<T: Pod>(words: &[u32; MAX_WORDS]) -> T {
+    // SAFETY: `words` holds at least size_of::<T>() bytes (checked by `word_count`) and every bit
+    // pattern is a valid T because T is Pod; read_unaligned places no alignment demand.
+    unsafe { core::ptr::read_unaligned(words.as_ptr().cast::<T>()) }
+}
+
+macro_rules! generic_shuffle {
+    ($(#[$doc:meta])* $name:ident => $word_fn:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name<T: Pod>(mask: u32, value: T, lane_or_delta: u32) -> T {
+            let mut words = to_words(value);
+            for word in words.iter_mut().take(word_count::<T>()) {
+                *word = $word_fn(mask, *word, lane_or_delta);
+            }
+            from_words(&words)
+        }
+    };
+}
+
+generic_shuffle!(
+    /// `shfl.sync.down` of any `Pod` value, word by word: lane `i` receives lane `i + delta`'s value
+    /// (its own when `i + delta` is past the warp).
+    shfl_down_sync => shfl_down_sync_u32
+);
+generic_shuffle!(
+    /// `shfl.sync.up` of any `Pod` value: lane `i` receives lane `i - delta`'s value (its own when
+    /// `i < delta`).
+    shfl_up_sync => shfl_up_sync_u32
+);
+generic_shuffle!(
+    /// `shfl.sync.bfly` of any `Pod` value: lane `i` receives lane `i ^ mask`'s value.
+    shfl_xor_sync => shfl_xor_sync_u32
+);
+generic_shuffle!(
+    /// `shfl.sync.idx` of any `Pod` value: every lane receives lane `src`'s value.
+    shfl_idx_sync => shfl_idx_sync_u32
+);
+
+/// Reads a `T` with `ld.relaxed.gpu` word by word: sees data other blocks published through a
+/// release/acquire pair or a fence, never a stale L1 line.
+///
+/// # Safety
+/// `ptr` must be valid for reads of a `T` and 4-byte aligned; `T`'s size is a multiple of 4 (checked
+/// at compile time).
+#[inline(always)]
+pub unsafe fn load_relaxed_gpu<T: Pod>(ptr: *const T) -> T {
+    const { assert!(core::mem::size_of::<T>() % 4 == 0, "element size must be whole words") };
+    let mut words = [0u32; MAX_WORDS];
+    let src = ptr.cast::<u32>();
+    for (i, word) in words.iter_mut().enumerate().take(word_count::<T>()) {
+        // SAFETY: word i lies inside the T the caller vouches for (its size is whole words).
+        *word = unsafe { load_relaxed_u32_gpu(src.add(i)) };
+    }
+    from_words(&words)
+}

@@ -1,0 +1,4 @@
+//! One thread block's share of the device-wide algorithms (CUB's agent layer). The host crate
+//! `primitives` chooses the grid, allocates temporary storage and launches the kernels.
+
+pub mod reduce;

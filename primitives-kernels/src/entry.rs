@@ -1,0 +1,39 @@
+//! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
+//! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
+
+use crate::device;
+use crate::kernel;
+use crate::ops::{Max, Min, Sum};
+
+macro_rules! reduce_entry_points {
+    ($($name:ident: $t:ty, $op:ty;)*) => {$(
+        kernel! {
+            /// Device reduce of one (type, operator); see [`device::reduce::reduce_kernel`].
+            pub unsafe fn $name(input: *const $t, len: u64, block_totals: *mut $t, done_blocks: *mut u32, output: *mut $t) {
+                // SAFETY: the host launcher sizes every buffer as `reduce_kernel` requires.
+                unsafe { device::reduce::reduce_kernel::<$t, $op>(input, len, block_totals, done_blocks, output) }
+            }
+        }
+    )*};
+}
+
+reduce_entry_points! {
+    primitives_reduce_sum_f32: f32, Sum;
+    primitives_reduce_min_f32: f32, Min;
+    primitives_reduce_max_f32: f32, Max;
+    primitives_reduce_sum_f64: f64, Sum;
+    primitives_reduce_min_f64: f64, Min;
+    primitives_reduce_max_f64: f64, Max;
+    primitives_reduce_sum_i32: i32, Sum;
+    primitives_reduce_min_i32: i32, Min;
+    primitives_reduce_max_i32: i32, Max;
+    primitives_reduce_sum_u32: u32, Sum;
+    primitives_reduce_min_u32: u32, Min;
+    primitives_reduce_max_u32: u32, Max;
+    primitives_reduce_sum_i64: i64, Sum;
+    primitives_reduce_min_i64: i64, Min;
+    primitives_reduce_max_i64: i64, Max;
+    primitives_reduce_sum_u64: u64, Sum;
+    primitives_reduce_min_u64: u64, Min;
+    primitives_reduce_max_u64: u64, Max;
+}

@@ -1,0 +1,113 @@
+//! Device code of the `primitives` library: warp-, block- and device-level algorithms written in
+//! `no_std` Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda` target.
+//!
+//! The crate is layered like CUB:
+//!
+//! * [`arch`]: every device intrinsic (special registers, barriers, warp shuffles and votes, dynamic
+//!   shared memory, scoped atomics, acquire/release accesses, fences, vector loads). Nothing else in the
+//!   crate writes inline assembly, which is the seam that lets the same algorithms run on the CPU.
+//! * [`ops`]: the [`ops::Element`] bound and the [`ops::AssociativeOp`] trait with the provided
+//!   [`ops::Sum`], [`ops::Min`] and [`ops::Max`] operators.
+//! * [`warp`], [`block`]: cooperative algorithms called by every thread of a warp or block.
+//! * [`device`]: one thread block's share of a device-wide algorithm (CUB's "agent" layer); the host
+//!   crate `primitives` launches the grid.
+//! * `entry`: the `#[no_mangle]` kernel entry points, instantiated per (type, operator) by a macro,
+//!   compiled only with the `entry-points` feature.
+//!
+//! The crate builds on the host with stable Rust (so that its pure-Rust parts can be tested and the
+//! host crate can share its operator types) and for `nvptx64-nvidia-cuda` with `cargo xtask kernels`.
+//!
+//! # Using the primitives in your own kernel crate
+//!
+//! A kernel crate of yours depends on `primitives-kernels` (without the `entry-points` feature) and
+//! instantiates any algorithm for its own [`bytemuck::Pod`] type and operator. Here a block-wide
+//! arg-min over `(value, index)` pairs:
+//!
+//! ```
+//! # #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+//! use bytemuck::{Pod, Zeroable};
+//! use primitives_kernels::{arch, block, kernel, ops::AssociativeOp};
+//!
+//! #[derive(Clone, Copy, Pod, Zeroable)]
+//! #[repr(C)]
+//! pub struct ValueIndex {
+//!     value: f32,
+//!     index: u32,
+//! }
+//!
+//! /// Smallest value; on ties the smaller index, so the result does not depend on the order.
+//! #[derive(Clone, Copy, Default)]
+//! pub struct ArgMin;
+//!
+//! impl AssociativeOp<ValueIndex> for ArgMin {
+//!     fn identity() -> ValueIndex {
+//!         ValueIndex { value: f32::INFINITY, index: u32::MAX }
+//!     }
+//!     fn combine(a: ValueIndex, b: ValueIndex) -> ValueIndex {
+//!         if b.value < a.value || (b.value == a.value && b.index < a.index) { b } else { a }
+//!     }
+//! }
+//!
+//! kernel! {
+//!     /// One block: the arg-min of `values[..n]`, written to `out[0]`. Launch with
+//!     /// `block::BlockReduce::<ValueIndex>::SHARED_BYTES` bytes of dynamic shared memory.
+//!     pub unsafe fn block_argmin(values: *const f32, n: u32, out: *mut ValueIndex) {
+//!         let storage = unsafe { block::BlockReduce::<ValueIndex>::from_dynamic_shared() };
+//!         let mut best = ArgMin::identity();
+//!         let mut i = arch::thread_idx_x();
+//!         while i < n {
+//!             let item = ValueIndex { value: unsafe { *values.add(i as usize) }, index: i };
+//!             best = ArgMin::combine(best, item);
+//!             i += arch::block_dim_x();
+//!         }
+//!         let total = storage.reduce::<ArgMin>(best);
+//!         if arch::thread_idx_x() == 0 {
+//!             unsafe { *out = total };
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! The `kernel!` macro emits an `extern "ptx-kernel"` `#[no_mangle]` entry point on the GPU target
+//! (your crate needs `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]`) and a plain function on
+//! the host.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, asm_experimental_arch, stdarch_nvptx, link_llvm_intrinsics),
+    // `link_llvm_intrinsics` gives `arch` the convergent NVVM intrinsics; `abi_ptx` is unused when a
+    // dependent kernel crate builds us without our entry points.
+    allow(internal_features, unused_features)
+)]
+
+pub mod arch;
+pub mod block;
+pub mod device;
+pub mod ops;
+pub mod warp;
+
+#[cfg(feature = "entry-points")]
+mod entry;
+
+/// Declares a kernel entry point: `extern "ptx-kernel"` with a stable `#[no_mangle]` name on the GPU,
+/// a plain `unsafe fn` of the same name on the host.
+#[macro_export]
+macro_rules! kernel {
+    ($(#[$attr:meta])* $vis:vis unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$attr])*
+        #[cfg(target_arch = "nvptx64")]
+        #[no_mangle]
+        $vis unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+
+        $(#[$attr])*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(clippy::missing_safety_doc)]
+        $vis unsafe fn $name($($arg: $ty),*) $body
+    };
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "entry-points"))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    arch::trap()
+}

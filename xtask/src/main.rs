@@ -1,0 +1,45 @@
+//! `cargo xtask`: the project's build tool (run through the alias in `.cargo/config.toml`).
+//!
+//! ```text
+//! cargo xtask setup              install the kernel toolchain (Debian packages) and report it
+//! cargo xtask kernels            build both kernel crates to PTX, write PTX + manifest into the host crates
+//! cargo xtask kernels --check    rebuild and compare with what is committed
+//! cargo xtask gpu-bundle         build GPU test and bench executables into .gpu/ with a run script
+//! ```
+
+mod bundle;
+mod kernels;
+mod setup;
+
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+
+const USAGE: &str = "usage: cargo xtask <setup | kernels [--check] | gpu-bundle>";
+
+fn main() {
+    if let Err(error) = run() {
+        eprintln!("xtask: error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["setup"] => setup::run(),
+        ["kernels"] => kernels::build(false),
+        ["kernels", "--check"] => kernels::build(true),
+        ["gpu-bundle"] => bundle::run(),
+        ["help" | "--help" | "-h"] | [] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => bail!("unknown arguments {args:?}\n{USAGE}"),
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives inside the workspace").to_path_buf()
+}
