@@ -1,1 +1,73 @@
-//! wip
+//! GPU parallel primitives with kernels written in Rust: reduce now; scan, segmented and multi-
+//! variants, radix sort, histograms and select/partition to come, each at warp, block and device
+//! level like CUB.
+//!
+//! * [`Gpu`]: one CUDA device and stream; kernel modules load lazily from PTX embedded in this crate
+//!   (built from `primitives-kernels` by `cargo xtask kernels`), so users need no CUDA toolkit, only a
+//!   driver. Without a driver or device, [`Gpu::new`] returns an [`Error`], never panics.
+//! * [`DeviceBuffer`]: a typed array in device memory, for any [`ops::Element`] (`bytemuck::Pod`).
+//! * [`DeviceReduce`]: CUB's `DeviceReduce` in Rust terms, generic over the element type and the
+//!   operator ([`ops::Sum`], [`ops::Min`], [`ops::Max`]); unsupported pairs do not compile.
+//! * [`cpu`]: the oracles, the same function shapes on slices.
+//!
+//! ```no_run
+//! use primitives::{ops::Sum, Gpu};
+//! # fn main() -> primitives::Result<()> {
+//! let gpu = Gpu::new()?;
+//! let values: Vec<u64> = (1..=1_000_000).collect();
+//! let on_device = gpu.upload(&values)?;
+//! assert_eq!(gpu.reduce::<u64, Sum>(&on_device)?, 500_000_500_000);
+//! assert_eq!(primitives::cpu::reduce::<u64, Sum>(&values), 500_000_500_000);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The warp and block algorithms, and the `arch` layer under them, live in `primitives-kernels`, which
+//! your own kernel crate can depend on to instantiate them for its own types and operators.
+
+mod buffer;
+pub mod cpu;
+pub mod device;
+mod error;
+mod gpu;
+
+pub use buffer::DeviceBuffer;
+pub use device::{DeviceReduce, ReduceKernel};
+pub use error::{Error, Result};
+pub use gpu::{DeviceProperties, Gpu, KernelModule, PRIMITIVES_MODULE};
+/// Element bound and operators, shared with the kernels.
+pub use primitives_kernels::ops;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{Max, Min, Sum};
+
+    fn entry_points() -> Vec<&'static str> {
+        PRIMITIVES_MODULE
+            .ptx
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+            .filter_map(|l| l.split('(').next())
+            .collect()
+    }
+
+    #[test]
+    fn every_reduce_kernel_is_in_the_embedded_ptx() {
+        let entries = entry_points();
+        macro_rules! check {
+            ($($t:ty),*) => {$(
+                for name in [<Sum as ReduceKernel<$t>>::KERNEL, <Min as ReduceKernel<$t>>::KERNEL, <Max as ReduceKernel<$t>>::KERNEL] {
+                    assert!(entries.contains(&name), "{name} missing from the embedded PTX");
+                }
+            )*};
+        }
+        check!(f32, f64, i32, u32, i64, u64);
+        assert_eq!(entries.len(), 18);
+    }
+
+    #[test]
+    fn embedded_ptx_targets_sm_80() {
+        assert!(PRIMITIVES_MODULE.ptx.contains(".target sm_80"));
+    }
+}

@@ -1,0 +1,6 @@
+//! CPU oracles: the same function shapes as the device algorithms, on slices. Tests compare the GPU
+//! against these; they are also a plain CPU implementation for small inputs.
+
+mod reduce;
+
+pub use reduce::{compensated_sum, pairwise_error_bound, reduce, PAIRWISE_LEAF};

@@ -1,0 +1,10 @@
+//! Device-wide algorithms, shaped like CUB's `Device*` facades: each takes the [`Gpu`](crate::Gpu),
+//! device buffers in and out, enqueues its kernels on the GPU's stream and returns without waiting.
+//! Temporary storage is owned by the `Gpu` handle and reused across calls.
+
+mod reduce;
+
+pub use reduce::{DeviceReduce, ReduceKernel};
+
+/// Threads per block of the device-wide kernels.
+pub(crate) const BLOCK_THREADS: u32 = 256;

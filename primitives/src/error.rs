@@ -1,0 +1,49 @@
+//! The crate's one error type.
+
+use cudarc::driver::{sys::CUresult, DriverError};
+
+/// Everything that can go wrong on the host side of a primitive.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `libcuda` could not be loaded: no NVIDIA driver on this machine.
+    #[error("no CUDA driver: libcuda could not be loaded (is an NVIDIA driver installed?)")]
+    NoDriver,
+    /// The driver is there but reports no usable device (or not the one asked for).
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+    /// A device allocation failed for lack of memory.
+    #[error("out of device memory allocating {bytes} bytes")]
+    OutOfMemory { bytes: usize },
+    /// The embedded PTX of a kernel module did not load (JIT failure, unsupported GPU).
+    #[error("loading kernel module `{module}`: {source}")]
+    ModuleLoad { module: &'static str, source: DriverError },
+    /// A kernel failed to launch or failed while running.
+    #[error("kernel `{kernel}` failed: {source}")]
+    Launch { kernel: &'static str, source: DriverError },
+    /// Any other driver call failed.
+    #[error("CUDA driver error while {during}: {source}")]
+    Driver { during: &'static str, source: DriverError },
+    /// An argument that cannot be right (mismatched lengths, an empty output, ...).
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument { name: &'static str, reason: String },
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A driver error during `during`, classified (out of memory is its own variant).
+    pub(crate) fn driver(during: &'static str, bytes: usize) -> impl FnOnce(DriverError) -> Error {
+        move |source| {
+            if source.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                Error::OutOfMemory { bytes }
+            } else {
+                Error::Driver { during, source }
+            }
+        }
+    }
+
+    pub(crate) fn launch(kernel: &'static str) -> impl FnOnce(DriverError) -> Error {
+        move |source| Error::Launch { kernel, source }
+    }
+}
