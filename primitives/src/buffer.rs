@@ -20,16 +20,26 @@ pub struct DeviceBuffer<T> {
 
 impl<T> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceBuffer<{}>[{}]", std::any::type_name::<T>(), self.len)
+        write!(
+            f,
+            "DeviceBuffer<{}>[{}]",
+            std::any::type_name::<T>(),
+            self.len
+        )
     }
 }
 
 impl<T: Element> DeviceBuffer<T> {
     fn allocate(gpu: &Gpu, len: usize, zeroed: bool) -> Result<Self> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| Error::InvalidArgument {
-            name: "len",
-            reason: format!("{len} elements of {} bytes overflow the address space", size_of::<T>()),
-        })?;
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| Error::InvalidArgument {
+                name: "len",
+                reason: format!(
+                    "{len} elements of {} bytes overflow the address space",
+                    size_of::<T>()
+                ),
+            })?;
         // A zero-byte allocation is not portable across drivers; keep one word so the pointer is real.
         let allocated = bytes.max(16);
         let stream = gpu.stream();
@@ -41,7 +51,11 @@ impl<T: Element> DeviceBuffer<T> {
             unsafe { stream.alloc::<u8>(allocated) }
         }
         .map_err(Error::driver("allocating device memory", allocated))?;
-        Ok(Self { bytes: slice, len, _element: PhantomData })
+        Ok(Self {
+            bytes: slice,
+            len,
+            _element: PhantomData,
+        })
     }
 
     /// `len` zeroed elements.
@@ -61,7 +75,11 @@ impl<T: Element> DeviceBuffer<T> {
         if data.len() > self.len {
             return Err(Error::InvalidArgument {
                 name: "data",
-                reason: format!("{} elements do not fit a buffer of {}", data.len(), self.len),
+                reason: format!(
+                    "{} elements do not fit a buffer of {}",
+                    data.len(),
+                    self.len
+                ),
             });
         }
         if data.is_empty() {
@@ -69,7 +87,9 @@ impl<T: Element> DeviceBuffer<T> {
         }
         let source: &[u8] = bytemuck::cast_slice(data);
         let mut destination = self.bytes.slice_mut(..source.len());
-        gpu.stream().memcpy_htod(source, &mut destination).map_err(Error::driver("copying to the device", source.len()))
+        gpu.stream()
+            .memcpy_htod(source, &mut destination)
+            .map_err(Error::driver("copying to the device", source.len()))
     }
 
     /// Copies the buffer to the host, waiting for the work enqueued before.
@@ -79,7 +99,9 @@ impl<T: Element> DeviceBuffer<T> {
             let destination: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
             let bytes = destination.len();
             let source = self.bytes.slice(..bytes);
-            gpu.stream().memcpy_dtoh(&source, destination).map_err(Error::driver("copying to the host", bytes))?;
+            gpu.stream()
+                .memcpy_dtoh(&source, destination)
+                .map_err(Error::driver("copying to the host", bytes))?;
         }
         gpu.synchronize()?;
         Ok(host)

@@ -16,13 +16,22 @@ pub enum Error {
     OutOfMemory { bytes: usize },
     /// The embedded PTX of a kernel module did not load (JIT failure, unsupported GPU).
     #[error("loading kernel module `{module}`: {source}")]
-    ModuleLoad { module: &'static str, source: DriverError },
+    ModuleLoad {
+        module: &'static str,
+        source: DriverError,
+    },
     /// A kernel failed to launch or failed while running.
     #[error("kernel `{kernel}` failed: {source}")]
-    Launch { kernel: &'static str, source: DriverError },
+    Launch {
+        kernel: &'static str,
+        source: DriverError,
+    },
     /// Any other driver call failed.
     #[error("CUDA driver error while {during}: {source}")]
-    Driver { during: &'static str, source: DriverError },
+    Driver {
+        during: &'static str,
+        source: DriverError,
+    },
     /// An argument that cannot be right (mismatched lengths, an empty output, ...).
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument { name: &'static str, reason: String },

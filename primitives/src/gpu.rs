@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
+};
 use cudarc::nvrtc::Ptx;
 
 use crate::buffer::DeviceBuffer;
@@ -19,8 +21,10 @@ pub struct KernelModule {
 }
 
 /// The PTX of `primitives-kernels`, built by `cargo xtask kernels` for `sm_80`.
-pub const PRIMITIVES_MODULE: KernelModule =
-    KernelModule { name: "primitives-kernels", ptx: include_str!("../kernels/primitives_kernels.sm_80.ptx") };
+pub const PRIMITIVES_MODULE: KernelModule = KernelModule {
+    name: "primitives-kernels",
+    ptx: include_str!("../kernels/primitives_kernels.sm_80.ptx"),
+};
 
 /// What the primitives need to know about the device to size their grids.
 #[derive(Clone, Debug)]
@@ -48,7 +52,9 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu").field("properties", &self.properties).finish_non_exhaustive()
+        f.debug_struct("Gpu")
+            .field("properties", &self.properties)
+            .finish_non_exhaustive()
     }
 }
 
@@ -65,27 +71,43 @@ impl Gpu {
         if !unsafe { sys::is_culib_present() } {
             return Err(Error::NoDriver);
         }
-        let count = CudaContext::device_count().map_err(|e| Error::NoDevice(format!("the driver reports none ({e})")))?;
+        let count = CudaContext::device_count()
+            .map_err(|e| Error::NoDevice(format!("the driver reports none ({e})")))?;
         if count <= 0 {
             return Err(Error::NoDevice("the driver reports 0 devices".into()));
         }
         if ordinal >= count as usize {
-            return Err(Error::NoDevice(format!("device {ordinal} asked for, the driver reports {count}")));
+            return Err(Error::NoDevice(format!(
+                "device {ordinal} asked for, the driver reports {count}"
+            )));
         }
-        let context = CudaContext::new(ordinal).map_err(|e| Error::NoDevice(format!("creating a context on device {ordinal}: {e}")))?;
+        let context = CudaContext::new(ordinal)
+            .map_err(|e| Error::NoDevice(format!("creating a context on device {ordinal}: {e}")))?;
         // SAFETY: every primitive enqueues on this one stream, so cudarc's per-buffer event tracking
         // (which orders work across streams) is not needed; it would only add an event per launch.
         unsafe { context.disable_event_tracking() };
-        let attribute = |a| context.attribute(a).map_err(Error::driver("reading device attributes", 0));
+        let attribute = |a| {
+            context
+                .attribute(a)
+                .map_err(Error::driver("reading device attributes", 0))
+        };
         let properties = DeviceProperties {
-            name: context.name().map_err(Error::driver("reading the device name", 0))?,
+            name: context
+                .name()
+                .map_err(Error::driver("reading the device name", 0))?,
             ordinal,
-            compute_capability: context.compute_capability().map_err(Error::driver("reading the compute capability", 0))?,
-            multiprocessors: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            compute_capability: context
+                .compute_capability()
+                .map_err(Error::driver("reading the compute capability", 0))?,
+            multiprocessors: attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )? as u32,
             max_threads_per_multiprocessor: attribute(
                 sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
             )? as u32,
-            total_memory: context.total_mem().map_err(Error::driver("reading the memory size", 0))?,
+            total_memory: context
+                .total_mem()
+                .map_err(Error::driver("reading the memory size", 0))?,
         };
         let stream = context.default_stream();
         Ok(Self {
@@ -115,7 +137,9 @@ impl Gpu {
 
     /// Waits for all enqueued work; reports a failure of any kernel run since the last check.
     pub fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(Error::driver("synchronizing the stream", 0))
+        self.stream
+            .synchronize()
+            .map_err(Error::driver("synchronizing the stream", 0))
     }
 
     /// Copies `data` to a new device buffer.
@@ -142,13 +166,21 @@ impl Gpu {
                     let handle = self
                         .context
                         .load_module(Ptx::from_src(module.ptx))
-                        .map_err(|source| Error::ModuleLoad { module: module.name, source })?;
+                        .map_err(|source| Error::ModuleLoad {
+                            module: module.name,
+                            source,
+                        })?;
                     modules.insert(module.name, handle.clone());
                     handle
                 }
             }
         };
-        let function = module_handle.load_function(name).map_err(|source| Error::ModuleLoad { module: module.name, source })?;
+        let function = module_handle
+            .load_function(name)
+            .map_err(|source| Error::ModuleLoad {
+                module: module.name,
+                source,
+            })?;
         functions.insert(name, function.clone());
         Ok(function)
     }

@@ -1,2 +1,175 @@
-//! placeholder replaced below
-pub fn run() -> anyhow::Result<()> { anyhow::bail!("not yet") }
+//! `cargo xtask gpu-bundle`: builds the GPU test and benchmark executables (release, feature `gpu`)
+//! into `.gpu/` (ignored by git) with `run.sh`, so that one call on a lent GPU machine, which has no
+//! Rust toolchain, runs them all: `bash .gpu/run.sh [tests|bench|all]`.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
+# Made by `cargo xtask gpu-bundle`. Runs the GPU tests and/or benchmarks; the exit status is non-zero
+# when any of them fails. Usage: bash .gpu/run.sh [tests|bench|all] [BENCH_MAX_LOG2]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+what=${1:-all}
+max_log2=${2:-28}
+status=0
+out=${OUT:-/tmp}
+if [[ $what == all || $what == tests ]]; then
+  for test in "$here"/tests/*; do
+    echo "=== test $(basename "$test")"
+    "$test" || status=1
+  done
+fi
+if [[ $what == all || $what == bench ]]; then
+  echo "=== side by side: device reduce"
+  python3 "$here/scripts/reduce_side_by_side.py" "$here/bin/reduce_bandwidth" "$max_log2" "$out/reduce_side_by_side.csv" || status=1
+  for bench in "$here"/criterion/*; do
+    echo "=== criterion $(basename "$bench")"
+    "$bench" --bench --noplot || status=1
+  done
+fi
+echo "=== run.sh finished with status $status"
+exit $status
+"#;
+
+/// An executable that cargo built, as reported by `--message-format=json`.
+struct Artifact {
+    name: String,
+    kind: String,
+    path: PathBuf,
+}
+
+fn build(root: &Path, args: &[&str]) -> Result<Vec<Artifact>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    println!("cargo {}", args.join(" "));
+    let output = Command::new(cargo)
+        .current_dir(root)
+        .args(args)
+        .arg("--message-format=json-render-diagnostics")
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo")?;
+    if !output.status.success() {
+        bail!("cargo {} failed", args.join(" "));
+    }
+    let mut artifacts = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let target = &message["target"];
+        if let (Some(path), Some(name), Some(kind)) = (
+            message["executable"].as_str(),
+            target["name"].as_str(),
+            target["kind"][0].as_str(),
+        ) {
+            artifacts.push(Artifact {
+                name: name.to_string(),
+                kind: kind.to_string(),
+                path: PathBuf::from(path),
+            });
+        }
+    }
+    Ok(artifacts)
+}
+
+fn copy_all(artifacts: &[Artifact], destination: &Path) -> Result<()> {
+    std::fs::create_dir_all(destination)?;
+    for artifact in artifacts {
+        let target = destination.join(&artifact.name);
+        std::fs::copy(&artifact.path, &target)
+            .with_context(|| format!("copying {}", artifact.path.display()))?;
+        println!("  {}", target.display());
+    }
+    Ok(())
+}
+
+pub fn run() -> Result<()> {
+    let root = crate::workspace_root();
+    let bundle = root.join(".gpu");
+    if bundle.exists() {
+        std::fs::remove_dir_all(&bundle).context("clearing .gpu")?;
+    }
+    let tests = build(
+        &root,
+        &[
+            "test",
+            "--release",
+            "--package",
+            "tests",
+            "--features",
+            "gpu",
+            "--no-run",
+        ],
+    )?;
+    // Only the integration tests that exercise the GPU; the library's own unit tests run in CI.
+    let tests: Vec<Artifact> = tests
+        .into_iter()
+        .filter(|a| a.kind == "test" && a.name.starts_with("gpu_"))
+        .collect();
+    let criterion = build(
+        &root,
+        &[
+            "bench",
+            "--package",
+            "benches",
+            "--features",
+            "gpu",
+            "--no-run",
+        ],
+    )?;
+    let binaries = build(
+        &root,
+        &[
+            "build",
+            "--release",
+            "--package",
+            "benches",
+            "--features",
+            "gpu",
+            "--bins",
+        ],
+    )?;
+    copy_all(&tests, &bundle.join("tests"))?;
+    copy_all(
+        &criterion
+            .into_iter()
+            .filter(|a| a.kind == "bench")
+            .collect::<Vec<_>>(),
+        &bundle.join("criterion"),
+    )?;
+    copy_all(&binaries, &bundle.join("bin"))?;
+    let scripts = bundle.join("scripts");
+    std::fs::create_dir_all(&scripts)?;
+    for entry in std::fs::read_dir(root.join("benches/scripts"))? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), scripts.join(entry.file_name()))?;
+    }
+    std::fs::write(bundle.join("run.sh"), RUN_SCRIPT)?;
+    let bytes: u64 = walk_size(&bundle)?;
+    println!(
+        "wrote .gpu/ ({:.1} MiB); on the GPU machine: bash .gpu/run.sh [tests|bench|all]",
+        bytes as f64 / 1048576.0
+    );
+    if bytes > 60 << 20 {
+        println!("warning: the bundle is close to the 64 MiB the device tool carries");
+    }
+    Ok(())
+}
+
+fn walk_size(path: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        total += if entry.file_type()?.is_dir() {
+            walk_size(&entry.path())?
+        } else {
+            entry.metadata()?.len()
+        };
+    }
+    Ok(total)
+}

@@ -148,7 +148,9 @@ pub fn dynamic_shared_memory() -> *mut u8 {
 pub fn dynamic_shared_size() -> u32 {
     let size: u32;
     // SAFETY: reads a special register.
-    unsafe { asm!("mov.u32 {0}, %dynamic_smem_size;", out(reg32) size, options(pure, nomem, nostack)) };
+    unsafe {
+        asm!("mov.u32 {0}, %dynamic_smem_size;", out(reg32) size, options(pure, nomem, nostack))
+    };
     size
 }
 

@@ -85,7 +85,10 @@ impl DeviceReduce {
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         if output.is_empty() {
-            return Err(Error::InvalidArgument { name: "output", reason: "needs room for one element".into() });
+            return Err(Error::InvalidArgument {
+                name: "output",
+                reason: "needs room for one element".into(),
+            });
         }
         let grid = Self::grid_size(gpu, input.len(), size_of::<T>());
         let max_grid = Self::max_grid(gpu);
@@ -117,7 +120,11 @@ impl DeviceReduce {
     }
 
     /// Sum of `input` into `output[0]`.
-    pub fn sum<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
+    pub fn sum<T: Element>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()>
     where
         Sum: ReduceKernel<T>,
     {
@@ -125,7 +132,11 @@ impl DeviceReduce {
     }
 
     /// Minimum of `input` into `output[0]` (the type's largest value when empty).
-    pub fn min<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
+    pub fn min<T: Element>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()>
     where
         Min: ReduceKernel<T>,
     {
@@ -133,7 +144,11 @@ impl DeviceReduce {
     }
 
     /// Maximum of `input` into `output[0]` (the type's smallest value when empty).
-    pub fn max<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
+    pub fn max<T: Element>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()>
     where
         Max: ReduceKernel<T>,
     {
@@ -146,7 +161,11 @@ impl DeviceReduce {
 
     /// Blocks for `len` elements: enough to fill the device, no more than the work needs.
     pub fn grid_size(gpu: &Gpu, len: usize, element_bytes: usize) -> u32 {
-        let per_vector = if element_bytes <= 16 && 16 % element_bytes == 0 { 16 / element_bytes } else { 1 };
+        let per_vector = if element_bytes <= 16 && 16 % element_bytes == 0 {
+            16 / element_bytes
+        } else {
+            1
+        };
         let per_block_step = BLOCK_THREADS as usize * per_vector * kernel::LOADS_IN_FLIGHT;
         let wanted = len.div_ceil(per_block_step).max(1);
         wanted.min(Self::max_grid(gpu) as usize) as u32
