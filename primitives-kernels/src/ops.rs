@@ -29,11 +29,11 @@ pub trait AssociativeOp<T>: Copy + Default + 'static {
 pub struct Sum;
 
 /// Minimum. For floats NaN operands are ignored (IEEE `minNum`, PTX `min.f32`), so the result does not
-/// depend on the order of reduction; it is NaN only when every operand is.
+/// depend on the order of reduction; an all-NaN (or empty) input reduces to the identity, +infinity.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Min;
 
-/// Maximum. For floats NaN operands are ignored, as for [`Min`].
+/// Maximum. For floats NaN operands are ignored, as for [`Min`]; an all-NaN input gives -infinity.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Max;
 

@@ -116,7 +116,7 @@ generic_shuffle!(
 pub unsafe fn load_relaxed_gpu<T: Pod>(ptr: *const T) -> T {
     const {
         assert!(
-            core::mem::size_of::<T>() % 4 == 0,
+            core::mem::size_of::<T>().is_multiple_of(4),
             "element size must be whole words"
         )
     };

@@ -25,7 +25,7 @@ pub const fn shared_bytes<T: Element>() -> usize {
 #[inline(always)]
 const fn per_vector<T>() -> usize {
     let size = core::mem::size_of::<T>();
-    if size <= 16 && 16 % size == 0 {
+    if size <= 16 && 16usize.is_multiple_of(size) {
         16 / size
     } else {
         0
@@ -57,7 +57,7 @@ pub unsafe fn thread_share<T: Element, Op: AssociativeOp<T>>(input: *const T, le
     let mut acc = Op::identity();
 
     let per_vec = per_vector::<T>() as u64;
-    let vectorised = per_vec > 0 && (input as usize) % 16 == 0;
+    let vectorised = per_vec > 0 && (input as usize).is_multiple_of(16);
     let scalar_start = if vectorised {
         let vectors = input.cast::<[u32; 4]>();
         let vector_count = len / per_vec;

@@ -161,7 +161,7 @@ impl DeviceReduce {
 
     /// Blocks for `len` elements: enough to fill the device, no more than the work needs.
     pub fn grid_size(gpu: &Gpu, len: usize, element_bytes: usize) -> u32 {
-        let per_vector = if element_bytes <= 16 && 16 % element_bytes == 0 {
+        let per_vector = if element_bytes <= 16 && 16usize.is_multiple_of(element_bytes) {
             16 / element_bytes
         } else {
             1
