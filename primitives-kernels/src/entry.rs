@@ -6,15 +6,26 @@ use crate::kernel;
 use crate::ops::{Max, Min, Sum};
 
 macro_rules! reduce_entry_points {
-    ($($name:ident: $t:ty, $op:ty;)*) => {$(
-        kernel! {
-            /// Device reduce of one (type, operator); see [`device::reduce::reduce_kernel`].
-            pub unsafe fn $name(input: *const $t, len: u64, block_totals: *mut $t, done_blocks: *mut u32, output: *mut $t) {
-                // SAFETY: the host launcher sizes every buffer as `reduce_kernel` requires.
-                unsafe { device::reduce::reduce_kernel::<$t, $op>(input, len, block_totals, done_blocks, output) }
+    ($($name:ident: $t:ty, $op:ty;)*) => {
+        $(
+            kernel! {
+                /// Device reduce of one (type, operator); see [`device::reduce::reduce_kernel`].
+                pub unsafe fn $name(input: *const $t, len: u64, block_totals: *mut $t, done_blocks: *mut u32, output: *mut $t) {
+                    // SAFETY: the host launcher sizes every buffer as `reduce_kernel` requires.
+                    unsafe { device::reduce::reduce_kernel::<$t, $op>(input, len, block_totals, done_blocks, output) }
+                }
+            }
+        )*
+
+        /// The host version of an entry point, by its PTX name, for the emulator.
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(stringify!($name) => Some($name::raw),)*
+                _ => None,
             }
         }
-    )*};
+    };
 }
 
 reduce_entry_points! {

@@ -80,17 +80,24 @@
     allow(internal_features, unused_features)
 )]
 
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
 pub mod arch;
 pub mod block;
 pub mod device;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod emu;
 pub mod ops;
 pub mod warp;
 
 #[cfg(feature = "entry-points")]
-mod entry;
+pub mod entry;
 
 /// Declares a kernel entry point: `extern "ptx-kernel"` with a stable `#[no_mangle]` name on the GPU,
-/// a plain `unsafe fn` of the same name on the host.
+/// a plain `unsafe fn` of the same name on the host (run it inside [`emu::Emulator::launch`]), plus,
+/// on the host, `NAME::raw(&[u64])`, which calls it with arguments passed as the host would pass them
+/// to a GPU launch (pointers and integers as 64-bit values).
 #[macro_export]
 macro_rules! kernel {
     ($(#[$attr:meta])* $vis:vis unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
@@ -101,8 +108,27 @@ macro_rules! kernel {
 
         $(#[$attr])*
         #[cfg(not(target_arch = "nvptx64"))]
-        #[allow(clippy::missing_safety_doc)]
+        #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
         $vis unsafe fn $name($($arg: $ty),*) $body
+
+        /// Host-side launcher of the kernel of the same name (emulator only).
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(non_snake_case, dead_code)]
+        $vis mod $name {
+            /// Calls the kernel with raw 64-bit arguments; panics when their number is wrong.
+            ///
+            /// # Safety
+            /// The arguments must satisfy the kernel's contract.
+            pub unsafe fn raw(args: &[u64]) {
+                let names: &[&str] = &[$(stringify!($arg)),*];
+                let expected = names.len();
+                assert_eq!(args.len(), expected, "kernel {} takes {} arguments", stringify!($name), expected);
+                #[allow(unused_mut, unused_variables)]
+                let mut next = args.iter().copied();
+                // SAFETY: forwarded to the caller.
+                unsafe { super::$name($(<$ty as $crate::emu::KernelParam>::from_raw(next.next().unwrap_or_default())),*) }
+            }
+        }
     };
 }
 

@@ -1,123 +1,259 @@
-//! The host side of `arch`: the same functions with the same signatures, so that the algorithms
-//! compile (and their pure parts can be tested) on any machine.
+//! The host side of `arch`: the same functions with the GPU's meaning, given by the SIMT emulator
+//! ([`crate::emu`]). Outside an emulated launch they panic: a device intrinsic has no meaning there.
 //!
-//! Kernels do not run on the host yet: calling an intrinsic here panics with the name of the
-//! intrinsic. (A SIMT emulator that gives these functions their GPU meaning on the CPU is planned;
-//! see ARCHITECTURE.md.)
+//! Memory accesses are checked against the block's dynamic shared memory and the emulated device's
+//! allocations; atomics are plain read-modify-writes (an emulated block runs on one OS thread, and
+//! threads switch only at barriers and warp collectives); fences are no-ops for the same reason.
 
-fn no_device(intrinsic: &str) -> ! {
-    panic!("primitives-kernels: device intrinsic `{intrinsic}` called on the host; kernels run only on a GPU")
+use std::prelude::rust_2021::*;
+
+use std::panic::Location;
+
+use crate::emu::{self, CollectiveOp};
+
+/// `%tid.x`.
+pub fn thread_idx_x() -> u32 {
+    emu::with_current(|thread, _| thread.thread_idx())
+}
+/// `%ctaid.x`.
+pub fn block_idx_x() -> u32 {
+    emu::with_current(|_, block| block.block_idx())
+}
+/// `%ntid.x`.
+pub fn block_dim_x() -> u32 {
+    emu::with_current(|_, block| block.block_dim())
+}
+/// `%nctaid.x`.
+pub fn grid_dim_x() -> u32 {
+    emu::with_current(|_, block| block.grid_dim())
+}
+/// `%laneid`.
+pub fn lane_id() -> u32 {
+    thread_idx_x() % super::WARP_SIZE
 }
 
-macro_rules! host_intrinsics {
-    () => {};
-    ($(#[$doc:meta])* unsafe fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; $($rest:tt)*) => {
-        $(#[$doc])*
-        #[allow(unused_variables, clippy::missing_safety_doc)]
-        pub unsafe fn $name($($arg: $ty),*) $(-> $ret)? {
-            no_device(stringify!($name))
-        }
-        host_intrinsics!($($rest)*);
-    };
-    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; $($rest:tt)*) => {
-        $(#[$doc])*
-        #[allow(unused_variables)]
-        pub fn $name($($arg: $ty),*) $(-> $ret)? {
-            no_device(stringify!($name))
-        }
-        host_intrinsics!($($rest)*);
-    };
+/// `bar.sync 0`: a scheduling point; every thread of the block must reach the same call.
+#[track_caller]
+pub fn sync_threads() {
+    emu::barrier(Location::caller())
+}
+/// `bar.warp.sync`.
+#[track_caller]
+pub fn sync_warp(mask: u32) {
+    emu::collective(CollectiveOp::SyncWarp, mask, 0, Location::caller());
 }
 
-host_intrinsics! {
-    /// `%tid.x`.
-    fn thread_idx_x() -> u32;
-    /// `%ctaid.x`.
-    fn block_idx_x() -> u32;
-    /// `%ntid.x`.
-    fn block_dim_x() -> u32;
-    /// `%nctaid.x`.
-    fn grid_dim_x() -> u32;
-    /// `%laneid`.
-    fn lane_id() -> u32;
-    /// `bar.sync 0`.
-    fn sync_threads();
-    /// `bar.warp.sync`.
-    fn sync_warp(mask: u32);
-    /// `shfl.sync.down.b32`.
-    fn shfl_down_sync_u32(mask: u32, value: u32, delta: u32) -> u32;
-    /// `shfl.sync.up.b32`.
-    fn shfl_up_sync_u32(mask: u32, value: u32, delta: u32) -> u32;
-    /// `shfl.sync.bfly.b32`.
-    fn shfl_xor_sync_u32(mask: u32, value: u32, lane_mask: u32) -> u32;
-    /// `shfl.sync.idx.b32`.
-    fn shfl_idx_sync_u32(mask: u32, value: u32, lane: u32) -> u32;
-    /// `vote.sync.all.pred`.
-    fn vote_all_sync(mask: u32, predicate: bool) -> bool;
-    /// `vote.sync.any.pred`.
-    fn vote_any_sync(mask: u32, predicate: bool) -> bool;
-    /// `vote.sync.ballot.b32`.
-    fn ballot_sync(mask: u32, predicate: bool) -> u32;
-    /// `activemask.b32`.
-    fn active_mask() -> u32;
-    /// Start of dynamic shared memory.
-    fn dynamic_shared_memory() -> *mut u8;
-    /// `%dynamic_smem_size`.
-    fn dynamic_shared_size() -> u32;
+/// `shfl.sync.down.b32`.
+#[track_caller]
+pub fn shfl_down_sync_u32(mask: u32, value: u32, delta: u32) -> u32 {
+    emu::collective(CollectiveOp::ShflDown(delta), mask, value, Location::caller())
+}
+/// `shfl.sync.up.b32`.
+#[track_caller]
+pub fn shfl_up_sync_u32(mask: u32, value: u32, delta: u32) -> u32 {
+    emu::collective(CollectiveOp::ShflUp(delta), mask, value, Location::caller())
+}
+/// `shfl.sync.bfly.b32`.
+#[track_caller]
+pub fn shfl_xor_sync_u32(mask: u32, value: u32, lane_mask: u32) -> u32 {
+    emu::collective(CollectiveOp::ShflXor(lane_mask), mask, value, Location::caller())
+}
+/// `shfl.sync.idx.b32`.
+#[track_caller]
+pub fn shfl_idx_sync_u32(mask: u32, value: u32, lane: u32) -> u32 {
+    emu::collective(CollectiveOp::ShflIdx(lane), mask, value, Location::caller())
+}
+/// `vote.sync.all.pred`.
+#[track_caller]
+pub fn vote_all_sync(mask: u32, predicate: bool) -> bool {
+    emu::collective(CollectiveOp::VoteAll, mask, predicate as u32, Location::caller()) != 0
+}
+/// `vote.sync.any.pred`.
+#[track_caller]
+pub fn vote_any_sync(mask: u32, predicate: bool) -> bool {
+    emu::collective(CollectiveOp::VoteAny, mask, predicate as u32, Location::caller()) != 0
+}
+/// `vote.sync.ballot.b32`.
+#[track_caller]
+pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
+    emu::collective(CollectiveOp::Ballot, mask, predicate as u32, Location::caller())
+}
+/// `activemask.b32`: in the emulator, the lanes of the warp that exist in the block.
+pub fn active_mask() -> u32 {
+    let (thread, threads) = emu::with_current(|t, b| (t.thread_idx(), b.block_dim()));
+    let first = thread - thread % super::WARP_SIZE;
+    let lanes = (threads - first).min(super::WARP_SIZE);
+    if lanes == super::WARP_SIZE {
+        u32::MAX
+    } else {
+        (1 << lanes) - 1
+    }
+}
+
+/// Start of the block's dynamic shared memory (filled with 0xcd bytes at block start).
+pub fn dynamic_shared_memory() -> *mut u8 {
+    emu::with_current(|_, block| block.shared_memory())
+}
+/// `%dynamic_smem_size`.
+pub fn dynamic_shared_size() -> u32 {
+    emu::with_current(|_, block| block.shared_size() as u32)
+}
+
+/// A checked plain load.
+///
+/// # Safety
+/// As for `ptr::read`; the emulator faults instead of reading outside device memory.
+pub unsafe fn load<T: Copy>(ptr: *const T) -> T {
+    emu::check_access(ptr as usize, size_of::<T>(), align_of::<T>());
+    // SAFETY: checked to lie inside shared memory or a device allocation, and aligned.
+    unsafe { ptr.read() }
+}
+/// A checked plain store.
+///
+/// # Safety
+/// As for `ptr::write`; the emulator faults instead of writing outside device memory.
+pub unsafe fn store<T: Copy>(ptr: *mut T, value: T) {
+    emu::check_access(ptr as usize, size_of::<T>(), align_of::<T>());
+    // SAFETY: checked to lie inside shared memory or a device allocation, and aligned.
+    unsafe { ptr.write(value) }
+}
+
+macro_rules! atomic_rmw {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty, |$old:ident, $value:ident| $new:expr;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `ptr` valid and aligned (checked by the emulator).
+        pub unsafe fn $name(ptr: *mut $ty, $value: $ty) -> $ty {
+            // SAFETY: `load`/`store` check the address.
+            let $old = unsafe { load(ptr) };
+            // SAFETY: as above.
+            unsafe { store(ptr, $new) };
+            $old
+        }
+    )*};
+}
+
+atomic_rmw! {
     /// `atom.relaxed.gpu.add.u32`.
-    unsafe fn atomic_add_u32_gpu(ptr: *mut u32, value: u32) -> u32;
+    atomic_add_u32_gpu: u32, |old, value| old.wrapping_add(value);
     /// `atom.relaxed.cta.add.u32`.
-    unsafe fn atomic_add_u32_cta(ptr: *mut u32, value: u32) -> u32;
+    atomic_add_u32_cta: u32, |old, value| old.wrapping_add(value);
     /// `atom.relaxed.gpu.add.u64`.
-    unsafe fn atomic_add_u64_gpu(ptr: *mut u64, value: u64) -> u64;
+    atomic_add_u64_gpu: u64, |old, value| old.wrapping_add(value);
     /// `atom.relaxed.cta.add.u64`.
-    unsafe fn atomic_add_u64_cta(ptr: *mut u64, value: u64) -> u64;
+    atomic_add_u64_cta: u64, |old, value| old.wrapping_add(value);
     /// `atom.relaxed.gpu.add.f32`.
-    unsafe fn atomic_add_f32_gpu(ptr: *mut f32, value: f32) -> f32;
+    atomic_add_f32_gpu: f32, |old, value| old + value;
     /// `atom.relaxed.cta.add.f32`.
-    unsafe fn atomic_add_f32_cta(ptr: *mut f32, value: f32) -> f32;
+    atomic_add_f32_cta: f32, |old, value| old + value;
     /// `atom.relaxed.gpu.add.f64`.
-    unsafe fn atomic_add_f64_gpu(ptr: *mut f64, value: f64) -> f64;
+    atomic_add_f64_gpu: f64, |old, value| old + value;
     /// `atom.relaxed.cta.add.f64`.
-    unsafe fn atomic_add_f64_cta(ptr: *mut f64, value: f64) -> f64;
+    atomic_add_f64_cta: f64, |old, value| old + value;
     /// `atom.relaxed.gpu.max.u32`.
-    unsafe fn atomic_max_u32_gpu(ptr: *mut u32, value: u32) -> u32;
+    atomic_max_u32_gpu: u32, |old, value| old.max(value);
     /// `atom.relaxed.gpu.min.u32`.
-    unsafe fn atomic_min_u32_gpu(ptr: *mut u32, value: u32) -> u32;
+    atomic_min_u32_gpu: u32, |old, value| old.min(value);
     /// `atom.relaxed.gpu.exch.b32`.
-    unsafe fn atomic_exch_u32_gpu(ptr: *mut u32, value: u32) -> u32;
+    atomic_exch_u32_gpu: u32, |_old, value| value;
     /// `atom.relaxed.gpu.exch.b64`.
-    unsafe fn atomic_exch_u64_gpu(ptr: *mut u64, value: u64) -> u64;
+    atomic_exch_u64_gpu: u64, |_old, value| value;
+}
+
+macro_rules! atomic_cas {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `ptr` valid and aligned (checked by the emulator).
+        pub unsafe fn $name(ptr: *mut $ty, expected: $ty, new: $ty) -> $ty {
+            // SAFETY: `load`/`store` check the address.
+            let old = unsafe { load(ptr) };
+            if old == expected {
+                // SAFETY: as above.
+                unsafe { store(ptr, new) };
+            }
+            old
+        }
+    )*};
+}
+
+atomic_cas! {
     /// `atom.relaxed.gpu.cas.b32`.
-    unsafe fn atomic_cas_u32_gpu(ptr: *mut u32, expected: u32, new: u32) -> u32;
+    atomic_cas_u32_gpu: u32;
     /// `atom.relaxed.cta.cas.b32`.
-    unsafe fn atomic_cas_u32_cta(ptr: *mut u32, expected: u32, new: u32) -> u32;
+    atomic_cas_u32_cta: u32;
     /// `atom.relaxed.gpu.cas.b64`.
-    unsafe fn atomic_cas_u64_gpu(ptr: *mut u64, expected: u64, new: u64) -> u64;
+    atomic_cas_u64_gpu: u64;
+}
+
+macro_rules! ordered_load {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `ptr` valid and aligned (checked by the emulator).
+        pub unsafe fn $name(ptr: *const $ty) -> $ty {
+            // SAFETY: `load` checks the address.
+            unsafe { load(ptr) }
+        }
+    )*};
+}
+
+macro_rules! ordered_store {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `ptr` valid and aligned (checked by the emulator).
+        pub unsafe fn $name(ptr: *mut $ty, value: $ty) {
+            // SAFETY: `store` checks the address.
+            unsafe { store(ptr, value) }
+        }
+    )*};
+}
+
+ordered_load! {
     /// `ld.acquire.gpu.u32`.
-    unsafe fn load_acquire_u32_gpu(ptr: *const u32) -> u32;
+    load_acquire_u32_gpu: u32;
     /// `ld.acquire.gpu.u64`.
-    unsafe fn load_acquire_u64_gpu(ptr: *const u64) -> u64;
+    load_acquire_u64_gpu: u64;
     /// `ld.relaxed.gpu.u32`.
-    unsafe fn load_relaxed_u32_gpu(ptr: *const u32) -> u32;
+    load_relaxed_u32_gpu: u32;
     /// `ld.relaxed.gpu.u64`.
-    unsafe fn load_relaxed_u64_gpu(ptr: *const u64) -> u64;
+    load_relaxed_u64_gpu: u64;
+}
+
+ordered_store! {
     /// `st.release.gpu.u32`.
-    unsafe fn store_release_u32_gpu(ptr: *mut u32, value: u32);
+    store_release_u32_gpu: u32;
     /// `st.release.gpu.u64`.
-    unsafe fn store_release_u64_gpu(ptr: *mut u64, value: u64);
+    store_release_u64_gpu: u64;
     /// `st.relaxed.gpu.u32`.
-    unsafe fn store_relaxed_u32_gpu(ptr: *mut u32, value: u32);
+    store_relaxed_u32_gpu: u32;
     /// `st.relaxed.gpu.u64`.
-    unsafe fn store_relaxed_u64_gpu(ptr: *mut u64, value: u64);
-    /// `fence.acq_rel.gpu`.
-    fn fence_acq_rel_gpu();
-    /// `fence.acq_rel.cta`.
-    fn fence_acq_rel_cta();
-    /// `fence.sc.gpu`.
-    fn fence_sc_gpu();
-    /// `ld.global.nc.v4.u32`.
-    unsafe fn load_global_nc_v4(ptr: *const [u32; 4]) -> [u32; 4];
-    /// `trap`.
-    fn trap() -> !;
+    store_relaxed_u64_gpu: u64;
+}
+
+/// `fence.acq_rel.gpu` (nothing to order in the emulator).
+pub fn fence_acq_rel_gpu() {}
+/// `fence.acq_rel.cta`.
+pub fn fence_acq_rel_cta() {}
+/// `fence.sc.gpu`.
+pub fn fence_sc_gpu() {}
+
+/// `ld.global.nc.v4.u32`.
+///
+/// # Safety
+/// 16 readable, 16-byte aligned bytes (checked by the emulator).
+pub unsafe fn load_global_nc_v4(ptr: *const [u32; 4]) -> [u32; 4] {
+    emu::check_access(ptr as usize, 16, 16);
+    // SAFETY: checked above.
+    unsafe { ptr.read() }
+}
+
+/// `trap`: ends the launch with [`emu::Fault::Trap`].
+pub fn trap() -> ! {
+    emu::fault(emu::Fault::Trap)
 }

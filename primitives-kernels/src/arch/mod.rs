@@ -77,6 +77,7 @@ macro_rules! generic_shuffle {
     ($(#[$doc:meta])* $name:ident => $word_fn:ident) => {
         $(#[$doc])*
         #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub fn $name<T: Pod>(mask: u32, value: T, lane_or_delta: u32) -> T {
             let mut words = to_words(value);
             for word in words.iter_mut().take(word_count::<T>()) {

@@ -154,6 +154,28 @@ pub fn dynamic_shared_size() -> u32 {
     size
 }
 
+// ---- plain loads and stores -----------------------------------------------------------------------
+
+/// A plain (weak) load through a generic pointer. Algorithms use this rather than dereferencing, so
+/// that the emulator can check every access.
+///
+/// # Safety
+/// As for `core::ptr::read`.
+#[inline(always)]
+pub unsafe fn load<T: Copy>(ptr: *const T) -> T {
+    // SAFETY: forwarded to the caller.
+    unsafe { ptr.read() }
+}
+/// A plain (weak) store through a generic pointer.
+///
+/// # Safety
+/// As for `core::ptr::write`.
+#[inline(always)]
+pub unsafe fn store<T: Copy>(ptr: *mut T, value: T) {
+    // SAFETY: forwarded to the caller.
+    unsafe { ptr.write(value) }
+}
+
 // ---- atomics with explicit scope ------------------------------------------------------------------
 
 macro_rules! atomic_rmw {

@@ -71,14 +71,14 @@ impl<T: Element> BlockReduce<T> {
         }
         if lane == 0 {
             // SAFETY: warp_idx < 32 and the storage holds 32 elements.
-            unsafe { self.warp_totals.add(warp_idx as usize).write(warp_total) };
+            unsafe { arch::store(self.warp_totals.add(warp_idx as usize), warp_total) };
         }
         arch::sync_threads();
         let mut total = warp_total;
         if warp_idx == 0 {
             let partial = if lane < warps {
                 // SAFETY: lane < warps <= 32; written before the barrier above.
-                unsafe { self.warp_totals.add(lane as usize).read() }
+                unsafe { arch::load(self.warp_totals.add(lane as usize)) }
             } else {
                 Op::identity()
             };

@@ -91,7 +91,7 @@ pub unsafe fn thread_share<T: Element, Op: AssociativeOp<T>>(input: *const T, le
     let mut i = scalar_start + first;
     while i < len {
         // SAFETY: i < len.
-        let item = unsafe { input.add(i as usize).read() };
+        let item = unsafe { arch::load(input.add(i as usize)) };
         acc = Op::combine(acc, item);
         i += stride;
     }
@@ -127,7 +127,7 @@ pub unsafe fn reduce_kernel<T: Element, Op: AssociativeOp<T>>(
     if blocks == 1 {
         if tid == 0 {
             // SAFETY: output is valid for one write.
-            unsafe { output.write(block_total) };
+            unsafe { arch::store(output, block_total) };
         }
         return;
     }
@@ -135,21 +135,19 @@ pub unsafe fn reduce_kernel<T: Element, Op: AssociativeOp<T>>(
     if tid == 0 {
         // SAFETY: block_idx < grid_dim <= len(block_totals); done_blocks valid.
         unsafe {
-            block_totals
-                .add(arch::block_idx_x() as usize)
-                .write(block_total);
+            arch::store(block_totals.add(arch::block_idx_x() as usize), block_total);
             // Release: our block total is visible at GPU scope before the counter moves.
             arch::fence_acq_rel_gpu();
             let finished_before = arch::atomic_add_u32_gpu(done_blocks, 1);
             // Acquire: the totals of the blocks counted before us are visible to us after this.
             arch::fence_acq_rel_gpu();
-            is_last_flag.write((finished_before == blocks - 1) as u32);
+            arch::store(is_last_flag, (finished_before == blocks - 1) as u32);
         }
     }
     // Also separates the block reduce above from the reuse of its storage below.
     arch::sync_threads();
     // SAFETY: written by thread 0 before the barrier.
-    if unsafe { is_last_flag.read() } == 0 {
+    if unsafe { arch::load(is_last_flag) } == 0 {
         return;
     }
 
@@ -169,8 +167,8 @@ pub unsafe fn reduce_kernel<T: Element, Op: AssociativeOp<T>>(
     if tid == 0 {
         // SAFETY: output and done_blocks valid; resetting the counter readies the storage for reuse.
         unsafe {
-            output.write(total);
-            done_blocks.write(0);
+            arch::store(output, total);
+            arch::store(done_blocks, 0);
         }
     }
 }

@@ -1,0 +1,105 @@
+//! Emulated device memory: host allocations that the emulator knows, so that every global access of
+//! an emulated kernel is checked against them.
+
+use std::prelude::rust_2021::*;
+use std::{assert, write};
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::sync::{Arc, RwLock};
+
+/// Every live allocation of one emulated device: start address -> length in bytes.
+#[derive(Default, Debug)]
+pub struct Registry {
+    allocations: RwLock<BTreeMap<usize, usize>>,
+}
+
+impl Registry {
+    /// The allocation `(start, len)` holding `[address, address + size)`, if one does.
+    pub fn find(&self, address: usize, size: usize) -> Option<(usize, usize)> {
+        let allocations = self.allocations.read().unwrap_or_else(|p| p.into_inner());
+        let (&start, &len) = allocations.range(..=address).next_back()?;
+        (address + size <= start + len).then_some((start, len))
+    }
+
+    fn insert(&self, start: usize, len: usize) {
+        self.allocations.write().unwrap_or_else(|p| p.into_inner()).insert(start, len);
+    }
+
+    fn remove(&self, start: usize) {
+        self.allocations.write().unwrap_or_else(|p| p.into_inner()).remove(&start);
+    }
+}
+
+/// Zeroed, 16-byte aligned bytes of emulated global memory, registered with their device for the
+/// lifetime of the value.
+pub struct DeviceMemory {
+    pointer: NonNull<u8>,
+    len: usize,
+    layout: Layout,
+    registry: Arc<Registry>,
+}
+
+// SAFETY: the memory is a plain heap block owned by this value. Kernels write it only inside a launch,
+// which holds a shared borrow of the buffer for its duration and runs on one OS thread; host copies go
+// through `&mut self` or happen between launches.
+unsafe impl Send for DeviceMemory {}
+// SAFETY: as above; `&DeviceMemory` only exposes the address and the length.
+unsafe impl Sync for DeviceMemory {}
+
+impl DeviceMemory {
+    pub(crate) fn new(registry: Arc<Registry>, len: usize) -> Self {
+        // At least one 16-byte word, so that every allocation has a distinct, real address.
+        let layout = Layout::from_size_align(len.max(16).next_multiple_of(16), 16).expect("allocation size overflows");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc_zeroed(layout) };
+        let pointer = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        registry.insert(pointer.as_ptr() as usize, len);
+        Self { pointer, len, layout, registry }
+    }
+
+    /// The device address kernels receive.
+    pub fn address(&self) -> u64 {
+        self.pointer.as_ptr() as u64
+    }
+
+    /// Bytes that kernels may access.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a zero-byte allocation.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `bytes` to the start of the allocation.
+    pub fn write_bytes(&mut self, bytes: &[u8]) {
+        assert!(bytes.len() <= self.len, "{} bytes do not fit an allocation of {}", bytes.len(), self.len);
+        // SAFETY: the allocation holds `len >= bytes.len()` bytes and `&mut self` excludes kernels.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.pointer.as_ptr(), bytes.len()) };
+    }
+
+    /// Copies the first `bytes.len()` bytes of the allocation out.
+    pub fn read_bytes(&self, bytes: &mut [u8]) {
+        assert!(bytes.len() <= self.len, "{} bytes asked of an allocation of {}", bytes.len(), self.len);
+        // SAFETY: the allocation holds `len >= bytes.len()` bytes; no launch runs during a host copy
+        // (launches block until done).
+        unsafe { std::ptr::copy_nonoverlapping(self.pointer.as_ptr(), bytes.as_mut_ptr(), bytes.len()) };
+    }
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        self.registry.remove(self.pointer.as_ptr() as usize);
+        // SAFETY: allocated in `new` with this layout and not freed before.
+        unsafe { dealloc(self.pointer.as_ptr(), self.layout) };
+    }
+}
+
+impl std::fmt::Debug for DeviceMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceMemory({:#x}, {} bytes)", self.address(), self.len)
+    }
+}

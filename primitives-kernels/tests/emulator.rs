@@ -1,0 +1,325 @@
+//! The SIMT emulator's own tests: CUDA-documented results of warp collectives with partial masks,
+//! atomics from many blocks, a planted missing barrier found by the shuffled schedule, and each of the
+//! checks a GPU would not give.
+
+use primitives_kernels::emu::{DeviceMemory, Emulator, EmulatorError, Fault, LaunchConfig, Schedule};
+use primitives_kernels::ops::{Sum, AssociativeOp};
+use primitives_kernels::{arch, block, kernel, warp};
+
+fn config(grid_dim: u32, block_dim: u32, shared_mem_bytes: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim, block_dim, shared_mem_bytes }
+}
+
+fn read_u32(memory: &DeviceMemory, len: usize) -> Vec<u32> {
+    let mut out = vec![0u32; len];
+    memory.read_bytes(bytemuck::cast_slice_mut(&mut out));
+    out
+}
+
+fn u32_buffer(device: &Emulator, values: &[u32]) -> DeviceMemory {
+    let mut memory = device.alloc(values.len() * 4);
+    memory.write_bytes(bytemuck::cast_slice(values));
+    memory
+}
+
+kernel! {
+    /// Lanes in `mask` record shfl down/up/xor/idx and vote results; 7 words per lane.
+    pub unsafe fn warp_collectives(mask: u32, out: *mut u32) {
+        let lane = arch::lane_id();
+        if mask & (1 << lane) == 0 {
+            return;
+        }
+        let value = 100 + lane;
+        let results = [
+            arch::shfl_down_sync_u32(mask, value, 1),
+            arch::shfl_up_sync_u32(mask, value, 2),
+            arch::shfl_xor_sync_u32(mask, value, 1),
+            arch::shfl_idx_sync_u32(mask, value, 3),
+            arch::ballot_sync(mask, lane % 3 == 0),
+            arch::vote_all_sync(mask, lane < 16) as u32,
+            arch::vote_any_sync(mask, lane == 5) as u32,
+        ];
+        for (k, r) in results.into_iter().enumerate() {
+            unsafe { arch::store(out.add(lane as usize * 7 + k), r) };
+        }
+    }
+}
+
+fn run_collectives(mask: u32) -> Vec<u32> {
+    let device = Emulator::new(Schedule::Shuffled { seed: 3 });
+    let out = u32_buffer(&device, &[0; 32 * 7]);
+    let o = out.address();
+    device.launch("warp_collectives", config(1, 32, 0), &|| unsafe { warp_collectives(mask, o as *mut u32) }).unwrap();
+    read_u32(&out, 32 * 7)
+}
+
+#[test]
+fn collectives_with_a_full_mask() {
+    let r = run_collectives(u32::MAX);
+    let ballot = (0..32).filter(|l| l % 3 == 0).fold(0u32, |b, l| b | 1 << l);
+    for lane in 0..32u32 {
+        let row = &r[lane as usize * 7..][..7];
+        let own = 100 + lane;
+        assert_eq!(row[0], if lane + 1 < 32 { own + 1 } else { own }, "down, lane {lane}");
+        assert_eq!(row[1], if lane >= 2 { own - 2 } else { own }, "up, lane {lane}");
+        assert_eq!(row[2], 100 + (lane ^ 1), "xor, lane {lane}");
+        assert_eq!(row[3], 103, "idx, lane {lane}");
+        assert_eq!(row[4], ballot, "ballot, lane {lane}");
+        assert_eq!(row[5], 0, "all (lanes >= 16 say no), lane {lane}");
+        assert_eq!(row[6], 1, "any (lane 5 says yes), lane {lane}");
+    }
+}
+
+#[test]
+fn collectives_with_a_partial_mask() {
+    // Lanes 0..16 only: votes and ballots see those lanes alone; a shuffle whose source lane is
+    // outside the mask reads an undefined value (the emulator's 0xdeadbeef), inside it the source.
+    let mask = 0x0000_ffff;
+    let r = run_collectives(mask);
+    let ballot = (0..16).filter(|l| l % 3 == 0).fold(0u32, |b, l| b | 1 << l);
+    for lane in 0..16u32 {
+        let row = &r[lane as usize * 7..][..7];
+        let own = 100 + lane;
+        assert_eq!(row[0], if lane + 1 < 16 { own + 1 } else { 0xdead_beef }, "down, lane {lane}");
+        assert_eq!(row[1], if lane >= 2 { own - 2 } else { own }, "up, lane {lane}");
+        assert_eq!(row[2], 100 + (lane ^ 1), "xor, lane {lane}");
+        assert_eq!(row[4], ballot, "ballot, lane {lane}");
+        assert_eq!(row[5], 1, "all lanes of the mask are < 16, lane {lane}");
+        assert_eq!(row[6], 1, "any, lane {lane}");
+    }
+    assert!(r[16 * 7..].iter().all(|&x| x == 0), "lanes outside the mask wrote nothing");
+}
+
+kernel! {
+    pub unsafe fn atomic_sum(counter: *mut u32, total: *mut u64) {
+        let id = arch::block_idx_x() * arch::block_dim_x() + arch::thread_idx_x();
+        unsafe {
+            arch::atomic_add_u32_gpu(counter, 1);
+            arch::atomic_add_u64_gpu(total, id as u64 + 1);
+        }
+    }
+}
+
+#[test]
+fn atomics_from_many_blocks_sum_correctly() {
+    for schedule in [Schedule::Deterministic, Schedule::Shuffled { seed: 11 }] {
+        let device = Emulator::new(schedule);
+        let counter = device.alloc(4);
+        let total = device.alloc(8);
+        let (c, t) = (counter.address(), total.address());
+        device.launch("atomic_sum", config(64, 96, 0), &|| unsafe { atomic_sum(c as *mut u32, t as *mut u64) }).unwrap();
+        let threads = 64 * 96u64;
+        assert_eq!(read_u32(&counter, 1)[0] as u64, threads);
+        let mut sum = [0u64];
+        total.read_bytes(bytemuck::cast_slice_mut(&mut sum));
+        assert_eq!(sum[0], threads * (threads + 1) / 2);
+    }
+}
+
+kernel! {
+    /// Thread 0 publishes a value through shared memory; everyone copies it out. With `barrier` false
+    /// the barrier between the write and the reads is missing.
+    pub unsafe fn broadcast(barrier: u32, out: *mut u32) {
+        let shared = arch::dynamic_shared_memory().cast::<u32>();
+        let tid = arch::thread_idx_x();
+        // Give every thread a scheduling point first, as real kernels have (a warp reduce, say).
+        arch::sync_warp(arch::active_mask());
+        if tid == 0 {
+            unsafe { arch::store(shared, 42 + arch::block_idx_x()) };
+        }
+        if barrier != 0 {
+            arch::sync_threads();
+        }
+        let value = unsafe { arch::load(shared) };
+        unsafe { arch::store(out.add((arch::block_idx_x() * arch::block_dim_x() + tid) as usize), value) };
+    }
+}
+
+fn broadcast_ok(schedule: Schedule, barrier: bool) -> bool {
+    let device = Emulator::new(schedule);
+    let out = device.alloc(4 * 4 * 64);
+    let o = out.address();
+    device.launch("broadcast", config(4, 64, 4), &|| unsafe { broadcast(barrier as u32, o as *mut u32) }).unwrap();
+    let values = read_u32(&out, 4 * 64);
+    values.iter().enumerate().all(|(i, &v)| v == 42 + i as u32 / 64)
+}
+
+#[test]
+fn shuffled_schedule_finds_a_missing_barrier() {
+    // In index order thread 0 writes before anyone reads, so the bug hides.
+    assert!(broadcast_ok(Schedule::Deterministic, false));
+    // A shuffled order exposes it at once, whatever the seed.
+    for seed in 0..5 {
+        assert!(!broadcast_ok(Schedule::Shuffled { seed }, false), "seed {seed} missed the race");
+    }
+    // With the barrier every schedule is right.
+    for seed in 0..5 {
+        assert!(broadcast_ok(Schedule::Shuffled { seed }, true), "seed {seed}");
+    }
+}
+
+fn fault_of(result: Result<(), EmulatorError>) -> EmulatorError {
+    result.expect_err("the launch should have faulted")
+}
+
+kernel! {
+    pub unsafe fn early_exit_before_barrier() {
+        if arch::thread_idx_x() == 5 {
+            return;
+        }
+        arch::sync_threads();
+    }
+}
+
+#[test]
+fn barrier_not_reached_by_every_thread() {
+    let device = Emulator::default();
+    let error = fault_of(device.launch("early_exit", config(2, 64, 0), &|| unsafe { early_exit_before_barrier() }));
+    assert_eq!(error.kernel, "early_exit");
+    assert_eq!(error.block, 0);
+    match &error.fault {
+        Fault::BarrierNotReached { exited_thread, location, .. } => {
+            assert_eq!(*exited_thread, 5);
+            assert!(location.contains("emulator.rs"), "{location}");
+        }
+        other => panic!("wrong fault {other:?}"),
+    }
+    assert!(error.to_string().contains("kernel `early_exit`, block 0"), "{error}");
+}
+
+kernel! {
+    pub unsafe fn divergent_barriers() {
+        if arch::thread_idx_x() < 32 {
+            arch::sync_threads();
+        } else {
+            arch::sync_threads();
+        }
+    }
+}
+
+#[test]
+fn barriers_at_different_call_sites() {
+    let error = fault_of(Emulator::default().launch("divergent", config(1, 64, 0), &|| unsafe { divergent_barriers() }));
+    assert!(matches!(error.fault, Fault::DivergentBarriers { .. }), "{error}");
+}
+
+kernel! {
+    /// Lane 7 leaves, the others shuffle with a full mask.
+    pub unsafe fn shuffle_with_exited_lane() {
+        if arch::lane_id() == 7 {
+            return;
+        }
+        arch::shfl_down_sync_u32(arch::FULL_MASK, 1, 1);
+    }
+}
+
+kernel! {
+    pub unsafe fn shuffle_mask_without_self() {
+        arch::shfl_idx_sync_u32(0x1, 1, 0);
+    }
+}
+
+#[test]
+fn warp_collective_with_lanes_missing_from_its_mask() {
+    let device = Emulator::default();
+    let error = fault_of(device.launch("exited_lane", config(1, 32, 0), &|| unsafe { shuffle_with_exited_lane() }));
+    match &error.fault {
+        Fault::CollectiveMissingLane { lane, mask, .. } => assert_eq!((*lane, *mask), (7, u32::MAX)),
+        other => panic!("wrong fault {other:?}"),
+    }
+    // A full mask in a block of 20 threads names lanes that do not exist.
+    let error = fault_of(device.launch("partial_warp", config(1, 20, 0), &|| unsafe { shuffle_with_exited_lane() }));
+    assert!(matches!(error.fault, Fault::CollectiveMissingLane { .. }), "{error}");
+    let error = fault_of(device.launch("not_in_mask", config(1, 32, 0), &|| unsafe { shuffle_mask_without_self() }));
+    assert!(matches!(error.fault, Fault::LaneNotInMask { lane: 1, .. }), "{error}");
+    assert_eq!(error.thread, Some(1));
+}
+
+kernel! {
+    pub unsafe fn shared_overrun(words: u32) {
+        let shared = arch::dynamic_shared_memory().cast::<u32>();
+        unsafe { arch::store(shared.add((words + arch::thread_idx_x()) as usize), 1) };
+    }
+}
+
+kernel! {
+    pub unsafe fn global_overrun(buffer: *mut u32, len: u32) {
+        unsafe { arch::store(buffer.add((len + arch::thread_idx_x()) as usize), 1) };
+    }
+}
+
+kernel! {
+    pub unsafe fn traps() {
+        if arch::block_idx_x() == 2 && arch::thread_idx_x() == 3 {
+            arch::trap();
+        }
+    }
+}
+
+#[test]
+fn out_of_bounds_accesses_and_traps_are_reported() {
+    let device = Emulator::default();
+    let error = fault_of(device.launch("shared_overrun", config(1, 32, 64), &|| unsafe { shared_overrun(16) }));
+    assert_eq!(error.fault, Fault::SharedOutOfBounds { offset: 64, size: 4, dynamic_size: 64 });
+    assert_eq!(error.thread, Some(0));
+
+    let buffer = device.alloc(40);
+    let b = buffer.address();
+    let error = fault_of(device.launch("global_overrun", config(1, 32, 0), &|| unsafe { global_overrun(b as *mut u32, 10) }));
+    assert!(matches!(error.fault, Fault::GlobalOutOfBounds { size: 4, .. }), "{error}");
+    assert!(error.to_string().contains("outside every device allocation"), "{error}");
+
+    let error = fault_of(device.launch("traps", config(4, 32, 0), &|| unsafe { traps() }));
+    assert_eq!((error.block, error.thread, error.fault), (2, Some(3), Fault::Trap));
+}
+
+#[test]
+fn intrinsics_outside_a_launch_panic_with_a_clear_message() {
+    let message = std::panic::catch_unwind(arch::thread_idx_x).unwrap_err();
+    let text = message.downcast_ref::<&str>().copied().map(String::from).or_else(|| message.downcast_ref::<String>().cloned());
+    assert!(text.unwrap().contains("outside a kernel"));
+}
+
+kernel! {
+    /// Each block reduces `values[block * block_dim ..][..block_dim]` with warp and block reduce.
+    pub unsafe fn block_sums(values: *const u32, block_out: *mut u32, warp_out: *mut u32) {
+        let storage = block::BlockReduce::<u32>::from_allocator(&mut block::DynamicShared::new());
+        let index = (arch::block_idx_x() * arch::block_dim_x() + arch::thread_idx_x()) as usize;
+        let value = unsafe { arch::load(values.add(index)) };
+        let total = storage.reduce::<Sum>(value);
+        if arch::thread_idx_x() == 0 {
+            unsafe { arch::store(block_out.add(arch::block_idx_x() as usize), total) };
+        }
+        // Full warps only: the all-reduce gives every lane the warp's total.
+        let warp_lanes = (arch::block_dim_x() - arch::warp_idx() * 32).min(32);
+        let warp_total = if warp_lanes == 32 { warp::warp_all_reduce::<u32, Sum>(value) } else { 0 };
+        unsafe { arch::store(warp_out.add(index), warp_total) };
+    }
+}
+
+#[test]
+fn block_and_warp_reduce_for_any_block_size() {
+    for (i, threads) in [1u32, 2, 31, 32, 33, 64, 100, 255, 256, 1000, 1024].into_iter().enumerate() {
+        let device = Emulator::new(Schedule::Shuffled { seed: i as u64 });
+        let grid = 3;
+        let values: Vec<u32> = (0..grid * threads).map(|x| x * 7 + 1).collect();
+        let input = u32_buffer(&device, &values);
+        let blocks = device.alloc(4 * grid as usize);
+        let warps = device.alloc(4 * values.len());
+        let (v, b, w) = (input.address(), blocks.address(), warps.address());
+        let shared = block::BlockReduce::<u32>::SHARED_BYTES as u32;
+        device
+            .launch("block_sums", config(grid, threads, shared), &|| unsafe { block_sums(v as *const u32, b as *mut u32, w as *mut u32) })
+            .unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        let got = read_u32(&blocks, grid as usize);
+        let warp_got = read_u32(&warps, values.len());
+        for (block, chunk) in values.chunks(threads as usize).enumerate() {
+            assert_eq!(got[block], chunk.iter().fold(0, |a, &x| Sum::combine(a, x)), "{threads} threads, block {block}");
+            for (w, lanes) in chunk.chunks(32).enumerate() {
+                let expected = if lanes.len() == 32 { lanes.iter().sum::<u32>() } else { 0 };
+                let start = block * threads as usize + w * 32;
+                assert!(warp_got[start..start + lanes.len()].iter().all(|&x| x == expected), "{threads} threads, warp {w}");
+            }
+        }
+    }
+}
