@@ -24,7 +24,8 @@ pub fn rotation(bytes: usize) -> usize {
 /// Times `run(i)` for `repeats` calls after `warmup` calls, each between two CUDA events on the GPU's
 /// stream; returns the median in microseconds.
 pub fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut run: impl FnMut(usize)) -> f64 {
-    let context = gpu.context();
+    let context = gpu.cuda_context().expect("timing needs a CUDA device");
+    let stream = gpu.cuda_stream().expect("timing needs a CUDA device");
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     for i in 0..warmup {
         run(i);
@@ -33,9 +34,9 @@ pub fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut run: impl FnMut(us
     for i in 0..repeats {
         let start = context.new_event(flags).expect("creating a CUDA event");
         let stop = context.new_event(flags).expect("creating a CUDA event");
-        start.record(gpu.stream()).expect("recording an event");
+        start.record(stream).expect("recording an event");
         run(warmup + i);
-        stop.record(gpu.stream()).expect("recording an event");
+        stop.record(stream).expect("recording an event");
         let ms = start.elapsed_ms(&stop).expect("reading an event");
         samples.push(ms as f64 * 1000.0);
     }

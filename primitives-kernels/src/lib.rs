@@ -56,21 +56,24 @@
 //!         let mut best = ArgMin::identity();
 //!         let mut i = arch::thread_idx_x();
 //!         while i < n {
-//!             let item = ValueIndex { value: unsafe { *values.add(i as usize) }, index: i };
+//!             let item = ValueIndex { value: unsafe { arch::load(values.add(i as usize)) }, index: i };
 //!             best = ArgMin::combine(best, item);
 //!             i += arch::block_dim_x();
 //!         }
 //!         let total = storage.reduce::<ArgMin>(best);
 //!         if arch::thread_idx_x() == 0 {
-//!             unsafe { *out = total };
+//!             unsafe { arch::store(out, total) };
 //!         }
 //!     }
 //! }
+//! # fn main() {}
 //! ```
 //!
 //! The `kernel!` macro emits an `extern "ptx-kernel"` `#[no_mangle]` entry point on the GPU target
 //! (your crate needs `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]`) and a plain function on
-//! the host.
+//! the host, which the SIMT emulator ([`emu`]) runs: that is how you unit-test the kernel without a
+//! GPU. Memory is read and written through [`arch::load`] and [`arch::store`] so that the emulator
+//! can check every access.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -115,6 +118,9 @@ macro_rules! kernel {
         #[cfg(not(target_arch = "nvptx64"))]
         #[allow(non_snake_case, dead_code)]
         $vis mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
             /// Calls the kernel with raw 64-bit arguments; panics when their number is wrong.
             ///
             /// # Safety

@@ -1,9 +1,12 @@
 //! The SIMT emulator's own tests: CUDA-documented results of warp collectives with partial masks,
 //! atomics from many blocks, a planted missing barrier found by the shuffled schedule, and each of the
 //! checks a GPU would not give.
+// Safety of every `unsafe` here: pointers are emulator allocations sized for their launch, and the
+// emulator checks each access (reporting a fault rather than touching memory outside them).
+#![allow(clippy::undocumented_unsafe_blocks)]
 
 use primitives_kernels::emu::{DeviceMemory, Emulator, EmulatorError, Fault, LaunchConfig, Schedule};
-use primitives_kernels::ops::{Sum, AssociativeOp};
+use primitives_kernels::ops::{AssociativeOp, Sum};
 use primitives_kernels::{arch, block, kernel, warp};
 
 fn config(grid_dim: u32, block_dim: u32, shared_mem_bytes: u32) -> LaunchConfig {
@@ -35,7 +38,7 @@ kernel! {
             arch::shfl_up_sync_u32(mask, value, 2),
             arch::shfl_xor_sync_u32(mask, value, 1),
             arch::shfl_idx_sync_u32(mask, value, 3),
-            arch::ballot_sync(mask, lane % 3 == 0),
+            arch::ballot_sync(mask, lane.is_multiple_of(3)),
             arch::vote_all_sync(mask, lane < 16) as u32,
             arch::vote_any_sync(mask, lane == 5) as u32,
         ];
@@ -107,7 +110,9 @@ fn atomics_from_many_blocks_sum_correctly() {
         let counter = device.alloc(4);
         let total = device.alloc(8);
         let (c, t) = (counter.address(), total.address());
-        device.launch("atomic_sum", config(64, 96, 0), &|| unsafe { atomic_sum(c as *mut u32, t as *mut u64) }).unwrap();
+        device
+            .launch("atomic_sum", config(64, 96, 0), &|| unsafe { atomic_sum(c as *mut u32, t as *mut u64) })
+            .unwrap();
         let threads = 64 * 96u64;
         assert_eq!(read_u32(&counter, 1)[0] as u64, threads);
         let mut sum = [0u64];
@@ -188,6 +193,8 @@ fn barrier_not_reached_by_every_thread() {
 }
 
 kernel! {
+    /// Two call sites of the same barrier instruction: a bug that the branch structure hides.
+    #[allow(clippy::if_same_then_else)]
     pub unsafe fn divergent_barriers() {
         if arch::thread_idx_x() < 32 {
             arch::sync_threads();
@@ -199,7 +206,8 @@ kernel! {
 
 #[test]
 fn barriers_at_different_call_sites() {
-    let error = fault_of(Emulator::default().launch("divergent", config(1, 64, 0), &|| unsafe { divergent_barriers() }));
+    let error =
+        fault_of(Emulator::default().launch("divergent", config(1, 64, 0), &|| unsafe { divergent_barriers() }));
     assert!(matches!(error.fault, Fault::DivergentBarriers { .. }), "{error}");
 }
 
@@ -224,7 +232,9 @@ fn warp_collective_with_lanes_missing_from_its_mask() {
     let device = Emulator::default();
     let error = fault_of(device.launch("exited_lane", config(1, 32, 0), &|| unsafe { shuffle_with_exited_lane() }));
     match &error.fault {
-        Fault::CollectiveMissingLane { lane, mask, .. } => assert_eq!((*lane, *mask), (7, u32::MAX)),
+        Fault::CollectiveMissingLane { lane, mask, .. } => {
+            assert_eq!((*lane, *mask), (7, u32::MAX))
+        }
         other => panic!("wrong fault {other:?}"),
     }
     // A full mask in a block of 20 threads names lanes that do not exist.
@@ -265,7 +275,8 @@ fn out_of_bounds_accesses_and_traps_are_reported() {
 
     let buffer = device.alloc(40);
     let b = buffer.address();
-    let error = fault_of(device.launch("global_overrun", config(1, 32, 0), &|| unsafe { global_overrun(b as *mut u32, 10) }));
+    let error =
+        fault_of(device.launch("global_overrun", config(1, 32, 0), &|| unsafe { global_overrun(b as *mut u32, 10) }));
     assert!(matches!(error.fault, Fault::GlobalOutOfBounds { size: 4, .. }), "{error}");
     assert!(error.to_string().contains("outside every device allocation"), "{error}");
 
@@ -276,7 +287,8 @@ fn out_of_bounds_accesses_and_traps_are_reported() {
 #[test]
 fn intrinsics_outside_a_launch_panic_with_a_clear_message() {
     let message = std::panic::catch_unwind(arch::thread_idx_x).unwrap_err();
-    let text = message.downcast_ref::<&str>().copied().map(String::from).or_else(|| message.downcast_ref::<String>().cloned());
+    let text =
+        message.downcast_ref::<&str>().copied().map(String::from).or_else(|| message.downcast_ref::<String>().cloned());
     assert!(text.unwrap().contains("outside a kernel"));
 }
 
@@ -309,16 +321,25 @@ fn block_and_warp_reduce_for_any_block_size() {
         let (v, b, w) = (input.address(), blocks.address(), warps.address());
         let shared = block::BlockReduce::<u32>::SHARED_BYTES as u32;
         device
-            .launch("block_sums", config(grid, threads, shared), &|| unsafe { block_sums(v as *const u32, b as *mut u32, w as *mut u32) })
+            .launch("block_sums", config(grid, threads, shared), &|| unsafe {
+                block_sums(v as *const u32, b as *mut u32, w as *mut u32)
+            })
             .unwrap_or_else(|e| panic!("{threads} threads: {e}"));
         let got = read_u32(&blocks, grid as usize);
         let warp_got = read_u32(&warps, values.len());
         for (block, chunk) in values.chunks(threads as usize).enumerate() {
-            assert_eq!(got[block], chunk.iter().fold(0, |a, &x| Sum::combine(a, x)), "{threads} threads, block {block}");
+            assert_eq!(
+                got[block],
+                chunk.iter().fold(0, |a, &x| Sum::combine(a, x)),
+                "{threads} threads, block {block}"
+            );
             for (w, lanes) in chunk.chunks(32).enumerate() {
                 let expected = if lanes.len() == 32 { lanes.iter().sum::<u32>() } else { 0 };
                 let start = block * threads as usize + w * 32;
-                assert!(warp_got[start..start + lanes.len()].iter().all(|&x| x == expected), "{threads} threads, warp {w}");
+                assert!(
+                    warp_got[start..start + lanes.len()].iter().all(|&x| x == expected),
+                    "{threads} threads, warp {w}"
+                );
             }
         }
     }

@@ -13,9 +13,7 @@ fn main() -> Result<(), primitives::Error> {
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let values: Vec<f32> = (0..n)
         .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
         })
         .collect();
@@ -23,18 +21,12 @@ fn main() -> Result<(), primitives::Error> {
 
     let start = Instant::now();
     let oracle = cpu::reduce::<f32, Sum>(&values);
-    println!(
-        "CPU oracle: sum = {oracle} in {:?} (exact {exact:.3})",
-        start.elapsed()
-    );
+    println!("CPU oracle: sum = {oracle} in {:?} (exact {exact:.3})", start.elapsed());
 
     match Gpu::new() {
         Ok(gpu) => {
             let props = gpu.properties();
-            println!(
-                "GPU: {} ({} multiprocessors)",
-                props.name, props.multiprocessors
-            );
+            println!("GPU: {} ({} multiprocessors)", props.name, props.multiprocessors);
             let input = gpu.upload(&values)?;
             let mut output = gpu.alloc_zeroed::<f32>(1)?;
             DeviceReduce::sum(&gpu, &input, &mut output)?; // warm-up: loads the module
@@ -45,9 +37,7 @@ fn main() -> Result<(), primitives::Error> {
             let elapsed = start.elapsed();
             let sum = output.to_vec(&gpu)?[0];
             let gbps = (n * 4) as f64 / elapsed.as_secs_f64() / 1e9;
-            println!(
-                "GPU reduce: sum = {sum} in {elapsed:?} ({gbps:.0} GB/s including the launch)"
-            );
+            println!("GPU reduce: sum = {sum} in {elapsed:?} ({gbps:.0} GB/s including the launch)");
             println!("GPU max = {}", gpu.reduce::<f32, Max>(&input)?);
             println!(
                 "|GPU - exact| = {:.3e}, |oracle - exact| = {:.3e}",

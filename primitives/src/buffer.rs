@@ -3,59 +3,62 @@
 use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, DevicePtr};
+use primitives_kernels::emu::DeviceMemory;
 
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Backend, Gpu};
 use crate::ops::Element;
 
-/// `len` elements of `T` in device memory, freed (stream-ordered) on drop.
+enum Storage {
+    Cuda(CudaSlice<u8>),
+    Emulated(DeviceMemory),
+}
+
+/// `len` elements of `T` in device memory, freed (stream-ordered on a CUDA device) on drop.
 ///
 /// The bytes are held untyped so that any [`Element`] (any `bytemuck::Pod` type) can live on the
-/// device without implementing cudarc's traits.
+/// device without implementing cudarc's traits. A buffer belongs to the [`Gpu`] that made it.
 pub struct DeviceBuffer<T> {
-    bytes: CudaSlice<u8>,
+    storage: Storage,
     len: usize,
     _element: PhantomData<T>,
 }
 
 impl<T> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "DeviceBuffer<{}>[{}]",
-            std::any::type_name::<T>(),
-            self.len
-        )
+        write!(f, "DeviceBuffer<{}>[{}]", std::any::type_name::<T>(), self.len)
     }
 }
 
 impl<T: Element> DeviceBuffer<T> {
     fn allocate(gpu: &Gpu, len: usize, zeroed: bool) -> Result<Self> {
-        let bytes = len
-            .checked_mul(size_of::<T>())
-            .ok_or_else(|| Error::InvalidArgument {
-                name: "len",
-                reason: format!(
-                    "{len} elements of {} bytes overflow the address space",
-                    size_of::<T>()
-                ),
-            })?;
-        // A zero-byte allocation is not portable across drivers; keep one word so the pointer is real.
-        let allocated = bytes.max(16);
-        let stream = gpu.stream();
-        let slice = if zeroed {
-            stream.alloc_zeros::<u8>(allocated)
-        } else {
-            // SAFETY: uninitialised device bytes are fine for a Pod element type; callers that read
-            // them (`from_host`) overwrite them first.
-            unsafe { stream.alloc::<u8>(allocated) }
-        }
-        .map_err(Error::driver("allocating device memory", allocated))?;
-        Ok(Self {
-            bytes: slice,
-            len,
-            _element: PhantomData,
-        })
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| Error::InvalidArgument {
+            name: "len",
+            reason: format!("{len} elements of {} bytes overflow the address space", size_of::<T>()),
+        })?;
+        let storage = match &gpu.backend {
+            Backend::Cuda(device) => {
+                // A zero-byte allocation is not portable across drivers; keep 16 bytes so the pointer
+                // is real.
+                let allocated = bytes.max(16);
+                let slice = if zeroed {
+                    device.stream.alloc_zeros::<u8>(allocated)
+                } else {
+                    // SAFETY: uninitialised device bytes are fine for a Pod element type; callers
+                    // that read them (`from_host`) overwrite them first.
+                    unsafe { device.stream.alloc::<u8>(allocated) }
+                }
+                .map_err(Error::driver("allocating device memory", allocated))?;
+                Storage::Cuda(slice)
+            }
+            Backend::Emulated(emulator) => {
+                if bytes > 1 << 40 {
+                    return Err(Error::OutOfMemory { bytes });
+                }
+                Storage::Emulated(emulator.alloc(bytes))
+            }
+        };
+        Ok(Self { storage, len, _element: PhantomData })
     }
 
     /// `len` zeroed elements.
@@ -75,35 +78,48 @@ impl<T: Element> DeviceBuffer<T> {
         if data.len() > self.len {
             return Err(Error::InvalidArgument {
                 name: "data",
-                reason: format!(
-                    "{} elements do not fit a buffer of {}",
-                    data.len(),
-                    self.len
-                ),
+                reason: format!("{} elements do not fit a buffer of {}", data.len(), self.len),
             });
         }
         if data.is_empty() {
             return Ok(());
         }
         let source: &[u8] = bytemuck::cast_slice(data);
-        let mut destination = self.bytes.slice_mut(..source.len());
-        gpu.stream()
-            .memcpy_htod(source, &mut destination)
-            .map_err(Error::driver("copying to the device", source.len()))
+        match (&mut self.storage, &gpu.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(device)) => {
+                let mut destination = slice.slice_mut(..source.len());
+                device
+                    .stream
+                    .memcpy_htod(source, &mut destination)
+                    .map_err(Error::driver("copying to the device", source.len()))
+            }
+            (Storage::Emulated(memory), Backend::Emulated(_)) => {
+                memory.write_bytes(source);
+                Ok(())
+            }
+            _ => Err(foreign_buffer()),
+        }
     }
 
     /// Copies the buffer to the host, waiting for the work enqueued before.
     pub fn to_vec(&self, gpu: &Gpu) -> Result<Vec<T>> {
         let mut host = vec![T::zeroed(); self.len];
-        if self.len > 0 {
-            let destination: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
-            let bytes = destination.len();
-            let source = self.bytes.slice(..bytes);
-            gpu.stream()
-                .memcpy_dtoh(&source, destination)
-                .map_err(Error::driver("copying to the host", bytes))?;
+        let destination: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+        let bytes = destination.len();
+        match (&self.storage, &gpu.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(device)) => {
+                if bytes > 0 {
+                    let source = slice.slice(..bytes);
+                    device
+                        .stream
+                        .memcpy_dtoh(&source, destination)
+                        .map_err(Error::driver("copying to the host", bytes))?;
+                }
+                gpu.synchronize()?;
+            }
+            (Storage::Emulated(memory), Backend::Emulated(_)) => memory.read_bytes(destination),
+            _ => return Err(foreign_buffer()),
         }
-        gpu.synchronize()?;
         Ok(host)
     }
 
@@ -118,9 +134,18 @@ impl<T: Element> DeviceBuffer<T> {
     }
 
     /// The raw device address, for kernel arguments.
-    pub fn device_ptr(&self, gpu: &Gpu) -> u64 {
-        // Event tracking is off (see `Gpu::with_ordinal`), so the returned guard records nothing.
-        let (pointer, _guard) = self.bytes.device_ptr(gpu.stream());
-        pointer
+    pub fn device_ptr(&self) -> u64 {
+        match &self.storage {
+            Storage::Cuda(slice) => {
+                // Event tracking is off (see `Gpu::open_cuda`), so the returned guard records nothing.
+                let (pointer, _guard) = slice.device_ptr(slice.stream());
+                pointer
+            }
+            Storage::Emulated(memory) => memory.address(),
+        }
     }
+}
+
+fn foreign_buffer() -> Error {
+    Error::InvalidArgument { name: "gpu", reason: "the buffer belongs to a device of another kind".into() }
 }

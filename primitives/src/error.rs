@@ -16,22 +16,16 @@ pub enum Error {
     OutOfMemory { bytes: usize },
     /// The embedded PTX of a kernel module did not load (JIT failure, unsupported GPU).
     #[error("loading kernel module `{module}`: {source}")]
-    ModuleLoad {
-        module: &'static str,
-        source: DriverError,
-    },
+    ModuleLoad { module: &'static str, source: DriverError },
     /// A kernel failed to launch or failed while running.
     #[error("kernel `{kernel}` failed: {source}")]
-    Launch {
-        kernel: &'static str,
-        source: DriverError,
-    },
+    Launch { kernel: &'static str, source: DriverError },
     /// Any other driver call failed.
     #[error("CUDA driver error while {during}: {source}")]
-    Driver {
-        during: &'static str,
-        source: DriverError,
-    },
+    Driver { during: &'static str, source: DriverError },
+    /// A kernel run on the emulated device faulted (out-of-bounds access, missing barrier, trap, ...).
+    #[error("emulated kernel fault: {0}")]
+    EmulatedFault(#[from] primitives_kernels::emu::EmulatorError),
     /// An argument that cannot be right (mismatched lengths, an empty output, ...).
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument { name: &'static str, reason: String },

@@ -34,7 +34,9 @@ mod gpu;
 pub use buffer::DeviceBuffer;
 pub use device::{DeviceReduce, ReduceKernel};
 pub use error::{Error, Result};
-pub use gpu::{DeviceProperties, Gpu, KernelModule, PRIMITIVES_MODULE};
+pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
+/// The SIMT emulator's schedule, for [`Gpu::emulated`].
+pub use primitives_kernels::emu::Schedule;
 /// Element bound and operators, shared with the kernels.
 pub use primitives_kernels::ops;
 

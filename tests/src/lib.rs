@@ -2,12 +2,33 @@
 
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-/// Opens the GPU for the GPU tests, or fails the test loudly: asking for the `gpu` feature without a
-/// usable GPU is an error, never a silent pass.
-pub fn gpu() -> primitives::Gpu {
-    primitives::Gpu::new().unwrap_or_else(|error| {
-        panic!("the GPU tests (feature `gpu`) need an NVIDIA GPU and driver, and none is usable here: {error}")
+use primitives::{DeviceKind, Gpu, Schedule, DEVICE_ENV};
+
+/// The device the GPU tests run on: the CUDA GPU with the `gpu` feature, the SIMT emulator without
+/// it; `PRIMITIVES_DEVICE` (`cuda`, `emulator`, `emulator:shuffled:SEED`) overrides either.
+///
+/// A CUDA device that cannot be opened fails the test loudly: asking for the GPU without a usable one
+/// is an error, never a silent pass.
+pub fn gpu() -> Gpu {
+    let default = if cfg!(feature = "gpu") {
+        DeviceKind::Cuda { ordinal: 0 }
+    } else {
+        DeviceKind::Emulated(Schedule::Deterministic)
+    };
+    let kind = DeviceKind::from_env_or(default).unwrap_or_else(|error| panic!("{error}"));
+    Gpu::with_kind(kind).unwrap_or_else(|error| {
+        panic!("the GPU tests were asked to run on {kind:?} (feature `gpu` or {DEVICE_ENV}), which is not usable here: {error}")
     })
+}
+
+/// Largest input the tests give this device: everything on a GPU; on the emulator, sizes that keep
+/// `cargo test` quick (the GPU runs keep the large ones).
+pub fn max_len(gpu: &Gpu) -> usize {
+    if gpu.is_emulated() {
+        1 << 17
+    } else {
+        usize::MAX
+    }
 }
 
 /// Random values from a generator seeded by `seed`, drawn by `draw`.

@@ -9,10 +9,7 @@ fn opening_a_gpu_never_panics_and_names_what_is_missing() {
         Ok(gpu) => assert!(gpu.properties().multiprocessors > 0),
         Err(error @ (Error::NoDriver | Error::NoDevice(_))) => {
             let message = error.to_string();
-            assert!(
-                message.contains("driver") || message.contains("device"),
-                "unclear message: {message}"
-            );
+            assert!(message.contains("driver") || message.contains("device"), "unclear message: {message}");
         }
         Err(other) => panic!("expected NoDriver or NoDevice, got {other:?}"),
     }
@@ -21,8 +18,5 @@ fn opening_a_gpu_never_panics_and_names_what_is_missing() {
 #[test]
 fn asking_for_a_device_that_does_not_exist_is_an_error() {
     let error = Gpu::with_ordinal(usize::MAX).expect_err("no machine has that many GPUs");
-    assert!(
-        matches!(error, Error::NoDriver | Error::NoDevice(_)),
-        "{error:?}"
-    );
+    assert!(matches!(error, Error::NoDriver | Error::NoDevice(_)), "{error:?}");
 }

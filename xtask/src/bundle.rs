@@ -62,16 +62,10 @@ fn build(root: &Path, args: &[&str]) -> Result<Vec<Artifact>> {
             continue;
         }
         let target = &message["target"];
-        if let (Some(path), Some(name), Some(kind)) = (
-            message["executable"].as_str(),
-            target["name"].as_str(),
-            target["kind"][0].as_str(),
-        ) {
-            artifacts.push(Artifact {
-                name: name.to_string(),
-                kind: kind.to_string(),
-                path: PathBuf::from(path),
-            });
+        if let (Some(path), Some(name), Some(kind)) =
+            (message["executable"].as_str(), target["name"].as_str(), target["kind"][0].as_str())
+        {
+            artifacts.push(Artifact { name: name.to_string(), kind: kind.to_string(), path: PathBuf::from(path) });
         }
     }
     Ok(artifacts)
@@ -81,8 +75,7 @@ fn copy_all(artifacts: &[Artifact], destination: &Path) -> Result<()> {
     std::fs::create_dir_all(destination)?;
     for artifact in artifacts {
         let target = destination.join(&artifact.name);
-        std::fs::copy(&artifact.path, &target)
-            .with_context(|| format!("copying {}", artifact.path.display()))?;
+        std::fs::copy(&artifact.path, &target).with_context(|| format!("copying {}", artifact.path.display()))?;
         println!("  {}", target.display());
     }
     Ok(())
@@ -94,54 +87,13 @@ pub fn run() -> Result<()> {
     if bundle.exists() {
         std::fs::remove_dir_all(&bundle).context("clearing .gpu")?;
     }
-    let tests = build(
-        &root,
-        &[
-            "test",
-            "--release",
-            "--package",
-            "tests",
-            "--features",
-            "gpu",
-            "--no-run",
-        ],
-    )?;
+    let tests = build(&root, &["test", "--release", "--package", "tests", "--features", "gpu", "--no-run"])?;
     // Only the integration tests that exercise the GPU; the library's own unit tests run in CI.
-    let tests: Vec<Artifact> = tests
-        .into_iter()
-        .filter(|a| a.kind == "test" && a.name.starts_with("gpu_"))
-        .collect();
-    let criterion = build(
-        &root,
-        &[
-            "bench",
-            "--package",
-            "benches",
-            "--features",
-            "gpu",
-            "--no-run",
-        ],
-    )?;
-    let binaries = build(
-        &root,
-        &[
-            "build",
-            "--release",
-            "--package",
-            "benches",
-            "--features",
-            "gpu",
-            "--bins",
-        ],
-    )?;
+    let tests: Vec<Artifact> = tests.into_iter().filter(|a| a.kind == "test" && a.name.starts_with("gpu_")).collect();
+    let criterion = build(&root, &["bench", "--package", "benches", "--features", "gpu", "--no-run"])?;
+    let binaries = build(&root, &["build", "--release", "--package", "benches", "--features", "gpu", "--bins"])?;
     copy_all(&tests, &bundle.join("tests"))?;
-    copy_all(
-        &criterion
-            .into_iter()
-            .filter(|a| a.kind == "bench")
-            .collect::<Vec<_>>(),
-        &bundle.join("criterion"),
-    )?;
+    copy_all(&criterion.into_iter().filter(|a| a.kind == "bench").collect::<Vec<_>>(), &bundle.join("criterion"))?;
     copy_all(&binaries, &bundle.join("bin"))?;
     let scripts = bundle.join("scripts");
     std::fs::create_dir_all(&scripts)?;
@@ -165,11 +117,7 @@ fn walk_size(path: &Path) -> Result<u64> {
     let mut total = 0;
     for entry in std::fs::read_dir(path)? {
         let entry = entry?;
-        total += if entry.file_type()?.is_dir() {
-            walk_size(&entry.path())?
-        } else {
-            entry.metadata()?.len()
-        };
+        total += if entry.file_type()?.is_dir() { walk_size(&entry.path())? } else { entry.metadata()?.len() };
     }
     Ok(total)
 }

@@ -75,8 +75,7 @@ pub fn source_hash(root: &Path, crates: &[&str]) -> Result<String> {
     files.sort();
     let mut hasher = Sha256::new();
     for file in files {
-        let bytes = std::fs::read(root.join(&file))
-            .with_context(|| format!("reading {}", file.display()))?;
+        let bytes = std::fs::read(root.join(&file)).with_context(|| format!("reading {}", file.display()))?;
         let name = file.to_string_lossy().replace('\\', "/");
         hasher.update(name.as_bytes());
         hasher.update([0]);
@@ -87,9 +86,7 @@ pub fn source_hash(root: &Path, crates: &[&str]) -> Result<String> {
 }
 
 fn collect_files(root: &Path, relative: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(root.join(relative))
-        .with_context(|| format!("listing {}", relative.display()))?
-    {
+    for entry in std::fs::read_dir(root.join(relative)).with_context(|| format!("listing {}", relative.display()))? {
         let entry = entry?;
         let path = relative.join(entry.file_name());
         if entry.file_type()?.is_dir() {
@@ -120,8 +117,7 @@ pub fn entry_points(ptx: &str) -> Vec<String> {
 
 pub fn read_manifest(root: &Path, krate: &KernelCrate) -> Result<Manifest> {
     let path = root.join(krate.destination).join("manifest.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
@@ -129,14 +125,7 @@ fn build_linker(root: &Path) -> Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(root)
-        .args([
-            "build",
-            "--quiet",
-            "--package",
-            "xtask",
-            "--bin",
-            "ptx-linker",
-        ])
+        .args(["build", "--quiet", "--package", "xtask", "--bin", "ptx-linker"])
         .status()
         .context("building ptx-linker")?;
     if !status.success() {
@@ -158,36 +147,15 @@ fn build_ptx(root: &Path, linker: &Path, krate: &KernelCrate) -> Result<String> 
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTUP_TOOLCHAIN")
-        .args([
-            "rustc",
-            "--quiet",
-            "--package",
-            krate.package,
-            "--features",
-            "entry-points",
-            "--crate-type",
-            "cdylib",
-        ])
-        .args([
-            "--profile",
-            "kernel",
-            "-Zbuild-std=core",
-            "--target",
-            TARGET,
-            "--target-dir",
-        ])
+        .args(["rustc", "--quiet", "--package", krate.package, "--features", "entry-points", "--crate-type", "cdylib"])
+        .args(["--profile", "kernel", "-Zbuild-std=core", "--target", TARGET, "--target-dir"])
         .arg(&target_dir);
     println!("building {} for {TARGET} ({CPU})", krate.package);
-    let status = command
-        .status()
-        .with_context(|| format!("running {}", setup::KERNEL_CARGO))?;
+    let status = command.status().with_context(|| format!("running {}", setup::KERNEL_CARGO))?;
     if !status.success() {
         bail!("kernel build of {} failed", krate.package);
     }
-    let ptx_path = target_dir
-        .join(TARGET)
-        .join("kernel")
-        .join(format!("{}.ptx", krate.artifact));
+    let ptx_path = target_dir.join(TARGET).join("kernel").join(format!("{}.ptx", krate.artifact));
     std::fs::read_to_string(&ptx_path).with_context(|| format!("reading {}", ptx_path.display()))
 }
 
@@ -250,32 +218,18 @@ fn compare(root: &Path, krate: &KernelCrate, fresh: &Manifest, ptx: &str) -> Vec
         Err(error) => return vec![format!("{}: {error:#}", krate.package)],
     };
     if committed.source_sha256 != fresh.source_sha256 {
-        problems.push(format!(
-            "{}: kernel sources changed since the PTX was built",
-            krate.package
-        ));
+        problems.push(format!("{}: kernel sources changed since the PTX was built", krate.package));
     }
     if committed.entry_points != fresh.entry_points {
-        problems.push(format!(
-            "{}: entry points differ from the committed PTX",
-            krate.package
-        ));
+        problems.push(format!("{}: entry points differ from the committed PTX", krate.package));
     }
     let same_toolchain = committed.rustc == fresh.rustc && committed.llvm == fresh.llvm;
     if same_toolchain {
         let path = root.join(krate.destination).join(krate.ptx_file_name());
         match std::fs::read_to_string(&path) {
             Ok(text) if text == ptx => {}
-            Ok(_) => problems.push(format!(
-                "{}: {} differs from a fresh build",
-                krate.package,
-                path.display()
-            )),
-            Err(error) => problems.push(format!(
-                "{}: reading {}: {error}",
-                krate.package,
-                path.display()
-            )),
+            Ok(_) => problems.push(format!("{}: {} differs from a fresh build", krate.package, path.display())),
+            Err(error) => problems.push(format!("{}: reading {}: {error}", krate.package, path.display())),
         }
     } else {
         println!(
@@ -289,8 +243,7 @@ fn compare(root: &Path, krate: &KernelCrate, fresh: &Manifest, ptx: &str) -> Vec
 /// Writes to a temporary name beside `path`, then renames, so a reader never sees a partial file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let temporary = path.with_extension("tmp");
-    std::fs::write(&temporary, bytes)
-        .with_context(|| format!("writing {}", temporary.display()))?;
+    std::fs::write(&temporary, bytes).with_context(|| format!("writing {}", temporary.display()))?;
     std::fs::rename(&temporary, path).with_context(|| format!("renaming to {}", path.display()))
 }
 
@@ -318,16 +271,14 @@ mod tests {
                 "{}: PTX edited after its build",
                 krate.package
             );
-            assert_eq!(
-                manifest.entry_points,
-                entry_points(&String::from_utf8(ptx).unwrap())
-            );
+            assert_eq!(manifest.entry_points, entry_points(&String::from_utf8(ptx).unwrap()));
         }
     }
 
     #[test]
     fn entry_points_are_read_from_ptx() {
-        let ptx = ".version 7.0\n.target sm_80\n.visible .entry first(\n\t.param .u64 a\n)\n{\n}\n.visible .entry second()\n";
+        let ptx =
+            ".version 7.0\n.target sm_80\n.visible .entry first(\n\t.param .u64 a\n)\n{\n}\n.visible .entry second()\n";
         assert_eq!(entry_points(ptx), ["first", "second"]);
     }
 

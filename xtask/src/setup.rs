@@ -11,11 +11,7 @@ use std::process::Command;
 pub const KERNEL_RUSTC: &str = "/usr/bin/rustc";
 pub const KERNEL_CARGO: &str = "/usr/bin/cargo";
 const LIBRARY_SOURCE: &str = "/usr/lib/rustlib/src/rust/library/core";
-const LLVM_TOOLS: [&str; 3] = [
-    "/usr/bin/llvm-link-22",
-    "/usr/bin/opt-22",
-    "/usr/bin/llc-22",
-];
+const LLVM_TOOLS: [&str; 3] = ["/usr/bin/llvm-link-22", "/usr/bin/opt-22", "/usr/bin/llc-22"];
 const PACKAGES: [&str; 4] = ["rustc-web", "cargo-web", "rust-web-src", "llvm-22"];
 
 /// What is missing from the kernel toolchain, as paths.
@@ -34,24 +30,14 @@ pub fn run() -> Result<()> {
     } else {
         println!("missing: {}", before.join(", "));
         println!("installing Debian packages: {}", PACKAGES.join(" "));
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| o.stdout == b"0\n")
-            .unwrap_or(false);
+        let root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
         let apt = |args: &[&str]| -> Result<()> {
-            let mut command = if root {
-                Command::new("apt-get")
-            } else {
-                Command::new("sudo")
-            };
+            let mut command = if root { Command::new("apt-get") } else { Command::new("sudo") };
             if !root {
                 command.arg("apt-get");
             }
             command.env("DEBIAN_FRONTEND", "noninteractive").args(args);
-            let status = command
-                .status()
-                .with_context(|| format!("running apt-get {args:?}"))?;
+            let status = command.status().with_context(|| format!("running apt-get {args:?}"))?;
             if !status.success() {
                 bail!("apt-get {args:?} failed with {status}");
             }
@@ -63,11 +49,7 @@ pub fn run() -> Result<()> {
         apt(&install)?;
         let after = missing();
         if !after.is_empty() {
-            bail!(
-                "still missing after installing {}: {}",
-                PACKAGES.join(" "),
-                after.join(", ")
-            );
+            bail!("still missing after installing {}: {}", PACKAGES.join(" "), after.join(", "));
         }
         println!("installed: {}", PACKAGES.join(" "));
     }
@@ -81,29 +63,18 @@ pub fn run() -> Result<()> {
 pub fn ensure_installed() -> Result<()> {
     let gone = missing();
     if !gone.is_empty() {
-        bail!(
-            "the kernel toolchain is not installed (missing {}); run `cargo xtask setup`",
-            gone.join(", ")
-        );
+        bail!("the kernel toolchain is not installed (missing {}); run `cargo xtask setup`", gone.join(", "));
     }
     Ok(())
 }
 
 pub fn version(program: &str, args: &[&str]) -> Result<String> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {program}"))?;
+    let output = Command::new(program).args(args).output().with_context(|| format!("running {program}"))?;
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
 /// "Debian LLVM version 22.1.8" from `llc-22 --version`.
 pub fn llvm_version() -> Result<String> {
     let text = version(LLVM_TOOLS[2], &["--version"])?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.contains("LLVM version"))
-        .unwrap_or("LLVM version unknown")
-        .to_string())
+    Ok(text.lines().map(str::trim).find(|l| l.contains("LLVM version")).unwrap_or("LLVM version unknown").to_string())
 }

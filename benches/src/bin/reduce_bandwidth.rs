@@ -9,38 +9,22 @@ use primitives::ops::{Element, Max, Sum};
 use primitives::{DeviceReduce, Gpu, ReduceKernel};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-fn measure<T: Element, Op: ReduceKernel<T>>(
-    gpu: &Gpu,
-    dtype: &str,
-    op: &str,
-    n: usize,
-    draw: fn(&mut SmallRng) -> T,
-) {
+fn measure<T: Element, Op: ReduceKernel<T>>(gpu: &Gpu, dtype: &str, op: &str, n: usize, draw: fn(&mut SmallRng) -> T) {
     let mut rng = SmallRng::seed_from_u64(n as u64);
     let host: Vec<T> = (0..n).map(|_| draw(&mut rng)).collect();
     let copies = rotation(n * size_of::<T>());
-    let inputs: Vec<_> = (0..copies)
-        .map(|_| gpu.upload(&host).expect("upload"))
-        .collect();
+    let inputs: Vec<_> = (0..copies).map(|_| gpu.upload(&host).expect("upload")).collect();
     let mut output = gpu.alloc_zeroed::<T>(1).expect("alloc");
-    let us = time_gpu(gpu, 5, 50, |i| {
-        DeviceReduce::reduce::<T, Op>(gpu, &inputs[i % copies], &mut output).expect("reduce")
-    });
+    let us =
+        time_gpu(gpu, 5, 50, |i| DeviceReduce::reduce::<T, Op>(gpu, &inputs[i % copies], &mut output).expect("reduce"));
     let gbps = (n * size_of::<T>()) as f64 / (us * 1e-6) / 1e9;
     println!("ours,{dtype},{op},{n},{us:.3},{gbps:.1}");
 }
 
 fn main() {
-    let max_log2: u32 = std::env::args()
-        .nth(1)
-        .map(|a| a.parse().expect("MAX_LOG2 must be an integer"))
-        .unwrap_or(28);
+    let max_log2: u32 = std::env::args().nth(1).map(|a| a.parse().expect("MAX_LOG2 must be an integer")).unwrap_or(28);
     let gpu = Gpu::new().unwrap_or_else(|e| panic!("reduce_bandwidth needs a GPU: {e}"));
-    eprintln!(
-        "device: {} ({} SMs)",
-        gpu.properties().name,
-        gpu.properties().multiprocessors
-    );
+    eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
     println!("impl,dtype,op,n,median_us,gbps");
     for log2 in (10..=max_log2).step_by(2) {
         let n = 1usize << log2;

@@ -42,12 +42,7 @@ pub fn warp_idx() -> u32 {
 /// Number of 32-bit words a `T` occupies (rounded up).
 #[inline(always)]
 const fn word_count<T>() -> usize {
-    const {
-        assert!(
-            core::mem::size_of::<T>() <= MAX_ELEMENT_BYTES,
-            "element larger than 64 bytes"
-        )
-    };
+    const { assert!(core::mem::size_of::<T>() <= MAX_ELEMENT_BYTES, "element larger than 64 bytes") };
     core::mem::size_of::<T>().div_ceil(4)
 }
 
@@ -115,12 +110,7 @@ generic_shuffle!(
 /// at compile time).
 #[inline(always)]
 pub unsafe fn load_relaxed_gpu<T: Pod>(ptr: *const T) -> T {
-    const {
-        assert!(
-            core::mem::size_of::<T>().is_multiple_of(4),
-            "element size must be whole words"
-        )
-    };
+    const { assert!(core::mem::size_of::<T>().is_multiple_of(4), "element size must be whole words") };
     let mut words = [0u32; MAX_WORDS];
     let src = ptr.cast::<u32>();
     for (i, word) in words.iter_mut().enumerate().take(word_count::<T>()) {

@@ -138,9 +138,7 @@ pub fn active_mask() -> u32 {
 pub fn dynamic_shared_memory() -> *mut u8 {
     let ptr: u64;
     // SAFETY: converts the address of the declared `.extern .shared` array; touches no memory.
-    unsafe {
-        asm!("cvta.shared.u64 {0}, primitives_dynamic_shared;", out(reg64) ptr, options(pure, nomem, nostack))
-    };
+    unsafe { asm!("cvta.shared.u64 {0}, primitives_dynamic_shared;", out(reg64) ptr, options(pure, nomem, nostack)) };
     ptr as *mut u8
 }
 /// `%dynamic_smem_size`: bytes of dynamic shared memory this launch was given.
@@ -148,9 +146,7 @@ pub fn dynamic_shared_memory() -> *mut u8 {
 pub fn dynamic_shared_size() -> u32 {
     let size: u32;
     // SAFETY: reads a special register.
-    unsafe {
-        asm!("mov.u32 {0}, %dynamic_smem_size;", out(reg32) size, options(pure, nomem, nostack))
-    };
+    unsafe { asm!("mov.u32 {0}, %dynamic_smem_size;", out(reg32) size, options(pure, nomem, nostack)) };
     size
 }
 

@@ -20,11 +20,7 @@ impl DynamicShared {
     /// Starts at the beginning of dynamic shared memory.
     #[inline(always)]
     pub fn new() -> Self {
-        Self {
-            base: arch::dynamic_shared_memory(),
-            offset: 0,
-            size: arch::dynamic_shared_size() as usize,
-        }
+        Self { base: arch::dynamic_shared_memory(), offset: 0, size: arch::dynamic_shared_size() as usize }
     }
 
     /// Reserves `count` elements of `T`, aligned for `T`. Traps (a launch failure on the host) when

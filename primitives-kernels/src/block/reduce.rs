@@ -31,19 +31,13 @@ impl<T: Element> BlockReduce<T> {
     /// block, used by nothing else while the block reduces.
     #[inline(always)]
     pub unsafe fn from_shared(warp_totals: *mut T) -> Self {
-        Self {
-            warp_totals,
-            _element: PhantomData,
-        }
+        Self { warp_totals, _element: PhantomData }
     }
 
     /// Takes its storage from `shared`.
     #[inline(always)]
     pub fn from_allocator(shared: &mut DynamicShared) -> Self {
-        Self {
-            warp_totals: shared.take::<T>(MAX_WARPS),
-            _element: PhantomData,
-        }
+        Self { warp_totals: shared.take::<T>(MAX_WARPS), _element: PhantomData }
     }
 
     /// Takes its storage from the start of the launch's dynamic shared memory.

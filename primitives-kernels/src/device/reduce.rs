@@ -37,9 +37,8 @@ const fn per_vector<T>() -> usize {
 fn combine_vector<T: Element, Op: AssociativeOp<T>>(mut acc: T, words: [u32; 4]) -> T {
     let bytes = bytemuck::bytes_of(&words);
     for j in 0..per_vector::<T>() {
-        let item: T = bytemuck::pod_read_unaligned(
-            &bytes[j * core::mem::size_of::<T>()..][..core::mem::size_of::<T>()],
-        );
+        let item: T =
+            bytemuck::pod_read_unaligned(&bytes[j * core::mem::size_of::<T>()..][..core::mem::size_of::<T>()]);
         acc = Op::combine(acc, item);
     }
     acc
@@ -67,9 +66,7 @@ pub unsafe fn thread_share<T: Element, Op: AssociativeOp<T>>(input: *const T, le
             let mut batch = [[0u32; 4]; LOADS_IN_FLIGHT];
             for (k, slot) in batch.iter_mut().enumerate() {
                 // SAFETY: i + k * stride < vector_count, so the vector lies inside input[..len].
-                *slot = unsafe {
-                    arch::load_global_nc_v4(vectors.add((i + k as u64 * stride) as usize))
-                };
+                *slot = unsafe { arch::load_global_nc_v4(vectors.add((i + k as u64 * stride) as usize)) };
             }
             for words in batch {
                 acc = combine_vector::<T, Op>(acc, words);
@@ -158,9 +155,7 @@ pub unsafe fn reduce_kernel<T: Element, Op: AssociativeOp<T>>(
     while b < blocks {
         // SAFETY: b < grid_dim; relaxed GPU-scope loads see the other blocks' published totals
         // (ordered by thread 0's acquire fence and the barrier), not a stale L1 line.
-        acc = Op::combine(acc, unsafe {
-            arch::load_relaxed_gpu(block_totals.add(b as usize))
-        });
+        acc = Op::combine(acc, unsafe { arch::load_relaxed_gpu(block_totals.add(b as usize)) });
         b += threads;
     }
     let total = storage.reduce::<Op>(acc);

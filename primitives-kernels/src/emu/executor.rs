@@ -128,7 +128,8 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&ThreadContext, &BlockContext<'_>) 
 /// Where the running emulated thread is, as "kernel `k`, block b, thread t" (for messages).
 pub fn current_location() -> Option<String> {
     let current = CURRENT.with(Cell::get);
-    (!current.is_null()).then(|| with_current(|t, b| format!("kernel `{}`, block {}, thread {}", b.kernel, b.block_idx, t.thread)))
+    (!current.is_null())
+        .then(|| with_current(|t, b| format!("kernel `{}`, block {}, thread {}", b.kernel, b.block_idx, t.thread)))
 }
 
 /// Stops the running thread with `fault`.
@@ -157,7 +158,7 @@ pub(crate) fn collective(op: CollectiveOp, mask: u32, value: u32, location: &'st
 /// shared memory and the device's allocations; faults if it is outside both.
 pub(crate) fn check_access(address: usize, size: usize, align: usize) {
     with_current(|thread, block| {
-        if address % align != 0 {
+        if !address.is_multiple_of(align) {
             fault(Fault::Misaligned { address, align });
         }
         let shared_start = block.shared.as_ptr() as usize;
@@ -234,13 +235,21 @@ pub(crate) fn launch(
 ) -> Result<(), EmulatorError> {
     let error = |block, thread, fault| EmulatorError { kernel: kernel_name.to_string(), block, thread, fault };
     if config.block_dim == 0 || config.block_dim > 1024 {
-        return Err(error(0, None, Fault::InvalidLaunch(format!("{} threads per block (1 to 1024)", config.block_dim))));
+        return Err(error(
+            0,
+            None,
+            Fault::InvalidLaunch(format!("{} threads per block (1 to 1024)", config.block_dim)),
+        ));
     }
     if config.grid_dim == 0 {
         return Err(error(0, None, Fault::InvalidLaunch("a grid of 0 blocks".into())));
     }
     if config.shared_mem_bytes > 227 << 10 {
-        return Err(error(0, None, Fault::InvalidLaunch(format!("{} bytes of shared memory", config.shared_mem_bytes))));
+        return Err(error(
+            0,
+            None,
+            Fault::InvalidLaunch(format!("{} bytes of shared memory", config.shared_mem_bytes)),
+        ));
     }
     install_quiet_panic_hook();
     let mut rng = match schedule {
@@ -272,7 +281,9 @@ type ThreadCoroutine = Coroutine<(), (), (), DefaultStack>;
 fn take_stack() -> Result<DefaultStack, Fault> {
     match STACKS.with(|s| s.borrow_mut().pop()) {
         Some(stack) => Ok(stack),
-        None => DefaultStack::new(STACK_BYTES).map_err(|e| Fault::InvalidLaunch(format!("allocating a thread stack: {e}"))),
+        None => {
+            DefaultStack::new(STACK_BYTES).map_err(|e| Fault::InvalidLaunch(format!("allocating a thread stack: {e}")))
+        }
     }
 }
 
@@ -292,7 +303,8 @@ type BlockResult = Result<(), (Option<u32>, Fault)>;
 
 fn run_block(block: &BlockContext<'_>, mut rng: Option<&mut SmallRng>, kernel: &(dyn Fn() + Sync)) -> BlockResult {
     let n = block.block_dim as usize;
-    let block_ptr = block as *const BlockContext<'_> as *const BlockContext<'static>;
+    // The lifetime is erased: thread contexts never outlive this call.
+    let block_ptr = (block as *const BlockContext<'_>).cast::<BlockContext<'static>>();
     let threads: Vec<ThreadContext> = (0..block.block_dim)
         .map(|thread| ThreadContext {
             block: block_ptr,
@@ -385,7 +397,11 @@ impl Scheduler<'_, '_> {
         if let Some(exited) = self.state.iter().position(|&s| s == State::Done) {
             return Err((
                 Some(t as u32),
-                Fault::BarrierNotReached { location: location.to_string(), waiting: self.at_barrier as u32 + 1, exited_thread: exited as u32 },
+                Fault::BarrierNotReached {
+                    location: location.to_string(),
+                    waiting: self.at_barrier as u32 + 1,
+                    exited_thread: exited as u32,
+                },
             ));
         }
         self.at_barrier += 1;
@@ -395,7 +411,10 @@ impl Scheduler<'_, '_> {
         for u in 0..self.state.len() {
             if let Some(Wait::Barrier(other)) = self.wait_of(u) {
                 if other != location {
-                    return Err((Some(u as u32), Fault::DivergentBarriers { first: location.to_string(), second: other.to_string() }));
+                    return Err((
+                        Some(u as u32),
+                        Fault::DivergentBarriers { first: location.to_string(), second: other.to_string() },
+                    ));
                 }
             }
         }
@@ -407,7 +426,13 @@ impl Scheduler<'_, '_> {
         Ok(())
     }
 
-    fn arrive_at_collective(&mut self, t: usize, op: CollectiveOp, mask: u32, location: &'static Location<'static>) -> BlockResult {
+    fn arrive_at_collective(
+        &mut self,
+        t: usize,
+        op: CollectiveOp,
+        mask: u32,
+        location: &'static Location<'static>,
+    ) -> BlockResult {
         let warp = t as u32 / WARP;
         let lane = t as u32 % WARP;
         let operation = || format!("{} at {location}", op.name());
@@ -417,7 +442,10 @@ impl Scheduler<'_, '_> {
         let missing = mask & !self.block.existing_lanes(warp);
         if missing != 0 {
             let reason = "does not exist in this block".to_string();
-            return Err((Some(t as u32), Fault::CollectiveMissingLane { operation: operation(), mask, lane: missing.trailing_zeros(), reason }));
+            return Err((
+                Some(t as u32),
+                Fault::CollectiveMissingLane { operation: operation(), mask, lane: missing.trailing_zeros(), reason },
+            ));
         }
         let mut values = [0u32; WARP as usize];
         let mut ops = [op; WARP as usize];
@@ -429,10 +457,16 @@ impl Scheduler<'_, '_> {
             match (self.state[u], self.threads[u].wait.get()) {
                 (State::Done, _) => {
                     let reason = "has exited".to_string();
-                    return Err((Some(t as u32), Fault::CollectiveMissingLane { operation: operation(), mask, lane: l, reason }));
+                    return Err((
+                        Some(t as u32),
+                        Fault::CollectiveMissingLane { operation: operation(), mask, lane: l, reason },
+                    ));
                 }
                 (State::Runnable, _) => return Ok(()), // not there yet
-                (State::Waiting, Some(Wait::Collective { op: other, mask: other_mask, value, location: other_location })) => {
+                (
+                    State::Waiting,
+                    Some(Wait::Collective { op: other, mask: other_mask, value, location: other_location }),
+                ) => {
                     if !other.same_kind(op) || other_mask != mask {
                         return Err((
                             Some(u as u32),
@@ -448,12 +482,16 @@ impl Scheduler<'_, '_> {
                 }
                 (State::Waiting, _) => {
                     let reason = "waits at a block barrier instead".to_string();
-                    return Err((Some(t as u32), Fault::CollectiveMissingLane { operation: operation(), mask, lane: l, reason }));
+                    return Err((
+                        Some(t as u32),
+                        Fault::CollectiveMissingLane { operation: operation(), mask, lane: l, reason },
+                    ));
                 }
             }
         }
         // Every lane of the mask is here: compute each lane's result and release them.
-        let predicate_bits = (0..WARP).filter(|&l| mask & (1 << l) != 0 && values[l as usize] != 0).fold(0u32, |b, l| b | (1 << l));
+        let predicate_bits =
+            (0..WARP).filter(|&l| mask & (1 << l) != 0 && values[l as usize] != 0).fold(0u32, |b, l| b | (1 << l));
         let source = |l: u32, j: u32| {
             if j >= WARP {
                 values[l as usize]
@@ -498,10 +536,16 @@ impl Scheduler<'_, '_> {
                 Some(Wait::Barrier(location)) => {
                     return Err((
                         Some(t as u32),
-                        Fault::BarrierNotReached { location: location.to_string(), waiting: self.at_barrier as u32, exited_thread: t as u32 },
+                        Fault::BarrierNotReached {
+                            location: location.to_string(),
+                            waiting: self.at_barrier as u32,
+                            exited_thread: t as u32,
+                        },
                     ));
                 }
-                Some(Wait::Collective { op, mask, location, .. }) if u / WARP as usize == t / WARP as usize && mask & (1 << (t % 32)) != 0 => {
+                Some(Wait::Collective { op, mask, location, .. })
+                    if u / WARP as usize == t / WARP as usize && mask & (1 << (t % 32)) != 0 =>
+                {
                     return Err((
                         Some(u as u32),
                         Fault::CollectiveMissingLane {

@@ -34,6 +34,7 @@
 //!     }
 //! }
 //!
+//! # fn main() {
 //! let device = Emulator::new(Schedule::Shuffled { seed: 7 });
 //! let mut input = device.alloc(4 * 100);
 //! input.write_bytes(bytemuck::cast_slice(&(0..100u32).collect::<Vec<_>>()));
@@ -44,6 +45,7 @@
 //! let mut result = vec![0u32; 100];
 //! output.read_bytes(bytemuck::cast_slice_mut(&mut result));
 //! assert_eq!(result[99], 198);
+//! # }
 //! ```
 
 use std::prelude::rust_2021::*;
@@ -153,7 +155,9 @@ pub struct EmulatorError {
 impl std::fmt::Display for EmulatorError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.thread {
-            Some(thread) => write!(f, "kernel `{}`, block {}, thread {}: {}", self.kernel, self.block, thread, self.fault),
+            Some(thread) => {
+                write!(f, "kernel `{}`, block {}, thread {}: {}", self.kernel, self.block, thread, self.fault)
+            }
             None => write!(f, "kernel `{}`, block {}: {}", self.kernel, self.block, self.fault),
         }
     }

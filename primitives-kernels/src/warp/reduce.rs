@@ -50,11 +50,7 @@ pub fn warp_all_reduce<T: Element, Op: AssociativeOp<T>>(value: T) -> T {
     let mut offset = 1;
     while offset < WARP_SIZE {
         let other = arch::shfl_xor_sync(FULL_MASK, acc, offset);
-        acc = if lane & offset == 0 {
-            Op::combine(acc, other)
-        } else {
-            Op::combine(other, acc)
-        };
+        acc = if lane & offset == 0 { Op::combine(acc, other) } else { Op::combine(other, acc) };
         offset *= 2;
     }
     acc

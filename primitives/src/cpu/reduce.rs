@@ -10,9 +10,7 @@ pub const PAIRWISE_LEAF: usize = 8;
 /// for floats. An empty input gives `Op::identity()`.
 pub fn reduce<T: Element, Op: AssociativeOp<T>>(input: &[T]) -> T {
     if input.len() <= PAIRWISE_LEAF {
-        return input
-            .iter()
-            .fold(Op::identity(), |acc, &x| Op::combine(acc, x));
+        return input.iter().fold(Op::identity(), |acc, &x| Op::combine(acc, x));
     }
     let (left, right) = input.split_at(input.len() / 2);
     Op::combine(reduce::<T, Op>(left), reduce::<T, Op>(right))
@@ -25,11 +23,7 @@ pub fn compensated_sum(values: impl IntoIterator<Item = f64>) -> f64 {
     let mut compensation = 0.0f64;
     for x in values {
         let t = sum + x;
-        compensation += if sum.abs() >= x.abs() {
-            (sum - t) + x
-        } else {
-            (x - t) + sum
-        };
+        compensation += if sum.abs() >= x.abs() { (sum - t) + x } else { (x - t) + sum };
         sum = t;
     }
     sum + compensation
@@ -65,9 +59,7 @@ mod tests {
     fn compensated_sum_is_exact_on_cancellation() {
         // 1e16 + 1 - 1e16 loses the 1 in plain f64 summation.
         assert_eq!(compensated_sum([1e16, 1.0, -1e16]), 1.0);
-        let values: Vec<f64> = (0..1000)
-            .flat_map(|i| [1e10 + i as f64, 0.5, -(1e10 + i as f64)])
-            .collect();
+        let values: Vec<f64> = (0..1000).flat_map(|i| [1e10 + i as f64, 0.5, -(1e10 + i as f64)]).collect();
         assert_eq!(compensated_sum(values), 500.0);
     }
 
@@ -84,14 +76,8 @@ mod tests {
                 [a[0] * b[1] + b[0], a[1] * b[1]]
             }
         }
-        let digits: Vec<[u64; 2]> = (1..=9)
-            .map(|d| [d, 10])
-            .chain((0..9).map(|d| [d, 10]))
-            .collect();
-        assert_eq!(
-            reduce::<[u64; 2], Concat>(&digits)[0],
-            123_456_789_012_345_678
-        );
+        let digits: Vec<[u64; 2]> = (1..=9).map(|d| [d, 10]).chain((0..9).map(|d| [d, 10])).collect();
+        assert_eq!(reduce::<[u64; 2], Concat>(&digits)[0], 123_456_789_012_345_678);
     }
 
     proptest! {

@@ -6,7 +6,7 @@ use primitives_kernels::device::reduce as kernel;
 use super::BLOCK_THREADS;
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelArg, PRIMITIVES_MODULE};
+use crate::gpu::{Gpu, PRIMITIVES_MODULE};
 use crate::ops::{AssociativeOp, Element, Max, Min, Sum};
 
 /// Resident blocks per multiprocessor the grid is sized for (8 x 256 threads fills an SM).
@@ -85,10 +85,7 @@ impl DeviceReduce {
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         if output.is_empty() {
-            return Err(Error::InvalidArgument {
-                name: "output",
-                reason: "needs room for one element".into(),
-            });
+            return Err(Error::InvalidArgument { name: "output", reason: "needs room for one element".into() });
         }
         let grid = Self::grid_size(gpu, input.len(), size_of::<T>());
         let max_grid = Self::max_grid(gpu);
@@ -99,19 +96,14 @@ impl DeviceReduce {
             // Zeroed: the counter must start at 0; every launch leaves it at 0 again.
             *temp = Some(DeviceBuffer::zeroed(gpu, counter_offset + 16)?);
         }
-        let temp_ptr = temp.as_ref().map(|t| t.device_ptr(gpu)).unwrap_or_default();
+        let temp_ptr = temp.as_ref().map(|t| t.device_ptr()).unwrap_or_default();
         let config = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::shared_bytes::<T>() as u32,
         };
-        let args = [
-            KernelArg::U64(input.device_ptr(gpu)),
-            KernelArg::U64(input.len() as u64),
-            KernelArg::U64(temp_ptr),
-            KernelArg::U64(temp_ptr + counter_offset as u64),
-            KernelArg::U64(output.device_ptr(gpu)),
-        ];
+        let args =
+            [input.device_ptr(), input.len() as u64, temp_ptr, temp_ptr + counter_offset as u64, output.device_ptr()];
         // SAFETY: the arguments follow `reduce_kernel`'s contract: `input` holds `len` elements,
         // block totals have room for `grid <= max_grid` elements, the counter is 0 between launches
         // (zeroed at allocation, reset by each launch's last block), `output` holds one element, and
@@ -120,11 +112,7 @@ impl DeviceReduce {
     }
 
     /// Sum of `input` into `output[0]`.
-    pub fn sum<T: Element>(
-        gpu: &Gpu,
-        input: &DeviceBuffer<T>,
-        output: &mut DeviceBuffer<T>,
-    ) -> Result<()>
+    pub fn sum<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
     where
         Sum: ReduceKernel<T>,
     {
@@ -132,11 +120,7 @@ impl DeviceReduce {
     }
 
     /// Minimum of `input` into `output[0]` (the type's largest value when empty).
-    pub fn min<T: Element>(
-        gpu: &Gpu,
-        input: &DeviceBuffer<T>,
-        output: &mut DeviceBuffer<T>,
-    ) -> Result<()>
+    pub fn min<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
     where
         Min: ReduceKernel<T>,
     {
@@ -144,11 +128,7 @@ impl DeviceReduce {
     }
 
     /// Maximum of `input` into `output[0]` (the type's smallest value when empty).
-    pub fn max<T: Element>(
-        gpu: &Gpu,
-        input: &DeviceBuffer<T>,
-        output: &mut DeviceBuffer<T>,
-    ) -> Result<()>
+    pub fn max<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
     where
         Max: ReduceKernel<T>,
     {
@@ -161,11 +141,8 @@ impl DeviceReduce {
 
     /// Blocks for `len` elements: enough to fill the device, no more than the work needs.
     pub fn grid_size(gpu: &Gpu, len: usize, element_bytes: usize) -> u32 {
-        let per_vector = if element_bytes <= 16 && 16usize.is_multiple_of(element_bytes) {
-            16 / element_bytes
-        } else {
-            1
-        };
+        let per_vector =
+            if element_bytes <= 16 && 16usize.is_multiple_of(element_bytes) { 16 / element_bytes } else { 1 };
         let per_block_step = BLOCK_THREADS as usize * per_vector * kernel::LOADS_IN_FLIGHT;
         let wanted = len.div_ceil(per_block_step).max(1);
         wanted.min(Self::max_grid(gpu) as usize) as u32

@@ -53,31 +53,22 @@ fn run() -> Result<(), String> {
     run_tool(link)?;
 
     let mut opt = Command::new(format!("opt{suffix}"));
-    opt.arg(format!(
-        "--internalize-public-api-list={}",
-        exports.join(",")
-    ))
-    .arg("-passes=internalize,default<O3>")
-    .arg(&linked)
-    .arg("-o")
-    .arg(&optimised);
+    opt.arg(format!("--internalize-public-api-list={}", exports.join(",")))
+        .arg("-passes=internalize,default<O3>")
+        .arg(&linked)
+        .arg("-o")
+        .arg(&optimised);
     run_tool(opt)?;
 
     let mut llc = Command::new(format!("llc{suffix}"));
-    llc.arg("-O3")
-        .arg(format!("-mcpu={cpu}"))
-        .arg(&optimised)
-        .arg("-o")
-        .arg(&output);
+    llc.arg("-O3").arg(format!("-mcpu={cpu}")).arg(&optimised).arg("-o").arg(&output);
     run_tool(llc)?;
     Ok(())
 }
 
 fn run_tool(mut command: Command) -> Result<(), String> {
     let shown = format!("{command:?}");
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    let status = command.status().map_err(|e| format!("cannot run {shown}: {e}"))?;
     if status.success() {
         Ok(())
     } else {
