@@ -86,6 +86,44 @@ macro_rules! float_ops {
 int_ops!(u8, u16, u32, u64, i8, i16, i32, i64);
 float_ops!(f32, f64);
 
+/// A gradient and a hessian: the statistic that boosting sums per node and per histogram bin.
+/// `GradientPair<i64>` holds the 64-bit fixed-point form (exact, order-independent sums).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct GradientPair<T> {
+    pub grad: T,
+    pub hess: T,
+}
+
+impl<T> GradientPair<T> {
+    pub const fn new(grad: T, hess: T) -> Self {
+        Self { grad, hess }
+    }
+}
+
+macro_rules! gradient_pairs {
+    ($($t:ty),*) => {$(
+        // SAFETY: repr(C) with two fields of the same Pod type: no padding, every bit pattern valid.
+        unsafe impl bytemuck::Zeroable for GradientPair<$t> {}
+        // SAFETY: as above; the type is Copy and 'static.
+        unsafe impl bytemuck::Pod for GradientPair<$t> {}
+
+        /// Component-wise sum.
+        impl AssociativeOp<GradientPair<$t>> for Sum {
+            #[inline(always)]
+            fn identity() -> GradientPair<$t> {
+                GradientPair::new(<Sum as AssociativeOp<$t>>::identity(), <Sum as AssociativeOp<$t>>::identity())
+            }
+            #[inline(always)]
+            fn combine(a: GradientPair<$t>, b: GradientPair<$t>) -> GradientPair<$t> {
+                GradientPair::new(<Sum as AssociativeOp<$t>>::combine(a.grad, b.grad), <Sum as AssociativeOp<$t>>::combine(a.hess, b.hess))
+            }
+        }
+    )*};
+}
+
+gradient_pairs!(f32, f64, i64);
+
 #[cfg(test)]
 mod tests {
     use super::*;

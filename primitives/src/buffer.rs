@@ -75,26 +75,33 @@ impl<T: Element> DeviceBuffer<T> {
 
     /// Overwrites the first `data.len()` elements with `data`.
     pub fn copy_from_host(&mut self, gpu: &Gpu, data: &[T]) -> Result<()> {
-        if data.len() > self.len {
+        self.copy_from_host_at(gpu, 0, data)
+    }
+
+    /// Overwrites elements `offset..offset + data.len()` with `data` (stream-ordered after the work
+    /// enqueued before).
+    pub fn copy_from_host_at(&mut self, gpu: &Gpu, offset: usize, data: &[T]) -> Result<()> {
+        if offset.checked_add(data.len()).is_none_or(|end| end > self.len) {
             return Err(Error::InvalidArgument {
                 name: "data",
-                reason: format!("{} elements do not fit a buffer of {}", data.len(), self.len),
+                reason: format!("{} elements at {offset} do not fit a buffer of {}", data.len(), self.len),
             });
         }
         if data.is_empty() {
             return Ok(());
         }
         let source: &[u8] = bytemuck::cast_slice(data);
+        let start = offset * size_of::<T>();
         match (&mut self.storage, &gpu.backend) {
             (Storage::Cuda(slice), Backend::Cuda(device)) => {
-                let mut destination = slice.slice_mut(..source.len());
+                let mut destination = slice.slice_mut(start..start + source.len());
                 device
                     .stream
                     .memcpy_htod(source, &mut destination)
                     .map_err(Error::driver("copying to the device", source.len()))
             }
             (Storage::Emulated(memory), Backend::Emulated(_)) => {
-                memory.write_bytes(source);
+                memory.write_bytes_at(start, source);
                 Ok(())
             }
             _ => Err(foreign_buffer()),

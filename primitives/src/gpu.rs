@@ -104,6 +104,7 @@ pub struct Gpu {
     pub(crate) backend: Backend,
     properties: DeviceProperties,
     pub(crate) reduce_temp: Mutex<Option<DeviceBuffer<u8>>>,
+    pub(crate) scan_temp: Mutex<crate::device::ScanTemp>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -134,7 +135,12 @@ impl Gpu {
             max_threads_per_multiprocessor: 2048,
             total_memory: usize::MAX,
         };
-        Self { backend: Backend::Emulated(Emulator::new(schedule)), properties, reduce_temp: Mutex::default() }
+        Self {
+            backend: Backend::Emulated(Emulator::new(schedule)),
+            properties,
+            reduce_temp: Mutex::default(),
+            scan_temp: Mutex::default(),
+        }
     }
 
     /// Opens a device of either kind. A CUDA device fails with [`Error::NoDriver`] when there is no
@@ -179,7 +185,12 @@ impl Gpu {
         };
         let stream = context.default_stream();
         let device = CudaDevice { context, stream, modules: Mutex::default(), functions: Mutex::default() };
-        Ok(Self { backend: Backend::Cuda(device), properties, reduce_temp: Mutex::default() })
+        Ok(Self {
+            backend: Backend::Cuda(device),
+            properties,
+            reduce_temp: Mutex::default(),
+            scan_temp: Mutex::default(),
+        })
     }
 
     /// Name, kind, multiprocessor count and so on.

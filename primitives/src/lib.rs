@@ -32,7 +32,7 @@ mod error;
 mod gpu;
 
 pub use buffer::DeviceBuffer;
-pub use device::{DeviceReduce, ReduceKernel};
+pub use device::{DeviceReduce, DeviceScan, ReduceKernel, ScanKernel};
 pub use error::{Error, Result};
 pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
@@ -55,17 +55,33 @@ mod tests {
     }
 
     #[test]
-    fn every_reduce_kernel_is_in_the_embedded_ptx() {
+    fn every_host_kernel_name_is_in_the_embedded_ptx() {
+        use crate::ops::GradientPair;
         let entries = entry_points();
-        macro_rules! check {
+        let mut names = Vec::new();
+        macro_rules! collect {
             ($($t:ty),*) => {$(
-                for name in [<Sum as ReduceKernel<$t>>::KERNEL, <Min as ReduceKernel<$t>>::KERNEL, <Max as ReduceKernel<$t>>::KERNEL] {
-                    assert!(entries.contains(&name), "{name} missing from the embedded PTX");
-                }
+                names.extend([<Sum as ReduceKernel<$t>>::KERNEL, <Min as ReduceKernel<$t>>::KERNEL, <Max as ReduceKernel<$t>>::KERNEL]);
+                names.extend([<Sum as ScanKernel<$t>>::INCLUSIVE, <Min as ScanKernel<$t>>::INCLUSIVE, <Max as ScanKernel<$t>>::INCLUSIVE]);
+                names.extend([<Sum as ScanKernel<$t>>::EXCLUSIVE, <Min as ScanKernel<$t>>::EXCLUSIVE, <Max as ScanKernel<$t>>::EXCLUSIVE]);
             )*};
         }
-        check!(f32, f64, i32, u32, i64, u64);
-        assert_eq!(entries.len(), 18);
+        collect!(f32, f64, i32, u32, i64, u64);
+        for (inclusive, exclusive) in [
+            (<Sum as ScanKernel<GradientPair<f32>>>::INCLUSIVE, <Sum as ScanKernel<GradientPair<f32>>>::EXCLUSIVE),
+            (<Sum as ScanKernel<GradientPair<f64>>>::INCLUSIVE, <Sum as ScanKernel<GradientPair<f64>>>::EXCLUSIVE),
+            (<Sum as ScanKernel<GradientPair<i64>>>::INCLUSIVE, <Sum as ScanKernel<GradientPair<i64>>>::EXCLUSIVE),
+        ] {
+            names.extend([inclusive, exclusive]);
+        }
+        for name in &names {
+            assert!(entries.contains(name), "{name} missing from the embedded PTX");
+            assert!((PRIMITIVES_MODULE.host_kernel)(name).is_some(), "{name} has no host version");
+        }
+        let mut sorted = entries.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "the PTX has entry points no host API names");
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub fn gpu() -> Gpu {
 /// `cargo test` quick (the GPU runs keep the large ones).
 pub fn max_len(gpu: &Gpu) -> usize {
     if gpu.is_emulated() {
-        1 << 17
+        1 << 20
     } else {
         usize::MAX
     }

@@ -253,6 +253,16 @@ pub unsafe fn load_global_nc_v4(ptr: *const [u32; 4]) -> [u32; 4] {
     unsafe { ptr.read() }
 }
 
+/// `st.global.v4.u32`.
+///
+/// # Safety
+/// 16 writable, 16-byte aligned bytes (checked by the emulator).
+pub unsafe fn store_global_v4(ptr: *mut [u32; 4], value: [u32; 4]) {
+    emu::check_access(ptr as usize, 16, 16);
+    // SAFETY: checked above.
+    unsafe { ptr.write(value) }
+}
+
 /// `trap`: ends the launch with [`emu::Fault::Trap`].
 pub fn trap() -> ! {
     emu::fault(emu::Fault::Trap)

@@ -68,39 +68,74 @@ fn from_words<T: Pod>(words: &[u32; MAX_WORDS]) -> T {
     unsafe { core::ptr::read_unaligned(words.as_ptr().cast::<T>()) }
 }
 
-macro_rules! generic_shuffle {
-    ($(#[$doc:meta])* $name:ident => $word_fn:ident) => {
-        $(#[$doc])*
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-        pub fn $name<T: Pod>(mask: u32, value: T, lane_or_delta: u32) -> T {
-            let mut words = to_words(value);
-            for word in words.iter_mut().take(word_count::<T>()) {
-                *word = $word_fn(mask, *word, lane_or_delta);
+/// Applies `$f` (an expression of the word `$w`) to each 32-bit word of `$value`. Common sizes go
+/// through `bytemuck::cast` so that the words stay in registers; other sizes through a word array.
+/// A macro rather than a closure so that `#[track_caller]` sees the caller's location.
+macro_rules! map_words {
+    ($t:ty, $value:expr, |$w:ident| $f:expr) => {{
+        let value: $t = $value;
+        match size_of::<$t>() {
+            4 => {
+                let $w: u32 = bytemuck::cast(value);
+                bytemuck::cast::<u32, $t>($f)
             }
-            from_words(&words)
+            8 => {
+                let words: [u32; 2] = bytemuck::cast(value);
+                let mut out = [0u32; 2];
+                for (o, &$w) in out.iter_mut().zip(words.iter()) {
+                    *o = $f;
+                }
+                bytemuck::cast::<[u32; 2], $t>(out)
+            }
+            16 => {
+                let words: [u32; 4] = bytemuck::cast(value);
+                let mut out = [0u32; 4];
+                for (o, &$w) in out.iter_mut().zip(words.iter()) {
+                    *o = $f;
+                }
+                bytemuck::cast::<[u32; 4], $t>(out)
+            }
+            _ => {
+                let mut words = to_words(value);
+                for word in words.iter_mut().take(word_count::<$t>()) {
+                    let $w = *word;
+                    *word = $f;
+                }
+                from_words(&words)
+            }
         }
-    };
+    }};
 }
 
-generic_shuffle!(
-    /// `shfl.sync.down` of any `Pod` value, word by word: lane `i` receives lane `i + delta`'s value
-    /// (its own when `i + delta` is past the warp).
-    shfl_down_sync => shfl_down_sync_u32
-);
-generic_shuffle!(
-    /// `shfl.sync.up` of any `Pod` value: lane `i` receives lane `i - delta`'s value (its own when
-    /// `i < delta`).
-    shfl_up_sync => shfl_up_sync_u32
-);
-generic_shuffle!(
-    /// `shfl.sync.bfly` of any `Pod` value: lane `i` receives lane `i ^ mask`'s value.
-    shfl_xor_sync => shfl_xor_sync_u32
-);
-generic_shuffle!(
-    /// `shfl.sync.idx` of any `Pod` value: every lane receives lane `src`'s value.
-    shfl_idx_sync => shfl_idx_sync_u32
-);
+/// `shfl.sync.down` of any `Pod` value, word by word: lane `i` receives lane `i + delta`'s value
+/// (its own when `i + delta` is past the warp).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shfl_down_sync<T: Pod>(mask: u32, value: T, delta: u32) -> T {
+    map_words!(T, value, |w| shfl_down_sync_u32(mask, w, delta))
+}
+
+/// `shfl.sync.up` of any `Pod` value: lane `i` receives lane `i - delta`'s value (its own when
+/// `i < delta`).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shfl_up_sync<T: Pod>(mask: u32, value: T, delta: u32) -> T {
+    map_words!(T, value, |w| shfl_up_sync_u32(mask, w, delta))
+}
+
+/// `shfl.sync.bfly` of any `Pod` value: lane `i` receives lane `i ^ lane_mask`'s value.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shfl_xor_sync<T: Pod>(mask: u32, value: T, lane_mask: u32) -> T {
+    map_words!(T, value, |w| shfl_xor_sync_u32(mask, w, lane_mask))
+}
+
+/// `shfl.sync.idx` of any `Pod` value: every lane receives lane `src`'s value.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shfl_idx_sync<T: Pod>(mask: u32, value: T, src: u32) -> T {
+    map_words!(T, value, |w| shfl_idx_sync_u32(mask, w, src))
+}
 
 /// Reads a `T` with `ld.relaxed.gpu` word by word: sees data other blocks published through a
 /// release/acquire pair or a fence, never a stale L1 line.
@@ -109,13 +144,15 @@ generic_shuffle!(
 /// `ptr` must be valid for reads of a `T` and 4-byte aligned; `T`'s size is a multiple of 4 (checked
 /// at compile time).
 #[inline(always)]
+#[allow(unused_assignments)] // the word index after the last word
 pub unsafe fn load_relaxed_gpu<T: Pod>(ptr: *const T) -> T {
     const { assert!(core::mem::size_of::<T>().is_multiple_of(4), "element size must be whole words") };
-    let mut words = [0u32; MAX_WORDS];
     let src = ptr.cast::<u32>();
-    for (i, word) in words.iter_mut().enumerate().take(word_count::<T>()) {
-        // SAFETY: word i lies inside the T the caller vouches for (its size is whole words).
-        *word = unsafe { load_relaxed_u32_gpu(src.add(i)) };
-    }
-    from_words(&words)
+    let mut index = 0;
+    map_words!(T, T::zeroed(), |_w| {
+        // SAFETY: word `index` lies inside the T the caller vouches for (its size is whole words).
+        let word = unsafe { load_relaxed_u32_gpu(src.add(index)) };
+        index += 1;
+        word
+    })
 }

@@ -338,6 +338,22 @@ pub unsafe fn load_global_nc_v4(ptr: *const [u32; 4]) -> [u32; 4] {
     [a, b, c, d]
 }
 
+/// `st.global.v4.u32`: one 16-byte store.
+///
+/// # Safety
+/// `ptr` must point to 16 writable, 16-byte aligned bytes of global memory.
+#[inline(always)]
+pub unsafe fn store_global_v4(ptr: *mut [u32; 4], value: [u32; 4]) {
+    // SAFETY: the caller vouches for `ptr`.
+    unsafe {
+        asm!(
+            "st.global.v4.u32 [{0}], {{{1}, {2}, {3}, {4}}};",
+            in(reg64) ptr as u64, in(reg32) value[0], in(reg32) value[1], in(reg32) value[2], in(reg32) value[3],
+            options(nostack)
+        )
+    };
+}
+
 /// Aborts the kernel (`trap`); the host sees a launch failure.
 #[inline(always)]
 pub fn trap() -> ! {

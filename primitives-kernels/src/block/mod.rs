@@ -3,8 +3,10 @@
 //! carved from the launch's dynamic shared memory with [`DynamicShared`].
 
 mod reduce;
+mod scan;
 
 pub use reduce::BlockReduce;
+pub use scan::BlockScan;
 
 use crate::arch;
 

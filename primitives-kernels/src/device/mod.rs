@@ -2,3 +2,5 @@
 //! `primitives` chooses the grid, allocates temporary storage and launches the kernels.
 
 pub mod reduce;
+pub mod scan;
+pub mod tile_status;

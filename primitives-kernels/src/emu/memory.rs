@@ -76,9 +76,20 @@ impl DeviceMemory {
 
     /// Copies `bytes` to the start of the allocation.
     pub fn write_bytes(&mut self, bytes: &[u8]) {
-        assert!(bytes.len() <= self.len, "{} bytes do not fit an allocation of {}", bytes.len(), self.len);
-        // SAFETY: the allocation holds `len >= bytes.len()` bytes and `&mut self` excludes kernels.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.pointer.as_ptr(), bytes.len()) };
+        self.write_bytes_at(0, bytes)
+    }
+
+    /// Copies `bytes` to the allocation at byte `offset`.
+    pub fn write_bytes_at(&mut self, offset: usize, bytes: &[u8]) {
+        assert!(
+            offset + bytes.len() <= self.len,
+            "{} bytes at {offset} do not fit an allocation of {}",
+            bytes.len(),
+            self.len
+        );
+        // SAFETY: the allocation holds `len >= offset + bytes.len()` bytes and `&mut self` excludes
+        // kernels.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.pointer.as_ptr().add(offset), bytes.len()) };
     }
 
     /// Copies the first `bytes.len()` bytes of the allocation out.

@@ -2,5 +2,7 @@
 //! against these; they are also a plain CPU implementation for small inputs.
 
 mod reduce;
+mod scan;
 
 pub use reduce::{compensated_sum, pairwise_error_bound, reduce, PAIRWISE_LEAF};
+pub use scan::{exclusive_scan, inclusive_scan};

@@ -3,8 +3,11 @@
 //! Temporary storage is owned by the `Gpu` handle and reused across calls.
 
 mod reduce;
+mod scan;
 
 pub use reduce::{DeviceReduce, ReduceKernel};
+pub(crate) use scan::ScanTemp;
+pub use scan::{DeviceScan, ScanKernel};
 
 /// Threads per block of the device-wide kernels.
 pub(crate) const BLOCK_THREADS: u32 = 256;

@@ -12,7 +12,8 @@ use crate::ops::{AssociativeOp, Element, Max, Min, Sum};
 /// Resident blocks per multiprocessor the grid is sized for (8 x 256 threads fills an SM).
 const BLOCKS_PER_MULTIPROCESSOR: u32 = 8;
 
-mod sealed {
+pub(crate) mod sealed {
+    /// Only this crate names the (type, operator) pairs that have kernels.
     pub trait Sealed {}
 }
 

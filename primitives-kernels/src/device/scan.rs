@@ -1,0 +1,151 @@
+//! Device scan in a single pass with decoupled look-back (Merrill & Garland 2016, "Single-pass
+//! Parallel Prefix Scan with Decoupled Look-back").
+//!
+//! One block per tile of `BLOCK_THREADS * ITEMS` elements. A block takes the next tile number from a
+//! global counter (so tiles start in order and every predecessor of a running tile has started: the
+//! look-back always makes progress, on the GPU and in the emulator whatever the block order), loads
+//! `ITEMS` consecutive elements per thread, scans them in the thread, scans the thread totals across
+//! the block, and gets the tile's exclusive prefix from warp 0's look-back over the predecessors'
+//! published aggregates and inclusive prefixes. Operands are combined in input order, so
+//! non-commutative operators (such as the segmented operator of a segmented scan) are fine.
+
+use crate::arch;
+use crate::block::{BlockScan, DynamicShared};
+use crate::device::tile_status::TileStatus;
+use crate::ops::{AssociativeOp, Element};
+use crate::thread;
+
+/// Threads per block of the scan kernels (the host launches with this).
+pub const BLOCK_THREADS: u32 = 256;
+
+/// Elements per thread for `T`: 64 bytes' worth, between 1 and 16.
+pub const fn items_per_thread<T>() -> usize {
+    let items = 64 / size_of::<T>();
+    if items == 0 {
+        1
+    } else if items > 16 {
+        16
+    } else {
+        items
+    }
+}
+
+/// Dynamic shared memory of the scan kernel for `T`, in bytes.
+pub const fn shared_bytes<T: Element>() -> usize {
+    BlockScan::<T>::SHARED_BYTES + 16 + 4
+}
+
+/// Bytes at the start of the temporary storage before the tile status: the tile counter (first word);
+/// the host keeps an exclusive scan's initial value at [`INITIAL_OFFSET`].
+pub const TEMP_HEADER: usize = 128;
+/// Where the host puts the initial value of an exclusive scan in the temporary storage.
+pub const INITIAL_OFFSET: usize = 64;
+
+/// Bytes of temporary storage for `tiles` tiles: the header, then the tile status.
+pub const fn temp_bytes<T: Element>(tiles: usize) -> usize {
+    TEMP_HEADER + TileStatus::<T>::bytes(tiles)
+}
+
+/// The scan kernel's body: `output[i] = seed ⊕ input[0] ⊕ ... ⊕ input[i]` (inclusive, seed = the
+/// identity) or `seed ⊕ input[0] ⊕ ... ⊕ input[i - 1]` (exclusive, seed = `*initial`).
+///
+/// Launch `tiles = ceil(len / (BLOCK_THREADS * ITEMS))` blocks of [`BLOCK_THREADS`] threads with
+/// [`shared_bytes`] bytes of dynamic shared memory.
+///
+/// # Safety
+/// `input` valid for `len` reads and not written during the kernel; `output` valid for `len` writes
+/// and not overlapping `input`; `initial` valid for one read when `EXCLUSIVE`; `temp` valid for
+/// [`temp_bytes`]`(tiles)` bytes, 16-byte aligned, its first word 0 before the launch (it is 0 again
+/// after), and `epoch` different from the epochs of all launches since `temp` was zeroed (1 to 2^30-1).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, const EXCLUSIVE: bool>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    epoch: u32,
+) {
+    let mut shared = DynamicShared::new();
+    let block_scan = BlockScan::<T>::from_allocator(&mut shared);
+    let tile_slot = shared.take::<u32>(1);
+    let tid = arch::thread_idx_x();
+    let tile_counter = temp.cast::<u32>();
+
+    if tid == 0 {
+        // SAFETY: temp's first word is the tile counter.
+        let ticket = unsafe { arch::atomic_add_u32_gpu(tile_counter, 1) };
+        if ticket == tiles - 1 {
+            // Every other block has taken its ticket already (the increments are ordered), so the
+            // counter can be readied for the next launch.
+            // SAFETY: as above.
+            unsafe { arch::atomic_exch_u32_gpu(tile_counter, 0) };
+        }
+        // SAFETY: shared slot taken above.
+        unsafe { arch::store(tile_slot, ticket) };
+    }
+    arch::sync_threads();
+    // SAFETY: written by thread 0 before the barrier.
+    let tile = unsafe { arch::load(tile_slot) };
+
+    let tile_items = (arch::block_dim_x() as usize * ITEMS) as u64;
+    let tile_start = tile as u64 * tile_items;
+    let tile_valid = (len - tile_start).min(tile_items) as usize;
+    let thread_offset = tid as usize * ITEMS;
+    let thread_valid = tile_valid.saturating_sub(thread_offset).min(ITEMS);
+    let first = (tile_start as usize + thread_offset.min(tile_valid)) as isize;
+
+    let mut items: [T; ITEMS] = if tile_valid as u64 == tile_items {
+        // SAFETY: a full tile: this thread's ITEMS elements are inside input[..len].
+        unsafe { thread::load_blocked::<T, ITEMS>(input.offset(first)) }
+    } else {
+        // SAFETY: only the thread's valid elements are read.
+        unsafe { thread::load_blocked_partial::<T, ITEMS>(input.offset(first), thread_valid, Op::identity()) }
+    };
+    let seed = if EXCLUSIVE {
+        // SAFETY: `initial` is valid when EXCLUSIVE.
+        unsafe { arch::load(initial) }
+    } else {
+        Op::identity()
+    };
+    // SAFETY: temp holds the status of `tiles` tiles after the counter.
+    let status = unsafe { TileStatus::<T>::new(temp.add(TEMP_HEADER), tiles as usize, epoch) };
+
+    let thread_total = thread::reduce::<T, Op, ITEMS>(&items);
+    let (thread_prefix, _) = block_scan.exclusive_scan_with_prefix::<Op>(thread_total, |block_aggregate| {
+        let lane = arch::lane_id();
+        if tile == 0 {
+            if lane == 0 {
+                // SAFETY: tile 0 < tiles.
+                unsafe { status.publish_inclusive(0, Op::combine(seed, block_aggregate)) };
+            }
+            return seed;
+        }
+        if lane == 0 {
+            // SAFETY: tile < tiles.
+            unsafe { status.publish_aggregate(tile, block_aggregate) };
+        }
+        // SAFETY: tile < tiles; all 32 lanes of warp 0 are here (256 threads per block).
+        let prefix = unsafe { status.look_back::<Op>(tile, seed) };
+        if lane == 0 {
+            // SAFETY: tile < tiles.
+            unsafe { status.publish_inclusive(tile, Op::combine(prefix, block_aggregate)) };
+        }
+        prefix
+    });
+
+    if EXCLUSIVE {
+        thread::exclusive_scan::<T, Op, ITEMS>(&mut items, thread_prefix);
+    } else {
+        thread::inclusive_scan::<T, Op, ITEMS>(&mut items, thread_prefix);
+    }
+    if tile_valid as u64 == tile_items {
+        // SAFETY: a full tile: this thread's ITEMS outputs are inside output[..len].
+        unsafe { thread::store_blocked::<T, ITEMS>(output.offset(first), &items) };
+    } else {
+        // SAFETY: only the thread's valid outputs are written.
+        unsafe { thread::store_blocked_partial::<T, ITEMS>(output.offset(first), &items, thread_valid) };
+    }
+}

@@ -1,0 +1,173 @@
+//! Host side of device scan: temporary storage (tile status reused across launches through epochs),
+//! the initial value, launch.
+
+use cudarc::driver::LaunchConfig;
+use primitives_kernels::device::scan as kernel;
+use primitives_kernels::ops::GradientPair;
+
+use super::reduce::sealed;
+use crate::buffer::DeviceBuffer;
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, PRIMITIVES_MODULE};
+use crate::ops::{AssociativeOp, Element, Max, Min, Sum};
+
+/// A (type, operator) pair with device-scan entry points in `primitives-kernels`. Sealed: other pairs
+/// do not compile.
+pub trait ScanKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
+    const INCLUSIVE: &'static str;
+    const EXCLUSIVE: &'static str;
+}
+
+macro_rules! scan_kernels {
+    ($($op:ty, $t:ty => $suffix:literal;)*) => {$(
+        impl ScanKernel<$t> for $op {
+            const INCLUSIVE: &'static str = concat!("primitives_scan_inclusive_", $suffix);
+            const EXCLUSIVE: &'static str = concat!("primitives_scan_exclusive_", $suffix);
+        }
+    )*};
+}
+
+scan_kernels! {
+    Sum, f32 => "sum_f32"; Min, f32 => "min_f32"; Max, f32 => "max_f32";
+    Sum, f64 => "sum_f64"; Min, f64 => "min_f64"; Max, f64 => "max_f64";
+    Sum, i32 => "sum_i32"; Min, i32 => "min_i32"; Max, i32 => "max_i32";
+    Sum, u32 => "sum_u32"; Min, u32 => "min_u32"; Max, u32 => "max_u32";
+    Sum, i64 => "sum_i64"; Min, i64 => "min_i64"; Max, i64 => "max_i64";
+    Sum, u64 => "sum_u64"; Min, u64 => "min_u64"; Max, u64 => "max_u64";
+    Sum, GradientPair<f32> => "sum_gpf32";
+    Sum, GradientPair<f64> => "sum_gpf64";
+    Sum, GradientPair<i64> => "sum_gpi64";
+}
+
+/// Reusable temporary storage of the scans: the tile counter, the initial value and the tile status.
+/// Flags carry a per-launch epoch, so the storage needs no clearing between launches.
+#[derive(Default)]
+pub(crate) struct ScanTemp {
+    buffer: Option<DeviceBuffer<u8>>,
+    epoch: u32,
+}
+
+/// Epochs live in the top 30 bits of a flag.
+const MAX_EPOCH: u32 = (1 << 30) - 1;
+
+/// Device-wide prefix scan (CUB's `DeviceScan`): one pass with decoupled look-back, no host
+/// synchronisation. Operands are combined in input order; any associative operator works (it need
+/// not be commutative). `output` must not be `input`.
+///
+/// ```no_run
+/// use primitives::{DeviceScan, Gpu};
+/// # fn main() -> primitives::Result<()> {
+/// let gpu = Gpu::new()?;
+/// let input = gpu.upload(&[3u32, 1, 4, 1, 5])?;
+/// let mut output = gpu.alloc_zeroed::<u32>(5)?;
+/// DeviceScan::inclusive_sum(&gpu, &input, &mut output)?;
+/// assert_eq!(output.to_vec(&gpu)?, [3, 4, 8, 9, 14]);
+/// DeviceScan::exclusive_sum(&gpu, &input, &mut output)?;
+/// assert_eq!(output.to_vec(&gpu)?, [0, 3, 4, 8, 9]);
+/// # Ok(())
+/// # }
+/// ```
+pub struct DeviceScan;
+
+impl DeviceScan {
+    /// Elements per tile (one block) for `T`.
+    pub const fn tile_items<T>() -> usize {
+        kernel::BLOCK_THREADS as usize * kernel::items_per_thread::<T>()
+    }
+
+    /// `output[i] = input[0] ⊕ ... ⊕ input[i]`.
+    pub fn inclusive_scan<T: Element, Op: ScanKernel<T>>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        Self::launch::<T>(gpu, Op::INCLUSIVE, input, output, None)
+    }
+
+    /// `output[i] = initial ⊕ input[0] ⊕ ... ⊕ input[i - 1]` (`output[0] = initial`).
+    pub fn exclusive_scan<T: Element, Op: ScanKernel<T>>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+        initial: T,
+    ) -> Result<()> {
+        Self::launch::<T>(gpu, Op::EXCLUSIVE, input, output, Some(initial))
+    }
+
+    /// Inclusive prefix sum.
+    pub fn inclusive_sum<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
+    where
+        Sum: ScanKernel<T>,
+    {
+        Self::inclusive_scan::<T, Sum>(gpu, input, output)
+    }
+
+    /// Exclusive prefix sum starting at zero.
+    pub fn exclusive_sum<T: Element>(gpu: &Gpu, input: &DeviceBuffer<T>, output: &mut DeviceBuffer<T>) -> Result<()>
+    where
+        Sum: ScanKernel<T>,
+    {
+        Self::exclusive_scan::<T, Sum>(gpu, input, output, <Sum as AssociativeOp<T>>::identity())
+    }
+
+    fn launch<T: Element>(
+        gpu: &Gpu,
+        kernel_name: &'static str,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+        initial: Option<T>,
+    ) -> Result<()> {
+        if output.len() < input.len() {
+            return Err(Error::InvalidArgument {
+                name: "output",
+                reason: format!("holds {} elements, the input {}", output.len(), input.len()),
+            });
+        }
+        if input.is_empty() {
+            return Ok(());
+        }
+        let tiles = input.len().div_ceil(Self::tile_items::<T>());
+        if tiles > u32::MAX as usize {
+            return Err(Error::InvalidArgument {
+                name: "input",
+                reason: format!("{} elements are too many", input.len()),
+            });
+        }
+        // Sized for the largest element, so one buffer serves every type.
+        let needed =
+            kernel::TEMP_HEADER + 16 + tiles * 4 + 2 * (tiles * primitives_kernels::arch::MAX_ELEMENT_BYTES + 16);
+        let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
+        let too_small = temp.buffer.as_ref().is_none_or(|b| b.len() < needed);
+        if too_small || temp.epoch >= MAX_EPOCH {
+            // Zeroed: the tile counter starts at 0 and no flag carries a live epoch.
+            temp.buffer = Some(DeviceBuffer::zeroed(gpu, needed.next_multiple_of(1 << 20))?);
+            temp.epoch = 0;
+        }
+        temp.epoch += 1;
+        let epoch = temp.epoch;
+        let buffer = temp.buffer.as_mut().expect("allocated above");
+        if let Some(initial) = initial {
+            buffer.copy_from_host_at(gpu, kernel::INITIAL_OFFSET, bytemuck::bytes_of(&initial))?;
+        }
+        let base = buffer.device_ptr();
+        let config = LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (kernel::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: kernel::shared_bytes::<T>() as u32,
+        };
+        let args = [
+            input.device_ptr(),
+            output.device_ptr(),
+            input.len() as u64,
+            base + kernel::INITIAL_OFFSET as u64,
+            base,
+            tiles as u64,
+            epoch as u64,
+        ];
+        // SAFETY: the arguments follow `scan_kernel`'s contract: buffers of `len` elements, temp
+        // storage sized for `tiles` tiles of the largest element with the counter at 0 (zeroed at
+        // allocation, reset by every launch's last tile) and a fresh epoch; the lock orders uses of
+        // the temp storage on the one stream.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
+    }
+}

@@ -1,0 +1,198 @@
+//! Device scan (inclusive and exclusive) against the CPU oracle for every instantiated (type,
+//! operator), on the GPU with `--features gpu`, else on the SIMT emulator (sizes capped).
+//! Integers and fixed-point pairs must match exactly, float min/max exactly, float sums within the
+//! stated bound of an exact prefix sum at every position.
+
+use primitives::ops::{AssociativeOp, Element, GradientPair, Max, Min, Sum};
+use primitives::{cpu, DeviceScan, Error, Gpu, ScanKernel};
+use rand::Rng;
+use tests::{gpu, max_len, random_vec, EDGE_SIZES};
+
+/// Sizes for `T`: the edge sizes, around one tile, past one look-back window (32 tiles), large.
+fn sizes<T>(gpu: &Gpu) -> Vec<usize> {
+    let tile = DeviceScan::tile_items::<T>();
+    EDGE_SIZES
+        .iter()
+        .copied()
+        .chain([tile - 1, tile, tile + 1, 2 * tile + 7, 33 * tile + 5, 1 << 20, (1 << 26) + 3])
+        .filter(|&n| n <= max_len(gpu))
+        .collect()
+}
+
+fn check_exact<T: Element + PartialEq + std::fmt::Debug, Op: ScanKernel<T>>(gpu: &Gpu, values: &[T], initial: T) {
+    let n = values.len();
+    let input = gpu.upload(values).unwrap();
+    let mut output = gpu.alloc_zeroed::<T>(n).unwrap();
+    let mut want = vec![T::zeroed(); n];
+
+    DeviceScan::inclusive_scan::<T, Op>(gpu, &input, &mut output).unwrap();
+    cpu::inclusive_scan::<T, Op>(values, &mut want);
+    let got = output.to_vec(gpu).unwrap();
+    if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+        panic!(
+            "inclusive {}, n = {n}: first difference at {i}: {:?} != {:?}",
+            std::any::type_name::<Op>(),
+            got[i],
+            want[i]
+        );
+    }
+
+    DeviceScan::exclusive_scan::<T, Op>(gpu, &input, &mut output, initial).unwrap();
+    cpu::exclusive_scan::<T, Op>(values, &mut want, initial);
+    let got = output.to_vec(gpu).unwrap();
+    if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+        panic!(
+            "exclusive {}, n = {n}: first difference at {i}: {:?} != {:?}",
+            std::any::type_name::<Op>(),
+            got[i],
+            want[i]
+        );
+    }
+}
+
+macro_rules! exact_tests {
+    ($($name:ident: $t:ty, $draw:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            let gpu = gpu();
+            for (i, n) in sizes::<$t>(&gpu).into_iter().enumerate() {
+                let values: Vec<$t> = random_vec(n, 500 + i as u64, $draw);
+                check_exact::<$t, Sum>(&gpu, &values, 7 as $t);
+                check_exact::<$t, Min>(&gpu, &values, <Min as AssociativeOp<$t>>::identity());
+                check_exact::<$t, Max>(&gpu, &values, <Max as AssociativeOp<$t>>::identity());
+            }
+        }
+    )*};
+}
+
+exact_tests! {
+    i32_scans_exact: i32, |r| r.gen();
+    u32_scans_exact: u32, |r| r.gen();
+    i64_scans_exact: i64, |r| r.gen();
+    u64_scans_exact: u64, |r| r.gen();
+}
+
+#[test]
+fn float_min_max_scans_exact() {
+    let gpu = gpu();
+    for (i, n) in sizes::<f32>(&gpu).into_iter().enumerate() {
+        let values: Vec<f32> = random_vec(n, 600 + i as u64, |r| r.gen_range(-1e30..1e30));
+        check_exact::<f32, Min>(&gpu, &values, f32::INFINITY);
+        check_exact::<f32, Max>(&gpu, &values, 0.5);
+        let values: Vec<f64> = values.iter().map(|&x| x as f64 * 1e100).collect();
+        check_exact::<f64, Min>(&gpu, &values, 1e300);
+        check_exact::<f64, Max>(&gpu, &values, f64::NEG_INFINITY);
+    }
+}
+
+#[test]
+fn fixed_point_gradient_pairs_exact() {
+    let gpu = gpu();
+    for (i, n) in sizes::<GradientPair<i64>>(&gpu).into_iter().enumerate() {
+        let values = random_vec(n, 700 + i as u64, |r| {
+            GradientPair::new(r.gen_range(-1i64 << 40..1 << 40), r.gen_range(0..1i64 << 40))
+        });
+        check_exact::<GradientPair<i64>, Sum>(&gpu, &values, GradientPair::new(5, 6));
+    }
+}
+
+/// Prefix sums of floats within `gamma_depth(i) * sum_{j<=i} |x_j|` of the exact prefix sums, where the
+/// depth bounds the combination tree the GPU used for position `i`: the thread's items, the block's
+/// warp scans (8 + 5 levels), and the look-back chain, at most 6 levels (a 32-wide window and the
+/// inclusive prefix it found) per preceding tile.
+fn check_float_sums<T: Element + Into<f64>>(gpu: &Gpu, values: &[T], unit_roundoff: f64)
+where
+    Sum: ScanKernel<T>,
+{
+    let n = values.len();
+    let input = gpu.upload(values).unwrap();
+    let mut output = gpu.alloc_zeroed::<T>(n).unwrap();
+    DeviceScan::inclusive_sum(gpu, &input, &mut output).unwrap();
+    let got = output.to_vec(gpu).unwrap();
+    let tile = DeviceScan::tile_items::<T>();
+    let items = tile / 256;
+    let (mut exact, mut compensation, mut abs_sum) = (0.0f64, 0.0f64, 0.0f64);
+    for i in 0..n {
+        // Neumaier summation, incrementally.
+        let x: f64 = values[i].into();
+        let t = exact + x;
+        compensation += if exact.abs() >= x.abs() { (exact - t) + x } else { (x - t) + exact };
+        exact = t;
+        abs_sum += x.abs();
+        let depth = items + 13 + 6 * (i / tile + 1);
+        let bound =
+            cpu::pairwise_error_bound(depth, unit_roundoff, abs_sum) + unit_roundoff * (exact + compensation).abs();
+        let g: f64 = got[i].into();
+        assert!(
+            (g - (exact + compensation)).abs() <= bound,
+            "n = {n}, position {i}: got {g}, exact {}, bound {bound}",
+            exact + compensation
+        );
+    }
+}
+
+#[test]
+fn float_sums_within_bound() {
+    let gpu = gpu();
+    for (i, n) in sizes::<f32>(&gpu).into_iter().enumerate() {
+        let values: Vec<f32> = random_vec(n, 800 + i as u64, |r| r.gen_range(-1.0..1.0));
+        check_float_sums(&gpu, &values, f32::EPSILON as f64 / 2.0);
+        let values: Vec<f64> = values.iter().map(|&x| x as f64).collect();
+        check_float_sums(&gpu, &values, f64::EPSILON / 2.0);
+    }
+}
+
+#[test]
+fn float_gradient_pair_sums_within_bound() {
+    let gpu = gpu();
+    let n = ((1 << 20) + 17).min(max_len(&gpu));
+    let values = random_vec(n, 900, |r| GradientPair::new(r.gen_range(-1.0f32..1.0), r.gen_range(0.0f32..0.25)));
+    let input = gpu.upload(&values).unwrap();
+    let mut output = gpu.alloc_zeroed::<GradientPair<f32>>(n).unwrap();
+    DeviceScan::inclusive_sum(&gpu, &input, &mut output).unwrap();
+    let got = output.to_vec(&gpu).unwrap();
+    // The components must each be the f32 prefix sums of their own column.
+    let grads: Vec<f32> = values.iter().map(|p| p.grad).collect();
+    let hess: Vec<f32> = values.iter().map(|p| p.hess).collect();
+    let (grad_input, hess_input) = (gpu.upload(&grads).unwrap(), gpu.upload(&hess).unwrap());
+    let mut column = gpu.alloc_zeroed::<f32>(n).unwrap();
+    DeviceScan::inclusive_sum(&gpu, &grad_input, &mut column).unwrap();
+    let grad_scan = column.to_vec(&gpu).unwrap();
+    DeviceScan::inclusive_sum(&gpu, &hess_input, &mut column).unwrap();
+    let hess_scan = column.to_vec(&gpu).unwrap();
+    let tolerance = |x: f32| 1e-3f32.max(x.abs() * 1e-4);
+    for i in (0..n).step_by(97).chain([n - 1]) {
+        assert!((got[i].grad - grad_scan[i]).abs() <= tolerance(grad_scan[i]), "grad at {i}");
+        assert!((got[i].hess - hess_scan[i]).abs() <= tolerance(hess_scan[i]), "hess at {i}");
+    }
+    check_float_sums(&gpu, &hess, f32::EPSILON as f64 / 2.0);
+}
+
+/// Exact types make a race visible: the same input must give the same output every time.
+#[test]
+fn look_back_gives_the_same_result_run_after_run() {
+    let gpu = gpu();
+    let n = ((1 << 26) + 1001).min(max_len(&gpu));
+    let values: Vec<u32> = random_vec(n, 1000, |r| r.gen());
+    let input = gpu.upload(&values).unwrap();
+    let mut output = gpu.alloc_zeroed::<u32>(n).unwrap();
+    let mut want = vec![0u32; n];
+    cpu::inclusive_scan::<u32, Sum>(&values, &mut want);
+    let runs = if gpu.is_emulated() { 3 } else { 50 };
+    for run in 0..runs {
+        DeviceScan::inclusive_sum(&gpu, &input, &mut output).unwrap();
+        assert!(output.to_vec(&gpu).unwrap() == want, "run {run} differs");
+    }
+}
+
+#[test]
+fn empty_input_and_short_output() {
+    let gpu = gpu();
+    let empty = gpu.upload::<f32>(&[]).unwrap();
+    let mut out = gpu.alloc_zeroed::<f32>(0).unwrap();
+    DeviceScan::inclusive_sum(&gpu, &empty, &mut out).unwrap();
+    let input = gpu.upload(&[1u32, 2, 3]).unwrap();
+    let mut short = gpu.alloc_zeroed::<u32>(2).unwrap();
+    let error = DeviceScan::inclusive_sum(&gpu, &input, &mut short).unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument { name: "output", .. }), "{error:?}");
+}
