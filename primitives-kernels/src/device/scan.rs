@@ -14,6 +14,7 @@ use crate::block::{BlockScan, DynamicShared};
 use crate::device::tile_status::TileStatus;
 use crate::ops::{AssociativeOp, Element};
 use crate::thread;
+use crate::warp::{transpose, WarpTranspose};
 
 /// Threads per block of the scan kernels (the host launches with this).
 pub const BLOCK_THREADS: u32 = 256;
@@ -30,9 +31,10 @@ pub const fn items_per_thread<T>() -> usize {
     }
 }
 
-/// Dynamic shared memory of the scan kernel for `T`, in bytes.
+/// Dynamic shared memory of the scan kernel for `T`, in bytes: the block scan, the tile number, and
+/// the warp transposes of the loads and stores.
 pub const fn shared_bytes<T: Element>() -> usize {
-    BlockScan::<T>::SHARED_BYTES + 16 + 4
+    BlockScan::<T>::SHARED_BYTES + 16 + 4 + 16 + WarpTranspose::shared_bytes((BLOCK_THREADS / 32) as usize)
 }
 
 /// Bytes at the start of the temporary storage before the tile status: the tile counter (first word);
@@ -71,6 +73,7 @@ pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, 
     let mut shared = DynamicShared::new();
     let block_scan = BlockScan::<T>::from_allocator(&mut shared);
     let tile_slot = shared.take::<u32>(1);
+    let transpose = WarpTranspose::from_allocator(&mut shared);
     let tid = arch::thread_idx_x();
     let tile_counter = temp.cast::<u32>();
 
@@ -96,8 +99,18 @@ pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, 
     let thread_offset = tid as usize * ITEMS;
     let thread_valid = tile_valid.saturating_sub(thread_offset).min(ITEMS);
     let first = (tile_start as usize + thread_offset.min(tile_valid)) as isize;
+    let full_tile = tile_valid as u64 == tile_items;
+    // Full tiles of 64-byte lanes on 16-byte aligned data go through the warp transpose.
+    let warp_start = tile_start as usize + arch::warp_idx() as usize * 32 * ITEMS;
+    let transposed = full_tile
+        && transpose::fits::<T, ITEMS>()
+        && (input as usize).is_multiple_of(16)
+        && (output as usize).is_multiple_of(16);
 
-    let mut items: [T; ITEMS] = if tile_valid as u64 == tile_items {
+    let mut items: [T; ITEMS] = if transposed {
+        // SAFETY: a full tile: the warp's 32 * ITEMS elements are inside input[..len]; aligned.
+        unsafe { transpose.load::<T, ITEMS>(input.add(warp_start)) }
+    } else if full_tile {
         // SAFETY: a full tile: this thread's ITEMS elements are inside input[..len].
         unsafe { thread::load_blocked::<T, ITEMS>(input.offset(first)) }
     } else {
@@ -141,7 +154,10 @@ pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, 
     } else {
         thread::inclusive_scan::<T, Op, ITEMS>(&mut items, thread_prefix);
     }
-    if tile_valid as u64 == tile_items {
+    if transposed {
+        // SAFETY: a full tile: the warp's outputs are inside output[..len]; aligned.
+        unsafe { transpose.store::<T, ITEMS>(output.add(warp_start), &items) };
+    } else if full_tile {
         // SAFETY: a full tile: this thread's ITEMS outputs are inside output[..len].
         unsafe { thread::store_blocked::<T, ITEMS>(output.offset(first), &items) };
     } else {

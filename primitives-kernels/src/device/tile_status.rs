@@ -1,9 +1,10 @@
 //! Tile status for single-pass scans with decoupled look-back (Merrill & Garland 2016).
 //!
 //! Every tile publishes, as soon as it knows it, first its aggregate and then its inclusive prefix.
-//! A value is written with a plain store and then its flag with `st.release.gpu`; a reader loads the
-//! flag with `ld.acquire.gpu` and only then the value (with `ld.relaxed.gpu`), so the value it reads
-//! is the published one. Flags carry the launch's epoch (`flag = epoch << 2 | state`), so flags left
+//! A value is written with a plain store and then its flag with `st.release.gpu`; a reader polls the
+//! flag with `ld.relaxed.gpu`, and once it sees it published, issues `fence.acq_rel.gpu` (an acquire
+//! pattern: one fence per look-back window rather than an acquiring load per poll) and only then
+//! loads the value (with `ld.relaxed.gpu`), so the value it reads is the published one. Flags carry the launch's epoch (`flag = epoch << 2 | state`), so flags left
 //! by earlier launches read as "not yet published" without clearing the array between launches.
 
 use crate::arch::{self, WARP_SIZE};
@@ -101,13 +102,15 @@ impl<T: Element> TileStatus<T> {
             } else {
                 loop {
                     // SAFETY: 0 <= predecessor < tile.
-                    let flag = unsafe { arch::load_acquire_u32_gpu(self.flags.add(predecessor as usize)) };
+                    let flag = unsafe { arch::load_relaxed_u32_gpu(self.flags.add(predecessor as usize)) };
                     if flag >> 2 == self.epoch {
                         break flag & 3;
                     }
                 }
             };
-            // Every lane has a published state here (each spun on its own flag above).
+            // Every lane has seen a published flag (each spun on its own above); the fence makes the
+            // values published before those flags visible to the loads below.
+            arch::fence_acq_rel_gpu();
             let inclusive_lanes = arch::ballot_sync(arch::FULL_MASK, state == INCLUSIVE);
             let value = if predecessor < -1 {
                 Op::identity()
