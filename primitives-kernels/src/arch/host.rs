@@ -263,6 +263,9 @@ pub unsafe fn store_global_v4(ptr: *mut [u32; 4], value: [u32; 4]) {
     unsafe { ptr.write(value) }
 }
 
+/// `nanosleep.u32`: nothing to wait for in the emulator (other blocks do not run meanwhile).
+pub fn nanosleep(_ns: u32) {}
+
 /// `trap`: ends the launch with [`emu::Fault::Trap`].
 pub fn trap() -> ! {
     emu::fault(emu::Fault::Trap)

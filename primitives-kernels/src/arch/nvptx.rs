@@ -354,6 +354,14 @@ pub unsafe fn store_global_v4(ptr: *mut [u32; 4], value: [u32; 4]) {
     };
 }
 
+/// `nanosleep.u32`: suspends the thread for about `ns` nanoseconds (0 to 1 ms), to back off while
+/// polling memory another block will write.
+#[inline(always)]
+pub fn nanosleep(ns: u32) {
+    // SAFETY: no memory effects.
+    unsafe { asm!("nanosleep.u32 {0};", in(reg32) ns, options(nostack, nomem)) };
+}
+
 /// Aborts the kernel (`trap`); the host sees a launch failure.
 #[inline(always)]
 pub fn trap() -> ! {

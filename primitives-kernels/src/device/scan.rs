@@ -11,7 +11,7 @@
 
 use crate::arch;
 use crate::block::{BlockScan, DynamicShared};
-use crate::device::tile_status::TileStatus;
+use crate::device::tile_status::{look_back, PackedTileStatus, SplitTileStatus, TileStatus};
 use crate::ops::{AssociativeOp, Element};
 use crate::thread;
 use crate::warp::{transpose, WarpTranspose};
@@ -44,8 +44,13 @@ pub const TEMP_HEADER: usize = 128;
 pub const INITIAL_OFFSET: usize = 64;
 
 /// Bytes of temporary storage for `tiles` tiles: the header, then the tile status.
-pub const fn temp_bytes<T: Element>(tiles: usize) -> usize {
-    TEMP_HEADER + TileStatus::<T>::bytes(tiles)
+pub fn temp_bytes<T: Element>(tiles: usize) -> usize {
+    TEMP_HEADER
+        + if size_of::<T>().is_multiple_of(4) {
+            <PackedTileStatus<T> as TileStatus<T>>::bytes(tiles)
+        } else {
+            <SplitTileStatus<T> as TileStatus<T>>::bytes(tiles)
+        }
 }
 
 /// The scan kernel's body: `output[i] = seed ⊕ input[0] ⊕ ... ⊕ input[i]` (inclusive, seed = the
@@ -69,6 +74,30 @@ pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, 
     temp: *mut u8,
     tiles: u32,
     epoch: u32,
+) {
+    // SAFETY: forwarded; the status lies after the header, inside `temp_bytes(tiles)`.
+    unsafe {
+        let status_storage = temp.add(TEMP_HEADER);
+        if size_of::<T>().is_multiple_of(4) {
+            let status = PackedTileStatus::<T>::new(status_storage, epoch);
+            scan_tiles::<T, Op, _, ITEMS, EXCLUSIVE>(input, output, len, initial, temp, tiles, &status)
+        } else {
+            let status = SplitTileStatus::<T>::new(status_storage, tiles as usize, epoch);
+            scan_tiles::<T, Op, _, ITEMS, EXCLUSIVE>(input, output, len, initial, temp, tiles, &status)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn scan_tiles<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const ITEMS: usize, const EXCLUSIVE: bool>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    status: &S,
 ) {
     let mut shared = DynamicShared::new();
     let block_scan = BlockScan::<T>::from_allocator(&mut shared);
@@ -123,9 +152,6 @@ pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, 
     } else {
         Op::identity()
     };
-    // SAFETY: temp holds the status of `tiles` tiles after the counter.
-    let status = unsafe { TileStatus::<T>::new(temp.add(TEMP_HEADER), tiles as usize, epoch) };
-
     let thread_total = thread::reduce::<T, Op, ITEMS>(&items);
     let (thread_prefix, _) = block_scan.exclusive_scan_with_prefix::<Op>(thread_total, |block_aggregate| {
         let lane = arch::lane_id();
@@ -141,7 +167,7 @@ pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, 
             unsafe { status.publish_aggregate(tile, block_aggregate) };
         }
         // SAFETY: tile < tiles; all 32 lanes of warp 0 are here (256 threads per block).
-        let prefix = unsafe { status.look_back::<Op>(tile, seed) };
+        let prefix = unsafe { look_back::<T, Op, S>(status, tile, seed) };
         if lane == 0 {
             // SAFETY: tile < tiles.
             unsafe { status.publish_inclusive(tile, Op::combine(prefix, block_aggregate)) };
