@@ -19,9 +19,13 @@ use crate::warp::{transpose, WarpTranspose};
 /// Threads per block of the scan kernels (the host launches with this).
 pub const BLOCK_THREADS: u32 = 256;
 
-/// Elements per thread for `T`: 64 bytes' worth, between 1 and 16.
+/// Bytes each thread scans. 128 (32 f32 per thread) was tried: LLVM then keeps the item arrays in
+/// local memory (loops of 32 are not fully unrolled), so 64 it is.
+pub const BYTES_PER_THREAD: usize = 64;
+
+/// Elements per thread for `T`: [`BYTES_PER_THREAD`]' worth, between 1 and 16.
 pub const fn items_per_thread<T>() -> usize {
-    let items = 64 / size_of::<T>();
+    let items = BYTES_PER_THREAD / size_of::<T>();
     if items == 0 {
         1
     } else if items > 16 {
@@ -34,7 +38,11 @@ pub const fn items_per_thread<T>() -> usize {
 /// Dynamic shared memory of the scan kernel for `T`, in bytes: the block scan, the tile number, and
 /// the warp transposes of the loads and stores.
 pub const fn shared_bytes<T: Element>() -> usize {
-    BlockScan::<T>::SHARED_BYTES + 16 + 4 + 16 + WarpTranspose::shared_bytes((BLOCK_THREADS / 32) as usize)
+    BlockScan::<T>::SHARED_BYTES
+        + 16
+        + 4
+        + 16
+        + WarpTranspose::shared_bytes((BLOCK_THREADS / 32) as usize, items_per_thread::<T>() * size_of::<T>())
 }
 
 /// Bytes at the start of the temporary storage before the tile status: the tile counter (first word);
@@ -102,7 +110,7 @@ unsafe fn scan_tiles<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const I
     let mut shared = DynamicShared::new();
     let block_scan = BlockScan::<T>::from_allocator(&mut shared);
     let tile_slot = shared.take::<u32>(1);
-    let transpose = WarpTranspose::from_allocator(&mut shared);
+    let transpose = WarpTranspose::from_allocator(&mut shared, ITEMS * size_of::<T>());
     let tid = arch::thread_idx_x();
     let tile_counter = temp.cast::<u32>();
 

@@ -84,7 +84,9 @@ impl<T: Element> PackedTileStatus<T> {
         let chunks: &[u32] = bytemuck::cast_slice(core::slice::from_ref(&value));
         for (c, &chunk) in chunks.iter().enumerate() {
             // SAFETY: tile in range (caller); chunk c < CHUNKS.
-            unsafe { arch::store_relaxed_u64_gpu(self.words.add(tile as usize * Self::CHUNKS + c), flag | chunk as u64) };
+            unsafe {
+                arch::store_relaxed_u64_gpu(self.words.add(tile as usize * Self::CHUNKS + c), flag | chunk as u64)
+            };
         }
     }
 }

@@ -5,5 +5,5 @@ mod scan;
 pub mod transpose;
 
 pub use reduce::{warp_all_reduce, warp_reduce, warp_reduce_partial};
-pub use transpose::WarpTranspose;
 pub use scan::{warp_exclusive_scan, warp_exclusive_scan_partial, warp_inclusive_scan, warp_inclusive_scan_partial};
+pub use transpose::WarpTranspose;

@@ -1,25 +1,27 @@
-//! Warp transpose (CUB's `BLOCK_LOAD_WARP_TRANSPOSE`): a warp loads its segment of 32 x 64 bytes with
-//! fully coalesced 16-byte loads in "striped" order (lane `l` takes vectors `l, l + 32, ...`), passes
-//! it through shared memory, and each lane ends with its 64 consecutive bytes ("blocked" order), as
-//! a thread-local scan wants them. Stores go the other way. Unlike direct blocked vector loads (64-byte
-//! stride between lanes), no request relies on L1 hits, which acquire fences elsewhere may invalidate.
+//! Warp transpose (CUB's `BLOCK_LOAD_WARP_TRANSPOSE`): a warp loads its segment of 32 lanes x
+//! `ITEMS` elements with fully coalesced 16-byte loads in "striped" order (lane `l` takes vectors
+//! `l, l + 32, ...`), passes it through shared memory, and each lane ends with its `ITEMS`
+//! consecutive elements ("blocked" order), as a thread-local scan wants them. Stores go the other way.
+//! Unlike direct blocked vector loads (a lane's bytes apart from the next lane's), no request relies on
+//! L1 hits.
 //!
-//! Shared layout: word `i` of the warp's 512 is kept at `i + i / 32`, so that both the striped
-//! writes and the blocked reads (stride 16 words) hit 32 distinct banks.
+//! Shared layout: word `i` of the warp's segment is kept at `i + i / 32`, so that the striped
+//! accesses and the blocked ones (stride `ITEMS * size / 4` words, a multiple of 4) hit 32 distinct
+//! banks when a lane holds 64 bytes, and at most 2-way conflicts at 128.
 
 use crate::arch;
 use crate::block::DynamicShared;
 use crate::ops::Element;
 
-/// 32-bit words each lane moves.
-pub const WORDS_PER_LANE: usize = 16;
-const WORDS_PER_WARP: usize = 32 * WORDS_PER_LANE;
-/// Shared words one warp's storage takes (with the padding).
-pub const SHARED_WORDS_PER_WARP: usize = WORDS_PER_WARP + WORDS_PER_WARP / 32;
-
-/// True when `ITEMS` elements of `T` are exactly one lane's 64 bytes.
+/// True when a lane's `ITEMS` elements of `T` are whole 16-byte vectors (the transpose's unit).
 pub const fn fits<T, const ITEMS: usize>() -> bool {
-    ITEMS * size_of::<T>() == WORDS_PER_LANE * 4
+    (ITEMS * size_of::<T>()).is_multiple_of(16)
+}
+
+/// Shared 32-bit words one warp's storage takes for `bytes_per_lane` bytes per lane (with padding).
+pub const fn shared_words_per_warp(bytes_per_lane: usize) -> usize {
+    let words = 32 * bytes_per_lane / 4;
+    words + words / 32
 }
 
 #[inline(always)]
@@ -33,22 +35,24 @@ pub struct WarpTranspose {
 }
 
 impl WarpTranspose {
-    /// Shared memory for a block of `warps` warps, in bytes.
-    pub const fn shared_bytes(warps: usize) -> usize {
-        warps * SHARED_WORDS_PER_WARP * 4
+    /// Shared memory for a block of `warps` warps moving `bytes_per_lane` bytes per lane, in bytes.
+    pub const fn shared_bytes(warps: usize, bytes_per_lane: usize) -> usize {
+        warps * shared_words_per_warp(bytes_per_lane) * 4
     }
 
     /// Takes storage for every warp of the block from `shared` and returns the calling warp's part.
     #[inline(always)]
-    pub fn from_allocator(shared: &mut DynamicShared) -> Self {
+    pub fn from_allocator(shared: &mut DynamicShared, bytes_per_lane: usize) -> Self {
         let warps = arch::block_dim_x().div_ceil(arch::WARP_SIZE) as usize;
-        let all = shared.take::<u32>(warps * SHARED_WORDS_PER_WARP);
+        let per_warp = shared_words_per_warp(bytes_per_lane);
+        let all = shared.take::<u32>(warps * per_warp);
         // SAFETY: warp_idx < warps, so the warp's part lies inside what was taken.
-        Self { words: unsafe { all.add(arch::warp_idx() as usize * SHARED_WORDS_PER_WARP) } }
+        Self { words: unsafe { all.add(arch::warp_idx() as usize * per_warp) } }
     }
 
     /// Loads the warp's 32 x `ITEMS` elements at `segment` (16-byte aligned) and returns lane `l`'s
-    /// `ITEMS` consecutive elements `l * ITEMS ..`. Called by all 32 lanes; requires [`fits`].
+    /// `ITEMS` consecutive elements `l * ITEMS ..`. Called by all 32 lanes; requires [`fits`] and
+    /// storage made for `ITEMS * size_of::<T>()` bytes per lane.
     ///
     /// # Safety
     /// `segment` must be valid for reads of `32 * ITEMS` elements not written during the kernel, and
@@ -56,27 +60,41 @@ impl WarpTranspose {
     #[inline(always)]
     pub unsafe fn load<T: Element, const ITEMS: usize>(&self, segment: *const T) -> [T; ITEMS] {
         let lane = arch::lane_id() as usize;
-        let vectors = segment.cast::<[u32; 4]>();
-        let mut striped = [[0u32; 4]; WORDS_PER_LANE / 4];
-        for (v, vector) in striped.iter_mut().enumerate() {
-            // SAFETY: vector v * 32 + lane < 128 lies inside the segment.
-            *vector = unsafe { arch::load_global_nc_v4(vectors.add(v * 32 + lane)) };
-        }
-        for (v, vector) in striped.iter().enumerate() {
-            for (j, &word) in vector.iter().enumerate() {
-                // SAFETY: the index is below SHARED_WORDS_PER_WARP.
-                unsafe { arch::store(self.words.add(padded((v * 32 + lane) * 4 + j)), word) };
+        let vectors_per_lane = ITEMS * size_of::<T>() / 16;
+        let words_per_lane = vectors_per_lane * 4;
+        let source = segment.cast::<[u32; 4]>();
+        // Loads in groups of 4 (several in flight), then their shared-memory writes. (A fixed group
+        // keeps the buffer in registers; an array sized by ITEMS went to local memory.)
+        const GROUP: usize = 4;
+        let mut v0 = 0;
+        while v0 < vectors_per_lane {
+            let mut group = [[0u32; 4]; GROUP];
+            for (g, vector) in group.iter_mut().enumerate() {
+                if v0 + g < vectors_per_lane {
+                    // SAFETY: vector (v0 + g) * 32 + lane lies inside the segment.
+                    *vector = unsafe { arch::load_global_nc_v4(source.add((v0 + g) * 32 + lane)) };
+                }
             }
+            for (g, vector) in group.iter().enumerate() {
+                if v0 + g < vectors_per_lane {
+                    for (j, &word) in vector.iter().enumerate() {
+                        // SAFETY: the index is inside the warp's storage.
+                        unsafe { arch::store(self.words.add(padded(((v0 + g) * 32 + lane) * 4 + j)), word) };
+                    }
+                }
+            }
+            v0 += GROUP;
         }
         arch::sync_warp(arch::FULL_MASK);
-        let mut blocked = [0u32; WORDS_PER_LANE];
-        for (w, word) in blocked.iter_mut().enumerate() {
+        let mut items = [T::zeroed(); ITEMS];
+        let words: &mut [u32] = bytemuck::cast_slice_mut(&mut items);
+        for (w, word) in words.iter_mut().enumerate() {
             // SAFETY: as above; written by this warp before the sync.
-            *word = unsafe { arch::load(self.words.add(padded(lane * WORDS_PER_LANE + w))) };
+            *word = unsafe { arch::load(self.words.add(padded(lane * words_per_lane + w))) };
         }
         // The storage is reused by `store`: every lane must be done reading first.
         arch::sync_warp(arch::FULL_MASK);
-        bytemuck::cast::<[u32; WORDS_PER_LANE], [T; ITEMS]>(blocked)
+        items
     }
 
     /// Stores lane `l`'s `ITEMS` consecutive elements at `segment + l * ITEMS`, through shared memory
@@ -87,21 +105,23 @@ impl WarpTranspose {
     #[inline(always)]
     pub unsafe fn store<T: Element, const ITEMS: usize>(&self, segment: *mut T, items: &[T; ITEMS]) {
         let lane = arch::lane_id() as usize;
-        let blocked = bytemuck::cast::<[T; ITEMS], [u32; WORDS_PER_LANE]>(*items);
-        for (w, &word) in blocked.iter().enumerate() {
-            // SAFETY: the index is below SHARED_WORDS_PER_WARP.
-            unsafe { arch::store(self.words.add(padded(lane * WORDS_PER_LANE + w)), word) };
+        let vectors_per_lane = ITEMS * size_of::<T>() / 16;
+        let words_per_lane = vectors_per_lane * 4;
+        let words: &[u32] = bytemuck::cast_slice(items);
+        for (w, &word) in words.iter().enumerate() {
+            // SAFETY: the index is inside the warp's storage.
+            unsafe { arch::store(self.words.add(padded(lane * words_per_lane + w)), word) };
         }
         arch::sync_warp(arch::FULL_MASK);
-        let vectors = segment.cast::<[u32; 4]>();
-        for v in 0..WORDS_PER_LANE / 4 {
+        let destination = segment.cast::<[u32; 4]>();
+        for v in 0..vectors_per_lane {
             let mut vector = [0u32; 4];
             for (j, word) in vector.iter_mut().enumerate() {
                 // SAFETY: as above.
                 *word = unsafe { arch::load(self.words.add(padded((v * 32 + lane) * 4 + j))) };
             }
             // SAFETY: vector v * 32 + lane lies inside the segment.
-            unsafe { arch::store_global_v4(vectors.add(v * 32 + lane), vector) };
+            unsafe { arch::store_global_v4(destination.add(v * 32 + lane), vector) };
         }
         arch::sync_warp(arch::FULL_MASK);
     }
