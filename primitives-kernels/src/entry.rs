@@ -1,7 +1,7 @@
 //! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
 //! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
 
-use crate::device;
+use crate::device::{self, scan, select};
 use crate::kernel;
 use crate::ops::{GradientPair, Max, Min, Sum};
 
@@ -109,8 +109,146 @@ scan_entry_points! {
     primitives_scan_inclusive_sum_gpi64, primitives_scan_exclusive_sum_gpi64: GradientPair<i64>, Sum;
 }
 
+macro_rules! select_entry_points {
+    ($($t:ty => $select:ident, $partition:ident;)*) => {
+        $(
+            kernel! {
+                /// Select by a flag array; see [`device::select::select_kernel`].
+                pub unsafe fn $select(input: *const $t, flags: *const u8, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: the host launcher sizes every buffer as `select_kernel` requires.
+                    unsafe {
+                        select::select_kernel::<$t, select::Flagged, select::Values, { scan::items_per_thread::<$t>() }, false>(
+                            input, select::Flagged { flags }, len, output, count, temp, tiles, epoch,
+                        )
+                    }
+                }
+            }
+            kernel! {
+                /// Stable partition by a flag array; see [`device::select::select_kernel`].
+                pub unsafe fn $partition(input: *const $t, flags: *const u8, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: as above.
+                    unsafe {
+                        select::select_kernel::<$t, select::Flagged, select::Values, { scan::items_per_thread::<$t>() }, true>(
+                            input, select::Flagged { flags }, len, output, count, temp, tiles, epoch,
+                        )
+                    }
+                }
+            }
+        )*
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        fn select_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(stringify!($select) => Some($select::raw), stringify!($partition) => Some($partition::raw),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+select_entry_points! {
+    f32 => primitives_select_flagged_f32, primitives_partition_flagged_f32;
+    f64 => primitives_select_flagged_f64, primitives_partition_flagged_f64;
+    i32 => primitives_select_flagged_i32, primitives_partition_flagged_i32;
+    u32 => primitives_select_flagged_u32, primitives_partition_flagged_u32;
+    i64 => primitives_select_flagged_i64, primitives_partition_flagged_i64;
+    u64 => primitives_select_flagged_u64, primitives_partition_flagged_u64;
+    GradientPair<f32> => primitives_select_flagged_gpf32, primitives_partition_flagged_gpf32;
+    GradientPair<f64> => primitives_select_flagged_gpf64, primitives_partition_flagged_gpf64;
+    GradientPair<i64> => primitives_select_flagged_gpi64, primitives_partition_flagged_gpi64;
+}
+
+macro_rules! compare_entry_points {
+    ($($t:ty => $select:ident, $partition:ident, $count:ident, $heads:ident, $runs:ident;)*) => {
+        $(
+            kernel! {
+                /// Select by comparison with a threshold (its bits in `threshold`).
+                pub unsafe fn $select(input: *const $t, comparison: u32, threshold: u64, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: the host launcher sizes every buffer as `select_kernel` requires.
+                    unsafe {
+                        select::select_kernel::<$t, select::Compare<$t>, select::Values, { scan::items_per_thread::<$t>() }, false>(
+                            input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch,
+                        )
+                    }
+                }
+            }
+            kernel! {
+                /// Stable partition by comparison with a threshold.
+                pub unsafe fn $partition(input: *const $t, comparison: u32, threshold: u64, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: as above.
+                    unsafe {
+                        select::select_kernel::<$t, select::Compare<$t>, select::Values, { scan::items_per_thread::<$t>() }, true>(
+                            input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch,
+                        )
+                    }
+                }
+            }
+            kernel! {
+                /// Counts the items that compare true (adds to `*count`).
+                pub unsafe fn $count(input: *const $t, comparison: u32, threshold: u64, len: u64, count: *mut u64) {
+                    // SAFETY: the host passes a valid input and counter.
+                    unsafe { select::count_kernel::<$t, _>(input, select::Compare::<$t>::new(comparison, threshold), len, count) }
+                }
+            }
+            kernel! {
+                /// Indices of the heads of runs of equal items (run-length encoding, first pass).
+                pub unsafe fn $heads(input: *const $t, len: u64, heads: *mut u32, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: as for select.
+                    unsafe {
+                        select::select_kernel::<$t, select::RunHeads<$t>, select::Indices, { scan::items_per_thread::<$t>() }, false>(
+                            input, select::RunHeads { input }, len, heads, count, temp, tiles, epoch,
+                        )
+                    }
+                }
+            }
+            kernel! {
+                /// Unique values and run lengths from the run heads (run-length encoding, second pass).
+                pub unsafe fn $runs(input: *const $t, len: u64, heads: *const u32, runs: *const u64, unique: *mut $t, lengths: *mut u32) {
+                    // SAFETY: the host passes the heads and run count of the first pass.
+                    unsafe { select::run_lengths_kernel::<$t>(input, len, heads, runs, unique, lengths) }
+                }
+            }
+        )*
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        fn compare_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(
+                    stringify!($select) => Some($select::raw),
+                    stringify!($partition) => Some($partition::raw),
+                    stringify!($count) => Some($count::raw),
+                    stringify!($heads) => Some($heads::raw),
+                    stringify!($runs) => Some($runs::raw),
+                )*
+                _ => None,
+            }
+        }
+    };
+}
+
+compare_entry_points! {
+    f32 => primitives_select_if_f32, primitives_partition_if_f32, primitives_count_if_f32, primitives_run_heads_f32, primitives_run_lengths_f32;
+    f64 => primitives_select_if_f64, primitives_partition_if_f64, primitives_count_if_f64, primitives_run_heads_f64, primitives_run_lengths_f64;
+    i32 => primitives_select_if_i32, primitives_partition_if_i32, primitives_count_if_i32, primitives_run_heads_i32, primitives_run_lengths_i32;
+    u32 => primitives_select_if_u32, primitives_partition_if_u32, primitives_count_if_u32, primitives_run_heads_u32, primitives_run_lengths_u32;
+    i64 => primitives_select_if_i64, primitives_partition_if_i64, primitives_count_if_i64, primitives_run_heads_i64, primitives_run_lengths_i64;
+    u64 => primitives_select_if_u64, primitives_partition_if_u64, primitives_count_if_u64, primitives_run_heads_u64, primitives_run_lengths_u64;
+}
+
+kernel! {
+    /// Counts the non-zero bytes of `flags[..len]` (adds to `*count`).
+    pub unsafe fn primitives_count_flagged(flags: *const u8, len: u64, count: *mut u64) {
+        // SAFETY: the host passes a valid flag array and counter.
+        unsafe { select::count_kernel::<u8, _>(flags, select::Flagged { flags }, len, count) }
+    }
+}
+
 /// The host version of an entry point, by its PTX name, for the emulator.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
-    reduce_host_kernel(name).or_else(|| scan_host_kernel(name))
+    reduce_host_kernel(name)
+        .or_else(|| scan_host_kernel(name))
+        .or_else(|| select_host_kernel(name))
+        .or_else(|| compare_host_kernel(name))
+        .or_else(|| (name == "primitives_count_flagged").then_some(primitives_count_flagged::raw as unsafe fn(&[u64])))
 }

@@ -32,7 +32,10 @@ mod error;
 mod gpu;
 
 pub use buffer::DeviceBuffer;
-pub use device::{DeviceReduce, DeviceScan, ReduceKernel, ScanKernel};
+pub use device::{
+    CompareKernel, Comparison, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan, DeviceSelect,
+    ReduceKernel, ScanKernel, SelectKernel,
+};
 pub use error::{Error, Result};
 pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
@@ -74,6 +77,20 @@ mod tests {
         ] {
             names.extend([inclusive, exclusive]);
         }
+        macro_rules! selects {
+            ($($t:ty),*) => {$(
+                names.extend([<$t as SelectKernel>::SELECT_FLAGGED, <$t as SelectKernel>::PARTITION_FLAGGED]);
+            )*};
+        }
+        macro_rules! compares {
+            ($($t:ty),*) => {$(
+                names.extend([<$t as CompareKernel>::SELECT_IF, <$t as CompareKernel>::PARTITION_IF, <$t as CompareKernel>::COUNT_IF]);
+                names.extend([<$t as CompareKernel>::RUN_HEADS, <$t as CompareKernel>::RUN_LENGTHS]);
+            )*};
+        }
+        selects!(f32, f64, i32, u32, i64, u64, GradientPair<f32>, GradientPair<f64>, GradientPair<i64>);
+        compares!(f32, f64, i32, u32, i64, u64);
+        names.push("primitives_count_flagged");
         for name in &names {
             assert!(entries.contains(name), "{name} missing from the embedded PTX");
             assert!((PRIMITIVES_MODULE.host_kernel)(name).is_some(), "{name} has no host version");

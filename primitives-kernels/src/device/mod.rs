@@ -3,4 +3,5 @@
 
 pub mod reduce;
 pub mod scan;
+pub mod select;
 pub mod tile_status;

@@ -11,7 +11,7 @@
 
 use crate::arch;
 use crate::block::{BlockScan, DynamicShared};
-use crate::device::tile_status::{look_back, PackedTileStatus, SplitTileStatus, TileStatus};
+use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, SplitTileStatus, TileStatus};
 use crate::ops::{AssociativeOp, Element};
 use crate::thread;
 use crate::warp::{transpose, WarpTranspose};
@@ -112,23 +112,8 @@ unsafe fn scan_tiles<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const I
     let tile_slot = shared.take::<u32>(1);
     let transpose = WarpTranspose::from_allocator(&mut shared, ITEMS * size_of::<T>());
     let tid = arch::thread_idx_x();
-    let tile_counter = temp.cast::<u32>();
-
-    if tid == 0 {
-        // SAFETY: temp's first word is the tile counter.
-        let ticket = unsafe { arch::atomic_add_u32_gpu(tile_counter, 1) };
-        if ticket == tiles - 1 {
-            // Every other block has taken its ticket already (the increments are ordered), so the
-            // counter can be readied for the next launch.
-            // SAFETY: as above.
-            unsafe { arch::atomic_exch_u32_gpu(tile_counter, 0) };
-        }
-        // SAFETY: shared slot taken above.
-        unsafe { arch::store(tile_slot, ticket) };
-    }
-    arch::sync_threads();
-    // SAFETY: written by thread 0 before the barrier.
-    let tile = unsafe { arch::load(tile_slot) };
+    // SAFETY: temp's first word is the tile counter; the slot is shared.
+    let tile = unsafe { take_tile(temp.cast::<u32>(), tiles, tile_slot) };
 
     let tile_items = (arch::block_dim_x() as usize * ITEMS) as u64;
     let tile_start = tile as u64 * tile_items;
@@ -162,25 +147,8 @@ unsafe fn scan_tiles<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const I
     };
     let thread_total = thread::reduce::<T, Op, ITEMS>(&items);
     let (thread_prefix, _) = block_scan.exclusive_scan_with_prefix::<Op>(thread_total, |block_aggregate| {
-        let lane = arch::lane_id();
-        if tile == 0 {
-            if lane == 0 {
-                // SAFETY: tile 0 < tiles.
-                unsafe { status.publish_inclusive(0, Op::combine(seed, block_aggregate)) };
-            }
-            return seed;
-        }
-        if lane == 0 {
-            // SAFETY: tile < tiles.
-            unsafe { status.publish_aggregate(tile, block_aggregate) };
-        }
-        // SAFETY: tile < tiles; all 32 lanes of warp 0 are here (256 threads per block).
-        let prefix = unsafe { look_back::<T, Op, S>(status, tile, seed) };
-        if lane == 0 {
-            // SAFETY: tile < tiles.
-            unsafe { status.publish_inclusive(tile, Op::combine(prefix, block_aggregate)) };
-        }
-        prefix
+        // SAFETY: tile < tiles; warp 0's 32 lanes run the callback (256 threads per block).
+        unsafe { tile_prefix::<T, Op, S>(status, tile, seed, block_aggregate) }
     });
 
     if EXCLUSIVE {

@@ -270,3 +270,63 @@ pub unsafe fn look_back<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>>(stat
         window_end -= WARP_SIZE as i64;
     }
 }
+
+/// Takes the block's tile number from the launch's tile counter (thread 0 takes a ticket; the block
+/// learns it through `slot`, a shared `u32`). Tiles therefore start in order: when a block runs, the
+/// blocks of all earlier tiles have started, so a look-back always makes progress, on the GPU and in
+/// the emulator, whatever the order blocks are scheduled in. The block with the last ticket resets
+/// the counter for the next launch (all other tickets are taken by then). Called by every thread.
+///
+/// # Safety
+/// `counter` valid, 0 before the launch's first ticket; `slot` in shared memory; exactly `tiles`
+/// blocks in the launch.
+#[inline(always)]
+pub unsafe fn take_tile(counter: *mut u32, tiles: u32, slot: *mut u32) -> u32 {
+    if arch::thread_idx_x() == 0 {
+        // SAFETY: counter valid (caller).
+        let ticket = unsafe { arch::atomic_add_u32_gpu(counter, 1) };
+        if ticket == tiles - 1 {
+            // SAFETY: as above.
+            unsafe { arch::atomic_exch_u32_gpu(counter, 0) };
+        }
+        // SAFETY: slot in shared memory (caller).
+        unsafe { arch::store(slot, ticket) };
+    }
+    arch::sync_threads();
+    // SAFETY: written by thread 0 before the barrier.
+    unsafe { arch::load(slot) }
+}
+
+/// The block-prefix callback of a single-pass scan, run by the 32 lanes of warp 0 with the tile's
+/// aggregate: publishes the aggregate, looks back for the tile's exclusive prefix (`seed` before
+/// tile 0), publishes the inclusive prefix, and returns the exclusive prefix.
+///
+/// # Safety
+/// `tile` below the tile count of `status`; called by all 32 lanes of one warp.
+#[inline(always)]
+pub unsafe fn tile_prefix<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>>(
+    status: &S,
+    tile: u32,
+    seed: T,
+    aggregate: T,
+) -> T {
+    let lane = arch::lane_id();
+    if tile == 0 {
+        if lane == 0 {
+            // SAFETY: tile 0 is in range.
+            unsafe { status.publish_inclusive(0, Op::combine(seed, aggregate)) };
+        }
+        return seed;
+    }
+    if lane == 0 {
+        // SAFETY: tile in range (caller).
+        unsafe { status.publish_aggregate(tile, aggregate) };
+    }
+    // SAFETY: as above; all 32 lanes are here.
+    let prefix = unsafe { look_back::<T, Op, S>(status, tile, seed) };
+    if lane == 0 {
+        // SAFETY: as above.
+        unsafe { status.publish_inclusive(tile, Op::combine(prefix, aggregate)) };
+    }
+    prefix
+}

@@ -163,3 +163,20 @@ pub fn exclusive_scan<T: Element, Op: AssociativeOp<T>, const ITEMS: usize>(item
         acc = next;
     }
 }
+
+/// Bitwise equality (NaNs with the same bits are equal, +0.0 and -0.0 are not), word by word so
+/// that it stays in registers.
+#[inline(always)]
+pub fn bitwise_eq<T: Element>(a: T, b: T) -> bool {
+    if size_of::<T>().is_multiple_of(4) {
+        let a: &[u32] = bytemuck::cast_slice(core::slice::from_ref(&a));
+        let b: &[u32] = bytemuck::cast_slice(core::slice::from_ref(&b));
+        let mut equal = true;
+        for (x, y) in a.iter().zip(b) {
+            equal &= x == y;
+        }
+        equal
+    } else {
+        bytemuck::bytes_of(&a) == bytemuck::bytes_of(&b)
+    }
+}

@@ -3,6 +3,8 @@
 
 mod reduce;
 mod scan;
+mod select;
 
 pub use reduce::{compensated_sum, pairwise_error_bound, reduce, PAIRWISE_LEAF};
 pub use scan::{exclusive_scan, inclusive_scan};
+pub use select::{partition, run_length_encode, select_flagged, select_if};

@@ -4,10 +4,12 @@
 
 mod reduce;
 mod scan;
+mod select;
 
 pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
 pub use scan::{DeviceScan, ScanKernel};
+pub use select::{CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel};
 
 /// Threads per block of the device-wide kernels.
 pub(crate) const BLOCK_THREADS: u32 = 256;

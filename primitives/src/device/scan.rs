@@ -50,6 +50,23 @@ pub(crate) struct ScanTemp {
 /// Epochs live in the top 30 bits of a flag.
 const MAX_EPOCH: u32 = (1 << 30) - 1;
 
+impl ScanTemp {
+    /// Readies at least `bytes` of storage (tile counter at 0, no live flag) and returns it with a
+    /// fresh epoch. Every single-pass kernel (scan, select, ...) shares this storage; the caller holds
+    /// the lock while it enqueues, so uses are ordered on the one stream.
+    pub(crate) fn prepare(&mut self, gpu: &Gpu, bytes: usize) -> Result<(&mut DeviceBuffer<u8>, u32)> {
+        let too_small = self.buffer.as_ref().is_none_or(|b| b.len() < bytes);
+        if too_small || self.epoch >= MAX_EPOCH {
+            // Zeroed: the tile counter starts at 0 and no flag carries a live epoch.
+            self.buffer = Some(DeviceBuffer::zeroed(gpu, bytes.next_multiple_of(1 << 20))?);
+            self.epoch = 0;
+        }
+        self.epoch += 1;
+        let epoch = self.epoch;
+        Ok((self.buffer.as_mut().expect("allocated above"), epoch))
+    }
+}
+
 /// Device-wide prefix scan (CUB's `DeviceScan`): one pass with decoupled look-back, no host
 /// synchronisation. Operands are combined in input order; any associative operator works (it need
 /// not be commutative). `output` must not be `input`.
@@ -137,15 +154,7 @@ impl DeviceScan {
         let needed =
             kernel::TEMP_HEADER + 16 + tiles * 4 + 2 * (tiles * primitives_kernels::arch::MAX_ELEMENT_BYTES + 16);
         let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
-        let too_small = temp.buffer.as_ref().is_none_or(|b| b.len() < needed);
-        if too_small || temp.epoch >= MAX_EPOCH {
-            // Zeroed: the tile counter starts at 0 and no flag carries a live epoch.
-            temp.buffer = Some(DeviceBuffer::zeroed(gpu, needed.next_multiple_of(1 << 20))?);
-            temp.epoch = 0;
-        }
-        temp.epoch += 1;
-        let epoch = temp.epoch;
-        let buffer = temp.buffer.as_mut().expect("allocated above");
+        let (buffer, epoch) = temp.prepare(gpu, needed)?;
         if let Some(initial) = initial {
             buffer.copy_from_host_at(gpu, kernel::INITIAL_OFFSET, bytemuck::bytes_of(&initial))?;
         }

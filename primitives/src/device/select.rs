@@ -1,0 +1,339 @@
+//! Host side of select, partition and run-length encode.
+
+use cudarc::driver::LaunchConfig;
+use primitives_kernels::device::{scan as scan_kernel, select as kernel};
+use primitives_kernels::ops::GradientPair;
+
+use super::reduce::sealed;
+use super::BLOCK_THREADS;
+use crate::buffer::DeviceBuffer;
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, PRIMITIVES_MODULE};
+use crate::ops::Element;
+
+/// An element type with select and partition-by-flags kernels (all instantiated types and the three
+/// gradient pairs). Sealed.
+pub trait SelectKernel: Element + sealed::Sealed {
+    const SELECT_FLAGGED: &'static str;
+    const PARTITION_FLAGGED: &'static str;
+}
+
+/// A numeric element type that also has select/partition by comparison and run-length encoding.
+pub trait CompareKernel: SelectKernel + PartialOrd {
+    const SELECT_IF: &'static str;
+    const PARTITION_IF: &'static str;
+    const COUNT_IF: &'static str;
+    const RUN_HEADS: &'static str;
+    const RUN_LENGTHS: &'static str;
+}
+
+macro_rules! select_kernels {
+    ($($t:ty => $suffix:literal;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl SelectKernel for $t {
+            const SELECT_FLAGGED: &'static str = concat!("primitives_select_flagged_", $suffix);
+            const PARTITION_FLAGGED: &'static str = concat!("primitives_partition_flagged_", $suffix);
+        }
+    )*};
+}
+
+macro_rules! compare_kernels {
+    ($($t:ty => $suffix:literal;)*) => {$(
+        impl CompareKernel for $t {
+            const SELECT_IF: &'static str = concat!("primitives_select_if_", $suffix);
+            const PARTITION_IF: &'static str = concat!("primitives_partition_if_", $suffix);
+            const COUNT_IF: &'static str = concat!("primitives_count_if_", $suffix);
+            const RUN_HEADS: &'static str = concat!("primitives_run_heads_", $suffix);
+            const RUN_LENGTHS: &'static str = concat!("primitives_run_lengths_", $suffix);
+        }
+    )*};
+}
+
+select_kernels! {
+    f32 => "f32"; f64 => "f64"; i32 => "i32"; u32 => "u32"; i64 => "i64"; u64 => "u64";
+    GradientPair<f32> => "gpf32"; GradientPair<f64> => "gpf64"; GradientPair<i64> => "gpi64";
+}
+compare_kernels! { f32 => "f32"; f64 => "f64"; i32 => "i32"; u32 => "u32"; i64 => "i64"; u64 => "u64"; }
+
+/// A comparison of each item with a threshold: `item < threshold` for [`Comparison::Less`], and so on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+    Equal,
+    NotEqual,
+}
+
+impl Comparison {
+    fn code(self) -> u64 {
+        use kernel::comparison::*;
+        (match self {
+            Comparison::Less => LESS,
+            Comparison::LessEqual => LESS_EQUAL,
+            Comparison::Greater => GREATER,
+            Comparison::GreaterEqual => GREATER_EQUAL,
+            Comparison::Equal => EQUAL,
+            Comparison::NotEqual => NOT_EQUAL,
+        }) as u64
+    }
+
+    /// The comparison applied to one item (the CPU side of the same rule).
+    pub fn holds<T: PartialOrd>(self, item: T, threshold: T) -> bool {
+        match self {
+            Comparison::Less => item < threshold,
+            Comparison::LessEqual => item <= threshold,
+            Comparison::Greater => item > threshold,
+            Comparison::GreaterEqual => item >= threshold,
+            Comparison::Equal => item == threshold,
+            Comparison::NotEqual => item != threshold,
+        }
+    }
+}
+
+fn threshold_bits<T: Element>(threshold: T) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes[..size_of::<T>()].copy_from_slice(bytemuck::bytes_of(&threshold));
+    u64::from_le_bytes(bytes)
+}
+
+fn check_lengths<T: Element>(
+    input: &DeviceBuffer<T>,
+    output_len: usize,
+    flags_len: Option<usize>,
+    count_len: usize,
+) -> Result<()> {
+    let n = input.len();
+    if n >= u32::MAX as usize {
+        return Err(Error::InvalidArgument { name: "input", reason: format!("{n} items; at most 2^32 - 2") });
+    }
+    if output_len < n {
+        return Err(Error::InvalidArgument {
+            name: "output",
+            reason: format!("holds {output_len} items, the input {n}"),
+        });
+    }
+    if let Some(flags) = flags_len {
+        if flags < n {
+            return Err(Error::InvalidArgument { name: "flags", reason: format!("{flags} flags for {n} items") });
+        }
+    }
+    if count_len == 0 {
+        return Err(Error::InvalidArgument { name: "count", reason: "needs room for one number".into() });
+    }
+    Ok(())
+}
+
+/// How the select kernel learns its flags: a flag array, or a comparison.
+#[derive(Clone, Copy)]
+enum Source {
+    Flags(u64),
+    Compare { comparison: u64, threshold: u64 },
+}
+
+/// One launch of the select kernel `kernel_name` (select or partition) over `input`.
+fn launch_select<T: Element, O: Element>(
+    gpu: &Gpu,
+    kernel_name: &'static str,
+    input: &DeviceBuffer<T>,
+    source: Source,
+    output: u64,
+    count: u64,
+) -> Result<()> {
+    let n = input.len();
+    let items = scan_kernel::items_per_thread::<T>();
+    let tiles = n.div_ceil(BLOCK_THREADS as usize * items);
+    let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
+    let (buffer, epoch) = temp.prepare(gpu, kernel::temp_bytes(tiles))?;
+    let config = LaunchConfig {
+        grid_dim: (tiles as u32, 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: kernel::shared_bytes(items, size_of::<O>()) as u32,
+    };
+    let head = match source {
+        Source::Flags(flags) => vec![input.device_ptr(), flags],
+        Source::Compare { comparison, threshold } => vec![input.device_ptr(), comparison, threshold],
+    };
+    let mut args = head;
+    args.extend([n as u64, output, count, buffer.device_ptr(), tiles as u64, epoch as u64]);
+    // SAFETY: lengths checked by the callers (output and flags at least `n`, n < 2^32); temp storage
+    // ready for `tiles` tiles with a fresh epoch, its use ordered by the lock.
+    unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
+}
+
+/// Counts, into `count[0]` (zeroed first, on the stream), the items the source selects.
+fn launch_count(
+    gpu: &Gpu,
+    kernel_name: &'static str,
+    args_head: &[u64],
+    n: usize,
+    count: &mut DeviceBuffer<u64>,
+) -> Result<()> {
+    count.copy_from_host(gpu, &[0])?;
+    let max_grid = gpu.properties().multiprocessors.max(1) * 8;
+    let grid = (n.div_ceil(BLOCK_THREADS as usize) as u32).clamp(1, max_grid);
+    let config = LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: kernel::count_shared_bytes() as u32,
+    };
+    let mut args = args_head.to_vec();
+    args.extend([n as u64, count.device_ptr()]);
+    // SAFETY: the input (and flags) hold `n` items; the counter holds one u64.
+    unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
+}
+
+/// Stream compaction (CUB's `DeviceSelect`): keeps the selected items, in input order, at the start
+/// of `output`, and writes their number to `num_selected[0]`. One pass, no host synchronisation.
+///
+/// ```no_run
+/// use primitives::{Comparison, DeviceSelect, Gpu};
+/// # fn main() -> primitives::Result<()> {
+/// let gpu = Gpu::new()?;
+/// let input = gpu.upload(&[5u32, 1, 7, 2, 9])?;
+/// let mut output = gpu.alloc_zeroed::<u32>(5)?;
+/// let mut count = gpu.alloc_zeroed::<u64>(1)?;
+/// DeviceSelect::compare(&gpu, &input, Comparison::Greater, 4, &mut output, &mut count)?;
+/// assert_eq!(count.to_vec(&gpu)?, [3]);
+/// assert_eq!(output.to_vec(&gpu)?[..3], [5, 7, 9]);
+/// # Ok(())
+/// # }
+/// ```
+pub struct DeviceSelect;
+
+impl DeviceSelect {
+    /// Selects the items whose flag byte is non-zero.
+    pub fn flagged<T: SelectKernel>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        flags: &DeviceBuffer<u8>,
+        output: &mut DeviceBuffer<T>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
+        if input.is_empty() {
+            return num_selected.copy_from_host(gpu, &[0]);
+        }
+        let source = Source::Flags(flags.device_ptr());
+        launch_select::<T, T>(gpu, T::SELECT_FLAGGED, input, source, output.device_ptr(), num_selected.device_ptr())
+    }
+
+    /// Selects the items for which `item <comparison> threshold` holds.
+    pub fn compare<T: CompareKernel>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        comparison: Comparison,
+        threshold: T,
+        output: &mut DeviceBuffer<T>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        check_lengths(input, output.len(), None, num_selected.len())?;
+        if input.is_empty() {
+            return num_selected.copy_from_host(gpu, &[0]);
+        }
+        let source = Source::Compare { comparison: comparison.code(), threshold: threshold_bits(threshold) };
+        launch_select::<T, T>(gpu, T::SELECT_IF, input, source, output.device_ptr(), num_selected.device_ptr())
+    }
+}
+
+/// Stable two-way partition (CUB's `DevicePartition`, but with both groups in input order): the
+/// selected items first, then the others, into one output; their count goes to `num_selected[0]`.
+/// Two launches (a count, then the single-pass partition), no host synchronisation.
+pub struct DevicePartition;
+
+impl DevicePartition {
+    /// Partitions by flag bytes (non-zero first).
+    pub fn flagged<T: SelectKernel>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        flags: &DeviceBuffer<u8>,
+        output: &mut DeviceBuffer<T>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
+        launch_count(gpu, "primitives_count_flagged", &[flags.device_ptr()], input.len(), num_selected)?;
+        if input.is_empty() {
+            return Ok(());
+        }
+        let source = Source::Flags(flags.device_ptr());
+        launch_select::<T, T>(gpu, T::PARTITION_FLAGGED, input, source, output.device_ptr(), num_selected.device_ptr())
+    }
+
+    /// Partitions by a comparison with a threshold (items for which it holds first).
+    pub fn compare<T: CompareKernel>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        comparison: Comparison,
+        threshold: T,
+        output: &mut DeviceBuffer<T>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        check_lengths(input, output.len(), None, num_selected.len())?;
+        let (code, bits) = (comparison.code(), threshold_bits(threshold));
+        launch_count(gpu, T::COUNT_IF, &[input.device_ptr(), code, bits], input.len(), num_selected)?;
+        if input.is_empty() {
+            return Ok(());
+        }
+        let source = Source::Compare { comparison: code, threshold: bits };
+        launch_select::<T, T>(gpu, T::PARTITION_IF, input, source, output.device_ptr(), num_selected.device_ptr())
+    }
+}
+
+/// Run-length encoding (CUB's `DeviceRunLengthEncode::Encode`): runs of bitwise-equal consecutive
+/// items become one `unique` value and its `length`; the number of runs goes to `num_runs[0]`.
+pub struct DeviceRunLengthEncode;
+
+impl DeviceRunLengthEncode {
+    /// Encodes `input`. `unique` and `lengths` need room for as many runs as there can be (`input.len()`).
+    pub fn encode<T: CompareKernel>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        unique: &mut DeviceBuffer<T>,
+        lengths: &mut DeviceBuffer<u32>,
+        num_runs: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        check_lengths(input, unique.len().min(lengths.len()), None, num_runs.len())?;
+        let n = input.len();
+        if n == 0 {
+            return num_runs.copy_from_host(gpu, &[0]);
+        }
+        let heads = DeviceBuffer::<u32>::zeroed(gpu, n)?;
+        let items = scan_kernel::items_per_thread::<T>();
+        let tiles = n.div_ceil(BLOCK_THREADS as usize * items);
+        {
+            let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
+            let (buffer, epoch) = temp.prepare(gpu, kernel::temp_bytes(tiles))?;
+            let config = LaunchConfig {
+                grid_dim: (tiles as u32, 1, 1),
+                block_dim: (BLOCK_THREADS, 1, 1),
+                shared_mem_bytes: kernel::shared_bytes(items, 4) as u32,
+            };
+            let args = [
+                input.device_ptr(),
+                n as u64,
+                heads.device_ptr(),
+                num_runs.device_ptr(),
+                buffer.device_ptr(),
+                tiles as u64,
+                epoch as u64,
+            ];
+            // SAFETY: `heads` holds `n` u32; temp ready for `tiles` tiles with a fresh epoch.
+            unsafe { gpu.launch(PRIMITIVES_MODULE, T::RUN_HEADS, config, &args)? };
+        }
+        let max_grid = gpu.properties().multiprocessors.max(1) * 8;
+        let grid = (n.div_ceil(BLOCK_THREADS as usize) as u32).clamp(1, max_grid);
+        let config = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+        let args = [
+            input.device_ptr(),
+            n as u64,
+            heads.device_ptr(),
+            num_runs.device_ptr(),
+            unique.device_ptr(),
+            lengths.device_ptr(),
+        ];
+        // SAFETY: the first pass left `num_runs[0]` ascending head indices below `n` in `heads`;
+        // `unique` and `lengths` hold at least `n >= runs` items.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, T::RUN_LENGTHS, config, &args) }
+    }
+}
