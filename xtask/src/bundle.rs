@@ -26,6 +26,8 @@ if [[ $what == all || $what == bench ]]; then
   python3 "$here/scripts/reduce_side_by_side.py" "$here/bin/reduce_bandwidth" "$max_log2" "$out/reduce_side_by_side.csv" || status=1
   echo "=== side by side: device scan"
   python3 "$here/scripts/scan_side_by_side.py" "$here/bin/scan_bandwidth" "$max_log2" "$out/scan_side_by_side.csv" || status=1
+  echo "=== side by side: select and partition"
+  python3 "$here/scripts/select_side_by_side.py" "$here/bin/select_bandwidth" "$max_log2" "$out/select_side_by_side.csv" || status=1
   for bench in "$here"/criterion/*; do
     echo "=== criterion $(basename "$bench")"
     "$bench" --bench --noplot || status=1
