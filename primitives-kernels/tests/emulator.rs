@@ -344,3 +344,91 @@ fn block_and_warp_reduce_for_any_block_size() {
         }
     }
 }
+
+mod look_back {
+    use super::*;
+    use primitives_kernels::device::tile_status::{look_back, PackedTileStatus, SplitTileStatus, TileStatus};
+
+    kernel! {
+        /// Publishes tile states as given (0 = nothing, 1 = aggregate, 2 = inclusive, value = tile + 1
+        /// for an aggregate and `inclusive_values[tile]` for an inclusive prefix), then one warp looks
+        /// back from tile `tile` with seed 1000 and writes the prefix to `out`, under both layouts.
+        pub unsafe fn look_back_probe(states: *const u32, inclusive_values: *const u32, tiles: u32, tile: u32, packed: *mut u8, split: *mut u8, out: *mut u32) {
+            let packed_status = unsafe { PackedTileStatus::<u32>::new(packed, 7) };
+            let split_status = unsafe { SplitTileStatus::<u32>::new(split, tiles as usize, 7) };
+            if arch::thread_idx_x() == 0 {
+                for t in 0..tiles {
+                    match unsafe { arch::load(states.add(t as usize)) } {
+                        1 => unsafe {
+                            packed_status.publish_aggregate(t, t + 1);
+                            split_status.publish_aggregate(t, t + 1);
+                        },
+                        2 => unsafe {
+                            let v = arch::load(inclusive_values.add(t as usize));
+                            packed_status.publish_inclusive(t, v);
+                            split_status.publish_inclusive(t, v);
+                        },
+                        _ => {}
+                    }
+                }
+            }
+            arch::sync_warp(arch::FULL_MASK);
+            let a = unsafe { look_back::<u32, Sum, _>(&packed_status, tile, 1000) };
+            let b = unsafe { look_back::<u32, Sum, _>(&split_status, tile, 1000) };
+            if arch::lane_id() == 0 {
+                unsafe {
+                    arch::store(out, a);
+                    arch::store(out.add(1), b);
+                }
+            }
+        }
+    }
+
+    fn probe(states: &[u32], inclusive: &[u32], tile: u32) -> [u32; 2] {
+        let device = Emulator::default();
+        let tiles = states.len() as u32;
+        let s = u32_buffer(&device, states);
+        let v = u32_buffer(&device, inclusive);
+        let packed = device.alloc(<PackedTileStatus<u32> as TileStatus<u32>>::bytes(tiles as usize));
+        let split = device.alloc(<SplitTileStatus<u32> as TileStatus<u32>>::bytes(tiles as usize));
+        let out = device.alloc(8);
+        let (sp, vp, pp, xp, op) = (s.address(), v.address(), packed.address(), split.address(), out.address());
+        device
+            .launch("look_back_probe", config(1, 32, 0), &|| unsafe {
+                look_back_probe(
+                    sp as *const u32,
+                    vp as *const u32,
+                    tiles,
+                    tile,
+                    pp as *mut u8,
+                    xp as *mut u8,
+                    op as *mut u32,
+                )
+            })
+            .unwrap();
+        let got = read_u32(&out, 2);
+        [got[0], got[1]]
+    }
+
+    #[test]
+    fn stops_at_the_nearest_inclusive_prefix_across_windows() {
+        // 600 tiles; only aggregates except an inclusive prefix at tile 37 (value 5): the look-back
+        // from tile 600 must walk back over several 128-tile windows and stop there.
+        let tiles = 601;
+        let mut states = vec![1u32; tiles];
+        let mut inclusive = vec![0u32; tiles];
+        states[37] = 2;
+        inclusive[37] = 5;
+        let want = 5 + (38..600).map(|t| t + 1).sum::<u32>();
+        assert_eq!(probe(&states, &inclusive, 600), [want, want]);
+        // A nearer inclusive prefix wins over a farther one.
+        states[590] = 2;
+        inclusive[590] = 9;
+        let want = 9 + (591..600).map(|t| t + 1).sum::<u32>();
+        assert_eq!(probe(&states, &inclusive, 600), [want, want]);
+        // No inclusive prefix anywhere: down to the seed before tile 0.
+        let states = vec![1u32; 300];
+        let want = 1000 + (0..299).map(|t| t + 1).sum::<u32>();
+        assert_eq!(probe(&states, &vec![0; 300], 299), [want, want]);
+    }
+}
