@@ -214,11 +214,10 @@ impl<T: Element> TileStatus<T> for SplitTileStatus<T> {
 /// Predecessor tiles each lane of the look-back warp examines per step: a step covers
 /// `32 * LOOK_BACK_DEPTH` tiles with that many independent loads in flight per lane.
 ///
-/// Why more than one: while the tiles in flight take about the same time, the nearest tile with a
-/// published inclusive prefix lags behind the newest by the number of tiles that start during one
-/// look-back; a look-back that advances 32 tiles per memory round trip then caps the whole scan at
-/// about 32 tiles per round trip (measured: 2.4 TB/s for f32 on an H200 with one tile per lane).
-pub const LOOK_BACK_DEPTH: usize = 4;
+/// Measured on an H200 (2026-11-21, 2^28 items): depth 1 gave f32 2434 GB/s, f64 2502, pair_i64
+/// 2548; depth 4 gave 2151, 1760 and 1007 (the look-back's extra registers cost occupancy, and the
+/// per-tile latency it saves was not the limit). So 1.
+pub const LOOK_BACK_DEPTH: usize = 1;
 
 /// The exclusive prefix of tile `tile` (> 0): the combination of `seed` and the tiles before it,
 /// found by looking back over windows of `32 * LOOK_BACK_DEPTH` predecessors until one has published
