@@ -1,7 +1,7 @@
 //! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
 //! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
 
-use crate::device::{self, scan, select};
+use crate::device::{self, scan, segmented_reduce as segmented, select};
 use crate::kernel;
 use crate::ops::{GradientPair, Max, Min, Sum};
 
@@ -243,6 +243,92 @@ kernel! {
     }
 }
 
+macro_rules! segmented_reduce_entry_points {
+    ($($t:ty, $op:ty => $main:ident, $huge:ident, $fixup:ident;)*) => {
+        $(
+            kernel! {
+                /// Segmented reduce, one worker per segment; see [`segmented::segments_kernel`].
+                pub unsafe fn $main(input: *const $t, len: u64, begin: *const u32, end: *const u32, count: *const u64, output: *mut $t, warp_per_segment: u32, huge: u64, huge_list: *mut u32, huge_capacity: u32, huge_count: *mut u32, bad_segment: *mut u32) {
+                    // SAFETY: the host launcher sizes every buffer as `segments_kernel` requires.
+                    unsafe {
+                        segmented::segments_kernel::<$t, $op>(
+                            input, len, segmented::Segments { begin, end, count }, output, warp_per_segment, huge, huge_list, huge_capacity, huge_count, bad_segment,
+                        )
+                    }
+                }
+            }
+            kernel! {
+                /// Segmented reduce of the huge segments; see [`segmented::huge_kernel`].
+                pub unsafe fn $huge(input: *const $t, len: u64, begin: *const u32, end: *const u32, count: *const u64, huge_list: *const u32, huge_capacity: u32, huge_count: *const u32, partials: *mut $t) {
+                    // SAFETY: as above.
+                    unsafe { segmented::huge_kernel::<$t, $op>(input, len, segmented::Segments { begin, end, count }, huge_list, huge_capacity, huge_count, partials) }
+                }
+            }
+            kernel! {
+                /// Combines the huge segments' partials; see [`segmented::huge_fixup_kernel`].
+                pub unsafe fn $fixup(huge_list: *const u32, huge_capacity: u32, huge_count: *const u32, partials: *const $t, blocks: u32, output: *mut $t) {
+                    // SAFETY: as above.
+                    unsafe { segmented::huge_fixup_kernel::<$t, $op>(huge_list, huge_capacity, huge_count, partials, blocks, output) }
+                }
+            }
+        )*
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        fn segmented_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(stringify!($main) => Some($main::raw), stringify!($huge) => Some($huge::raw), stringify!($fixup) => Some($fixup::raw),)*
+                "primitives_heads_to_ends" => Some(primitives_heads_to_ends::raw),
+                "primitives_select_head_flags" => Some(primitives_select_head_flags::raw),
+                _ => None,
+            }
+        }
+    };
+}
+
+segmented_reduce_entry_points! {
+    f32, Sum => primitives_segmented_reduce_sum_f32, primitives_segmented_reduce_huge_sum_f32, primitives_segmented_reduce_fixup_sum_f32;
+    f32, Min => primitives_segmented_reduce_min_f32, primitives_segmented_reduce_huge_min_f32, primitives_segmented_reduce_fixup_min_f32;
+    f32, Max => primitives_segmented_reduce_max_f32, primitives_segmented_reduce_huge_max_f32, primitives_segmented_reduce_fixup_max_f32;
+    f64, Sum => primitives_segmented_reduce_sum_f64, primitives_segmented_reduce_huge_sum_f64, primitives_segmented_reduce_fixup_sum_f64;
+    f64, Min => primitives_segmented_reduce_min_f64, primitives_segmented_reduce_huge_min_f64, primitives_segmented_reduce_fixup_min_f64;
+    f64, Max => primitives_segmented_reduce_max_f64, primitives_segmented_reduce_huge_max_f64, primitives_segmented_reduce_fixup_max_f64;
+    i32, Sum => primitives_segmented_reduce_sum_i32, primitives_segmented_reduce_huge_sum_i32, primitives_segmented_reduce_fixup_sum_i32;
+    i32, Min => primitives_segmented_reduce_min_i32, primitives_segmented_reduce_huge_min_i32, primitives_segmented_reduce_fixup_min_i32;
+    i32, Max => primitives_segmented_reduce_max_i32, primitives_segmented_reduce_huge_max_i32, primitives_segmented_reduce_fixup_max_i32;
+    u32, Sum => primitives_segmented_reduce_sum_u32, primitives_segmented_reduce_huge_sum_u32, primitives_segmented_reduce_fixup_sum_u32;
+    u32, Min => primitives_segmented_reduce_min_u32, primitives_segmented_reduce_huge_min_u32, primitives_segmented_reduce_fixup_min_u32;
+    u32, Max => primitives_segmented_reduce_max_u32, primitives_segmented_reduce_huge_max_u32, primitives_segmented_reduce_fixup_max_u32;
+    i64, Sum => primitives_segmented_reduce_sum_i64, primitives_segmented_reduce_huge_sum_i64, primitives_segmented_reduce_fixup_sum_i64;
+    i64, Min => primitives_segmented_reduce_min_i64, primitives_segmented_reduce_huge_min_i64, primitives_segmented_reduce_fixup_min_i64;
+    i64, Max => primitives_segmented_reduce_max_i64, primitives_segmented_reduce_huge_max_i64, primitives_segmented_reduce_fixup_max_i64;
+    u64, Sum => primitives_segmented_reduce_sum_u64, primitives_segmented_reduce_huge_sum_u64, primitives_segmented_reduce_fixup_sum_u64;
+    u64, Min => primitives_segmented_reduce_min_u64, primitives_segmented_reduce_huge_min_u64, primitives_segmented_reduce_fixup_min_u64;
+    u64, Max => primitives_segmented_reduce_max_u64, primitives_segmented_reduce_huge_max_u64, primitives_segmented_reduce_fixup_max_u64;
+    GradientPair<f32>, Sum => primitives_segmented_reduce_sum_gpf32, primitives_segmented_reduce_huge_sum_gpf32, primitives_segmented_reduce_fixup_sum_gpf32;
+    GradientPair<f64>, Sum => primitives_segmented_reduce_sum_gpf64, primitives_segmented_reduce_huge_sum_gpf64, primitives_segmented_reduce_fixup_sum_gpf64;
+    GradientPair<i64>, Sum => primitives_segmented_reduce_sum_gpi64, primitives_segmented_reduce_huge_sum_gpi64, primitives_segmented_reduce_fixup_sum_gpi64;
+}
+
+kernel! {
+    /// Indices of segment heads (item 0 and the flagged items) of a flag array.
+    pub unsafe fn primitives_select_head_flags(flags: *const u8, len: u64, heads: *mut u32, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+        // SAFETY: as for select.
+        unsafe {
+            select::select_kernel::<u8, select::HeadFlags, select::Indices, 16, false>(
+                flags, select::HeadFlags { flags }, len, heads, count, temp, tiles, epoch,
+            )
+        }
+    }
+}
+
+kernel! {
+    /// Segment ends from head indices; see [`segmented::heads_to_ends_kernel`].
+    pub unsafe fn primitives_heads_to_ends(heads: *const u32, count: *const u64, len: u64, ends: *mut u32) {
+        // SAFETY: the host passes the heads and count of a select.
+        unsafe { segmented::heads_to_ends_kernel(heads, count, len, ends) }
+    }
+}
+
 /// The host version of an entry point, by its PTX name, for the emulator.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -250,5 +336,6 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         .or_else(|| scan_host_kernel(name))
         .or_else(|| select_host_kernel(name))
         .or_else(|| compare_host_kernel(name))
+        .or_else(|| segmented_host_kernel(name))
         .or_else(|| (name == "primitives_count_flagged").then_some(primitives_count_flagged::raw as unsafe fn(&[u64])))
 }

@@ -33,8 +33,8 @@ mod gpu;
 
 pub use buffer::DeviceBuffer;
 pub use device::{
-    CompareKernel, Comparison, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan, DeviceSelect,
-    ReduceKernel, ScanKernel, SelectKernel,
+    CompareKernel, Comparison, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan, DeviceSegmentedReduce,
+    DeviceSelect, ReduceKernel, ScanKernel, SegmentedReduceKernel, SelectKernel,
 };
 pub use error::{Error, Result};
 pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
@@ -90,7 +90,28 @@ mod tests {
         }
         selects!(f32, f64, i32, u32, i64, u64, GradientPair<f32>, GradientPair<f64>, GradientPair<i64>);
         compares!(f32, f64, i32, u32, i64, u64);
-        names.push("primitives_count_flagged");
+        macro_rules! segmented {
+            ($($t:ty),*) => {$(
+                for name in [
+                    <Sum as SegmentedReduceKernel<$t>>::MAIN, <Sum as SegmentedReduceKernel<$t>>::HUGE, <Sum as SegmentedReduceKernel<$t>>::FIXUP,
+                ] {
+                    names.push(name);
+                }
+            )*};
+        }
+        macro_rules! segmented_min_max {
+            ($($t:ty),*) => {$(
+                for name in [
+                    <Min as SegmentedReduceKernel<$t>>::MAIN, <Min as SegmentedReduceKernel<$t>>::HUGE, <Min as SegmentedReduceKernel<$t>>::FIXUP,
+                    <Max as SegmentedReduceKernel<$t>>::MAIN, <Max as SegmentedReduceKernel<$t>>::HUGE, <Max as SegmentedReduceKernel<$t>>::FIXUP,
+                ] {
+                    names.push(name);
+                }
+            )*};
+        }
+        segmented!(f32, f64, i32, u32, i64, u64, GradientPair<f32>, GradientPair<f64>, GradientPair<i64>);
+        segmented_min_max!(f32, f64, i32, u32, i64, u64);
+        names.extend(["primitives_count_flagged", "primitives_select_head_flags", "primitives_heads_to_ends"]);
         for name in &names {
             assert!(entries.contains(name), "{name} missing from the embedded PTX");
             assert!((PRIMITIVES_MODULE.host_kernel)(name).is_some(), "{name} has no host version");

@@ -3,5 +3,6 @@
 
 pub mod reduce;
 pub mod scan;
+pub mod segmented_reduce;
 pub mod select;
 pub mod tile_status;

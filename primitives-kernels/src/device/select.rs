@@ -38,6 +38,20 @@ impl<T> FlagSource<T> for Flagged {
     }
 }
 
+/// Segment heads from flag bytes: item 0 and every item whose flag is non-zero.
+#[derive(Clone, Copy)]
+pub struct HeadFlags {
+    pub flags: *const u8,
+}
+
+impl<T> FlagSource<T> for HeadFlags {
+    #[inline(always)]
+    unsafe fn flag(&self, index: usize, _item: T) -> bool {
+        // SAFETY: index in range (caller).
+        index == 0 || unsafe { arch::load(self.flags.add(index)) != 0 }
+    }
+}
+
 /// `item < threshold` and the other comparisons, by code (see [`Compare::new`]).
 #[derive(Clone, Copy)]
 pub struct Compare<T> {

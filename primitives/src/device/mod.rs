@@ -4,11 +4,13 @@
 
 mod reduce;
 mod scan;
+mod segmented_reduce;
 mod select;
 
 pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
 pub use scan::{DeviceScan, ScanKernel};
+pub use segmented_reduce::{DeviceSegmentedReduce, SegmentedReduceKernel};
 pub use select::{CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel};
 
 /// Threads per block of the device-wide kernels.
