@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Device reduce side by side: our kernels (via the reduce_bandwidth binary) against CuPy's CUB sum and
+"""Device reduce side by side: our kernels (`bandwidth reduce`) against CuPy's CUB sum and
 torch.sum, on the same GPU in the same run, timed the same way (CUDA events, median of 50 after 5
 warm-ups, rotating input copies so the working set exceeds the L2).
 
-usage: reduce_side_by_side.py PATH/TO/reduce_bandwidth [MAX_LOG2] [CSV_OUT]
+usage: reduce_side_by_side.py PATH/TO/bandwidth [MAX_LOG2] [CSV_OUT]
 """
 import csv
 import io
@@ -77,7 +77,7 @@ def main():
     binary = sys.argv[1]
     max_log2 = sys.argv[2] if len(sys.argv) > 2 else "28"
     csv_out = sys.argv[3] if len(sys.argv) > 3 else None
-    ours = subprocess.run([binary, max_log2], check=True, capture_output=True, text=True)
+    ours = subprocess.run([binary, "reduce", max_log2], check=True, capture_output=True, text=True)
     sys.stderr.write(ours.stderr)
     rows = []
     print(f"device: {torch.cuda.get_device_name()}")

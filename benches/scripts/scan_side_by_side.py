@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Device scan side by side: our single-pass scan (via the scan_bandwidth binary) against torch.cumsum and
+"""Device scan side by side: our single-pass scan (`bandwidth scan`) against torch.cumsum and
 CuPy's cumsum (CUB's DeviceScan), same GPU, same run, timed the same way (CUDA events, median of 30
 after 5 warm-ups, rotating input copies). Bandwidth counts bytes read plus bytes written.
 
-usage: scan_side_by_side.py PATH/TO/scan_bandwidth [MAX_LOG2] [CSV_OUT]
+usage: scan_side_by_side.py PATH/TO/bandwidth [MAX_LOG2] [CSV_OUT]
 """
 import csv
 import io
@@ -84,7 +84,7 @@ def main():
     binary = sys.argv[1]
     max_log2 = sys.argv[2] if len(sys.argv) > 2 else "28"
     csv_out = sys.argv[3] if len(sys.argv) > 3 else None
-    ours = subprocess.run([binary, max_log2], check=True, capture_output=True, text=True)
+    ours = subprocess.run([binary, "scan", max_log2], check=True, capture_output=True, text=True)
     sys.stderr.write(ours.stderr)
     print(f"device: {torch.cuda.get_device_name()}")
     print(f"{'dtype':9} {'n':>10} {'ours GB/s':>10} {'CUB GB/s':>9} {'torch GB/s':>10} {'ours/CUB':>8} {'ours/torch':>10}")

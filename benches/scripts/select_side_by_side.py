@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Partition and select side by side: ours (the select_bandwidth binary) against the device-to-device copy
+"""Partition and select side by side: ours (`bandwidth select`) against the device-to-device copy
 bandwidth and torch's boolean-mask selection (x[mask], CUB-based) on the same GPU in the same run.
 Bandwidth counts bytes that must move (see select_bandwidth.rs); copy counts bytes read + written.
 
-usage: select_side_by_side.py PATH/TO/select_bandwidth [MAX_LOG2] [CSV_OUT]
+usage: select_side_by_side.py PATH/TO/bandwidth [MAX_LOG2] [CSV_OUT]
 """
 import csv
 import io
@@ -34,7 +34,7 @@ def main():
     binary = sys.argv[1]
     max_log2 = sys.argv[2] if len(sys.argv) > 2 else "28"
     csv_out = sys.argv[3] if len(sys.argv) > 3 else None
-    ours = subprocess.run([binary, max_log2], check=True, capture_output=True, text=True)
+    ours = subprocess.run([binary, "select", max_log2], check=True, capture_output=True, text=True)
     sys.stderr.write(ours.stderr)
     print(f"device: {torch.cuda.get_device_name()}")
     print(f"{'op':16} {'n':>10} {'ours GB/s':>10} {'copy GB/s':>10} {'ours/copy':>9} {'torch mask GB/s':>15} {'ours/torch':>10}")

@@ -11,6 +11,11 @@ const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
 # when any of them fails. Usage: bash .gpu/run.sh [tests|bench|all] [BENCH_MAX_LOG2]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# Executables travel gzipped (each embeds the PTX and the emulator's kernels): unpack them once.
+for packed in "$here"/tests/*.gz "$here"/criterion/*.gz "$here"/bin/*.gz; do
+  [[ -e $packed ]] || continue
+  gunzip -f "$packed" && chmod +x "${packed%.gz}"
+done
 what=${1:-all}
 max_log2=${2:-28}
 status=0
@@ -23,11 +28,13 @@ if [[ $what == all || $what == tests ]]; then
 fi
 if [[ $what == all || $what == bench ]]; then
   echo "=== side by side: device reduce"
-  python3 "$here/scripts/reduce_side_by_side.py" "$here/bin/reduce_bandwidth" "$max_log2" "$out/reduce_side_by_side.csv" || status=1
+  python3 "$here/scripts/reduce_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/reduce_side_by_side.csv" || status=1
   echo "=== side by side: device scan"
-  python3 "$here/scripts/scan_side_by_side.py" "$here/bin/scan_bandwidth" "$max_log2" "$out/scan_side_by_side.csv" || status=1
+  python3 "$here/scripts/scan_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/scan_side_by_side.csv" || status=1
   echo "=== side by side: select and partition"
-  python3 "$here/scripts/select_side_by_side.py" "$here/bin/select_bandwidth" "$max_log2" "$out/select_side_by_side.csv" || status=1
+  python3 "$here/scripts/select_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/select_side_by_side.csv" || status=1
+  echo "=== side by side: segmented reduce"
+  python3 "$here/scripts/segmented_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/segmented_side_by_side.csv" || status=1
   for bench in "$here"/criterion/*; do
     echo "=== criterion $(basename "$bench")"
     "$bench" --bench --noplot || status=1
@@ -75,11 +82,16 @@ fn build(root: &Path, args: &[&str]) -> Result<Vec<Artifact>> {
     Ok(artifacts)
 }
 
+/// Copies each executable gzipped (`run.sh` unpacks them on the GPU machine).
 fn copy_all(artifacts: &[Artifact], destination: &Path) -> Result<()> {
     std::fs::create_dir_all(destination)?;
     for artifact in artifacts {
-        let target = destination.join(&artifact.name);
-        std::fs::copy(&artifact.path, &target).with_context(|| format!("copying {}", artifact.path.display()))?;
+        let target = destination.join(format!("{}.gz", artifact.name));
+        let bytes = std::fs::read(&artifact.path).with_context(|| format!("reading {}", artifact.path.display()))?;
+        let file = std::fs::File::create(&target).with_context(|| format!("creating {}", target.display()))?;
+        let mut encoder = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        std::io::Write::write_all(&mut encoder, &bytes)?;
+        encoder.finish()?;
         println!("  {}", target.display());
     }
     Ok(())
@@ -93,7 +105,7 @@ pub fn run() -> Result<()> {
     }
     let tests = build(&root, &["test", "--release", "--package", "tests", "--features", "gpu", "--no-run"])?;
     // Only the integration tests that exercise the GPU; the library's own unit tests run in CI.
-    let tests: Vec<Artifact> = tests.into_iter().filter(|a| a.kind == "test" && a.name.starts_with("gpu_")).collect();
+    let tests: Vec<Artifact> = tests.into_iter().filter(|a| a.kind == "test" && a.name.starts_with("gpu")).collect();
     let criterion = build(&root, &["bench", "--package", "benches", "--features", "gpu", "--no-run"])?;
     let binaries = build(&root, &["build", "--release", "--package", "benches", "--features", "gpu", "--bins"])?;
     copy_all(&tests, &bundle.join("tests"))?;

@@ -2,15 +2,14 @@
 //! byte each (half of them set, at random). Prints CSV `impl,op,n,median_us,gbps` counting the bytes
 //! that must move: items and flags read once, items written once (9 bytes an item for a partition).
 //!
-//! Usage: select_bandwidth [MAX_LOG2 (default 28)]
+//! Usage: bandwidth select [MAX_LOG2 (default 28)]
 
 use benches::{rotation, time_gpu};
 use primitives::{DevicePartition, DeviceSelect, Gpu};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-fn main() {
-    let max_log2: u32 = std::env::args().nth(1).map(|a| a.parse().expect("MAX_LOG2 must be an integer")).unwrap_or(28);
-    let gpu = Gpu::new().unwrap_or_else(|e| panic!("select_bandwidth needs a GPU: {e}"));
+pub fn run(max_log2: u32) {
+    let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth select needs a GPU: {e}"));
     eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
     println!("impl,op,n,median_us,gbps");
     for log2 in (20..=max_log2).step_by(2) {

@@ -2,7 +2,7 @@
 //! prints CSV `impl,dtype,op,n,median_us,gbps` counting bytes read plus bytes written, median of 30
 //! runs timed with CUDA events after 5 warm-ups, rotating through input copies.
 //!
-//! Usage: scan_bandwidth [MAX_LOG2 (default 28)]
+//! Usage: bandwidth scan [MAX_LOG2 (default 28)]
 
 use benches::{rotation, time_gpu};
 use primitives::ops::{Element, GradientPair, Sum};
@@ -22,9 +22,8 @@ fn measure<T: Element, Op: ScanKernel<T>>(gpu: &Gpu, dtype: &str, n: usize, draw
     println!("ours,{dtype},inclusive_sum,{n},{us:.3},{gbps:.1}");
 }
 
-fn main() {
-    let max_log2: u32 = std::env::args().nth(1).map(|a| a.parse().expect("MAX_LOG2 must be an integer")).unwrap_or(28);
-    let gpu = Gpu::new().unwrap_or_else(|e| panic!("scan_bandwidth needs a GPU: {e}"));
+pub fn run(max_log2: u32) {
+    let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth scan needs a GPU: {e}"));
     eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
     println!("impl,dtype,op,n,median_us,gbps");
     for log2 in (16..=max_log2).step_by(2) {

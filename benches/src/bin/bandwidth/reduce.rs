@@ -2,7 +2,7 @@
 //! prints CSV `impl,dtype,op,n,median_us,gbps` with bytes read per second, median of 50 runs timed with
 //! CUDA events after 5 warm-up runs, rotating through input copies so the L2 does not hold the input.
 //!
-//! Usage: reduce_bandwidth [MAX_LOG2 (default 28)]
+//! Usage: bandwidth reduce [MAX_LOG2 (default 28)]
 
 use benches::{rotation, time_gpu};
 use primitives::ops::{Element, Max, Sum};
@@ -21,9 +21,8 @@ fn measure<T: Element, Op: ReduceKernel<T>>(gpu: &Gpu, dtype: &str, op: &str, n:
     println!("ours,{dtype},{op},{n},{us:.3},{gbps:.1}");
 }
 
-fn main() {
-    let max_log2: u32 = std::env::args().nth(1).map(|a| a.parse().expect("MAX_LOG2 must be an integer")).unwrap_or(28);
-    let gpu = Gpu::new().unwrap_or_else(|e| panic!("reduce_bandwidth needs a GPU: {e}"));
+pub fn run(max_log2: u32) {
+    let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth reduce needs a GPU: {e}"));
     eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
     println!("impl,dtype,op,n,median_us,gbps");
     for log2 in (10..=max_log2).step_by(2) {
