@@ -1,7 +1,7 @@
 //! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
 //! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
 
-use crate::device::{self, scan, segmented_reduce as segmented, select};
+use crate::device::{self, scan, segmented_reduce as segmented, segmented_scan, select};
 use crate::kernel;
 use crate::ops::{GradientPair, Max, Min, Sum};
 
@@ -309,6 +309,65 @@ segmented_reduce_entry_points! {
     GradientPair<i64>, Sum => primitives_segmented_reduce_sum_gpi64, primitives_segmented_reduce_huge_sum_gpi64, primitives_segmented_reduce_fixup_sum_gpi64;
 }
 
+macro_rules! segmented_scan_entry_points {
+    ($($t:ty, $op:ty => $name:ident;)*) => {
+        $(
+            kernel! {
+                /// Segmented scan by head flags or by keys; see [`segmented_scan::segmented_scan_kernel`].
+                pub unsafe fn $name(input: *const $t, flags: *const u8, keys: *const u32, output: *mut $t, len: u64, exclusive: u32, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: the host launcher sizes every buffer as the kernel requires.
+                    unsafe {
+                        segmented_scan::segmented_scan_kernel::<$t, $op, { scan::items_per_thread::<$t>() }>(
+                            input, flags, keys, output, len, exclusive, temp, tiles, epoch,
+                        )
+                    }
+                }
+            }
+        )*
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        fn segmented_scan_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(stringify!($name) => Some($name::raw),)*
+                "primitives_offsets_to_flags" => Some(primitives_offsets_to_flags::raw),
+                _ => None,
+            }
+        }
+    };
+}
+
+segmented_scan_entry_points! {
+    f32, Sum => primitives_segmented_scan_sum_f32;
+    f32, Min => primitives_segmented_scan_min_f32;
+    f32, Max => primitives_segmented_scan_max_f32;
+    f64, Sum => primitives_segmented_scan_sum_f64;
+    f64, Min => primitives_segmented_scan_min_f64;
+    f64, Max => primitives_segmented_scan_max_f64;
+    i32, Sum => primitives_segmented_scan_sum_i32;
+    i32, Min => primitives_segmented_scan_min_i32;
+    i32, Max => primitives_segmented_scan_max_i32;
+    u32, Sum => primitives_segmented_scan_sum_u32;
+    u32, Min => primitives_segmented_scan_min_u32;
+    u32, Max => primitives_segmented_scan_max_u32;
+    i64, Sum => primitives_segmented_scan_sum_i64;
+    i64, Min => primitives_segmented_scan_min_i64;
+    i64, Max => primitives_segmented_scan_max_i64;
+    u64, Sum => primitives_segmented_scan_sum_u64;
+    u64, Min => primitives_segmented_scan_min_u64;
+    u64, Max => primitives_segmented_scan_max_u64;
+    GradientPair<f32>, Sum => primitives_segmented_scan_sum_gpf32;
+    GradientPair<f64>, Sum => primitives_segmented_scan_sum_gpf64;
+    GradientPair<i64>, Sum => primitives_segmented_scan_sum_gpi64;
+}
+
+kernel! {
+    /// Head flags from CSR offsets; see [`segmented_scan::offsets_to_flags_kernel`].
+    pub unsafe fn primitives_offsets_to_flags(offsets: *const u32, segments: u64, len: u64, flags: *mut u8, bad_segment: *mut u32) {
+        // SAFETY: the host passes offsets, zeroed flags and the error word.
+        unsafe { segmented_scan::offsets_to_flags_kernel(offsets, segments, len, flags, bad_segment) }
+    }
+}
+
 kernel! {
     /// Indices of segment heads (item 0 and the flagged items) of a flag array.
     pub unsafe fn primitives_select_head_flags(flags: *const u8, len: u64, heads: *mut u32, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
@@ -337,5 +396,6 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         .or_else(|| select_host_kernel(name))
         .or_else(|| compare_host_kernel(name))
         .or_else(|| segmented_host_kernel(name))
+        .or_else(|| segmented_scan_host_kernel(name))
         .or_else(|| (name == "primitives_count_flagged").then_some(primitives_count_flagged::raw as unsafe fn(&[u64])))
 }

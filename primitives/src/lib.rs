@@ -34,7 +34,7 @@ mod gpu;
 pub use buffer::DeviceBuffer;
 pub use device::{
     CompareKernel, Comparison, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan, DeviceSegmentedReduce,
-    DeviceSelect, ReduceKernel, ScanKernel, SegmentedReduceKernel, SelectKernel,
+    DeviceSelect, ReduceKernel, ScanKernel, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel,
 };
 pub use error::{Error, Result};
 pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
@@ -111,7 +111,23 @@ mod tests {
         }
         segmented!(f32, f64, i32, u32, i64, u64, GradientPair<f32>, GradientPair<f64>, GradientPair<i64>);
         segmented_min_max!(f32, f64, i32, u32, i64, u64);
-        names.extend(["primitives_count_flagged", "primitives_select_head_flags", "primitives_heads_to_ends"]);
+        macro_rules! segmented_scans {
+            ($($t:ty),*) => {$(
+                names.extend([<Sum as SegmentedScanKernel<$t>>::KERNEL, <Min as SegmentedScanKernel<$t>>::KERNEL, <Max as SegmentedScanKernel<$t>>::KERNEL]);
+            )*};
+        }
+        segmented_scans!(f32, f64, i32, u32, i64, u64);
+        names.extend([
+            <Sum as SegmentedScanKernel<GradientPair<f32>>>::KERNEL,
+            <Sum as SegmentedScanKernel<GradientPair<f64>>>::KERNEL,
+            <Sum as SegmentedScanKernel<GradientPair<i64>>>::KERNEL,
+        ]);
+        names.extend([
+            "primitives_count_flagged",
+            "primitives_select_head_flags",
+            "primitives_heads_to_ends",
+            "primitives_offsets_to_flags",
+        ]);
         for name in &names {
             assert!(entries.contains(name), "{name} missing from the embedded PTX");
             assert!((PRIMITIVES_MODULE.host_kernel)(name).is_some(), "{name} has no host version");

@@ -4,5 +4,6 @@
 pub mod reduce;
 pub mod scan;
 pub mod segmented_reduce;
+pub mod segmented_scan;
 pub mod select;
 pub mod tile_status;

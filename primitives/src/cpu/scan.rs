@@ -57,3 +57,42 @@ mod tests {
         }
     }
 }
+
+/// Segmented scan: the scan restarts at every item whose head flag is non-zero (and at item 0).
+/// Inclusive: `output[i]` combines `i`'s segment up to `i`; exclusive: before `i` (identity at heads).
+pub fn segmented_scan<T: Element, Op: AssociativeOp<T>>(
+    input: &[T],
+    head_flags: &[u8],
+    output: &mut [T],
+    exclusive: bool,
+) {
+    let mut acc = Op::identity();
+    for (i, (out, &x)) in output.iter_mut().zip(input).enumerate() {
+        if i == 0 || head_flags[i] != 0 {
+            acc = Op::identity();
+        }
+        if exclusive {
+            *out = acc;
+            acc = Op::combine(acc, x);
+        } else {
+            acc = Op::combine(acc, x);
+            *out = acc;
+        }
+    }
+}
+
+/// Head flags of a scan by key: 1 where a key differs from the one before it.
+pub fn key_heads(keys: &[u32]) -> Vec<u8> {
+    (0..keys.len()).map(|i| (i == 0 || keys[i] != keys[i - 1]) as u8).collect()
+}
+
+/// Head flags of CSR offsets (the first item of every non-empty segment).
+pub fn offset_heads(offsets: &[u32], len: usize) -> Vec<u8> {
+    let mut flags = vec![0u8; len];
+    for w in offsets.windows(2) {
+        if w[0] < w[1] {
+            flags[w[0] as usize] = 1;
+        }
+    }
+    flags
+}

@@ -9,7 +9,7 @@ mod select;
 
 pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
-pub use scan::{DeviceScan, ScanKernel};
+pub use scan::{DeviceScan, ScanKernel, SegmentHeads, SegmentedScanKernel};
 pub use segmented_reduce::{DeviceSegmentedReduce, SegmentedReduceKernel};
 pub use select::{CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel};
 

@@ -180,3 +180,149 @@ impl DeviceScan {
         unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
     }
 }
+
+/// A (type, operator) pair with a segmented-scan kernel (for segments by flags, keys or offsets).
+/// Sealed.
+pub trait SegmentedScanKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
+    const KERNEL: &'static str;
+}
+
+macro_rules! segmented_scan_kernels {
+    ($($op:ty, $t:ty => $suffix:literal;)*) => {$(
+        impl SegmentedScanKernel<$t> for $op {
+            const KERNEL: &'static str = concat!("primitives_segmented_scan_", $suffix);
+        }
+    )*};
+}
+
+segmented_scan_kernels! {
+    Sum, f32 => "sum_f32"; Min, f32 => "min_f32"; Max, f32 => "max_f32";
+    Sum, f64 => "sum_f64"; Min, f64 => "min_f64"; Max, f64 => "max_f64";
+    Sum, i32 => "sum_i32"; Min, i32 => "min_i32"; Max, i32 => "max_i32";
+    Sum, u32 => "sum_u32"; Min, u32 => "min_u32"; Max, u32 => "max_u32";
+    Sum, i64 => "sum_i64"; Min, i64 => "min_i64"; Max, i64 => "max_i64";
+    Sum, u64 => "sum_u64"; Min, u64 => "min_u64"; Max, u64 => "max_u64";
+    Sum, GradientPair<f32> => "sum_gpf32";
+    Sum, GradientPair<f64> => "sum_gpf64";
+    Sum, GradientPair<i64> => "sum_gpi64";
+}
+
+/// Where the segments of a segmented scan start.
+#[derive(Clone, Copy, Debug)]
+pub enum SegmentHeads<'a> {
+    /// An item starts a segment where its flag byte is non-zero (item 0 always does).
+    Flags(&'a DeviceBuffer<u8>),
+    /// Equal adjacent keys form a segment (scan by key).
+    Keys(&'a DeviceBuffer<u32>),
+    /// CSR offsets `o[0] = 0 <= o[1] <= ... <= o[m] = len`: segment `s` is `o[s]..o[s + 1]`. Checked
+    /// on the device (the call then waits for the check).
+    Offsets(&'a DeviceBuffer<u32>),
+}
+
+impl DeviceScan {
+    /// Segmented inclusive scan: `output[i]` combines the items of `i`'s segment up to `i`.
+    pub fn inclusive_segmented_scan<T: Element, Op: SegmentedScanKernel<T>>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        heads: SegmentHeads<'_>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        Self::segmented::<T, Op>(gpu, input, heads, output, false)
+    }
+
+    /// Segmented exclusive scan: `output[i]` combines the items of `i`'s segment before `i` (the
+    /// identity at the first item of a segment).
+    pub fn exclusive_segmented_scan<T: Element, Op: SegmentedScanKernel<T>>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        heads: SegmentHeads<'_>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        Self::segmented::<T, Op>(gpu, input, heads, output, true)
+    }
+
+    fn segmented<T: Element, Op: SegmentedScanKernel<T>>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        heads: SegmentHeads<'_>,
+        output: &mut DeviceBuffer<T>,
+        exclusive: bool,
+    ) -> Result<()> {
+        let n = input.len();
+        if output.len() < n {
+            return Err(Error::InvalidArgument {
+                name: "output",
+                reason: format!("holds {} elements, the input {n}", output.len()),
+            });
+        }
+        let (head_len, name) = match heads {
+            SegmentHeads::Flags(f) => (f.len(), "heads"),
+            SegmentHeads::Keys(k) => (k.len(), "keys"),
+            SegmentHeads::Offsets(_) => (n, "offsets"),
+        };
+        if head_len < n {
+            return Err(Error::InvalidArgument { name, reason: format!("{head_len} entries for {n} items") });
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let made_flags;
+        let (flags, keys) = match heads {
+            SegmentHeads::Flags(f) => (f.device_ptr(), 0),
+            SegmentHeads::Keys(k) => (0, k.device_ptr()),
+            SegmentHeads::Offsets(offsets) => {
+                made_flags = Self::flags_from_offsets(gpu, offsets, n)?;
+                (made_flags.device_ptr(), 0)
+            }
+        };
+        let tiles = n.div_ceil(Self::tile_items::<T>());
+        let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
+        // Sized for the largest element (a 64-byte value and its flag words, in 4-byte chunks).
+        let needed = kernel::TEMP_HEADER + tiles * 2 * (primitives_kernels::arch::MAX_ELEMENT_BYTES + 8);
+        let (buffer, epoch) = temp.prepare(gpu, needed)?;
+        let config = LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (kernel::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: (33 * (size_of::<T>() + 8) + 16 + 4) as u32,
+        };
+        let args = [
+            input.device_ptr(),
+            flags,
+            keys,
+            output.device_ptr(),
+            n as u64,
+            exclusive as u64,
+            buffer.device_ptr(),
+            tiles as u64,
+            epoch as u64,
+        ];
+        // SAFETY: input, output and heads hold `n` entries (checked above); temp sized for `tiles`
+        // tiles of the headed element with a fresh epoch; the lock orders its uses.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::KERNEL, config, &args) }
+    }
+
+    /// Head flags from CSR offsets, checked on the device.
+    fn flags_from_offsets(gpu: &Gpu, offsets: &DeviceBuffer<u32>, n: usize) -> Result<DeviceBuffer<u8>> {
+        let segments = offsets.len().saturating_sub(1);
+        if segments == 0 {
+            return Err(Error::InvalidArgument { name: "offsets", reason: format!("no segment for {n} items") });
+        }
+        let flags = DeviceBuffer::<u8>::zeroed(gpu, n)?;
+        let bad = gpu.upload(&[u32::MAX])?;
+        let max_grid = gpu.properties().multiprocessors.max(1) as usize * 16;
+        let grid = segments.div_ceil(kernel::BLOCK_THREADS as usize).clamp(1, max_grid) as u32;
+        let config =
+            LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (kernel::BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+        let args = [offsets.device_ptr(), segments as u64, n as u64, flags.device_ptr(), bad.device_ptr()];
+        // SAFETY: offsets hold segments + 1 entries, flags n bytes.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_offsets_to_flags", config, &args)? };
+        let bad = bad.to_vec(gpu)?[0];
+        if bad != u32::MAX {
+            return Err(Error::InvalidArgument {
+                name: "offsets",
+                reason: format!("segment {bad}: offsets out of order, or not covering 0..{n} exactly"),
+            });
+        }
+        Ok(flags)
+    }
+}

@@ -196,3 +196,139 @@ fn empty_input_and_short_output() {
     let error = DeviceScan::inclusive_sum(&gpu, &input, &mut short).unwrap_err();
     assert!(matches!(error, Error::InvalidArgument { name: "output", .. }), "{error:?}");
 }
+
+mod segmented {
+    use super::*;
+    use primitives::{SegmentHeads, SegmentedScanKernel};
+
+    fn check<T: Element + PartialEq + std::fmt::Debug, Op: SegmentedScanKernel<T>>(
+        gpu: &Gpu,
+        values: &[T],
+        flags: &[u8],
+    ) {
+        let n = values.len();
+        let input = gpu.upload(values).unwrap();
+        let heads = gpu.upload(flags).unwrap();
+        let mut output = gpu.alloc_zeroed::<T>(n).unwrap();
+        let mut want = vec![T::zeroed(); n];
+        for exclusive in [false, true] {
+            if exclusive {
+                DeviceScan::exclusive_segmented_scan::<T, Op>(gpu, &input, SegmentHeads::Flags(&heads), &mut output)
+                    .unwrap();
+            } else {
+                DeviceScan::inclusive_segmented_scan::<T, Op>(gpu, &input, SegmentHeads::Flags(&heads), &mut output)
+                    .unwrap();
+            }
+            cpu::segmented_scan::<T, Op>(values, flags, &mut want, exclusive);
+            let got = output.to_vec(gpu).unwrap();
+            if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                panic!("exclusive {exclusive}, n = {n}: first difference at {i}: {:?} != {:?}", got[i], want[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn segmented_scans_by_flags_exact() {
+        let gpu = gpu();
+        for (i, n) in sizes::<u64>(&gpu).into_iter().enumerate() {
+            for density in [0.0, 0.001, 0.3] {
+                let flags: Vec<u8> = random_vec(n, 3000 + i as u64, |r| r.gen_bool(density) as u8);
+                let values: Vec<u32> = random_vec(n, 3100 + i as u64, |r| r.gen());
+                check::<u32, Sum>(&gpu, &values, &flags);
+                check::<u32, Max>(&gpu, &values, &flags);
+                if n <= 1 << 20 {
+                    let values: Vec<i64> = random_vec(n, 3200 + i as u64, |r| r.gen());
+                    check::<i64, Min>(&gpu, &values, &flags);
+                    let pairs = random_vec(n, 3300 + i as u64, |r| {
+                        GradientPair::<i64>::new(r.gen_range(-1 << 40..1 << 40), r.gen_range(0..1 << 40))
+                    });
+                    check::<GradientPair<i64>, Sum>(&gpu, &pairs, &flags);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_type_and_operator() {
+        let gpu = gpu();
+        let n = 50_000;
+        let flags: Vec<u8> = random_vec(n, 3400, |r| r.gen_bool(0.01) as u8);
+        macro_rules! each {
+            ($($t:ty),*) => {$(
+                let values: Vec<$t> = random_vec(n, 3401, |r| r.gen());
+                check::<$t, Sum>(&gpu, &values, &flags);
+                check::<$t, Min>(&gpu, &values, &flags);
+                check::<$t, Max>(&gpu, &values, &flags);
+            )*};
+        }
+        each!(i32, u32, i64, u64);
+        let floats: Vec<f32> = random_vec(n, 3402, |r| r.gen_range(-1.0..1.0));
+        check::<f32, Min>(&gpu, &floats, &flags);
+        check::<f32, Max>(&gpu, &floats, &flags);
+        let doubles: Vec<f64> = floats.iter().map(|&x| x as f64).collect();
+        check::<f64, Max>(&gpu, &doubles, &flags);
+        // Float sums: integers-valued floats keep every partial sum exact.
+        let whole: Vec<f32> = random_vec(n, 3403, |r| r.gen_range(-100..100) as f32);
+        check::<f32, Sum>(&gpu, &whole, &flags);
+        let whole: Vec<f64> = whole.iter().map(|&x| x as f64).collect();
+        check::<f64, Sum>(&gpu, &whole, &flags);
+        let pairs: Vec<GradientPair<f32>> =
+            random_vec(n, 3404, |r| GradientPair::new(r.gen_range(-100..100) as f32, r.gen_range(0..100) as f32));
+        check::<GradientPair<f32>, Sum>(&gpu, &pairs, &flags);
+        let pairs: Vec<GradientPair<f64>> =
+            pairs.iter().map(|p| GradientPair::new(p.grad as f64, p.hess as f64)).collect();
+        check::<GradientPair<f64>, Sum>(&gpu, &pairs, &flags);
+    }
+
+    #[test]
+    fn scan_by_key_and_by_offsets() {
+        let gpu = gpu();
+        let n = (1 << 20).min(max_len(&gpu)) + 3;
+        let mut keys = Vec::with_capacity(n);
+        let mut key = 0u32;
+        let mut rng = tests::random_vec(n, 3500, |r| r.gen_bool(0.002));
+        for (i, change) in rng.drain(..).enumerate() {
+            if change || i == 7 {
+                key = key.wrapping_add(1 + (i as u32 % 3));
+            }
+            keys.push(key);
+        }
+        let values: Vec<u64> = random_vec(n, 3501, |r| r.gen_range(0..1 << 40));
+        let input = gpu.upload(&values).unwrap();
+        let key_buffer = gpu.upload(&keys).unwrap();
+        let mut output = gpu.alloc_zeroed::<u64>(n).unwrap();
+        DeviceScan::inclusive_segmented_scan::<u64, Sum>(&gpu, &input, SegmentHeads::Keys(&key_buffer), &mut output)
+            .unwrap();
+        let mut want = vec![0u64; n];
+        cpu::segmented_scan::<u64, Sum>(&values, &cpu::key_heads(&keys), &mut want, false);
+        assert!(output.to_vec(&gpu).unwrap() == want, "scan by key");
+
+        // The same segments as CSR offsets, with an empty segment in the middle.
+        let heads = cpu::key_heads(&keys);
+        let mut offsets: Vec<u32> = (0..n).filter(|&i| heads[i] != 0).map(|i| i as u32).collect();
+        offsets.insert(offsets.len() / 2, offsets[offsets.len() / 2]);
+        offsets.push(n as u32);
+        let offset_buffer = gpu.upload(&offsets).unwrap();
+        DeviceScan::exclusive_segmented_scan::<u64, Sum>(
+            &gpu,
+            &input,
+            SegmentHeads::Offsets(&offset_buffer),
+            &mut output,
+        )
+        .unwrap();
+        cpu::segmented_scan::<u64, Sum>(&values, &cpu::offset_heads(&offsets, n), &mut want, true);
+        assert!(output.to_vec(&gpu).unwrap() == want, "scan by offsets");
+
+        // Offsets that do not cover the input, or go backwards, are refused.
+        for bad in [vec![0u32, 5, 3, n as u32], vec![0u32, 10], vec![1u32, n as u32]] {
+            let error = DeviceScan::inclusive_segmented_scan::<u64, Sum>(
+                &gpu,
+                &input,
+                SegmentHeads::Offsets(&gpu.upload(&bad).unwrap()),
+                &mut output,
+            )
+            .unwrap_err();
+            assert!(matches!(error, Error::InvalidArgument { name: "offsets", .. }), "{bad:?}: {error:?}");
+        }
+    }
+}
