@@ -20,44 +20,6 @@ pub fn exclusive_scan<T: Element, Op: AssociativeOp<T>>(input: &[T], output: &mu
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ops::{Max, Sum};
-    use proptest::prelude::*;
-
-    #[test]
-    fn known_scans() {
-        let mut out = [0u32; 5];
-        inclusive_scan::<u32, Sum>(&[3, 1, 4, 1, 5], &mut out);
-        assert_eq!(out, [3, 4, 8, 9, 14]);
-        exclusive_scan::<u32, Sum>(&[3, 1, 4, 1, 5], &mut out, 10);
-        assert_eq!(out, [10, 13, 14, 18, 19]);
-        let mut maxima = [0i32; 5];
-        inclusive_scan::<i32, Max>(&[3, 1, 4, 1, 5], &mut maxima);
-        assert_eq!(maxima, [3, 3, 4, 4, 5]);
-    }
-
-    proptest! {
-        #[test]
-        fn inclusive_is_exclusive_shifted(values in proptest::collection::vec(any::<i64>(), 0..500)) {
-            let mut inclusive = vec![0; values.len()];
-            let mut exclusive = vec![0; values.len()];
-            inclusive_scan::<i64, Sum>(&values, &mut inclusive);
-            exclusive_scan::<i64, Sum>(&values, &mut exclusive, 0);
-            for i in 0..values.len() {
-                prop_assert_eq!(inclusive[i], exclusive[i].wrapping_add(values[i]));
-                if i + 1 < values.len() {
-                    prop_assert_eq!(inclusive[i], exclusive[i + 1]);
-                }
-            }
-            if let Some(&last) = inclusive.last() {
-                prop_assert_eq!(last, crate::cpu::reduce::<i64, Sum>(&values));
-            }
-        }
-    }
-}
-
 /// Segmented scan: the scan restarts at every item whose head flag is non-zero (and at item 0).
 /// Inclusive: `output[i]` combines `i`'s segment up to `i`; exclusive: before `i` (identity at heads).
 pub fn segmented_scan<T: Element, Op: AssociativeOp<T>>(
@@ -95,4 +57,42 @@ pub fn offset_heads(offsets: &[u32], len: usize) -> Vec<u8> {
         }
     }
     flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{Max, Sum};
+    use proptest::prelude::*;
+
+    #[test]
+    fn known_scans() {
+        let mut out = [0u32; 5];
+        inclusive_scan::<u32, Sum>(&[3, 1, 4, 1, 5], &mut out);
+        assert_eq!(out, [3, 4, 8, 9, 14]);
+        exclusive_scan::<u32, Sum>(&[3, 1, 4, 1, 5], &mut out, 10);
+        assert_eq!(out, [10, 13, 14, 18, 19]);
+        let mut maxima = [0i32; 5];
+        inclusive_scan::<i32, Max>(&[3, 1, 4, 1, 5], &mut maxima);
+        assert_eq!(maxima, [3, 3, 4, 4, 5]);
+    }
+
+    proptest! {
+        #[test]
+        fn inclusive_is_exclusive_shifted(values in proptest::collection::vec(any::<i64>(), 0..500)) {
+            let mut inclusive = vec![0; values.len()];
+            let mut exclusive = vec![0; values.len()];
+            inclusive_scan::<i64, Sum>(&values, &mut inclusive);
+            exclusive_scan::<i64, Sum>(&values, &mut exclusive, 0);
+            for i in 0..values.len() {
+                prop_assert_eq!(inclusive[i], exclusive[i].wrapping_add(values[i]));
+                if i + 1 < values.len() {
+                    prop_assert_eq!(inclusive[i], exclusive[i + 1]);
+                }
+            }
+            if let Some(&last) = inclusive.last() {
+                prop_assert_eq!(last, crate::cpu::reduce::<i64, Sum>(&values));
+            }
+        }
+    }
 }
