@@ -1,7 +1,7 @@
 //! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
 //! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
 
-use crate::device::{self, scan, segmented_reduce as segmented, segmented_scan, select};
+use crate::device::{self, multi, scan, segmented_reduce as segmented, segmented_scan, select};
 use crate::kernel;
 use crate::ops::{GradientPair, Max, Min, Sum};
 
@@ -360,6 +360,66 @@ segmented_scan_entry_points! {
     GradientPair<i64>, Sum => primitives_segmented_scan_sum_gpi64;
 }
 
+macro_rules! multi_entry_points {
+    ($($t:ty, $op:ty => $partials:ident, $combine:ident, $scan:ident;)*) => {
+        $(
+            kernel! {
+                /// Multireduce/multiscan, launch 1; see [`multi::partials_kernel`].
+                pub unsafe fn $partials(values: *const $t, buckets: *const u32, len: u64, bucket_count: u32, partials: *mut $t, bad_item: *mut u32) {
+                    // SAFETY: the host launcher sizes every buffer as the kernel requires.
+                    unsafe { multi::partials_kernel::<$t, $op>(values, buckets, len, bucket_count, partials, bad_item) }
+                }
+            }
+            kernel! {
+                /// Multireduce/multiscan, launch 2; see [`multi::combine_kernel`].
+                pub unsafe fn $combine(partials: *mut $t, warps: u32, scan: u32, totals: *mut $t) {
+                    // SAFETY: as above.
+                    unsafe { multi::combine_kernel::<$t, $op>(partials, warps, scan, totals) }
+                }
+            }
+            kernel! {
+                /// Multiscan, launch 3; see [`multi::scan_kernel`].
+                pub unsafe fn $scan(values: *const $t, buckets: *const u32, len: u64, bucket_count: u32, partials: *const $t, inclusive: u32, output: *mut $t, bad_item: *mut u32) {
+                    // SAFETY: as above.
+                    unsafe { multi::scan_kernel::<$t, $op>(values, buckets, len, bucket_count, partials, inclusive, output, bad_item) }
+                }
+            }
+        )*
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        fn multi_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(stringify!($partials) => Some($partials::raw), stringify!($combine) => Some($combine::raw), stringify!($scan) => Some($scan::raw),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+multi_entry_points! {
+    f32, Sum => primitives_multi_partials_sum_f32, primitives_multi_combine_sum_f32, primitives_multi_scan_sum_f32;
+    f32, Min => primitives_multi_partials_min_f32, primitives_multi_combine_min_f32, primitives_multi_scan_min_f32;
+    f32, Max => primitives_multi_partials_max_f32, primitives_multi_combine_max_f32, primitives_multi_scan_max_f32;
+    f64, Sum => primitives_multi_partials_sum_f64, primitives_multi_combine_sum_f64, primitives_multi_scan_sum_f64;
+    f64, Min => primitives_multi_partials_min_f64, primitives_multi_combine_min_f64, primitives_multi_scan_min_f64;
+    f64, Max => primitives_multi_partials_max_f64, primitives_multi_combine_max_f64, primitives_multi_scan_max_f64;
+    i32, Sum => primitives_multi_partials_sum_i32, primitives_multi_combine_sum_i32, primitives_multi_scan_sum_i32;
+    i32, Min => primitives_multi_partials_min_i32, primitives_multi_combine_min_i32, primitives_multi_scan_min_i32;
+    i32, Max => primitives_multi_partials_max_i32, primitives_multi_combine_max_i32, primitives_multi_scan_max_i32;
+    u32, Sum => primitives_multi_partials_sum_u32, primitives_multi_combine_sum_u32, primitives_multi_scan_sum_u32;
+    u32, Min => primitives_multi_partials_min_u32, primitives_multi_combine_min_u32, primitives_multi_scan_min_u32;
+    u32, Max => primitives_multi_partials_max_u32, primitives_multi_combine_max_u32, primitives_multi_scan_max_u32;
+    i64, Sum => primitives_multi_partials_sum_i64, primitives_multi_combine_sum_i64, primitives_multi_scan_sum_i64;
+    i64, Min => primitives_multi_partials_min_i64, primitives_multi_combine_min_i64, primitives_multi_scan_min_i64;
+    i64, Max => primitives_multi_partials_max_i64, primitives_multi_combine_max_i64, primitives_multi_scan_max_i64;
+    u64, Sum => primitives_multi_partials_sum_u64, primitives_multi_combine_sum_u64, primitives_multi_scan_sum_u64;
+    u64, Min => primitives_multi_partials_min_u64, primitives_multi_combine_min_u64, primitives_multi_scan_min_u64;
+    u64, Max => primitives_multi_partials_max_u64, primitives_multi_combine_max_u64, primitives_multi_scan_max_u64;
+    GradientPair<f32>, Sum => primitives_multi_partials_sum_gpf32, primitives_multi_combine_sum_gpf32, primitives_multi_scan_sum_gpf32;
+    GradientPair<f64>, Sum => primitives_multi_partials_sum_gpf64, primitives_multi_combine_sum_gpf64, primitives_multi_scan_sum_gpf64;
+    GradientPair<i64>, Sum => primitives_multi_partials_sum_gpi64, primitives_multi_combine_sum_gpi64, primitives_multi_scan_sum_gpi64;
+}
+
 kernel! {
     /// Head flags from CSR offsets; see [`segmented_scan::offsets_to_flags_kernel`].
     pub unsafe fn primitives_offsets_to_flags(offsets: *const u32, segments: u64, len: u64, flags: *mut u8, bad_segment: *mut u32) {
@@ -397,5 +457,6 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         .or_else(|| compare_host_kernel(name))
         .or_else(|| segmented_host_kernel(name))
         .or_else(|| segmented_scan_host_kernel(name))
+        .or_else(|| multi_host_kernel(name))
         .or_else(|| (name == "primitives_count_flagged").then_some(primitives_count_flagged::raw as unsafe fn(&[u64])))
 }

@@ -33,8 +33,9 @@ mod gpu;
 
 pub use buffer::DeviceBuffer;
 pub use device::{
-    CompareKernel, Comparison, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan, DeviceSegmentedReduce,
-    DeviceSelect, ReduceKernel, ScanKernel, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel,
+    CompareKernel, Comparison, DeviceMulti, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan,
+    DeviceSegmentedReduce, DeviceSelect, MultiKernel, ReduceKernel, ScanKernel, SegmentHeads, SegmentedReduceKernel,
+    SegmentedScanKernel, SelectKernel,
 };
 pub use error::{Error, Result};
 pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
@@ -122,6 +123,24 @@ mod tests {
             <Sum as SegmentedScanKernel<GradientPair<f64>>>::KERNEL,
             <Sum as SegmentedScanKernel<GradientPair<i64>>>::KERNEL,
         ]);
+        macro_rules! multis {
+            ($($t:ty),*) => {$(
+                for op_names in [
+                    [<Sum as MultiKernel<$t>>::PARTIALS, <Sum as MultiKernel<$t>>::COMBINE, <Sum as MultiKernel<$t>>::SCAN],
+                    [<Min as MultiKernel<$t>>::PARTIALS, <Min as MultiKernel<$t>>::COMBINE, <Min as MultiKernel<$t>>::SCAN],
+                    [<Max as MultiKernel<$t>>::PARTIALS, <Max as MultiKernel<$t>>::COMBINE, <Max as MultiKernel<$t>>::SCAN],
+                ] {
+                    names.extend(op_names);
+                }
+            )*};
+        }
+        multis!(f32, f64, i32, u32, i64, u64);
+        for t in ["gpf32", "gpf64", "gpi64"] {
+            for kind in ["partials", "combine", "scan"] {
+                let name: &'static str = Box::leak(format!("primitives_multi_{kind}_sum_{t}").into_boxed_str());
+                names.push(name);
+            }
+        }
         names.extend([
             "primitives_count_flagged",
             "primitives_select_head_flags",

@@ -2,11 +2,13 @@
 //! device buffers in and out, enqueues its kernels on the GPU's stream and returns without waiting.
 //! Temporary storage is owned by the `Gpu` handle and reused across calls.
 
+mod multi;
 mod reduce;
 mod scan;
 mod segmented_reduce;
 mod select;
 
+pub use multi::{DeviceMulti, MultiKernel, MAX_BUCKETS};
 pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
 pub use scan::{DeviceScan, ScanKernel, SegmentHeads, SegmentedScanKernel};
