@@ -432,3 +432,66 @@ mod look_back {
         assert_eq!(probe(&states, &vec![0; 300], 299), [want, want]);
     }
 }
+
+mod look_back_order {
+    use super::*;
+    use primitives_kernels::device::segmented_scan::{Headed, Segmented};
+    use primitives_kernels::device::tile_status::{look_back, PackedTileStatus, TileStatus};
+    use primitives_kernels::ops::Min;
+
+    kernel! {
+        /// Publishes aggregates `values[t]` (heads `heads[t]`) for every tile and an inclusive prefix for
+        /// tile `inclusive_tile` (value `inclusive_value`), then looks back from `tile` with the
+        /// non-commutative segmented operator.
+        pub unsafe fn segmented_probe(values: *const u64, heads: *const u32, tiles: u32, inclusive_tile: u32, inclusive_value: u64, tile: u32, packed: *mut u8, out: *mut Headed<u64>) {
+            let status = unsafe { PackedTileStatus::<Headed<u64>>::new(packed, 3) };
+            if arch::thread_idx_x() == 0 {
+                for t in 0..tiles {
+                    let item = Headed::new(unsafe { arch::load(values.add(t as usize)) }, unsafe { arch::load(heads.add(t as usize)) } != 0);
+                    unsafe { status.publish_aggregate(t, item) };
+                }
+                unsafe { status.publish_inclusive(inclusive_tile, Headed::new(inclusive_value, true)) };
+            }
+            arch::sync_warp(arch::FULL_MASK);
+            let prefix = unsafe { look_back::<Headed<u64>, Segmented<Min>, _>(&status, tile, Segmented::<Min>::identity()) };
+            if arch::lane_id() == 0 {
+                unsafe { arch::store(out, prefix) };
+            }
+        }
+    }
+
+    #[test]
+    fn look_back_keeps_tile_order_for_a_non_commutative_operator() {
+        let tiles = 100u32;
+        let values: Vec<u64> = (0..tiles as u64).map(|t| 1000 - t * 7 % 50).collect();
+        // A head in tile 60: the prefix of tile 99 is the min of tiles 60..99 (head set), not of all.
+        let mut heads = vec![0u32; tiles as usize];
+        heads[60] = 1;
+        let device = Emulator::default();
+        let v = device.alloc(8 * tiles as usize);
+        let mut v_mem = v;
+        v_mem.write_bytes(bytemuck::cast_slice(&values));
+        let h = u32_buffer(&device, &heads);
+        let packed = device.alloc(<PackedTileStatus<Headed<u64>> as TileStatus<Headed<u64>>>::bytes(tiles as usize));
+        let out = device.alloc(16);
+        let (vp, hp, pp, op) = (v_mem.address(), h.address(), packed.address(), out.address());
+        device
+            .launch("segmented_probe", config(1, 32, 0), &|| unsafe {
+                segmented_probe(
+                    vp as *const u64,
+                    hp as *const u32,
+                    tiles - 1,
+                    10,
+                    5,
+                    tiles - 1,
+                    pp as *mut u8,
+                    op as *mut Headed<u64>,
+                )
+            })
+            .unwrap();
+        let mut got = [0u64; 2];
+        out.read_bytes(bytemuck::cast_slice_mut(&mut got));
+        let want = values[60..99].iter().copied().min().unwrap();
+        assert_eq!((got[0], got[1] & 0xffff_ffff), (want, 1), "prefix of tile 99");
+    }
+}

@@ -35,6 +35,8 @@ if [[ $what == all || $what == bench ]]; then
   python3 "$here/scripts/select_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/select_side_by_side.csv" || status=1
   echo "=== side by side: segmented reduce"
   python3 "$here/scripts/segmented_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/segmented_side_by_side.csv" || status=1
+  echo "=== multireduce and multiscan against the bucket count"
+  python3 "$here/scripts/multi_side_by_side.py" "$here/bin/bandwidth" 26 "$out/multi_side_by_side.csv" || status=1
   for bench in "$here"/criterion/*; do
     echo "=== criterion $(basename "$bench")"
     "$bench" --bench --noplot || status=1

@@ -1,8 +1,9 @@
 //! GPU bandwidth of the device primitives, for the side-by-side scripts in `benches/scripts/`: one
 //! executable (each embeds the PTX) with a subcommand per primitive.
 //!
-//! Usage: bandwidth <reduce | scan | select | segmented> [MAX_LOG2 (default 28)]
+//! Usage: bandwidth <reduce | scan | select | segmented | multi> [MAX_LOG2 (default 28)]
 
+mod multi;
 mod reduce;
 mod scan;
 mod segmented;
@@ -16,8 +17,9 @@ fn main() {
         Some("scan") => scan::run(max_log2),
         Some("select") => select::run(max_log2),
         Some("segmented") => segmented::run(max_log2),
+        Some("multi") => multi::run(max_log2),
         _ => {
-            eprintln!("usage: bandwidth <reduce | scan | select | segmented> [MAX_LOG2]");
+            eprintln!("usage: bandwidth <reduce | scan | select | segmented | multi> [MAX_LOG2]");
             std::process::exit(2);
         }
     }
