@@ -216,6 +216,9 @@ pub enum SegmentHeads<'a> {
 
 impl DeviceScan {
     /// Segmented inclusive scan: `output[i]` combines the items of `i`'s segment up to `i`.
+    ///
+    /// Runs on the emulated device only for now: on a CUDA device it returns [`Error::Unsupported`]
+    /// (wrong results were seen at tile boundaries on an H200; see ARCHITECTURE.md).
     pub fn inclusive_segmented_scan<T: Element, Op: SegmentedScanKernel<T>>(
         gpu: &Gpu,
         input: &DeviceBuffer<T>,
@@ -243,6 +246,13 @@ impl DeviceScan {
         output: &mut DeviceBuffer<T>,
         exclusive: bool,
     ) -> Result<()> {
+        if !gpu.is_emulated() {
+            return Err(Error::Unsupported {
+                operation: "segmented scan",
+                reason: "on an H200 it gave wrong prefixes at some tile boundaries (a race not yet found; \
+                         correct on the emulator), so it is withheld on GPUs until fixed",
+            });
+        }
         let n = input.len();
         if output.len() < n {
             return Err(Error::InvalidArgument {

@@ -201,6 +201,22 @@ mod segmented {
     use super::*;
     use primitives::{SegmentHeads, SegmentedScanKernel};
 
+    /// The segmented scan is withheld on CUDA devices (a race at tile boundaries seen on an H200 is
+    /// not yet found); there the tests check the refusal, on the emulator the results.
+    fn withheld(gpu: &Gpu) -> bool {
+        if gpu.is_emulated() {
+            return false;
+        }
+        let input = gpu.upload(&[1u32, 2]).unwrap();
+        let flags = gpu.upload(&[1u8, 0]).unwrap();
+        let mut output = gpu.alloc_zeroed::<u32>(2).unwrap();
+        let error =
+            DeviceScan::inclusive_segmented_scan::<u32, Sum>(gpu, &input, SegmentHeads::Flags(&flags), &mut output)
+                .unwrap_err();
+        assert!(matches!(error, Error::Unsupported { operation: "segmented scan", .. }), "{error:?}");
+        true
+    }
+
     fn check<T: Element + PartialEq + std::fmt::Debug, Op: SegmentedScanKernel<T>>(
         gpu: &Gpu,
         values: &[T],
@@ -230,6 +246,9 @@ mod segmented {
     #[test]
     fn segmented_scans_by_flags_exact() {
         let gpu = gpu();
+        if withheld(&gpu) {
+            return;
+        }
         for (i, n) in sizes::<u64>(&gpu).into_iter().enumerate() {
             for density in [0.0, 0.001, 0.3] {
                 let flags: Vec<u8> = random_vec(n, 3000 + i as u64, |r| r.gen_bool(density) as u8);
@@ -247,6 +266,9 @@ mod segmented {
     #[test]
     fn every_type_and_operator() {
         let gpu = gpu();
+        if withheld(&gpu) {
+            return;
+        }
         let n = 50_000;
         let flags: Vec<u8> = random_vec(n, 3400, |r| r.gen_bool(0.01) as u8);
         macro_rules! each {
@@ -269,6 +291,9 @@ mod segmented {
     #[test]
     fn scan_by_key_and_by_offsets() {
         let gpu = gpu();
+        if withheld(&gpu) {
+            return;
+        }
         let n = (1 << 20).min(max_len(&gpu)) + 3;
         let mut keys = Vec::with_capacity(n);
         let mut key = 0u32;
