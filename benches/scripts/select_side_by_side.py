@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Partition and select side by side: ours (`bandwidth select`) against the device-to-device copy
 bandwidth and torch's boolean-mask selection (x[mask], CUB-based) on the same GPU in the same run.
-Bandwidth counts bytes that must move (see select_bandwidth.rs); copy counts bytes read + written.
+Bandwidth counts bytes that must move (see benches/src/bin/bandwidth/select.rs); copy counts bytes read + written.
 
 usage: select_side_by_side.py PATH/TO/bandwidth [MAX_LOG2] [CSV_OUT]
 """
