@@ -336,19 +336,28 @@ macro_rules! segmented_scan_entry_points {
     };
 }
 
-// Only 4-byte values: with 8- and 16-byte values the segmented scan gave wrong prefixes at tile
-// boundaries on an H200 (2026-11-21), deterministically, with either tile-status layout, while the
-// emulator and every other scan pass; those instantiations stay out until the cause is found.
 segmented_scan_entry_points! {
     f32, Sum => primitives_segmented_scan_sum_f32;
     f32, Min => primitives_segmented_scan_min_f32;
     f32, Max => primitives_segmented_scan_max_f32;
+    f64, Sum => primitives_segmented_scan_sum_f64;
+    f64, Min => primitives_segmented_scan_min_f64;
+    f64, Max => primitives_segmented_scan_max_f64;
     i32, Sum => primitives_segmented_scan_sum_i32;
     i32, Min => primitives_segmented_scan_min_i32;
     i32, Max => primitives_segmented_scan_max_i32;
     u32, Sum => primitives_segmented_scan_sum_u32;
     u32, Min => primitives_segmented_scan_min_u32;
     u32, Max => primitives_segmented_scan_max_u32;
+    i64, Sum => primitives_segmented_scan_sum_i64;
+    i64, Min => primitives_segmented_scan_min_i64;
+    i64, Max => primitives_segmented_scan_max_i64;
+    u64, Sum => primitives_segmented_scan_sum_u64;
+    u64, Min => primitives_segmented_scan_min_u64;
+    u64, Max => primitives_segmented_scan_max_u64;
+    GradientPair<f32>, Sum => primitives_segmented_scan_sum_gpf32;
+    GradientPair<f64>, Sum => primitives_segmented_scan_sum_gpf64;
+    GradientPair<i64>, Sum => primitives_segmented_scan_sum_gpi64;
 }
 
 macro_rules! multi_entry_points {

@@ -345,6 +345,89 @@ fn block_and_warp_reduce_for_any_block_size() {
     }
 }
 
+/// Composition of affine maps `x -> m x + c` over wrapping `u32`: `combine(f, g)` applies `f`, then
+/// `g`. Associative, not commutative, exact: any reordering of operands shows in the result.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Affine {
+    m: u32,
+    c: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Compose;
+
+impl AssociativeOp<Affine> for Compose {
+    fn identity() -> Affine {
+        Affine { m: 1, c: 0 }
+    }
+    fn combine(f: Affine, g: Affine) -> Affine {
+        Affine { m: f.m.wrapping_mul(g.m), c: f.c.wrapping_mul(g.m).wrapping_add(g.c) }
+    }
+}
+
+fn affine(i: u32) -> Affine {
+    // Odd multipliers (invertible mod 2^32) and distinct offsets: no two orders agree by chance.
+    Affine { m: i.wrapping_mul(0x9e37_79b9) | 1, c: i.wrapping_mul(0x85eb_ca6b).wrapping_add(17) }
+}
+
+kernel! {
+    /// Each block reduces its items with block reduce; each warp (partial ones too) with warp reduce.
+    pub unsafe fn affine_reduce(values: *const Affine, block_out: *mut Affine, warp_out: *mut Affine) {
+        let storage = block::BlockReduce::<Affine>::from_allocator(&mut block::DynamicShared::new());
+        let index = (arch::block_idx_x() * arch::block_dim_x() + arch::thread_idx_x()) as usize;
+        let value = unsafe { arch::load(values.add(index)) };
+        let total = storage.reduce::<Compose>(value);
+        if arch::thread_idx_x() == 0 {
+            unsafe { arch::store(block_out.add(arch::block_idx_x() as usize), total) };
+        }
+        let warp_lanes = (arch::block_dim_x() - arch::warp_idx() * 32).min(32);
+        let warp_total = if warp_lanes == 32 {
+            warp::warp_reduce::<Affine, Compose>(value)
+        } else {
+            warp::warp_reduce_partial::<Affine, Compose>(value, warp_lanes)
+        };
+        if arch::lane_id() == 0 {
+            let slot = arch::block_idx_x() * arch::block_dim_x().div_ceil(32) + arch::warp_idx();
+            unsafe { arch::store(warp_out.add(slot as usize), warp_total) };
+        }
+    }
+}
+
+#[test]
+fn warp_and_block_reduce_keep_operand_order() {
+    let fold = |items: &[Affine]| items.iter().fold(Compose::identity(), |a, &b| Compose::combine(a, b));
+    for threads in [1u32, 2, 5, 31, 32, 33, 64, 100, 256, 1000, 1024] {
+        let device = Emulator::new(Schedule::Shuffled { seed: threads as u64 });
+        let grid = 2u32;
+        let values: Vec<Affine> = (0..grid * threads).map(affine).collect();
+        let mut input = device.alloc(values.len() * 8);
+        input.write_bytes(bytemuck::cast_slice(&values));
+        let warps_per_block = threads.div_ceil(32) as usize;
+        let blocks = device.alloc(8 * grid as usize);
+        let warps = device.alloc(8 * warps_per_block * grid as usize);
+        let (v, b, w) = (input.address(), blocks.address(), warps.address());
+        device
+            .launch(
+                "affine_reduce",
+                config(grid, threads, block::BlockReduce::<Affine>::SHARED_BYTES as u32),
+                &|| unsafe { affine_reduce(v as *const Affine, b as *mut Affine, w as *mut Affine) },
+            )
+            .unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        let mut got = vec![Affine::default(); grid as usize];
+        blocks.read_bytes(bytemuck::cast_slice_mut(&mut got));
+        let mut warp_got = vec![Affine::default(); warps_per_block * grid as usize];
+        warps.read_bytes(bytemuck::cast_slice_mut(&mut warp_got));
+        for (block, chunk) in values.chunks(threads as usize).enumerate() {
+            assert_eq!(got[block], fold(chunk), "{threads} threads, block {block}");
+            for (w, lanes) in chunk.chunks(32).enumerate() {
+                let slot = block * warps_per_block + w;
+                assert_eq!(warp_got[slot], fold(lanes), "{threads} threads, block {block}, warp {w}");
+            }
+        }
+    }
+}
+
 mod look_back {
     use super::*;
     use primitives_kernels::device::tile_status::{look_back, PackedTileStatus, SplitTileStatus, TileStatus};
@@ -436,62 +519,84 @@ mod look_back {
 mod look_back_order {
     use super::*;
     use primitives_kernels::device::segmented_scan::{Headed, Segmented};
-    use primitives_kernels::device::tile_status::{look_back, PackedTileStatus, TileStatus};
-    use primitives_kernels::ops::Min;
+    use primitives_kernels::device::tile_status::{look_back, PackedTileStatus, SplitTileStatus, TileStatus};
+    use rand::{Rng, SeedableRng};
 
     kernel! {
-        /// Publishes aggregates `values[t]` (heads `heads[t]`) for every tile and an inclusive prefix for
-        /// tile `inclusive_tile` (value `inclusive_value`), then looks back from `tile` with the
-        /// non-commutative segmented operator.
-        pub unsafe fn segmented_probe(values: *const u64, heads: *const u32, tiles: u32, inclusive_tile: u32, inclusive_value: u64, tile: u32, packed: *mut u8, out: *mut Headed<u64>) {
-            let status = unsafe { PackedTileStatus::<Headed<u64>>::new(packed, 3) };
+        /// Publishes aggregates `Headed(values[t], heads[t])` for every tile below `tile` and an
+        /// inclusive prefix `Headed(inclusive_value, head)` for tile `inclusive_tile`, then one warp
+        /// looks back from `tile` with the non-commutative segmented operator, under both layouts.
+        pub unsafe fn segmented_probe(values: *const u64, heads: *const u32, tile: u32, inclusive_tile: u32, inclusive_value: u64, packed: *mut u8, split: *mut u8, out: *mut Headed<u64>) {
+            let packed_status = unsafe { PackedTileStatus::<Headed<u64>>::new(packed, 3) };
+            let split_status = unsafe { SplitTileStatus::<Headed<u64>>::new(split, tile as usize + 1, 3) };
             if arch::thread_idx_x() == 0 {
-                for t in 0..tiles {
+                for t in 0..tile {
                     let item = Headed::new(unsafe { arch::load(values.add(t as usize)) }, unsafe { arch::load(heads.add(t as usize)) } != 0);
-                    unsafe { status.publish_aggregate(t, item) };
+                    if t == inclusive_tile {
+                        let inclusive = Headed::new(inclusive_value, true);
+                        unsafe { packed_status.publish_inclusive(t, inclusive) };
+                        unsafe { split_status.publish_inclusive(t, inclusive) };
+                    } else {
+                        unsafe { packed_status.publish_aggregate(t, item) };
+                        unsafe { split_status.publish_aggregate(t, item) };
+                    }
                 }
-                unsafe { status.publish_inclusive(inclusive_tile, Headed::new(inclusive_value, true)) };
             }
             arch::sync_warp(arch::FULL_MASK);
-            let prefix = unsafe { look_back::<Headed<u64>, Segmented<Min>, _>(&status, tile, Segmented::<Min>::identity()) };
+            let seed = Segmented::<Sum>::identity();
+            let a = unsafe { look_back::<Headed<u64>, Segmented<Sum>, _>(&packed_status, tile, seed) };
+            let b = unsafe { look_back::<Headed<u64>, Segmented<Sum>, _>(&split_status, tile, seed) };
             if arch::lane_id() == 0 {
-                unsafe { arch::store(out, prefix) };
+                unsafe { arch::store(out, a) };
+                unsafe { arch::store(out.add(1), b) };
             }
         }
     }
 
+    /// On the emulator every tile normally finds its predecessor's inclusive prefix (blocks run one at
+    /// a time), so the path that combines many aggregates is exercised here, with published states
+    /// set by hand: random heads, the inclusive prefix windows away or in the same window.
     #[test]
     fn look_back_keeps_tile_order_for_a_non_commutative_operator() {
-        let tiles = 100u32;
-        let values: Vec<u64> = (0..tiles as u64).map(|t| 1000 - t * 7 % 50).collect();
-        // A head in tile 60: the prefix of tile 99 is the min of tiles 60..99 (head set), not of all.
-        let mut heads = vec![0u32; tiles as usize];
-        heads[60] = 1;
-        let device = Emulator::default();
-        let v = device.alloc(8 * tiles as usize);
-        let mut v_mem = v;
-        v_mem.write_bytes(bytemuck::cast_slice(&values));
-        let h = u32_buffer(&device, &heads);
-        let packed = device.alloc(<PackedTileStatus<Headed<u64>> as TileStatus<Headed<u64>>>::bytes(tiles as usize));
-        let out = device.alloc(16);
-        let (vp, hp, pp, op) = (v_mem.address(), h.address(), packed.address(), out.address());
-        device
-            .launch("segmented_probe", config(1, 32, 0), &|| unsafe {
-                segmented_probe(
-                    vp as *const u64,
-                    hp as *const u32,
-                    tiles - 1,
-                    10,
-                    5,
-                    tiles - 1,
-                    pp as *mut u8,
-                    op as *mut Headed<u64>,
-                )
-            })
-            .unwrap();
-        let mut got = [0u64; 2];
-        out.read_bytes(bytemuck::cast_slice_mut(&mut got));
-        let want = values[60..99].iter().copied().min().unwrap();
-        assert_eq!((got[0], got[1] & 0xffff_ffff), (want, 1), "prefix of tile 99");
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        for case in 0..12 {
+            let tile = rng.gen_range(2..300u32);
+            let inclusive_tile =
+                if case % 3 == 0 { tile - 1 - rng.gen_range(0..tile.min(32)) } else { rng.gen_range(0..tile) };
+            let values: Vec<u64> = (0..tile).map(|_| rng.gen_range(0..1u64 << 40)).collect();
+            let heads: Vec<u32> = (0..tile).map(|_| rng.gen_bool(0.05) as u32).collect();
+            let inclusive_value = rng.gen::<u64>() >> 8;
+            let mut want = Headed::new(inclusive_value, true);
+            for t in inclusive_tile + 1..tile {
+                want = Segmented::<Sum>::combine(want, Headed::new(values[t as usize], heads[t as usize] != 0));
+            }
+
+            let device = Emulator::default();
+            let mut v = device.alloc(8 * tile as usize);
+            v.write_bytes(bytemuck::cast_slice(&values));
+            let h = u32_buffer(&device, &heads);
+            let tiles = tile as usize + 1;
+            let packed = device.alloc(<PackedTileStatus<Headed<u64>> as TileStatus<Headed<u64>>>::bytes(tiles));
+            let split = device.alloc(<SplitTileStatus<Headed<u64>> as TileStatus<Headed<u64>>>::bytes(tiles));
+            let out = device.alloc(32);
+            let (vp, hp, pp, sp, op) = (v.address(), h.address(), packed.address(), split.address(), out.address());
+            device
+                .launch("segmented_probe", config(1, 32, 0), &|| unsafe {
+                    segmented_probe(
+                        vp as *const u64,
+                        hp as *const u32,
+                        tile,
+                        inclusive_tile,
+                        inclusive_value,
+                        pp as *mut u8,
+                        sp as *mut u8,
+                        op as *mut Headed<u64>,
+                    )
+                })
+                .unwrap();
+            let mut got = [Headed::<u64>::default(); 2];
+            out.read_bytes(bytemuck::cast_slice_mut(&mut got));
+            assert_eq!(got, [want, want], "case {case}: tile {tile}, inclusive prefix at {inclusive_tile}");
+        }
     }
 }

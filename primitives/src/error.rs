@@ -26,9 +26,6 @@ pub enum Error {
     /// A kernel run on the emulated device faulted (out-of-bounds access, missing barrier, trap, ...).
     #[error("emulated kernel fault: {0}")]
     EmulatedFault(#[from] primitives_kernels::emu::EmulatorError),
-    /// The operation is withheld on this kind of device (the message says why).
-    #[error("{operation} is not available on this device: {reason}")]
-    Unsupported { operation: &'static str, reason: &'static str },
     /// An argument that cannot be right (mismatched lengths, an empty output, ...).
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument { name: &'static str, reason: String },

@@ -117,7 +117,12 @@ mod tests {
                 names.extend([<Sum as SegmentedScanKernel<$t>>::KERNEL, <Min as SegmentedScanKernel<$t>>::KERNEL, <Max as SegmentedScanKernel<$t>>::KERNEL]);
             )*};
         }
-        segmented_scans!(f32, i32, u32);
+        segmented_scans!(f32, f64, i32, u32, i64, u64);
+        names.extend([
+            <Sum as SegmentedScanKernel<GradientPair<f32>>>::KERNEL,
+            <Sum as SegmentedScanKernel<GradientPair<f64>>>::KERNEL,
+            <Sum as SegmentedScanKernel<GradientPair<i64>>>::KERNEL,
+        ]);
         macro_rules! multis {
             ($($t:ty),*) => {$(
                 for op_names in [

@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 use crate::arch;
 use crate::block::{BlockScan, DynamicShared};
 use crate::device::scan::{BLOCK_THREADS, TEMP_HEADER};
-use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, SplitTileStatus, TileStatus};
+use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, TileStatus};
 use crate::ops::{AssociativeOp, Element, GradientPair};
 use crate::thread;
 
@@ -72,25 +72,12 @@ where
     BlockScan::<Headed<T>>::SHARED_BYTES + 16 + 4
 }
 
-/// Whether the packed tile status serves `Headed<T>` (the 12-byte items of 4-byte values, the only
-/// ones instantiated: with 8- and 16-byte values this kernel gave wrong prefixes at tile boundaries on
-/// an H200 (2026-11-21), deterministically and with either status layout, never on the emulator; see
-/// `entry.rs`).
-pub const fn packed<T>() -> bool {
-    size_of::<T>() == 4
-}
-
 /// Bytes of temporary storage for `tiles` tiles.
 pub fn temp_bytes<T: Element>(tiles: usize) -> usize
 where
     Headed<T>: Element,
 {
-    TEMP_HEADER
-        + if packed::<T>() {
-            <PackedTileStatus<Headed<T>> as TileStatus<Headed<T>>>::bytes(tiles)
-        } else {
-            <SplitTileStatus<Headed<T>> as TileStatus<Headed<T>>>::bytes(tiles)
-        }
+    TEMP_HEADER + <PackedTileStatus<Headed<T>> as TileStatus<Headed<T>>>::bytes(tiles)
 }
 
 /// The segmented scan kernel's body. Heads: `flags[i] != 0` when `keys` is null, else
@@ -155,19 +142,12 @@ pub unsafe fn segmented_scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEM
     }
     let heads = items;
 
+    // SAFETY: the status follows the header in temp.
+    let status = unsafe { PackedTileStatus::<Headed<T>>::new(temp.add(TEMP_HEADER), epoch) };
     let thread_total = thread::reduce::<Headed<T>, Segmented<Op>, ITEMS>(&items);
     let (thread_prefix, _) = block_scan.exclusive_scan_with_prefix::<Segmented<Op>>(thread_total, |aggregate| {
-        let seed = Segmented::<Op>::identity();
-        // SAFETY: the status follows the header in temp; tile < tiles; warp 0's 32 lanes run this.
-        unsafe {
-            if packed::<T>() {
-                let status = PackedTileStatus::<Headed<T>>::new(temp.add(TEMP_HEADER), epoch);
-                tile_prefix::<Headed<T>, Segmented<Op>, _>(&status, tile, seed, aggregate)
-            } else {
-                let status = SplitTileStatus::<Headed<T>>::new(temp.add(TEMP_HEADER), tiles as usize, epoch);
-                tile_prefix::<Headed<T>, Segmented<Op>, _>(&status, tile, seed, aggregate)
-            }
-        }
+        // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
+        unsafe { tile_prefix::<Headed<T>, Segmented<Op>, _>(&status, tile, Segmented::<Op>::identity(), aggregate) }
     });
     let mut out = [Op::identity(); ITEMS];
     if exclusive != 0 {

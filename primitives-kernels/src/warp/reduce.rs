@@ -1,4 +1,9 @@
 //! Warp reduce: log2(32) = 5 shuffle steps, no shared memory.
+//!
+//! The shuffle distance grows (1, 2, 4, 8, 16), so after step `s` lane `i` holds lanes
+//! `i..i + 2^s` combined in lane order: a non-commutative operator (the segmented operator of the
+//! segmented scan's look-back) gets its operands in order. A shrinking distance (16, 8, ...) would
+//! combine lane 0 with lane 16 first, which commutative operators hide and non-commutative ones do not.
 
 use crate::arch::{self, FULL_MASK, WARP_SIZE};
 use crate::ops::{AssociativeOp, Element};
@@ -9,12 +14,13 @@ use crate::ops::{AssociativeOp, Element};
 #[inline(always)]
 pub fn warp_reduce<T: Element, Op: AssociativeOp<T>>(value: T) -> T {
     let mut acc = value;
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        // Lane i combines with lane i + offset: after the last step lane 0 holds lanes 0..32 in order.
+    let mut offset = 1;
+    while offset < WARP_SIZE {
+        // Lane i (holding lanes i..i + offset) appends lanes i + offset..i + 2 offset. Lanes whose
+        // partner is past lane 31 get their own value back; their results are never read by lane 0.
         let other = arch::shfl_down_sync(FULL_MASK, acc, offset);
         acc = Op::combine(acc, other);
-        offset /= 2;
+        offset *= 2;
     }
     acc
 }
@@ -29,13 +35,14 @@ pub fn warp_reduce_partial<T: Element, Op: AssociativeOp<T>>(value: T, valid_lan
     let mask = (1u32 << valid_lanes) - 1;
     let lane = arch::lane_id();
     let mut acc = value;
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
+    let mut offset = 1;
+    while offset < WARP_SIZE {
+        // Lane i holds lanes i..min(i + offset, valid_lanes) in order.
         let other = arch::shfl_down_sync(mask, acc, offset);
         if lane + offset < valid_lanes {
             acc = Op::combine(acc, other);
         }
-        offset /= 2;
+        offset *= 2;
     }
     acc
 }

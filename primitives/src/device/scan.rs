@@ -181,8 +181,8 @@ impl DeviceScan {
     }
 }
 
-/// A (type, operator) pair with a segmented-scan kernel (for segments by flags, keys or offsets):
-/// 4-byte types for now (8- and 16-byte values failed on the GPU and are withheld). Sealed.
+/// A (type, operator) pair with a segmented-scan kernel (for segments by flags, keys or offsets).
+/// Sealed.
 pub trait SegmentedScanKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
     const KERNEL: &'static str;
 }
@@ -195,11 +195,16 @@ macro_rules! segmented_scan_kernels {
     )*};
 }
 
-// 4-byte values only for now: see primitives-kernels' entry.rs for why.
 segmented_scan_kernels! {
     Sum, f32 => "sum_f32"; Min, f32 => "min_f32"; Max, f32 => "max_f32";
+    Sum, f64 => "sum_f64"; Min, f64 => "min_f64"; Max, f64 => "max_f64";
     Sum, i32 => "sum_i32"; Min, i32 => "min_i32"; Max, i32 => "max_i32";
     Sum, u32 => "sum_u32"; Min, u32 => "min_u32"; Max, u32 => "max_u32";
+    Sum, i64 => "sum_i64"; Min, i64 => "min_i64"; Max, i64 => "max_i64";
+    Sum, u64 => "sum_u64"; Min, u64 => "min_u64"; Max, u64 => "max_u64";
+    Sum, GradientPair<f32> => "sum_gpf32";
+    Sum, GradientPair<f64> => "sum_gpf64";
+    Sum, GradientPair<i64> => "sum_gpi64";
 }
 
 /// Where the segments of a segmented scan start.
@@ -216,9 +221,6 @@ pub enum SegmentHeads<'a> {
 
 impl DeviceScan {
     /// Segmented inclusive scan: `output[i]` combines the items of `i`'s segment up to `i`.
-    ///
-    /// Runs on the emulated device only for now: on a CUDA device it returns [`Error::Unsupported`]
-    /// (wrong results were seen at tile boundaries on an H200; see ARCHITECTURE.md).
     pub fn inclusive_segmented_scan<T: Element, Op: SegmentedScanKernel<T>>(
         gpu: &Gpu,
         input: &DeviceBuffer<T>,
@@ -246,13 +248,6 @@ impl DeviceScan {
         output: &mut DeviceBuffer<T>,
         exclusive: bool,
     ) -> Result<()> {
-        if !gpu.is_emulated() {
-            return Err(Error::Unsupported {
-                operation: "segmented scan",
-                reason: "on an H200 it gave wrong prefixes at some tile boundaries (a race not yet found; \
-                         correct on the emulator), so it is withheld on GPUs until fixed",
-            });
-        }
         let n = input.len();
         if output.len() < n {
             return Err(Error::InvalidArgument {

@@ -201,22 +201,6 @@ mod segmented {
     use super::*;
     use primitives::{SegmentHeads, SegmentedScanKernel};
 
-    /// The segmented scan is withheld on CUDA devices (a race at tile boundaries seen on an H200 is
-    /// not yet found); there the tests check the refusal, on the emulator the results.
-    fn withheld(gpu: &Gpu) -> bool {
-        if gpu.is_emulated() {
-            return false;
-        }
-        let input = gpu.upload(&[1u32, 2]).unwrap();
-        let flags = gpu.upload(&[1u8, 0]).unwrap();
-        let mut output = gpu.alloc_zeroed::<u32>(2).unwrap();
-        let error =
-            DeviceScan::inclusive_segmented_scan::<u32, Sum>(gpu, &input, SegmentHeads::Flags(&flags), &mut output)
-                .unwrap_err();
-        assert!(matches!(error, Error::Unsupported { operation: "segmented scan", .. }), "{error:?}");
-        true
-    }
-
     fn check<T: Element + PartialEq + std::fmt::Debug, Op: SegmentedScanKernel<T>>(
         gpu: &Gpu,
         values: &[T],
@@ -246,9 +230,6 @@ mod segmented {
     #[test]
     fn segmented_scans_by_flags_exact() {
         let gpu = gpu();
-        if withheld(&gpu) {
-            return;
-        }
         for (i, n) in sizes::<u64>(&gpu).into_iter().enumerate() {
             for density in [0.0, 0.001, 0.3] {
                 let flags: Vec<u8> = random_vec(n, 3000 + i as u64, |r| r.gen_bool(density) as u8);
@@ -256,8 +237,12 @@ mod segmented {
                 check::<u32, Sum>(&gpu, &values, &flags);
                 check::<u32, Max>(&gpu, &values, &flags);
                 if n <= 1 << 20 {
-                    let values: Vec<i32> = random_vec(n, 3200 + i as u64, |r| r.gen());
-                    check::<i32, Min>(&gpu, &values, &flags);
+                    let values: Vec<i64> = random_vec(n, 3200 + i as u64, |r| r.gen());
+                    check::<i64, Min>(&gpu, &values, &flags);
+                    let pairs = random_vec(n, 3300 + i as u64, |r| {
+                        GradientPair::<i64>::new(r.gen_range(-1 << 40..1 << 40), r.gen_range(0..1 << 40))
+                    });
+                    check::<GradientPair<i64>, Sum>(&gpu, &pairs, &flags);
                 }
             }
         }
@@ -266,9 +251,6 @@ mod segmented {
     #[test]
     fn every_type_and_operator() {
         let gpu = gpu();
-        if withheld(&gpu) {
-            return;
-        }
         let n = 50_000;
         let flags: Vec<u8> = random_vec(n, 3400, |r| r.gen_bool(0.01) as u8);
         macro_rules! each {
@@ -279,21 +261,28 @@ mod segmented {
                 check::<$t, Max>(&gpu, &values, &flags);
             )*};
         }
-        each!(i32, u32);
+        each!(i32, u32, i64, u64);
         let floats: Vec<f32> = random_vec(n, 3402, |r| r.gen_range(-1.0..1.0));
         check::<f32, Min>(&gpu, &floats, &flags);
         check::<f32, Max>(&gpu, &floats, &flags);
+        let doubles: Vec<f64> = floats.iter().map(|&x| x as f64).collect();
+        check::<f64, Max>(&gpu, &doubles, &flags);
         // Float sums: integers-valued floats keep every partial sum exact.
         let whole: Vec<f32> = random_vec(n, 3403, |r| r.gen_range(-100..100) as f32);
         check::<f32, Sum>(&gpu, &whole, &flags);
+        let whole: Vec<f64> = whole.iter().map(|&x| x as f64).collect();
+        check::<f64, Sum>(&gpu, &whole, &flags);
+        let pairs: Vec<GradientPair<f32>> =
+            random_vec(n, 3404, |r| GradientPair::new(r.gen_range(-100..100) as f32, r.gen_range(0..100) as f32));
+        check::<GradientPair<f32>, Sum>(&gpu, &pairs, &flags);
+        let pairs: Vec<GradientPair<f64>> =
+            pairs.iter().map(|p| GradientPair::new(p.grad as f64, p.hess as f64)).collect();
+        check::<GradientPair<f64>, Sum>(&gpu, &pairs, &flags);
     }
 
     #[test]
     fn scan_by_key_and_by_offsets() {
         let gpu = gpu();
-        if withheld(&gpu) {
-            return;
-        }
         let n = (1 << 20).min(max_len(&gpu)) + 3;
         let mut keys = Vec::with_capacity(n);
         let mut key = 0u32;
@@ -304,14 +293,14 @@ mod segmented {
             }
             keys.push(key);
         }
-        let values: Vec<u32> = random_vec(n, 3501, |r| r.gen());
+        let values: Vec<u64> = random_vec(n, 3501, |r| r.gen_range(0..1 << 40));
         let input = gpu.upload(&values).unwrap();
         let key_buffer = gpu.upload(&keys).unwrap();
-        let mut output = gpu.alloc_zeroed::<u32>(n).unwrap();
-        DeviceScan::inclusive_segmented_scan::<u32, Sum>(&gpu, &input, SegmentHeads::Keys(&key_buffer), &mut output)
+        let mut output = gpu.alloc_zeroed::<u64>(n).unwrap();
+        DeviceScan::inclusive_segmented_scan::<u64, Sum>(&gpu, &input, SegmentHeads::Keys(&key_buffer), &mut output)
             .unwrap();
-        let mut want = vec![0u32; n];
-        cpu::segmented_scan::<u32, Sum>(&values, &cpu::key_heads(&keys), &mut want, false);
+        let mut want = vec![0u64; n];
+        cpu::segmented_scan::<u64, Sum>(&values, &cpu::key_heads(&keys), &mut want, false);
         assert!(output.to_vec(&gpu).unwrap() == want, "scan by key");
 
         // The same segments as CSR offsets, with an empty segment in the middle.
@@ -320,19 +309,19 @@ mod segmented {
         offsets.insert(offsets.len() / 2, offsets[offsets.len() / 2]);
         offsets.push(n as u32);
         let offset_buffer = gpu.upload(&offsets).unwrap();
-        DeviceScan::exclusive_segmented_scan::<u32, Sum>(
+        DeviceScan::exclusive_segmented_scan::<u64, Sum>(
             &gpu,
             &input,
             SegmentHeads::Offsets(&offset_buffer),
             &mut output,
         )
         .unwrap();
-        cpu::segmented_scan::<u32, Sum>(&values, &cpu::offset_heads(&offsets, n), &mut want, true);
+        cpu::segmented_scan::<u64, Sum>(&values, &cpu::offset_heads(&offsets, n), &mut want, true);
         assert!(output.to_vec(&gpu).unwrap() == want, "scan by offsets");
 
         // Offsets that do not cover the input, or go backwards, are refused.
         for bad in [vec![0u32, 5, 3, n as u32], vec![0u32, 10], vec![1u32, n as u32]] {
-            let error = DeviceScan::inclusive_segmented_scan::<u32, Sum>(
+            let error = DeviceScan::inclusive_segmented_scan::<u64, Sum>(
                 &gpu,
                 &input,
                 SegmentHeads::Offsets(&gpu.upload(&bad).unwrap()),
