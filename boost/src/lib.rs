@@ -2,8 +2,17 @@
 //! CatBoost-style oblivious-tree option, XGBoost's objectives, metrics and JSON models, all composed
 //! from the `primitives` crate's algorithms.
 //!
-//! Nothing is trained yet: this is the crate's compiling skeleton. It already embeds the PTX of
-//! `boost-kernels` (built by `cargo xtask kernels`), so that the GPU backend needs no new plumbing.
+//! The CPU backend is being built first (it is the reference the GPU backend must match bit for
+//! bit). The crate already embeds the PTX of `boost-kernels` (built by `cargo xtask kernels`).
+
+pub mod data;
+mod error;
+pub mod metric;
+pub mod model;
+pub mod objective;
+pub mod tree;
+
+pub use error::{Error, Result};
 
 /// PTX of the `boost-kernels` crate for `sm_80` (JIT-compiled by the driver on newer GPUs).
 pub const KERNELS_PTX: &str = include_str!("../kernels/boost_kernels.sm_80.ptx");

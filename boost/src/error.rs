@@ -1,0 +1,38 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+/// Everything `boost` can fail with. Messages name the file, line, parameter or model field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be opened, read or written.
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    /// A malformed line or field in a data file.
+    #[error("{path}:{line}: {reason}")]
+    Parse { path: PathBuf, line: usize, reason: String },
+    /// A training or prediction parameter that is unknown or out of range.
+    #[error("parameter `{name}`: {reason}")]
+    InvalidParameter { name: String, reason: String },
+    /// Labels, weights, groups or base margins that the objective or the data cannot take.
+    #[error("invalid data: {0}")]
+    InvalidData(String),
+    /// A model file that is corrupt, foreign or from an unsupported version.
+    #[error("model: {0}")]
+    Model(String),
+    /// A failure of the GPU backend.
+    #[error("GPU: {0}")]
+    Gpu(#[from] primitives::Error),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub(crate) fn param(name: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::InvalidParameter { name: name.into(), reason: reason.into() }
+    }
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+}

@@ -1,0 +1,135 @@
+//! Regression trees in XGBoost's layout (the arrays of its JSON model), and their traversal.
+
+/// `parents` entry of the root (XGBoost writes `2147483647`).
+pub const NO_PARENT: i32 = i32::MAX;
+
+/// A regression tree as parallel node arrays, XGBoost's layout. Node 0 is the root; a leaf has
+/// `left_children[n] == -1`, and its value (already multiplied by `eta`) in `split_conditions[n]`.
+/// A split sends a row left when its value is below `split_conditions[n]`, a missing value to the
+/// `default_left` side.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tree {
+    pub left_children: Vec<i32>,
+    pub right_children: Vec<i32>,
+    pub parents: Vec<i32>,
+    pub split_indices: Vec<u32>,
+    pub split_conditions: Vec<f32>,
+    pub default_left: Vec<bool>,
+    /// The node's weight (times `eta`), leaves and splits alike.
+    pub base_weights: Vec<f32>,
+    /// The gain of the node's split (0 for leaves).
+    pub loss_changes: Vec<f32>,
+    /// Sum of the hessians of the rows in the node (the cover).
+    pub sum_hessian: Vec<f32>,
+}
+
+impl Tree {
+    /// A tree of one leaf.
+    pub fn leaf(value: f32, sum_hessian: f32) -> Self {
+        let mut tree = Tree::default();
+        tree.push_node(NO_PARENT, value, sum_hessian);
+        tree
+    }
+
+    fn push_node(&mut self, parent: i32, value: f32, sum_hessian: f32) -> usize {
+        self.left_children.push(-1);
+        self.right_children.push(-1);
+        self.parents.push(parent);
+        self.split_indices.push(0);
+        self.split_conditions.push(value);
+        self.default_left.push(false);
+        self.base_weights.push(value);
+        self.loss_changes.push(0.0);
+        self.sum_hessian.push(sum_hessian);
+        self.left_children.len() - 1
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.left_children.len()
+    }
+
+    /// Whether the tree has no nodes (a valid tree has at least the root).
+    pub fn is_empty(&self) -> bool {
+        self.left_children.is_empty()
+    }
+
+    pub fn is_leaf(&self, node: usize) -> bool {
+        self.left_children[node] == -1
+    }
+
+    /// Turns leaf `node` into a split on `feature < threshold` with two new leaves (values given as
+    /// (leaf value, hessian sum)); returns the children's indices.
+    #[allow(clippy::too_many_arguments)]
+    pub fn split(
+        &mut self,
+        node: usize,
+        feature: u32,
+        threshold: f32,
+        default_left: bool,
+        loss_change: f32,
+        left: (f32, f32),
+        right: (f32, f32),
+    ) -> (usize, usize) {
+        debug_assert!(self.is_leaf(node));
+        let l = self.push_node(node as i32, left.0, left.1);
+        let r = self.push_node(node as i32, right.0, right.1);
+        self.left_children[node] = l as i32;
+        self.right_children[node] = r as i32;
+        self.split_indices[node] = feature;
+        self.split_conditions[node] = threshold;
+        self.default_left[node] = default_left;
+        self.loss_changes[node] = loss_change;
+        (l, r)
+    }
+
+    /// The leaf a row reaches; `value(feature)` gives the row's value (NaN = missing).
+    #[inline]
+    pub fn leaf_index(&self, value: impl Fn(usize) -> f32) -> usize {
+        let mut node = 0usize;
+        while self.left_children[node] != -1 {
+            let v = value(self.split_indices[node] as usize);
+            let left = if v.is_nan() { self.default_left[node] } else { v < self.split_conditions[node] };
+            node = if left { self.left_children[node] } else { self.right_children[node] } as usize;
+        }
+        node
+    }
+
+    /// The leaf value a dense row (NaN = missing) reaches.
+    #[inline]
+    pub fn predict_row(&self, row: &[f32]) -> f32 {
+        self.split_conditions[self.leaf_index(|f| row.get(f).copied().unwrap_or(f32::NAN))]
+    }
+
+    /// Depth of the deepest leaf (a single leaf has depth 0).
+    pub fn max_depth(&self) -> usize {
+        let mut depth = vec![0usize; self.len()];
+        let mut max = 0;
+        for n in 1..self.len() {
+            depth[n] = depth[self.parents[n] as usize] + 1;
+            max = max.max(depth[n]);
+        }
+        max
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_and_route_rows_with_missing_values() {
+        let mut tree = Tree::leaf(0.0, 10.0);
+        let (l, r) = tree.split(0, 1, 0.5, true, 3.0, (-1.0, 4.0), (2.0, 6.0));
+        assert_eq!((l, r), (1, 2));
+        assert_eq!(tree.predict_row(&[9.0, 0.25]), -1.0);
+        assert_eq!(tree.predict_row(&[9.0, 0.5]), 2.0, "equal to the threshold goes right");
+        assert_eq!(tree.predict_row(&[9.0, f32::NAN]), -1.0, "missing goes to the default side");
+        let (ll, _) = tree.split(l, 0, -3.0, false, 1.0, (-5.0, 1.0), (-0.5, 3.0));
+        assert_eq!(tree.predict_row(&[-4.0, 0.0]), -5.0);
+        assert_eq!(tree.predict_row(&[f32::NAN, 0.0]), -0.5);
+        assert_eq!(tree.parents, vec![NO_PARENT, 0, 0, 1, 1]);
+        assert_eq!(tree.max_depth(), 2);
+        assert!(tree.is_leaf(ll));
+    }
+}
