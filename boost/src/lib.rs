@@ -6,10 +6,14 @@
 //! bit). The crate already embeds the PTX of `boost-kernels` (built by `cargo xtask kernels`).
 
 pub mod data;
+pub mod ellpack;
 mod error;
+pub mod fixed_point;
 pub mod metric;
 pub mod model;
 pub mod objective;
+pub mod param;
+pub mod quantile;
 pub mod tree;
 
 pub use error::{Error, Result};

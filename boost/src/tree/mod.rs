@@ -1,4 +1,7 @@
-//! Regression trees in XGBoost's layout (the arrays of its JSON model), and their traversal.
+//! Regression trees in XGBoost's layout (the arrays of its JSON model), and their traversal; the
+//! `hist` builder in [`hist`].
+
+pub mod hist;
 
 /// `parents` entry of the root (XGBoost writes `2147483647`).
 pub const NO_PARENT: i32 = i32::MAX;

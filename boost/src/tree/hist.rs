@@ -1,0 +1,527 @@
+//! XGBoost's `hist` tree method on the CPU: per-node gradient histograms over the quantised matrix,
+//! the subtraction trick (build the smaller child's histogram, derive its sibling from the parent),
+//! split evaluation that tries both directions for missing values, and depthwise or lossguide
+//! growth.
+//!
+//! All sums are 64-bit fixed point ([`crate::fixed_point`]), so the histograms, and with them the
+//! tree, do not depend on the order of summation or the thread count. Gains and weights follow
+//! XGBoost (`CalcGain`, `CalcWeight` with `lambda`, `alpha`, `max_delta_step`, `min_child_weight`):
+//! with `T(G)` the gradient sum soft-thresholded by `alpha`, a node's weight is
+//! `w = -T(G) / (H + lambda)` (clipped to `max_delta_step` when set) and its gain `T(G)^2 / (H + lambda)`
+//! (or `-(2 G w + (H + lambda) w^2)` with the clipped weight); a split's loss change is the children's
+//! gains minus the parent's, kept when above 1e-6 and `gamma`. Ties between features go to the lower
+//! index, within a feature to the first candidate found (missing values right, then left).
+
+use std::collections::{BinaryHeap, VecDeque};
+
+use primitives::ops::GradientPair;
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rayon::prelude::*;
+
+use crate::ellpack::EllpackMatrix;
+use crate::fixed_point::{self, GradientQuantiser};
+use crate::param::{GrowPolicy, TreeParams};
+use crate::quantile::QuantileCuts;
+use crate::tree::Tree;
+
+type Fixed = GradientPair<i64>;
+
+const ZERO: Fixed = GradientPair { grad: 0, hess: 0 };
+/// XGBoost's `kRtEps`: loss changes at or below it are no split.
+const RT_EPS: f64 = 1e-6;
+/// Rows per parallel task of a histogram build.
+const ROWS_PER_TASK: usize = 16 * 1024;
+
+fn threshold_l1(g: f64, alpha: f64) -> f64 {
+    if g > alpha {
+        g - alpha
+    } else if g < -alpha {
+        g + alpha
+    } else {
+        0.0
+    }
+}
+
+/// XGBoost's `CalcWeight`.
+pub fn calc_weight(p: &TreeParams, g: f64, h: f64) -> f64 {
+    if h < p.min_child_weight as f64 || h <= 0.0 {
+        return 0.0;
+    }
+    let w = -threshold_l1(g, p.alpha as f64) / (h + p.lambda as f64);
+    let mds = p.max_delta_step as f64;
+    if mds != 0.0 && w.abs() > mds {
+        mds.copysign(w)
+    } else {
+        w
+    }
+}
+
+/// XGBoost's `CalcGain`.
+pub fn calc_gain(p: &TreeParams, g: f64, h: f64) -> f64 {
+    if h < p.min_child_weight as f64 || h <= 0.0 {
+        return 0.0;
+    }
+    let (lambda, alpha) = (p.lambda as f64, p.alpha as f64);
+    if p.max_delta_step == 0.0 {
+        let t = threshold_l1(g, alpha);
+        t * t / (h + lambda)
+    } else {
+        let w = calc_weight(p, g, h);
+        -(2.0 * g * w + (h + lambda) * w * w) + alpha * w.abs()
+    }
+}
+
+/// A split of a node: rows whose bin of `feature` is at most `last_left_bin` (a global bin id; below
+/// the feature's first bin when no present value goes left) go left, missing values to
+/// `default_left`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Split {
+    loss_chg: f64,
+    feature: u32,
+    last_left_bin: i64,
+    threshold: f32,
+    default_left: bool,
+    left: Fixed,
+    right: Fixed,
+}
+
+/// A node waiting to be split.
+struct Candidate {
+    node: usize,
+    split: Split,
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Candidate {
+    /// Lossguide's order: larger loss change first, then the lower node id.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.split.loss_chg.total_cmp(&other.split.loss_chg).then(other.node.cmp(&self.node))
+    }
+}
+
+/// The result of one tree build.
+pub struct BuiltTree {
+    pub tree: Tree,
+    /// The leaf (node id) each training row ends in.
+    pub positions: Vec<u32>,
+}
+
+/// Column sampling: `colsample_bytree`, then `bylevel`, then `bynode`, each a fraction of the set
+/// above it (at least one feature), drawn with the builder's random generator.
+fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Sized)) -> Vec<u32> {
+    if fraction >= 1.0 {
+        return features.to_vec();
+    }
+    let n = ((features.len() as f64 * fraction as f64) as usize).max(1);
+    let mut chosen: Vec<u32> = features.choose_multiple(rng, n).copied().collect();
+    chosen.sort_unstable();
+    chosen
+}
+
+/// Builds one tree from fixed-point gradients (one per row of `matrix`).
+pub struct HistBuilder<'a> {
+    pub matrix: &'a EllpackMatrix,
+    pub cuts: &'a QuantileCuts,
+    pub params: &'a TreeParams,
+    pub quantiser: &'a GradientQuantiser,
+}
+
+struct NodeState {
+    begin: usize,
+    end: usize,
+    sum: Fixed,
+    depth: u32,
+}
+
+impl HistBuilder<'_> {
+    /// Grows a tree over `features` (the tree's sampled columns), drawing further column samples
+    /// from `rng`.
+    pub fn build(&self, gradients: &[Fixed], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
+        let p = self.params;
+        let n = self.matrix.rows;
+        let mut rows: Vec<u32> = (0..n as u32).collect();
+        let total = sum_rows(gradients, &rows);
+        let to_f = |s: Fixed| self.quantiser.to_float(s);
+        let root = to_f(total);
+        let mut tree = Tree::leaf((calc_weight(p, root.grad, root.hess) * p.eta as f64) as f32, root.hess as f32);
+        let mut nodes = vec![NodeState { begin: 0, end: n, sum: total, depth: 0 }];
+        let mut hists: Vec<Option<Vec<Fixed>>> = vec![None];
+        let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
+        let mut level_sample = |depth: u32, rng: &mut dyn rand::RngCore| -> Vec<u32> {
+            if let Some((_, f)) = level_features.iter().find(|(d, _)| *d == depth) {
+                return f.clone();
+            }
+            let f = sample(features, p.colsample_bylevel, rng);
+            level_features.push((depth, f.clone()));
+            f
+        };
+
+        let can_split = |depth: u32| p.max_depth == 0 || depth < p.max_depth;
+        let mut fifo: VecDeque<Candidate> = VecDeque::new();
+        let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
+        let push = |c: Candidate, fifo: &mut VecDeque<Candidate>, heap: &mut BinaryHeap<Candidate>| match p.grow_policy
+        {
+            GrowPolicy::Depthwise => fifo.push_back(c),
+            GrowPolicy::Lossguide => heap.push(c),
+        };
+
+        if can_split(0) && n > 0 {
+            let hist = self.histogram(gradients, &rows);
+            let node_features = sample(&level_sample(0, rng), p.colsample_bynode, rng);
+            if let Some(split) = self.evaluate(&hist, total, &node_features) {
+                push(Candidate { node: 0, split }, &mut fifo, &mut heap);
+            }
+            hists[0] = Some(hist);
+        }
+        let mut leaves = 1u32;
+        loop {
+            let candidate = match p.grow_policy {
+                GrowPolicy::Depthwise => fifo.pop_front(),
+                GrowPolicy::Lossguide => heap.pop(),
+            };
+            let Some(Candidate { node, split }) = candidate else { break };
+            if p.max_leaves > 0 && leaves >= p.max_leaves {
+                hists[node] = None;
+                continue;
+            }
+            leaves += 1;
+            let (l, r) = (to_f(split.left), to_f(split.right));
+            let (left, right) = tree.split(
+                node,
+                split.feature,
+                split.threshold,
+                split.default_left,
+                split.loss_chg as f32,
+                ((calc_weight(p, l.grad, l.hess) * p.eta as f64) as f32, l.hess as f32),
+                ((calc_weight(p, r.grad, r.hess) * p.eta as f64) as f32, r.hess as f32),
+            );
+            let state = &nodes[node];
+            let (begin, end, depth) = (state.begin, state.end, state.depth + 1);
+            let middle = begin + self.partition(&mut rows[begin..end], &split);
+            nodes.push(NodeState { begin, end: middle, sum: split.left, depth });
+            nodes.push(NodeState { begin: middle, end, sum: split.right, depth });
+            hists.push(None);
+            hists.push(None);
+            let parent_hist = hists[node].take();
+            if !can_split(depth) {
+                continue;
+            }
+            // Build the smaller child's histogram; the sibling's is the parent's minus it.
+            let (small, large) = if middle - begin <= end - middle { (left, right) } else { (right, left) };
+            let small_hist = self.histogram(gradients, &rows[nodes[small].begin..nodes[small].end]);
+            let large_hist = match parent_hist {
+                Some(mut h) => {
+                    h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = fixed_point::sub(*a, b));
+                    h
+                }
+                None => self.histogram(gradients, &rows[nodes[large].begin..nodes[large].end]),
+            };
+            hists[small] = Some(small_hist);
+            hists[large] = Some(large_hist);
+            let level = level_sample(depth, rng);
+            for child in [left, right] {
+                let node_features = sample(&level, p.colsample_bynode, rng);
+                let hist = hists[child].as_ref().expect("built above");
+                match self.evaluate(hist, nodes[child].sum, &node_features) {
+                    Some(split) => push(Candidate { node: child, split }, &mut fifo, &mut heap),
+                    None => hists[child] = None,
+                }
+            }
+        }
+
+        let mut positions = vec![0u32; n];
+        for (id, state) in nodes.iter().enumerate() {
+            if tree.is_leaf(id) {
+                for &row in &rows[state.begin..state.end] {
+                    positions[row as usize] = id as u32;
+                }
+            }
+        }
+        BuiltTree { tree, positions }
+    }
+
+    /// The gradient histogram (one fixed-point pair per global bin) of `rows`.
+    fn histogram(&self, gradients: &[Fixed], rows: &[u32]) -> Vec<Fixed> {
+        let bins = self.cuts.total_bins();
+        let m = self.matrix;
+        let accumulate = |hist: &mut Vec<Fixed>, chunk: &[u32]| {
+            for &row in chunk {
+                let g = gradients[row as usize];
+                if g == ZERO {
+                    continue;
+                }
+                m.for_each_bin(row as usize, |bin| {
+                    let h = &mut hist[bin as usize];
+                    *h = fixed_point::add(*h, g);
+                });
+            }
+        };
+        if rows.len() <= ROWS_PER_TASK {
+            let mut hist = vec![ZERO; bins];
+            accumulate(&mut hist, rows);
+            return hist;
+        }
+        rows.par_chunks(ROWS_PER_TASK)
+            .fold(
+                || vec![ZERO; bins],
+                |mut hist, chunk| {
+                    accumulate(&mut hist, chunk);
+                    hist
+                },
+            )
+            .reduce(
+                || vec![ZERO; bins],
+                |mut a, b| {
+                    a.iter_mut().zip(&b).for_each(|(x, &y)| *x = fixed_point::add(*x, y));
+                    a
+                },
+            )
+    }
+
+    /// The best split of a node over `features`, if any passes the limits.
+    fn evaluate(&self, hist: &[Fixed], total: Fixed, features: &[u32]) -> Option<Split> {
+        let p = self.params;
+        let t = self.quantiser.to_float(total);
+        let parent_gain = calc_gain(p, t.grad, t.hess);
+        let per_feature: Vec<Option<Split>> =
+            features.par_iter().map(|&f| self.evaluate_feature(hist, total, f as usize, parent_gain)).collect();
+        // Features in increasing order: replacing only on a strictly larger gain keeps the lower index.
+        let mut best: Option<Split> = None;
+        for s in per_feature.into_iter().flatten() {
+            if best.is_none_or(|b| s.loss_chg > b.loss_chg) {
+                best = Some(s);
+            }
+        }
+        best.filter(|b| b.loss_chg > RT_EPS && b.loss_chg >= p.gamma as f64)
+    }
+
+    fn evaluate_feature(&self, hist: &[Fixed], total: Fixed, f: usize, parent_gain: f64) -> Option<Split> {
+        let p = self.params;
+        let cuts = self.cuts;
+        let (begin, end) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
+        if begin == end {
+            return None;
+        }
+        let mcw = p.min_child_weight as f64;
+        let q = self.quantiser;
+        let mut best: Option<Split> = None;
+        let mut consider = |left: Fixed, right: Fixed, last_left_bin: i64, threshold: f32, default_left: bool| {
+            let (l, r) = (q.to_float(left), q.to_float(right));
+            if l.hess < mcw || r.hess < mcw {
+                return;
+            }
+            let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
+            if best.is_none_or(|b| loss_chg > b.loss_chg) {
+                best = Some(Split { loss_chg, feature: f as u32, last_left_bin, threshold, default_left, left, right });
+            }
+        };
+        // Missing values go right: left gathers bins from the first on.
+        let mut left = ZERO;
+        for b in begin..end {
+            left = fixed_point::add(left, hist[b]);
+            consider(left, fixed_point::sub(total, left), b as i64, cuts.cut_values[b], false);
+        }
+        let present = left;
+        if present != total {
+            // Missing values go left: right gathers bins from the last down.
+            let mut right = ZERO;
+            for b in (begin..end).rev() {
+                right = fixed_point::add(right, hist[b]);
+                let threshold = if b == begin { cuts.min_values[f] } else { cuts.cut_values[b - 1] };
+                consider(fixed_point::sub(total, right), right, b as i64 - 1, threshold, true);
+            }
+        }
+        best
+    }
+
+    /// Stable partition of a node's rows by `split`; returns how many go left.
+    fn partition(&self, rows: &mut [u32], split: &Split) -> usize {
+        let m = self.matrix;
+        let f = split.feature as usize;
+        let goes_left = |row: u32| match m.bin_of(row as usize, f, self.cuts) {
+            Some(bin) => (bin as i64) <= split.last_left_bin,
+            None => split.default_left,
+        };
+        let flags: Vec<bool> = if rows.len() > ROWS_PER_TASK {
+            rows.par_iter().map(|&r| goes_left(r)).collect()
+        } else {
+            rows.iter().map(|&r| goes_left(r)).collect()
+        };
+        let mut right = Vec::with_capacity(rows.len());
+        let mut n_left = 0;
+        for i in 0..rows.len() {
+            if flags[i] {
+                rows[n_left] = rows[i];
+                n_left += 1;
+            } else {
+                right.push(rows[i]);
+            }
+        }
+        rows[n_left..].copy_from_slice(&right);
+        n_left
+    }
+}
+
+fn sum_rows(gradients: &[Fixed], rows: &[u32]) -> Fixed {
+    rows.iter().fold(ZERO, |a, &r| fixed_point::add(a, gradients[r as usize]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{DenseMatrix, FeatureMatrix};
+    use rand::SeedableRng;
+
+    struct Case {
+        features: FeatureMatrix,
+        values: Vec<f32>,
+        cols: usize,
+        gradients: Vec<GradientPair<f32>>,
+    }
+
+    fn case(seed: u64, rows: usize, cols: usize, missing: f64) -> Case {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|_| if rng.gen_bool(missing) { f32::NAN } else { (rng.gen_range(-50..50) as f32) * 0.25 })
+            .collect();
+        let gradients = (0..rows)
+            .map(|i| {
+                let x = values[i * cols];
+                let signal = if x.is_nan() { 0.7 } else { (x * 0.3).sin() };
+                GradientPair::new(signal + rng.gen_range(-0.5..0.5), rng.gen_range(0.05..0.3))
+            })
+            .collect();
+        Case { features: FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values.clone())), values, cols, gradients }
+    }
+
+    fn build(c: &Case, params: &TreeParams, max_bin: usize) -> (BuiltTree, GradientQuantiser) {
+        let cuts = QuantileCuts::build(&c.features, &[], max_bin);
+        let matrix = EllpackMatrix::new(&c.features, &cuts);
+        let q = GradientQuantiser::new(&c.gradients);
+        let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
+        let features: Vec<u32> = (0..c.cols as u32).collect();
+        let builder = HistBuilder { matrix: &matrix, cuts: &cuts, params, quantiser: &q };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(0);
+        (builder.build(&fixed, &features, &mut rng), q)
+    }
+
+    /// The best root split found by trying every threshold on the raw values (no histogram).
+    fn brute_force_root(c: &Case, params: &TreeParams, max_bin: usize) -> (u32, f32, bool, f64) {
+        let cuts = QuantileCuts::build(&c.features, &[], max_bin);
+        let q = GradientQuantiser::new(&c.gradients);
+        let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
+        let rows = c.gradients.len();
+        let total = fixed.iter().fold(ZERO, |a, &b| fixed_point::add(a, b));
+        let t = q.to_float(total);
+        let parent = calc_gain(params, t.grad, t.hess);
+        let mut best = (0, 0.0, false, f64::NEG_INFINITY);
+        for f in 0..c.cols {
+            let (b0, b1) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
+            let mut thresholds: Vec<(f32, bool)> = cuts.cut_values[b0..b1].iter().map(|&v| (v, false)).collect();
+            thresholds.push((cuts.min_values[f], true));
+            thresholds.extend(cuts.cut_values[b0..b1 - 1].iter().rev().map(|&v| (v, true)));
+            let any_missing = (0..rows).any(|i| c.values[i * c.cols + f].is_nan());
+            for (threshold, default_left) in thresholds {
+                if default_left && !any_missing {
+                    continue;
+                }
+                let mut left = ZERO;
+                for i in 0..rows {
+                    let v = c.values[i * c.cols + f];
+                    if if v.is_nan() { default_left } else { v < threshold } {
+                        left = fixed_point::add(left, fixed[i]);
+                    }
+                }
+                let (l, r) = (q.to_float(left), q.to_float(fixed_point::sub(total, left)));
+                if l.hess < params.min_child_weight as f64 || r.hess < params.min_child_weight as f64 {
+                    continue;
+                }
+                let gain = calc_gain(params, l.grad, l.hess) + calc_gain(params, r.grad, r.hess) - parent;
+                if gain > best.3 {
+                    best = (f as u32, threshold, default_left, gain);
+                }
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn root_split_matches_brute_force_over_raw_thresholds() {
+        for (seed, missing, alpha, mds, max_bin) in
+            [(1, 0.0, 0.0, 0.0, 256), (2, 0.2, 0.0, 0.0, 16), (3, 0.3, 0.5, 0.0, 32), (4, 0.1, 0.0, 0.7, 8)]
+        {
+            let c = case(seed, 3000, 5, missing);
+            let params =
+                TreeParams { max_depth: 1, alpha, max_delta_step: mds, min_child_weight: 2.0, ..Default::default() };
+            let (built, _) = build(&c, &params, max_bin);
+            let (feature, threshold, default_left, gain) = brute_force_root(&c, &params, max_bin);
+            let tree = &built.tree;
+            assert_eq!(tree.len(), 3, "seed {seed}: the root splits");
+            assert_eq!(
+                (tree.split_indices[0], tree.split_conditions[0], tree.default_left[0]),
+                (feature, threshold, default_left),
+                "seed {seed}"
+            );
+            assert_eq!(tree.loss_changes[0], gain as f32, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn positions_agree_with_prediction_and_sums_with_the_rows() {
+        for policy in [GrowPolicy::Depthwise, GrowPolicy::Lossguide] {
+            let c = case(9, 5000, 6, 0.15);
+            let params = TreeParams { max_depth: 5, max_leaves: 20, grow_policy: policy, ..Default::default() };
+            let (built, _) = build(&c, &params, 64);
+            let tree = &built.tree;
+            assert!(tree.len() > 7, "{policy:?}: a real tree ({} nodes)", tree.len());
+            assert!(tree.max_depth() <= 5);
+            let leaves = (0..tree.len()).filter(|&n| tree.is_leaf(n)).count();
+            assert!(leaves <= 20, "{policy:?}: {leaves} leaves");
+            let mut hess = vec![0f64; tree.len()];
+            for i in 0..c.gradients.len() {
+                let row = &c.values[i * c.cols..(i + 1) * c.cols];
+                let leaf = tree.leaf_index(|f| row[f]);
+                assert_eq!(built.positions[i] as usize, leaf, "{policy:?}: row {i}");
+                hess[leaf] += c.gradients[i].hess as f64;
+            }
+            for n in (0..tree.len()).filter(|&n| tree.is_leaf(n)) {
+                assert!((hess[n] - tree.sum_hessian[n] as f64).abs() < 1e-3, "{policy:?}: leaf {n}");
+                assert!(tree.sum_hessian[n] >= params.min_child_weight);
+            }
+        }
+    }
+
+    #[test]
+    fn same_tree_for_any_thread_count() {
+        let c = case(11, 40_000, 8, 0.1);
+        let params = TreeParams { max_depth: 6, colsample_bynode: 0.7, ..Default::default() };
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| build(&c, &params, 256).0)
+        };
+        let (a, b) = (run(1), run(3));
+        assert_eq!(a.tree, b.tree);
+        assert_eq!(a.positions, b.positions);
+    }
+
+    #[test]
+    fn gamma_and_min_child_weight_stop_splits() {
+        let c = case(5, 2000, 4, 0.0);
+        let (built, _) = build(&c, &TreeParams { gamma: 1e9, ..Default::default() }, 256);
+        assert_eq!(built.tree.len(), 1);
+        assert!(built.positions.iter().all(|&p| p == 0));
+        let (built, _) = build(&c, &TreeParams { min_child_weight: 1e9, ..Default::default() }, 256);
+        assert_eq!(built.tree.len(), 1);
+    }
+}
