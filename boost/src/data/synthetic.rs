@@ -1,0 +1,322 @@
+//! Synthetic data with a known non-linear target and missing values, for tests and benchmarks.
+//!
+//! Features are independent standard normals. The margin is
+//!
+//! ```text
+//! m = x0 - 0.8 x1 + 0.6 x2 - 0.4 x3 + 0.2 x4      (linear)
+//!   + sin(2 x5)                                    (non-monotone)
+//!   + x6 x7                                        (interaction)
+//!   + |x8| - sqrt(2/pi)                            (symmetric, centred)
+//!   + noise * N(0, 1)
+//! ```
+//!
+//! (terms whose feature is beyond `cols` are left out). The binary label is `m > 0`, the regression
+//! label `m`. The centring keeps the classes balanced. `missing_columns` columns spread evenly over
+//! the features (`k * cols / missing_columns`, so the first is the strongest linear feature) lose each
+//! value with probability `missing_fraction`, independently of everything else; the label is computed
+//! before, from the full values.
+//!
+//! Determinism: rows are generated in chunks of [`ROWS_PER_CHUNK`], chunk `c` from ChaCha8 with the
+//! seed in its key and `c` as its stream, so the data depends only on the spec, not on the thread
+//! count. Uniforms come from the generator's 64-bit words by a fixed conversion and normals by
+//! Box-Muller with `libm`'s `log`, `sin` and `cos` (not the platform's), so the values are the same
+//! bits on every platform.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use super::{Dataset, DenseMatrix, FeatureMatrix, MetaInfo};
+use crate::{Error, Result};
+
+/// Rows generated from one generator stream.
+pub const ROWS_PER_CHUNK: usize = 4096;
+
+/// The weights of the linear part, on features 0..5.
+const LINEAR: [f64; 5] = [1.0, -0.8, 0.6, -0.4, 0.2];
+const SIN_FEATURE: usize = 5;
+const PRODUCT_FEATURES: (usize, usize) = (6, 7);
+const ABS_FEATURE: usize = 8;
+/// E|x| for a standard normal x.
+const MEAN_ABS: f64 = 0.797_884_560_802_865_4;
+
+/// What the label is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyntheticTask {
+    /// 1 where the margin is positive, 0 elsewhere.
+    #[default]
+    Binary,
+    /// The margin itself.
+    Regression,
+}
+
+/// What [`generate`] makes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyntheticSpec {
+    /// Rows (default 10 000).
+    pub rows: usize,
+    /// Feature columns (default 28, as HIGGS); at least 9 for every term of the target to be present.
+    pub cols: usize,
+    /// The probability that a value of a missing column is missing (default 0.05).
+    pub missing_fraction: f64,
+    /// How many columns have missing values (default 4).
+    pub missing_columns: usize,
+    /// The standard deviation of the noise added to the margin, the difficulty knob (default 1; the
+    /// margin's other terms have a variance of about 4).
+    pub noise: f64,
+    pub task: SyntheticTask,
+    pub seed: u64,
+}
+
+impl Default for SyntheticSpec {
+    fn default() -> Self {
+        SyntheticSpec {
+            rows: 10_000,
+            cols: 28,
+            missing_fraction: 0.05,
+            missing_columns: 4,
+            noise: 1.0,
+            task: SyntheticTask::Binary,
+            seed: 0,
+        }
+    }
+}
+
+/// A dense dataset as `spec` describes (see the [module](self) docs); an error for a spec out of range.
+pub fn generate(spec: &SyntheticSpec) -> Result<Dataset> {
+    if spec.rows == 0 {
+        return Err(Error::param("rows", "must be at least 1"));
+    }
+    if spec.cols == 0 {
+        return Err(Error::param("cols", "must be at least 1"));
+    }
+    let Some(size) = spec.rows.checked_mul(spec.cols) else {
+        return Err(Error::param("rows", format!("{} rows of {} columns do not fit in memory", spec.rows, spec.cols)));
+    };
+    if !(0.0..=1.0).contains(&spec.missing_fraction) {
+        return Err(Error::param("missing_fraction", format!("{} is not in [0, 1]", spec.missing_fraction)));
+    }
+    if spec.missing_columns > spec.cols {
+        return Err(Error::param(
+            "missing_columns",
+            format!("{} is more than the {} columns", spec.missing_columns, spec.cols),
+        ));
+    }
+    if !(spec.noise.is_finite() && spec.noise >= 0.0) {
+        return Err(Error::param("noise", format!("{} is not a finite number >= 0", spec.noise)));
+    }
+    let missing_columns: Vec<usize> = (0..spec.missing_columns).map(|k| k * spec.cols / spec.missing_columns).collect();
+    let mut values = vec![0f32; size];
+    let mut labels = vec![0f32; spec.rows];
+    values
+        .par_chunks_mut(ROWS_PER_CHUNK * spec.cols)
+        .zip(labels.par_chunks_mut(ROWS_PER_CHUNK))
+        .enumerate()
+        .for_each(|(chunk, (values, labels))| fill_chunk(spec, &missing_columns, chunk as u64, values, labels));
+    Ok(Dataset {
+        features: FeatureMatrix::Dense(DenseMatrix { rows: spec.rows, cols: spec.cols, values }),
+        info: MetaInfo { labels, ..MetaInfo::default() },
+    })
+}
+
+/// The rows of chunk `chunk`.
+fn fill_chunk(spec: &SyntheticSpec, missing_columns: &[usize], chunk: u64, values: &mut [f32], labels: &mut [f32]) {
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&spec.seed.to_le_bytes());
+    let mut rng = ChaCha8Rng::from_seed(key);
+    rng.set_stream(chunk);
+    let mut normal = Normal::default();
+    for (row, label) in values.chunks_exact_mut(spec.cols).zip(labels) {
+        for v in row.iter_mut() {
+            *v = normal.sample(&mut rng) as f32;
+        }
+        let m = margin(row) + spec.noise * normal.sample(&mut rng);
+        for &c in missing_columns {
+            if uniform(&mut rng) < spec.missing_fraction {
+                row[c] = f32::NAN;
+            }
+        }
+        *label = match spec.task {
+            SyntheticTask::Binary => f32::from(u8::from(m > 0.0)),
+            SyntheticTask::Regression => m as f32,
+        };
+    }
+}
+
+/// The noise-free margin of a row (before values are removed), from the stored `f32` values so that
+/// the label is a function of what a model can see.
+fn margin(row: &[f32]) -> f64 {
+    let x = |j: usize| row.get(j).map(|&v| f64::from(v));
+    let mut m = 0.0;
+    for (j, w) in LINEAR.iter().enumerate() {
+        if let Some(v) = x(j) {
+            m += w * v;
+        }
+    }
+    if let Some(v) = x(SIN_FEATURE) {
+        m += libm::sin(2.0 * v);
+    }
+    if let (Some(a), Some(b)) = (x(PRODUCT_FEATURES.0), x(PRODUCT_FEATURES.1)) {
+        m += a * b;
+    }
+    if let Some(v) = x(ABS_FEATURE) {
+        m += v.abs() - MEAN_ABS;
+    }
+    m
+}
+
+/// A uniform in [0, 1) from the top 53 bits of one 64-bit word.
+fn uniform(rng: &mut ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Box-Muller standard normals, two per pair of uniforms.
+#[derive(Default)]
+struct Normal {
+    spare: Option<f64>,
+}
+
+impl Normal {
+    fn sample(&mut self, rng: &mut ChaCha8Rng) -> f64 {
+        if let Some(z) = self.spare.take() {
+            return z;
+        }
+        // 1 - u is in (0, 1]: the logarithm stays finite.
+        let u1 = 1.0 - uniform(rng);
+        let u2 = uniform(rng);
+        let r = libm::sqrt(-2.0 * libm::log(u1));
+        let theta = 2.0 * std::f64::consts::PI * u2;
+        self.spare = Some(r * libm::sin(theta));
+        r * libm::cos(theta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(data: &Dataset) -> &[f32] {
+        match &data.features {
+            FeatureMatrix::Dense(m) => &m.values,
+            FeatureMatrix::Sparse(_) => panic!("expected a dense matrix"),
+        }
+    }
+
+    fn bits(data: &Dataset) -> (Vec<u32>, Vec<u32>) {
+        (values(data).iter().map(|v| v.to_bits()).collect(), data.info.labels.iter().map(|v| v.to_bits()).collect())
+    }
+
+    fn spec(rows: usize) -> SyntheticSpec {
+        SyntheticSpec { rows, seed: 7, ..SyntheticSpec::default() }
+    }
+
+    #[test]
+    fn shape_missing_values_and_balance() {
+        let data = generate(&spec(20_000)).unwrap();
+        assert_eq!((data.rows(), data.cols()), (20_000, 28));
+        assert_eq!(data.info.labels.len(), 20_000);
+        assert!(data.info.labels.iter().all(|&l| l == 0.0 || l == 1.0));
+        let positive = data.info.labels.iter().filter(|&&l| l == 1.0).count();
+        assert!((9_000..11_000).contains(&positive), "{positive} positives");
+        // Missing values only in columns 0, 7, 14 and 21, about 5% of each.
+        let v = values(&data);
+        for j in 0..28 {
+            let missing = (0..20_000).filter(|&i| v[i * 28 + j].is_nan()).count();
+            if [0, 7, 14, 21].contains(&j) {
+                assert!((850..1150).contains(&missing), "column {j}: {missing} missing");
+            } else {
+                assert_eq!(missing, 0, "column {j}");
+            }
+        }
+        // Standard normal features.
+        let column: Vec<f64> = (0..20_000).map(|i| f64::from(v[i * 28 + 3])).collect();
+        let mean = column.iter().sum::<f64>() / 20_000.0;
+        let variance = column.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 20_000.0;
+        assert!(mean.abs() < 0.05 && (variance - 1.0).abs() < 0.05, "mean {mean}, variance {variance}");
+    }
+
+    #[test]
+    fn same_data_for_every_thread_count_and_prefix() {
+        let spec = spec(3 * ROWS_PER_CHUNK + 100);
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(|| generate(&spec).unwrap());
+        let three =
+            rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(|| generate(&spec).unwrap());
+        assert_eq!(bits(&one), bits(&three));
+        // Rows depend on their index only: a shorter dataset is a prefix of a longer one.
+        let short = generate(&SyntheticSpec { rows: ROWS_PER_CHUNK + 5, ..spec.clone() }).unwrap();
+        let (values_short, labels_short) = bits(&short);
+        let (values_long, labels_long) = bits(&one);
+        assert_eq!(values_short, values_long[..values_short.len()]);
+        assert_eq!(labels_short, labels_long[..labels_short.len()]);
+        // Another seed gives other data.
+        let other = generate(&SyntheticSpec { seed: 8, ..spec }).unwrap();
+        assert_ne!(bits(&other).0, values_long);
+    }
+
+    #[test]
+    fn pinned_values() {
+        // The generator's output is part of its contract (benchmarks and tests compare runs over
+        // time and machines): these values must not change.
+        let data = generate(&SyntheticSpec { rows: 5000, ..spec(0) }).unwrap();
+        let v = values(&data);
+        let first: Vec<u32> = v[..4].iter().map(|x| x.to_bits()).collect();
+        let last = v[v.len() - 1].to_bits();
+        let positives = data.info.labels.iter().filter(|&&l| l == 1.0).count();
+        let sum: f64 = v.iter().filter(|x| !x.is_nan()).map(|&x| f64::from(x)).sum();
+        assert_eq!(first, vec![0xbfd4971a, 0x3eb8d339, 0xbd0a9d5f, 0x3dcf3420]);
+        assert_eq!(last, 0xbe11b8af);
+        assert_eq!(positives, 2507);
+        assert!((sum - 316.636745).abs() < 1e-5, "{sum}");
+    }
+
+    #[test]
+    fn labels_follow_the_margin() {
+        let exact = SyntheticSpec { rows: 20_000, noise: 0.0, missing_fraction: 0.0, ..spec(0) };
+        let regression = generate(&SyntheticSpec { task: SyntheticTask::Regression, ..exact.clone() }).unwrap();
+        let binary = generate(&exact).unwrap();
+        let v = values(&regression);
+        assert_eq!(values(&binary), v);
+        for (i, (&m, &b)) in regression.info.labels.iter().zip(&binary.info.labels).enumerate() {
+            let row = &v[i * 28..(i + 1) * 28];
+            let x = |j: usize| f64::from(row[j]);
+            let expected = x(0) - 0.8 * x(1) + 0.6 * x(2) - 0.4 * x(3)
+                + 0.2 * x(4)
+                + (2.0 * x(5)).sin()
+                + x(6) * x(7)
+                + x(8).abs()
+                - (2.0 / std::f64::consts::PI).sqrt();
+            assert!((f64::from(m) - expected).abs() < 1e-5, "row {i}: {m} vs {expected}");
+            assert_eq!(b, f32::from(u8::from(f64::from(m) > 0.0)), "row {i}");
+        }
+        // The margin's variance is about 1 + 0.64 + 0.36 + 0.16 + 0.04 + 0.5 + 1 + (1 - 2/pi) = 4.06;
+        // noise adds its square.
+        let variance = |data: &Dataset| {
+            let n = data.info.labels.len() as f64;
+            let mean = data.info.labels.iter().map(|&l| f64::from(l)).sum::<f64>() / n;
+            data.info.labels.iter().map(|&l| (f64::from(l) - mean).powi(2)).sum::<f64>() / n
+        };
+        let quiet = variance(&regression);
+        assert!((3.8..4.3).contains(&quiet), "{quiet}");
+        let noisy = SyntheticSpec { noise: 2.0, task: SyntheticTask::Regression, ..exact };
+        let loud = variance(&generate(&noisy).unwrap());
+        assert!((7.6..8.5).contains(&loud), "{loud}");
+    }
+
+    #[test]
+    fn few_columns_and_bad_specs() {
+        let narrow = generate(&SyntheticSpec { rows: 10, cols: 2, missing_columns: 2, ..spec(0) }).unwrap();
+        assert_eq!((narrow.rows(), narrow.cols()), (10, 2));
+        let bad = |spec: SyntheticSpec, name: &str| match generate(&spec) {
+            Err(Error::InvalidParameter { name: got, .. }) => assert_eq!(got, name),
+            other => panic!("{name}: {other:?}"),
+        };
+        bad(spec(0), "rows");
+        bad(SyntheticSpec { cols: 0, ..spec(1) }, "cols");
+        bad(SyntheticSpec { rows: usize::MAX, cols: 2, ..spec(1) }, "rows");
+        bad(SyntheticSpec { missing_fraction: 1.5, ..spec(1) }, "missing_fraction");
+        bad(SyntheticSpec { missing_fraction: f64::NAN, ..spec(1) }, "missing_fraction");
+        bad(SyntheticSpec { missing_columns: 29, ..spec(1) }, "missing_columns");
+        bad(SyntheticSpec { noise: -1.0, ..spec(1) }, "noise");
+        bad(SyntheticSpec { noise: f64::INFINITY, ..spec(1) }, "noise");
+    }
+}
