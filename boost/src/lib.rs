@@ -9,6 +9,7 @@ pub mod data;
 pub mod ellpack;
 mod error;
 pub mod fixed_point;
+pub mod learner;
 pub mod metric;
 pub mod model;
 pub mod objective;

@@ -1,7 +1,47 @@
 //! Evaluation metrics with XGBoost's names, defaults and tie handling.
+//!
+//! With prediction `p` (the objective's eval transform), label `y` and weight `w` (one per row; one
+//! per query group for `ndcg`, `map` and ranking AUC):
+//!
+//! | name | value |
+//! |---|---|
+//! | `rmse`, `rmsle` | `√(Σ w e² / Σ w)`, `e = y - p` or `log1p(y) - log1p(p)` |
+//! | `mae`, `mape` | `Σ w |e| / Σ w`, `e = y - p` or `(y - p) / y` |
+//! | `mphe` | `Σ w δ² (√(1 + ((y - p)/δ)²) - 1) / Σ w`, `δ = huber_slope` (default 1) |
+//! | `logloss` | `-Σ w (y log p + (1 - y) log(1 - p)) / Σ w`, logs of `max(·, 1e-16)`, `0 log 0 = 0` |
+//! | `error`, `error@t` | weighted fraction with `p > t` (`t` = 0.5) counted as `1 - y`, else `y` |
+//! | `poisson-nloglik` | `Σ w (lgamma(y + 1) + p - y log p) / Σ w`, `p >= 1e-16` |
+//! | `merror`, `mlogloss` | argmax (first of equal maxima) `!= y`; `-log(max(p_y, 1e-16))` |
+//! | `auc`, `aucpr` | see `auc.rs`: binary, one-vs-rest for multi-class, per group for ranking |
+//! | `ndcg[@k][-]`, `map[@k][-]` | see `rank.rs`: mean over groups, weighted by group |
+//!
+//! Like XGBoost, the per-row loss is computed in `f32` (with `libm`) and summed in `f64`; a zero
+//! total weight leaves the sum undivided. Sums run in parallel over fixed-size blocks combined in
+//! order, so results do not depend on the number of threads.
+//!
+//! Two XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`) and
+//! `ndcg_exp_gain` (`ndcg`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
+//! metric of an objective also inherits the objective's ranking truncation: use
+//! [`default_metric_for`].
+
+mod auc;
+mod elementwise;
+mod multiclass;
+mod rank;
+
+use rayon::prelude::*;
 
 use crate::data::MetaInfo;
+use crate::objective::{format_g, Objective, Params};
 use crate::{Error, Result};
+
+pub use auc::{Auc, AucKind};
+pub use elementwise::{Elementwise, ElementwiseKind};
+pub use multiclass::{MultiClass, MultiClassKind};
+pub use rank::{RankMetric, RankMetricKind};
+
+/// Training parameters (XGBoost names) that [`from_name_with_params`] reads.
+pub const METRIC_PARAMETERS: &[&str] = &["huber_slope", "ndcg_exp_gain"];
 
 /// An evaluation metric.
 pub trait Metric: Send + Sync {
@@ -12,9 +52,269 @@ pub trait Metric: Send + Sync {
     /// The metric of `predictions` (the objective's eval transform of the margins, `rows * outputs`
     /// row-major) against `info`'s labels, weights and groups.
     fn evaluate(&self, predictions: &[f32], info: &MetaInfo, outputs: usize) -> f64;
+    /// Checks that `evaluate` can take this data (prediction count, label range, weights per row or
+    /// per group), naming the row or group at fault. `evaluate` on data that fails here returns NaN
+    /// where XGBoost would stop with an error.
+    fn check(&self, _predictions: usize, _info: &MetaInfo, _outputs: usize) -> Result<()> {
+        Ok(())
+    }
 }
 
-/// The metric called `name` (`ndcg@10`, `map@5`, `error@0.7`, ... included).
+/// The metric called `name` (`ndcg@10`, `map@5-`, `error@0.7`, ... included), with XGBoost's
+/// defaults for the parameters of [`from_name_with_params`].
 pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
-    Err(Error::param("eval_metric", format!("unknown metric `{name}`")))
+    from_name_with_params(name, &[])
+}
+
+/// The metric called `name`, reading `huber_slope` and `ndcg_exp_gain` from `params` (other names
+/// are ignored) as XGBoost configures metrics from the training parameters. Names:
+/// `rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error`, `error@t`, `poisson-nloglik`,
+/// `merror`, `mlogloss`, `auc`, `aucpr`, and `ndcg`/`map` with optional `@k` and trailing `-`
+/// (`ndcg`, `ndcg-`, `ndcg@5`, `ndcg@5-`, `ndcg@-`). A bare `ndcg` or `map` is truncated at 32
+/// documents, as in XGBoost 3.x.
+pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<Box<dyn Metric>> {
+    let p = Params(params);
+    let bad = |reason: String| Error::param("eval_metric", reason);
+    let (base, arg) = match name.split_once('@') {
+        Some((b, a)) => (b, Some(a)),
+        // XGBoost 3.x takes `ndcg-` for `ndcg@-`.
+        None => match name.strip_suffix('-') {
+            Some(b) if b == "ndcg" || b == "map" => (b, Some("-")),
+            _ => (name, None),
+        },
+    };
+    let no_arg = |m: Box<dyn Metric>| -> Result<Box<dyn Metric>> {
+        match arg {
+            None => Ok(m),
+            Some(a) => Err(bad(format!("metric `{base}` takes no `@{a}`"))),
+        }
+    };
+    match base {
+        "rmse" => no_arg(Box::new(Elementwise::new(ElementwiseKind::Rmse))),
+        "rmsle" => no_arg(Box::new(Elementwise::new(ElementwiseKind::Rmsle))),
+        "mae" => no_arg(Box::new(Elementwise::new(ElementwiseKind::Mae))),
+        "mape" => no_arg(Box::new(Elementwise::new(ElementwiseKind::Mape))),
+        "mphe" => {
+            let slope = p.f32("huber_slope")?.unwrap_or(1.0);
+            if slope == 0.0 {
+                return Err(Error::param("huber_slope", "must not be 0"));
+            }
+            no_arg(Box::new(Elementwise::new(ElementwiseKind::Mphe { slope })))
+        }
+        "logloss" => no_arg(Box::new(Elementwise::new(ElementwiseKind::LogLoss))),
+        "poisson-nloglik" => no_arg(Box::new(Elementwise::new(ElementwiseKind::PoissonNegLogLik))),
+        "error" => {
+            let threshold = match arg {
+                None => None,
+                Some(a) => match a.trim().parse::<f32>() {
+                    Ok(t) if t.is_finite() => Some(t),
+                    _ => return Err(bad(format!("`{name}`: the threshold `{a}` is not a number"))),
+                },
+            };
+            Ok(Box::new(Elementwise::new(ElementwiseKind::Error { threshold })))
+        }
+        "merror" => no_arg(Box::new(MultiClass::new(MultiClassKind::Error))),
+        "mlogloss" => no_arg(Box::new(MultiClass::new(MultiClassKind::LogLoss))),
+        "auc" => no_arg(Box::new(Auc::new(AucKind::Roc))),
+        "aucpr" => no_arg(Box::new(Auc::new(AucKind::Pr))),
+        "ndcg" | "map" => {
+            let kind = if base == "ndcg" { RankMetricKind::Ndcg } else { RankMetricKind::Map };
+            let (top_k, minus) = parse_rank_arg(arg).map_err(|r| bad(format!("`{name}`: {r}")))?;
+            let exp_gain = p.bool("ndcg_exp_gain")?.unwrap_or(true);
+            Ok(Box::new(RankMetric::new(kind, top_k.or(Some(rank::DEFAULT_TOP_K)), top_k, minus, exp_gain)))
+        }
+        _ => Err(bad(format!("unknown metric `{name}`"))),
+    }
+}
+
+/// `k`, `k-`, `-` or nothing: the truncation (if given) and the minus flag.
+fn parse_rank_arg(arg: Option<&str>) -> std::result::Result<(Option<u32>, bool), String> {
+    let Some(arg) = arg else { return Ok((None, false)) };
+    let (digits, minus) = match arg.strip_suffix('-') {
+        Some(d) => (d, true),
+        None => (arg, false),
+    };
+    if digits.is_empty() {
+        return Ok((None, minus));
+    }
+    match digits.parse::<u32>() {
+        Ok(k) if k >= 1 && k != u32::MAX => Ok((Some(k), minus)),
+        _ => Err(format!("`{digits}` is not a truncation (an integer >= 1)")),
+    }
+}
+
+/// The metric XGBoost evaluates when no `eval_metric` is given: the objective's
+/// [`Objective::default_metric_name`], configured with the objective's parameters (its `huber_slope`
+/// for `mphe`; for the ranking objectives its `ndcg_exp_gain` and its truncation, so that with
+/// `lambdarank_pair_method = mean` the default `ndcg` covers the whole list, unlike a bare `ndcg`
+/// given by name).
+pub fn default_metric_for(objective: &dyn Objective) -> Result<Box<dyn Metric>> {
+    let json = objective.to_json();
+    let name = objective.default_metric_name();
+    if let Some(lp) = json.get("lambdarank_param") {
+        let field = |k: &str| lp.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let exp_gain = field("ndcg_exp_gain") != "0";
+        let top_k = match field("lambdarank_pair_method") {
+            "mean" => None,
+            _ => match field("lambdarank_num_pair_per_sample").parse::<u32>() {
+                Ok(k) if k != u32::MAX => Some(k),
+                _ => Some(rank::DEFAULT_TOP_K),
+            },
+        };
+        let kind = if objective.default_metric() == "map" { RankMetricKind::Map } else { RankMetricKind::Ndcg };
+        return Ok(Box::new(RankMetric::new(kind, top_k, top_k, false, exp_gain)));
+    }
+    let mut params = Vec::new();
+    if let Some(slope) = json.get("pseudo_huber_param").and_then(|p| p.get("huber_slope")).and_then(|v| v.as_str()) {
+        params.push(("huber_slope".to_string(), slope.to_string()));
+    }
+    from_name_with_params(&name, &params)
+}
+
+/// Rows per block of the deterministic parallel sums.
+const BLOCK: usize = 1 << 14;
+
+/// `(Σ a_i, Σ b_i)` over `i < n` of `f(i) = (a_i, b_i)`, in `f64`: blocks of [`BLOCK`] rows summed in
+/// parallel, then the block sums in block order, so the result is the same on any thread count.
+pub(crate) fn block_sum(n: usize, f: impl Fn(usize) -> (f64, f64) + Sync) -> (f64, f64) {
+    let blocks: Vec<(f64, f64)> = (0..n.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|b| {
+            let mut s = (0.0, 0.0);
+            for i in b * BLOCK..((b + 1) * BLOCK).min(n) {
+                let (x, y) = f(i);
+                s.0 += x;
+                s.1 += y;
+            }
+            s
+        })
+        .collect();
+    blocks.iter().fold((0.0, 0.0), |acc, s| (acc.0 + s.0, acc.1 + s.1))
+}
+
+/// Weights per row must match the rows and be finite and non-negative.
+pub(crate) fn check_row_weights(info: &MetaInfo) -> Result<()> {
+    let rows = info.labels.len();
+    if !info.weights.is_empty() && info.weights.len() != rows {
+        return Err(Error::InvalidData(format!("{} weights for {rows} rows", info.weights.len())));
+    }
+    crate::objective::check_weights(&info.weights, "row")
+}
+
+/// The prediction count must be `rows * outputs`.
+pub(crate) fn check_prediction_count(predictions: usize, info: &MetaInfo, outputs: usize) -> Result<()> {
+    let want = info.labels.len() * outputs.max(1);
+    if predictions != want {
+        return Err(Error::InvalidData(format!(
+            "{predictions} predictions for {} rows with {} outputs each",
+            info.labels.len(),
+            outputs.max(1)
+        )));
+    }
+    Ok(())
+}
+
+/// Metric names format thresholds as C++ streams do (6 significant digits).
+pub(crate) fn format_threshold(t: f32) -> String {
+    format_g(t as f64, 6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objective;
+
+    #[test]
+    fn names_parse_and_print_as_xgboost() {
+        // Printed names as in xgboost 3.2.0's eval log.
+        let cases = [
+            ("rmse", "rmse"),
+            ("rmsle", "rmsle"),
+            ("mae", "mae"),
+            ("mape", "mape"),
+            ("mphe", "mphe"),
+            ("logloss", "logloss"),
+            ("error", "error"),
+            ("error@0.5", "error"),
+            ("error@0.7", "error@0.7"),
+            ("error@0.30000001", "error@0.3"),
+            ("error@1e-7", "error@1e-07"),
+            ("poisson-nloglik", "poisson-nloglik"),
+            ("merror", "merror"),
+            ("mlogloss", "mlogloss"),
+            ("auc", "auc"),
+            ("aucpr", "aucpr"),
+            ("ndcg", "ndcg"),
+            ("ndcg-", "ndcg-"),
+            ("ndcg@-", "ndcg-"),
+            ("ndcg@3", "ndcg@3"),
+            ("ndcg@3-", "ndcg@3-"),
+            ("map", "map"),
+            ("map-", "map-"),
+            ("map@5", "map@5"),
+        ];
+        for (name, printed) in cases {
+            assert_eq!(from_name(name).unwrap().name(), printed, "{name}");
+        }
+        for bad in ["rmse@2", "nope", "ndcg@0", "ndcg@x", "ndcg@3x", "error@abc", "map@-1", "auc-", ""] {
+            assert!(matches!(from_name(bad), Err(Error::InvalidParameter { .. })), "{bad}");
+        }
+        let higher = ["auc", "aucpr", "ndcg", "map@3"];
+        for name in [
+            "rmse",
+            "mae",
+            "logloss",
+            "error",
+            "merror",
+            "mlogloss",
+            "poisson-nloglik",
+            "auc",
+            "aucpr",
+            "ndcg",
+            "map@3",
+        ] {
+            assert_eq!(from_name(name).unwrap().higher_is_better(), higher.contains(&name), "{name}");
+        }
+        let p = vec![("huber_slope".to_string(), "0".to_string())];
+        assert!(matches!(from_name_with_params("mphe", &p), Err(Error::InvalidParameter { .. })));
+    }
+
+    #[test]
+    fn default_metrics_follow_the_objective() {
+        let obj = |name: &str, p: &[(&str, &str)]| {
+            let p: Vec<(String, String)> = p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            objective::from_name(name, &p).unwrap()
+        };
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
+            ("reg:squarederror", &[], "rmse"),
+            ("reg:logistic", &[], "rmse"),
+            ("binary:logistic", &[], "logloss"),
+            ("binary:logitraw", &[], "logloss"),
+            ("reg:pseudohubererror", &[], "mphe"),
+            ("reg:absoluteerror", &[], "mae"),
+            ("count:poisson", &[], "poisson-nloglik"),
+            ("multi:softmax", &[("num_class", "3")], "mlogloss"),
+            ("multi:softprob", &[("num_class", "3")], "mlogloss"),
+            ("rank:pairwise", &[], "ndcg@32"),
+            ("rank:ndcg", &[], "ndcg@32"),
+            ("rank:ndcg", &[("lambdarank_num_pair_per_sample", "3")], "ndcg@3"),
+            ("rank:ndcg", &[("lambdarank_pair_method", "mean")], "ndcg"),
+            ("rank:map", &[], "map@32"),
+        ];
+        for (name, p, metric) in cases {
+            let o = obj(name, p);
+            assert_eq!(default_metric_for(&*o).unwrap().name(), *metric, "{name}");
+            assert_eq!(o.default_metric_name(), *metric, "{name}");
+        }
+    }
+
+    #[test]
+    fn block_sum_is_exact_for_integers_and_ordered() {
+        let n = 3 * BLOCK + 17;
+        let (a, b) = block_sum(n, |i| (i as f64, 1.0));
+        assert_eq!(a, (n * (n - 1) / 2) as f64);
+        assert_eq!(b, n as f64);
+        assert_eq!(block_sum(0, |_| (1.0, 1.0)), (0.0, 0.0));
+    }
 }

@@ -1,11 +1,89 @@
 //! Objectives with XGBoost's names and semantics: gradients and hessians of the loss at the current
 //! margins, the transformation of margins to predictions, the initial estimate of `base_score`, and
 //! the default metric.
+//!
+//! With margin `m`, label `y`, row weight `w` (1 when none) and prediction `p = transform(m)`:
+//!
+//! | objective | gradient | hessian | transform |
+//! |---|---|---|---|
+//! | `reg:squarederror` | `(m - y) w'` | `w'` | identity |
+//! | `reg:logistic`, `binary:logistic` | `(σ(m) - y) w'` | `max(σ(m)(1 - σ(m)), 1e-16) w'` | `σ` |
+//! | `binary:logitraw` | as `binary:logistic` | | identity |
+//! | `reg:pseudohubererror` | `z / √(1 + z²/δ²) w` | `δ² / ((δ² + z²) √(1 + z²/δ²)) w` | identity |
+//! | `reg:absoluteerror` | `sign(m - y) w` | `w` | identity |
+//! | `count:poisson` | `(e^m - y) w` | `e^(m + max_delta_step) w` | `e^m` |
+//! | `multi:softmax`, `multi:softprob` | `(p_k - [y = k]) w` | `max(2 p_k (1 - p_k) w, 1e-16)` | class id / `p` |
+//! | `rank:pairwise`, `rank:ndcg`, `rank:map` | LambdaMART, see `ranking.rs` | | identity |
+//!
+//! where `σ(x) = 1 / (1 + e^-x)`, `z = m - y`, `δ = huber_slope`, `p_k = softmax(m)_k`, and
+//! `w' = w * scale_pos_weight` on rows whose label is exactly 1 (XGBoost applies `scale_pos_weight`
+//! in every `reg_loss_param` objective, squared error included).
+//!
+//! **Numerics.** Gradients are computed in `f32` with `libm`'s functions (`expf`, `logf`, `sqrtf`)
+//! and plain IEEE arithmetic only, so the GPU backend, running this same code, gets bit-identical
+//! values; ranking follows XGBoost and works in `f64` (again with `libm`) before rounding each pair's
+//! lambda to `f32`. XGBoost itself uses the C library's `expf`, which may differ from `libm` in the
+//! last bit: results agree with XGBoost to a few ulps, not bit for bit.
+//!
+//! **`base_score` estimation** (XGBoost 3.2's `InitEstimation`, each checked against
+//! `learner_model_param.base_score` of a model trained by xgboost 3.2.0):
+//! - squared error, logistic (all three), Poisson: the weighted mean of the labels (for
+//!   `binary:logitraw` that mean is used as the margin itself, as XGBoost does). When
+//!   `scale_pos_weight != 1` XGBoost instead takes one Newton step from margin 0 (`-ΣG/ΣH`) and
+//!   transforms it (`σ` for the logistic ones): so do we.
+//! - pseudo-Huber and ranking: one Newton step from margin 0 (ranking gives ≈0).
+//! - absolute error: the weighted median (XGBoost's `Quantile`/`WeightedQuantile`, see
+//!   [`weighted_quantile`]).
+//! - multi-class: XGBoost 3.2 writes one value per class, `log(f_k + 1e-6)` of the weighted class
+//!   frequencies `f_k`, centred to mean 0 (margins; `prob_to_margin` is the identity). That vector is
+//!   [`Objective::initial_base_scores`]; the scalar `initial_base_score` of a multi-class objective
+//!   is XGBoost's old constant 0.5.
+
+mod multiclass;
+mod ranking;
+mod regression;
 
 use primitives::ops::GradientPair;
 
+pub use multiclass::Softmax;
+pub(crate) use ranking::{ndcg_discount, ndcg_gain};
+pub use ranking::{LambdaRank, PairMethod, RankKind};
+pub use regression::{AbsoluteError, Logistic, LogisticKind, Poisson, PseudoHuber, SquaredError};
+
 use crate::data::MetaInfo;
 use crate::{Error, Result};
+
+/// Every parameter name some objective reads from [`from_name`]'s `params` (XGBoost's names). Other
+/// names are ignored by `from_name`; the caller checks unknown names against all its lists.
+pub const OBJECTIVE_PARAMETERS: &[&str] = &[
+    "scale_pos_weight",
+    "huber_slope",
+    "max_delta_step",
+    "num_class",
+    "lambdarank_pair_method",
+    "lambdarank_num_pair_per_sample",
+    "lambdarank_normalization",
+    "lambdarank_score_normalization",
+    "lambdarank_unbiased",
+    "lambdarank_bias_norm",
+    "ndcg_exp_gain",
+];
+
+/// The objective names [`from_name`] knows.
+pub const OBJECTIVE_NAMES: &[&str] = &[
+    "reg:squarederror",
+    "reg:logistic",
+    "binary:logistic",
+    "binary:logitraw",
+    "reg:pseudohubererror",
+    "reg:absoluteerror",
+    "count:poisson",
+    "multi:softmax",
+    "multi:softprob",
+    "rank:pairwise",
+    "rank:ndcg",
+    "rank:map",
+];
 
 /// A learning objective.
 pub trait Objective: Send + Sync {
@@ -41,9 +119,502 @@ pub trait Objective: Send + Sync {
     }
     /// The objective's parameters as XGBoost writes them in a model's `learner.objective`.
     fn to_json(&self) -> serde_json::Value;
+
+    /// The estimated `base_score` as XGBoost 3.2 writes it in `learner_model_param.base_score`: one
+    /// value per output for `multi:*` (the centred log class frequencies), else
+    /// `[initial_base_score]`.
+    fn initial_base_scores(&self, info: &MetaInfo) -> Vec<f32> {
+        vec![self.initial_base_score(info)]
+    }
+    /// Checks a user-given `base_score` (prediction space): finite, and in the objective's range
+    /// (`[0, 1]` for the logistic objectives, `>= 0` for Poisson). The error names `base_score`.
+    fn check_base_score(&self, base_score: f32) -> Result<()> {
+        if base_score.is_finite() {
+            Ok(())
+        } else {
+            Err(Error::param("base_score", format!("must be finite, got {base_score}")))
+        }
+    }
+    /// The default metric's full name as XGBoost prints it: `ndcg@32` for `rank:ndcg` with the
+    /// default `topk` pairs (`default_metric` returns the bare `ndcg`). Build the metric itself with
+    /// [`crate::metric::default_metric_for`], which also carries the objective's parameters over
+    /// (truncation, `ndcg_exp_gain`, `huber_slope`) as XGBoost does.
+    fn default_metric_name(&self) -> String {
+        self.default_metric().to_string()
+    }
 }
 
-/// The objective called `name`, configured from XGBoost-named parameters.
-pub fn from_name(name: &str, _params: &[(String, String)]) -> Result<Box<dyn Objective>> {
-    Err(Error::param("objective", format!("unknown objective `{name}`")))
+/// The objective called `name`, configured from XGBoost-named parameters. Parameters the objective
+/// does not read are ignored (see [`OBJECTIVE_PARAMETERS`]); a later duplicate overrides an earlier
+/// one. Bad values are [`Error::InvalidParameter`] naming the parameter.
+pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Objective>> {
+    let p = Params(params);
+    Ok(match name {
+        "reg:squarederror" => Box::new(SquaredError::new(p.scale_pos_weight()?)),
+        "reg:logistic" => Box::new(Logistic::new(LogisticKind::Regression, p.scale_pos_weight()?)),
+        "binary:logistic" => Box::new(Logistic::new(LogisticKind::Binary, p.scale_pos_weight()?)),
+        "binary:logitraw" => Box::new(Logistic::new(LogisticKind::Raw, p.scale_pos_weight()?)),
+        "reg:pseudohubererror" => {
+            let slope = p.f32("huber_slope")?.unwrap_or(1.0);
+            if slope == 0.0 {
+                return Err(Error::param("huber_slope", "must not be 0"));
+            }
+            Box::new(PseudoHuber::new(slope))
+        }
+        "reg:absoluteerror" => Box::new(AbsoluteError),
+        "count:poisson" => {
+            let step = p.f32("max_delta_step")?.unwrap_or(0.7);
+            if step < 0.0 {
+                return Err(Error::param("max_delta_step", format!("must be >= 0, got {step}")));
+            }
+            Box::new(Poisson::new(step))
+        }
+        "multi:softmax" | "multi:softprob" => {
+            let classes = p.u32("num_class")?.ok_or_else(|| Error::param("num_class", "required by multi:*"))?;
+            if classes < 1 {
+                return Err(Error::param("num_class", "must be >= 1"));
+            }
+            Box::new(Softmax::new(classes as usize, name == "multi:softprob"))
+        }
+        "rank:pairwise" => Box::new(LambdaRank::from_params(RankKind::Pairwise, &p)?),
+        "rank:ndcg" => Box::new(LambdaRank::from_params(RankKind::Ndcg, &p)?),
+        "rank:map" => Box::new(LambdaRank::from_params(RankKind::Map, &p)?),
+        _ => return Err(Error::param("objective", format!("unknown objective `{name}`"))),
+    })
+}
+
+/// Rebuilds an objective from a model's `learner.objective` (what [`Objective::to_json`] writes):
+/// `{"name": ..., "<param_group>": {"<param>": "<value>", ...}}`. Errors are [`Error::Model`].
+pub fn from_json(value: &serde_json::Value) -> Result<Box<dyn Objective>> {
+    let object = value.as_object().ok_or_else(|| Error::Model("learner.objective: not an object".into()))?;
+    let name = object
+        .get("name")
+        .and_then(|n| n.as_str())
+        .ok_or_else(|| Error::Model("learner.objective.name: missing or not a string".into()))?;
+    let mut params = Vec::new();
+    for (group, entries) in object {
+        if group == "name" {
+            continue;
+        }
+        // Parameter groups are objects of strings; anything else (XGBoost's `ti+`/`tj-` arrays of the
+        // unbiased ranking, which we do not support) is rejected by the parameters it comes with.
+        let Some(entries) = entries.as_object() else { continue };
+        for (key, v) in entries {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                serde_json::Value::Bool(b) => (if *b { "1" } else { "0" }).to_string(),
+                _ => return Err(Error::Model(format!("learner.objective.{group}.{key}: not a string"))),
+            };
+            params.push((key.clone(), text));
+        }
+    }
+    from_name(name, &params).map_err(|e| Error::Model(format!("learner.objective: {e}")))
+}
+
+/// XGBoost-named parameters, read with XGBoost's value syntax.
+pub(crate) struct Params<'a>(pub(crate) &'a [(String, String)]);
+
+impl Params<'_> {
+    /// The last value given for `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.trim())
+    }
+
+    pub(crate) fn f32(&self, name: &str) -> Result<Option<f32>> {
+        let Some(text) = self.get(name) else { return Ok(None) };
+        match text.parse::<f32>() {
+            Ok(v) if v.is_finite() => Ok(Some(v)),
+            _ => Err(Error::param(name, format!("expected a finite number, got `{text}`"))),
+        }
+    }
+
+    pub(crate) fn f64(&self, name: &str) -> Result<Option<f64>> {
+        let Some(text) = self.get(name) else { return Ok(None) };
+        match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(Some(v)),
+            _ => Err(Error::param(name, format!("expected a finite number, got `{text}`"))),
+        }
+    }
+
+    pub(crate) fn u32(&self, name: &str) -> Result<Option<u32>> {
+        let Some(text) = self.get(name) else { return Ok(None) };
+        text.parse::<u32>()
+            .map(Some)
+            .map_err(|_| Error::param(name, format!("expected a non-negative integer, got `{text}`")))
+    }
+
+    /// dmlc's booleans: `true`/`false`/`1`/`0`, any case.
+    pub(crate) fn bool(&self, name: &str) -> Result<Option<bool>> {
+        let Some(text) = self.get(name) else { return Ok(None) };
+        match text.to_ascii_lowercase().as_str() {
+            "1" | "true" => Ok(Some(true)),
+            "0" | "false" => Ok(Some(false)),
+            _ => Err(Error::param(name, format!("expected true/false/1/0, got `{text}`"))),
+        }
+    }
+
+    fn scale_pos_weight(&self) -> Result<f32> {
+        let v = self.f32("scale_pos_weight")?.unwrap_or(1.0);
+        if v < 0.0 {
+            return Err(Error::param("scale_pos_weight", format!("must be >= 0, got {v}")));
+        }
+        Ok(v)
+    }
+}
+
+/// XGBoost's `common::Sigmoid(float)`: `1 / (1 + e^-x)` with the exponent capped at 88.7 (no
+/// overflow to infinity).
+#[inline]
+pub fn sigmoid(x: f32) -> f32 {
+    let e = libm::expf(if -x < 88.7 { -x } else { 88.7 });
+    1.0 / (e + 1.0)
+}
+
+/// The order XGBoost ranks scores in (`std::greater` under a stable sort): descending, `-0 == +0`,
+/// and NaN (which XGBoost leaves undefined) after every number, so the order is total.
+#[inline]
+pub(crate) fn cmp_desc(a: f32, b: f32) -> std::cmp::Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        _ => b.partial_cmp(&a).unwrap_or(std::cmp::Ordering::Equal),
+    }
+}
+
+/// Indices of `values` in descending order, ties in their original order (XGBoost's
+/// `ArgSort(..., std::greater<>)`, which is a stable sort).
+pub(crate) fn argsort_desc(values: &[f32]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..values.len()).collect();
+    idx.sort_by(|&a, &b| cmp_desc(values[a], values[b]));
+    idx
+}
+
+/// XGBoost's quantile of `values` (`common::Quantile` without weights, `WeightedQuantile` with):
+///
+/// - unweighted: with `n` values sorted, `x = α (n + 1)`; `α <= 1/(n+1)` gives the smallest,
+///   `α >= n/(n+1)` the largest, otherwise `v[⌊x⌋-1] + (x - ⌊x⌋)(v[⌊x⌋] - v[⌊x⌋-1])` (R's type 6);
+///   the median of an even count is the mean of the middle two.
+/// - weighted: no interpolation: the first sorted value whose cumulative weight (summed in `f32`) is
+///   at least `α` times the total.
+///
+/// NaN for no values. `weights`, when given, has one weight per value.
+pub fn weighted_quantile(alpha: f64, values: &[f32], weights: Option<&[f32]>) -> f32 {
+    let n = values.len();
+    if n == 0 {
+        return f32::NAN;
+    }
+    let mut idx: Vec<usize> = (0..n).collect();
+    idx.sort_by(|&a, &b| cmp_desc(values[b], values[a]));
+    match weights {
+        None => {
+            let nf = n as f64;
+            if alpha <= 1.0 / (nf + 1.0) {
+                return values[idx[0]];
+            }
+            if alpha >= nf / (nf + 1.0) {
+                return values[idx[n - 1]];
+            }
+            let x = alpha * (nf + 1.0);
+            let k = libm::floor(x) - 1.0;
+            let d = (x - 1.0) - k;
+            let k = k as usize;
+            let v0 = values[idx[k]];
+            let v1 = values[idx[(k + 1).min(n - 1)]];
+            (v0 as f64 + d * (v1 - v0) as f64) as f32
+        }
+        Some(w) => {
+            let mut cdf = Vec::with_capacity(n);
+            let mut acc = 0.0f32;
+            for &i in &idx {
+                acc += w.get(i).copied().unwrap_or(1.0);
+                cdf.push(acc);
+            }
+            let thresh = (acc as f64 * alpha) as f32;
+            let pos = cdf.partition_point(|&c| c < thresh).min(n - 1);
+            values[idx[pos]]
+        }
+    }
+}
+
+/// One Newton step from margin 0, XGBoost's `FitIntercept`: `-ΣG / max(ΣH, 1e-6)` over all
+/// outputs' gradients at zero margins (sums in `f64`, in row order), then averaged over outputs.
+pub(crate) fn newton_intercept(objective: &dyn Objective, info: &MetaInfo) -> f32 {
+    let outputs = objective.outputs().max(1);
+    let n = info.labels.len() * outputs;
+    let margins = vec![0.0f32; n];
+    let mut gpair = vec![GradientPair::new(0.0f32, 0.0f32); n];
+    objective.gradients(&margins, info, 0, &mut gpair);
+    let mut mean = 0.0f64;
+    for k in 0..outputs {
+        let (mut g, mut h) = (0.0f64, 0.0f64);
+        for p in gpair.iter().skip(k).step_by(outputs) {
+            g += p.grad as f64;
+            h += p.hess as f64;
+        }
+        mean += (-g / h.max(1e-6)) as f32 as f64;
+    }
+    (mean / outputs as f64) as f32
+}
+
+/// The weighted mean of the labels (XGBoost's `FitInterceptGlmLike`); 0 for no rows or zero weight.
+pub(crate) fn weighted_label_mean(info: &MetaInfo) -> f32 {
+    let (mut sy, mut sw) = (0.0f64, 0.0f64);
+    for (i, &y) in info.labels.iter().enumerate() {
+        let w = weight_of(info, i) as f64;
+        sy += y as f64 * w;
+        sw += w;
+    }
+    if sw > 0.0 {
+        (sy / sw) as f32
+    } else {
+        0.0
+    }
+}
+
+/// The weight of row `i`, 1 when weights are absent or too short (validation reports that).
+#[inline]
+pub(crate) fn weight_of(info: &MetaInfo, i: usize) -> f32 {
+    if info.weights.is_empty() {
+        1.0
+    } else {
+        info.weights.get(i).copied().unwrap_or(1.0)
+    }
+}
+
+/// Labels finite; weights (one per row) finite and non-negative; base margins `rows * outputs`.
+pub(crate) fn validate_rows(info: &MetaInfo, outputs: usize) -> Result<()> {
+    let rows = info.labels.len();
+    if let Some(i) = info.labels.iter().position(|y| !y.is_finite()) {
+        return Err(Error::InvalidData(format!("row {i}: label {} is not finite", info.labels[i])));
+    }
+    if !info.weights.is_empty() {
+        if info.weights.len() != rows {
+            return Err(Error::InvalidData(format!("{} weights for {rows} rows", info.weights.len())));
+        }
+        check_weights(&info.weights, "row")?;
+    }
+    if !info.base_margin.is_empty() && info.base_margin.len() != rows * outputs {
+        return Err(Error::InvalidData(format!(
+            "{} base margins for {rows} rows with {outputs} outputs each",
+            info.base_margin.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Weights must be finite and non-negative (XGBoost: "Weights must be positive values").
+pub(crate) fn check_weights(weights: &[f32], unit: &str) -> Result<()> {
+    if let Some(i) = weights.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
+        return Err(Error::InvalidData(format!(
+            "{unit} {i}: weight {} is not a finite non-negative number",
+            weights[i]
+        )));
+    }
+    Ok(())
+}
+
+/// C's `printf("%.*g", precision, v)`, which is how XGBoost (C++ streams with `precision`) writes
+/// numbers: 9 significant digits for `f32` parameters (`0.7` -> `0.699999988`), 17 for `f64`, 6 for
+/// metric names (`error@0.7`).
+pub(crate) fn format_g(v: f64, precision: usize) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let p = precision.max(1);
+    // Rust's `{:e}` rounds the exact binary value correctly, as glibc's printf does.
+    let sci = format!("{:.*e}", p - 1, v);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let strip = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if exp < -4 || exp >= p as i32 {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{}{:02}", strip(mantissa), sign, exp.abs())
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        strip(&format!("{:.*}", decimals, v))
+    }
+}
+
+/// `f32` parameter as XGBoost writes it (`%.9g`).
+pub(crate) fn format_f32(v: f32) -> String {
+    format_g(v as f64, 9)
+}
+
+#[cfg(test)]
+// Known answers keep the digits xgboost printed, beyond what an f32 holds.
+#[allow(clippy::excessive_precision)]
+mod tests {
+    use super::*;
+
+    fn params(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn every_name_parses_and_round_trips_through_json() {
+        for &name in OBJECTIVE_NAMES {
+            let p = params(&[("num_class", "3")]);
+            let obj = from_name(name, &p).unwrap();
+            assert_eq!(obj.name(), name);
+            let json = obj.to_json();
+            let back = from_json(&json).unwrap();
+            assert_eq!(back.name(), name);
+            assert_eq!(back.to_json(), json, "{name}");
+            // The default metric's name parses.
+            crate::metric::from_name(obj.default_metric()).unwrap();
+            crate::metric::from_name(&obj.default_metric_name()).unwrap();
+        }
+    }
+
+    #[test]
+    fn unknown_objective_and_bad_values_name_the_parameter() {
+        let err = |name: &str, p: &[(&str, &str)]| match from_name(name, &params(p)) {
+            Err(Error::InvalidParameter { name, .. }) => name,
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("accepted {p:?}"),
+        };
+        assert_eq!(err("reg:nope", &[]), "objective");
+        assert_eq!(err("binary:logistic", &[("scale_pos_weight", "-1")]), "scale_pos_weight");
+        assert_eq!(err("binary:logistic", &[("scale_pos_weight", "abc")]), "scale_pos_weight");
+        assert_eq!(err("reg:squarederror", &[("scale_pos_weight", "nan")]), "scale_pos_weight");
+        assert_eq!(err("reg:pseudohubererror", &[("huber_slope", "0")]), "huber_slope");
+        assert_eq!(err("count:poisson", &[("max_delta_step", "-0.5")]), "max_delta_step");
+        assert_eq!(err("multi:softmax", &[]), "num_class");
+        assert_eq!(err("multi:softprob", &[("num_class", "0")]), "num_class");
+        assert_eq!(err("multi:softprob", &[("num_class", "2.5")]), "num_class");
+        assert_eq!(err("rank:ndcg", &[("lambdarank_pair_method", "all")]), "lambdarank_pair_method");
+        assert_eq!(err("rank:ndcg", &[("lambdarank_num_pair_per_sample", "0")]), "lambdarank_num_pair_per_sample");
+        assert_eq!(err("rank:ndcg", &[("lambdarank_unbiased", "true")]), "lambdarank_unbiased");
+        assert_eq!(err("rank:map", &[("ndcg_exp_gain", "maybe")]), "ndcg_exp_gain");
+        assert_eq!(err("rank:map", &[("lambdarank_bias_norm", "-1")]), "lambdarank_bias_norm");
+    }
+
+    #[test]
+    fn foreign_parameters_are_ignored_and_the_last_duplicate_wins() {
+        let p =
+            params(&[("num_class", "x"), ("huber_slope", "0"), ("scale_pos_weight", "2"), ("scale_pos_weight", "3")]);
+        let obj = from_name("binary:logistic", &p).unwrap();
+        assert_eq!(obj.to_json()["reg_loss_param"]["scale_pos_weight"], "3");
+    }
+
+    #[test]
+    fn json_shapes_match_xgboost() {
+        // Shapes and values as xgboost 3.2.0 writes them in `save_config()["learner"]["objective"]`.
+        let obj = |name: &str, p: &[(&str, &str)]| from_name(name, &params(p)).unwrap().to_json();
+        assert_eq!(
+            obj("binary:logistic", &[]),
+            serde_json::json!({"name": "binary:logistic", "reg_loss_param": {"scale_pos_weight": "1"}})
+        );
+        assert_eq!(
+            obj("reg:logistic", &[("scale_pos_weight", "0.1")])["reg_loss_param"]["scale_pos_weight"],
+            "0.100000001"
+        );
+        assert_eq!(
+            obj("reg:pseudohubererror", &[]),
+            serde_json::json!({"name": "reg:pseudohubererror", "pseudo_huber_param": {"huber_slope": "1"}})
+        );
+        assert_eq!(obj("reg:absoluteerror", &[]), serde_json::json!({"name": "reg:absoluteerror"}));
+        assert_eq!(
+            obj("count:poisson", &[]),
+            serde_json::json!({"name": "count:poisson", "poisson_regression_param": {"max_delta_step": "0.699999988"}})
+        );
+        assert_eq!(
+            obj("multi:softmax", &[("num_class", "3")]),
+            serde_json::json!({"name": "multi:softmax", "softmax_multiclass_param": {"num_class": "3"}})
+        );
+        assert_eq!(
+            obj("rank:ndcg", &[]),
+            serde_json::json!({"name": "rank:ndcg", "lambdarank_param": {
+                "lambdarank_bias_norm": "1", "lambdarank_normalization": "1",
+                "lambdarank_num_pair_per_sample": "4294967295", "lambdarank_pair_method": "topk",
+                "lambdarank_score_normalization": "1", "lambdarank_unbiased": "0", "ndcg_exp_gain": "1"}})
+        );
+        let j = obj("rank:pairwise", &[("lambdarank_bias_norm", "1e-9"), ("lambdarank_normalization", "False")]);
+        assert_eq!(j["lambdarank_param"]["lambdarank_bias_norm"], "1.0000000000000001e-09");
+        assert_eq!(j["lambdarank_param"]["lambdarank_normalization"], "0");
+    }
+
+    #[test]
+    fn from_json_rejects_malformed_models() {
+        assert!(matches!(from_json(&serde_json::json!([])), Err(Error::Model(_))));
+        assert!(matches!(from_json(&serde_json::json!({"reg_loss_param": {}})), Err(Error::Model(_))));
+        assert!(matches!(from_json(&serde_json::json!({"name": "reg:what"})), Err(Error::Model(_))));
+        let bad = serde_json::json!({"name": "binary:logistic", "reg_loss_param": {"scale_pos_weight": [1]}});
+        assert!(matches!(from_json(&bad), Err(Error::Model(_))));
+        let bad = serde_json::json!({"name": "multi:softprob", "softmax_multiclass_param": {"num_class": "-2"}});
+        assert!(matches!(from_json(&bad), Err(Error::Model(_))));
+    }
+
+    #[test]
+    fn format_g_matches_printf() {
+        // Values from xgboost 3.2.0's saved configs (scale_pos_weight as f32) and from C's printf.
+        let cases32: &[(f32, &str)] = &[
+            (0.1, "0.100000001"),
+            (1e-7, "1.00000001e-07"),
+            (1e10, "1e+10"),
+            (123456789.0, "123456792"),
+            (2.5, "2.5"),
+            (3.0, "3"),
+            (1e-5, "9.99999975e-06"),
+            (1e-4, "9.99999975e-05"),
+            (100000.0, "100000"),
+            (1e16, "1.00000003e+16"),
+            (0.7, "0.699999988"),
+        ];
+        for &(v, s) in cases32 {
+            assert_eq!(format_f32(v), s, "{v}");
+        }
+        assert_eq!(format_g(0.5, 17), "0.5");
+        assert_eq!(format_g(1e-9, 17), "1.0000000000000001e-09");
+        assert_eq!(format_g(0.7f32 as f64, 6), "0.7");
+        assert_eq!(format_g(1e-7f32 as f64, 6), "1e-07");
+        assert_eq!(format_g(0.30000001f32 as f64, 6), "0.3");
+        assert_eq!(format_g(-2.0, 6), "-2");
+        assert_eq!(format_g(0.0001, 6), "0.0001");
+        assert_eq!(format_g(999999.5, 6), "1e+06");
+    }
+
+    #[test]
+    fn quantiles_follow_xgboost() {
+        // Unweighted: R type 6 interpolation; weighted: first cumulative weight >= alpha * total.
+        assert_eq!(weighted_quantile(0.5, &[3.0, 1.0, 2.0], None), 2.0);
+        assert_eq!(weighted_quantile(0.5, &[4.0, 1.0, 3.0, 2.0], None), 2.5);
+        assert_eq!(weighted_quantile(0.5, &[7.0], None), 7.0);
+        assert_eq!(weighted_quantile(0.1, &[4.0, 1.0, 3.0, 2.0], None), 1.0);
+        assert_eq!(weighted_quantile(0.9, &[4.0, 1.0, 3.0, 2.0], None), 4.0);
+        assert!(weighted_quantile(0.5, &[], None).is_nan());
+        // cdf 0.5, 2.0, 3.0, 5.0; threshold 2.5 -> third value (0.5).
+        assert_eq!(weighted_quantile(0.5, &[5.0, -2.0, 0.5, 0.0], Some(&[2.0, 0.5, 1.0, 1.5])), 0.5);
+        // All weights zero: threshold 0, the smallest value.
+        assert_eq!(weighted_quantile(0.5, &[5.0, -2.0], Some(&[0.0, 0.0])), -2.0);
+    }
+
+    #[test]
+    fn sigmoid_is_bounded_and_symmetric() {
+        assert_eq!(sigmoid(0.0), 0.5);
+        assert_eq!(sigmoid(-1000.0), 1.0 / (libm::expf(88.7) + 1.0));
+        assert_eq!(sigmoid(1000.0), 1.0);
+        for &x in &[0.3f32, 1.7, 5.0] {
+            assert!((sigmoid(x) + sigmoid(-x) - 1.0).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn argsort_is_stable_descending() {
+        assert_eq!(argsort_desc(&[1.0, 3.0, 1.0, -0.0, 0.0, f32::NAN, 3.0]), vec![1, 6, 0, 2, 3, 4, 5]);
+    }
 }

@@ -328,9 +328,9 @@ impl HistBuilder<'_> {
         };
         // Missing values go right: left gathers bins from the first on.
         let mut left = ZERO;
-        for b in begin..end {
-            left = fixed_point::add(left, hist[b]);
-            consider(left, fixed_point::sub(total, left), b as i64, cuts.cut_values[b], false);
+        for (b, (&h, &bound)) in hist[begin..end].iter().zip(&cuts.cut_values[begin..end]).enumerate() {
+            left = fixed_point::add(left, h);
+            consider(left, fixed_point::sub(total, left), (begin + b) as i64, bound, false);
         }
         let present = left;
         if present != total {
@@ -437,10 +437,10 @@ mod tests {
                     continue;
                 }
                 let mut left = ZERO;
-                for i in 0..rows {
+                for (i, &g) in fixed.iter().enumerate() {
                     let v = c.values[i * c.cols + f];
                     if if v.is_nan() { default_left } else { v < threshold } {
-                        left = fixed_point::add(left, fixed[i]);
+                        left = fixed_point::add(left, g);
                     }
                 }
                 let (l, r) = (q.to_float(left), q.to_float(fixed_point::sub(total, left)));

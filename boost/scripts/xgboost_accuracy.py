@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Trains XGBoost (CPU, hist) on datasets written by boost's accuracy test and prints the test metrics
+as JSON, so that the test compares boost's metrics with XGBoost's on exactly the same numbers.
+
+usage: xgboost_accuracy.py SPEC.json
+
+SPEC.json: {"cases": [{"name", "train", "test", "params": {...}, "rounds", "metric"}]}. Each data file
+is a CSV written by the test: a header line, then `label,weight,group,f0,f1,...` rows, with `nan` for a
+missing value; `weight` is 1 when the data has none, `group` is the ranking group's index (or 0).
+Prints {"name": metric value on the test set, ...} and {"xgboost": version}.
+"""
+import json
+import sys
+
+import numpy as np
+import xgboost as xgb
+
+
+def load(path):
+    table = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
+    label, weight, group, features = table[:, 0], table[:, 1], table[:, 2], table[:, 3:].astype(np.float32)
+    return label, weight, group.astype(np.int64), features
+
+
+def dmatrix(path, ranking):
+    label, weight, group, features = load(path)
+    d = xgb.DMatrix(features, label=label, missing=np.nan)
+    if ranking:
+        # Group sizes in row order; ranking weights are per group (the first row's weight).
+        boundaries = np.flatnonzero(np.diff(group)) + 1
+        starts = np.concatenate([[0], boundaries])
+        sizes = np.diff(np.concatenate([starts, [len(group)]]))
+        d.set_group(sizes)
+        if not np.all(weight == 1.0):
+            d.set_weight(weight[starts])
+    elif not np.all(weight == 1.0):
+        d.set_weight(weight)
+    return d
+
+
+def main():
+    spec = json.load(open(sys.argv[1]))
+    results = {"xgboost": xgb.__version__}
+    for case in spec["cases"]:
+        ranking = case["params"]["objective"].startswith("rank:")
+        train = dmatrix(case["train"], ranking)
+        test = dmatrix(case["test"], ranking)
+        params = dict(case["params"], eval_metric=case["metric"], nthread=2)
+        evals_result = {}
+        xgb.train(params, train, case["rounds"], evals=[(test, "test")], evals_result=evals_result,
+                  verbose_eval=False)
+        results[case["name"]] = evals_result["test"][case["metric"]][-1]
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

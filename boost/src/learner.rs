@@ -1,0 +1,296 @@
+//! The training loop: gradients from the objective, one tree per output per round (hist method),
+//! margins kept up to date on the training and evaluation sets, an XGBoost-style evaluation log,
+//! early stopping on the last metric of the last evaluation set, and continuation from a model.
+
+use primitives::ops::GradientPair;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::data::Dataset;
+use crate::ellpack::EllpackMatrix;
+use crate::fixed_point::GradientQuantiser;
+use crate::metric::{self, Metric};
+use crate::model::Model;
+use crate::objective::{self, Objective};
+use crate::param::Params;
+use crate::quantile::QuantileCuts;
+use crate::tree::hist::HistBuilder;
+use crate::tree::Tree;
+use crate::{Error, Result};
+
+/// Options of a training run besides the parameters.
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    pub num_boost_round: usize,
+    /// Continue training this model (its trees are kept; new rounds are appended).
+    pub xgb_model: Option<Model>,
+    /// Stop when the last metric of the last evaluation set has not improved for this many rounds.
+    pub early_stopping_rounds: Option<usize>,
+    /// Print the evaluation log every this many rounds (0: never), as XGBoost's `verbose_eval`.
+    pub verbose_eval: usize,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        Self { num_boost_round: 10, xgb_model: None, early_stopping_rounds: None, verbose_eval: 1 }
+    }
+}
+
+/// One round's metrics: (set name, metric name, value) in log order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RoundLog {
+    pub round: usize,
+    pub values: Vec<(String, String, f64)>,
+}
+
+impl std::fmt::Display for RoundLog {
+    /// XGBoost's line: `[12]\ttrain-auc:0.91000\tvalid-auc:0.88000`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}]", self.round)?;
+        for (set, metric, value) in &self.values {
+            write!(f, "\t{set}-{metric}:{value:.5}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What `train` returns.
+pub struct Trained {
+    pub model: Model,
+    pub objective: Box<dyn Objective>,
+    pub history: Vec<RoundLog>,
+    /// The round with the best score of the early-stopping metric (when evaluation sets were given).
+    pub best_iteration: Option<usize>,
+    pub best_score: Option<f64>,
+}
+
+/// Trains on `train`, evaluating `evals` (data, name) after every round.
+pub fn train(
+    params: &Params,
+    train: &Dataset,
+    evals: &[(&Dataset, &str)],
+    options: &TrainOptions,
+    mut on_round: impl FnMut(&RoundLog),
+) -> Result<Trained> {
+    if train.rows() == 0 {
+        return Err(Error::InvalidData("the training data has no rows".into()));
+    }
+    if train.info.labels.len() != train.rows() {
+        return Err(Error::InvalidData(format!("{} labels for {} rows", train.info.labels.len(), train.rows())));
+    }
+    let objective = objective::from_name(&params.objective, &params.objective_params)?;
+    objective.validate(&train.info)?;
+    for (data, name) in evals {
+        if data.cols() > train.cols() {
+            return Err(Error::InvalidData(format!(
+                "evaluation set `{name}` has {} features, the training data {}",
+                data.cols(),
+                train.cols()
+            )));
+        }
+        objective.validate(&data.info)?;
+    }
+    let outputs = objective.outputs();
+    let mut metric_names = params.eval_metrics.clone();
+    if metric_names.is_empty() && !params.disable_default_eval_metric {
+        metric_names.push(objective.default_metric().to_string());
+    }
+    let metrics: Vec<Box<dyn Metric>> = metric_names.iter().map(|m| metric::from_name(m)).collect::<Result<_>>()?;
+
+    let row_weights = row_weights(train)?;
+    let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
+    let matrix = EllpackMatrix::new(&train.features, &cuts);
+
+    let num_class = if outputs > 1 { outputs } else { 0 };
+    let mut model = match &options.xgb_model {
+        Some(previous) => {
+            if previous.num_outputs() != outputs || previous.objective_name != objective.name() {
+                return Err(Error::param(
+                    "xgb_model",
+                    format!(
+                        "the model to continue has objective {} with {} outputs, the parameters {} with {outputs}",
+                        previous.objective_name,
+                        previous.num_outputs(),
+                        objective.name()
+                    ),
+                ));
+            }
+            if previous.num_feature > train.cols() {
+                return Err(Error::InvalidData(format!(
+                    "the model to continue has {} features, the training data {}",
+                    previous.num_feature,
+                    train.cols()
+                )));
+            }
+            let mut m = previous.clone();
+            m.num_feature = train.cols();
+            m
+        }
+        None => {
+            let base_score = match params.base_score {
+                Some(b) => {
+                    objective.check_base_score(b)?;
+                    vec![b]
+                }
+                None => objective.initial_base_scores(&train.info),
+            };
+            let mut m = Model::new(objective.to_json(), train.cols(), num_class, base_score)?;
+            m.boost_from_average = params.base_score.is_none();
+            m
+        }
+    };
+    let prob_to_margin = |b: f32| objective.prob_to_margin(b);
+    let margins_of = |data: &Dataset| -> Result<Vec<f32>> {
+        let base = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
+        model.predict_margin(&data.features, base, prob_to_margin, (0, 0))
+    };
+    let mut margins = margins_of(train)?;
+    let mut eval_margins: Vec<Vec<f32>> = evals.iter().map(|(d, _)| margins_of(d)).collect::<Result<_>>()?;
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let all_features: Vec<u32> = (0..train.cols() as u32).collect();
+    let n = train.rows();
+    let mut gradients = vec![GradientPair::new(0f32, 0f32); n * outputs];
+    let mut history = Vec::new();
+    let (mut best_iteration, mut best_score) = (None, None::<f64>);
+    let tree_params = &params.tree;
+
+    let first_round = model.num_rounds();
+    for round in first_round..first_round + options.num_boost_round {
+        objective.gradients(&margins, &train.info, round, &mut gradients);
+        let mut new_trees = Vec::with_capacity(outputs);
+        for k in 0..outputs {
+            let mut column: Vec<GradientPair<f32>> = (0..n).map(|i| gradients[i * outputs + k]).collect();
+            if tree_params.subsample < 1.0 {
+                for g in column.iter_mut() {
+                    if !rng.gen_bool(tree_params.subsample as f64) {
+                        *g = GradientPair::new(0.0, 0.0);
+                    }
+                }
+            }
+            let quantiser = GradientQuantiser::new(&column);
+            let fixed: Vec<GradientPair<i64>> = column.iter().map(|&g| quantiser.to_fixed(g)).collect();
+            let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
+            let builder = HistBuilder { matrix: &matrix, cuts: &cuts, params: tree_params, quantiser: &quantiser };
+            let mut built = builder.build(&fixed, &tree_features, &mut rng);
+            refresh_leaves(
+                objective.as_ref(),
+                &mut built.tree,
+                &built.positions,
+                &margins,
+                train,
+                outputs,
+                k,
+                tree_params.eta,
+            )?;
+            for (i, &leaf) in built.positions.iter().enumerate() {
+                margins[i * outputs + k] += built.tree.split_conditions[leaf as usize];
+            }
+            new_trees.push((built.tree, k as u32));
+        }
+        model.push_round(new_trees)?;
+        for ((data, _), m) in evals.iter().zip(eval_margins.iter_mut()) {
+            *m = model.predict_margin(&data.features, Some(m), prob_to_margin, (round, round + 1))?;
+        }
+
+        if evals.is_empty() || metrics.is_empty() {
+            continue;
+        }
+        let mut log = RoundLog { round, values: Vec::new() };
+        for ((data, name), m) in evals.iter().zip(&eval_margins) {
+            let predictions = objective.eval_transform(m);
+            for metric in &metrics {
+                log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, &data.info, outputs)));
+            }
+        }
+        if options.verbose_eval > 0 && round % options.verbose_eval == 0 {
+            on_round(&log);
+        }
+        let score = log.values.last().map(|v| v.2).unwrap_or(f64::NAN);
+        let higher = metrics.last().is_some_and(|m| m.higher_is_better());
+        let improved = match best_score {
+            None => true,
+            Some(b) => {
+                if higher {
+                    score > b
+                } else {
+                    score < b
+                }
+            }
+        };
+        if improved {
+            best_score = Some(score);
+            best_iteration = Some(round);
+        }
+        history.push(log);
+        if let (Some(patience), Some(best)) = (options.early_stopping_rounds, best_iteration) {
+            if round - best >= patience {
+                break;
+            }
+        }
+    }
+    if let (Some(best), Some(score)) = (best_iteration, best_score) {
+        model.attributes.insert("best_iteration".into(), best.to_string());
+        model.attributes.insert("best_score".into(), score.to_string());
+    }
+    Ok(Trained { model, objective, history, best_iteration, best_score })
+}
+
+/// Row weights for the quantile sketch: per-row weights, or per-group weights spread over the rows.
+fn row_weights(data: &Dataset) -> Result<Vec<f32>> {
+    let info = &data.info;
+    if info.weights.is_empty() || info.weights.len() == data.rows() {
+        return Ok(info.weights.clone());
+    }
+    let groups = info.group_ptr.len().saturating_sub(1);
+    if info.weights.len() == groups {
+        let mut w = vec![0f32; data.rows()];
+        for g in 0..groups {
+            w[info.group_ptr[g]..info.group_ptr[g + 1]].fill(info.weights[g]);
+        }
+        return Ok(w);
+    }
+    Err(Error::InvalidData(format!("{} weights for {} rows and {groups} groups", info.weights.len(), data.rows())))
+}
+
+fn sample_features(features: &[u32], fraction: f32, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    if fraction >= 1.0 {
+        return features.to_vec();
+    }
+    let count = ((features.len() as f64 * fraction as f64) as usize).max(1);
+    let mut chosen: Vec<u32> =
+        rand::seq::index::sample(rng, features.len(), count).into_iter().map(|i| features[i]).collect();
+    chosen.sort_unstable();
+    chosen
+}
+
+/// For objectives that recompute leaf values after the tree is built (absolute error): each leaf's
+/// value from its rows' residuals, times `eta`.
+#[allow(clippy::too_many_arguments)]
+fn refresh_leaves(
+    objective: &dyn Objective,
+    tree: &mut Tree,
+    positions: &[u32],
+    margins: &[f32],
+    data: &Dataset,
+    outputs: usize,
+    output: usize,
+    eta: f32,
+) -> Result<()> {
+    let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); tree.len()];
+    for (i, &leaf) in positions.iter().enumerate() {
+        rows_of[leaf as usize].push(i as u32);
+    }
+    let own_margins: Vec<f32> =
+        if outputs == 1 { Vec::new() } else { (0..data.rows()).map(|i| margins[i * outputs + output]).collect() };
+    let margins = if outputs == 1 { margins } else { &own_margins };
+    for (leaf, rows) in rows_of.iter().enumerate() {
+        if !tree.is_leaf(leaf) || rows.is_empty() {
+            continue;
+        }
+        if let Some(value) = objective.refresh_leaf(rows, margins, &data.info) {
+            tree.split_conditions[leaf] = value * eta;
+            tree.base_weights[leaf] = value * eta;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! `boost`: train, predict and evaluate gradient-boosted trees from the command line, with XGBoost's
+//! parameter names (`boost train data/higgs_lgbm_sample/binary.train objective=binary:logistic eta=0.1`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use boost::data::{read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions};
+use boost::learner::{self, RoundLog, TrainOptions};
+use boost::model::Model;
+use boost::param::{Device, Params};
+use boost::{metric, objective, Error, Result};
+
+/// The model attribute that keeps the string encoding of a CSV training file, so that `predict` and
+/// `eval` read CSV files with the same codes.
+const CATEGORIES_ATTRIBUTE: &str = "boost_categories";
+
+#[derive(Parser)]
+#[command(name = "boost", version, about = "Gradient-boosted trees, XGBoost-compatible (hist method)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train a model; parameters are XGBoost's (`objective=binary:logistic max_depth=6 eta=0.3 ...`).
+    Train(TrainArgs),
+    /// Predict with a model: one line per row (outputs separated by commas).
+    Predict(PredictArgs),
+    /// Evaluate a model on labelled data with XGBoost's metrics.
+    Eval(EvalArgs),
+}
+
+#[derive(Args)]
+struct DataArgs {
+    /// Label column of CSV/TSV files: a 0-based index or a header name (default 0).
+    #[arg(long, default_value = "0")]
+    label: String,
+    /// File format (detected from the name and content when not given).
+    #[arg(long, value_parser = ["csv", "libsvm"])]
+    format: Option<String>,
+}
+
+#[derive(Args)]
+struct TrainArgs {
+    /// Training data (CSV/TSV or libsvm, optionally gzip-compressed).
+    data: PathBuf,
+    /// XGBoost parameters as NAME=VALUE.
+    params: Vec<String>,
+    #[command(flatten)]
+    input: DataArgs,
+    /// An evaluation set as NAME=PATH (repeatable); the training set is always evaluated as `train`.
+    #[arg(long = "eval")]
+    evals: Vec<String>,
+    /// Boosting rounds.
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
+    /// Stop when the last metric on the last evaluation set has not improved for this many rounds.
+    #[arg(long)]
+    early_stopping_rounds: Option<usize>,
+    /// Continue training this model.
+    #[arg(long)]
+    continue_from: Option<PathBuf>,
+    /// Where to write the model (XGBoost JSON).
+    #[arg(long, short, default_value = "model.json")]
+    output: PathBuf,
+    /// Write the learning curve (every metric of every set against the round) as an SVG plot.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Print the evaluation log every N rounds (0: never).
+    #[arg(long, default_value_t = 1)]
+    verbose_eval: usize,
+}
+
+#[derive(Args)]
+struct PredictArgs {
+    /// Data to predict.
+    data: PathBuf,
+    #[command(flatten)]
+    input: DataArgs,
+    /// The model (XGBoost JSON, written by `boost train` or by XGBoost).
+    #[arg(long, short)]
+    model: PathBuf,
+    /// Where to write the predictions (default: standard output).
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Raw margins instead of transformed predictions.
+    #[arg(long)]
+    margin: bool,
+    /// Leaf indices (one per tree) instead of predictions.
+    #[arg(long, conflicts_with = "margin")]
+    leaf: bool,
+    /// Boosting rounds BEGIN:END to use (XGBoost's iteration_range; 0:0 = all).
+    #[arg(long, default_value = "0:0")]
+    iteration_range: String,
+}
+
+#[derive(Args)]
+struct EvalArgs {
+    /// Labelled data.
+    data: PathBuf,
+    #[command(flatten)]
+    input: DataArgs,
+    /// The model (XGBoost JSON).
+    #[arg(long, short)]
+    model: PathBuf,
+    /// Metrics (default: the objective's).
+    #[arg(long = "metric")]
+    metrics: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("boost: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Train(args) => train(args),
+        Command::Predict(args) => predict(args),
+        Command::Eval(args) => eval(args),
+    }
+}
+
+fn read(
+    path: &Path,
+    input: &DataArgs,
+    categories: Option<&Categories>,
+    num_features: Option<usize>,
+) -> Result<(Dataset, Categories)> {
+    let label = match input.label.parse::<usize>() {
+        Ok(i) => Column::Index(i),
+        Err(_) => Column::Name(input.label.clone()),
+    };
+    let format = input.format.as_deref().map(|f| if f == "csv" { DataFormat::Csv } else { DataFormat::Libsvm });
+    let options = ReadOptions {
+        format,
+        csv: CsvOptions { label, categories, ..Default::default() },
+        libsvm: LibsvmOptions { num_features },
+    };
+    read_data(path, &options)
+}
+
+fn parse_params(pairs: &[String]) -> Result<Params> {
+    let mut split = Vec::with_capacity(pairs.len());
+    for p in pairs {
+        let (name, value) = p
+            .split_once('=')
+            .ok_or_else(|| Error::InvalidParameter { name: p.clone(), reason: "expected NAME=VALUE".into() })?;
+        split.push((name.trim().to_string(), value.trim().to_string()));
+    }
+    Params::from_pairs(&split)
+}
+
+fn train(args: TrainArgs) -> Result<()> {
+    let params = parse_params(&args.params)?;
+    if params.device == Device::Cuda {
+        eprintln!("boost: device=cuda: the GPU tree builder is not in this version yet; training on the CPU");
+    }
+    if params.nthread > 0 {
+        // Only the first pool configuration takes effect; a second call is harmless.
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(params.nthread).build_global();
+    }
+    let previous = args.continue_from.as_ref().map(Model::load_json).transpose()?;
+    let (train_data, categories) =
+        read(&args.data, &args.input, previous_categories(previous.as_ref())?.as_ref(), None)?;
+    let mut evals_data = Vec::new();
+    for e in &args.evals {
+        let (name, path) = e.split_once('=').ok_or_else(|| Error::InvalidParameter {
+            name: "--eval".into(),
+            reason: format!("`{e}`: expected NAME=PATH"),
+        })?;
+        let (data, _) = read(Path::new(path), &args.input, Some(&categories), Some(train_data.cols()))?;
+        evals_data.push((name.to_string(), data));
+    }
+    let mut evals: Vec<(&Dataset, &str)> = vec![(&train_data, "train")];
+    evals.extend(evals_data.iter().map(|(n, d)| (d, n.as_str())));
+
+    let progress = ProgressBar::new(args.rounds as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} rounds, {elapsed} elapsed, ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let options = TrainOptions {
+        num_boost_round: args.rounds,
+        xgb_model: previous,
+        early_stopping_rounds: args.early_stopping_rounds,
+        verbose_eval: args.verbose_eval,
+    };
+    let start = std::time::Instant::now();
+    let trained = learner::train(&params, &train_data, &evals, &options, |log: &RoundLog| {
+        progress.println(log.to_string());
+        progress.inc(1);
+    })?;
+    progress.finish_and_clear();
+    let mut model = trained.model;
+    if categories != Categories::default() {
+        let text = serde_json::to_string(&categories).map_err(|e| Error::Model(e.to_string()))?;
+        model.attributes.insert(CATEGORIES_ATTRIBUTE.into(), text);
+    }
+    model.save_json(&args.output)?;
+    eprintln!(
+        "boost: {} trees in {:.2} s; model written to {}",
+        model.trees.len(),
+        start.elapsed().as_secs_f64(),
+        args.output.display()
+    );
+    if let Some(best) = trained.best_iteration {
+        eprintln!("boost: best iteration {best} ({:.5})", trained.best_score.unwrap_or(f64::NAN));
+    }
+    if let Some(plot) = &args.plot {
+        plot_learning_curve(&trained.history, plot)?;
+        eprintln!("boost: learning curve written to {}", plot.display());
+    }
+    Ok(())
+}
+
+fn previous_categories(model: Option<&Model>) -> Result<Option<Categories>> {
+    match model.and_then(|m| m.attributes.get(CATEGORIES_ATTRIBUTE)) {
+        Some(text) => serde_json::from_str(text)
+            .map(Some)
+            .map_err(|e| Error::Model(format!("attribute {CATEGORIES_ATTRIBUTE}: {e}"))),
+        None => Ok(None),
+    }
+}
+
+fn parse_range(text: &str) -> Result<(usize, usize)> {
+    let bad = || Error::InvalidParameter {
+        name: "--iteration-range".into(),
+        reason: format!("`{text}`: expected BEGIN:END"),
+    };
+    let (b, e) = text.split_once(':').ok_or_else(bad)?;
+    Ok((b.trim().parse().map_err(|_| bad())?, e.trim().parse().map_err(|_| bad())?))
+}
+
+fn predict(args: PredictArgs) -> Result<()> {
+    let model = Model::load_json(&args.model)?;
+    let objective = objective::from_json(&model.objective)?;
+    let categories = previous_categories(Some(&model))?;
+    let (data, _) = read(&args.data, &args.input, categories.as_ref(), Some(model.num_feature))?;
+    let range = parse_range(&args.iteration_range)?;
+    let (values, per_row): (Vec<String>, usize) = if args.leaf {
+        let leaves = model.predict_leaf(&data.features, range)?;
+        let per_row = leaves.len() / data.rows().max(1);
+        (leaves.iter().map(u32::to_string).collect(), per_row)
+    } else {
+        let margins = model.predict_dataset_margin(&data, objective.as_ref(), range)?;
+        let out = if args.margin { margins } else { objective.transform(&margins) };
+        let per_row = out.len() / data.rows().max(1);
+        (out.iter().map(f32::to_string).collect(), per_row)
+    };
+    let mut text = String::with_capacity(values.len() * 12);
+    for row in values.chunks(per_row.max(1)) {
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    match &args.output {
+        Some(path) => {
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, text).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
+            std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+        }
+        None => std::io::stdout()
+            .write_all(text.as_bytes())
+            .map_err(|e| Error::Io { path: "<stdout>".into(), source: e })?,
+    }
+    Ok(())
+}
+
+fn eval(args: EvalArgs) -> Result<()> {
+    let model = Model::load_json(&args.model)?;
+    let objective = objective::from_json(&model.objective)?;
+    let categories = previous_categories(Some(&model))?;
+    let (data, _) = read(&args.data, &args.input, categories.as_ref(), Some(model.num_feature))?;
+    objective.validate(&data.info)?;
+    let margins = model.predict_dataset_margin(&data, objective.as_ref(), (0, 0))?;
+    let predictions = objective.eval_transform(&margins);
+    let names = if args.metrics.is_empty() { vec![objective.default_metric().to_string()] } else { args.metrics };
+    for name in names {
+        let m = metric::from_name(&name)?;
+        println!("{}:{:.6}", m.name(), m.evaluate(&predictions, &data.info, model.num_outputs()));
+    }
+    Ok(())
+}
+
+/// Every (set, metric) series of the evaluation log against the round, as an SVG line chart.
+fn plot_learning_curve(history: &[RoundLog], path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let plot_error =
+        |e: &dyn std::fmt::Display| Error::InvalidParameter { name: "--plot".into(), reason: e.to_string() };
+    let Some(first) = history.first() else {
+        return Err(plot_error(&"no evaluation log to plot (were there any rounds?)"));
+    };
+    let series: Vec<(String, Vec<(f64, f64)>)> = (0..first.values.len())
+        .map(|k| {
+            let (set, metric, _) = &first.values[k];
+            let points = history.iter().map(|log| (log.round as f64, log.values[k].2)).collect();
+            (format!("{set}-{metric}"), points)
+        })
+        .collect();
+    let (x0, x1) = (first.round as f64, history.last().map_or(1.0, |l| l.round as f64).max(first.round as f64 + 1.0));
+    let ys = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).filter(|y| y.is_finite());
+    let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| (a.min(y), b.max(y)));
+    let pad = ((y1 - y0) * 0.05).max(1e-9);
+    let tmp = path.with_extension("svg.tmp");
+    {
+        let root = SVGBackend::new(&tmp, (900, 540)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| plot_error(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("learning curve", ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+            .map_err(|e| plot_error(&e))?;
+        chart.configure_mesh().x_desc("round").draw().map_err(|e| plot_error(&e))?;
+        for (i, (name, points)) in series.into_iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(|e| plot_error(&e))?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| plot_error(&e))?;
+        root.present().map_err(|e| plot_error(&e))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })
+}

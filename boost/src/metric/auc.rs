@@ -1,0 +1,389 @@
+//! `auc` (area under the ROC curve) and `aucpr` (under the precision-recall curve), with XGBoost's
+//! three cases:
+//!
+//! - **binary** (one prediction per row, no groups): sort by prediction, descending; walk the rows
+//!   accumulating weighted false and true positives `FP += (1 - y) w`, `TP += y w` (labels may be
+//!   fractional); at each change of prediction add the area of the segment since the last change.
+//!   Tied predictions therefore form one segment: the trapezoid `|ΔFP| (TP₀ + TP₁) / 2` for ROC,
+//!   normalised by `FP · TP` at the end; for PR the exact area under the interpolated curve of Davis
+//!   & Goadrich (`pr = TP / P`, precision `TP / (TP + FP)` interpolated linearly in counts), already
+//!   normalised. No positives or no negatives: NaN.
+//! - **multi-class** (`K > 1` predictions per row): one-vs-rest binary AUC per class, averaged with
+//!   weights `TP_k` (the class's weighted prevalence) for ROC; for PR XGBoost's weights are all 1 (an
+//!   unweighted mean of the classes). Any degenerate class makes the result NaN.
+//! - **ranking** (query groups set): per group. ROC: every pair of the group's documents ordered by
+//!   label (descending, stable), including pairs of equal labels, scores 1 if the first is predicted
+//!   higher, ½ on a tie, 0 otherwise; the group's AUC is the mean over its pairs. Groups of fewer
+//!   than 3 documents are skipped. PR: the binary PR AUC of the group. The result is the unweighted
+//!   mean over the valid groups (a group weight scales numerator and denominator alike), NaN when
+//!   none is valid.
+
+use rayon::prelude::*;
+
+use super::{check_prediction_count, check_row_weights, Metric};
+use crate::data::MetaInfo;
+use crate::objective::{argsort_desc, check_weights, weight_of};
+use crate::{Error, Result};
+
+/// ROC or PR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AucKind {
+    Roc,
+    Pr,
+}
+
+/// `auc` or `aucpr`.
+#[derive(Clone, Debug)]
+pub struct Auc {
+    kind: AucKind,
+}
+
+impl Auc {
+    pub fn new(kind: AucKind) -> Self {
+        Self { kind }
+    }
+}
+
+/// The ROC segment between two points: a trapezoid.
+fn trapezoid(fp_prev: f64, fp: f64, tp_prev: f64, tp: f64) -> f64 {
+    (fp_prev - fp).abs() * (tp_prev + tp) / 2.0
+}
+
+/// The PR segment between two points of the ROC-space walk, integrated exactly along the
+/// interpolation of Davis & Goadrich (precision as a function of recall when TP and FP grow
+/// linearly together).
+fn pr_segment(fp_prev: f64, fp: f64, tp_prev: f64, tp: f64, total_pos: f64) -> f64 {
+    let pr_prev = tp_prev / total_pos;
+    let pr = tp / total_pos;
+    let (a, b) = if tp == tp_prev {
+        (1.0, 0.0)
+    } else {
+        let h = (fp - fp_prev) / (tp - tp_prev);
+        (1.0 + h, (fp_prev - h * tp_prev) / total_pos)
+    };
+    if b != 0.0 {
+        (pr - pr_prev - b / a * (libm::log(a * pr + b) - libm::log(a * pr_prev + b))) / a
+    } else {
+        (pr - pr_prev) / a
+    }
+}
+
+/// XGBoost's `BinaryAUC`: `(FP, TP, area)` of the walk over predictions sorted descending, with
+/// `segment` the area between two points; `(0, 0, 0)` when there are no positives or no negatives.
+fn binary_walk(
+    predictions: &[f32],
+    label: impl Fn(usize) -> f32,
+    weight: impl Fn(usize) -> f32,
+    segment: impl Fn(f64, f64, f64, f64) -> f64,
+) -> (f64, f64, f64) {
+    if predictions.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    let sorted = argsort_desc(predictions);
+    let (y, w) = (label(sorted[0]), weight(sorted[0]));
+    let mut fp = (1.0 - y as f64) * w as f64;
+    let mut tp = (y * w) as f64;
+    let (mut fp_prev, mut tp_prev) = (0.0, 0.0);
+    let mut area = 0.0;
+    for k in 1..sorted.len() {
+        if predictions[sorted[k]] != predictions[sorted[k - 1]] {
+            area += segment(fp_prev, fp, tp_prev, tp);
+            tp_prev = tp;
+            fp_prev = fp;
+        }
+        let (y, w) = (label(sorted[k]), weight(sorted[k]));
+        fp += ((1.0 - y) * w) as f64;
+        tp += (y * w) as f64;
+    }
+    area += segment(fp_prev, fp, tp_prev, tp);
+    if fp <= 0.0 || tp <= 0.0 {
+        return (0.0, 0.0, 0.0);
+    }
+    (fp, tp, area)
+}
+
+/// `(FP, TP, unnormalised area)` of the ROC curve.
+fn binary_roc(predictions: &[f32], label: impl Fn(usize) -> f32, weight: impl Fn(usize) -> f32) -> (f64, f64, f64) {
+    binary_walk(predictions, label, weight, trapezoid)
+}
+
+/// `(1, 1, area)` of the PR curve (XGBoost's shape: already normalised); NaN area without positives
+/// or negatives.
+fn binary_pr(predictions: &[f32], label: impl Fn(usize) -> f32, weight: impl Fn(usize) -> f32) -> (f64, f64, f64) {
+    let (mut pos, mut neg) = (0.0f64, 0.0f64);
+    for i in 0..predictions.len() {
+        let (y, w) = (label(i), weight(i));
+        pos += (w * y) as f64;
+        neg += (w * (1.0 - y)) as f64;
+    }
+    if pos <= 0.0 || neg <= 0.0 {
+        return (1.0, 1.0, f64::NAN);
+    }
+    let (_, _, area) = binary_walk(predictions, label, weight, |a, b, c, d| pr_segment(a, b, c, d, pos));
+    (1.0, 1.0, area)
+}
+
+/// AUC of one query group by pair counting (ROC).
+fn group_ranking_roc(predictions: &[f32], labels: &[f32]) -> f64 {
+    let sorted = argsort_desc(labels);
+    let n = sorted.len();
+    let (mut auc, mut pairs) = (0.0f64, 0.0f64);
+    for i in 0..n {
+        for j in i + 1..n {
+            let d = predictions[sorted[i]] - predictions[sorted[j]];
+            auc += if d > 0.0 {
+                1.0
+            } else if d == 0.0 {
+                0.5
+            } else {
+                0.0
+            };
+            pairs += 1.0;
+        }
+    }
+    if pairs != 0.0 {
+        auc / pairs
+    } else {
+        auc
+    }
+}
+
+impl Auc {
+    fn binary(&self, predictions: &[f32], info: &MetaInfo) -> f64 {
+        let label = |i: usize| info.labels[i];
+        let weight = |i: usize| weight_of(info, i);
+        let (fp, tp, area) = match self.kind {
+            AucKind::Roc => binary_roc(predictions, label, weight),
+            AucKind::Pr => binary_pr(predictions, label, weight),
+        };
+        // 0 / 0 for a degenerate ROC walk: NaN, XGBoost's "only positive or negative samples".
+        area / (fp * tp)
+    }
+
+    fn multi_class(&self, predictions: &[f32], info: &MetaInfo, k: usize) -> f64 {
+        let rows = info.labels.len();
+        let per_class: Vec<(f64, f64, f64)> = (0..k)
+            .into_par_iter()
+            .map(|c| {
+                let column: Vec<f32> = (0..rows).map(|i| predictions[i * k + c]).collect();
+                let label = |i: usize| if info.labels[i] == c as f32 { 1.0 } else { 0.0 };
+                let weight = |i: usize| weight_of(info, i);
+                match self.kind {
+                    AucKind::Roc => binary_roc(&column, label, weight),
+                    AucKind::Pr => binary_pr(&column, label, weight),
+                }
+            })
+            .collect();
+        let (mut sum, mut tp_sum) = (0.0f64, 0.0f64);
+        for &(fp, tp, area) in &per_class {
+            let local = fp * tp;
+            if local == 0.0 {
+                return f64::NAN;
+            }
+            sum += area / local * tp;
+            tp_sum += tp;
+        }
+        if tp_sum == 0.0 || sum.is_nan() {
+            f64::NAN
+        } else {
+            sum / tp_sum
+        }
+    }
+
+    fn ranking(&self, predictions: &[f32], info: &MetaInfo) -> f64 {
+        let gptr = &info.group_ptr;
+        let per_group: Vec<Option<f64>> = gptr
+            .par_windows(2)
+            .enumerate()
+            .map(|(g, w)| {
+                let (b, e) = (w[0], w[1]);
+                let (p, y) = (&predictions[b..e], &info.labels[b..e]);
+                let auc = match self.kind {
+                    AucKind::Roc if e - b < 3 => return None,
+                    AucKind::Roc => group_ranking_roc(p, y),
+                    AucKind::Pr => {
+                        let gw = info.weights.get(g).copied().unwrap_or(1.0);
+                        binary_pr(p, |i| y[i], |_| gw).2
+                    }
+                };
+                (!auc.is_nan()).then_some(auc)
+            })
+            .collect();
+        let valid = per_group.iter().flatten().count();
+        if valid == 0 {
+            return f64::NAN;
+        }
+        per_group.iter().flatten().sum::<f64>() / valid as f64
+    }
+}
+
+impl Metric for Auc {
+    fn name(&self) -> String {
+        match self.kind {
+            AucKind::Roc => "auc".into(),
+            AucKind::Pr => "aucpr".into(),
+        }
+    }
+
+    fn higher_is_better(&self) -> bool {
+        true
+    }
+
+    fn check(&self, predictions: usize, info: &MetaInfo, outputs: usize) -> Result<()> {
+        let rows = info.labels.len();
+        if info.group_ptr.is_empty() {
+            check_prediction_count(predictions, info, outputs)?;
+            return check_row_weights(info);
+        }
+        check_prediction_count(predictions, info, 1)?;
+        let g = &info.group_ptr;
+        if g[0] != 0 || g[g.len() - 1] != rows || g.windows(2).any(|w| w[1] < w[0]) {
+            return Err(Error::InvalidData(format!(
+                "group offsets {:?}.. do not partition {rows} rows",
+                &g[..g.len().min(4)]
+            )));
+        }
+        let groups = g.len() - 1;
+        if !info.weights.is_empty() && info.weights.len() != groups {
+            return Err(Error::InvalidData(format!("{} weights for {groups} query groups", info.weights.len())));
+        }
+        check_weights(&info.weights, "group")?;
+        if self.kind == AucKind::Pr {
+            if let Some(i) = info.labels.iter().position(|y| !(0.0..=1.0).contains(y)) {
+                return Err(Error::InvalidData(format!(
+                    "row {i}: label {} is outside [0, 1], which aucpr requires",
+                    info.labels[i]
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn evaluate(&self, predictions: &[f32], info: &MetaInfo, outputs: usize) -> f64 {
+        if info.labels.is_empty() || self.check(predictions.len(), info, outputs).is_err() {
+            return f64::NAN;
+        }
+        if !info.group_ptr.is_empty() {
+            self.ranking(predictions, info)
+        } else if outputs > 1 {
+            self.multi_class(predictions, info, outputs)
+        } else {
+            self.binary(predictions, info)
+        }
+    }
+}
+
+#[cfg(test)]
+// Known answers keep the digits xgboost printed, beyond what an f32 holds.
+#[allow(clippy::excessive_precision)]
+mod tests {
+    use super::super::from_name;
+    use super::*;
+
+    fn info(labels: &[f32], weights: &[f32], group_ptr: &[usize]) -> MetaInfo {
+        MetaInfo {
+            labels: labels.to_vec(),
+            weights: weights.to_vec(),
+            group_ptr: group_ptr.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    fn auc(p: &[f32], y: &[f32], w: &[f32]) -> f64 {
+        from_name("auc").unwrap().evaluate(p, &info(y, w, &[]), 1)
+    }
+
+    #[test]
+    fn binary_roc_by_hand() {
+        // Perfect, reversed, and the Mann-Whitney count with ties worth one half.
+        assert_eq!(auc(&[0.9, 0.8, 0.2, 0.1], &[1.0, 1.0, 0.0, 0.0], &[]), 1.0);
+        assert_eq!(auc(&[0.1, 0.2, 0.8, 0.9], &[1.0, 1.0, 0.0, 0.0], &[]), 0.0);
+        // Positives 0.8, 0.5; negatives 0.5, 0.3, 0.9: pairs won 0.8>0.5, 0.8>0.3, 0.5~0.5 (half),
+        // 0.5>0.3 => 3.5 of 6.
+        let p = [0.8f32, 0.5, 0.5, 0.3, 0.9];
+        let y = [1.0f32, 1.0, 0.0, 0.0, 0.0];
+        assert!((auc(&p, &y, &[]) - 3.5 / 6.0).abs() < 1e-12);
+        // All tied: 0.5.
+        assert_eq!(auc(&[0.3, 0.3, 0.3], &[1.0, 0.0, 1.0], &[]), 0.5);
+        // Weights count a row as that many copies.
+        let w = [2.0f32, 1.0, 1.0, 1.0, 1.0];
+        let copies = auc(&[0.8, 0.8, 0.5, 0.5, 0.3, 0.9], &[1.0, 1.0, 1.0, 0.0, 0.0, 0.0], &[]);
+        assert!((auc(&p, &y, &w) - copies).abs() < 1e-12);
+        // One class only: NaN.
+        assert!(auc(&[0.3, 0.4], &[1.0, 1.0], &[]).is_nan());
+        assert!(auc(&[], &[], &[]).is_nan());
+    }
+
+    #[test]
+    fn binary_pr_by_hand() {
+        let pr = |p: &[f32], y: &[f32]| from_name("aucpr").unwrap().evaluate(p, &info(y, &[], &[]), 1);
+        // Perfect ranking: precision 1 at every recall.
+        assert!((pr(&[0.9, 0.8, 0.2, 0.1], &[1.0, 1.0, 0.0, 0.0]) - 1.0).abs() < 1e-12);
+        // Positive, negative, positive: recall 1/2 at precision 1, then from (1/2, 1/2) to (1, 2/3)
+        // along the interpolation TP = 1 + t, FP = 1: ∫ of (1 + t) / (2 + t) dt / 2 over [0, 1]
+        // = (1 - ln(3/2)) / 2.
+        let want = 0.5 + (1.0 - (1.5f64).ln()) / 2.0;
+        assert!((pr(&[0.9, 0.8, 0.7], &[1.0, 0.0, 1.0]) - want).abs() < 1e-12);
+        assert!(pr(&[0.9, 0.8], &[0.0, 0.0]).is_nan());
+    }
+
+    #[test]
+    fn ranking_auc_by_hand() {
+        // Group 0 (labels 2, 1, 0; predictions 0.1, 0.3, 0.2): pairs (2,1) lost, (2,0) lost, (1,0)
+        // won => 1/3. Group 1 (labels 1, 1, 0; predictions 0.5, 0.5, 0.1): (1,1) tie 1/2, (1,0) won
+        // twice => 2.5/3. Group 2 has 2 documents: skipped.
+        let y = [2.0f32, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0];
+        let p = [0.1f32, 0.3, 0.2, 0.5, 0.5, 0.1, 0.2, 0.9];
+        let i = info(&y, &[3.0, 0.5, 1.0], &[0, 3, 6, 8]);
+        let v = from_name("auc").unwrap().evaluate(&p, &i, 1);
+        assert!((v - (1.0 / 3.0 + 2.5 / 3.0) / 2.0).abs() < 1e-12);
+        let only_small = info(&y[..4], &[], &[0, 2, 4]);
+        assert!(from_name("auc").unwrap().evaluate(&p[..4], &only_small, 1).is_nan());
+    }
+
+    #[test]
+    fn multi_class_one_vs_rest_by_hand() {
+        // Class 0 perfectly separated (AUC 1, 2 positives), class 1 reversed (AUC 0, 1 positive),
+        // class 2's positive (0.8) beats 2 of 3 negatives (AUC 2/3, 1 positive): the mean weighted by
+        // prevalence is (2 + 0 + 2/3) / 4.
+        let p = [
+            0.9f32, 0.05, 0.05, //
+            0.8, 0.1, 0.1, //
+            0.1, 0.0, 0.9, //
+            0.1, 0.1, 0.8,
+        ];
+        let y = [0.0f32, 0.0, 1.0, 2.0];
+        let i = info(&y, &[], &[]);
+        let roc = from_name("auc").unwrap().evaluate(&p, &i, 3);
+        assert!((roc - (2.0 + 2.0 / 3.0) / 4.0).abs() < 1e-12, "{roc}");
+        // A class without positives: NaN.
+        let y2 = [0.0f32, 0.0, 2.0, 2.0];
+        assert!(from_name("auc").unwrap().evaluate(&p, &info(&y2, &[], &[]), 3).is_nan());
+    }
+
+    #[test]
+    fn known_answers_from_xgboost() {
+        // `bst.eval` of xgboost 3.2.0 with these predictions as base_margin (eta 0), 20 rows, ties
+        // included; with and without weights, as one dataset and as query groups of 6, 4, 10
+        // (group weights 1, 2, 0.5).
+        let y = [1.0f32, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0];
+        let p = [0.3f32, 0.1, 0.7, 0.3, 0.3, 0.2, 0.9, 0.5, 0.1, 0.5, 0.6, 0.6, 0.2, 0.4, 0.8, 0.3, 0.1, 0.9, 0.5, 0.0];
+        let w =
+            [1.0f32, 2.0, 0.5, 1.0, 1.5, 1.0, 0.25, 2.0, 1.0, 1.0, 3.0, 0.5, 1.0, 1.0, 2.0, 0.75, 1.0, 1.0, 1.5, 1.0];
+        let eval = |name: &str, w: &[f32], g: &[usize]| from_name(name).unwrap().evaluate(&p, &info(&y, w, g), 1);
+        let groups = [0usize, 6, 10, 20];
+        let gw = [1.0f32, 2.0, 0.5];
+        let cases = [
+            (eval("auc", &[], &[]), 0.7121212121212122),
+            (eval("auc", &w, &[]), 0.6928312159709619),
+            (eval("aucpr", &[], &[]), 0.689397126628359),
+            (eval("aucpr", &w, &[]), 0.5874606623258132),
+            (eval("auc", &[], &groups), 0.7425925925925926),
+            (eval("auc", &gw, &groups), 0.7425925925925926),
+            (eval("aucpr", &[], &groups), 0.7850369042011921),
+        ];
+        for (i, (got, want)) in cases.iter().enumerate() {
+            assert!((got - want).abs() < 1e-6, "case {i}: {got} vs {want}");
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Row-wise metrics: `rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
+//! `poisson-nloglik` (formulas in the parent module). Each row's loss is XGBoost's `EvalRow`, in
+//! `f32`, times the row weight (also in `f32`); the weighted losses and the weights are summed in
+//! `f64`, and the result is `Σ loss / Σ w` (`√` of it for the two root metrics).
+
+use super::{block_sum, check_prediction_count, check_row_weights, format_threshold, Metric};
+use crate::data::MetaInfo;
+use crate::objective::weight_of;
+use crate::{Error, Result};
+
+/// Which row-wise metric.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ElementwiseKind {
+    Rmse,
+    Rmsle,
+    Mae,
+    Mape,
+    /// Mean pseudo-Huber error with `huber_slope`.
+    Mphe {
+        slope: f32,
+    },
+    LogLoss,
+    /// Classification error at `threshold` (`None`: 0.5, printed `error`).
+    Error {
+        threshold: Option<f32>,
+    },
+    PoissonNegLogLik,
+}
+
+/// A row-wise metric.
+#[derive(Clone, Debug)]
+pub struct Elementwise {
+    kind: ElementwiseKind,
+}
+
+impl Elementwise {
+    pub fn new(kind: ElementwiseKind) -> Self {
+        Self { kind }
+    }
+
+    /// XGBoost's `EvalRow`: the unweighted loss of one row.
+    #[inline]
+    fn row_loss(&self, y: f32, p: f32) -> f32 {
+        match self.kind {
+            ElementwiseKind::Rmse => {
+                let d = y - p;
+                d * d
+            }
+            ElementwiseKind::Rmsle => {
+                let d = libm::log1pf(y) - libm::log1pf(p);
+                d * d
+            }
+            ElementwiseKind::Mae => (y - p).abs(),
+            ElementwiseKind::Mape => ((y - p) / y).abs(),
+            ElementwiseKind::Mphe { slope } => {
+                let z = y - p;
+                let s2 = slope * slope;
+                s2 * (libm::sqrtf(1.0 + z * z / s2) - 1.0)
+            }
+            ElementwiseKind::LogLoss => {
+                // x log y with 0 log(anything) = 0 and the log argument floored at 1e-16.
+                let xlogy = |x: f32, v: f32| if x == 0.0 { 0.0 } else { x * libm::logf(v.max(1e-16)) };
+                xlogy(-y, p) + xlogy(-(1.0 - y), 1.0 - p)
+            }
+            ElementwiseKind::Error { threshold } => {
+                if p > threshold.unwrap_or(0.5) {
+                    1.0 - y
+                } else {
+                    y
+                }
+            }
+            ElementwiseKind::PoissonNegLogLik => {
+                let p = p.max(1e-16);
+                libm::lgammaf(y + 1.0) + p - libm::logf(p) * y
+            }
+        }
+    }
+}
+
+impl Metric for Elementwise {
+    fn name(&self) -> String {
+        match self.kind {
+            ElementwiseKind::Rmse => "rmse".into(),
+            ElementwiseKind::Rmsle => "rmsle".into(),
+            ElementwiseKind::Mae => "mae".into(),
+            ElementwiseKind::Mape => "mape".into(),
+            ElementwiseKind::Mphe { .. } => "mphe".into(),
+            ElementwiseKind::LogLoss => "logloss".into(),
+            // XGBoost prints a threshold of exactly 0.5 as plain `error`.
+            ElementwiseKind::Error { threshold: Some(t) } if t != 0.5 => format!("error@{}", format_threshold(t)),
+            ElementwiseKind::Error { .. } => "error".into(),
+            ElementwiseKind::PoissonNegLogLik => "poisson-nloglik".into(),
+        }
+    }
+
+    fn higher_is_better(&self) -> bool {
+        false
+    }
+
+    fn check(&self, predictions: usize, info: &MetaInfo, outputs: usize) -> Result<()> {
+        if outputs > 1 {
+            return Err(Error::InvalidData(format!(
+                "{} takes one prediction per row, not {outputs} (use merror or mlogloss for multi-class)",
+                self.name()
+            )));
+        }
+        check_prediction_count(predictions, info, 1)?;
+        check_row_weights(info)
+    }
+
+    fn evaluate(&self, predictions: &[f32], info: &MetaInfo, outputs: usize) -> f64 {
+        if self.check(predictions.len(), info, outputs).is_err() {
+            return f64::NAN;
+        }
+        let (loss, weight) = block_sum(predictions.len(), |i| {
+            let w = weight_of(info, i);
+            ((self.row_loss(info.labels[i], predictions[i]) * w) as f64, w as f64)
+        });
+        let mean = if weight == 0.0 { loss } else { loss / weight };
+        match self.kind {
+            ElementwiseKind::Rmse | ElementwiseKind::Rmsle => libm::sqrt(mean),
+            _ => mean,
+        }
+    }
+}
+
+#[cfg(test)]
+// Known answers keep the digits xgboost printed, beyond what an f32 holds.
+#[allow(clippy::excessive_precision)]
+mod tests {
+    use super::super::from_name;
+    use super::super::from_name_with_params;
+    use super::*;
+
+    fn info(labels: &[f32], weights: &[f32]) -> MetaInfo {
+        MetaInfo { labels: labels.to_vec(), weights: weights.to_vec(), ..Default::default() }
+    }
+
+    fn eval(name: &str, p: &[f32], y: &[f32], w: &[f32]) -> f64 {
+        from_name(name).unwrap().evaluate(p, &info(y, w), 1)
+    }
+
+    #[test]
+    fn hand_computed() {
+        let y = [1.0f32, 0.0, 3.0];
+        let p = [0.5f32, 0.0, 1.0];
+        let w = [2.0f32, 1.0, 1.0];
+        assert!((eval("rmse", &p, &y, &[]) - ((0.25 + 4.0) / 3.0f64).sqrt()).abs() < 1e-12);
+        assert!((eval("rmse", &p, &y, &w) - ((0.5 + 4.0) / 4.0f64).sqrt()).abs() < 1e-12);
+        assert!((eval("mae", &p, &y, &w) - (1.0 + 2.0) / 4.0).abs() < 1e-12);
+        assert!((eval("mape", &[0.5, 2.0], &[1.0, 4.0], &[]) - 0.5).abs() < 1e-12);
+        let rmsle = (((2f64.ln() - 1.5f64.ln()).powi(2) + (4f64.ln() - 2f64.ln()).powi(2)) / 3.0).sqrt();
+        assert!((eval("rmsle", &p, &y, &[]) - rmsle).abs() < 1e-6);
+        // logloss: -log 0.8 - log 0.9, and the clipped terms.
+        let ll = eval("logloss", &[0.8, 0.1], &[1.0, 0.0], &[]);
+        assert!((ll - (-(0.8f64).ln() - (0.9f64).ln()) / 2.0).abs() < 1e-6);
+        assert!((eval("logloss", &[0.0], &[1.0], &[]) - 16.0 * 10f64.ln()).abs() < 1e-4);
+        assert_eq!(eval("logloss", &[0.0], &[0.0], &[]), 0.0);
+        // error: p > t counts 1 - y; p == t counts y.
+        assert_eq!(eval("error", &[0.5, 0.6, 0.2, 0.9], &[1.0, 0.0, 1.0, 1.0], &[]), 0.75);
+        assert_eq!(eval("error@0.7", &[0.5, 0.6, 0.2, 0.9], &[1.0, 0.0, 1.0, 1.0], &[]), 0.5);
+        assert_eq!(eval("error", &[0.9, 0.1], &[0.0, 0.0], &[1.0, 3.0]), 0.25);
+        // poisson: lgamma(y + 1) + p - y log p.
+        let pn = eval("poisson-nloglik", &[2.0, 0.0], &[3.0, 0.0], &[]);
+        let want = ((6f64).ln() + 2.0 - 3.0 * 2f64.ln() + 1e-16) / 2.0;
+        assert!((pn - want).abs() < 1e-6);
+        // mphe with slope 1 and 2.
+        let m1 = eval("mphe", &[0.0], &[2.0], &[]);
+        assert!((m1 - (5f64.sqrt() - 1.0)).abs() < 1e-6);
+        let p2 = vec![("huber_slope".to_string(), "2".to_string())];
+        let m2 = from_name_with_params("mphe", &p2).unwrap().evaluate(&[0.0], &info(&[2.0], &[]), 1);
+        assert!((m2 - 4.0 * (2f64.sqrt() - 1.0)).abs() < 1e-6);
+        // No rows: 0, as XGBoost; zero total weight: the undivided sum.
+        assert_eq!(eval("rmse", &[], &[], &[]), 0.0);
+        assert_eq!(eval("mae", &[1.0], &[0.0], &[0.0]), 0.0);
+    }
+
+    #[test]
+    fn known_answers_from_xgboost() {
+        // A fixed 12-row dataset; the values are `bst.eval` of xgboost 3.2.0 on a DMatrix with these
+        // predictions as base_margin (eta 0, objective reg:squarederror so the margin is the
+        // prediction), with and without the weights.
+        let y = [0.0f32, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0];
+        let p = [0.12f32, 0.93, 0.47, 0.51, 0.66, 0.05, 0.38, 0.71, 0.29, 0.84, 0.5, 0.5];
+        let w = [1.0f32, 0.5, 2.0, 1.5, 0.25, 3.0, 1.0, 0.75, 1.25, 2.0, 0.5, 1.0];
+        let cases: &[(&str, f64, f64)] = &[
+            ("rmse", 0.46695823643324025, 0.49601803389780835),
+            ("mae", 0.4033333295956254, 0.41559321546958666),
+            ("logloss", 0.6177384511878093, 0.677225588236825),
+            ("error", 0.4166666666666667, 0.4915254237288136),
+            ("error@0.3", 0.4166666666666667, 0.4576271186440678),
+            ("mphe", 0.10006998976071675, 0.1116110389515505),
+            ("rmsle", 0.32344255338639955, 0.34792835698854574),
+        ];
+        for &(name, unweighted, weighted) in cases {
+            let a = eval(name, &p, &y, &[]);
+            let b = eval(name, &p, &y, &w);
+            assert!((a - unweighted).abs() < 1e-6, "{name}: {a} vs {unweighted}");
+            assert!((b - weighted).abs() < 1e-6, "{name} weighted: {b} vs {weighted}");
+        }
+    }
+
+    #[test]
+    fn bad_shapes_are_reported_and_give_nan() {
+        let m = from_name("rmse").unwrap();
+        assert!(m.evaluate(&[1.0], &info(&[1.0, 2.0], &[]), 1).is_nan());
+        assert!(m.check(1, &info(&[1.0, 2.0], &[]), 1).is_err());
+        assert!(m.check(2, &info(&[1.0, 2.0], &[1.0]), 1).is_err());
+        assert!(m.check(4, &info(&[1.0, 2.0], &[]), 2).is_err());
+        assert!(m.check(2, &info(&[1.0, 2.0], &[1.0, -1.0]), 1).is_err());
+        assert!(m.check(2, &info(&[1.0, 2.0], &[1.0, 1.0]), 1).is_ok());
+    }
+}

@@ -1,0 +1,270 @@
+//! Prediction: margins, transformed predictions and leaf indices, parallel over rows.
+//!
+//! Margins are accumulated as XGBoost's CPU predictor does, so that they match it bit for bit: each
+//! output starts at its base margin (`base_margin` of the data when given, else
+//! `prob_to_margin(base_score)`) and the trees' leaf values are added one tree after the other in
+//! model order, in `f32`. Every row is computed by one thread, so the result does not depend on
+//! the thread count. (When several blocks of rows hit a corrupt tree, which one's error is returned
+//! may vary; predictions never do.)
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::Model;
+use crate::data::{CsrMatrix, Dataset, DenseMatrix, FeatureMatrix};
+use crate::objective::Objective;
+use crate::tree::Tree;
+use crate::{Error, Result};
+
+/// Rows per parallel task: enough to amortise the task, few enough to balance small inputs.
+const ROWS_PER_TASK: usize = 64;
+
+impl Model {
+    /// The trees of boosting rounds `begin..end` (XGBoost's `iteration_range`; `end == 0` means the
+    /// last round, so `(0, 0)` is the whole model).
+    pub fn tree_range(&self, iteration_range: (usize, usize)) -> Result<Range<usize>> {
+        let rounds = self.num_rounds();
+        let (begin, end) = match iteration_range {
+            (b, 0) => (b, rounds),
+            r => r,
+        };
+        if end > rounds || begin > end {
+            return Err(Error::param(
+                "iteration_range",
+                format!("({}, {}) for a model of {rounds} rounds", iteration_range.0, iteration_range.1),
+            ));
+        }
+        Ok(self.iteration_indptr[begin]..self.iteration_indptr[end])
+    }
+
+    /// Raw margins, `rows * num_outputs()` row-major. Each row starts at `base_margin` when given
+    /// (`rows * num_outputs()` values, as `MetaInfo::base_margin`), else at
+    /// [`Model::base_margins`]`(prob_to_margin)`; then the trees of `iteration_range` add their leaf
+    /// values in model order. `features` may have fewer columns than the model (the others are
+    /// missing), not more.
+    pub fn predict_margin(
+        &self,
+        features: &FeatureMatrix,
+        base_margin: Option<&[f32]>,
+        prob_to_margin: impl Fn(f32) -> f32,
+        iteration_range: (usize, usize),
+    ) -> Result<Vec<f32>> {
+        self.check_shape()?;
+        check_features(features, self.num_feature)?;
+        let trees = self.tree_range(iteration_range)?;
+        let outputs = self.num_outputs();
+        let rows = features.rows();
+        let mut out = match base_margin {
+            Some(b) => {
+                if b.len() != rows * outputs {
+                    return Err(Error::InvalidData(format!(
+                        "base_margin has {} values for {rows} rows of {outputs} outputs",
+                        b.len()
+                    )));
+                }
+                b.to_vec()
+            }
+            None => {
+                let base = self.base_margins(prob_to_margin);
+                (0..rows).flat_map(|_| base.iter().copied()).collect()
+            }
+        };
+        let first_tree = trees.start;
+        let groups = &self.tree_info[trees.clone()];
+        let trees = &self.trees[trees];
+        for_each_block(features, &mut out, outputs, |rows_of_block, margins| {
+            for (t, (tree, &group)) in trees.iter().zip(groups).enumerate() {
+                for (r, row) in rows_of_block.iter().enumerate() {
+                    let leaf = leaf_of(tree, first_tree + t, row)?;
+                    margins[r * outputs + group as usize] += tree.split_conditions[leaf];
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Margins of a dataset for `objective`: its `info.base_margin` when not empty, else the base
+    /// score through `objective.prob_to_margin`.
+    pub fn predict_dataset_margin(
+        &self,
+        data: &Dataset,
+        objective: &dyn Objective,
+        iteration_range: (usize, usize),
+    ) -> Result<Vec<f32>> {
+        self.check_objective(objective)?;
+        let base_margin = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
+        self.predict_margin(&data.features, base_margin, |b| objective.prob_to_margin(b), iteration_range)
+    }
+
+    /// Predictions of a dataset: the margins of [`Model::predict_dataset_margin`] through
+    /// `objective.transform` (probabilities, class ids, ...), `rows * outputs` of the objective.
+    pub fn predict(
+        &self,
+        data: &Dataset,
+        objective: &dyn Objective,
+        iteration_range: (usize, usize),
+    ) -> Result<Vec<f32>> {
+        let margins = self.predict_dataset_margin(data, objective, iteration_range)?;
+        Ok(objective.transform(&margins))
+    }
+
+    /// The leaf each row reaches in each tree of `iteration_range`: `rows * trees` node indices,
+    /// row-major, trees in model order (XGBoost's `pred_leaf`; XGBoost itself takes only ranges that
+    /// start at round 0).
+    pub fn predict_leaf(&self, features: &FeatureMatrix, iteration_range: (usize, usize)) -> Result<Vec<u32>> {
+        self.check_shape()?;
+        check_features(features, self.num_feature)?;
+        let range = self.tree_range(iteration_range)?;
+        let first_tree = range.start;
+        let trees = &self.trees[range];
+        let mut out = vec![0u32; features.rows() * trees.len()];
+        if trees.is_empty() {
+            return Ok(out);
+        }
+        for_each_block(features, &mut out, trees.len(), |rows_of_block, leaves| {
+            for (t, tree) in trees.iter().enumerate() {
+                for (r, row) in rows_of_block.iter().enumerate() {
+                    // A node index fits in u32: the arrays were read from `i32` child indices.
+                    leaves[r * trees.len() + t] = leaf_of(tree, first_tree + t, row)? as u32;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn check_objective(&self, objective: &dyn Objective) -> Result<()> {
+        if objective.outputs() != self.num_outputs() {
+            return Err(Error::Model(format!(
+                "objective `{}` has {} outputs, the model {}",
+                objective.name(),
+                objective.outputs(),
+                self.num_outputs()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The prediction data must be a well-formed matrix with at most the model's features (XGBoost's
+/// rule: fewer columns are missing values, more are an error).
+fn check_features(features: &FeatureMatrix, num_feature: usize) -> Result<()> {
+    if features.cols() > num_feature {
+        return Err(Error::InvalidData(format!("the data has {} features, the model {num_feature}", features.cols())));
+    }
+    match features {
+        FeatureMatrix::Dense(m) => {
+            if m.values.len() != m.rows * m.cols {
+                return Err(Error::InvalidData(format!(
+                    "dense matrix of {} x {} holds {} values",
+                    m.rows,
+                    m.cols,
+                    m.values.len()
+                )));
+            }
+        }
+        FeatureMatrix::Sparse(m) => check_csr(m)?,
+    }
+    Ok(())
+}
+
+fn check_csr(m: &CsrMatrix) -> Result<()> {
+    if m.row_ptr.len() != m.rows + 1 || m.row_ptr.first() != Some(&0) {
+        return Err(Error::InvalidData(format!(
+            "CSR matrix of {} rows has {} row offsets, not starting at 0",
+            m.rows,
+            m.row_ptr.len()
+        )));
+    }
+    if let Some(r) = m.row_ptr.windows(2).position(|w| w[1] < w[0]) {
+        return Err(Error::InvalidData(format!("CSR row offsets decrease at row {r}")));
+    }
+    let nnz = m.row_ptr[m.rows];
+    if m.col_indices.len() != nnz || m.values.len() != nnz {
+        return Err(Error::InvalidData(format!(
+            "CSR matrix: {nnz} entries by its offsets, {} column indices, {} values",
+            m.col_indices.len(),
+            m.values.len()
+        )));
+    }
+    if let Some(&c) = m.col_indices.iter().find(|&&c| c as usize >= m.cols) {
+        return Err(Error::InvalidData(format!("CSR column index {c} is not below the {} columns", m.cols)));
+    }
+    Ok(())
+}
+
+/// One row's feature values as the trees see them; a value past the row's end is missing.
+struct Row<'a>(&'a [f32]);
+
+impl Row<'_> {
+    #[inline]
+    fn value(&self, feature: usize) -> f32 {
+        self.0.get(feature).copied().unwrap_or(f32::NAN)
+    }
+}
+
+/// Runs `f` on blocks of rows in parallel: `f(rows, out)` gets the block's rows and its slice of
+/// `out` (`width` values per row). Sparse rows are expanded into a dense buffer (NaN = missing).
+fn for_each_block<T: Send>(
+    features: &FeatureMatrix,
+    out: &mut [T],
+    width: usize,
+    f: impl Fn(&[Row<'_>], &mut [T]) -> Result<()> + Sync,
+) -> Result<()> {
+    if width == 0 || out.is_empty() {
+        return Ok(());
+    }
+    out.par_chunks_mut(ROWS_PER_TASK * width).enumerate().try_for_each(|(block, chunk)| {
+        let first = block * ROWS_PER_TASK;
+        let count = chunk.len() / width;
+        match features {
+            FeatureMatrix::Dense(m) => {
+                let rows: Vec<Row<'_>> = (first..first + count).map(|i| Row(dense_row(m, i))).collect();
+                f(&rows, chunk)
+            }
+            FeatureMatrix::Sparse(m) => {
+                // As wide as the matrix (at most the model's features): later features are missing
+                // anyway, and the buffer stays small whatever `num_feature` a model file claims.
+                let cols = m.cols;
+                let mut dense = vec![f32::NAN; count * cols];
+                for (r, i) in (first..first + count).enumerate() {
+                    let range = m.row_ptr[i]..m.row_ptr[i + 1];
+                    for (&c, &v) in m.col_indices[range.clone()].iter().zip(&m.values[range]) {
+                        // `check_features` bounds the column indices by `m.cols`.
+                        dense[r * cols + c as usize] = v;
+                    }
+                }
+                let rows: Vec<Row<'_>> = (0..count).map(|r| Row(&dense[r * cols..(r + 1) * cols])).collect();
+                f(&rows, chunk)
+            }
+        }
+    })
+}
+
+fn dense_row(m: &DenseMatrix, i: usize) -> &[f32] {
+    &m.values[i * m.cols..(i + 1) * m.cols]
+}
+
+/// The leaf that `row` reaches in `tree`. Every child index is checked and a path is at most as long
+/// as the tree, so a corrupt tree gives an error, not a panic or an endless loop. The node arrays
+/// are known to have one length (`Model::check_shape`).
+#[inline]
+fn leaf_of(tree: &Tree, index: usize, row: &Row<'_>) -> Result<usize> {
+    let n = tree.len();
+    let mut node = 0usize;
+    for _ in 0..n {
+        let left = tree.left_children[node];
+        if left == -1 {
+            return Ok(node);
+        }
+        let v = row.value(tree.split_indices[node] as usize);
+        let go_left = if v.is_nan() { tree.default_left[node] } else { v < tree.split_conditions[node] };
+        let child = if go_left { left } else { tree.right_children[node] };
+        node = usize::try_from(child).ok().filter(|&c| c < n).ok_or_else(|| {
+            Error::Model(format!("tree {index}: node {node} has child {child}, not one of its {n} nodes"))
+        })?;
+    }
+    Err(Error::Model(format!("tree {index}: a path of more than {n} nodes (a cycle)")))
+}

@@ -1,0 +1,635 @@
+//! Element-wise objectives: squared error, the logistic family, pseudo-Huber, absolute error and
+//! Poisson. Each row's gradient depends on its own margin, label and weight only (formulas in the
+//! parent module's table); the per-row functions are plain `f32` code with `libm`, for the GPU
+//! backend to run unchanged.
+//!
+//! `reg:absoluteerror` has a zero hessian almost everywhere, so its tree leaves are meaningless as
+//! Newton steps: XGBoost (`hist`/`approx`) replaces each leaf by the weighted median of the residuals
+//! `y - m` of its rows ([`Objective::refresh_leaf`]), which is the exact minimiser of the leaf's loss.
+
+use primitives::ops::GradientPair;
+
+use super::{
+    format_f32, newton_intercept, sigmoid, validate_rows, weight_of, weighted_label_mean, weighted_quantile, Objective,
+};
+use crate::data::MetaInfo;
+use crate::{Error, Result};
+
+/// XGBoost compares `|scale_pos_weight - 1|` with `kRtEps` to choose the Newton-step intercept.
+const RT_EPS: f32 = 1e-6;
+
+/// `scale_pos_weight` applies to rows labelled exactly 1.
+#[inline]
+fn scaled_weight(label: f32, weight: f32, scale_pos_weight: f32) -> f32 {
+    if label == 1.0 {
+        weight * scale_pos_weight
+    } else {
+        weight
+    }
+}
+
+/// Squared error `½(m - y)²` for one row.
+#[inline]
+pub fn squared_error_gradient(margin: f32, label: f32, weight: f32, scale_pos_weight: f32) -> GradientPair<f32> {
+    let w = scaled_weight(label, weight, scale_pos_weight);
+    GradientPair::new((margin - label) * w, w)
+}
+
+/// Logistic loss for one row (margin space); hessian floored at 1e-16 as XGBoost.
+#[inline]
+pub fn logistic_gradient(margin: f32, label: f32, weight: f32, scale_pos_weight: f32) -> GradientPair<f32> {
+    let p = sigmoid(margin);
+    let w = scaled_weight(label, weight, scale_pos_weight);
+    let h = p * (1.0 - p);
+    GradientPair::new((p - label) * w, if h > 1e-16 { h } else { 1e-16 } * w)
+}
+
+/// Pseudo-Huber loss `δ²(√(1 + (z/δ)²) - 1)` with `z = m - y`, for one row.
+#[inline]
+pub fn pseudo_huber_gradient(margin: f32, label: f32, weight: f32, slope: f32) -> GradientPair<f32> {
+    let z = margin - label;
+    let slope2 = slope * slope;
+    let scale_sqrt = libm::sqrtf(1.0 + (z * z) / slope2);
+    let grad = z / scale_sqrt;
+    let hess = slope2 / ((slope2 + z * z) * scale_sqrt);
+    GradientPair::new(grad * weight, hess * weight)
+}
+
+/// Absolute error `|m - y|` for one row: the sign as gradient, the weight as hessian (XGBoost).
+#[inline]
+pub fn absolute_error_gradient(margin: f32, label: f32, weight: f32) -> GradientPair<f32> {
+    let d = margin - label;
+    let sign = if d > 0.0 {
+        1.0
+    } else if d < 0.0 {
+        -1.0
+    } else {
+        0.0
+    };
+    GradientPair::new(sign * weight, weight)
+}
+
+/// Poisson negative log-likelihood `e^m - y m` for one row; the hessian is inflated by
+/// `e^max_delta_step`, XGBoost's safeguard against huge first steps.
+#[inline]
+pub fn poisson_gradient(margin: f32, label: f32, weight: f32, max_delta_step: f32) -> GradientPair<f32> {
+    GradientPair::new((libm::expf(margin) - label) * weight, libm::expf(margin + max_delta_step) * weight)
+}
+
+/// Applies a per-row gradient function to every row.
+fn elementwise(
+    margins: &[f32],
+    info: &MetaInfo,
+    out: &mut [GradientPair<f32>],
+    f: impl Fn(f32, f32, f32) -> GradientPair<f32>,
+) {
+    let n = margins.len().min(out.len());
+    for (i, o) in out.iter_mut().enumerate().take(n) {
+        let label = info.labels.get(i).copied().unwrap_or(0.0);
+        *o = f(margins[i], label, weight_of(info, i));
+    }
+    for o in out.iter_mut().skip(n) {
+        *o = GradientPair::new(0.0, 0.0);
+    }
+}
+
+/// `reg:squarederror`.
+#[derive(Clone, Debug)]
+pub struct SquaredError {
+    scale_pos_weight: f32,
+}
+
+impl SquaredError {
+    pub fn new(scale_pos_weight: f32) -> Self {
+        Self { scale_pos_weight }
+    }
+}
+
+impl Objective for SquaredError {
+    fn name(&self) -> &'static str {
+        "reg:squarederror"
+    }
+    fn validate(&self, info: &MetaInfo) -> Result<()> {
+        validate_rows(info, 1)
+    }
+    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
+        let spw = self.scale_pos_weight;
+        elementwise(margins, info, out, |m, y, w| squared_error_gradient(m, y, w, spw));
+    }
+    fn transform(&self, margins: &[f32]) -> Vec<f32> {
+        margins.to_vec()
+    }
+    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
+        if (self.scale_pos_weight - 1.0).abs() > RT_EPS {
+            newton_intercept(self, info)
+        } else {
+            weighted_label_mean(info)
+        }
+    }
+    fn default_metric(&self) -> &'static str {
+        "rmse"
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name(), "reg_loss_param": {"scale_pos_weight": format_f32(self.scale_pos_weight)}})
+    }
+}
+
+/// Which of XGBoost's three logistic objectives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogisticKind {
+    /// `reg:logistic`: probabilities out, `rmse` by default.
+    Regression,
+    /// `binary:logistic`: probabilities out, `logloss` by default.
+    Binary,
+    /// `binary:logitraw`: margins out.
+    Raw,
+}
+
+/// `reg:logistic`, `binary:logistic`, `binary:logitraw`.
+#[derive(Clone, Debug)]
+pub struct Logistic {
+    kind: LogisticKind,
+    scale_pos_weight: f32,
+}
+
+impl Logistic {
+    pub fn new(kind: LogisticKind, scale_pos_weight: f32) -> Self {
+        Self { kind, scale_pos_weight }
+    }
+}
+
+impl Objective for Logistic {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            LogisticKind::Regression => "reg:logistic",
+            LogisticKind::Binary => "binary:logistic",
+            LogisticKind::Raw => "binary:logitraw",
+        }
+    }
+    fn validate(&self, info: &MetaInfo) -> Result<()> {
+        validate_rows(info, 1)?;
+        if let Some(i) = info.labels.iter().position(|&y| !(0.0..=1.0).contains(&y)) {
+            return Err(Error::InvalidData(format!(
+                "row {i}: label {} is outside [0, 1], which {} requires",
+                info.labels[i],
+                self.name()
+            )));
+        }
+        Ok(())
+    }
+    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
+        let spw = self.scale_pos_weight;
+        elementwise(margins, info, out, |m, y, w| logistic_gradient(m, y, w, spw));
+    }
+    fn transform(&self, margins: &[f32]) -> Vec<f32> {
+        match self.kind {
+            LogisticKind::Raw => margins.to_vec(),
+            _ => margins.iter().map(|&m| sigmoid(m)).collect(),
+        }
+    }
+    /// XGBoost's `-log(1/p - 1)` in `f32`, after clamping `p` into `[1e-6, 1 - 1e-6]` (so 0 and 1
+    /// give finite margins); identity for `binary:logitraw`.
+    fn prob_to_margin(&self, base_score: f32) -> f32 {
+        if self.kind == LogisticKind::Raw {
+            return base_score;
+        }
+        let p = base_score.clamp(RT_EPS, 1.0 - RT_EPS);
+        -libm::logf(1.0 / p - 1.0)
+    }
+    /// Without `scale_pos_weight` the weighted label mean (a probability; for `binary:logitraw`
+    /// XGBoost uses it as the margin, unchanged). With it, a Newton step from 0 through `σ` (no `σ`
+    /// for `binary:logitraw`): for 3 positives of weight 3 and 10 negatives, `σ(-2/19)`, not `9/19`.
+    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
+        if (self.scale_pos_weight - 1.0).abs() > RT_EPS {
+            let step = newton_intercept(self, info);
+            match self.kind {
+                LogisticKind::Raw => step,
+                _ => sigmoid(step),
+            }
+        } else {
+            weighted_label_mean(info)
+        }
+    }
+    fn check_base_score(&self, base_score: f32) -> Result<()> {
+        if self.kind != LogisticKind::Raw && !(0.0..=1.0).contains(&base_score) {
+            return Err(Error::param("base_score", format!("must be in [0, 1] for {}, got {base_score}", self.name())));
+        }
+        if !base_score.is_finite() {
+            return Err(Error::param("base_score", format!("must be finite, got {base_score}")));
+        }
+        Ok(())
+    }
+    fn default_metric(&self) -> &'static str {
+        match self.kind {
+            LogisticKind::Regression => "rmse",
+            _ => "logloss",
+        }
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name(), "reg_loss_param": {"scale_pos_weight": format_f32(self.scale_pos_weight)}})
+    }
+}
+
+/// `reg:pseudohubererror`.
+#[derive(Clone, Debug)]
+pub struct PseudoHuber {
+    slope: f32,
+}
+
+impl PseudoHuber {
+    pub fn new(huber_slope: f32) -> Self {
+        Self { slope: huber_slope }
+    }
+}
+
+impl Objective for PseudoHuber {
+    fn name(&self) -> &'static str {
+        "reg:pseudohubererror"
+    }
+    fn validate(&self, info: &MetaInfo) -> Result<()> {
+        validate_rows(info, 1)
+    }
+    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
+        let slope = self.slope;
+        elementwise(margins, info, out, |m, y, w| pseudo_huber_gradient(m, y, w, slope));
+    }
+    fn transform(&self, margins: &[f32]) -> Vec<f32> {
+        margins.to_vec()
+    }
+    /// A Newton step from 0 (XGBoost's `FitIntercept`), not the median.
+    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
+        newton_intercept(self, info)
+    }
+    fn default_metric(&self) -> &'static str {
+        "mphe"
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name(), "pseudo_huber_param": {"huber_slope": format_f32(self.slope)}})
+    }
+}
+
+/// `reg:absoluteerror`.
+#[derive(Clone, Debug)]
+pub struct AbsoluteError;
+
+impl Objective for AbsoluteError {
+    fn name(&self) -> &'static str {
+        "reg:absoluteerror"
+    }
+    fn validate(&self, info: &MetaInfo) -> Result<()> {
+        validate_rows(info, 1)
+    }
+    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
+        elementwise(margins, info, out, absolute_error_gradient);
+    }
+    fn transform(&self, margins: &[f32]) -> Vec<f32> {
+        margins.to_vec()
+    }
+    /// The weighted median of the labels (interpolated without weights).
+    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
+        let weights = (!info.weights.is_empty()).then_some(info.weights.as_slice());
+        let q = weighted_quantile(0.5, &info.labels, weights);
+        if q.is_nan() {
+            0.0
+        } else {
+            q
+        }
+    }
+    fn default_metric(&self) -> &'static str {
+        "mae"
+    }
+    /// The weighted median of `label - margin` over `rows` (`f32` residuals, as XGBoost); `None`
+    /// for an empty leaf, where XGBoost also keeps the builder's value.
+    fn refresh_leaf(&self, rows: &[u32], margins: &[f32], info: &MetaInfo) -> Option<f32> {
+        let mut residuals = Vec::with_capacity(rows.len());
+        let mut weights = Vec::with_capacity(rows.len());
+        for &r in rows {
+            let r = r as usize;
+            let (Some(&y), Some(&m)) = (info.labels.get(r), margins.get(r)) else { continue };
+            residuals.push(y - m);
+            weights.push(weight_of(info, r));
+        }
+        if residuals.is_empty() {
+            return None;
+        }
+        let w = (!info.weights.is_empty()).then_some(weights.as_slice());
+        Some(weighted_quantile(0.5, &residuals, w))
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name()})
+    }
+}
+
+/// `count:poisson`.
+#[derive(Clone, Debug)]
+pub struct Poisson {
+    max_delta_step: f32,
+}
+
+impl Poisson {
+    pub fn new(max_delta_step: f32) -> Self {
+        Self { max_delta_step }
+    }
+}
+
+impl Objective for Poisson {
+    fn name(&self) -> &'static str {
+        "count:poisson"
+    }
+    fn validate(&self, info: &MetaInfo) -> Result<()> {
+        validate_rows(info, 1)?;
+        if let Some(i) = info.labels.iter().position(|&y| y < 0.0) {
+            return Err(Error::InvalidData(format!(
+                "row {i}: label {} is negative, which count:poisson does not take",
+                info.labels[i]
+            )));
+        }
+        Ok(())
+    }
+    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
+        let step = self.max_delta_step;
+        elementwise(margins, info, out, |m, y, w| poisson_gradient(m, y, w, step));
+    }
+    fn transform(&self, margins: &[f32]) -> Vec<f32> {
+        margins.iter().map(|&m| libm::expf(m)).collect()
+    }
+    /// `log(base_score)`: a base score of 0 (all labels 0) gives `-inf`, as in XGBoost.
+    fn prob_to_margin(&self, base_score: f32) -> f32 {
+        libm::logf(base_score)
+    }
+    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
+        weighted_label_mean(info)
+    }
+    fn check_base_score(&self, base_score: f32) -> Result<()> {
+        if !(base_score.is_finite() && base_score >= 0.0) {
+            return Err(Error::param("base_score", format!("must be >= 0 for count:poisson, got {base_score}")));
+        }
+        Ok(())
+    }
+    fn default_metric(&self) -> &'static str {
+        "poisson-nloglik"
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name(), "poisson_regression_param": {"max_delta_step": format_f32(self.max_delta_step)}})
+    }
+}
+
+#[cfg(test)]
+// Known answers keep the digits xgboost printed, beyond what an f32 holds.
+#[allow(clippy::excessive_precision)]
+mod tests {
+    use super::*;
+    use crate::objective::from_name;
+    use rand::{Rng, SeedableRng};
+
+    fn info(labels: &[f32], weights: &[f32]) -> MetaInfo {
+        MetaInfo { labels: labels.to_vec(), weights: weights.to_vec(), ..Default::default() }
+    }
+
+    fn obj(name: &str, params: &[(&str, &str)]) -> Box<dyn Objective> {
+        let p: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        from_name(name, &p).unwrap()
+    }
+
+    fn grads(o: &dyn Objective, margins: &[f32], info: &MetaInfo) -> Vec<GradientPair<f32>> {
+        let mut out = vec![GradientPair::new(0.0, 0.0); margins.len()];
+        o.gradients(margins, info, 0, &mut out);
+        out
+    }
+
+    /// Checks gradient and hessian against central finite differences of `loss` (f64) at random
+    /// margins; weights are random too.
+    fn check_derivatives(o: &dyn Objective, labels: &[f32], loss: impl Fn(f64, f64) -> f64, tol: f64) {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let weights: Vec<f32> = labels.iter().map(|_| rng.gen_range(0.2f32..2.0)).collect();
+        let margins: Vec<f32> = labels.iter().map(|_| rng.gen_range(-3.0f32..3.0)).collect();
+        let inf = info(labels, &weights);
+        let g = grads(o, &margins, &inf);
+        let eps = 1e-4;
+        for i in 0..labels.len() {
+            let (m, y, w) = (margins[i] as f64, labels[i] as f64, weights[i] as f64);
+            let d1 = (loss(m + eps, y) - loss(m - eps, y)) / (2.0 * eps) * w;
+            let d2 = (loss(m + eps, y) - 2.0 * loss(m, y) + loss(m - eps, y)) / (eps * eps) * w;
+            let close = |a: f64, b: f64| (a - b).abs() <= tol * (1.0 + b.abs());
+            assert!(close(g[i].grad as f64, d1), "{} row {i}: grad {} vs {d1}", o.name(), g[i].grad);
+            assert!(close(g[i].hess as f64, d2), "{} row {i}: hess {} vs {d2}", o.name(), g[i].hess);
+        }
+    }
+
+    #[test]
+    fn derivatives_match_finite_differences() {
+        let labels = [0.5f32, -1.0, 3.0, 2.0, 0.1, 7.0, -3.0, 0.0, 1.25];
+        check_derivatives(&*obj("reg:squarederror", &[]), &labels, |m, y| 0.5 * (m - y) * (m - y), 1e-3);
+        for slope in [1.0f64, 1.5, 0.3] {
+            let o = obj("reg:pseudohubererror", &[("huber_slope", &slope.to_string())]);
+            let loss = move |m: f64, y: f64| slope * slope * ((1.0 + ((m - y) / slope).powi(2)).sqrt() - 1.0);
+            check_derivatives(&*o, &labels, loss, 2e-3);
+        }
+        let binary = [0.0f32, 1.0, 1.0, 0.0, 0.3, 1.0, 0.0, 0.75];
+        let logloss = |m: f64, y: f64| {
+            let p = 1.0 / (1.0 + (-m).exp());
+            -(y * p.ln() + (1.0 - y) * (1.0 - p).ln())
+        };
+        for name in ["reg:logistic", "binary:logistic", "binary:logitraw"] {
+            check_derivatives(&*obj(name, &[]), &binary, logloss, 2e-3);
+        }
+        // Poisson: the gradient is exact; the hessian is e^(m + max_delta_step), so check it with
+        // max_delta_step = 0 against the true second derivative.
+        let counts = [0.0f32, 1.0, 3.0, 2.0, 0.0, 5.0];
+        let nll = |m: f64, y: f64| m.exp() - y * m;
+        check_derivatives(&*obj("count:poisson", &[("max_delta_step", "0")]), &counts, nll, 2e-3);
+        let g0 = grads(&*obj("count:poisson", &[]), &[0.5], &info(&[2.0], &[]))[0];
+        assert!((g0.hess as f64 - (1.2f64).exp()).abs() < 1e-5);
+    }
+
+    #[test]
+    fn scale_pos_weight_scales_rows_labelled_one() {
+        let o = obj("binary:logistic", &[("scale_pos_weight", "3")]);
+        let g = grads(&*o, &[0.0, 0.0, 0.0], &info(&[1.0, 0.0, 0.5], &[2.0, 2.0, 2.0]));
+        assert_eq!(g[0].grad, -0.5 * 6.0);
+        assert_eq!(g[0].hess, 0.25 * 6.0);
+        assert_eq!(g[1].grad, 0.5 * 2.0);
+        assert_eq!(g[2].grad, 0.0);
+        assert_eq!(g[2].hess, 0.5);
+        // XGBoost applies it to squared error too.
+        let o = obj("reg:squarederror", &[("scale_pos_weight", "2")]);
+        let g = grads(&*o, &[3.0, 3.0], &info(&[1.0, 2.0], &[]));
+        assert_eq!((g[0].grad, g[0].hess), (4.0, 2.0));
+        assert_eq!((g[1].grad, g[1].hess), (1.0, 1.0));
+    }
+
+    #[test]
+    fn logistic_hessian_is_floored() {
+        let g = grads(&*obj("binary:logistic", &[]), &[40.0, -40.0, -100.0], &info(&[1.0, 0.0, 1.0], &[]));
+        assert_eq!(g[0].hess, 1e-16);
+        assert_eq!(g[1].hess, 1e-16);
+        assert!((g[2].grad + 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn gradients_match_xgboost() {
+        // Obtained from xgboost 3.2.0: margins set as base_margin, a one-row-per-leaf exact tree with
+        // lambda = 0, eta = 1, min_child_weight = 0; each leaf gives G = -leaf * cover, H = cover.
+        let margins = [0.3f32, -1.2, 2.5, -0.7, 1.1];
+        let labels = [0.0f32, 1.0, 1.0, 1.0, 0.0];
+        let weights = [1.0f32, 0.5, 1.0, 3.0, 1.0];
+        let g = grads(&*obj("binary:logistic", &[("scale_pos_weight", "2")]), &margins, &info(&labels, &weights));
+        let want = [
+            (0.5744425, 0.24445832),
+            (-0.7685248, 0.17789444),
+            (-0.15171635, 0.14020743),
+            (-4.0091265, 1.3302772),
+            (0.75026008, 0.18736987),
+        ];
+        for (i, &(wg, wh)) in want.iter().enumerate() {
+            assert!((g[i].grad - wg).abs() < 2e-6 && (g[i].hess - wh).abs() < 2e-6, "row {i}: {:?}", g[i]);
+        }
+        let yr = [0.5f32, -1.0, 3.0, 7.0, 0.1];
+        let mr = [0.0f32, 1.0, -2.0, 1.0, 0.3];
+        let w = [1.0f32, 0.5, 2.0, 0.25, 1.0];
+        let g = grads(&*obj("reg:pseudohubererror", &[("huber_slope", "1.5")]), &mr, &info(&yr, &w));
+        let want = [
+            (-0.47434165, 0.85381502),
+            (0.6, 0.108),
+            (-2.8734789, 0.047451947),
+            (-0.36380345, 0.0035667005),
+            (0.19824560, 0.97391391),
+        ];
+        for (i, &(wg, wh)) in want.iter().enumerate() {
+            assert!((g[i].grad - wg).abs() < 2e-6 && (g[i].hess - wh).abs() < 2e-6, "row {i}: {:?}", g[i]);
+        }
+        let yp = [0.0f32, 1.0, 3.0, 5.0];
+        let mp = [0.1f32, -0.5, 1.2, 1.5];
+        let g = grads(&*obj("count:poisson", &[]), &mp, &info(&yp, &[1.0, 0.5, 2.0, 0.25]));
+        let want =
+            [(1.10517097, 2.22554088), (-0.19673466, 0.61070138), (0.64023398, 13.3717899), (-0.12957775, 2.25625348)];
+        for (i, &(wg, wh)) in want.iter().enumerate() {
+            assert!((g[i].grad - wg).abs() < 2e-6 * (1.0 + wg.abs()), "row {i}: {:?}", g[i]);
+            assert!((g[i].hess - wh).abs() < 2e-6 * (1.0 + wh), "row {i}: {:?}", g[i]);
+        }
+        let g = grads(&*obj("reg:absoluteerror", &[]), &[0.0, 1.0, 2.0], &info(&[0.5, -1.0, 2.0], &[1.0, 0.5, 2.0]));
+        assert_eq!((g[0].grad, g[0].hess, g[1].grad, g[1].hess, g[2].grad, g[2].hess), (-1.0, 1.0, 0.5, 0.5, 0.0, 2.0));
+    }
+
+    #[test]
+    fn transforms() {
+        assert_eq!(obj("binary:logistic", &[]).transform(&[0.0, 2.0]), vec![0.5, sigmoid(2.0)]);
+        assert_eq!(obj("reg:logistic", &[]).transform(&[-1.0]), vec![sigmoid(-1.0)]);
+        assert_eq!(obj("binary:logitraw", &[]).transform(&[-1.0]), vec![-1.0]);
+        assert_eq!(obj("binary:logitraw", &[]).eval_transform(&[-1.0]), vec![-1.0]);
+        assert_eq!(obj("count:poisson", &[]).transform(&[0.0, 1.0]), vec![1.0, libm::expf(1.0)]);
+        assert_eq!(obj("reg:squarederror", &[]).transform(&[1.5]), vec![1.5]);
+        assert_eq!(obj("reg:absoluteerror", &[]).transform(&[1.5]), vec![1.5]);
+        assert_eq!(obj("reg:pseudohubererror", &[]).transform(&[1.5]), vec![1.5]);
+    }
+
+    #[test]
+    fn prob_to_margin_matches_xgboost() {
+        // xgboost 3.2.0: base_score 1.0 -> margin 13.74516, 0.0 -> -13.81551 (clamped to 1e-6).
+        let o = obj("binary:logistic", &[]);
+        assert!((o.prob_to_margin(1.0) - 13.74516).abs() < 1e-4);
+        assert!((o.prob_to_margin(0.0) + 13.81551).abs() < 1e-4);
+        assert!((o.prob_to_margin(0.25) - libm::logf(1.0 / 3.0)).abs() < 1e-6);
+        assert_eq!(obj("binary:logitraw", &[]).prob_to_margin(0.25), 0.25);
+        assert_eq!(obj("count:poisson", &[]).prob_to_margin(1.0), 0.0);
+        assert_eq!(obj("count:poisson", &[]).prob_to_margin(0.0), f32::NEG_INFINITY);
+        assert!(obj("binary:logistic", &[]).check_base_score(1.5).is_err());
+        assert!(obj("binary:logistic", &[]).check_base_score(1.0).is_ok());
+        assert!(obj("binary:logitraw", &[]).check_base_score(1.5).is_ok());
+        assert!(obj("count:poisson", &[]).check_base_score(-1.0).is_err());
+        assert!(obj("reg:squarederror", &[]).check_base_score(f32::NAN).is_err());
+    }
+
+    /// A fixed 13-row dataset; the expected values are `learner_model_param.base_score` of models
+    /// trained on it by xgboost 3.2.0 (one round, defaults otherwise).
+    fn base_score_data() -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
+        let yb = [0., 0., 0., 1., 0., 0., 0., 0., 1., 0., 0., 0., 1.];
+        let yr = [
+            0.0665008, 1.4710113, 2.5190392, -2.2975748, 1.5087762, 3.4492939, 0.4049463, -0.6216292, 2.5044878,
+            1.5068930, 2.7917662, 0.3095686, -1.9636365,
+        ];
+        let w = [
+            1.6047283, 0.3826478, 0.1631052, 1.7104540, 1.7225670, 1.7530742, 0.9438195, 0.5480968, 0.0141837,
+            1.2914418, 1.4398187, 1.6711384, 0.5637556,
+        ];
+        let yp = [3., 2., 2., 2., 1., 1., 0., 3., 4., 1., 2., 0., 3.];
+        (yb.to_vec(), yr.to_vec(), w.to_vec(), yp.to_vec())
+    }
+
+    #[test]
+    fn base_scores_match_xgboost() {
+        let (yb, yr, w, yp) = base_score_data();
+        let close = |a: f32, b: f32| (a - b).abs() <= 2e-6 * (1.0 + b.abs());
+        let bs = |name: &str, p: &[(&str, &str)], y: &[f32], w: &[f32]| obj(name, p).initial_base_score(&info(y, w));
+        // Logistic: the (weighted) mean label; with scale_pos_weight a Newton step through σ.
+        for name in ["binary:logistic", "reg:logistic", "binary:logitraw"] {
+            assert!(close(bs(name, &[], &yb, &[]), 3.0 / 13.0));
+            assert!(close(bs(name, &[], &yb, &w), 0.16571955));
+        }
+        assert!(close(bs("binary:logistic", &[("scale_pos_weight", "3")], &yb, &[]), 0.47370848));
+        assert!(close(bs("binary:logitraw", &[("scale_pos_weight", "3")], &yb, &[]), -0.10526316));
+        assert!(close(bs("reg:squarederror", &[], &yr, &[]), 0.89611095));
+        assert!(close(bs("reg:squarederror", &[], &yr, &w), 0.81465495));
+        // Absolute error: median (13 rows: the 7th), weighted median.
+        assert!(close(bs("reg:absoluteerror", &[], &yr, &[]), 1.4710113));
+        assert!(close(bs("reg:absoluteerror", &[], &yr, &w), 0.4049463));
+        // Poisson: weighted mean, not a Newton step.
+        assert!(close(bs("count:poisson", &[], &yp, &[]), 24.0 / 13.0));
+        assert!(close(bs("count:poisson", &[], &yp, &w), 1.4748251));
+        // Pseudo-Huber: a Newton step from 0.
+        assert!(close(bs("reg:pseudohubererror", &[], &yr, &[]), 1.1333389));
+        assert!(close(bs("reg:pseudohubererror", &[], &yr, &w), 0.9294529));
+        assert!(close(bs("reg:pseudohubererror", &[("huber_slope", "3")], &yr, &[]), 1.0190116));
+        // Degenerate: no rows.
+        assert_eq!(bs("reg:squarederror", &[], &[], &[]), 0.0);
+        assert_eq!(bs("reg:absoluteerror", &[], &[], &[]), 0.0);
+        assert_eq!(obj("reg:squarederror", &[]).initial_base_scores(&info(&yr, &[])).len(), 1);
+    }
+
+    #[test]
+    fn absolute_error_refreshes_leaves_with_the_median_residual() {
+        // From xgboost 3.2.0 (hist, eta 0.5, depth 1): leaves 0.125/0.125 unweighted and
+        // 0.25/-0.1 weighted, i.e. medians 0.25, 0.25, 0.5, -0.2 before eta.
+        let y = [0.5f32, -1.0, 3.0, 2.0, 0.1, 7.0, -3.0, 0.0, 1.0, 4.0];
+        let m = [0.0f32, 1.0, -2.0, 2.0, 0.3, 1.0, -1.0, 0.0, 0.5, 0.5];
+        let w = [1.0f32, 0.5, 2.0, 1.5, 1.0, 0.25, 3.0, 1.0, 0.7, 0.9];
+        let o = obj("reg:absoluteerror", &[]);
+        let left = [0u32, 1, 2, 3];
+        let right = [4u32, 5, 6, 7, 8, 9];
+        assert_eq!(o.refresh_leaf(&left, &m, &info(&y, &[])), Some(0.25));
+        assert_eq!(o.refresh_leaf(&right, &m, &info(&y, &[])), Some(0.25));
+        assert_eq!(o.refresh_leaf(&left, &m, &info(&y, &w)), Some(0.5));
+        assert!((o.refresh_leaf(&right, &m, &info(&y, &w)).unwrap() + 0.2).abs() < 1e-6);
+        assert_eq!(o.refresh_leaf(&[], &m, &info(&y, &w)), None);
+        assert_eq!(obj("reg:squarederror", &[]).refresh_leaf(&left, &m, &info(&y, &[])), None);
+    }
+
+    #[test]
+    fn validation_names_the_row() {
+        let msg = |name: &str, y: &[f32], w: &[f32]| match obj(name, &[]).validate(&info(y, w)) {
+            Err(Error::InvalidData(m)) => m,
+            other => panic!("{name} {y:?}: {other:?}"),
+        };
+        assert!(msg("reg:squarederror", &[0.0, f32::NAN], &[]).starts_with("row 1:"));
+        assert!(msg("reg:squarederror", &[0.0, f32::INFINITY], &[]).starts_with("row 1:"));
+        assert!(msg("binary:logistic", &[0.0, 1.0, 2.0], &[]).starts_with("row 2:"));
+        assert!(msg("reg:logistic", &[-0.5], &[]).starts_with("row 0:"));
+        assert!(msg("count:poisson", &[1.0, -2.0], &[]).starts_with("row 1:"));
+        assert!(msg("reg:absoluteerror", &[1.0, 2.0], &[1.0, -1.0]).starts_with("row 1:"));
+        assert!(msg("reg:pseudohubererror", &[1.0, 2.0], &[1.0, f32::NAN]).starts_with("row 1:"));
+        assert!(msg("reg:squarederror", &[1.0, 2.0], &[1.0]).contains("1 weights for 2 rows"));
+        let bad_margin = MetaInfo { labels: vec![1.0], base_margin: vec![0.0, 0.0], ..Default::default() };
+        assert!(obj("reg:squarederror", &[]).validate(&bad_margin).is_err());
+        assert!(obj("binary:logistic", &[]).validate(&info(&[0.0, 0.5, 1.0], &[0.0, 1.0, 2.0])).is_ok());
+        assert!(obj("count:poisson", &[]).validate(&info(&[0.0, 7.0], &[])).is_ok());
+    }
+
+    #[test]
+    fn short_inputs_do_not_panic() {
+        let o = obj("reg:squarederror", &[]);
+        let mut out = vec![GradientPair::new(9.0, 9.0); 3];
+        o.gradients(&[1.0], &info(&[], &[]), 0, &mut out);
+        assert_eq!(out[0], GradientPair::new(1.0, 1.0));
+        assert_eq!(out[2], GradientPair::new(0.0, 0.0));
+    }
+}

@@ -1,0 +1,242 @@
+//! Accuracy against XGBoost on the shipped datasets: XGBoost's parameters (100 rounds, depth 6,
+//! eta 0.3, `hist`, 256 bins), the test-set metric of boost within 1% (relative) of XGBoost 3.x's CPU
+//! `hist` trained on exactly the same numbers (the test writes the data it read, and
+//! `boost/scripts/xgboost_accuracy.py` trains XGBoost on them).
+//!
+//! With `BOOST_XGBOOST_CHECK=1` (CI sets it) the comparison runs, and fails if Python or XGBoost is
+//! missing. Without it, only boost's own metrics are computed and checked against loose floors (so a
+//! broken learner still fails), and the test says that the comparison was skipped.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use boost::data::{read_data, Column, CsvOptions, Dataset, LibsvmOptions, ReadOptions};
+use boost::learner::{train, TrainOptions};
+use boost::metric;
+use boost::param::Params;
+
+struct Case {
+    name: &'static str,
+    train: &'static str,
+    test: &'static str,
+    /// The label column of CSV files: an index or a header name.
+    label: &'static str,
+    params: &'static [(&'static str, &'static str)],
+    metric: &'static str,
+    /// Labels are shifted by this (dermatology's classes are 1..6; XGBoost wants 0..5).
+    label_shift: f32,
+    /// A floor (or ceiling, for losses) boost alone must reach: catches a broken learner when
+    /// XGBoost is not there to compare with.
+    sanity: f64,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "higgs",
+        train: "higgs_lgbm_sample/binary.train",
+        test: "higgs_lgbm_sample/binary.test",
+        label: "0",
+        params: &[("objective", "binary:logistic")],
+        metric: "auc",
+        label_shift: 0.0,
+        sanity: 0.75,
+    },
+    Case {
+        name: "agaricus",
+        train: "agaricus/agaricus.txt.train",
+        test: "agaricus/agaricus.txt.test",
+        label: "0",
+        params: &[("objective", "binary:logistic")],
+        metric: "auc",
+        label_shift: 0.0,
+        sanity: 0.99,
+    },
+    Case {
+        name: "adult",
+        train: "adult/adult_train.csv",
+        test: "adult/adult_test.csv",
+        label: "income",
+        params: &[("objective", "binary:logistic")],
+        metric: "auc",
+        label_shift: 0.0,
+        sanity: 0.90,
+    },
+    Case {
+        name: "california_housing",
+        train: "california_housing/housing.train.csv",
+        test: "california_housing/housing.test.csv",
+        label: "median_house_value",
+        params: &[("objective", "reg:squarederror")],
+        metric: "rmse",
+        label_shift: 0.0,
+        sanity: 60_000.0,
+    },
+    Case {
+        name: "lgbm_multiclass",
+        train: "lgbm_multiclass/multiclass.train",
+        test: "lgbm_multiclass/multiclass.test",
+        label: "0",
+        params: &[("objective", "multi:softprob"), ("num_class", "5")],
+        metric: "mlogloss",
+        label_shift: 0.0,
+        sanity: 1.6,
+    },
+    Case {
+        name: "lgbm_rank",
+        train: "lgbm_rank/rank.train",
+        test: "lgbm_rank/rank.test",
+        label: "0",
+        params: &[("objective", "rank:ndcg")],
+        metric: "ndcg@10",
+        label_shift: 0.0,
+        sanity: 0.5,
+    },
+    Case {
+        name: "dermatology",
+        train: "dermatology/dermatology.train.data",
+        test: "dermatology/dermatology.test.data",
+        label: "34",
+        params: &[("objective", "multi:softprob"), ("num_class", "6")],
+        metric: "mlogloss",
+        label_shift: -1.0,
+        sanity: 0.5,
+    },
+];
+
+fn data_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+    assert!(dir.is_dir(), "the shipped data directory {} is missing", dir.display());
+    dir
+}
+
+fn label_column(case: &Case) -> Column {
+    match case.label.parse() {
+        Ok(index) => Column::Index(index),
+        Err(_) => Column::Name(case.label.into()),
+    }
+}
+
+fn load(case: &Case) -> (Dataset, Dataset) {
+    let dir = data_dir();
+    let options = |categories| ReadOptions {
+        format: None,
+        csv: CsvOptions { label: label_column(case), categories, ..Default::default() },
+        libsvm: LibsvmOptions::default(),
+    };
+    let (mut train, categories) = read_data(&dir.join(case.train), &options(None)).expect("read train");
+    let test_options =
+        ReadOptions { libsvm: LibsvmOptions { num_features: Some(train.cols()) }, ..options(Some(&categories)) };
+    let (mut test, _) = read_data(&dir.join(case.test), &test_options).expect("read test");
+    for d in [&mut train, &mut test] {
+        d.info.labels.iter_mut().for_each(|l| *l += case.label_shift);
+    }
+    (train, test)
+}
+
+/// `label,weight,group,f0,...` with `nan` for missing values, as xgboost_accuracy.py reads it.
+fn write_for_xgboost(data: &Dataset, path: &Path) {
+    let cols = data.cols();
+    let mut text = String::new();
+    let _ = write!(text, "label,weight,group");
+    for j in 0..cols {
+        let _ = write!(text, ",f{j}");
+    }
+    text.push('\n');
+    let info = &data.info;
+    let groups = info.group_ptr.len().saturating_sub(1);
+    let mut row = vec![0f32; cols];
+    let mut group = 0;
+    for i in 0..data.rows() {
+        while groups > 0 && i >= info.group_ptr[group + 1] {
+            group += 1;
+        }
+        let weight = if info.weights.is_empty() {
+            1.0
+        } else if groups > 0 && info.weights.len() == groups {
+            info.weights[group]
+        } else {
+            info.weights[i]
+        };
+        data.features.fill_row(i, &mut row);
+        let _ = write!(text, "{},{},{}", info.labels[i], weight, group);
+        for v in &row {
+            if v.is_nan() {
+                text.push_str(",nan");
+            } else {
+                let _ = write!(text, ",{v}");
+            }
+        }
+        text.push('\n');
+    }
+    std::fs::write(path, text).expect("write data for xgboost");
+}
+
+#[test]
+fn test_metrics_within_one_percent_of_xgboost_hist() {
+    let compare = std::env::var("BOOST_XGBOOST_CHECK").is_ok_and(|v| v == "1");
+    let scratch = std::env::temp_dir().join(format!("boost-accuracy-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let mut ours = Vec::new();
+    let mut spec_cases = Vec::new();
+    for case in CASES {
+        let (train_data, test_data) = load(case);
+        let mut pairs: Vec<(&str, &str)> =
+            vec![("max_depth", "6"), ("eta", "0.3"), ("tree_method", "hist"), ("max_bin", "256")];
+        pairs.extend_from_slice(case.params);
+        let params = Params::from_pairs(&pairs).expect("params");
+        let options = TrainOptions { num_boost_round: 100, verbose_eval: 0, ..Default::default() };
+        let trained = train(&params, &train_data, &[], &options, |_| {}).expect("train");
+        let margins =
+            trained.model.predict_dataset_margin(&test_data, trained.objective.as_ref(), (0, 0)).expect("predict");
+        let predictions = trained.objective.eval_transform(&margins);
+        let m = metric::from_name(case.metric).expect("metric");
+        let value = m.evaluate(&predictions, &test_data.info, trained.model.num_outputs());
+        eprintln!("{}: boost test {} = {value:.6}", case.name, case.metric);
+        let sane = if m.higher_is_better() { value >= case.sanity } else { value <= case.sanity };
+        assert!(sane, "{}: test {} = {value} is worse than {}", case.name, case.metric, case.sanity);
+        ours.push((case.name, value));
+        if compare {
+            let (train_path, test_path) =
+                (scratch.join(format!("{}.train.csv", case.name)), scratch.join(format!("{}.test.csv", case.name)));
+            write_for_xgboost(&train_data, &train_path);
+            write_for_xgboost(&test_data, &test_path);
+            let mut params = serde_json::Map::new();
+            for (k, v) in &pairs {
+                params.insert(k.to_string(), serde_json::Value::String(v.to_string()));
+            }
+            spec_cases.push(serde_json::json!({
+                "name": case.name, "train": train_path, "test": test_path,
+                "params": params, "rounds": 100, "metric": case.metric,
+            }));
+        }
+    }
+    if !compare {
+        eprintln!("BOOST_XGBOOST_CHECK is not 1: XGBoost comparison skipped (boost's own floors were checked)");
+        return;
+    }
+    let spec = scratch.join("spec.json");
+    std::fs::write(&spec, serde_json::json!({ "cases": spec_cases }).to_string()).expect("spec");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/xgboost_accuracy.py");
+    let output = Command::new("python3")
+        .arg(&script)
+        .arg(&spec)
+        .output()
+        .unwrap_or_else(|e| panic!("BOOST_XGBOOST_CHECK=1 but python3 could not run: {e}"));
+    assert!(output.status.success(), "xgboost_accuracy.py failed: {}", String::from_utf8_lossy(&output.stderr));
+    let results: serde_json::Value = serde_json::from_slice(&output.stdout).expect("xgboost results");
+    let mut failures = Vec::new();
+    for (name, value) in ours {
+        let reference = results[name].as_f64().expect("xgboost metric");
+        let relative = (value - reference).abs() / reference.abs().max(1e-12);
+        eprintln!(
+            "{name}: boost {value:.6}, xgboost {} {reference:.6}, relative difference {relative:.4}",
+            results["xgboost"]
+        );
+        if relative > 0.01 {
+            failures.push(format!("{name}: boost {value:.6} vs xgboost {reference:.6} ({:.2}%)", relative * 100.0));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    assert!(failures.is_empty(), "more than 1% from XGBoost: {failures:?}");
+}
