@@ -91,12 +91,19 @@ pub fn train(
         objective.validate(&data.info)?;
     }
     let outputs = objective.outputs();
-    let mut metric_names = params.eval_metrics.clone();
-    if metric_names.is_empty() && !params.disable_default_eval_metric {
-        metric_names.push(objective.default_metric().to_string());
+    let mut metrics: Vec<Box<dyn Metric>> = params
+        .eval_metrics
+        .iter()
+        .map(|m| metric::from_name_with_params(m, &params.objective_params))
+        .collect::<Result<_>>()?;
+    if metrics.is_empty() && !params.disable_default_eval_metric {
+        metrics.push(metric::default_metric_for(objective.as_ref())?);
     }
-    let metrics: Vec<Box<dyn Metric>> = metric_names.iter().map(|m| metric::from_name(m)).collect::<Result<_>>()?;
-
+    for (data, _) in evals {
+        for m in &metrics {
+            m.check(data.rows() * outputs, &data.info, outputs)?;
+        }
+    }
     let row_weights = row_weights(train)?;
     let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
     let matrix = EllpackMatrix::new(&train.features, &cuts);

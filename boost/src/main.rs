@@ -198,7 +198,8 @@ fn train(args: TrainArgs) -> Result<()> {
     };
     let start = std::time::Instant::now();
     let trained = learner::train(&params, &train_data, &evals, &options, |log: &RoundLog| {
-        progress.println(log.to_string());
+        // The log goes to standard output (also when it is not a terminal and the bar is hidden).
+        progress.suspend(|| println!("{log}"));
         progress.inc(1);
     })?;
     progress.finish_and_clear();
@@ -284,9 +285,13 @@ fn eval(args: EvalArgs) -> Result<()> {
     objective.validate(&data.info)?;
     let margins = model.predict_dataset_margin(&data, objective.as_ref(), (0, 0))?;
     let predictions = objective.eval_transform(&margins);
-    let names = if args.metrics.is_empty() { vec![objective.default_metric().to_string()] } else { args.metrics };
-    for name in names {
-        let m = metric::from_name(&name)?;
+    let metrics = if args.metrics.is_empty() {
+        vec![metric::default_metric_for(objective.as_ref())?]
+    } else {
+        args.metrics.iter().map(|name| metric::from_name(name)).collect::<Result<_>>()?
+    };
+    for m in metrics {
+        m.check(predictions.len(), &data.info, model.num_outputs())?;
         println!("{}:{:.6}", m.name(), m.evaluate(&predictions, &data.info, model.num_outputs()));
     }
     Ok(())

@@ -10,10 +10,14 @@
 //! exponentials is accumulated in `f64`, as XGBoost does.
 
 use primitives::ops::GradientPair;
+use rayon::prelude::*;
 
 use super::{validate_rows, weight_of, Objective};
 use crate::data::MetaInfo;
 use crate::{Error, Result};
+
+/// Rows per parallel task of the gradient loop.
+const ROWS_PER_TASK: usize = 1 << 12;
 
 /// Softmax probabilities of one row, written into `out` (XGBoost's `common::Softmax`).
 #[inline]
@@ -76,22 +80,24 @@ impl Objective for Softmax {
     }
     fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
         let k = self.classes;
-        let mut p = vec![0.0f32; k];
         let rows = (margins.len().min(out.len())) / k;
-        for r in 0..rows {
-            let row = &margins[r * k..(r + 1) * k];
-            softmax_row(row, &mut p);
-            let label = info.labels.get(r).copied().unwrap_or(-1.0);
-            let w = weight_of(info, r);
-            for (c, (o, &pc)) in out[r * k..(r + 1) * k].iter_mut().zip(&p).enumerate() {
-                let h = 2.0 * pc * (1.0 - pc) * w;
-                let g = if label == c as f32 { pc - 1.0 } else { pc };
-                *o = GradientPair::new(g * w, if h > 1e-16 { h } else { 1e-16 });
+        let (head, tail) = out.split_at_mut(rows * k);
+        // Rows are independent: parallel blocks of rows give the same result on any schedule.
+        head.par_chunks_mut(ROWS_PER_TASK * k).enumerate().for_each(|(b, block)| {
+            let mut p = vec![0.0f32; k];
+            for (j, row_out) in block.chunks_mut(k).enumerate() {
+                let r = b * ROWS_PER_TASK + j;
+                softmax_row(&margins[r * k..(r + 1) * k], &mut p);
+                let label = info.labels.get(r).copied().unwrap_or(-1.0);
+                let w = weight_of(info, r);
+                for (c, (o, &pc)) in row_out.iter_mut().zip(&p).enumerate() {
+                    let h = 2.0 * pc * (1.0 - pc) * w;
+                    let g = if label == c as f32 { pc - 1.0 } else { pc };
+                    *o = GradientPair::new(g * w, if h > 1e-16 { h } else { 1e-16 });
+                }
             }
-        }
-        for o in out.iter_mut().skip(rows * k) {
-            *o = GradientPair::new(0.0, 0.0);
-        }
+        });
+        tail.fill(GradientPair::new(0.0, 0.0));
     }
     /// Class ids (as `f32`, the first of equal maxima) for `multi:softmax`, probabilities for
     /// `multi:softprob`.
@@ -223,6 +229,22 @@ mod tests {
         ];
         for (i, &(wg, wh)) in want.iter().enumerate() {
             assert!((g[i].grad - wg).abs() < 2e-6 && (g[i].hess - wh).abs() < 2e-6, "{i}: {:?}", g[i]);
+        }
+    }
+
+    #[test]
+    fn parallel_blocks_cover_every_row() {
+        let rows = 2 * ROWS_PER_TASK + 7;
+        let margins: Vec<f32> = (0..rows * 3).map(|i| (i % 5) as f32 * 0.25).collect();
+        let labels: Vec<f32> = (0..rows).map(|r| (r % 3) as f32).collect();
+        let g = grads(&*softprob(3), &margins, &info(&labels, &[]));
+        let mut p = [0.0f32; 3];
+        for r in [0, ROWS_PER_TASK - 1, ROWS_PER_TASK, rows - 1] {
+            softmax_row(&margins[r * 3..r * 3 + 3], &mut p);
+            for c in 0..3 {
+                let want = if c == r % 3 { p[c] - 1.0 } else { p[c] };
+                assert_eq!(g[r * 3 + c].grad, want, "row {r} class {c}");
+            }
         }
     }
 

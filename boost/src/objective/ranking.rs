@@ -12,7 +12,8 @@
 //! g_h += λ, h_h += η;     g_l -= λ, h_l += η            (accumulated in f32, pair by pair)
 //! ```
 //!
-//! with `ΔNDCG = (G_h - G_l)(D(r_h) - D(r_l)) / IDCG`, gain `G = 2^y - 1` (`y` with
+//! `Δ`, `λ` and `η` are computed in `f64` (with `libm`), as XGBoost does, and rounded to `f32` per
+//! pair; `ΔNDCG = (G_h - G_l)(D(r_h) - D(r_l)) / IDCG`, gain `G = 2^y - 1` (`y` with
 //! `ndcg_exp_gain = false`), discount `D(r) = 1 / log2(r + 2)`, and IDCG over the ideal order's first
 //! `k` positions (`k` = the pair truncation below; the whole list for `mean`).
 //!

@@ -1,0 +1,135 @@
+//! The `boost` command line: train with an evaluation set, predict, evaluate, continue training, and
+//! refuse bad input with a message and a non-zero exit status without writing a model.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn data(relative: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data").join(relative);
+    assert!(path.is_file(), "{} is missing", path.display());
+    path
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("boost-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn boost(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_boost")).args(args).output().expect("run boost")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn train_predict_eval_and_continue() {
+    let dir = scratch("flow");
+    let model = dir.join("model.json");
+    let (train, test) = (data("higgs_lgbm_sample/binary.train"), data("higgs_lgbm_sample/binary.test"));
+    let eval = format!("test={}", test.display());
+    let plot = dir.join("curve.svg");
+    let out = boost(&[
+        "train",
+        train.to_str().unwrap(),
+        "--eval",
+        &eval,
+        "--rounds",
+        "12",
+        "--plot",
+        plot.to_str().unwrap(),
+        "-o",
+        model.to_str().unwrap(),
+        "objective=binary:logistic",
+        "eval_metric=logloss",
+        "eval_metric=auc",
+        "max_depth=4",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = text(&out.stdout);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 12, "one eval line per round:\n{log}");
+    assert!(lines[0].starts_with("[0]\ttrain-logloss:0.6"), "{}", lines[0]);
+    assert!(lines[11].starts_with("[11]\ttrain-logloss:"), "{}", lines[11]);
+    assert_eq!(lines[11].split('\t').count(), 5, "4 metrics: {}", lines[11]);
+    let last_auc: f64 = lines[11].rsplit(':').next().unwrap().parse().unwrap();
+    assert!(last_auc > 0.75, "test auc {last_auc}");
+    let svg = std::fs::read_to_string(&plot).expect("plot written");
+    assert!(svg.starts_with("<svg") && svg.contains("test-auc"), "an SVG with the series' legend");
+
+    let out = boost(&["predict", "-m", model.to_str().unwrap(), test.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let predictions: Vec<f64> = text(&out.stdout).lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(predictions.len(), 500);
+    assert!(predictions.iter().all(|&p| (0.0..=1.0).contains(&p)));
+    let out = boost(&["predict", "-m", model.to_str().unwrap(), "--leaf", test.to_str().unwrap()]);
+    assert_eq!(text(&out.stdout).lines().next().unwrap().split(',').count(), 12, "a leaf per tree");
+
+    let out = boost(&["eval", "-m", model.to_str().unwrap(), test.to_str().unwrap(), "--metric", "auc"]);
+    let reported: f64 = text(&out.stdout).trim().strip_prefix("auc:").expect("auc:value").parse().unwrap();
+    assert!((reported - last_auc).abs() < 1e-5, "eval {reported} vs the training log {last_auc}");
+
+    // Continuing adds rounds after the saved ones.
+    let more = dir.join("more.json");
+    let out = boost(&[
+        "train",
+        train.to_str().unwrap(),
+        "--rounds",
+        "3",
+        "--continue-from",
+        model.to_str().unwrap(),
+        "-o",
+        more.to_str().unwrap(),
+        "objective=binary:logistic",
+        "max_depth=4",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("[12]\t"), "{}", text(&out.stdout));
+    let continued = boost::model::Model::load_json(&more).expect("continued model");
+    assert_eq!(continued.num_rounds(), 15);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_fails_with_a_message_and_writes_no_model() {
+    let dir = scratch("bad");
+    let model = dir.join("model.json");
+    let bad_data = dir.join("bad.csv");
+    // A row with a missing field.
+    std::fs::write(&bad_data, "1,2,3\n0,1,2\n1,3\n").unwrap();
+    let train = data("higgs_lgbm_sample/binary.train");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![train.display().to_string(), "eta=0".into()], "parameter `eta`"),
+        (vec![train.display().to_string(), "no_such=1".into()], "parameter `no_such`: unknown"),
+        (
+            vec![
+                data("california_housing/housing.train.csv").display().to_string(),
+                "--label".into(),
+                "median_house_value".into(),
+                "objective=binary:logistic".into(),
+            ],
+            "label",
+        ),
+        (vec![dir.join("absent.csv").display().to_string()], "absent.csv"),
+        (vec![bad_data.display().to_string(), "--format".into(), "csv".into()], "bad.csv"),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["train".to_string()];
+        all.extend(args);
+        all.extend(["-o".into(), model.display().to_string()]);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = boost(&refs);
+        assert!(!out.status.success(), "{all:?} should fail");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(message), "{all:?}: {stderr}");
+        assert!(!model.exists(), "{all:?}: no model written");
+    }
+    // A corrupt model file is refused by predict.
+    std::fs::write(&model, "{\"learner\": 3}").unwrap();
+    let out = boost(&["predict", "-m", model.to_str().unwrap(), train.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("model"), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
