@@ -33,6 +33,26 @@ enum Command {
     Predict(PredictArgs),
     /// Evaluate a model on labelled data with XGBoost's metrics.
     Eval(EvalArgs),
+    /// Write a synthetic dataset (dense, with missing values; label in column 0) as CSV.
+    Generate(GenerateArgs),
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    /// Output CSV file (label first, then the features; empty fields are missing).
+    output: PathBuf,
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: usize,
+    #[arg(long, default_value_t = 28)]
+    cols: usize,
+    /// Standard deviation of the noise on the margin (the difficulty).
+    #[arg(long, default_value_t = 1.0)]
+    noise: f64,
+    /// Regression target (the margin) instead of a 0/1 label.
+    #[arg(long)]
+    regression: bool,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 #[derive(Args)]
@@ -128,6 +148,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train(args) => train(args),
         Command::Predict(args) => predict(args),
         Command::Eval(args) => eval(args),
+        Command::Generate(args) => generate(args),
     }
 }
 
@@ -295,6 +316,35 @@ fn eval(args: EvalArgs) -> Result<()> {
         println!("{}:{:.6}", m.name(), m.evaluate(&predictions, &data.info, model.num_outputs()));
     }
     Ok(())
+}
+
+fn generate(args: GenerateArgs) -> Result<()> {
+    use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+    let spec = SyntheticSpec {
+        rows: args.rows,
+        cols: args.cols,
+        noise: args.noise,
+        task: if args.regression { SyntheticTask::Regression } else { SyntheticTask::Binary },
+        seed: args.seed,
+        ..Default::default()
+    };
+    let data = generate(&spec)?;
+    let mut text = String::with_capacity(data.rows() * (data.cols() + 1) * 8);
+    let mut row = vec![0f32; data.cols()];
+    for i in 0..data.rows() {
+        data.features.fill_row(i, &mut row);
+        text.push_str(&data.info.labels[i].to_string());
+        for v in &row {
+            text.push(',');
+            if !v.is_nan() {
+                text.push_str(&v.to_string());
+            }
+        }
+        text.push('\n');
+    }
+    let tmp = args.output.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
+    std::fs::rename(&tmp, &args.output).map_err(|e| Error::Io { path: args.output.clone(), source: e })
 }
 
 /// Every (set, metric) series of the evaluation log against the round, as an SVG line chart.
