@@ -6,13 +6,20 @@
 //! prediction applies to raw values. `min_values[f]` lies below every value of `f`; it is the split
 //! condition when no present value goes left.
 //!
-//! A feature with at most `max_bin` distinct values gets one bin per value (exact cuts). Otherwise the
-//! cuts are weighted quantiles: with the distinct values sorted, `W` their total weight, `w_first` and
-//! `w_last` the weights of the smallest and largest value, the `k`-th cut (k = 1..max_bin) is the
-//! value whose weighted rank interval `[r, r + w)` holds `w_first + k (W - w_first - w_last) / max_bin`:
-//! the picks of XGBoost's summary pruning on an exact summary. (XGBoost's own summary is an
-//! approximate sketch, so its cuts can differ from these by a rank or two.) The last bound is `max + (|max| + 1e-5)`, and the min value `min - (|min| + 1e-5)`, as in
-//! XGBoost. Missing values (NaN) are left out.
+//! The cuts are XGBoost 3.2's for the CPU `hist` method (`HostSketchContainer` over a `DMatrix`),
+//! value for value: each column's present values are pushed in row order, with their weights, into
+//! XGBoost's weighted quantile sketch (`WQuantileSketch` with relative error `1 / (8 n_bins)`,
+//! `n_bins = min(max_bin, n)`, `f32` ranks); its summary is pruned to `min(n, 8 max_bin)` entries and
+//! then to `min(n, 8 max_bin, max_bin) + 1`, and the entries after the first (the minimum) up to the
+//! `max_bin`-th become the cuts, kept strictly increasing. A column with few distinct values keeps
+//! them all (the sketch is exact and the pruning only drops entries when there are more), so it gets
+//! one bin per value. The last bound is `max + (|max| + 1e-5)` and the min value
+//! `min - |min| - 1e-5`, evaluated in double precision and rounded once, as XGBoost does. Missing
+//! values (NaN) are left out; a column without any present value (or only zero weights) has no bins
+//! (XGBoost gives it one empty bin; no split can use either).
+//!
+//! XGBoost's sketch has no randomness and each column is sketched alone, so the cuts depend neither
+//! on the thread count nor on the other columns.
 
 use rayon::prelude::*;
 
@@ -34,19 +41,6 @@ impl QuantileCuts {
     /// Cuts of every column of `features`, weighting row `i` by `weights[i]` (empty: all 1).
     pub fn build(features: &FeatureMatrix, weights: &[f32], max_bin: usize) -> Self {
         let cols = features.cols();
-        // SCRATCH (to be removed): cuts from a file.
-        if let Ok(path) = std::env::var("BOOST_DEBUG_CUTS") {
-            let text = std::fs::read_to_string(path).unwrap();
-            let mut cuts = QuantileCuts { cut_ptrs: vec![0], ..Default::default() };
-            for line in text.lines() {
-                let v: Vec<f32> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
-                cuts.min_values.push(v[0]);
-                cuts.cut_values.extend_from_slice(&v[1..]);
-                cuts.cut_ptrs.push(cuts.cut_values.len() as u32);
-            }
-            assert_eq!(cuts.min_values.len(), cols);
-            return cuts;
-        }
         let columns = columns_of(features, weights);
         let per_feature: Vec<(Vec<f32>, f32)> =
             columns.into_par_iter().map(|column| feature_cuts(column, max_bin.max(1))).collect();
@@ -367,7 +361,8 @@ impl Sketch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{CsrMatrix, DenseMatrix};
+    use crate::data::{read_data, Column, CsrMatrix, CsvOptions, DenseMatrix, ReadOptions};
+    use rand::{Rng, SeedableRng};
 
     fn dense(cols: usize, values: Vec<f32>) -> FeatureMatrix {
         FeatureMatrix::Dense(DenseMatrix::new(values.len() / cols, cols, values))
@@ -380,7 +375,9 @@ mod tests {
         assert_eq!(cuts.cut_ptrs, vec![0, 3, 5]);
         assert_eq!(&cuts.cut_values[..3], &[2.0, 3.0, 3.0 + 3.0 + 1e-5]);
         assert_eq!(&cuts.cut_values[3..], &[7.0, 7.0 + 7.0 + 1e-5]);
-        assert_eq!(cuts.min_values, vec![1.0 - (1.0 + 1e-5), 5.0 - (5.0 + 1e-5)]);
+        // `min - |min| - 1e-5` in double precision, rounded once: exactly -1e-5 for positive minima
+        // (XGBoost 3.2's `QuantileDMatrix` gives these same cuts and min values).
+        assert_eq!(cuts.min_values, vec![-1e-5, -1e-5]);
         // Every value lands in its own bin; the split test `v < bound` agrees with the bins.
         for (v, bin) in [(1.0, 0), (2.0, 1), (3.0, 2)] {
             assert_eq!(cuts.search_bin(0, v), Some(bin));
@@ -392,28 +389,142 @@ mod tests {
     }
 
     #[test]
-    fn many_values_give_weighted_quantiles() {
-        // 0..1000 with unit weights, 4 bins: targets 1 + k 998 / 4 = 250.5, 500, 749.5, then max+.
+    fn many_values_get_xgboost_sketch_quantiles() {
+        // The answers of XGBoost 3.2 (`QuantileDMatrix(x, max_bin=.., weight=..).get_quantile_cut()`)
+        // for the column 0..1000. The sketch's two prunings (to 8 max_bin entries, then max_bin + 1)
+        // do not give equal-count bins.
         let m = dense(1, (0..1000).map(|x| x as f32).collect());
+        let last = 999.0 + 999.0;
         let cuts = QuantileCuts::build(&m, &[], 4);
-        assert_eq!(cuts.cut_values, vec![250.0, 500.0, 749.0, 999.0 + 999.0 + 1e-5]);
-        // Weighting the upper half 3x moves the quantiles up: total 2000, targets 1 + k 1996 / 4 =
-        // 500, 999, 1498, held by the values 500 (rank [500, 503)), 666 ([998, 1001)), 832.
+        assert_eq!(cuts.cut_values, vec![258.0, 515.0, 743.0, last]);
+        assert_eq!(cuts.min_values, vec![-1e-5]);
+        // Weighting the upper half 3x moves the quantiles up.
         let weights: Vec<f32> = (0..1000).map(|x| if x < 500 { 1.0 } else { 3.0 }).collect();
         let cuts = QuantileCuts::build(&m, &weights, 4);
-        assert_eq!(&cuts.cut_values[..3], &[500.0, 666.0, 832.0]);
-        // Bin sizes stay near W / max_bin for any count.
-        for max_bin in [2usize, 3, 16, 255, 256] {
+        assert_eq!(cuts.cut_values, vec![505.0, 675.0, 825.0, last]);
+        let expected: [(usize, &[f32]); 3] = [
+            (2, &[471.0]),
+            (3, &[347.0, 653.0]),
+            (
+                16,
+                &[
+                    63.0, 125.0, 191.0, 251.0, 313.0, 371.0, 441.0, 503.0, 558.0, 628.0, 683.0, 749.0, 811.0, 874.0,
+                    936.0,
+                ],
+            ),
+        ];
+        for (max_bin, values) in expected {
+            let cuts = QuantileCuts::build(&m, &[], max_bin);
+            assert_eq!(&cuts.cut_values[..max_bin - 1], values, "max_bin {max_bin}");
+            assert_eq!(cuts.cut_values[max_bin - 1], last);
+        }
+        // With max_bin near the number of values, XGBoost's bins hold 3 to 5 of the 1000.
+        for max_bin in [255usize, 256] {
             let cuts = QuantileCuts::build(&m, &[], max_bin);
             assert_eq!(cuts.bins(0), max_bin);
             let mut counts = vec![0usize; max_bin];
             for x in 0..1000 {
                 counts[cuts.search_bin(0, x as f32).unwrap() as usize] += 1;
             }
-            let ideal = 1000 / max_bin;
-            // The targets skip the end values' own weight, so the first and last bins may hold one more.
-            assert!(counts.iter().all(|&c| c.abs_diff(ideal) <= 2), "{max_bin}: {counts:?}");
+            assert!(counts.iter().all(|&c| (3..=5).contains(&c)), "{max_bin}: {counts:?}");
         }
+    }
+
+    /// XGBoost 3.2's cuts (`tests/data/xgboost_cuts.json`: min value and cuts of a few features of
+    /// the shipped datasets, from a `DMatrix` trained on with `hist`, 256 bins) are ours, value for
+    /// value. They cover sample weights (higgs), columns long enough for the sketch's levels to
+    /// merge (california_housing, adult: more than 2 limit_size values), few distinct values
+    /// (adult's age) and duplicate picks dropped (california_housing's longitude: 237 bins).
+    #[test]
+    fn cuts_are_xgboost_cuts_on_the_shipped_data() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let fixture: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join("tests/data/xgboost_cuts.json")).unwrap()).unwrap();
+        let max_bin = fixture["max_bin"].as_u64().unwrap() as usize;
+        let sources = [
+            ("higgs", "higgs_lgbm_sample/binary.train", Column::Index(0)),
+            ("lgbm_multiclass", "lgbm_multiclass/multiclass.train", Column::Index(0)),
+            ("california_housing", "california_housing/housing.train.csv", Column::Name("median_house_value".into())),
+            ("adult", "adult/adult_train.csv", Column::Name("income".into())),
+        ];
+        let features = fixture["features"].as_array().unwrap();
+        let mut checked = 0;
+        for (name, path, label) in sources {
+            let options = ReadOptions { csv: CsvOptions { label, ..Default::default() }, ..Default::default() };
+            let (data, _) = read_data(&root.join("../data").join(path), &options).unwrap();
+            if name == "higgs" {
+                assert_eq!(data.info.weights.len(), data.rows(), "higgs is weighted (binary.train.weight)");
+            }
+            let cuts = QuantileCuts::build(&data.features, &data.info.weights, max_bin);
+            for entry in features.iter().filter(|e| e["dataset"] == name) {
+                let f = entry["feature"].as_u64().unwrap() as usize;
+                let want: Vec<f32> =
+                    entry["cuts"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+                let got = &cuts.cut_values[cuts.cut_ptrs[f] as usize..cuts.cut_ptrs[f + 1] as usize];
+                assert_eq!(got, &want[..], "{name} feature {f}");
+                assert_eq!(cuts.min_values[f], entry["min_value"].as_f64().unwrap() as f32, "{name} feature {f}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, features.len(), "every fixture feature was checked");
+    }
+
+    #[test]
+    fn long_columns_merge_the_sketch_levels_as_xgboost() {
+        // 60000 values with duplicates, 16 bins: the sketch's levels hold 897 entries and its queue
+        // fills 33 times, so summaries are pruned, combined and carried up several levels. XGBoost
+        // 3.2's answers (`QuantileDMatrix`), without and with weights.
+        let n = 60_000usize;
+        let m = dense(1, (0..n).map(|i| ((i * 7919) % 10007) as f32 * 0.01).collect());
+        let cuts = QuantileCuts::build(&m, &[], 16);
+        let want: [f32; 16] = [
+            6.39, 12.62, 18.88, 25.25, 31.49, 37.85, 44.1, 50.39, 55.98, 62.32, 68.57, 74.83, 81.189995, 87.439995,
+            93.78, 200.12001,
+        ];
+        assert_eq!(cuts.cut_values, want);
+        assert_eq!(cuts.min_values, vec![-1e-5]);
+        let weights: Vec<f32> = (0..n).map(|i| 1.0 + (i % 7) as f32 * 0.25).collect();
+        let cuts = QuantileCuts::build(&m, &weights, 16);
+        let want: [f32; 16] = [
+            6.24, 12.62, 18.92, 25.269999, 31.5, 37.879997, 44.1, 49.6, 55.98, 62.32, 68.59, 74.86, 81.08, 87.47,
+            93.77, 200.12001,
+        ];
+        assert_eq!(cuts.cut_values, want);
+    }
+
+    #[test]
+    fn ranks_are_f32_as_xgboost() {
+        // Weights from 0.1 to 1000: the sketch's f32 rank sums round, and that decides a pick.
+        // XGBoost 3.2 keeps 66.28571 (cut 208 of 223); the same sketch with f64 ranks would not.
+        let n = 2097usize;
+        let values: Vec<f32> = (0..n).map(|i| (((i * 7919) % 1009) as f32 - 500.0) / 7.0).collect();
+        let choices = [0.1f32, 0.3, 1.7, 2.9, 1000.0];
+        let weights: Vec<f32> = (0..n).map(|i| choices[(i * 31 + i / 3) % 5]).collect();
+        let cuts = QuantileCuts::build(&dense(1, values), &weights, 256);
+        assert_eq!(cuts.bins(0), 223);
+        assert_eq!(&cuts.cut_values[..3], &[-69.28571, -69.14286, -69.0]);
+        assert_eq!(&cuts.cut_values[207..211], &[66.14286, 66.28571, 66.42857, 66.57143]);
+        assert_eq!(cuts.cut_values[222], 145.14287);
+        assert_eq!(cuts.min_values, vec![-142.85716]);
+    }
+
+    #[test]
+    fn same_cuts_for_any_thread_count() {
+        // Long enough columns (30000 > 2 limit_size) that the sketch merges levels.
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        let (rows, cols) = (30_000, 4);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|_| if rng.gen_bool(0.1) { f32::NAN } else { (rng.gen_range(-2000..2000) as f32) * 0.01 })
+            .collect();
+        let weights: Vec<f32> = (0..rows).map(|_| rng.gen_range(0.5..2.0)).collect();
+        let m = dense(cols, values);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| QuantileCuts::build(&m, &weights, 256))
+        };
+        let (a, b) = (run(1), run(3));
+        assert_eq!(a, b);
+        assert_eq!(a.bins(0), 256);
     }
 
     #[test]

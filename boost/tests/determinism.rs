@@ -28,9 +28,12 @@ fn model_text(threads: usize, objective: &[(&str, &str)], path: &str, label: Col
     trained.model.to_json_string().expect("json")
 }
 
+/// Objective parameters, data file, label column.
+type Case = (&'static [(&'static str, &'static str)], &'static str, Column);
+
 #[test]
 fn byte_identical_models_for_1_and_2_threads_and_repeated_runs() {
-    let cases: [(&[(&str, &str)], &str, Column); 3] = [
+    let cases: [Case; 3] = [
         (&[("objective", "binary:logistic")], "higgs_lgbm_sample/binary.train", Column::Index(0)),
         (&[("objective", "multi:softprob"), ("num_class", "5")], "lgbm_multiclass/multiclass.train", Column::Index(0)),
         (

@@ -5,12 +5,15 @@
 //!
 //! All sums are 64-bit fixed point ([`crate::fixed_point`]), so the histograms, and with them the
 //! tree, do not depend on the order of summation or the thread count. Gains and weights follow
-//! XGBoost (`CalcGain`, `CalcWeight` with `lambda`, `alpha`, `max_delta_step`, `min_child_weight`):
-//! with `T(G)` the gradient sum soft-thresholded by `alpha`, a node's weight is
-//! `w = -T(G) / (H + lambda)` (clipped to `max_delta_step` when set) and its gain `T(G)^2 / (H + lambda)`
-//! (or `-(2 G w + (H + lambda) w^2)` with the clipped weight); a split's loss change is the children's
-//! gains minus the parent's, kept when above 1e-6 and `gamma`. Ties between features go to the lower
-//! index, within a feature to the first candidate found (missing values right, then left).
+//! XGBoost's hist evaluator (`TreeEvaluator::SplitEvaluator`) with its precision: with `T(G)` the
+//! gradient sum soft-thresholded by `alpha`, a node's weight is `w = -T(G) / (H + lambda)` in double
+//! precision (0 below `min_child_weight`, clipped to `max_delta_step` when set), rounded to `f32`; a
+//! leaf's value is that `f32` weight times `eta` in `f32`. A node's gain is the `f32` quotient
+//! `f32(T(G)^2) / f32(H + lambda)` (with `max_delta_step`, `-(2 G w + (H + lambda) w^2)` in `f32`), a
+//! split's loss change the children's gains minus the parent's, all in `f32`. A split is kept when
+//! its loss change is above 1e-6 (`kRtEps`) and at least `gamma`, and both children have hessian.
+//! Ties between features go to the lower index, within a feature to the first candidate found
+//! (missing values right, then left); XGBoost's `f32` rounding decides which candidates tie.
 
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -43,7 +46,7 @@ fn threshold_l1(g: f64, alpha: f64) -> f64 {
     }
 }
 
-/// XGBoost's `CalcWeight`.
+/// XGBoost's `CalcWeight` (in double precision; the evaluator rounds it to `f32`).
 pub fn calc_weight(p: &TreeParams, g: f64, h: f64) -> f64 {
     if h < p.min_child_weight as f64 || h <= 0.0 {
         return 0.0;
@@ -57,19 +60,26 @@ pub fn calc_weight(p: &TreeParams, g: f64, h: f64) -> f64 {
     }
 }
 
-/// XGBoost's `CalcGain`.
-pub fn calc_gain(p: &TreeParams, g: f64, h: f64) -> f64 {
-    if h < p.min_child_weight as f64 || h <= 0.0 {
+/// A leaf's value: XGBoost's `f32` weight times `eta` (in `f32`).
+pub fn leaf_value(p: &TreeParams, g: f64, h: f64) -> f32 {
+    calc_weight(p, g, h) as f32 * p.eta
+}
+
+/// The gain of a node with gradient sums `g`, `h`: XGBoost's hist evaluator's `CalcGain`
+/// (`CalcGainGivenWeight` with the `f32` weight), in `f32` as there. Unlike the weight it has no
+/// `min_child_weight` cut-off (split candidates check that on their own); with `max_delta_step` it
+/// has no `alpha` term, as XGBoost's evaluator.
+pub fn calc_gain(p: &TreeParams, g: f64, h: f64) -> f32 {
+    if h <= 0.0 {
         return 0.0;
     }
-    let (lambda, alpha) = (p.lambda as f64, p.alpha as f64);
     if p.max_delta_step == 0.0 {
-        let t = threshold_l1(g, alpha);
-        t * t / (h + lambda)
-    } else {
-        let w = calc_weight(p, g, h);
-        -(2.0 * g * w + (h + lambda) * w * w) + alpha * w.abs()
+        let t = threshold_l1(g, p.alpha as f64);
+        return (t * t) as f32 / (h + p.lambda as f64) as f32;
     }
+    let w = calc_weight(p, g, h) as f32;
+    let (g, h) = (g as f32, h as f32);
+    -(2.0 * g * w + (h + p.lambda) * (w * w))
 }
 
 /// A split of a node: rows whose bin of `feature` is at most `last_left_bin` (a global bin id; below
@@ -77,7 +87,7 @@ pub fn calc_gain(p: &TreeParams, g: f64, h: f64) -> f64 {
 /// `default_left`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Split {
-    loss_chg: f64,
+    loss_chg: f32,
     feature: u32,
     last_left_bin: i64,
     threshold: f32,
@@ -154,7 +164,7 @@ impl HistBuilder<'_> {
         let total = sum_rows(gradients, &rows);
         let to_f = |s: Fixed| self.quantiser.to_float(s);
         let root = to_f(total);
-        let mut tree = Tree::leaf((calc_weight(p, root.grad, root.hess) * p.eta as f64) as f32, root.hess as f32);
+        let mut tree = Tree::leaf(leaf_value(p, root.grad, root.hess), root.hess as f32);
         let mut nodes = vec![NodeState { begin: 0, end: n, sum: total, depth: 0 }];
         let mut hists: Vec<Option<Vec<Fixed>>> = vec![None];
         let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
@@ -202,11 +212,14 @@ impl HistBuilder<'_> {
                 split.feature,
                 split.threshold,
                 split.default_left,
-                split.loss_chg as f32,
-                ((calc_weight(p, l.grad, l.hess) * p.eta as f64) as f32, l.hess as f32),
-                ((calc_weight(p, r.grad, r.hess) * p.eta as f64) as f32, r.hess as f32),
+                split.loss_chg,
+                (leaf_value(p, l.grad, l.hess), l.hess as f32),
+                (leaf_value(p, r.grad, r.hess), r.hess as f32),
             );
             let state = &nodes[node];
+            // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
+            let own = to_f(state.sum);
+            tree.base_weights[node] = calc_weight(p, own.grad, own.hess) as f32;
             let (begin, end, depth) = (state.begin, state.end, state.depth + 1);
             let middle = begin + self.partition(&mut rows[begin..end], &split);
             nodes.push(NodeState { begin, end: middle, sum: split.left, depth });
@@ -303,10 +316,11 @@ impl HistBuilder<'_> {
                 best = Some(s);
             }
         }
-        best.filter(|b| b.loss_chg > RT_EPS && b.loss_chg >= p.gamma as f64)
+        // XGBoost's `ExpandEntry::IsValid`.
+        best.filter(|b| b.loss_chg as f64 > RT_EPS && b.loss_chg >= p.gamma && b.left.hess != 0 && b.right.hess != 0)
     }
 
-    fn evaluate_feature(&self, hist: &[Fixed], total: Fixed, f: usize, parent_gain: f64) -> Option<Split> {
+    fn evaluate_feature(&self, hist: &[Fixed], total: Fixed, f: usize, parent_gain: f32) -> Option<Split> {
         let p = self.params;
         let cuts = self.cuts;
         let (begin, end) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
@@ -322,7 +336,8 @@ impl HistBuilder<'_> {
                 return;
             }
             let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
-            if best.is_none_or(|b| loss_chg > b.loss_chg) {
+            // XGBoost's `SplitEntry::NeedReplace` skips infinite changes (no `lambda`, no hessian).
+            if loss_chg.is_finite() && best.is_none_or(|b| loss_chg > b.loss_chg) {
                 best = Some(Split { loss_chg, feature: f as u32, last_left_bin, threshold, default_left, left, right });
             }
         };
@@ -417,7 +432,7 @@ mod tests {
     }
 
     /// The best root split found by trying every threshold on the raw values (no histogram).
-    fn brute_force_root(c: &Case, params: &TreeParams, max_bin: usize) -> (u32, f32, bool, f64) {
+    fn brute_force_root(c: &Case, params: &TreeParams, max_bin: usize) -> (u32, f32, bool, f32) {
         let cuts = QuantileCuts::build(&c.features, &[], max_bin);
         let q = GradientQuantiser::new(&c.gradients);
         let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
@@ -425,7 +440,7 @@ mod tests {
         let total = fixed.iter().fold(ZERO, |a, &b| fixed_point::add(a, b));
         let t = q.to_float(total);
         let parent = calc_gain(params, t.grad, t.hess);
-        let mut best = (0, 0.0, false, f64::NEG_INFINITY);
+        let mut best = (0, 0.0, false, f32::NEG_INFINITY);
         for f in 0..c.cols {
             let (b0, b1) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
             let mut thresholds: Vec<(f32, bool)> = cuts.cut_values[b0..b1].iter().map(|&v| (v, false)).collect();
@@ -473,7 +488,7 @@ mod tests {
                 (feature, threshold, default_left),
                 "seed {seed}"
             );
-            assert_eq!(tree.loss_changes[0], gain as f32, "seed {seed}");
+            assert_eq!(tree.loss_changes[0], gain, "seed {seed}");
         }
     }
 

@@ -18,7 +18,8 @@ pub struct Tree {
     pub split_indices: Vec<u32>,
     pub split_conditions: Vec<f32>,
     pub default_left: Vec<bool>,
-    /// The node's weight (times `eta`), leaves and splits alike.
+    /// The node's weight: as XGBoost writes it, without `eta` for a split node and with it (the leaf
+    /// value) for a leaf.
     pub base_weights: Vec<f32>,
     /// The gain of the node's split (0 for leaves).
     pub loss_changes: Vec<f32>,
