@@ -107,6 +107,7 @@ pub fn train(
     let row_weights = row_weights(train)?;
     let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
     let matrix = EllpackMatrix::new(&train.features, &cuts);
+    let bins = matrix.unpack(&cuts);
 
     let num_class = if outputs > 1 { outputs } else { 0 };
     let mut model = match &options.xgb_model {
@@ -152,7 +153,11 @@ pub fn train(
         model.predict_margin(&data.features, base, prob_to_margin, (0, 0))
     };
     let mut margins = margins_of(train)?;
-    let mut eval_margins: Vec<Vec<f32>> = evals.iter().map(|(d, _)| margins_of(d)).collect::<Result<_>>()?;
+    // An evaluation set that is the training data itself (`train` in the log) reads the training
+    // margins, which the rows' leaves keep up to date: the same values prediction would give.
+    let is_train = |data: &Dataset| std::ptr::eq(data, train);
+    let mut eval_margins: Vec<Vec<f32>> =
+        evals.iter().map(|(d, _)| if is_train(d) { Ok(Vec::new()) } else { margins_of(d) }).collect::<Result<_>>()?;
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let all_features: Vec<u32> = (0..train.cols() as u32).collect();
     let n = train.rows();
@@ -177,7 +182,8 @@ pub fn train(
             let quantiser = GradientQuantiser::new(&column);
             let fixed: Vec<GradientPair<i64>> = column.iter().map(|&g| quantiser.to_fixed(g)).collect();
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
-            let builder = HistBuilder { matrix: &matrix, cuts: &cuts, params: tree_params, quantiser: &quantiser };
+            let builder =
+                HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
             let mut built = builder.build(&fixed, &tree_features, &mut rng);
             refresh_leaves(
                 objective.as_ref(),
@@ -196,7 +202,9 @@ pub fn train(
         }
         model.push_round(new_trees)?;
         for ((data, _), m) in evals.iter().zip(eval_margins.iter_mut()) {
-            *m = model.predict_margin(&data.features, Some(m), prob_to_margin, (round, round + 1))?;
+            if !is_train(data) {
+                *m = model.predict_margin(&data.features, Some(m), prob_to_margin, (round, round + 1))?;
+            }
         }
 
         if evals.is_empty() || metrics.is_empty() {
@@ -204,7 +212,7 @@ pub fn train(
         }
         let mut log = RoundLog { round, values: Vec::new() };
         for ((data, name), m) in evals.iter().zip(&eval_margins) {
-            let predictions = objective.eval_transform(m);
+            let predictions = objective.eval_transform(if is_train(data) { &margins } else { m });
             for metric in &metrics {
                 log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, &data.info, outputs)));
             }

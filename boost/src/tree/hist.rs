@@ -22,7 +22,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rayon::prelude::*;
 
-use crate::ellpack::EllpackMatrix;
+use crate::ellpack::{EllpackMatrix, UnpackedBins, UnpackedData};
 use crate::fixed_point::{self, GradientQuantiser};
 use crate::param::{GrowPolicy, TreeParams};
 use crate::quantile::QuantileCuts;
@@ -142,6 +142,8 @@ fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Sized)) -> Vec
 /// Builds one tree from fixed-point gradients (one per row of `matrix`).
 pub struct HistBuilder<'a> {
     pub matrix: &'a EllpackMatrix,
+    /// `matrix` unpacked ([`EllpackMatrix::unpack`]), read by the inner loops.
+    pub bins: &'a UnpackedBins,
     pub cuts: &'a QuantileCuts,
     pub params: &'a TreeParams,
     pub quantiser: &'a GradientQuantiser,
@@ -196,57 +198,119 @@ impl HistBuilder<'_> {
         }
         let mut leaves = 1u32;
         loop {
-            let candidate = match p.grow_policy {
-                GrowPolicy::Depthwise => fifo.pop_front(),
-                GrowPolicy::Lossguide => heap.pop(),
+            // The next batch: depthwise, every queued node (one level, in node order); lossguide, the
+            // best one. A batch's nodes are partitioned, histogrammed and evaluated in parallel; its
+            // splits, node ids and random draws happen in the same order as one node at a time.
+            let batch: Vec<Candidate> = match p.grow_policy {
+                GrowPolicy::Depthwise => fifo.drain(..).collect(),
+                GrowPolicy::Lossguide => heap.pop().into_iter().collect(),
             };
-            let Some(Candidate { node, split }) = candidate else { break };
-            if p.max_leaves > 0 && leaves >= p.max_leaves {
-                hists[node] = None;
-                continue;
+            if batch.is_empty() {
+                break;
             }
-            leaves += 1;
-            let (l, r) = (to_f(split.left), to_f(split.right));
-            let (left, right) = tree.split(
-                node,
-                split.feature,
-                split.threshold,
-                split.default_left,
-                split.loss_chg,
-                (leaf_value(p, l.grad, l.hess), l.hess as f32),
-                (leaf_value(p, r.grad, r.hess), r.hess as f32),
-            );
-            let state = &nodes[node];
-            // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
-            let own = to_f(state.sum);
-            tree.base_weights[node] = calc_weight(p, own.grad, own.hess) as f32;
-            let (begin, end, depth) = (state.begin, state.end, state.depth + 1);
-            let middle = begin + self.partition(&mut rows[begin..end], &split);
-            nodes.push(NodeState { begin, end: middle, sum: split.left, depth });
-            nodes.push(NodeState { begin: middle, end, sum: split.right, depth });
-            hists.push(None);
-            hists.push(None);
-            let parent_hist = hists[node].take();
-            if !can_split(depth) {
-                continue;
-            }
-            // Build the smaller child's histogram; the sibling's is the parent's minus it.
-            let (small, large) = if middle - begin <= end - middle { (left, right) } else { (right, left) };
-            let small_hist = self.histogram(gradients, &rows[nodes[small].begin..nodes[small].end]);
-            let large_hist = match parent_hist {
-                Some(mut h) => {
-                    h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = fixed_point::sub(*a, b));
-                    h
+            let mut expanded: Vec<(usize, Split, usize, usize)> = Vec::with_capacity(batch.len());
+            for Candidate { node, split } in batch {
+                if p.max_leaves > 0 && leaves >= p.max_leaves {
+                    hists[node] = None;
+                    continue;
                 }
-                None => self.histogram(gradients, &rows[nodes[large].begin..nodes[large].end]),
-            };
-            hists[small] = Some(small_hist);
-            hists[large] = Some(large_hist);
-            let level = level_sample(depth, rng);
-            for child in [left, right] {
-                let node_features = sample(&level, p.colsample_bynode, rng);
-                let hist = hists[child].as_ref().expect("built above");
-                match self.evaluate(hist, nodes[child].sum, &node_features) {
+                leaves += 1;
+                let (l, r) = (to_f(split.left), to_f(split.right));
+                let (left, right) = tree.split(
+                    node,
+                    split.feature,
+                    split.threshold,
+                    split.default_left,
+                    split.loss_chg,
+                    (leaf_value(p, l.grad, l.hess), l.hess as f32),
+                    (leaf_value(p, r.grad, r.hess), r.hess as f32),
+                );
+                // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
+                let own = to_f(nodes[node].sum);
+                tree.base_weights[node] = calc_weight(p, own.grad, own.hess) as f32;
+                expanded.push((node, split, left, right));
+            }
+            // Partition every expanded node's rows (disjoint ranges of `rows`) in parallel.
+            let mut ranges: Vec<(usize, usize, usize)> =
+                expanded.iter().enumerate().map(|(i, e)| (nodes[e.0].begin, nodes[e.0].end, i)).collect();
+            ranges.sort_unstable();
+            let mut slices: Vec<(&mut [u32], usize)> = Vec::with_capacity(ranges.len());
+            let mut rest: &mut [u32] = &mut rows;
+            let mut offset = 0;
+            for &(begin, end, i) in &ranges {
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(begin - offset);
+                let (mine, tail) = tail.split_at_mut(end - begin);
+                slices.push((mine, i));
+                rest = tail;
+                offset = end;
+            }
+            let mut lefts = vec![0usize; expanded.len()];
+            let counted: Vec<(usize, usize)> =
+                slices.into_par_iter().map(|(slice, i)| (i, self.partition(slice, &expanded[i].1))).collect();
+            for (i, n_left) in counted {
+                lefts[i] = n_left;
+            }
+            for (i, &(node, split, _, _)) in expanded.iter().enumerate() {
+                let (begin, end, depth) = (nodes[node].begin, nodes[node].end, nodes[node].depth + 1);
+                let middle = begin + lefts[i];
+                nodes.push(NodeState { begin, end: middle, sum: split.left, depth });
+                nodes.push(NodeState { begin: middle, end, sum: split.right, depth });
+                hists.push(None);
+                hists.push(None);
+            }
+            // Children's histograms: the smaller child's built, its sibling's by subtraction.
+            let growing: Vec<(usize, usize, usize, Option<Vec<Fixed>>)> = expanded
+                .iter()
+                .filter(|e| can_split(nodes[e.2].depth))
+                .map(|&(node, _, left, right)| {
+                    let left_rows = nodes[left].end - nodes[left].begin;
+                    let right_rows = nodes[right].end - nodes[right].begin;
+                    let (small, large) = if left_rows <= right_rows { (left, right) } else { (right, left) };
+                    (small, large, node, hists[node].take())
+                })
+                .collect();
+            for &(node, ..) in &expanded {
+                hists[node] = None;
+            }
+            let built: Vec<(usize, Vec<Fixed>, usize, Vec<Fixed>)> = growing
+                .into_par_iter()
+                .map(|(small, large, _, parent_hist)| {
+                    let small_hist = self.histogram(gradients, &rows[nodes[small].begin..nodes[small].end]);
+                    let large_hist = match parent_hist {
+                        Some(mut h) => {
+                            h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = fixed_point::sub(*a, b));
+                            h
+                        }
+                        None => self.histogram(gradients, &rows[nodes[large].begin..nodes[large].end]),
+                    };
+                    (small, small_hist, large, large_hist)
+                })
+                .collect();
+            for (small, small_hist, large, large_hist) in built {
+                hists[small] = Some(small_hist);
+                hists[large] = Some(large_hist);
+            }
+            // Column samples in node order (the generator's draws do not depend on the threads).
+            let mut to_evaluate: Vec<(usize, Vec<u32>)> = Vec::new();
+            for &(_, _, left, right) in &expanded {
+                let depth = nodes[left].depth;
+                if !can_split(depth) {
+                    continue;
+                }
+                let level = level_sample(depth, rng);
+                for child in [left, right] {
+                    to_evaluate.push((child, sample(&level, p.colsample_bynode, rng)));
+                }
+            }
+            let splits: Vec<Option<Split>> = to_evaluate
+                .par_iter()
+                .map(|(child, features)| {
+                    let hist = hists[*child].as_ref().expect("built above");
+                    self.evaluate(hist, nodes[*child].sum, features)
+                })
+                .collect();
+            for ((child, _), split) in to_evaluate.into_iter().zip(splits) {
+                match split {
                     Some(split) => push(Candidate { node: child, split }, &mut fifo, &mut heap),
                     None => hists[child] = None,
                 }
@@ -266,35 +330,57 @@ impl HistBuilder<'_> {
 
     /// The gradient histogram (one fixed-point pair per global bin) of `rows`.
     fn histogram(&self, gradients: &[Fixed], rows: &[u32]) -> Vec<Fixed> {
-        let bins = self.cuts.total_bins();
-        let m = self.matrix;
+        match &self.bins.data {
+            UnpackedData::U16(bins) => self.histogram_of(bins, gradients, rows),
+            UnpackedData::U32(bins) => self.histogram_of(bins, gradients, rows),
+        }
+    }
+
+    fn histogram_of<B: Copy + Into<u32> + Sync>(&self, bins: &[B], gradients: &[Fixed], rows: &[u32]) -> Vec<Fixed> {
+        let total_bins = self.cuts.total_bins();
+        let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
         let accumulate = |hist: &mut Vec<Fixed>, chunk: &[u32]| {
-            for &row in chunk {
+            for (i, &row) in chunk.iter().enumerate() {
+                // A node's rows are scattered over the matrix after a few partitions: fetch the bins
+                // and gradient of a row a few iterations ahead.
+                if let Some(&ahead) = chunk.get(i + PREFETCH_DISTANCE) {
+                    prefetch(bins[ahead as usize * stride..].as_ptr());
+                    prefetch(&gradients[ahead as usize]);
+                }
                 let g = gradients[row as usize];
                 if g == ZERO {
                     continue;
                 }
-                m.for_each_bin(row as usize, |bin| {
-                    let h = &mut hist[bin as usize];
+                let entries = &bins[row as usize * stride..(row as usize + 1) * stride];
+                for &b in entries {
+                    let b: u32 = b.into();
+                    if b == null {
+                        // A missing feature's slot, or the padding after a sparse row's entries.
+                        if by_feature {
+                            continue;
+                        }
+                        break;
+                    }
+                    let h = &mut hist[b as usize];
                     *h = fixed_point::add(*h, g);
-                });
+                }
             }
         };
         if rows.len() <= ROWS_PER_TASK {
-            let mut hist = vec![ZERO; bins];
+            let mut hist = vec![ZERO; total_bins];
             accumulate(&mut hist, rows);
             return hist;
         }
         rows.par_chunks(ROWS_PER_TASK)
             .fold(
-                || vec![ZERO; bins],
+                || vec![ZERO; total_bins],
                 |mut hist, chunk| {
                     accumulate(&mut hist, chunk);
                     hist
                 },
             )
             .reduce(
-                || vec![ZERO; bins],
+                || vec![ZERO; total_bins],
                 |mut a, b| {
                     a.iter_mut().zip(&b).for_each(|(x, &y)| *x = fixed_point::add(*x, y));
                     a
@@ -362,17 +448,48 @@ impl HistBuilder<'_> {
 
     /// Stable partition of a node's rows by `split`; returns how many go left.
     fn partition(&self, rows: &mut [u32], split: &Split) -> usize {
-        let m = self.matrix;
+        match &self.bins.data {
+            UnpackedData::U16(bins) => self.partition_of(bins, rows, split),
+            UnpackedData::U32(bins) => self.partition_of(bins, rows, split),
+        }
+    }
+
+    fn partition_of<B: Copy + Into<u32> + Sync>(&self, bins: &[B], rows: &mut [u32], split: &Split) -> usize {
+        let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
         let f = split.feature as usize;
-        let goes_left = |row: u32| match m.bin_of(row as usize, f, self.cuts) {
+        let (lo, hi) = (self.cuts.cut_ptrs[f], self.cuts.cut_ptrs[f + 1]);
+        let bin_of = |row: usize| -> Option<u32> {
+            let entries = &bins[row * stride..(row + 1) * stride];
+            if by_feature {
+                let b: u32 = entries[f].into();
+                return (b != null).then_some(b);
+            }
+            // Present entries in feature order, nulls (the largest symbol) last.
+            let k = entries.partition_point(|&b| b.into() < lo);
+            entries.get(k).map(|&b| b.into()).filter(|&b| b < hi)
+        };
+        let goes_left = |row: u32| match bin_of(row as usize) {
             Some(bin) => (bin as i64) <= split.last_left_bin,
             None => split.default_left,
         };
-        let flags: Vec<bool> = if rows.len() > ROWS_PER_TASK {
-            rows.par_iter().map(|&r| goes_left(r)).collect()
-        } else {
-            rows.iter().map(|&r| goes_left(r)).collect()
+        // Rows are scattered over the matrix: ask for the entry a few rows ahead.
+        let slot = if by_feature { f } else { 0 };
+        let decide = |chunk: &[u32], out: &mut [bool]| {
+            for (i, (&row, flag)) in chunk.iter().zip(out.iter_mut()).enumerate() {
+                if let Some(&ahead) = chunk.get(i + PREFETCH_DISTANCE) {
+                    prefetch(bins[ahead as usize * stride + slot..].as_ptr());
+                }
+                *flag = goes_left(row);
+            }
         };
+        let mut flags = vec![false; rows.len()];
+        if rows.len() > ROWS_PER_TASK {
+            rows.par_chunks(ROWS_PER_TASK)
+                .zip(flags.par_chunks_mut(ROWS_PER_TASK))
+                .for_each(|(chunk, out)| decide(chunk, out));
+        } else {
+            decide(rows, &mut flags);
+        }
         let mut right = Vec::with_capacity(rows.len());
         let mut n_left = 0;
         for i in 0..rows.len() {
@@ -386,6 +503,21 @@ impl HistBuilder<'_> {
         rows[n_left..].copy_from_slice(&right);
         n_left
     }
+}
+
+/// Rows ahead whose data [`prefetch`] requests during a histogram build.
+const PREFETCH_DISTANCE: usize = 32;
+
+/// Asks for the cache line at `p` (a hint; no effect on results).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 fn sum_rows(gradients: &[Fixed], rows: &[u32]) -> Fixed {
@@ -426,7 +558,8 @@ mod tests {
         let q = GradientQuantiser::new(&c.gradients);
         let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
         let features: Vec<u32> = (0..c.cols as u32).collect();
-        let builder = HistBuilder { matrix: &matrix, cuts: &cuts, params, quantiser: &q };
+        let bins = matrix.unpack(&cuts);
+        let builder = HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params, quantiser: &q };
         let mut rng = rand::rngs::SmallRng::seed_from_u64(0);
         (builder.build(&fixed, &features, &mut rng), q)
     }
