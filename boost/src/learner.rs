@@ -217,7 +217,9 @@ pub fn train(
                 log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, &data.info, outputs)));
             }
         }
-        if options.verbose_eval > 0 && round % options.verbose_eval == 0 {
+        let last = round + 1 == first_round + options.num_boost_round;
+        // Every `verbose_eval` rounds and the last one, as XGBoost prints.
+        if options.verbose_eval > 0 && (round % options.verbose_eval == 0 || last) {
             on_round(&log);
         }
         let score = log.values.last().map(|v| v.2).unwrap_or(f64::NAN);
