@@ -486,6 +486,38 @@ fn synthetic_rows(rows: usize, cols: usize) -> DenseMatrix {
 }
 
 /// Writes `model`, the rows and our predictions for `scripts/check_xgboost_loads_ours.py`.
+/// A model trained by boost's learner (10 rounds, depth 5, with subsampling) on the shipped data
+/// (`lgbm_multiclass`'s features; binary labels from its classes for the binary case), and 300 rows
+/// of the test file with a few values knocked out so that the default directions are exercised.
+fn model_trained_here(objective: &[(&str, &str)]) -> (Model, DenseMatrix) {
+    use boost::data::{read_data, ReadOptions};
+    use boost::learner::{train, TrainOptions};
+    use boost::param::Params;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/lgbm_multiclass");
+    let (mut data, _) = read_data(&dir.join("multiclass.train"), &ReadOptions::default()).unwrap();
+    let binary = objective.iter().any(|&(_, v)| v == "binary:logistic");
+    if binary {
+        data.info.labels.iter_mut().for_each(|l| *l = (*l >= 2.0) as u8 as f32);
+    }
+    let mut pairs = vec![("max_depth", "5"), ("subsample", "0.8"), ("colsample_bynode", "0.8"), ("seed", "3")];
+    pairs.extend_from_slice(objective);
+    let params = Params::from_pairs(&pairs).unwrap();
+    let options = TrainOptions { num_boost_round: 10, verbose_eval: 0, ..Default::default() };
+    let model = train(&params, &data, &[], &options, |_| {}).unwrap().model;
+    let (test, _) = read_data(&dir.join("multiclass.test"), &ReadOptions::default()).unwrap();
+    let cols = test.cols();
+    let mut values = Vec::with_capacity(300 * cols);
+    let mut row = vec![0f32; cols];
+    for i in 0..300 {
+        test.features.fill_row(i, &mut row);
+        if i % 7 == 0 {
+            row[i % cols] = f32::NAN;
+        }
+        values.extend_from_slice(&row);
+    }
+    (model, DenseMatrix::new(300, cols, values))
+}
+
 fn write_check_case(dir: &Path, name: &str, model: &Model, rows: &DenseMatrix, range: (usize, usize)) -> [PathBuf; 3] {
     let model_path = dir.join(format!("{name}.model.json"));
     model.save_json(&model_path).unwrap();
@@ -517,6 +549,13 @@ fn write_check_case(dir: &Path, name: &str, model: &Model, rows: &DenseMatrix, r
 fn xgboost_loads_our_models_checked_by_python_when_boost_xgboost_check_is_set() {
     let dir = temp_dir("xgboost-loads-ours");
     let mut cases = vec![write_check_case(&dir, "built_here", &model_built_here(), &synthetic_rows(200, 4), (1, 3))];
+    for (name, objective) in [
+        ("trained_binary", &[("objective", "binary:logistic")][..]),
+        ("trained_multiclass", &[("objective", "multi:softprob"), ("num_class", "5")][..]),
+    ] {
+        let (model, rows) = model_trained_here(objective);
+        cases.push(write_check_case(&dir, name, &model, &rows, (2, 9)));
+    }
     for case in CASES {
         let model = Model::load_json(fixture(&format!("{case}.model.json"))).unwrap();
         let rows = read_rows(&fixture(&format!("{case}.rows.csv")));
