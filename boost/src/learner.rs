@@ -14,7 +14,7 @@ use crate::model::Model;
 use crate::objective::{self, Objective};
 use crate::param::Params;
 use crate::quantile::QuantileCuts;
-use crate::tree::hist::HistBuilder;
+use crate::tree::hist::{HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
 use crate::{Error, Result};
 
@@ -62,6 +62,10 @@ pub struct Trained {
     /// The round with the best score of the early-stopping metric (when evaluation sets were given).
     pub best_iteration: Option<usize>,
     pub best_score: Option<f64>,
+    /// Bytes of the training data's quantised ELLPACK matrix, and of the same matrix as dense `f32`
+    /// (Mitchell et al. 2018's comparison).
+    pub ellpack_bytes: usize,
+    pub dense_f32_bytes: usize,
 }
 
 /// Trains on `train`, evaluating `evals` (data, name) after every round.
@@ -70,6 +74,20 @@ pub fn train(
     train: &Dataset,
     evals: &[(&Dataset, &str)],
     options: &TrainOptions,
+    on_round: impl FnMut(&RoundLog),
+) -> Result<Trained> {
+    train_with_precision(params, train, evals, options, HistogramPrecision::FixedPoint, on_round)
+}
+
+/// [`train`] with histograms summed in `precision`: an experiment switch for `cargo xtask precision`
+/// (docs/precision.md). Anything but [`HistogramPrecision::FixedPoint`] (what [`train`] uses) makes
+/// the trees depend on the order of summation and so on the thread count.
+pub fn train_with_precision(
+    params: &Params,
+    train: &Dataset,
+    evals: &[(&Dataset, &str)],
+    options: &TrainOptions,
+    precision: HistogramPrecision,
     mut on_round: impl FnMut(&RoundLog),
 ) -> Result<Trained> {
     if train.rows() == 0 {
@@ -180,11 +198,21 @@ pub fn train(
                 }
             }
             let quantiser = GradientQuantiser::new(&column);
-            let fixed: Vec<GradientPair<i64>> = column.iter().map(|&g| quantiser.to_fixed(g)).collect();
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
             let builder =
                 HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
-            let mut built = builder.build(&fixed, &tree_features, &mut rng);
+            let mut built = match precision {
+                HistogramPrecision::FixedPoint => {
+                    let fixed: Vec<GradientPair<i64>> = column.iter().map(|&g| quantiser.to_fixed(g)).collect();
+                    builder.build(&fixed, &tree_features, &mut rng)
+                }
+                HistogramPrecision::F64 => {
+                    let wide: Vec<GradientPair<f64>> =
+                        column.iter().map(|g| GradientPair::new(g.grad as f64, g.hess as f64)).collect();
+                    builder.build(&wide, &tree_features, &mut rng)
+                }
+                HistogramPrecision::F32 => builder.build(&column, &tree_features, &mut rng),
+            };
             refresh_leaves(
                 objective.as_ref(),
                 &mut built.tree,
@@ -249,7 +277,15 @@ pub fn train(
         model.attributes.insert("best_iteration".into(), best.to_string());
         model.attributes.insert("best_score".into(), score.to_string());
     }
-    Ok(Trained { model, objective, history, best_iteration, best_score })
+    Ok(Trained {
+        model,
+        objective,
+        history,
+        best_iteration,
+        best_score,
+        ellpack_bytes: matrix.bytes(),
+        dense_f32_bytes: train.rows() * train.cols() * 4,
+    })
 }
 
 /// Row weights for the quantile sketch: per-row weights, or per-group weights spread over the rows.

@@ -33,8 +33,20 @@ enum Command {
     Predict(PredictArgs),
     /// Evaluate a model on labelled data with XGBoost's metrics.
     Eval(EvalArgs),
+    /// Feature importance of a model (XGBoost's `get_score`), highest first.
+    Importance(ImportanceArgs),
     /// Write a synthetic dataset (dense, with missing values; label in column 0) as CSV.
     Generate(GenerateArgs),
+}
+
+#[derive(Args)]
+struct ImportanceArgs {
+    /// The model (XGBoost JSON).
+    #[arg(long, short)]
+    model: PathBuf,
+    /// weight, gain, cover, total_gain or total_cover.
+    #[arg(long = "type", default_value = "gain")]
+    kind: String,
 }
 
 #[derive(Args)]
@@ -133,6 +145,19 @@ struct EvalArgs {
     metrics: Vec<String>,
 }
 
+/// Writes a line to standard output. A closed pipe (`boost predict ... | head`) ends the output
+/// quietly instead of panicking, as command-line tools do.
+fn print_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("boost: writing to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -148,6 +173,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train(args) => train(args),
         Command::Predict(args) => predict(args),
         Command::Eval(args) => eval(args),
+        Command::Importance(args) => importance(args),
         Command::Generate(args) => generate(args),
     }
 }
@@ -220,7 +246,7 @@ fn train(args: TrainArgs) -> Result<()> {
     let start = std::time::Instant::now();
     let trained = learner::train(&params, &train_data, &evals, &options, |log: &RoundLog| {
         // The log goes to standard output (also when it is not a terminal and the bar is hidden).
-        progress.suspend(|| println!("{log}"));
+        progress.suspend(|| print_line(&log.to_string()));
         progress.inc(1);
     })?;
     progress.finish_and_clear();
@@ -230,6 +256,11 @@ fn train(args: TrainArgs) -> Result<()> {
         model.attributes.insert(CATEGORIES_ATTRIBUTE.into(), text);
     }
     model.save_json(&args.output)?;
+    eprintln!(
+        "boost: quantised matrix (ELLPACK) {:.1} MB, the same data as dense f32 {:.1} MB",
+        trained.ellpack_bytes as f64 / 1e6,
+        trained.dense_f32_bytes as f64 / 1e6
+    );
     eprintln!(
         "boost: {} trees in {:.2} s; model written to {}",
         model.trees.len(),
@@ -291,9 +322,7 @@ fn predict(args: PredictArgs) -> Result<()> {
             std::fs::write(&tmp, text).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
             std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
         }
-        None => std::io::stdout()
-            .write_all(text.as_bytes())
-            .map_err(|e| Error::Io { path: "<stdout>".into(), source: e })?,
+        None => print_line(text.trim_end_matches('\n')),
     }
     Ok(())
 }
@@ -313,7 +342,21 @@ fn eval(args: EvalArgs) -> Result<()> {
     };
     for m in metrics {
         m.check(predictions.len(), &data.info, model.num_outputs())?;
-        println!("{}:{:.6}", m.name(), m.evaluate(&predictions, &data.info, model.num_outputs()));
+        print_line(&format!("{}:{:.6}", m.name(), m.evaluate(&predictions, &data.info, model.num_outputs())));
+    }
+    Ok(())
+}
+
+fn importance(args: ImportanceArgs) -> Result<()> {
+    let model = Model::load_json(&args.model)?;
+    let kind: boost::model::ImportanceType = args
+        .kind
+        .parse()
+        .map_err(|_| Error::InvalidParameter { name: "--type".into(), reason: format!("`{}`", args.kind) })?;
+    let mut scores = model.feature_importance(kind)?;
+    scores.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.feature.cmp(&b.feature)));
+    for s in scores {
+        print_line(&format!("{}\t{}", s.key(), s.score));
     }
     Ok(())
 }

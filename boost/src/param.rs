@@ -101,22 +101,6 @@ impl Default for Params {
     }
 }
 
-/// Parameters objectives consume (checked by the objective for their values).
-const OBJECTIVE_PARAMS: &[&str] = &[
-    "num_class",
-    "scale_pos_weight",
-    "huber_slope",
-    "quantile_alpha",
-    "tweedie_variance_power",
-    "lambdarank_pair_method",
-    "lambdarank_num_pair_per_sample",
-    "lambdarank_normalization",
-    "lambdarank_score_normalization",
-    "lambdarank_unbiased",
-    "lambdarank_bias_norm",
-    "ndcg_exp_gain",
-];
-
 fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T> {
     value.trim().parse().map_err(|_| Error::param(name, format!("`{value}` is not a valid number")))
 }
@@ -229,7 +213,12 @@ impl Params {
                 }
             }
             "validate_parameters" | "silent" => {}
-            _ if OBJECTIVE_PARAMS.contains(&name) => self.objective_params.push((name.into(), value.into())),
+            // Passed on to the objective and the metrics, which check the values.
+            _ if crate::objective::OBJECTIVE_PARAMETERS.contains(&name)
+                || crate::metric::METRIC_PARAMETERS.contains(&name) =>
+            {
+                self.objective_params.push((name.into(), value.into()))
+            }
             _ => return Err(Error::param(name, "unknown parameter")),
         }
         Ok(())

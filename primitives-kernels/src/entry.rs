@@ -1,7 +1,7 @@
 //! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
 //! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
 
-use crate::device::{self, multi, scan, segmented_reduce as segmented, segmented_scan, select};
+use crate::device::{self, histogram_experiment, multi, scan, segmented_reduce as segmented, segmented_scan, select};
 use crate::kernel;
 use crate::ops::{GradientPair, Max, Min, Sum};
 
@@ -448,6 +448,35 @@ kernel! {
     }
 }
 
+macro_rules! histogram_experiment_entry_points {
+    ($($t:ty => $name:ident;)*) => {
+        $(
+            kernel! {
+                /// Gradient histogram by atomics, for the precision experiment only; see
+                /// [`histogram_experiment::gradient_histogram_kernel`].
+                pub unsafe fn $name(bins: *const u32, gradients: *const GradientPair<$t>, len: u64, bin_count: u32, histogram: *mut GradientPair<$t>) {
+                    // SAFETY: the host launcher sizes every buffer and the shared memory as the kernel requires.
+                    unsafe { histogram_experiment::gradient_histogram_kernel::<$t>(bins, gradients, len, bin_count, histogram) }
+                }
+            }
+        )*
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        fn histogram_experiment_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(stringify!($name) => Some($name::raw),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+histogram_experiment_entry_points! {
+    f32 => primitives_experimental_histogram_sum_gpf32;
+    f64 => primitives_experimental_histogram_sum_gpf64;
+    i64 => primitives_experimental_histogram_sum_gpi64;
+}
+
 /// The host version of an entry point, by its PTX name, for the emulator.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -458,5 +487,6 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         .or_else(|| segmented_host_kernel(name))
         .or_else(|| segmented_scan_host_kernel(name))
         .or_else(|| multi_host_kernel(name))
+        .or_else(|| histogram_experiment_host_kernel(name))
         .or_else(|| (name == "primitives_count_flagged").then_some(primitives_count_flagged::raw as unsafe fn(&[u64])))
 }

@@ -34,8 +34,8 @@ mod gpu;
 pub use buffer::DeviceBuffer;
 pub use device::{
     CompareKernel, Comparison, DeviceMulti, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan,
-    DeviceSegmentedReduce, DeviceSelect, MultiKernel, ReduceKernel, ScanKernel, SegmentHeads, SegmentedReduceKernel,
-    SegmentedScanKernel, SelectKernel,
+    DeviceSegmentedReduce, DeviceSelect, ExperimentalHistogram, HistogramExperimentKernel, MultiKernel, ReduceKernel,
+    ScanKernel, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel,
 };
 pub use error::{Error, Result};
 pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
@@ -141,6 +141,11 @@ mod tests {
                 names.push(name);
             }
         }
+        names.extend([
+            <f32 as HistogramExperimentKernel>::KERNEL,
+            <f64 as HistogramExperimentKernel>::KERNEL,
+            <i64 as HistogramExperimentKernel>::KERNEL,
+        ]);
         names.extend([
             "primitives_count_flagged",
             "primitives_select_head_flags",

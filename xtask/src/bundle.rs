@@ -1,6 +1,7 @@
 //! `cargo xtask gpu-bundle`: builds the GPU test and benchmark executables (release, feature `gpu`)
-//! into `.gpu/` (ignored by git) with `run.sh`, so that one call on a lent GPU machine, which has no
-//! Rust toolchain, runs them all: `bash .gpu/run.sh [tests|bench|all]`.
+//! and a release `xtask` (for `precision --device cuda`) into `.gpu/` (ignored by git) with `run.sh`,
+//! so that one call on a lent GPU machine, which has no Rust toolchain, runs them all:
+//! `bash .gpu/run.sh [tests|bench|all|precision]`.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -9,6 +10,8 @@ use std::process::{Command, Stdio};
 const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
 # Made by `cargo xtask gpu-bundle`. Runs the GPU tests and/or benchmarks; the exit status is non-zero
 # when any of them fails. Usage: bash .gpu/run.sh [tests|bench|all] [BENCH_MAX_LOG2]
+#   or: bash .gpu/run.sh precision [OPTIONS of cargo xtask precision]  (GPU columns; CSV and Markdown
+#       into $OUT/precision; run from the repository root, which has data/)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # Executables travel gzipped (each embeds the PTX and the emulator's kernels): unpack them once.
@@ -25,6 +28,10 @@ if [[ $what == all || $what == tests ]]; then
     echo "=== test $(basename "$test")"
     "$test" || status=1
   done
+fi
+if [[ $what == precision ]]; then
+  echo "=== precision experiments (cargo xtask precision --device cuda)"
+  "$here/bin/xtask" precision --device cuda --data "$here/../data" --out "$out/precision" "${@:2}" || status=1
 fi
 if [[ $what == all || $what == bench ]]; then
   echo "=== side by side: device reduce"
@@ -109,7 +116,10 @@ pub fn run() -> Result<()> {
     // Only the integration tests that exercise the GPU; the library's own unit tests run in CI.
     let tests: Vec<Artifact> = tests.into_iter().filter(|a| a.kind == "test" && a.name.starts_with("gpu")).collect();
     let criterion = build(&root, &["bench", "--package", "benches", "--features", "gpu", "--no-run"])?;
-    let binaries = build(&root, &["build", "--release", "--package", "benches", "--features", "gpu", "--bins"])?;
+    let mut binaries = build(&root, &["build", "--release", "--package", "benches", "--features", "gpu", "--bins"])?;
+    // `xtask precision --device cuda`: the GPU columns of the precision experiments (docs/precision.md).
+    let xtask = build(&root, &["build", "--release", "--package", "xtask", "--bin", "xtask"])?;
+    binaries.extend(xtask.into_iter().filter(|a| a.kind == "bin" && a.name == "xtask"));
     copy_all(&tests, &bundle.join("tests"))?;
     copy_all(&criterion.into_iter().filter(|a| a.kind == "bench").collect::<Vec<_>>(), &bundle.join("criterion"))?;
     copy_all(&binaries, &bundle.join("bin"))?;
@@ -122,7 +132,7 @@ pub fn run() -> Result<()> {
     std::fs::write(bundle.join("run.sh"), RUN_SCRIPT)?;
     let bytes: u64 = walk_size(&bundle)?;
     println!(
-        "wrote .gpu/ ({:.1} MiB); on the GPU machine: bash .gpu/run.sh [tests|bench|all]",
+        "wrote .gpu/ ({:.1} MiB); on the GPU machine: bash .gpu/run.sh [tests|bench|all|precision]",
         bytes as f64 / 1048576.0
     );
     if bytes > 60 << 20 {

@@ -5,16 +5,18 @@
 //! cargo xtask kernels            build both kernel crates to PTX, write PTX + manifest into the host crates
 //! cargo xtask kernels --check    rebuild and compare with what is committed
 //! cargo xtask gpu-bundle         build GPU test and bench executables into .gpu/ with a run script
+//! cargo xtask precision [...]    float-summation precision experiments (docs/precision.md; --help)
 //! ```
 
 mod bundle;
 mod kernels;
+mod precision;
 mod setup;
 
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: cargo xtask <setup | kernels [--check] | gpu-bundle>";
+const USAGE: &str = "usage: cargo xtask <setup | kernels [--check] | gpu-bundle | precision [--help]>";
 
 fn main() {
     if let Err(error) = run() {
@@ -31,6 +33,7 @@ fn run() -> Result<()> {
         ["kernels"] => kernels::build(false),
         ["kernels", "--check"] => kernels::build(true),
         ["gpu-bundle"] => bundle::run(),
+        ["precision", rest @ ..] => precision::run(rest),
         ["help" | "--help" | "-h"] | [] => {
             println!("{USAGE}");
             Ok(())

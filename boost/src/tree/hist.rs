@@ -4,7 +4,11 @@
 //! growth.
 //!
 //! All sums are 64-bit fixed point ([`crate::fixed_point`]), so the histograms, and with them the
-//! tree, do not depend on the order of summation or the thread count. Gains and weights follow
+//! tree, do not depend on the order of summation or the thread count. For the precision experiment
+//! (`cargo xtask precision`, docs/precision.md) the builder is generic over the sum type
+//! ([`HistogramSum`]): `f64` and `f32` pairs accumulate in floating point instead, subtraction trick
+//! and split evaluation included; training uses fixed point unless told otherwise
+//! ([`HistogramPrecision`]). Gains and weights follow
 //! XGBoost's hist evaluator (`TreeEvaluator::SplitEvaluator`) with its precision: with `T(G)` the
 //! gradient sum soft-thresholded by `alpha`, a node's weight is `w = -T(G) / (H + lambda)` in double
 //! precision (0 below `min_child_weight`, clipped to `max_delta_step` when set), rounded to `f32`; a
@@ -30,7 +34,89 @@ use crate::tree::Tree;
 
 type Fixed = GradientPair<i64>;
 
-const ZERO: Fixed = GradientPair { grad: 0, hess: 0 };
+/// How the hist builder accumulates gradient sums. Training uses [`HistogramPrecision::FixedPoint`];
+/// the others exist for the precision experiment (`cargo xtask precision`), which measures how much
+/// trees change when histograms are summed in floating point in an uncontrolled order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HistogramPrecision {
+    /// 64-bit fixed point (XGBoost's rounding factor): exact, order-independent sums.
+    #[default]
+    FixedPoint,
+    /// `f64` sums of the `f32` gradients (XGBoost's CPU `hist` before fixed point).
+    F64,
+    /// `f32` sums (XGBoost's early GPU `hist`, Mitchell & Frank 2017).
+    F32,
+}
+
+impl HistogramPrecision {
+    /// `fixed`, `f64` or `f32`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HistogramPrecision::FixedPoint => "fixed",
+            HistogramPrecision::F64 => "f64",
+            HistogramPrecision::F32 => "f32",
+        }
+    }
+}
+
+/// A gradient-pair sum type of the hist builder: fixed point (`GradientPair<i64>`, what training
+/// uses) or `GradientPair<f64>`/`GradientPair<f32>` (the precision experiment). Float sums are
+/// rounded at every addition, so they depend on the order of summation and on the thread count.
+pub trait HistogramSum: Copy + PartialEq + Send + Sync + 'static {
+    const ZERO: Self;
+    fn add(a: Self, b: Self) -> Self;
+    fn sub(a: Self, b: Self) -> Self;
+    /// The sum as `f64`s (fixed point through the quantiser, floats widened).
+    fn to_float(self, quantiser: &GradientQuantiser) -> GradientPair<f64>;
+    /// Whether the hessian sum is non-zero (a child without hessian is no split).
+    fn has_hessian(self) -> bool;
+}
+
+impl HistogramSum for Fixed {
+    const ZERO: Self = GradientPair { grad: 0, hess: 0 };
+    #[inline(always)]
+    fn add(a: Self, b: Self) -> Self {
+        fixed_point::add(a, b)
+    }
+    #[inline(always)]
+    fn sub(a: Self, b: Self) -> Self {
+        fixed_point::sub(a, b)
+    }
+    #[inline(always)]
+    fn to_float(self, quantiser: &GradientQuantiser) -> GradientPair<f64> {
+        quantiser.to_float(self)
+    }
+    #[inline(always)]
+    fn has_hessian(self) -> bool {
+        self.hess != 0
+    }
+}
+
+macro_rules! float_sums {
+    ($($t:ty),*) => {$(
+        impl HistogramSum for GradientPair<$t> {
+            const ZERO: Self = GradientPair { grad: 0.0, hess: 0.0 };
+            #[inline(always)]
+            fn add(a: Self, b: Self) -> Self {
+                GradientPair::new(a.grad + b.grad, a.hess + b.hess)
+            }
+            #[inline(always)]
+            fn sub(a: Self, b: Self) -> Self {
+                GradientPair::new(a.grad - b.grad, a.hess - b.hess)
+            }
+            #[inline(always)]
+            fn to_float(self, _quantiser: &GradientQuantiser) -> GradientPair<f64> {
+                GradientPair::new(self.grad as f64, self.hess as f64)
+            }
+            #[inline(always)]
+            fn has_hessian(self) -> bool {
+                self.hess != 0.0
+            }
+        }
+    )*};
+}
+
+float_sums!(f32, f64);
 /// XGBoost's `kRtEps`: loss changes at or below it are no split.
 const RT_EPS: f64 = 1e-6;
 /// Rows per parallel task of a histogram build.
@@ -86,34 +172,34 @@ pub fn calc_gain(p: &TreeParams, g: f64, h: f64) -> f32 {
 /// the feature's first bin when no present value goes left) go left, missing values to
 /// `default_left`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Split {
+struct Split<S> {
     loss_chg: f32,
     feature: u32,
     last_left_bin: i64,
     threshold: f32,
     default_left: bool,
-    left: Fixed,
-    right: Fixed,
+    left: S,
+    right: S,
 }
 
 /// A node waiting to be split.
-struct Candidate {
+struct Candidate<S> {
     node: usize,
-    split: Split,
+    split: Split<S>,
 }
 
-impl PartialEq for Candidate {
+impl<S> PartialEq for Candidate<S> {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == std::cmp::Ordering::Equal
     }
 }
-impl Eq for Candidate {}
-impl PartialOrd for Candidate {
+impl<S> Eq for Candidate<S> {}
+impl<S> PartialOrd for Candidate<S> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Candidate {
+impl<S> Ord for Candidate<S> {
     /// Lossguide's order: larger loss change first, then the lower node id.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.split.loss_chg.total_cmp(&other.split.loss_chg).then(other.node.cmp(&self.node))
@@ -139,36 +225,37 @@ fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Sized)) -> Vec
     chosen
 }
 
-/// Builds one tree from fixed-point gradients (one per row of `matrix`).
+/// Builds one tree from gradients (one per row of `matrix`), fixed point in training.
 pub struct HistBuilder<'a> {
     pub matrix: &'a EllpackMatrix,
     /// `matrix` unpacked ([`EllpackMatrix::unpack`]), read by the inner loops.
     pub bins: &'a UnpackedBins,
     pub cuts: &'a QuantileCuts,
     pub params: &'a TreeParams,
+    /// Converts fixed-point sums to floats (unused by float sums).
     pub quantiser: &'a GradientQuantiser,
 }
 
-struct NodeState {
+struct NodeState<S> {
     begin: usize,
     end: usize,
-    sum: Fixed,
+    sum: S,
     depth: u32,
 }
 
 impl HistBuilder<'_> {
     /// Grows a tree over `features` (the tree's sampled columns), drawing further column samples
-    /// from `rng`.
-    pub fn build(&self, gradients: &[Fixed], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
+    /// from `rng`. `gradients` are fixed point in training ([`HistogramSum`] says why others exist).
+    pub fn build<S: HistogramSum>(&self, gradients: &[S], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
         let p = self.params;
         let n = self.matrix.rows;
         let mut rows: Vec<u32> = (0..n as u32).collect();
         let total = sum_rows(gradients, &rows);
-        let to_f = |s: Fixed| self.quantiser.to_float(s);
+        let to_f = |s: S| s.to_float(self.quantiser);
         let root = to_f(total);
         let mut tree = Tree::leaf(leaf_value(p, root.grad, root.hess), root.hess as f32);
         let mut nodes = vec![NodeState { begin: 0, end: n, sum: total, depth: 0 }];
-        let mut hists: Vec<Option<Vec<Fixed>>> = vec![None];
+        let mut hists: Vec<Option<Vec<S>>> = vec![None];
         let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
         let mut level_sample = |depth: u32, rng: &mut dyn rand::RngCore| -> Vec<u32> {
             if let Some((_, f)) = level_features.iter().find(|(d, _)| *d == depth) {
@@ -180,9 +267,10 @@ impl HistBuilder<'_> {
         };
 
         let can_split = |depth: u32| p.max_depth == 0 || depth < p.max_depth;
-        let mut fifo: VecDeque<Candidate> = VecDeque::new();
-        let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
-        let push = |c: Candidate, fifo: &mut VecDeque<Candidate>, heap: &mut BinaryHeap<Candidate>| match p.grow_policy
+        let mut fifo: VecDeque<Candidate<S>> = VecDeque::new();
+        let mut heap: BinaryHeap<Candidate<S>> = BinaryHeap::new();
+        let push = |c: Candidate<S>, fifo: &mut VecDeque<Candidate<S>>, heap: &mut BinaryHeap<Candidate<S>>| match p
+            .grow_policy
         {
             GrowPolicy::Depthwise => fifo.push_back(c),
             GrowPolicy::Lossguide => heap.push(c),
@@ -201,14 +289,14 @@ impl HistBuilder<'_> {
             // The next batch: depthwise, every queued node (one level, in node order); lossguide, the
             // best one. A batch's nodes are partitioned, histogrammed and evaluated in parallel; its
             // splits, node ids and random draws happen in the same order as one node at a time.
-            let batch: Vec<Candidate> = match p.grow_policy {
+            let batch: Vec<Candidate<S>> = match p.grow_policy {
                 GrowPolicy::Depthwise => fifo.drain(..).collect(),
                 GrowPolicy::Lossguide => heap.pop().into_iter().collect(),
             };
             if batch.is_empty() {
                 break;
             }
-            let mut expanded: Vec<(usize, Split, usize, usize)> = Vec::with_capacity(batch.len());
+            let mut expanded: Vec<(usize, Split<S>, usize, usize)> = Vec::with_capacity(batch.len());
             for Candidate { node, split } in batch {
                 if p.max_leaves > 0 && leaves >= p.max_leaves {
                     hists[node] = None;
@@ -259,7 +347,7 @@ impl HistBuilder<'_> {
                 hists.push(None);
             }
             // Children's histograms: the smaller child's built, its sibling's by subtraction.
-            let growing: Vec<(usize, usize, usize, Option<Vec<Fixed>>)> = expanded
+            let growing: Vec<(usize, usize, usize, Option<Vec<S>>)> = expanded
                 .iter()
                 .filter(|e| can_split(nodes[e.2].depth))
                 .map(|&(node, _, left, right)| {
@@ -272,13 +360,13 @@ impl HistBuilder<'_> {
             for &(node, ..) in &expanded {
                 hists[node] = None;
             }
-            let built: Vec<(usize, Vec<Fixed>, usize, Vec<Fixed>)> = growing
+            let built: Vec<(usize, Vec<S>, usize, Vec<S>)> = growing
                 .into_par_iter()
                 .map(|(small, large, _, parent_hist)| {
                     let small_hist = self.histogram(gradients, &rows[nodes[small].begin..nodes[small].end]);
                     let large_hist = match parent_hist {
                         Some(mut h) => {
-                            h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = fixed_point::sub(*a, b));
+                            h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = S::sub(*a, b));
                             h
                         }
                         None => self.histogram(gradients, &rows[nodes[large].begin..nodes[large].end]),
@@ -302,7 +390,7 @@ impl HistBuilder<'_> {
                     to_evaluate.push((child, sample(&level, p.colsample_bynode, rng)));
                 }
             }
-            let splits: Vec<Option<Split>> = to_evaluate
+            let splits: Vec<Option<Split<S>>> = to_evaluate
                 .par_iter()
                 .map(|(child, features)| {
                     let hist = hists[*child].as_ref().expect("built above");
@@ -328,18 +416,23 @@ impl HistBuilder<'_> {
         BuiltTree { tree, positions }
     }
 
-    /// The gradient histogram (one fixed-point pair per global bin) of `rows`.
-    fn histogram(&self, gradients: &[Fixed], rows: &[u32]) -> Vec<Fixed> {
+    /// The gradient histogram (one sum per global bin) of `rows`.
+    fn histogram<S: HistogramSum>(&self, gradients: &[S], rows: &[u32]) -> Vec<S> {
         match &self.bins.data {
             UnpackedData::U16(bins) => self.histogram_of(bins, gradients, rows),
             UnpackedData::U32(bins) => self.histogram_of(bins, gradients, rows),
         }
     }
 
-    fn histogram_of<B: Copy + Into<u32> + Sync>(&self, bins: &[B], gradients: &[Fixed], rows: &[u32]) -> Vec<Fixed> {
+    fn histogram_of<B: Copy + Into<u32> + Sync, S: HistogramSum>(
+        &self,
+        bins: &[B],
+        gradients: &[S],
+        rows: &[u32],
+    ) -> Vec<S> {
         let total_bins = self.cuts.total_bins();
         let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
-        let accumulate = |hist: &mut Vec<Fixed>, chunk: &[u32]| {
+        let accumulate = |hist: &mut Vec<S>, chunk: &[u32]| {
             for (i, &row) in chunk.iter().enumerate() {
                 // A node's rows are scattered over the matrix after a few partitions: fetch the bins
                 // and gradient of a row a few iterations ahead.
@@ -348,7 +441,7 @@ impl HistBuilder<'_> {
                     prefetch(&gradients[ahead as usize]);
                 }
                 let g = gradients[row as usize];
-                if g == ZERO {
+                if g == S::ZERO {
                     continue;
                 }
                 let entries = &bins[row as usize * stride..(row as usize + 1) * stride];
@@ -362,51 +455,53 @@ impl HistBuilder<'_> {
                         break;
                     }
                     let h = &mut hist[b as usize];
-                    *h = fixed_point::add(*h, g);
+                    *h = S::add(*h, g);
                 }
             }
         };
         if rows.len() <= ROWS_PER_TASK {
-            let mut hist = vec![ZERO; total_bins];
+            let mut hist = vec![S::ZERO; total_bins];
             accumulate(&mut hist, rows);
             return hist;
         }
         rows.par_chunks(ROWS_PER_TASK)
             .fold(
-                || vec![ZERO; total_bins],
+                || vec![S::ZERO; total_bins],
                 |mut hist, chunk| {
                     accumulate(&mut hist, chunk);
                     hist
                 },
             )
             .reduce(
-                || vec![ZERO; total_bins],
+                || vec![S::ZERO; total_bins],
                 |mut a, b| {
-                    a.iter_mut().zip(&b).for_each(|(x, &y)| *x = fixed_point::add(*x, y));
+                    a.iter_mut().zip(&b).for_each(|(x, &y)| *x = S::add(*x, y));
                     a
                 },
             )
     }
 
     /// The best split of a node over `features`, if any passes the limits.
-    fn evaluate(&self, hist: &[Fixed], total: Fixed, features: &[u32]) -> Option<Split> {
+    fn evaluate<S: HistogramSum>(&self, hist: &[S], total: S, features: &[u32]) -> Option<Split<S>> {
         let p = self.params;
-        let t = self.quantiser.to_float(total);
+        let t = total.to_float(self.quantiser);
         let parent_gain = calc_gain(p, t.grad, t.hess);
-        let per_feature: Vec<Option<Split>> =
+        let per_feature: Vec<Option<Split<S>>> =
             features.par_iter().map(|&f| self.evaluate_feature(hist, total, f as usize, parent_gain)).collect();
         // Features in increasing order: replacing only on a strictly larger gain keeps the lower index.
-        let mut best: Option<Split> = None;
+        let mut best: Option<Split<S>> = None;
         for s in per_feature.into_iter().flatten() {
             if best.is_none_or(|b| s.loss_chg > b.loss_chg) {
                 best = Some(s);
             }
         }
         // XGBoost's `ExpandEntry::IsValid`.
-        best.filter(|b| b.loss_chg as f64 > RT_EPS && b.loss_chg >= p.gamma && b.left.hess != 0 && b.right.hess != 0)
+        best.filter(|b| {
+            b.loss_chg as f64 > RT_EPS && b.loss_chg >= p.gamma && b.left.has_hessian() && b.right.has_hessian()
+        })
     }
 
-    fn evaluate_feature(&self, hist: &[Fixed], total: Fixed, f: usize, parent_gain: f32) -> Option<Split> {
+    fn evaluate_feature<S: HistogramSum>(&self, hist: &[S], total: S, f: usize, parent_gain: f32) -> Option<Split<S>> {
         let p = self.params;
         let cuts = self.cuts;
         let (begin, end) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
@@ -415,9 +510,9 @@ impl HistBuilder<'_> {
         }
         let mcw = p.min_child_weight as f64;
         let q = self.quantiser;
-        let mut best: Option<Split> = None;
-        let mut consider = |left: Fixed, right: Fixed, last_left_bin: i64, threshold: f32, default_left: bool| {
-            let (l, r) = (q.to_float(left), q.to_float(right));
+        let mut best: Option<Split<S>> = None;
+        let mut consider = |left: S, right: S, last_left_bin: i64, threshold: f32, default_left: bool| {
+            let (l, r) = (left.to_float(q), right.to_float(q));
             if l.hess < mcw || r.hess < mcw {
                 return;
             }
@@ -428,33 +523,40 @@ impl HistBuilder<'_> {
             }
         };
         // Missing values go right: left gathers bins from the first on.
-        let mut left = ZERO;
+        let mut left = S::ZERO;
         for (b, (&h, &bound)) in hist[begin..end].iter().zip(&cuts.cut_values[begin..end]).enumerate() {
-            left = fixed_point::add(left, h);
-            consider(left, fixed_point::sub(total, left), (begin + b) as i64, bound, false);
+            left = S::add(left, h);
+            consider(left, S::sub(total, left), (begin + b) as i64, bound, false);
         }
         let present = left;
+        // Exact for fixed point; float sums almost never compare equal, so they always try both
+        // directions (as XGBoost's float evaluators did).
         if present != total {
             // Missing values go left: right gathers bins from the last down.
-            let mut right = ZERO;
+            let mut right = S::ZERO;
             for b in (begin..end).rev() {
-                right = fixed_point::add(right, hist[b]);
+                right = S::add(right, hist[b]);
                 let threshold = if b == begin { cuts.min_values[f] } else { cuts.cut_values[b - 1] };
-                consider(fixed_point::sub(total, right), right, b as i64 - 1, threshold, true);
+                consider(S::sub(total, right), right, b as i64 - 1, threshold, true);
             }
         }
         best
     }
 
     /// Stable partition of a node's rows by `split`; returns how many go left.
-    fn partition(&self, rows: &mut [u32], split: &Split) -> usize {
+    fn partition<S: Sync>(&self, rows: &mut [u32], split: &Split<S>) -> usize {
         match &self.bins.data {
             UnpackedData::U16(bins) => self.partition_of(bins, rows, split),
             UnpackedData::U32(bins) => self.partition_of(bins, rows, split),
         }
     }
 
-    fn partition_of<B: Copy + Into<u32> + Sync>(&self, bins: &[B], rows: &mut [u32], split: &Split) -> usize {
+    fn partition_of<B: Copy + Into<u32> + Sync, S: Sync>(
+        &self,
+        bins: &[B],
+        rows: &mut [u32],
+        split: &Split<S>,
+    ) -> usize {
         let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
         let f = split.feature as usize;
         let (lo, hi) = (self.cuts.cut_ptrs[f], self.cuts.cut_ptrs[f + 1]);
@@ -520,8 +622,8 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
-fn sum_rows(gradients: &[Fixed], rows: &[u32]) -> Fixed {
-    rows.iter().fold(ZERO, |a, &r| fixed_point::add(a, gradients[r as usize]))
+fn sum_rows<S: HistogramSum>(gradients: &[S], rows: &[u32]) -> S {
+    rows.iter().fold(S::ZERO, |a, &r| S::add(a, gradients[r as usize]))
 }
 
 #[cfg(test)]
@@ -570,7 +672,7 @@ mod tests {
         let q = GradientQuantiser::new(&c.gradients);
         let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
         let rows = c.gradients.len();
-        let total = fixed.iter().fold(ZERO, |a, &b| fixed_point::add(a, b));
+        let total = fixed.iter().fold(Fixed::ZERO, |a, &b| fixed_point::add(a, b));
         let t = q.to_float(total);
         let parent = calc_gain(params, t.grad, t.hess);
         let mut best = (0, 0.0, false, f32::NEG_INFINITY);
@@ -584,7 +686,7 @@ mod tests {
                 if default_left && !any_missing {
                     continue;
                 }
-                let mut left = ZERO;
+                let mut left = Fixed::ZERO;
                 for (i, &g) in fixed.iter().enumerate() {
                     let v = c.values[i * c.cols + f];
                     if if v.is_nan() { default_left } else { v < threshold } {
@@ -661,6 +763,46 @@ mod tests {
         let (a, b) = (run(1), run(3));
         assert_eq!(a.tree, b.tree);
         assert_eq!(a.positions, b.positions);
+    }
+
+    /// The precision experiment's float sums: `f64` sums round far below the `f32` gains, so the
+    /// tree is the fixed-point one; `f32` sums give a valid tree of its own.
+    #[test]
+    fn float_sums_build_consistent_trees() {
+        let c = case(9, 5000, 6, 0.15);
+        let params = TreeParams { max_depth: 5, ..Default::default() };
+        let cuts = QuantileCuts::build(&c.features, &[], 64);
+        let matrix = EllpackMatrix::new(&c.features, &cuts);
+        let bins = matrix.unpack(&cuts);
+        let q = GradientQuantiser::new(&c.gradients);
+        let builder = HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: &params, quantiser: &q };
+        let features: Vec<u32> = (0..c.cols as u32).collect();
+        let rng = || rand::rngs::SmallRng::seed_from_u64(0);
+        let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
+        let wide: Vec<GradientPair<f64>> =
+            c.gradients.iter().map(|g| GradientPair::new(g.grad as f64, g.hess as f64)).collect();
+        let reference = builder.build(&fixed, &features, &mut rng());
+        let double = builder.build(&wide, &features, &mut rng());
+        assert_eq!(double.positions, reference.positions);
+        assert_eq!(double.tree.split_indices, reference.tree.split_indices);
+        assert_eq!(double.tree.split_conditions, reference.tree.split_conditions);
+        let single = builder.build(&c.gradients, &features, &mut rng());
+        let tree = &single.tree;
+        assert!(tree.len() > 7, "a real tree ({} nodes)", tree.len());
+        let mut hess = vec![0f64; tree.len()];
+        for i in 0..c.gradients.len() {
+            let row = &c.values[i * c.cols..(i + 1) * c.cols];
+            let leaf = tree.leaf_index(|f| row[f]);
+            assert_eq!(single.positions[i] as usize, leaf, "row {i}");
+            hess[leaf] += c.gradients[i].hess as f64;
+        }
+        // f32 sums (the root's over 5000 rows, then subtractions) are off by a few ulps of the
+        // total hessian: far more than fixed point's 1e-3, far less than a row's hessian (>= 0.05).
+        let total: f64 = hess.iter().sum();
+        for n in (0..tree.len()).filter(|&n| tree.is_leaf(n)) {
+            let error = (hess[n] - tree.sum_hessian[n] as f64).abs();
+            assert!(error < 2e-5 * total, "leaf {n}: {} vs {}, error {error}", hess[n], tree.sum_hessian[n]);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One thread block's share of the device-wide algorithms (CUB's agent layer). The host crate
 //! `primitives` chooses the grid, allocates temporary storage and launches the kernels.
 
+pub mod histogram_experiment;
 pub mod multi;
 pub mod reduce;
 pub mod scan;

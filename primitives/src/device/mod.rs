@@ -2,12 +2,14 @@
 //! device buffers in and out, enqueues its kernels on the GPU's stream and returns without waiting.
 //! Temporary storage is owned by the `Gpu` handle and reused across calls.
 
+mod histogram;
 mod multi;
 mod reduce;
 mod scan;
 mod segmented_reduce;
 mod select;
 
+pub use histogram::{ExperimentalHistogram, HistogramExperimentKernel};
 pub use multi::{DeviceMulti, MultiKernel, MAX_BUCKETS};
 pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
