@@ -213,16 +213,18 @@ pub fn train_with_precision(
                 }
                 HistogramPrecision::F32 => builder.build(&column, &tree_features, &mut rng),
             };
-            refresh_leaves(
-                objective.as_ref(),
-                &mut built.tree,
-                &built.positions,
-                &margins,
-                train,
-                outputs,
-                k,
-                tree_params.eta,
-            )?;
+            if objective.refreshes_leaves() {
+                refresh_leaves(
+                    objective.as_ref(),
+                    &mut built.tree,
+                    &built.positions,
+                    &margins,
+                    train,
+                    outputs,
+                    k,
+                    tree_params.eta,
+                );
+            }
             for (i, &leaf) in built.positions.iter().enumerate() {
                 margins[i * outputs + k] += built.tree.split_conditions[leaf as usize];
             }
@@ -328,7 +330,7 @@ fn refresh_leaves(
     outputs: usize,
     output: usize,
     eta: f32,
-) -> Result<()> {
+) {
     let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); tree.len()];
     for (i, &leaf) in positions.iter().enumerate() {
         rows_of[leaf as usize].push(i as u32);
@@ -345,5 +347,4 @@ fn refresh_leaves(
             tree.base_weights[leaf] = value * eta;
         }
     }
-    Ok(())
 }

@@ -117,6 +117,11 @@ pub trait Objective: Send + Sync {
     fn refresh_leaf(&self, _rows: &[u32], _margins: &[f32], _info: &MetaInfo) -> Option<f32> {
         None
     }
+    /// Whether [`Objective::refresh_leaf`] ever changes a leaf, so that the trainer gathers each
+    /// leaf's rows only for objectives that use them.
+    fn refreshes_leaves(&self) -> bool {
+        false
+    }
     /// The objective's parameters as XGBoost writes them in a model's `learner.objective`.
     fn to_json(&self) -> serde_json::Value;
 

@@ -306,6 +306,9 @@ impl Objective for AbsoluteError {
     fn default_metric(&self) -> &'static str {
         "mae"
     }
+    fn refreshes_leaves(&self) -> bool {
+        true
+    }
     /// The weighted median of `label - margin` over `rows` (`f32` residuals, as XGBoost); `None`
     /// for an empty leaf, where XGBoost also keeps the builder's value.
     fn refresh_leaf(&self, rows: &[u32], margins: &[f32], info: &MetaInfo) -> Option<f32> {
