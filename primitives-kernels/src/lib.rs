@@ -92,6 +92,7 @@ pub mod device;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
 pub mod ops;
+pub mod radix_key;
 pub mod thread;
 pub mod warp;
 

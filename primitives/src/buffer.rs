@@ -108,6 +108,28 @@ impl<T: Element> DeviceBuffer<T> {
         }
     }
 
+    /// Sets every byte of the buffer to zero (stream-ordered, no wait).
+    pub fn fill_zero(&mut self, gpu: &Gpu) -> Result<()> {
+        let bytes = self.len * size_of::<T>();
+        match (&mut self.storage, &gpu.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(device)) => {
+                if bytes > 0 {
+                    let mut destination = slice.slice_mut(..bytes);
+                    device
+                        .stream
+                        .memset_zeros(&mut destination)
+                        .map_err(Error::driver("clearing device memory", bytes))?;
+                }
+                Ok(())
+            }
+            (Storage::Emulated(memory), Backend::Emulated(_)) => {
+                memory.write_bytes_at(0, &vec![0u8; bytes]);
+                Ok(())
+            }
+            _ => Err(foreign_buffer()),
+        }
+    }
+
     /// Copies the buffer to the host, waiting for the work enqueued before.
     pub fn to_vec(&self, gpu: &Gpu) -> Result<Vec<T>> {
         let mut host = vec![T::zeroed(); self.len];

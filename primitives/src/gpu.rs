@@ -44,6 +44,9 @@ pub enum DeviceKind {
 /// `emulator:shuffled:SEED`.
 pub const DEVICE_ENV: &str = "PRIMITIVES_DEVICE";
 
+/// Dynamic shared memory a kernel may use without the per-function opt-in (48 KiB on every CUDA GPU).
+pub const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
+
 impl DeviceKind {
     /// Parses the syntax of [`DEVICE_ENV`].
     pub fn parse(text: &str) -> Result<Self> {
@@ -80,6 +83,8 @@ pub struct DeviceProperties {
     pub compute_capability: (i32, i32),
     pub multiprocessors: u32,
     pub max_threads_per_multiprocessor: u32,
+    /// Most dynamic shared memory one block may have (with the opt-in `Gpu::launch` does).
+    pub max_shared_bytes_per_block: usize,
     pub total_memory: usize,
 }
 
@@ -133,6 +138,7 @@ impl Gpu {
             // Few multiprocessors keep grids, and so emulation time, small.
             multiprocessors: 2,
             max_threads_per_multiprocessor: 2048,
+            max_shared_bytes_per_block: 227 * 1024,
             total_memory: usize::MAX,
         };
         Self {
@@ -181,6 +187,9 @@ impl Gpu {
             max_threads_per_multiprocessor: attribute(
                 sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
             )? as u32,
+            max_shared_bytes_per_block: attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )? as usize,
             total_memory: context.total_mem().map_err(Error::driver("reading the memory size", 0))?,
         };
         let stream = context.default_stream();
@@ -278,6 +287,18 @@ impl Gpu {
         match &self.backend {
             Backend::Cuda(device) => {
                 let function = Self::cuda_function(device, module, kernel)?;
+                if config.shared_mem_bytes > DEFAULT_SHARED_BYTES {
+                    // Dynamic shared memory beyond 48 KiB needs the function's opt-in.
+                    function
+                        .set_attribute(
+                            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            config.shared_mem_bytes as i32,
+                        )
+                        .map_err(Error::driver(
+                            "allowing the kernel's shared memory",
+                            config.shared_mem_bytes as usize,
+                        ))?;
+                }
                 let mut builder = device.stream.launch_builder(&function);
                 for arg in args {
                     builder.arg(arg);

@@ -33,10 +33,15 @@ mod gpu;
 
 pub use buffer::DeviceBuffer;
 pub use device::{
+    BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureGradient,
+    MultiFeatureMatrix,
+};
+pub use device::{
     CompareKernel, Comparison, DeviceMulti, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan,
     DeviceSegmentedReduce, DeviceSelect, ExperimentalHistogram, HistogramExperimentKernel, MultiKernel, ReduceKernel,
     ScanKernel, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel,
 };
+pub use device::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};
 pub use error::{Error, Result};
 pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
@@ -146,6 +151,8 @@ mod tests {
             <f64 as HistogramExperimentKernel>::KERNEL,
             <i64 as HistogramExperimentKernel>::KERNEL,
         ]);
+        names.extend(device::histogram_kernel_names());
+        names.extend(device::sort_kernel_names());
         names.extend([
             "primitives_count_flagged",
             "primitives_select_head_flags",

@@ -188,6 +188,53 @@ atomic_cas! {
     atomic_cas_u64_gpu: u64;
 }
 
+/// Faults unless `[ptr, ptr + size)` lies in the block's dynamic shared memory: the `.shared`
+/// atomics below take shared addresses only.
+fn check_shared(ptr: usize, size: usize) {
+    let (base, len) = emu::with_current(|_, block| (block.shared_memory() as usize, block.shared_size()));
+    if ptr < base || ptr + size > base + len {
+        emu::fault(emu::Fault::SharedOutOfBounds { offset: ptr.wrapping_sub(base), size, dynamic_size: len });
+    }
+}
+
+macro_rules! shared_red {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty, |$old:ident, $value:ident| $new:expr;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `ptr` in the block's shared memory and aligned (checked by the emulator).
+        pub unsafe fn $name(ptr: *mut $ty, $value: $ty) {
+            check_shared(ptr as usize, size_of::<$ty>());
+            // SAFETY: `load`/`store` check the address.
+            let $old = unsafe { load(ptr) };
+            // SAFETY: as above.
+            unsafe { store(ptr, $new) };
+        }
+    )*};
+}
+
+shared_red! {
+    /// `red.relaxed.cta.shared.add.u32`.
+    red_add_u32_shared: u32, |old, value| old.wrapping_add(value);
+    /// `red.relaxed.cta.shared.add.f32`.
+    red_add_f32_shared: f32, |old, value| old + value;
+    /// `red.relaxed.cta.shared.add.f64`.
+    red_add_f64_shared: f64, |old, value| old + value;
+}
+
+/// `atom.relaxed.cta.shared.add.u32`: returns the previous value.
+///
+/// # Safety
+/// `ptr` in the block's shared memory and aligned (checked by the emulator).
+pub unsafe fn atomic_add_u32_shared(ptr: *mut u32, value: u32) -> u32 {
+    check_shared(ptr as usize, 4);
+    // SAFETY: `load`/`store` check the address.
+    let old = unsafe { load(ptr) };
+    // SAFETY: as above.
+    unsafe { store(ptr, old.wrapping_add(value)) };
+    old
+}
+
 macro_rules! ordered_load {
     ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
         $(#[$doc])*

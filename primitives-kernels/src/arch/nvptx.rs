@@ -244,6 +244,56 @@ atomic_cas! {
     atomic_cas_u64_gpu: u64, reg64, "atom.relaxed.gpu.cas.b64";
 }
 
+// ---- shared-memory atomics -----------------------------------------------------------------------
+// The `.shared` state space (the generic address converted by `cvta.to.shared`) lets ptxas emit the
+// shared-memory atomic unit's own instructions (ATOMS) without the generic-address check.
+
+macro_rules! shared_red {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty, $reg:ident, $instr:literal;)*) => {$(
+        $(#[$doc])*
+        /// Relaxed ordering, block scope, no result.
+        ///
+        /// # Safety
+        /// `ptr` must be a generic address inside the block's shared memory, aligned for the type.
+        #[inline(always)]
+        pub unsafe fn $name(ptr: *mut $ty, value: $ty) {
+            // SAFETY: the caller vouches for `ptr`; one atomic access to shared memory.
+            unsafe {
+                asm!(
+                    concat!("cvta.to.shared.u64 {s}, {p};\n", $instr, " [{s}], {v};"),
+                    s = out(reg64) _, p = in(reg64) ptr as u64, v = in($reg) value, options(nostack)
+                )
+            };
+        }
+    )*};
+}
+
+shared_red! {
+    /// `red.relaxed.cta.shared.add.u32`.
+    red_add_u32_shared: u32, reg32, "red.relaxed.cta.shared.add.u32";
+    /// `red.relaxed.cta.shared.add.f32`.
+    red_add_f32_shared: f32, reg32, "red.relaxed.cta.shared.add.f32";
+    /// `red.relaxed.cta.shared.add.f64`.
+    red_add_f64_shared: f64, reg64, "red.relaxed.cta.shared.add.f64";
+}
+
+/// `atom.relaxed.cta.shared.add.u32`: returns the previous value.
+///
+/// # Safety
+/// `ptr` must be a generic address inside the block's shared memory, 4-byte aligned.
+#[inline(always)]
+pub unsafe fn atomic_add_u32_shared(ptr: *mut u32, value: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller vouches for `ptr`; one atomic access to shared memory.
+    unsafe {
+        asm!(
+            "cvta.to.shared.u64 {s}, {p};\natom.relaxed.cta.shared.add.u32 {o}, [{s}], {v};",
+            s = out(reg64) _, o = out(reg32) old, p = in(reg64) ptr as u64, v = in(reg32) value, options(nostack)
+        )
+    };
+    old
+}
+
 // ---- ordered loads and stores, fences -------------------------------------------------------------
 
 macro_rules! ordered_load {

@@ -2,9 +2,15 @@
 //! space ("temp storage" in CUB's words) lives in shared memory that the caller hands over, usually
 //! carved from the launch's dynamic shared memory with [`DynamicShared`].
 
+mod histogram;
+mod radix_rank;
+mod radix_sort;
 mod reduce;
 mod scan;
 
+pub use histogram::{BlockHistogram, BlockHistogramLayout, HistogramCounter};
+pub use radix_rank::BlockRadixRank;
+pub use radix_sort::{striped_position, BlockRadixSort};
 pub use reduce::BlockReduce;
 pub use scan::BlockScan;
 

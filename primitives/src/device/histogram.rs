@@ -1,102 +1,532 @@
-//! Host side of the experimental gradient histogram (`primitives_kernels::device::histogram_experiment`).
+//! Host side of the device histograms (`primitives_kernels::device::histogram`): argument checks,
+//! the block-histogram layout, grid sizing, the multi-feature work list, launch.
 
 use cudarc::driver::LaunchConfig;
-use primitives_kernels::device::histogram_experiment as kernel;
+/// The block-histogram layouts, for [`DeviceHistogram::count_with_layout`].
+pub use primitives_kernels::block::BlockHistogramLayout;
+use primitives_kernels::block::HistogramCounter;
+use primitives_kernels::device::histogram::{self as kernel, MultiWork};
 use primitives_kernels::ops::GradientPair;
 
-use super::BLOCK_THREADS;
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, PRIMITIVES_MODULE};
 use crate::ops::Element;
 
-/// Blocks per multiprocessor of the grid (each block holds a private histogram in shared memory).
+/// Resident blocks per multiprocessor the grid of the histogram of a sequence is sized for
+/// (8 x 256 threads fill a multiprocessor; each block privatises its histogram in shared memory).
 const BLOCKS_PER_MULTIPROCESSOR: u32 = 8;
-/// Rows per thread the grid is sized for (grid-stride loop beyond that).
-const ROWS_PER_THREAD: usize = 16;
-/// Shared memory a block may use without opting in (48 KiB on every CUDA GPU).
-const MAX_SHARED_BYTES: usize = 48 * 1024;
+/// Blocks per multiprocessor the multi-feature histogram's shared memory is sized for: a feature
+/// group takes at most half a multiprocessor's shared memory, less the 1 KiB the driver reserves
+/// per block (28 features of 256 fixed-point bins, 112 KiB, fit on an H100/H200).
+const MULTI_BLOCKS_PER_MULTIPROCESSOR: usize = 2;
+/// Work items (blocks) per feature group and per resident block of the multi-feature histogram:
+/// enough waves to even out nodes of different sizes, few enough that flushing each block's
+/// histogram with global atomics stays cheap.
+const MULTI_WAVES: usize = 2;
+/// Fewest rows a multi-feature work item covers (its flush costs one atomic per bin).
+const MULTI_MIN_CHUNK_ROWS: usize = 1024;
+/// Shared memory the driver keeps for itself in every block.
+const RESERVED_SHARED_BYTES: usize = 1024;
 
 mod sealed {
-    /// Only this crate names the component types that have histogram kernels.
+    /// Only this crate names the types that have histogram kernels.
     pub trait Sealed {}
+    impl Sealed for u8 {}
+    impl Sealed for u16 {}
+    impl Sealed for u32 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
-    impl Sealed for i64 {}
+    impl Sealed for super::GradientPair<i64> {}
+    impl Sealed for super::GradientPair<f32> {}
+    impl Sealed for super::GradientPair<f64> {}
 }
 
-/// A gradient component type with an experimental histogram kernel: `f32`, `f64`, or `i64` (64-bit
-/// fixed point, as `boost::fixed_point` makes it). Sealed.
-pub trait HistogramExperimentKernel: Element + sealed::Sealed {
-    const KERNEL: &'static str;
+/// A bin id type of pre-binned samples (`u8`, `u16`, `u32`) and of the multi-feature bin matrix.
+/// Sealed.
+pub trait BinIndex: Element + Into<u32> + sealed::Sealed {
+    /// Kernel of [`DeviceHistogram::count`].
+    const COUNT: &'static str;
+    /// Position of the type in the per-bin-type kernel tables below (0, 1, 2).
+    const TABLE_INDEX: usize;
 }
 
-impl HistogramExperimentKernel for f32 {
-    const KERNEL: &'static str = "primitives_experimental_histogram_sum_gpf32";
+impl BinIndex for u8 {
+    const COUNT: &'static str = "primitives_histogram_count_u8";
+    const TABLE_INDEX: usize = 0;
 }
-impl HistogramExperimentKernel for f64 {
-    const KERNEL: &'static str = "primitives_experimental_histogram_sum_gpf64";
+impl BinIndex for u16 {
+    const COUNT: &'static str = "primitives_histogram_count_u16";
+    const TABLE_INDEX: usize = 1;
 }
-impl HistogramExperimentKernel for i64 {
-    const KERNEL: &'static str = "primitives_experimental_histogram_sum_gpi64";
+impl BinIndex for u32 {
+    const COUNT: &'static str = "primitives_histogram_count_u32";
+    const TABLE_INDEX: usize = 2;
 }
 
-/// **Experimental; for the precision experiment only** (`cargo xtask precision`, docs/precision.md):
-/// a gradient-pair histogram over one bin index per row, summed with atomic additions, XGBoost's
-/// GPU `hist` scheme (a shared-memory histogram per block, then device-scope atomics). With `f32` or
-/// `f64` components the result depends on the order the scheduler gives the atomics, so it changes
-/// from run to run; with `i64` fixed point it does not. The device histogram library (issue 5) will
-/// replace this; the API may change or go without notice.
-pub struct ExperimentalHistogram;
+/// A weight type of [`DeviceHistogram::weighted`]: `f32`, `f64` or 64-bit fixed-point gradient
+/// pairs. Sealed.
+pub trait HistogramWeight: HistogramCounter<Wide = Self> + sealed::Sealed {
+    /// Kernels for `u8`, `u16`, `u32` bin ids.
+    const WEIGHTED: [&'static str; 3];
+}
 
-impl ExperimentalHistogram {
-    /// Most bins a histogram of `GradientPair<T>` may have (its block copy lives in shared memory).
-    pub fn max_bins<T: HistogramExperimentKernel>() -> usize {
-        MAX_SHARED_BYTES / size_of::<GradientPair<T>>()
+impl HistogramWeight for f32 {
+    const WEIGHTED: [&'static str; 3] = [
+        "primitives_histogram_weighted_f32_u8",
+        "primitives_histogram_weighted_f32_u16",
+        "primitives_histogram_weighted_f32_u32",
+    ];
+}
+impl HistogramWeight for f64 {
+    const WEIGHTED: [&'static str; 3] = [
+        "primitives_histogram_weighted_f64_u8",
+        "primitives_histogram_weighted_f64_u16",
+        "primitives_histogram_weighted_f64_u32",
+    ];
+}
+impl HistogramWeight for GradientPair<i64> {
+    const WEIGHTED: [&'static str; 3] = [
+        "primitives_histogram_weighted_gpi64_u8",
+        "primitives_histogram_weighted_gpi64_u16",
+        "primitives_histogram_weighted_gpi64_u32",
+    ];
+}
+
+/// A gradient-pair type of [`DeviceHistogram::multi_feature`]: `GradientPair<i64>` (fixed point,
+/// exact and order-independent) or `GradientPair<f32>`/`GradientPair<f64>`. Sealed.
+pub trait MultiFeatureGradient: HistogramCounter<Wide = Self> + sealed::Sealed {
+    /// Kernels for `u8`, `u16`, `u32` bin ids.
+    const MULTI: [&'static str; 3];
+}
+
+impl MultiFeatureGradient for GradientPair<i64> {
+    const MULTI: [&'static str; 3] = [
+        "primitives_histogram_multi_gpi64_u8",
+        "primitives_histogram_multi_gpi64_u16",
+        "primitives_histogram_multi_gpi64_u32",
+    ];
+}
+impl MultiFeatureGradient for GradientPair<f32> {
+    const MULTI: [&'static str; 3] = [
+        "primitives_histogram_multi_gpf32_u8",
+        "primitives_histogram_multi_gpf32_u16",
+        "primitives_histogram_multi_gpf32_u32",
+    ];
+}
+impl MultiFeatureGradient for GradientPair<f64> {
+    const MULTI: [&'static str; 3] = [
+        "primitives_histogram_multi_gpf64_u8",
+        "primitives_histogram_multi_gpf64_u16",
+        "primitives_histogram_multi_gpf64_u32",
+    ];
+}
+
+/// A float sample type of [`DeviceHistogram::histogram_even`]: `f32`, `f64`. Sealed.
+pub trait EvenSample: Element + PartialOrd + sealed::Sealed {
+    const EVEN: &'static str;
+    /// The value's bits, zero-extended to 64.
+    fn bits(self) -> u64;
+    /// Whether `upper - lower` is a finite, positive width.
+    fn valid_range(lower: Self, upper: Self) -> bool;
+}
+
+impl EvenSample for f32 {
+    const EVEN: &'static str = "primitives_histogram_even_f32";
+    fn bits(self) -> u64 {
+        self.to_bits() as u64
+    }
+    fn valid_range(lower: Self, upper: Self) -> bool {
+        lower.is_finite() && upper.is_finite() && lower < upper && (upper - lower).is_finite()
+    }
+}
+impl EvenSample for f64 {
+    const EVEN: &'static str = "primitives_histogram_even_f64";
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn valid_range(lower: Self, upper: Self) -> bool {
+        lower.is_finite() && upper.is_finite() && lower < upper && (upper - lower).is_finite()
+    }
+}
+
+/// The dense bin matrix of [`DeviceHistogram::multi_feature`]: row `r`'s `features` local bin ids
+/// at `bins[r * features..(r + 1) * features]`, each below `bins_per_feature` or else missing.
+#[derive(Clone, Copy, Debug)]
+pub struct MultiFeatureMatrix<'a, B: Element> {
+    pub bins: &'a DeviceBuffer<B>,
+    pub features: usize,
+    pub bins_per_feature: usize,
+}
+
+/// Device-wide histograms (CUB's `DeviceHistogram`, plus the multi-feature gradient histogram of
+/// gradient boosting).
+///
+/// Every call **adds** to the histogram it is given (clear it first for a fresh one), so a histogram
+/// can be built over several batches. Samples outside the bins are **ignored and counted**: a bin id
+/// at or above the bin count (`histogram.len()`), and for [`DeviceHistogram::histogram_even`] a
+/// sample outside `[lower, upper)` or NaN; their number is added to `ignored[0]`.
+///
+/// Counts are `u64`: a device holds more than 2^32 `u8` samples (4 GiB), and the block totals are
+/// flushed with one 64-bit atomic per bin, which costs the same as a 32-bit one. (Inside a block the
+/// counters are `u32`; the grid is sized so that no block sees 2^32 samples.)
+///
+/// Weighted sums in `f32`/`f64` depend on the order of the atomics (they can differ in the last bits
+/// from run to run); `GradientPair<i64>` fixed point is exact, the same bits every run.
+///
+/// ```no_run
+/// use primitives::{DeviceHistogram, Gpu};
+/// # fn main() -> primitives::Result<()> {
+/// let gpu = Gpu::new()?;
+/// let samples = gpu.upload(&[0u8, 3, 3, 1, 7])?;
+/// let mut histogram = gpu.alloc_zeroed::<u64>(4)?;
+/// let mut ignored = gpu.alloc_zeroed::<u64>(1)?;
+/// DeviceHistogram::count(&gpu, &samples, &mut histogram, &mut ignored)?;
+/// assert_eq!(histogram.to_vec(&gpu)?, [1, 1, 0, 2]);
+/// assert_eq!(ignored.to_vec(&gpu)?, [1]); // the 7
+/// # Ok(())
+/// # }
+/// ```
+pub struct DeviceHistogram;
+
+impl DeviceHistogram {
+    /// The block-histogram layout used for `bins` bins of `C` on `gpu`, as a kernel argument (a
+    /// [`BlockHistogramLayout::code`], or `kernel::DIRECT_TO_GLOBAL` when not even one copy fits in
+    /// shared memory).
+    fn layout_code<C>(gpu: &Gpu, bins: u32) -> u32 {
+        let limit = gpu.properties().max_shared_bytes_per_block;
+        let chosen = BlockHistogramLayout::select::<C>(bins, kernel::BLOCK_THREADS).code();
+        let single = BlockHistogramLayout::Atomic { copies: 1 }.code();
+        if kernel::shared_bytes::<C>(bins, chosen) <= limit {
+            chosen
+        } else if kernel::shared_bytes::<C>(bins, single) <= limit {
+            single
+        } else {
+            kernel::DIRECT_TO_GLOBAL
+        }
     }
 
-    /// Adds `gradients[i]` to `histogram[bins[i]]` for every row `i` (`histogram` is not cleared
-    /// first); rows whose bin is at or past `histogram.len()` are skipped. Enqueued, no wait.
-    pub fn gradient_pairs<T: HistogramExperimentKernel>(
+    /// `histogram[b] += |{i : samples[i] == b}|` for every bin `b < histogram.len()`; the number of
+    /// samples at or above `histogram.len()` is added to `ignored[0]`.
+    pub fn count<B: BinIndex>(
         gpu: &Gpu,
-        bins: &DeviceBuffer<u32>,
-        gradients: &DeviceBuffer<GradientPair<T>>,
-        histogram: &mut DeviceBuffer<GradientPair<T>>,
-    ) -> Result<()>
-    where
-        GradientPair<T>: Element,
-    {
-        if gradients.len() != bins.len() {
+        samples: &DeviceBuffer<B>,
+        histogram: &mut DeviceBuffer<u64>,
+        ignored: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        let bins = check_bins(histogram.len())?;
+        let layout = Self::layout_code::<u32>(gpu, bins);
+        let args =
+            |ptrs: [u64; 2]| [samples.device_ptr(), samples.len() as u64, bins as u64, layout as u64, ptrs[0], ptrs[1]];
+        Self::launch::<B, u32, 6>(gpu, B::COUNT, samples.len(), bins, layout, histogram, ignored, args)
+    }
+
+    /// [`DeviceHistogram::count`] with the block-histogram layout forced (`None` is the selector's
+    /// choice), to measure the selector (`benches/src/bin/bandwidth/histogram.rs`).
+    /// [`BlockHistogramLayout::Atomic`] takes 1 to 8 copies (the warps of a block); a layout whose
+    /// shared memory exceeds the device's limit is an error.
+    pub fn count_with_layout<B: BinIndex>(
+        gpu: &Gpu,
+        samples: &DeviceBuffer<B>,
+        layout: Option<BlockHistogramLayout>,
+        histogram: &mut DeviceBuffer<u64>,
+        ignored: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        let Some(forced) = layout else { return Self::count(gpu, samples, histogram, ignored) };
+        let bins = check_bins(histogram.len())?;
+        let warps = kernel::BLOCK_THREADS / 32;
+        let code = forced.code();
+        let fits = kernel::shared_bytes::<u32>(bins, code) <= gpu.properties().max_shared_bytes_per_block;
+        if code > warps || !fits {
             return Err(Error::InvalidArgument {
-                name: "gradients",
-                reason: format!("{} gradient pairs for {} bin indices", gradients.len(), bins.len()),
+                name: "layout",
+                reason: format!("{forced:?} for {bins} bins: 1 to {warps} copies that fit in shared memory"),
             });
         }
-        if histogram.is_empty() || histogram.len() > Self::max_bins::<T>() {
+        let args =
+            |ptrs: [u64; 2]| [samples.device_ptr(), samples.len() as u64, bins as u64, code as u64, ptrs[0], ptrs[1]];
+        Self::launch::<B, u32, 6>(gpu, B::COUNT, samples.len(), bins, code, histogram, ignored, args)
+    }
+
+    /// `histogram[b] += Σ {weights[i] : samples[i] == b}` for every bin `b < histogram.len()`; the
+    /// number of samples at or above `histogram.len()` is added to `ignored[0]`.
+    pub fn weighted<B: BinIndex, W: HistogramWeight>(
+        gpu: &Gpu,
+        samples: &DeviceBuffer<B>,
+        weights: &DeviceBuffer<W>,
+        histogram: &mut DeviceBuffer<W>,
+        ignored: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        let bins = check_bins(histogram.len())?;
+        if weights.len() < samples.len() {
             return Err(Error::InvalidArgument {
-                name: "histogram",
-                reason: format!("{} bins; 1 to {} are supported", histogram.len(), Self::max_bins::<T>()),
+                name: "weights",
+                reason: format!("{} weights for {} samples", weights.len(), samples.len()),
             });
         }
-        if bins.is_empty() {
+        let layout = Self::layout_code::<W>(gpu, bins);
+        let args = |ptrs: [u64; 2]| {
+            [
+                samples.device_ptr(),
+                samples.len() as u64,
+                bins as u64,
+                weights.device_ptr(),
+                layout as u64,
+                ptrs[0],
+                ptrs[1],
+            ]
+        };
+        Self::launch::<B, W, 7>(gpu, W::WEIGHTED[B::TABLE_INDEX], samples.len(), bins, layout, histogram, ignored, args)
+    }
+
+    /// CUB's `HistogramEven`: `histogram.len()` equal-width bins over `[lower, upper)`. Sample `x`
+    /// goes to bin `min(floor((x - lower) * (bins / (upper - lower))), bins - 1)`, computed in `F`
+    /// ([`crate::cpu::EvenBinning::even_bin`] is the same formula); samples outside `[lower, upper)` and NaN
+    /// are added to `ignored[0]`. `lower` and `upper` must be finite with `lower < upper`.
+    pub fn histogram_even<F: EvenSample>(
+        gpu: &Gpu,
+        samples: &DeviceBuffer<F>,
+        lower: F,
+        upper: F,
+        histogram: &mut DeviceBuffer<u64>,
+        ignored: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        let bins = check_bins(histogram.len())?;
+        if !F::valid_range(lower, upper) {
+            return Err(Error::InvalidArgument {
+                name: "upper",
+                reason: "lower and upper must be finite, lower < upper, with a finite width".into(),
+            });
+        }
+        let layout = Self::layout_code::<u32>(gpu, bins);
+        let args = |ptrs: [u64; 2]| {
+            [
+                samples.device_ptr(),
+                samples.len() as u64,
+                lower.bits(),
+                upper.bits(),
+                bins as u64,
+                layout as u64,
+                ptrs[0],
+                ptrs[1],
+            ]
+        };
+        Self::launch::<F, u32, 8>(gpu, F::EVEN, samples.len(), bins, layout, histogram, ignored, args)
+    }
+
+    /// Checks the outputs, sizes the grid and launches; `args` builds the kernel's arguments from the
+    /// histogram's and the ignored counter's pointers.
+    #[allow(clippy::too_many_arguments)]
+    fn launch<S: Element, C: HistogramCounter, const N: usize>(
+        gpu: &Gpu,
+        kernel_name: &'static str,
+        len: usize,
+        bins: u32,
+        layout: u32,
+        histogram: &mut DeviceBuffer<C::Wide>,
+        ignored: &mut DeviceBuffer<u64>,
+        args: impl FnOnce([u64; 2]) -> [u64; N],
+    ) -> Result<()> {
+        if ignored.is_empty() {
+            return Err(Error::InvalidArgument { name: "ignored", reason: "needs one element".into() });
+        }
+        if len == 0 {
             return Ok(());
         }
-        let wanted = bins.len().div_ceil(BLOCK_THREADS as usize * ROWS_PER_THREAD);
-        let grid = wanted.min((gpu.properties().multiprocessors.max(1) * BLOCKS_PER_MULTIPROCESSOR) as usize) as u32;
+        let threads = kernel::BLOCK_THREADS as usize;
+        let vectors = len.div_ceil(16 / size_of::<S>());
+        let resident = (gpu.properties().multiprocessors.max(1) * BLOCKS_PER_MULTIPROCESSOR) as usize;
+        // Enough blocks that none sees 2^32 samples (its u32 counters), however long the input.
+        let grid = vectors.div_ceil(threads).min(resident).max(len.div_ceil(u32::MAX as usize));
+        if grid > i32::MAX as usize {
+            return Err(Error::InvalidArgument { name: "samples", reason: format!("{len} samples are too many") });
+        }
         let config = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: kernel::shared_bytes::<T>(histogram.len()) as u32,
+            grid_dim: (grid as u32, 1, 1),
+            block_dim: (kernel::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: kernel::shared_bytes::<C>(bins, layout) as u32,
+        };
+        let args = args([histogram.device_ptr(), ignored.device_ptr()]);
+        // SAFETY: the samples (and weights, checked as long) hold `len` elements, the histogram
+        // `bins`, `ignored` one; the shared memory is what `shared_bytes` says for this layout, at
+        // most the device's limit (`layout_code`); only this launch, in stream order, uses them.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
+    }
+
+    /// The multi-feature gradient histogram of gradient boosting:
+    /// `histogram[(n * features + f) * bins_per_feature + b] += Σ gradients[r]` over the rows `r =
+    /// rows[p]`, `p` in `node_offsets[n]..node_offsets[n + 1]`, whose bin for feature `f` is
+    /// `matrix.bins[r * features + f] == b`. Bin ids at or above `bins_per_feature` are missing
+    /// values: skipped, not an error. Nodes are `0..node_offsets.len() - 1` (empty ones are fine).
+    ///
+    /// `GradientPair<i64>` sums are exact, the same bits whatever the order of the atomics, so the
+    /// result repeats bit for bit. Every row index must be a row of the matrix (`matrix.bins.len() /
+    /// features` rows): this is checked on the device, and the call waits for the check; a bad index
+    /// gives [`Error::InvalidArgument`] naming `rows` (the histogram then holds the other rows' sums).
+    pub fn multi_feature<B: BinIndex, G: MultiFeatureGradient>(
+        gpu: &Gpu,
+        matrix: MultiFeatureMatrix<'_, B>,
+        gradients: &DeviceBuffer<G>,
+        rows: &DeviceBuffer<u32>,
+        node_offsets: &[u32],
+        histogram: &mut DeviceBuffer<G>,
+    ) -> Result<()> {
+        let MultiFeatureMatrix { bins, features, bins_per_feature } = matrix;
+        if features == 0 || features > u32::MAX as usize {
+            return Err(Error::InvalidArgument { name: "features", reason: format!("{features}; 1 to 2^32 - 1") });
+        }
+        if bins_per_feature == 0 || bins_per_feature > u32::MAX as usize {
+            return Err(Error::InvalidArgument {
+                name: "bins_per_feature",
+                reason: format!("{bins_per_feature}; 1 to 2^32 - 1"),
+            });
+        }
+        if !bins.len().is_multiple_of(features) {
+            return Err(Error::InvalidArgument {
+                name: "bins",
+                reason: format!("{} bin ids are not whole rows of {features} features", bins.len()),
+            });
+        }
+        let matrix_rows = bins.len() / features;
+        if gradients.len() < matrix_rows {
+            return Err(Error::InvalidArgument {
+                name: "gradients",
+                reason: format!("{} gradient pairs for {matrix_rows} rows", gradients.len()),
+            });
+        }
+        if node_offsets.len() < 2 {
+            return Err(Error::InvalidArgument {
+                name: "node_offsets",
+                reason: format!("{} offsets; a node needs two", node_offsets.len()),
+            });
+        }
+        let nodes = node_offsets.len() - 1;
+        for (n, pair) in node_offsets.windows(2).enumerate() {
+            if pair[0] > pair[1] {
+                return Err(Error::InvalidArgument {
+                    name: "node_offsets",
+                    reason: format!("node {n}: offsets {} > {} out of order", pair[0], pair[1]),
+                });
+            }
+        }
+        let last = node_offsets[nodes] as usize;
+        if last > rows.len() {
+            return Err(Error::InvalidArgument {
+                name: "node_offsets",
+                reason: format!("offset {last} past the {} row indices", rows.len()),
+            });
+        }
+        let needed = nodes
+            .checked_mul(features)
+            .and_then(|x| x.checked_mul(bins_per_feature))
+            .ok_or_else(|| Error::InvalidArgument { name: "histogram", reason: "size overflows".into() })?;
+        if histogram.len() < needed {
+            return Err(Error::InvalidArgument {
+                name: "histogram",
+                reason: format!(
+                    "{} elements for {nodes} nodes x {features} features x {bins_per_feature} bins",
+                    histogram.len()
+                ),
+            });
+        }
+        let (features, bins_per_feature) = (features as u32, bins_per_feature as u32);
+
+        // Feature groups: as many features as fit in a block's share of the multiprocessor's
+        // shared memory; all of the device's limit when not even one feature fits in that share.
+        let limit = gpu.properties().max_shared_bytes_per_block;
+        let share = (limit / MULTI_BLOCKS_PER_MULTIPROCESSOR).saturating_sub(RESERVED_SHARED_BYTES);
+        let feature_bytes = bins_per_feature as usize * size_of::<G>();
+        let fitting = if feature_bytes <= share { share / feature_bytes } else { limit / feature_bytes };
+        if fitting == 0 {
+            return Err(Error::InvalidArgument {
+                name: "bins_per_feature",
+                reason: format!("{bins_per_feature} bins do not fit in {limit} bytes of shared memory"),
+            });
+        }
+        let groups = (features as usize).div_ceil(fitting);
+        let group_features = (features as usize).div_ceil(groups) as u32;
+        let slots = group_features * bins_per_feature;
+        let mut layout = BlockHistogramLayout::select::<G>(slots, kernel::MULTI_BLOCK_THREADS).code();
+        if kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) > limit {
+            layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
+        }
+
+        // Work items: each node's rows in chunks, each chunk once per feature group.
+        let total_rows = last - node_offsets[0] as usize;
+        if total_rows == 0 {
+            return Ok(());
+        }
+        let resident = gpu.properties().multiprocessors.max(1) as usize * MULTI_BLOCKS_PER_MULTIPROCESSOR;
+        let chunk = total_rows.div_ceil(resident * MULTI_WAVES).max(MULTI_MIN_CHUNK_ROWS);
+        let mut work = Vec::new();
+        for (n, pair) in node_offsets.windows(2).enumerate() {
+            let mut start = pair[0] as usize;
+            while start < pair[1] as usize {
+                let end = (start + chunk).min(pair[1] as usize);
+                for group in 0..groups as u32 {
+                    work.push(MultiWork { node: n as u32, start: start as u32, end: end as u32, group });
+                }
+                start = end;
+            }
+        }
+        if work.len() > i32::MAX as usize {
+            return Err(Error::InvalidArgument { name: "rows", reason: format!("{total_rows} rows are too many") });
+        }
+        let work_buffer = gpu.upload(&work)?;
+        let bad_row = gpu.upload(&[u32::MAX])?;
+        let config = LaunchConfig {
+            grid_dim: (work.len() as u32, 1, 1),
+            block_dim: (kernel::MULTI_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) as u32,
         };
         let args = [
             bins.device_ptr(),
+            matrix_rows as u64,
+            features as u64,
+            bins_per_feature as u64,
             gradients.device_ptr(),
-            bins.len() as u64,
-            histogram.len() as u64,
+            rows.device_ptr(),
+            work_buffer.device_ptr(),
+            group_features as u64,
+            layout as u64,
             histogram.device_ptr(),
+            bad_row.device_ptr(),
         ];
-        // SAFETY: `bins` and `gradients` hold `len` elements, `histogram` `bin_count` (at most what
-        // the shared memory given holds), and only this launch, in stream order, uses them.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, T::KERNEL, config, &args) }
+        // SAFETY: the matrix holds `matrix_rows * features` bin ids and the gradients `matrix_rows`
+        // pairs (checked); every work item's rows lie in `node_offsets[0]..last <= rows.len()`, its
+        // node below `nodes` and its group's first feature below `features`; the histogram holds
+        // `nodes * features * bins_per_feature` elements (checked); the shared memory is what
+        // `multi_shared_bytes` says, at most the device's limit.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, G::MULTI[B::TABLE_INDEX], config, &args)? };
+        let bad = bad_row.to_vec(gpu)?[0];
+        if bad != u32::MAX {
+            return Err(Error::InvalidArgument {
+                name: "rows",
+                reason: format!("rows[{bad}] is not a row of the {matrix_rows}-row bin matrix"),
+            });
+        }
+        Ok(())
     }
+}
+
+/// The bin count as the kernels take it: 1 to 2^32 - 1.
+fn check_bins(bins: usize) -> Result<u32> {
+    if bins == 0 || bins > u32::MAX as usize {
+        return Err(Error::InvalidArgument { name: "histogram", reason: format!("{bins} bins; 1 to 2^32 - 1") });
+    }
+    Ok(bins as u32)
+}
+
+/// Every histogram kernel name the host API uses (for the test that the PTX has them all).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    let mut names = vec![<u8 as BinIndex>::COUNT, <u16 as BinIndex>::COUNT, <u32 as BinIndex>::COUNT];
+    names.extend(<f32 as HistogramWeight>::WEIGHTED);
+    names.extend(<f64 as HistogramWeight>::WEIGHTED);
+    names.extend(<GradientPair<i64> as HistogramWeight>::WEIGHTED);
+    names.extend([<f32 as EvenSample>::EVEN, <f64 as EvenSample>::EVEN]);
+    names.extend(<GradientPair<i64> as MultiFeatureGradient>::MULTI);
+    names.extend(<GradientPair<f32> as MultiFeatureGradient>::MULTI);
+    names.extend(<GradientPair<f64> as MultiFeatureGradient>::MULTI);
+    names
 }

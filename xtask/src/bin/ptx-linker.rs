@@ -59,6 +59,9 @@ fn run() -> Result<(), String> {
     let mut opt = Command::new(format!("opt{suffix}"));
     opt.arg(format!("--internalize-public-api-list={}", exports.join(",")))
         .arg("-passes=internalize,default<O3>")
+        // Item loops (16 items a thread, with warp collectives in the body) must unroll fully, or
+        // their per-item arrays land in local memory; the default threshold (300) stops short.
+        .arg("-unroll-threshold=1500")
         .arg(&linked)
         .arg("-o")
         .arg(&optimised);

@@ -1,6 +1,9 @@
 //! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
 //! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
 
+mod histogram;
+mod sort;
+
 use crate::device::{self, histogram_experiment, multi, scan, segmented_reduce as segmented, segmented_scan, select};
 use crate::kernel;
 use crate::ops::{GradientPair, Max, Min, Sum};
@@ -488,5 +491,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         .or_else(|| segmented_scan_host_kernel(name))
         .or_else(|| multi_host_kernel(name))
         .or_else(|| histogram_experiment_host_kernel(name))
+        .or_else(|| sort::host_kernel(name))
+        .or_else(|| histogram::host_kernel(name))
         .or_else(|| (name == "primitives_count_flagged").then_some(primitives_count_flagged::raw as unsafe fn(&[u64])))
 }

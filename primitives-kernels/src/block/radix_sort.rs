@@ -1,0 +1,98 @@
+//! Block radix sort: the block's keys (and values), held warp-striped in registers (see
+//! [`BlockRadixRank`]), sorted over a bit range by one [`BlockRadixRank`] per digit and an exchange
+//! through shared memory after each. Stable; ascending or descending.
+
+use crate::arch::{self, WARP_SIZE};
+use crate::block::{BlockRadixRank, DynamicShared};
+use crate::ops::Element;
+use crate::radix_key::RadixKey;
+
+/// Block position of item `j` of the calling thread in the warp-striped arrangement.
+#[inline(always)]
+pub fn striped_position<const ITEMS: usize>(j: usize) -> usize {
+    (arch::warp_idx() as usize * ITEMS + j) * WARP_SIZE as usize + arch::lane_id() as usize
+}
+
+/// Block radix sort with digits of `RADIX_BITS` bits.
+pub struct BlockRadixSort<const RADIX_BITS: u32> {
+    rank: BlockRadixRank<RADIX_BITS>,
+    exchange: *mut u8,
+}
+
+impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
+    /// Shared memory for `block_threads` threads of `items` keys `K` and values `V` each, in bytes.
+    pub const fn shared_bytes<K, V>(block_threads: usize, items: usize) -> usize {
+        let item = if size_of::<K>() > size_of::<V>() { size_of::<K>() } else { size_of::<V>() };
+        BlockRadixRank::<RADIX_BITS>::shared_bytes(block_threads) + block_threads * items * item + 16
+    }
+
+    /// Takes its shared memory from `shared` (sized by [`Self::shared_bytes`] for the launch).
+    #[inline(always)]
+    pub fn from_allocator<K, V, const ITEMS: usize>(shared: &mut DynamicShared) -> Self {
+        let rank = BlockRadixRank::from_allocator(shared);
+        let item = size_of::<K>().max(size_of::<V>());
+        let exchange = shared.take::<u64>((arch::block_dim_x() as usize * ITEMS * item).div_ceil(8)).cast::<u8>();
+        Self { rank, exchange }
+    }
+
+    /// The ranker (its digit starts and counts describe the last digit sorted).
+    pub fn ranker(&self) -> &BlockRadixRank<RADIX_BITS> {
+        &self.rank
+    }
+
+    /// Moves each present item `j` to position `ranks[j]` through shared memory; afterwards item `j`
+    /// holds what was ranked at the thread's `j`-th striped position (`valid` items in all).
+    #[inline(always)]
+    pub fn exchange<T: Element, const ITEMS: usize>(&self, items: &mut [T; ITEMS], ranks: &[u32; ITEMS], valid: usize) {
+        let slots = self.exchange.cast::<T>();
+        for j in 0..ITEMS {
+            if (ranks[j] as usize) < valid {
+                // SAFETY: ranks of present items are below `valid` <= the tile, inside `exchange`.
+                unsafe { arch::store(slots.add(ranks[j] as usize), items[j]) };
+            }
+        }
+        arch::sync_threads();
+        for (j, item) in items.iter_mut().enumerate() {
+            let position = striped_position::<ITEMS>(j);
+            if position < valid {
+                // SAFETY: position < valid, written before the barrier.
+                *item = unsafe { arch::load(slots.add(position)) };
+            }
+        }
+        arch::sync_threads();
+    }
+
+    /// Sorts the block's `valid` first items (by striped position; the rest are ignored) by the bits
+    /// `begin_bit..end_bit` of the keys' order-preserving images, moving `values` along when `PAIRS`.
+    /// Stable. Called by every thread of the block.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn sort<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS: bool>(
+        &self,
+        keys: &mut [K; ITEMS],
+        values: &mut [V; ITEMS],
+        valid: usize,
+        begin_bit: u32,
+        end_bit: u32,
+        descending: bool,
+    ) {
+        let mut shift = begin_bit;
+        while shift < end_bit {
+            let bits = (end_bit - shift).min(RADIX_BITS);
+            let mut digits = [0u32; ITEMS];
+            for j in 0..ITEMS {
+                digits[j] = if striped_position::<ITEMS>(j) < valid {
+                    keys[j].digit(shift, bits, descending)
+                } else {
+                    BlockRadixRank::<RADIX_BITS>::DIGITS
+                };
+            }
+            let ranks = self.rank.rank::<ITEMS>(&digits);
+            self.exchange::<K, ITEMS>(keys, &ranks, valid);
+            if PAIRS {
+                self.exchange::<V, ITEMS>(values, &ranks, valid);
+            }
+            shift += bits;
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! Device histograms: one block's share of
+//!
+//! * the histogram of a sequence ([`histogram_kernel`]): pre-binned samples (`u8`, `u16`, `u32` bin
+//!   ids) or floats binned into equal-width bins over `[lower, upper)` (CUB's `HistogramEven`),
+//!   counted or weighted. A grid of a few blocks per multiprocessor strides over the input in 16-byte
+//!   vectors (16 `u8` samples a load); each block adds into a [`BlockHistogram`] in shared memory and
+//!   flushes its totals with device-scope atomics at the end. A thread merges runs of equal bins in
+//!   registers before adding (one shared-memory addition per run), which is what keeps data where
+//!   most items fall into one bin from serialising on that bin's counter. Samples outside the bins
+//!   (a bin id at or above the bin count; a float outside `[lower, upper)` or NaN) are ignored and
+//!   counted. When not even one copy of the histogram fits in shared memory, blocks add straight to
+//!   the device histogram ([`DIRECT_TO_GLOBAL`]).
+//! * the multi-feature histogram of gradient boosting ([`multi_feature_kernel`]): a dense row-major
+//!   bin matrix (`features` local bin ids a row), a gradient pair a row, a row-index list cut into
+//!   nodes. A block takes one (node, chunk of the node's rows, group of features) work item: the
+//!   group's histograms live in shared memory (one histogram of `group_features * bins_per_feature`
+//!   bins), threads walk the (row, feature) pairs feature-fastest so that a warp reads a row's bin ids
+//!   together, and the block flushes to `histogram[(node * features + feature) * bins_per_feature +
+//!   bin]` with 64-bit device atomics. Integer (fixed-point) sums are exact, so the result is the
+//!   same bits whatever the order.
+
+use crate::arch;
+use crate::block::{BlockHistogram, BlockHistogramLayout, DynamicShared, HistogramCounter};
+use crate::ops::Element;
+use crate::thread;
+
+/// Threads per block of [`histogram_kernel`].
+pub const BLOCK_THREADS: u32 = 256;
+/// Threads per block of [`multi_feature_kernel`] (one or two blocks fill a multiprocessor's shared
+/// memory with a 28-feature group of 256 fixed-point bins, so blocks are large).
+pub const MULTI_BLOCK_THREADS: u32 = 512;
+/// The layout code telling [`histogram_kernel`] to add straight to the device histogram.
+pub const DIRECT_TO_GLOBAL: u32 = u32::MAX;
+
+/// A pre-binned sample: a bin id.
+pub trait BinId: Element {
+    fn index(self) -> u32;
+}
+impl BinId for u8 {
+    #[inline(always)]
+    fn index(self) -> u32 {
+        self as u32
+    }
+}
+impl BinId for u16 {
+    #[inline(always)]
+    fn index(self) -> u32 {
+        self as u32
+    }
+}
+impl BinId for u32 {
+    #[inline(always)]
+    fn index(self) -> u32 {
+        self
+    }
+}
+
+/// Maps a sample to its bin; a result at or above the bin count means "ignored".
+pub trait Binning<S>: Copy {
+    fn bin(&self, sample: S) -> u32;
+}
+
+/// The sample is its bin id.
+#[derive(Clone, Copy)]
+pub struct PreBinned;
+
+impl<S: BinId> Binning<S> for PreBinned {
+    #[inline(always)]
+    fn bin(&self, sample: S) -> u32 {
+        sample.index()
+    }
+}
+
+/// `bins` equal-width bins over `[lower, upper)`: bin `min(floor((x - lower) * (bins / (upper -
+/// lower))), bins - 1)`, computed in the sample's precision with those operations in that order (the
+/// CPU oracle does the same, so the bins agree bit for bit). `x` outside `[lower, upper)`, or NaN, is
+/// ignored. The clamp only matters where rounding takes an `x` just below `upper` to `bins`.
+#[derive(Clone, Copy)]
+pub struct EvenBins<F> {
+    lower: F,
+    upper: F,
+    scale: F,
+    last: u32,
+}
+
+macro_rules! even_bins {
+    ($($t:ty),*) => {$(
+        impl EvenBins<$t> {
+            /// `bins >= 1` and `lower < upper` (host-checked).
+            #[inline(always)]
+            pub fn new(lower: $t, upper: $t, bins: u32) -> Self {
+                Self { lower, upper, scale: bins as $t / (upper - lower), last: bins - 1 }
+            }
+        }
+        impl Binning<$t> for EvenBins<$t> {
+            #[inline(always)]
+            fn bin(&self, x: $t) -> u32 {
+                if x >= self.lower && x < self.upper {
+                    // Saturating conversion; the product is >= 0.
+                    (((x - self.lower) * self.scale) as u32).min(self.last)
+                } else {
+                    u32::MAX
+                }
+            }
+        }
+    )*};
+}
+even_bins!(f32, f64);
+
+/// Where each sample's weight comes from.
+pub trait WeightSource<C>: Copy {
+    /// Weights of samples `first..first + ITEMS`.
+    ///
+    /// # Safety
+    /// Those samples exist.
+    unsafe fn load<const ITEMS: usize>(&self, first: usize) -> [C; ITEMS];
+    /// Weight of sample `index`.
+    ///
+    /// # Safety
+    /// The sample exists.
+    unsafe fn load_one(&self, index: usize) -> C;
+}
+
+/// Every sample counts 1.
+#[derive(Clone, Copy)]
+pub struct Count;
+
+impl WeightSource<u32> for Count {
+    #[inline(always)]
+    unsafe fn load<const ITEMS: usize>(&self, _first: usize) -> [u32; ITEMS] {
+        [1; ITEMS]
+    }
+    #[inline(always)]
+    unsafe fn load_one(&self, _index: usize) -> u32 {
+        1
+    }
+}
+
+/// A weight per sample, from an array as long as the samples.
+#[derive(Clone, Copy)]
+pub struct Weights<W> {
+    pub weights: *const W,
+}
+
+impl<W: HistogramCounter> WeightSource<W> for Weights<W> {
+    #[inline(always)]
+    unsafe fn load<const ITEMS: usize>(&self, first: usize) -> [W; ITEMS] {
+        // SAFETY: the caller vouches for samples first..first + ITEMS; the weights are as many.
+        unsafe { thread::load_blocked::<W, ITEMS>(self.weights.add(first)) }
+    }
+    #[inline(always)]
+    unsafe fn load_one(&self, index: usize) -> W {
+        // SAFETY: as above.
+        unsafe { arch::load(self.weights.add(index)) }
+    }
+}
+
+/// A thread's current run of equal bins: additions to the same bin as the previous sample merge in
+/// registers.
+struct Run<C> {
+    bin: u32,
+    sum: C,
+}
+
+impl<C: HistogramCounter> Run<C> {
+    #[inline(always)]
+    fn new() -> Self {
+        Self { bin: u32::MAX, sum: C::zeroed() }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, bin: u32, value: C, sink: &impl Fn(u32, C)) {
+        if bin == self.bin {
+            self.sum = C::add(self.sum, value);
+        } else {
+            self.finish(sink);
+            self.bin = bin;
+            self.sum = value;
+        }
+    }
+
+    #[inline(always)]
+    fn finish(&mut self, sink: &impl Fn(u32, C)) {
+        if self.bin != u32::MAX {
+            sink(self.bin, self.sum);
+        }
+        self.bin = u32::MAX;
+    }
+}
+
+/// Dynamic shared memory of [`histogram_kernel`] for `bins` bins of `C` in layout `layout` (a
+/// [`BlockHistogramLayout::code`] or [`DIRECT_TO_GLOBAL`]).
+pub const fn shared_bytes<C>(bins: u32, layout: u32) -> usize {
+    let histogram = if layout == DIRECT_TO_GLOBAL {
+        0
+    } else {
+        BlockHistogramLayout::from_code(layout).shared_bytes::<C>(bins, BLOCK_THREADS)
+    };
+    // The ignored-sample counter first, padded to 8 bytes.
+    8 + histogram
+}
+
+/// `$body` for `$k` = 0, 1, ... while `$k < $n` (at most 16), written out: LLVM's unroller counts
+/// the inline-assembly atomics as costly and would keep a loop, and with it the samples in local
+/// memory.
+macro_rules! unrolled {
+    ($k:ident < $n:expr => $body:block) => {
+        unrolled!(@ $k, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $k:ident, $n:expr, $body:block, $($i:literal)*) => {
+        const { assert!($n <= 16, "unrolled! covers 16 iterations") };
+        $(
+            if $i < $n {
+                let $k: usize = $i;
+                $body
+            }
+        )*
+    };
+}
+
+/// How [`histogram_body`] adds a run to the histogram (a const parameter, so that each body has one
+/// simple addition and its per-vector loop unrolls into registers).
+const MODE_ATOMIC: u32 = 0;
+const MODE_WARP_COLUMNS: u32 = 1;
+const MODE_DIRECT: u32 = 2;
+
+/// Adds each sample's weight to `histogram[binning.bin(sample)]` (`bins` bins) and the number of
+/// samples outside the bins to `*ignored`.
+///
+/// Launch any grid of [`BLOCK_THREADS`] threads with [`shared_bytes`]`::<C>(bins, layout)` bytes of
+/// dynamic shared memory; a block should see fewer than 2^32 samples (its counters are `u32` for
+/// counts). `ITEMS` samples make 16 bytes.
+///
+/// # Safety
+/// `samples` valid for `len` reads (and `weights`, when it is an array); `histogram` valid for `bins`
+/// elements and `ignored` for one, in global memory, touched only by atomics while the kernel runs.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn histogram_kernel<S, B, C, W, const ITEMS: usize>(
+    samples: *const S,
+    len: u64,
+    binning: B,
+    bins: u32,
+    weights: W,
+    layout: u32,
+    histogram: *mut C::Wide,
+    ignored: *mut u64,
+) where
+    S: Element,
+    B: Binning<S>,
+    C: HistogramCounter,
+    W: WeightSource<C>,
+{
+    match layout {
+        // SAFETY: forwarded from the caller; the mode matches the layout.
+        DIRECT_TO_GLOBAL => unsafe {
+            histogram_body::<S, B, C, W, ITEMS, MODE_DIRECT>(
+                samples, len, binning, bins, weights, layout, histogram, ignored,
+            )
+        },
+        // SAFETY: as above.
+        0 => unsafe {
+            histogram_body::<S, B, C, W, ITEMS, MODE_WARP_COLUMNS>(
+                samples, len, binning, bins, weights, layout, histogram, ignored,
+            )
+        },
+        // SAFETY: as above.
+        _ => unsafe {
+            histogram_body::<S, B, C, W, ITEMS, MODE_ATOMIC>(
+                samples, len, binning, bins, weights, layout, histogram, ignored,
+            )
+        },
+    }
+}
+
+/// [`histogram_kernel`] for one way of adding.
+///
+/// # Safety
+/// As for [`histogram_kernel`]; `MODE` matches `layout`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn histogram_body<S, B, C, W, const ITEMS: usize, const MODE: u32>(
+    samples: *const S,
+    len: u64,
+    binning: B,
+    bins: u32,
+    weights: W,
+    layout: u32,
+    histogram: *mut C::Wide,
+    ignored: *mut u64,
+) where
+    S: Element,
+    B: Binning<S>,
+    C: HistogramCounter,
+    W: WeightSource<C>,
+{
+    const { assert!(ITEMS * size_of::<S>() == 16, "ITEMS samples must make one 16-byte vector") };
+    let mut shared = DynamicShared::new();
+    let ignored_slot = shared.take::<u64>(1).cast::<u32>();
+    let tid = arch::thread_idx_x();
+    let threads = arch::block_dim_x() as usize;
+    if tid == 0 {
+        // SAFETY: the slot is the first word of the shared memory taken above.
+        unsafe { arch::store(ignored_slot, 0) };
+    }
+    let block = if MODE == MODE_DIRECT {
+        None
+    } else {
+        let block = BlockHistogram::<C>::from_allocator(&mut shared, bins, BlockHistogramLayout::from_code(layout));
+        block.clear();
+        Some(block)
+    };
+    arch::sync_threads();
+
+    let sink = |bin: u32, value: C| match &block {
+        // SAFETY: bin < bins (runs hold bins that passed the check); MODE matches the layout.
+        Some(block) => unsafe { block.add_in_layout(MODE == MODE_WARP_COLUMNS, bin, value) },
+        // SAFETY: bin < bins; the histogram holds `bins` elements.
+        None => unsafe { C::add_global(histogram.add(bin as usize), value.widen()) },
+    };
+    let mut run = Run::<C>::new();
+    let mut skipped = 0u32;
+    let len = len as usize;
+    let first_thread = arch::block_idx_x() as usize * threads + tid as usize;
+    let stride = arch::grid_dim_x() as usize * threads;
+
+    // Whole 16-byte vectors (device allocations are 16-byte aligned; any other start goes item by item).
+    let vectors = if (samples as usize).is_multiple_of(16) { len / ITEMS } else { 0 };
+    let mut v = first_thread;
+    while v < vectors {
+        // SAFETY: vector v lies inside the samples (v < len / ITEMS) and is 16-byte aligned; nothing
+        // writes the samples during the kernel.
+        let words = unsafe { arch::load_global_nc_v4(samples.cast::<[u32; 4]>().add(v)) };
+        // SAFETY: a register reinterpretation of 16 bytes as ITEMS Pod samples (asserted equal sizes).
+        let items: [S; ITEMS] = unsafe { core::ptr::read_unaligned(words.as_ptr().cast::<[S; ITEMS]>()) };
+        // SAFETY: samples v * ITEMS.. + ITEMS exist.
+        let values = unsafe { weights.load::<ITEMS>(v * ITEMS) };
+        unrolled!(k < ITEMS => {
+            let bin = binning.bin(items[k]);
+            if bin < bins {
+                run.push(bin, values[k], &sink);
+            } else {
+                skipped += 1;
+            }
+        });
+        v += stride;
+    }
+    let mut i = vectors * ITEMS + first_thread;
+    while i < len {
+        // SAFETY: i < len.
+        let bin = binning.bin(unsafe { arch::load(samples.add(i)) });
+        if bin < bins {
+            // SAFETY: i < len.
+            run.push(bin, unsafe { weights.load_one(i) }, &sink);
+        } else {
+            skipped += 1;
+        }
+        i += stride;
+    }
+    run.finish(&sink);
+    if skipped != 0 {
+        // SAFETY: the slot is in shared memory.
+        unsafe { arch::red_add_u32_shared(ignored_slot, skipped) };
+    }
+    arch::sync_threads();
+
+    if let Some(block) = &block {
+        // SAFETY: the histogram holds `bins` elements; every add happened before the barrier.
+        unsafe { block.flush(histogram) };
+    }
+    if tid == 0 {
+        // SAFETY: written before the barrier.
+        let count = unsafe { arch::load(ignored_slot) };
+        if count != 0 {
+            // SAFETY: `ignored` valid (caller).
+            unsafe { arch::atomic_add_u64_gpu(ignored, count as u64) };
+        }
+    }
+}
+
+/// One block's work in [`multi_feature_kernel`]: `rows[start..end]`, all rows of node `node`, and the
+/// feature group `group` (features `group * group_features ..`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct MultiWork {
+    pub node: u32,
+    pub start: u32,
+    pub end: u32,
+    pub group: u32,
+}
+
+/// Dynamic shared memory of [`multi_feature_kernel`] for groups of `group_features` features.
+pub const fn multi_shared_bytes<C>(group_features: u32, bins_per_feature: u32, layout: u32) -> usize {
+    BlockHistogramLayout::from_code(layout).shared_bytes::<C>(group_features * bins_per_feature, MULTI_BLOCK_THREADS)
+}
+
+/// Multi-feature histogram: for each work item `work[blockIdx]` and each row `r = rows[p]`, `p` in
+/// `start..end`, and each feature `f` of the group whose bin `b = bins[r * features + f]` is below
+/// `bins_per_feature` (others are missing values, skipped), adds `gradients[r]` to
+/// `histogram[(node * features + f) * bins_per_feature + b]`. A row index at or above `matrix_rows`
+/// is skipped and the smallest such position is written to `*bad_row` (atomic minimum; the host
+/// initialises it to `u32::MAX`).
+///
+/// Launch one block of [`MULTI_BLOCK_THREADS`] threads per work item, with
+/// [`multi_shared_bytes`]`::<C>(group_features, bins_per_feature, layout)` bytes of dynamic shared
+/// memory, `layout` a [`BlockHistogramLayout::code`] for `group_features * bins_per_feature` bins.
+///
+/// # Safety
+/// `bins` valid for `matrix_rows * features` reads, `gradients` for `matrix_rows`; `rows` for every
+/// `start..end` of the work; every work item's node below the histogram's node count and its group's
+/// first feature below `features`; `histogram` valid for `nodes * features * bins_per_feature`
+/// elements and `bad_row` for one, touched only by atomics while the kernel runs.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn multi_feature_kernel<B: BinId, C: HistogramCounter<Wide = C>>(
+    bins: *const B,
+    matrix_rows: u64,
+    features: u32,
+    bins_per_feature: u32,
+    gradients: *const C,
+    rows: *const u32,
+    work: *const MultiWork,
+    group_features: u32,
+    layout: u32,
+    histogram: *mut C,
+    bad_row: *mut u32,
+) {
+    // SAFETY: one work item per block (caller).
+    let item = unsafe { arch::load(work.add(arch::block_idx_x() as usize)) };
+    let first_feature = item.group * group_features;
+    let group = group_features.min(features - first_feature);
+    let mut shared = DynamicShared::new();
+    let block = BlockHistogram::<C>::from_allocator(
+        &mut shared,
+        group * bins_per_feature,
+        BlockHistogramLayout::from_code(layout),
+    );
+    block.clear();
+    arch::sync_threads();
+
+    // Walk the (position, feature) pairs feature-fastest: pair t is position t / group, feature
+    // t % group; stepping by `threads` pairs moves both by constants (no division in the loop).
+    let threads = arch::block_dim_x();
+    let tid = arch::thread_idx_x();
+    let (step_positions, step_features) = (threads / group, threads % group);
+    let mut position = item.start as usize + (tid / group) as usize;
+    let mut feature = tid % group;
+    let features = features as usize;
+    while position < item.end as usize {
+        // SAFETY: start <= position < end (caller: rows valid there).
+        let row = unsafe { arch::load(rows.add(position)) };
+        if (row as u64) < matrix_rows {
+            let column = first_feature as usize + feature as usize;
+            // SAFETY: row < matrix_rows and column < features.
+            let bin = unsafe { arch::load(bins.add(row as usize * features + column)) }.index();
+            if bin < bins_per_feature {
+                // SAFETY: row < matrix_rows.
+                let gradient = unsafe { arch::load(gradients.add(row as usize)) };
+                block.add(feature * bins_per_feature + bin, gradient);
+            }
+        } else {
+            // SAFETY: `bad_row` valid (caller).
+            unsafe { arch::atomic_min_u32_gpu(bad_row, position as u32) };
+        }
+        position += step_positions as usize;
+        feature += step_features;
+        if feature >= group {
+            feature -= group;
+            position += 1;
+        }
+    }
+    arch::sync_threads();
+
+    let offset = (item.node as usize * features + first_feature as usize) * bins_per_feature as usize;
+    // SAFETY: the group's features `first_feature..+group` of node `node` are `group *
+    // bins_per_feature` contiguous elements of the histogram (caller).
+    unsafe { block.flush(histogram.add(offset)) };
+}

@@ -1,0 +1,468 @@
+//! Device radix sort and segmented radix sort: one block's share (CUB's agent layer).
+//!
+//! Large inputs (and large segments) use Onesweep (Adinets & Merrill 2022, "Onesweep: A Faster Least
+//! Significant Digit Radix Sort for GPUs"): one [`histogram_kernel`] pass counts the digits of every
+//! digit place at once, [`bin_offsets_kernel`] turns the counts into each digit's first output
+//! position, then one [`onesweep_kernel`] launch per digit place ranks a tile of keys in the block
+//! ([`crate::block::BlockRadixRank`]), finds each digit's position among all tiles by a decoupled look-back per
+//! digit (one thread per digit; each tile publishes its digit counts, then its inclusive counts), and
+//! scatters the tile's keys (and values) through shared memory, so that keys of one digit leave the
+//! block in runs of consecutive addresses.
+//!
+//! Every launch works on a list of segments: the device sort is the one-segment case. A tile never
+//! spans two segments and the look-back stops at the first tile of the tile's segment, so large
+//! segments of a segmented sort are sorted by the same kernels in the same launches, all at once.
+//! Small segments (up to one tile) are sorted by [`block_sort_segments_kernel`]: one block per
+//! segment, all digit places in shared memory, one read and one write of each item.
+//!
+//! The segment list is `count + 1` first tiles, then `count` begin offsets, then `count` end offsets
+//! (all `u32`), so the item count of one call stays below 2^30 (the look-back's 30-bit counts).
+
+use crate::arch;
+use crate::block::{striped_position, BlockRadixSort, BlockScan, DynamicShared};
+use crate::ops::{Element, Sum};
+use crate::radix_key::RadixKey;
+
+/// Bits per digit place of the device sorts.
+pub const RADIX_BITS: u32 = 8;
+/// Digit values per place.
+pub const DIGITS: usize = 1 << RADIX_BITS;
+/// Threads per block of the sort kernels (one look-back thread per digit).
+pub const BLOCK_THREADS: u32 = 256;
+/// Most digit places of one sort (64-bit keys).
+pub const MAX_PLACES: usize = 8;
+
+/// Keys (and values) per thread of a tile, by the size of the larger of key and value.
+pub const fn items_per_thread<K, V>() -> usize {
+    let size = if size_of::<K>() > size_of::<V>() { size_of::<K>() } else { size_of::<V>() };
+    if size <= 8 {
+        16
+    } else {
+        8
+    }
+}
+
+/// Items per tile.
+pub const fn tile_items<K, V>() -> usize {
+    BLOCK_THREADS as usize * items_per_thread::<K, V>()
+}
+
+/// Flag of a published tile count: the tile's own count of the digit.
+const AGGREGATE: u32 = 1 << 30;
+/// Flag of a published inclusive count: the digit's count over the tile and all before it in its
+/// segment.
+const INCLUSIVE: u32 = 2 << 30;
+const VALUE_MASK: u32 = (1 << 30) - 1;
+
+/// Dynamic shared memory of [`onesweep_kernel`] and [`block_sort_segments_kernel`], in bytes.
+pub const fn shared_bytes<K, V>() -> usize {
+    BlockRadixSort::<RADIX_BITS>::shared_bytes::<K, V>(BLOCK_THREADS as usize, items_per_thread::<K, V>())
+        + DIGITS * 4
+        + 16
+}
+
+/// Dynamic shared memory of [`histogram_kernel`], in bytes.
+pub const HISTOGRAM_SHARED_BYTES: usize = MAX_PLACES * DIGITS * 4 + 16;
+
+/// A segment list as laid out in device memory (see the module doc).
+#[derive(Clone, Copy)]
+struct Segments {
+    list: *const u32,
+    count: u32,
+}
+
+impl Segments {
+    #[inline(always)]
+    fn first_tile(&self, s: u32) -> u32 {
+        // SAFETY: s <= count, inside the list (contract of the kernels).
+        unsafe { arch::load(self.list.add(s as usize)) }
+    }
+
+    #[inline(always)]
+    fn begin(&self, s: u32) -> u32 {
+        // SAFETY: s < count, inside the list.
+        unsafe { arch::load(self.list.add(self.count as usize + 1 + s as usize)) }
+    }
+
+    #[inline(always)]
+    fn end(&self, s: u32) -> u32 {
+        // SAFETY: s < count, inside the list.
+        unsafe { arch::load(self.list.add(2 * self.count as usize + 1 + s as usize)) }
+    }
+
+    /// The segment of tile `tile`: the last `s` with `first_tile(s) <= tile`.
+    #[inline(always)]
+    fn of_tile(&self, tile: u32) -> u32 {
+        let (mut low, mut high) = (0u32, self.count);
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if self.first_tile(middle) <= tile {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+}
+
+/// Counts, for each digit place `p` of `begin_bit..end_bit` and each segment `s`, the keys of each
+/// digit into `counts[(p * segment_count + s) * DIGITS + digit]` (added to; zeroed by the host).
+/// Block `b` takes tiles `b * tiles_per_block ..` in order, so it flushes its shared counts only
+/// when the segment changes and at the end.
+///
+/// # Safety
+/// `keys` valid over every segment; `segments` a segment list of `segment_count` segments covering
+/// `tiles` tiles of [`tile_items`]`::<K, V>()`; `counts` valid for `places * segment_count * DIGITS`
+/// entries; [`HISTOGRAM_SHARED_BYTES`] of shared memory; [`BLOCK_THREADS`] threads.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn histogram_kernel<K: RadixKey, V: Element>(
+    keys: *const K,
+    segments: *const u32,
+    segment_count: u32,
+    tiles: u32,
+    tiles_per_block: u32,
+    counts: *mut u32,
+    begin_bit: u32,
+    end_bit: u32,
+    descending: u32,
+) {
+    let mut shared = DynamicShared::new();
+    let local = shared.take::<u32>(MAX_PLACES * DIGITS);
+    let segments = Segments { list: segments, count: segment_count };
+    let places = (end_bit - begin_bit).div_ceil(RADIX_BITS) as usize;
+    let tid = arch::thread_idx_x() as usize;
+    let threads = arch::block_dim_x() as usize;
+    let descending = descending != 0;
+    let clear = || {
+        let mut i = tid;
+        while i < places * DIGITS {
+            // SAFETY: i < places * DIGITS <= MAX_PLACES * DIGITS.
+            unsafe { arch::store(local.add(i), 0) };
+            i += threads;
+        }
+    };
+    let flush = |segment: u32| {
+        arch::sync_threads();
+        let mut i = tid;
+        while i < places * DIGITS {
+            let (place, digit) = (i / DIGITS, i % DIGITS);
+            // SAFETY: i inside the shared counts; the global index inside `counts` (contract).
+            unsafe {
+                let count = arch::load(local.add(i));
+                if count != 0 {
+                    let slot = counts.add((place * segment_count as usize + segment as usize) * DIGITS + digit);
+                    arch::atomic_add_u32_gpu(slot, count);
+                    arch::store(local.add(i), 0);
+                }
+            }
+            i += threads;
+        }
+        arch::sync_threads();
+    };
+
+    let first = arch::block_idx_x() * tiles_per_block;
+    let last = (first + tiles_per_block).min(tiles);
+    if first >= last {
+        return;
+    }
+    clear();
+    let tile_len = tile_items::<K, V>() as u32;
+    let mut segment = segments.of_tile(first);
+    arch::sync_threads();
+    for tile in first..last {
+        while segment + 1 < segment_count && segments.first_tile(segment + 1) <= tile {
+            flush(segment);
+            segment += 1;
+        }
+        let start = segments.begin(segment) + (tile - segments.first_tile(segment)) * tile_len;
+        let valid = (segments.end(segment) - start).min(tile_len) as usize;
+        let mut i = tid;
+        while i < valid {
+            // SAFETY: start + i inside the segment, inside `keys`.
+            let key = unsafe { arch::load(keys.add(start as usize + i)) };
+            for place in 0..places {
+                let shift = begin_bit + place as u32 * RADIX_BITS;
+                let digit = key.digit(shift, (end_bit - shift).min(RADIX_BITS), descending) as usize;
+                // SAFETY: place < MAX_PLACES, digit < DIGITS.
+                unsafe { arch::atomic_add_u32_cta(local.add(place * DIGITS + digit), 1) };
+            }
+            i += threads;
+        }
+    }
+    flush(segment);
+}
+
+/// Turns digit counts into first output positions: block `(place, segment)` (grid
+/// `places * segment_count`) writes `begin(segment) + ` the exclusive scan over digits, in place.
+///
+/// # Safety
+/// As for [`histogram_kernel`]'s `counts` and `segments`; [`DIGITS`] threads per block and
+/// `BlockScan::<u32>::SHARED_BYTES` of shared memory.
+#[inline(always)]
+pub unsafe fn bin_offsets_kernel(counts: *mut u32, segments: *const u32, segment_count: u32) {
+    let mut shared = DynamicShared::new();
+    let scan = BlockScan::<u32>::from_allocator(&mut shared);
+    let block = arch::block_idx_x();
+    let segment = block % segment_count;
+    let segments = Segments { list: segments, count: segment_count };
+    let tid = arch::thread_idx_x() as usize;
+    // SAFETY: block < places * segment_count, tid < DIGITS: inside `counts`.
+    let slot = unsafe { counts.add(block as usize * DIGITS + tid) };
+    // SAFETY: as above.
+    let count = unsafe { arch::load(slot) };
+    let (exclusive, _) = scan.exclusive_scan::<Sum>(count);
+    // SAFETY: as above.
+    unsafe { arch::store(slot, segments.begin(segment) + exclusive) };
+}
+
+/// One digit place of Onesweep over every tile of the segment list: keys `shift..shift + bits` of
+/// `keys_in` (and `values_in` when `PAIRS`) go to their place in `keys_out` (`values_out`).
+///
+/// # Safety
+/// Inputs valid over every segment and not overlapping the outputs, which are valid over the same
+/// ranges; `segments` as for [`histogram_kernel`]; `offsets` the place's [`bin_offsets_kernel`]
+/// output (`segment_count * DIGITS` entries); `status` `tiles * DIGITS` zeroed words; `counter` 0;
+/// `tiles` blocks of [`BLOCK_THREADS`] threads with [`shared_bytes`] of shared memory.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS: bool>(
+    keys_in: *const K,
+    keys_out: *mut K,
+    values_in: *const V,
+    values_out: *mut V,
+    segments: *const u32,
+    segment_count: u32,
+    offsets: *const u32,
+    status: *mut u32,
+    counter: *mut u32,
+    tiles: u32,
+    shift: u32,
+    bits: u32,
+    descending: u32,
+) {
+    let mut shared = DynamicShared::new();
+    let sort = BlockRadixSort::<RADIX_BITS>::from_allocator::<K, V, ITEMS>(&mut shared);
+    let scatter_base = shared.take::<u32>(DIGITS);
+    let slots = shared.take::<u32>(2);
+    let segments = Segments { list: segments, count: segment_count };
+    let tid = arch::thread_idx_x();
+    let descending = descending != 0;
+
+    if tid == 0 {
+        // SAFETY: counter valid (contract); the last ticket resets it for the next launch.
+        let tile = unsafe { arch::atomic_add_u32_gpu(counter, 1) };
+        if tile == tiles - 1 {
+            // SAFETY: as above.
+            unsafe { arch::atomic_exch_u32_gpu(counter, 0) };
+        }
+        // SAFETY: two shared slots.
+        unsafe {
+            arch::store(slots, tile);
+            arch::store(slots.add(1), segments.of_tile(tile));
+        }
+    }
+    arch::sync_threads();
+    // SAFETY: written by thread 0 before the barrier.
+    let (tile, segment) = unsafe { (arch::load(slots), arch::load(slots.add(1))) };
+    let first_tile = segments.first_tile(segment);
+    let tile_len = (arch::block_dim_x() as usize * ITEMS) as u32;
+    let start = (segments.begin(segment) + (tile - first_tile) * tile_len) as usize;
+    let valid = (segments.end(segment) as usize - start).min(tile_len as usize);
+
+    let mut keys = [K::zeroed(); ITEMS];
+    let mut values = [V::zeroed(); ITEMS];
+    let mut digits = [0u32; ITEMS];
+    for j in 0..ITEMS {
+        let position = striped_position::<ITEMS>(j);
+        if position < valid {
+            // SAFETY: start + position inside the segment, inside the inputs.
+            unsafe {
+                keys[j] = arch::load(keys_in.add(start + position));
+                if PAIRS {
+                    values[j] = arch::load(values_in.add(start + position));
+                }
+            }
+            digits[j] = keys[j].digit(shift, bits, descending);
+        } else {
+            digits[j] = DIGITS as u32;
+        }
+    }
+    let ranks = sort.ranker().rank::<ITEMS>(&digits);
+
+    // Look-back, one thread per digit.
+    let mut digit = tid as usize;
+    while digit < DIGITS {
+        let count = sort.ranker().digit_count(digit as u32);
+        // SAFETY: tile < tiles, digit < DIGITS: inside `status`.
+        let own = unsafe { status.add(tile as usize * DIGITS + digit) };
+        let mut exclusive = 0u32;
+        if tile == first_tile {
+            // SAFETY: as above.
+            unsafe { arch::store_relaxed_u32_gpu(own, INCLUSIVE | count) };
+        } else {
+            // SAFETY: as above.
+            unsafe { arch::store_relaxed_u32_gpu(own, AGGREGATE | count) };
+            let mut predecessor = tile;
+            while predecessor > first_tile {
+                predecessor -= 1;
+                // SAFETY: predecessor < tile: inside `status`.
+                let word = unsafe { wait_published(status.add(predecessor as usize * DIGITS + digit)) };
+                exclusive += word & VALUE_MASK;
+                if word & INCLUSIVE != 0 {
+                    break;
+                }
+            }
+            // SAFETY: as above.
+            unsafe { arch::store_relaxed_u32_gpu(own, INCLUSIVE | (exclusive + count)) };
+        }
+        // SAFETY: segment < count, digit < DIGITS: inside `offsets`; scatter_base has DIGITS slots.
+        unsafe {
+            let base = arch::load(offsets.add(segment as usize * DIGITS + digit)) + exclusive;
+            arch::store(scatter_base.add(digit), base.wrapping_sub(sort.ranker().digit_start(digit as u32)));
+        }
+        digit += arch::block_dim_x() as usize;
+    }
+
+    // The exchange's first barrier also orders the scatter bases.
+    sort.exchange::<K, ITEMS>(&mut keys, &ranks, valid);
+    for j in 0..ITEMS {
+        let position = striped_position::<ITEMS>(j);
+        if position < valid {
+            digits[j] = keys[j].digit(shift, bits, descending);
+            // SAFETY: digit < DIGITS; the destination is inside the segment (the bases are the
+            // digit's positions in the segment's output).
+            unsafe {
+                let base = arch::load(scatter_base.add(digits[j] as usize));
+                arch::store(keys_out.add(base.wrapping_add(position as u32) as usize), keys[j]);
+            }
+        }
+    }
+    if PAIRS {
+        sort.exchange::<V, ITEMS>(&mut values, &ranks, valid);
+        for j in 0..ITEMS {
+            let position = striped_position::<ITEMS>(j);
+            if position < valid {
+                // SAFETY: as for the keys.
+                unsafe {
+                    let base = arch::load(scatter_base.add(digits[j] as usize));
+                    arch::store(values_out.add(base.wrapping_add(position as u32) as usize), values[j]);
+                }
+            }
+        }
+    }
+}
+
+/// Polls a tile's status word until it carries a flag.
+///
+/// # Safety
+/// `word` valid.
+#[inline(always)]
+unsafe fn wait_published(word: *const u32) -> u32 {
+    let mut backoff = 0;
+    loop {
+        // SAFETY: forwarded.
+        let value = unsafe { arch::load_relaxed_u32_gpu(word) };
+        if value & (AGGREGATE | INCLUSIVE) != 0 {
+            return value;
+        }
+        if backoff > 0 {
+            arch::nanosleep(backoff);
+        }
+        backoff = (backoff * 2).clamp(16, 256);
+    }
+}
+
+/// Sorts each small segment of a list in one block: block `b` sorts items `pairs[2b]..pairs[2b+1]`
+/// (at most `block threads * ITEMS` of them) of the inputs over `begin_bit..end_bit` into the same
+/// range of the outputs.
+///
+/// # Safety
+/// Inputs and outputs valid over every listed range, inputs not overlapping outputs; `ranges`
+/// valid for `2 * grid` entries; a multiple of 32 threads (up to [`BLOCK_THREADS`]) with
+/// [`shared_bytes`] of shared memory.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn block_sort_segments_kernel<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS: bool>(
+    keys_in: *const K,
+    keys_out: *mut K,
+    values_in: *const V,
+    values_out: *mut V,
+    ranges: *const u32,
+    begin_bit: u32,
+    end_bit: u32,
+    descending: u32,
+) {
+    let mut shared = DynamicShared::new();
+    let sort = BlockRadixSort::<RADIX_BITS>::from_allocator::<K, V, ITEMS>(&mut shared);
+    let block = arch::block_idx_x() as usize;
+    // SAFETY: two entries per block (contract).
+    let (start, end) =
+        unsafe { (arch::load(ranges.add(2 * block)) as usize, arch::load(ranges.add(2 * block + 1)) as usize) };
+    let valid = (end - start).min(arch::block_dim_x() as usize * ITEMS);
+    let mut keys = [K::zeroed(); ITEMS];
+    let mut values = [V::zeroed(); ITEMS];
+    for j in 0..ITEMS {
+        let position = striped_position::<ITEMS>(j);
+        if position < valid {
+            // SAFETY: inside the range, inside the inputs.
+            unsafe {
+                keys[j] = arch::load(keys_in.add(start + position));
+                if PAIRS {
+                    values[j] = arch::load(values_in.add(start + position));
+                }
+            }
+        }
+    }
+    sort.sort::<K, V, ITEMS, PAIRS>(&mut keys, &mut values, valid, begin_bit, end_bit, descending != 0);
+    for j in 0..ITEMS {
+        let position = striped_position::<ITEMS>(j);
+        if position < valid {
+            // SAFETY: inside the range, inside the outputs.
+            unsafe {
+                arch::store(keys_out.add(start + position), keys[j]);
+                if PAIRS {
+                    arch::store(values_out.add(start + position), values[j]);
+                }
+            }
+        }
+    }
+}
+
+/// `output[i] = input[indices[i]]` for elements of `units` units `U` each (values of sizes the sort
+/// kernels are not instantiated for travel as indices, then are gathered).
+///
+/// # Safety
+/// `indices` valid for `len` entries, each below the input's element count; `output` valid for
+/// `len * units` units.
+#[inline(always)]
+pub unsafe fn gather_kernel<U: Element>(input: *const U, indices: *const u32, output: *mut U, len: u64, units: u32) {
+    let total = len * units as u64;
+    let mut i = (arch::block_idx_x() as u64 * arch::block_dim_x() as u64) + arch::thread_idx_x() as u64;
+    let stride = arch::grid_dim_x() as u64 * arch::block_dim_x() as u64;
+    while i < total {
+        let (element, unit) = (i / units as u64, i % units as u64);
+        // SAFETY: element < len; the index is below the input's count (contract).
+        unsafe {
+            let source = arch::load(indices.add(element as usize)) as u64 * units as u64 + unit;
+            arch::store(output.add(i as usize), arch::load(input.add(source as usize)));
+        }
+        i += stride;
+    }
+}
+
+/// `output[i] = i` (the indices that values of other sizes travel as).
+///
+/// # Safety
+/// `output` valid for `len` entries.
+#[inline(always)]
+pub unsafe fn sequence_kernel(output: *mut u32, len: u64) {
+    let mut i = (arch::block_idx_x() as u64 * arch::block_dim_x() as u64) + arch::thread_idx_x() as u64;
+    let stride = arch::grid_dim_x() as u64 * arch::block_dim_x() as u64;
+    while i < len {
+        // SAFETY: i < len.
+        unsafe { arch::store(output.add(i as usize), i as u32) };
+        i += stride;
+    }
+}

@@ -1,0 +1,578 @@
+//! Host side of the radix sorts: segment classification, temporary storage, the launch sequence.
+//!
+//! A call sorts a list of segments (the device sort is one segment). Segments of at most one tile
+//! go to the block sort kernel, one block each, in three launches by size (32, 128 or 256 threads
+//! per block, so tiny segments do not occupy a whole 256-thread block). Longer segments go through
+//! Onesweep together: one histogram launch, one offsets launch, then one launch per digit place,
+//! ping-ponging between the output and a scratch buffer so that the last place lands in the output.
+
+use cudarc::driver::LaunchConfig;
+use primitives_kernels::device::radix_sort as kernel;
+use primitives_kernels::radix_key::RadixKey;
+
+use crate::buffer::DeviceBuffer;
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, PRIMITIVES_MODULE};
+use crate::ops::Element;
+
+mod sealed {
+    /// Only this crate names the key types that have sort kernels.
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for i32 {}
+    impl Sealed for f32 {}
+    impl Sealed for u64 {}
+    impl Sealed for i64 {}
+    impl Sealed for f64 {}
+}
+
+/// A key type of the radix sorts: `u32`, `i32`, `f32`, `u64`, `i64`, `f64`. Sealed.
+///
+/// Keys order as numbers: signed integers by value; floats with `-0.0` equal to `+0.0` and every NaN
+/// after `+inf` (equal to each other; first in a descending sort, as in `torch.sort`). The sorts move
+/// the original bits, so `-0.0` and NaN payloads come out as they went in.
+pub trait SortKey: RadixKey + sealed::Sealed {
+    /// Suffix of the kernel names.
+    const NAME: &'static str;
+}
+
+impl SortKey for u32 {
+    const NAME: &'static str = "u32";
+}
+impl SortKey for i32 {
+    const NAME: &'static str = "i32";
+}
+impl SortKey for f32 {
+    const NAME: &'static str = "f32";
+}
+impl SortKey for u64 {
+    const NAME: &'static str = "u64";
+}
+impl SortKey for i64 {
+    const NAME: &'static str = "i64";
+}
+impl SortKey for f64 {
+    const NAME: &'static str = "f64";
+}
+
+/// What a sort orders by: the bit range `begin_bit..end_bit` of the keys' order-preserving images
+/// (all bits by default), ascending or descending. Sorting a partial range is stable: keys equal in
+/// that range keep their input order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SortOrder {
+    /// First bit (default 0).
+    pub begin_bit: u32,
+    /// One past the last bit; `None` for the key's width.
+    pub end_bit: Option<u32>,
+    /// Largest first.
+    pub descending: bool,
+}
+
+impl SortOrder {
+    /// All bits, smallest first.
+    pub fn ascending() -> Self {
+        Self::default()
+    }
+
+    /// All bits, largest first.
+    pub fn descending() -> Self {
+        Self { descending: true, ..Self::default() }
+    }
+
+    /// Only bits `begin_bit..end_bit` of the images.
+    pub fn bits(self, begin_bit: u32, end_bit: u32) -> Self {
+        Self { begin_bit, end_bit: Some(end_bit), ..self }
+    }
+
+    fn range<K: SortKey>(&self) -> Result<(u32, u32)> {
+        let end = self.end_bit.unwrap_or(K::BITS);
+        if self.begin_bit > end || end > K::BITS {
+            return Err(Error::InvalidArgument {
+                name: "order",
+                reason: format!("bits {}..{end} are not a range inside a {}-bit key", self.begin_bit, K::BITS),
+            });
+        }
+        Ok((self.begin_bit, end))
+    }
+}
+
+/// Most items one sort call takes (the look-back counts have 30 bits).
+pub const MAX_SORT_ITEMS: usize = (1 << 30) - 1;
+
+/// How values travel: by kernel (sizes 4, 8, 16) or as indices to gather by.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ValueKind {
+    Keys,
+    V4,
+    V8,
+    V16,
+}
+
+impl ValueKind {
+    fn suffix(self) -> &'static str {
+        match self {
+            ValueKind::Keys => "keys",
+            ValueKind::V4 => "v4",
+            ValueKind::V8 => "v8",
+            ValueKind::V16 => "v16",
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            ValueKind::Keys | ValueKind::V4 => 4,
+            ValueKind::V8 => 8,
+            ValueKind::V16 => 16,
+        }
+    }
+
+    /// Items per thread of the kernels, as the kernel crate computes it.
+    fn items<K>(self) -> usize {
+        match self {
+            ValueKind::Keys | ValueKind::V4 => kernel::items_per_thread::<K, u32>(),
+            ValueKind::V8 => kernel::items_per_thread::<K, u64>(),
+            ValueKind::V16 => kernel::items_per_thread::<K, [u32; 4]>(),
+        }
+    }
+
+    fn shared_bytes<K>(self) -> usize {
+        match self {
+            ValueKind::Keys | ValueKind::V4 => kernel::shared_bytes::<K, u32>(),
+            ValueKind::V8 => kernel::shared_bytes::<K, u64>(),
+            ValueKind::V16 => kernel::shared_bytes::<K, [u32; 4]>(),
+        }
+    }
+}
+
+/// Device-wide radix sort (CUB's `DeviceRadixSort`): stable, keys only or key-value pairs, any
+/// [`SortOrder`]. Onesweep (one pass over the data per 8-bit digit place) for long inputs, one
+/// block in shared memory for inputs of at most one tile. The inputs are not modified; the call
+/// allocates a scratch copy of keys (and values) from the stream's memory pool.
+///
+/// ```no_run
+/// use primitives::{DeviceRadixSort, Gpu, SortOrder};
+/// # fn main() -> primitives::Result<()> {
+/// let gpu = Gpu::new()?;
+/// let keys = gpu.upload(&[3.5f32, -1.0, f32::NAN, -0.0, 2.0])?;
+/// let values = gpu.upload(&[0u32, 1, 2, 3, 4])?;
+/// let (mut sorted, mut moved) = (gpu.alloc_zeroed::<f32>(5)?, gpu.alloc_zeroed::<u32>(5)?);
+/// DeviceRadixSort::sort_pairs(&gpu, &keys, &mut sorted, &values, &mut moved, SortOrder::ascending())?;
+/// assert_eq!(moved.to_vec(&gpu)?, [1, 3, 4, 0, 2]);
+/// # Ok(())
+/// # }
+/// ```
+pub struct DeviceRadixSort;
+
+impl DeviceRadixSort {
+    /// Items the sort handles in one tile (one block) for keys `K` and values `V` (`()` for keys
+    /// only): inputs up to this long are sorted in shared memory by one block.
+    pub fn tile_items<K: SortKey, V: Element>() -> usize {
+        let kind = value_kind::<V>(true);
+        kernel::BLOCK_THREADS as usize * kind.items::<K>()
+    }
+
+    /// Sorts `keys_in` into `keys_out` (as long as the input or longer; the rest is untouched).
+    pub fn sort_keys<K: SortKey>(
+        gpu: &Gpu,
+        keys_in: &DeviceBuffer<K>,
+        keys_out: &mut DeviceBuffer<K>,
+        order: SortOrder,
+    ) -> Result<()> {
+        check_out("keys_out", keys_out.len(), keys_in.len())?;
+        let offsets = [0, keys_in.len() as u64];
+        sort_segments::<K, u32>(gpu, keys_in, keys_out, None, &offsets, order)
+    }
+
+    /// Sorts the pairs `(keys_in[i], values_in[i])` by key into `keys_out`, `values_out`. Values
+    /// of any `Pod` type: 4-, 8- and 16-byte values move with the keys, others are gathered
+    /// afterwards by the sorted indices.
+    pub fn sort_pairs<K: SortKey, V: Element>(
+        gpu: &Gpu,
+        keys_in: &DeviceBuffer<K>,
+        keys_out: &mut DeviceBuffer<K>,
+        values_in: &DeviceBuffer<V>,
+        values_out: &mut DeviceBuffer<V>,
+        order: SortOrder,
+    ) -> Result<()> {
+        check_out("keys_out", keys_out.len(), keys_in.len())?;
+        check_out("values_in", values_in.len(), keys_in.len())?;
+        check_out("values_out", values_out.len(), keys_in.len())?;
+        let offsets = [0, keys_in.len() as u64];
+        sort_pairs_any(gpu, keys_in, keys_out, values_in, values_out, &offsets, order)
+    }
+}
+
+/// Segmented sort (CUB's `DeviceSegmentedSort`): each segment `offsets[s]..offsets[s + 1]` sorted
+/// on its own, stable, in one call whatever the mix of sizes (many tiny segments and a few huge ones
+/// included: small ones one block each, large ones by Onesweep with the look-back confined to the
+/// segment). Items outside every segment are left as they are in the output.
+///
+/// The offsets are read back to the host to classify the segments (the call waits for the work
+/// enqueued before it). A stable sort by a few low bits (`SortOrder::ascending().bits(0, b)`) keeps
+/// the previous order within equal keys: the exact tree method's re-sort of each feature's rows by
+/// node.
+pub struct DeviceSegmentedSort;
+
+impl DeviceSegmentedSort {
+    /// Sorts the keys of each segment.
+    pub fn sort_keys<K: SortKey>(
+        gpu: &Gpu,
+        keys_in: &DeviceBuffer<K>,
+        keys_out: &mut DeviceBuffer<K>,
+        offsets: &DeviceBuffer<u32>,
+        order: SortOrder,
+    ) -> Result<()> {
+        check_out("keys_out", keys_out.len(), keys_in.len())?;
+        let offsets = read_offsets(gpu, offsets, keys_in.len())?;
+        sort_segments::<K, u32>(gpu, keys_in, keys_out, None, &offsets, order)
+    }
+
+    /// Sorts the pairs of each segment by key.
+    pub fn sort_pairs<K: SortKey, V: Element>(
+        gpu: &Gpu,
+        keys_in: &DeviceBuffer<K>,
+        keys_out: &mut DeviceBuffer<K>,
+        values_in: &DeviceBuffer<V>,
+        values_out: &mut DeviceBuffer<V>,
+        offsets: &DeviceBuffer<u32>,
+        order: SortOrder,
+    ) -> Result<()> {
+        check_out("keys_out", keys_out.len(), keys_in.len())?;
+        check_out("values_in", values_in.len(), keys_in.len())?;
+        check_out("values_out", values_out.len(), keys_in.len())?;
+        let offsets = read_offsets(gpu, offsets, keys_in.len())?;
+        sort_pairs_any(gpu, keys_in, keys_out, values_in, values_out, &offsets, order)
+    }
+}
+
+fn check_out(name: &'static str, len: usize, needed: usize) -> Result<()> {
+    if len < needed {
+        return Err(Error::InvalidArgument { name, reason: format!("holds {len} elements, the keys {needed}") });
+    }
+    Ok(())
+}
+
+/// The offsets on the host, checked: non-decreasing, the last at most `len`.
+fn read_offsets(gpu: &Gpu, offsets: &DeviceBuffer<u32>, len: usize) -> Result<Vec<u64>> {
+    let host = offsets.to_vec(gpu)?;
+    if host.is_empty() {
+        return Err(Error::InvalidArgument {
+            name: "offsets",
+            reason: "empty: a segment list needs at least one offset".into(),
+        });
+    }
+    for (s, pair) in host.windows(2).enumerate() {
+        if pair[0] > pair[1] {
+            return Err(Error::InvalidArgument {
+                name: "offsets",
+                reason: format!("segment {s} ends before it begins ({} > {})", pair[0], pair[1]),
+            });
+        }
+    }
+    let last = *host.last().expect("not empty");
+    if last as usize > len {
+        return Err(Error::InvalidArgument {
+            name: "offsets",
+            reason: format!("the last offset {last} is past the {len} keys"),
+        });
+    }
+    Ok(host.into_iter().map(u64::from).collect())
+}
+
+fn value_kind<V>(pairs: bool) -> ValueKind {
+    match (pairs, size_of::<V>()) {
+        (false, _) | (true, 0) => ValueKind::Keys,
+        (true, 4) => ValueKind::V4,
+        (true, 8) => ValueKind::V8,
+        (true, 16) => ValueKind::V16,
+        // Other sizes: the sort moves u32 indices.
+        (true, _) => ValueKind::V4,
+    }
+}
+
+/// Pairs of any value size: natively for 4, 8 and 16 bytes, else by sorting indices and gathering.
+fn sort_pairs_any<K: SortKey, V: Element>(
+    gpu: &Gpu,
+    keys_in: &DeviceBuffer<K>,
+    keys_out: &mut DeviceBuffer<K>,
+    values_in: &DeviceBuffer<V>,
+    values_out: &mut DeviceBuffer<V>,
+    offsets: &[u64],
+    order: SortOrder,
+) -> Result<()> {
+    let n = keys_in.len();
+    match size_of::<V>() {
+        0 => sort_segments::<K, u32>(gpu, keys_in, keys_out, None, offsets, order),
+        4 | 8 | 16 => sort_segments::<K, V>(gpu, keys_in, keys_out, Some((values_in, values_out)), offsets, order),
+        size => {
+            // Indices of the segments' items, sorted with the keys; everything outside the segments
+            // keeps its own index, so the gather leaves it as it is.
+            let indices = sequence(gpu, n)?;
+            let mut sorted = sequence(gpu, n)?;
+            sort_segments::<K, u32>(gpu, keys_in, keys_out, Some((&indices, &mut sorted)), offsets, order)?;
+            if n == 0 {
+                return Ok(());
+            }
+            let (name, units) =
+                if size % 4 == 0 { ("primitives_gather_u32", size / 4) } else { ("primitives_gather_u8", size) };
+            let config = grid_stride(gpu, n * units);
+            let args = [values_in.device_ptr(), sorted.device_ptr(), values_out.device_ptr(), n as u64, units as u64];
+            // SAFETY: the sorted indices are a permutation of 0..n; both value buffers hold n
+            // elements of `units` units (checked by the callers).
+            unsafe { gpu.launch(PRIMITIVES_MODULE, name, config, &args) }
+        }
+    }
+}
+
+/// `0, 1, ..., n - 1` on the device.
+fn sequence(gpu: &Gpu, n: usize) -> Result<DeviceBuffer<u32>> {
+    let buffer = DeviceBuffer::<u32>::zeroed(gpu, n)?;
+    if n > 0 {
+        let config = grid_stride(gpu, n);
+        let args = [buffer.device_ptr(), n as u64];
+        // SAFETY: the buffer holds n elements.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_sequence_u32", config, &args)? };
+    }
+    Ok(buffer)
+}
+
+fn grid_stride(gpu: &Gpu, work: usize) -> LaunchConfig {
+    let max_grid = gpu.properties().multiprocessors.max(1) as usize * 16;
+    let grid = work.div_ceil(kernel::BLOCK_THREADS as usize).clamp(1, max_grid) as u32;
+    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (kernel::BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// Sorts the segments `offsets[s]..offsets[s + 1]` of `keys_in` (and the values when given, whose
+/// size is 4, 8 or 16 bytes) into the outputs.
+fn sort_segments<K: SortKey, V: Element>(
+    gpu: &Gpu,
+    keys_in: &DeviceBuffer<K>,
+    keys_out: &mut DeviceBuffer<K>,
+    values: Option<(&DeviceBuffer<V>, &mut DeviceBuffer<V>)>,
+    offsets: &[u64],
+    order: SortOrder,
+) -> Result<()> {
+    let (begin_bit, end_bit) = order.range::<K>()?;
+    let n = keys_in.len();
+    if n > MAX_SORT_ITEMS {
+        return Err(Error::InvalidArgument {
+            name: "keys_in",
+            reason: format!("{n} keys; one call sorts at most {MAX_SORT_ITEMS}"),
+        });
+    }
+    let kind = value_kind::<V>(values.is_some());
+    let name = |what: &str| format!("primitives_radix_{what}_{}_{}", K::NAME, kind.suffix());
+    let items = kind.items::<K>();
+    let tile = kernel::BLOCK_THREADS as usize * items;
+    let shared = kind.shared_bytes::<K>() as u32;
+    let descending = order.descending as u64;
+    let (values_in, values_out) = match &values {
+        Some((input, output)) => (input.device_ptr(), output.device_ptr()),
+        None => (0, 0),
+    };
+
+    // Classify: small segments by block size, large ones in order with their first tiles.
+    let mut small: [Vec<u32>; 3] = Default::default();
+    const SMALL_THREADS: [u32; 3] = [32, 128, 256];
+    let mut large_first_tiles = vec![0u32];
+    let (mut large_begins, mut large_ends) = (Vec::new(), Vec::new());
+    for pair in offsets.windows(2) {
+        let (begin, end) = (pair[0] as usize, pair[1] as usize);
+        let len = end - begin;
+        if len == 0 {
+            continue;
+        }
+        if len <= tile {
+            let class = SMALL_THREADS.iter().position(|&t| len <= t as usize * items).expect("len <= tile");
+            small[class].extend([begin as u32, end as u32]);
+        } else {
+            large_begins.push(begin as u32);
+            large_ends.push(end as u32);
+            let tiles = *large_first_tiles.last().expect("starts with 0") + len.div_ceil(tile) as u32;
+            large_first_tiles.push(tiles);
+        }
+    }
+
+    for (class, ranges) in small.iter().enumerate() {
+        if ranges.is_empty() {
+            continue;
+        }
+        let list = gpu.upload(ranges)?;
+        let threads = SMALL_THREADS[class];
+        let config = LaunchConfig {
+            grid_dim: ((ranges.len() / 2) as u32, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: shared,
+        };
+        let args = [
+            keys_in.device_ptr(),
+            keys_out.device_ptr(),
+            values_in,
+            values_out,
+            list.device_ptr(),
+            begin_bit as u64,
+            end_bit as u64,
+            descending,
+        ];
+        // SAFETY: every range lies inside the buffers (offsets checked against n) and holds at
+        // most `threads * items` items; shared memory sized for the full block.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, leak(name("block_sort")), config, &args)? };
+    }
+
+    let segment_count = large_begins.len();
+    if segment_count == 0 {
+        return Ok(());
+    }
+    let tiles = *large_first_tiles.last().expect("starts with 0") as usize;
+    let places = (end_bit - begin_bit).div_ceil(kernel::RADIX_BITS) as usize;
+    if places == 0 {
+        // An empty bit range: every order is sorted; copy the large segments through.
+        return copy_large(gpu, keys_in, keys_out, values, &large_begins, &large_ends);
+    }
+    let mut list = large_first_tiles;
+    list.extend(&large_begins);
+    list.extend(&large_ends);
+    let segments = gpu.upload(&list)?;
+
+    let counts = DeviceBuffer::<u32>::zeroed(gpu, places * segment_count * kernel::DIGITS)?;
+    let blocks = tiles.min(gpu.properties().multiprocessors.max(1) as usize * 4);
+    let tiles_per_block = tiles.div_ceil(blocks);
+    let blocks = tiles.div_ceil(tiles_per_block);
+    let config = LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (kernel::BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: kernel::HISTOGRAM_SHARED_BYTES as u32,
+    };
+    let args = [
+        keys_in.device_ptr(),
+        segments.device_ptr(),
+        segment_count as u64,
+        tiles as u64,
+        tiles_per_block as u64,
+        counts.device_ptr(),
+        begin_bit as u64,
+        end_bit as u64,
+        descending,
+        kind.bytes() as u64,
+    ];
+    let histogram = format!("primitives_radix_histogram_{}", K::NAME);
+    // SAFETY: the segment list covers `tiles` tiles of this value kind inside the keys; counts
+    // sized for every place and segment.
+    unsafe { gpu.launch(PRIMITIVES_MODULE, leak(histogram), config, &args)? };
+    let config = LaunchConfig {
+        grid_dim: ((places * segment_count) as u32, 1, 1),
+        block_dim: (kernel::DIGITS as u32, 1, 1),
+        shared_mem_bytes: primitives_kernels::block::BlockScan::<u32>::SHARED_BYTES as u32,
+    };
+    let args = [counts.device_ptr(), segments.device_ptr(), segment_count as u64];
+    // SAFETY: one block per (place, segment) over the counts just made.
+    unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_radix_bin_offsets", config, &args)? };
+
+    // Scratch copies for the places before the last; the status words and the tile counter (last).
+    let mut scratch_keys = if places > 1 { Some(DeviceBuffer::<K>::zeroed(gpu, n)?) } else { None };
+    let mut scratch_values =
+        if places > 1 && values.is_some() { Some(DeviceBuffer::<V>::zeroed(gpu, n)?) } else { None };
+    let mut status = DeviceBuffer::<u32>::zeroed(gpu, tiles * kernel::DIGITS + 1)?;
+    let counter = status.device_ptr() + (tiles * kernel::DIGITS * 4) as u64;
+    let onesweep = leak(name("onesweep"));
+    let scratch_key_ptr = scratch_keys.as_mut().map_or(0, |b| b.device_ptr());
+    let scratch_value_ptr = scratch_values.as_mut().map_or(0, |b| b.device_ptr());
+    let mut source = (keys_in.device_ptr(), values_in);
+    for place in 0..places {
+        // The places alternate between the output and the scratch copy, ending in the output.
+        let destination = if (places - 1 - place).is_multiple_of(2) {
+            (keys_out.device_ptr(), values_out)
+        } else {
+            (scratch_key_ptr, scratch_value_ptr)
+        };
+        if place > 0 {
+            status.fill_zero(gpu)?;
+        }
+        let shift = begin_bit + place as u32 * kernel::RADIX_BITS;
+        let bits = (end_bit - shift).min(kernel::RADIX_BITS);
+        let config = LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (kernel::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: shared,
+        };
+        let args = [
+            source.0,
+            destination.0,
+            source.1,
+            destination.1,
+            segments.device_ptr(),
+            segment_count as u64,
+            counts.device_ptr() + (place * segment_count * kernel::DIGITS * 4) as u64,
+            status.device_ptr(),
+            counter,
+            tiles as u64,
+            shift as u64,
+            bits as u64,
+            descending,
+        ];
+        // SAFETY: source and destination are distinct buffers of n items (input, output, scratch);
+        // the offsets of this place; status zeroed with the counter at 0; one block per tile.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, onesweep, config, &args)? };
+        source = destination;
+    }
+    // The scratch buffers are freed in stream order after the launches that use them.
+    drop((scratch_keys, scratch_values, status, counts, segments));
+    Ok(())
+}
+
+/// Every kernel name the sorts launch (for the test that the embedded PTX has them all).
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    let mut names = vec![
+        "primitives_radix_bin_offsets",
+        "primitives_gather_u32",
+        "primitives_gather_u8",
+        "primitives_sequence_u32",
+    ];
+    for key in [u32::NAME, i32::NAME, f32::NAME, u64::NAME, i64::NAME, f64::NAME] {
+        names.push(leak(format!("primitives_radix_histogram_{key}")));
+        for kind in [ValueKind::Keys, ValueKind::V4, ValueKind::V8, ValueKind::V16] {
+            for what in ["onesweep", "block_sort"] {
+                names.push(leak(format!("primitives_radix_{what}_{key}_{}", kind.suffix())));
+            }
+        }
+    }
+    names
+}
+
+/// Copies the large segments through unchanged (an empty bit range).
+fn copy_large<K: SortKey, V: Element>(
+    gpu: &Gpu,
+    keys_in: &DeviceBuffer<K>,
+    keys_out: &mut DeviceBuffer<K>,
+    values: Option<(&DeviceBuffer<V>, &mut DeviceBuffer<V>)>,
+    begins: &[u32],
+    ends: &[u32],
+) -> Result<()> {
+    // Rare enough to go through the host.
+    let keys = keys_in.to_vec(gpu)?;
+    for (&begin, &end) in begins.iter().zip(ends) {
+        keys_out.copy_from_host_at(gpu, begin as usize, &keys[begin as usize..end as usize])?;
+    }
+    if let Some((input, output)) = values {
+        let values = input.to_vec(gpu)?;
+        for (&begin, &end) in begins.iter().zip(ends) {
+            output.copy_from_host_at(gpu, begin as usize, &values[begin as usize..end as usize])?;
+        }
+    }
+    Ok(())
+}
+
+/// Kernel names are looked up by `&'static str`; the few sort names are interned once.
+fn leak(name: String) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    let names = names.get_or_insert_with(HashSet::new);
+    if let Some(&interned) = names.get(name.as_str()) {
+        return interned;
+    }
+    let interned: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(interned);
+    interned
+}
