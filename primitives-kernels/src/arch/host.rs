@@ -78,6 +78,11 @@ pub fn vote_any_sync(mask: u32, predicate: bool) -> bool {
 pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
     emu::collective(CollectiveOp::Ballot, mask, predicate as u32, Location::caller())
 }
+/// `match.any.sync.b32`: the lanes of `mask` whose `value` equals the caller's.
+#[track_caller]
+pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+    emu::collective(CollectiveOp::MatchAny, mask, value, Location::caller())
+}
 /// `activemask.b32`: in the emulator, the lanes of the warp that exist in the block.
 pub fn active_mask() -> u32 {
     let (thread, threads) = emu::with_current(|t, b| (t.thread_idx(), b.block_dim()));

@@ -24,6 +24,8 @@ extern "C" {
     fn llvm_vote_any(mask: u32, predicate: bool) -> bool;
     #[link_name = "llvm.nvvm.vote.ballot.sync"]
     fn llvm_vote_ballot(mask: u32, predicate: bool) -> u32;
+    #[link_name = "llvm.nvvm.match.any.sync.i32"]
+    fn llvm_match_any(mask: u32, value: u32) -> u32;
     #[link_name = "llvm.nvvm.activemask"]
     fn llvm_activemask() -> u32;
     #[link_name = "llvm.nvvm.bar.warp.sync"]
@@ -123,6 +125,12 @@ pub fn vote_any_sync(mask: u32, predicate: bool) -> bool {
 pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
     // SAFETY: a warp vote on registers.
     unsafe { llvm_vote_ballot(mask, predicate) }
+}
+/// `match.any.sync.b32`: the lanes of `mask` whose `value` equals the caller's.
+#[inline(always)]
+pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+    // SAFETY: a warp collective on registers.
+    unsafe { llvm_match_any(mask, value) }
 }
 /// `activemask.b32`: the lanes currently executing together.
 #[inline(always)]

@@ -50,26 +50,20 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     }
 
     /// The lanes of the warp whose `digit` equals the caller's (absent items, `DIGITS`, match each
-    /// other only).
+    /// other only): `match.any.sync`, one instruction where the ballot form (CUB's `MatchAny`) takes
+    /// one vote per digit bit.
     #[inline(always)]
-    fn match_digit(digit: u32) -> u32 {
-        let mut peers = FULL_MASK;
-        let mut bit = 0;
-        while bit <= RADIX_BITS {
-            let set = digit & (1 << bit) != 0;
-            let ballot = arch::ballot_sync(FULL_MASK, set);
-            peers &= if set { ballot } else { !ballot };
-            bit += 1;
-        }
-        peers
+    fn match_digit(digit: u32, _any_absent: bool) -> u32 {
+        arch::match_any_sync(FULL_MASK, digit)
     }
 
-    /// Ranks the block's items by `digits` (warp-striped; `DIGITS` marks an absent item). Returns
+    /// Ranks the block's items by `digits` (warp-striped; `DIGITS` marks an absent item, and
+    /// `any_absent` must be true when the block has any, the same in every thread). Returns
     /// each item's rank among the present items (absent items get `u32::MAX`); afterwards, until
     /// the next call, [`Self::digit_start`] and [`Self::digit_count`] describe the digits. Called by
     /// every thread of the block; ends with a barrier.
     #[inline(always)]
-    pub fn rank<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) -> [u32; ITEMS] {
+    pub fn rank<const ITEMS: usize>(&self, digits: &[u32; ITEMS], any_absent: bool) -> [u32; ITEMS] {
         let lane = arch::lane_id();
         let warp = arch::warp_idx() as usize;
         let stride = Self::DIGITS as usize + 1;
@@ -87,7 +81,7 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         let mut ranks = [0u32; ITEMS];
         for j in 0..ITEMS {
             let digit = digits[j];
-            let peers = Self::match_digit(digit);
+            let peers = Self::match_digit(digit, any_absent);
             // SAFETY: digit <= DIGITS < stride.
             let counter = unsafe { counters.add(digit as usize) };
             // SAFETY: as above; every matching lane reads before the lowest one writes (barrier).

@@ -41,6 +41,7 @@ pub(crate) enum CollectiveOp {
     VoteAll,
     VoteAny,
     Ballot,
+    MatchAny,
     SyncWarp,
 }
 
@@ -59,6 +60,7 @@ impl CollectiveOp {
             CollectiveOp::VoteAll => "vote.sync.all",
             CollectiveOp::VoteAny => "vote.sync.any",
             CollectiveOp::Ballot => "vote.sync.ballot",
+            CollectiveOp::MatchAny => "match.any.sync",
             CollectiveOp::SyncWarp => "bar.warp.sync",
         }
     }
@@ -519,6 +521,9 @@ impl Scheduler<'_, '_> {
                 CollectiveOp::VoteAll => (predicate_bits == mask) as u32,
                 CollectiveOp::VoteAny => (predicate_bits != 0) as u32,
                 CollectiveOp::Ballot => predicate_bits,
+                CollectiveOp::MatchAny => (0..WARP)
+                    .filter(|&j| mask & (1 << j) != 0 && values[j as usize] == values[l as usize])
+                    .fold(0, |m, j| m | 1 << j),
                 CollectiveOp::SyncWarp => 0,
             };
             let u = (warp * WARP + l) as usize;

@@ -2,7 +2,7 @@
 //! and, for the kernels that move values, `_keys` (keys only) or `_v4`/`_v8`/`_v16` (values of 4, 8
 //! or 16 bytes; other sizes travel as indices and are gathered).
 
-use crate::device::radix_sort::{self as sort, items_per_thread};
+use crate::device::radix_sort::{self as sort, block_items_per_thread, items_per_thread};
 use crate::kernel;
 
 macro_rules! sort_entry_points {
@@ -16,6 +16,7 @@ macro_rules! sort_entry_points {
                     unsafe {
                         match value_bytes {
                             16 => sort::histogram_kernel::<$key, [u32; 4]>(keys, segments, segment_count, tiles, tiles_per_block, counts, begin_bit, end_bit, descending),
+                            8 => sort::histogram_kernel::<$key, u64>(keys, segments, segment_count, tiles, tiles_per_block, counts, begin_bit, end_bit, descending),
                             _ => sort::histogram_kernel::<$key, u32>(keys, segments, segment_count, tiles, tiles_per_block, counts, begin_bit, end_bit, descending),
                         }
                     }
@@ -38,7 +39,7 @@ macro_rules! sort_entry_points {
                     pub unsafe fn $block(keys_in: *const $key, keys_out: *mut $key, values_in: *const $value, values_out: *mut $value, ranges: *const u32, begin_bit: u32, end_bit: u32, descending: u32) {
                         // SAFETY: the host launcher sizes every buffer as the kernel requires.
                         unsafe {
-                            sort::block_sort_segments_kernel::<$key, $value, { items_per_thread::<$key, $value>() }, $pairs>(
+                            sort::block_sort_segments_kernel::<$key, $value, { block_items_per_thread::<$key, $value>() }, $pairs>(
                                 keys_in, keys_out, values_in, values_out, ranges, begin_bit, end_bit, descending,
                             )
                         }

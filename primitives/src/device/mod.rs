@@ -24,6 +24,7 @@ pub(crate) use scan::ScanTemp;
 pub use scan::{DeviceScan, ScanKernel, SegmentHeads, SegmentedScanKernel};
 pub use segmented_reduce::{DeviceSegmentedReduce, SegmentedReduceKernel};
 pub use select::{CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel};
+#[cfg(test)]
 pub(crate) use sort::kernel_names as sort_kernel_names;
 pub use sort::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};
 

@@ -1,7 +1,7 @@
 //! Host side of the radix sorts: segment classification, temporary storage, the launch sequence.
 //!
-//! A call sorts a list of segments (the device sort is one segment). Segments of at most one tile
-//! go to the block sort kernel, one block each, in three launches by size (32, 128 or 256 threads
+//! A call sorts a list of segments (the device sort is one segment). Segments of at most
+//! `block_sort_items` go to the block sort kernel, one block each, in three launches by size (32, 128 or 256 threads
 //! per block, so tiny segments do not occupy a whole 256-thread block). Longer segments go through
 //! Onesweep together: one histogram launch, one offsets launch, then one launch per digit place,
 //! ping-ponging between the output and a scratch buffer so that the last place lands in the output.
@@ -126,12 +126,21 @@ impl ValueKind {
         }
     }
 
-    /// Items per thread of the kernels, as the kernel crate computes it.
+    /// Items per thread of the Onesweep kernels, as the kernel crate computes it.
     fn items<K>(self) -> usize {
         match self {
             ValueKind::Keys | ValueKind::V4 => kernel::items_per_thread::<K, u32>(),
             ValueKind::V8 => kernel::items_per_thread::<K, u64>(),
             ValueKind::V16 => kernel::items_per_thread::<K, [u32; 4]>(),
+        }
+    }
+
+    /// Items per thread of the small-segment block sort.
+    fn block_items<K>(self) -> usize {
+        match self {
+            ValueKind::Keys | ValueKind::V4 => kernel::block_items_per_thread::<K, u32>(),
+            ValueKind::V8 => kernel::block_items_per_thread::<K, u64>(),
+            ValueKind::V16 => kernel::block_items_per_thread::<K, [u32; 4]>(),
         }
     }
 
@@ -142,11 +151,19 @@ impl ValueKind {
             ValueKind::V16 => kernel::shared_bytes::<K, [u32; 4]>(),
         }
     }
+
+    fn block_shared_bytes<K>(self) -> usize {
+        match self {
+            ValueKind::Keys | ValueKind::V4 => kernel::block_shared_bytes::<K, u32>(),
+            ValueKind::V8 => kernel::block_shared_bytes::<K, u64>(),
+            ValueKind::V16 => kernel::block_shared_bytes::<K, [u32; 4]>(),
+        }
+    }
 }
 
 /// Device-wide radix sort (CUB's `DeviceRadixSort`): stable, keys only or key-value pairs, any
 /// [`SortOrder`]. Onesweep (one pass over the data per 8-bit digit place) for long inputs, one
-/// block in shared memory for inputs of at most one tile. The inputs are not modified; the call
+/// block in shared memory for short inputs ([`Self::block_sort_items`]). The inputs are not modified; the call
 /// allocates a scratch copy of keys (and values) from the stream's memory pool.
 ///
 /// ```no_run
@@ -164,11 +181,16 @@ impl ValueKind {
 pub struct DeviceRadixSort;
 
 impl DeviceRadixSort {
-    /// Items the sort handles in one tile (one block) for keys `K` and values `V` (`()` for keys
-    /// only): inputs up to this long are sorted in shared memory by one block.
+    /// Items of one Onesweep tile (one block of one digit place) for keys `K` and values `V` (`()`
+    /// for keys only).
     pub fn tile_items<K: SortKey, V: Element>() -> usize {
-        let kind = value_kind::<V>(true);
-        kernel::BLOCK_THREADS as usize * kind.items::<K>()
+        kernel::BLOCK_THREADS as usize * value_kind::<V>(true).items::<K>()
+    }
+
+    /// Longest input (or segment) sorted by one block in shared memory, all digit places in one
+    /// launch; longer ones go through Onesweep.
+    pub fn block_sort_items<K: SortKey, V: Element>() -> usize {
+        kernel::BLOCK_THREADS as usize * value_kind::<V>(true).block_items::<K>()
     }
 
     /// Sorts `keys_in` into `keys_out` (as long as the input or longer; the rest is untouched).
@@ -362,9 +384,10 @@ fn sort_segments<K: SortKey, V: Element>(
     }
     let kind = value_kind::<V>(values.is_some());
     let name = |what: &str| format!("primitives_radix_{what}_{}_{}", K::NAME, kind.suffix());
-    let items = kind.items::<K>();
-    let tile = kernel::BLOCK_THREADS as usize * items;
+    let tile = kernel::BLOCK_THREADS as usize * kind.items::<K>();
     let shared = kind.shared_bytes::<K>() as u32;
+    let block_items = kind.block_items::<K>();
+    let block_capacity = kernel::BLOCK_THREADS as usize * block_items;
     let descending = order.descending as u64;
     let (values_in, values_out) = match &values {
         Some((input, output)) => (input.device_ptr(), output.device_ptr()),
@@ -382,8 +405,8 @@ fn sort_segments<K: SortKey, V: Element>(
         if len == 0 {
             continue;
         }
-        if len <= tile {
-            let class = SMALL_THREADS.iter().position(|&t| len <= t as usize * items).expect("len <= tile");
+        if len <= block_capacity {
+            let class = SMALL_THREADS.iter().position(|&t| len <= t as usize * block_items).expect("len <= capacity");
             small[class].extend([begin as u32, end as u32]);
         } else {
             large_begins.push(begin as u32);
@@ -402,7 +425,7 @@ fn sort_segments<K: SortKey, V: Element>(
         let config = LaunchConfig {
             grid_dim: ((ranges.len() / 2) as u32, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: shared,
+            shared_mem_bytes: kind.block_shared_bytes::<K>() as u32,
         };
         let args = [
             keys_in.device_ptr(),
@@ -415,7 +438,7 @@ fn sort_segments<K: SortKey, V: Element>(
             descending,
         ];
         // SAFETY: every range lies inside the buffers (offsets checked against n) and holds at
-        // most `threads * items` items; shared memory sized for the full block.
+        // most `threads * block_items` items; shared memory sized for the full block.
         unsafe { gpu.launch(PRIMITIVES_MODULE, leak(name("block_sort")), config, &args)? };
     }
 
@@ -521,6 +544,7 @@ fn sort_segments<K: SortKey, V: Element>(
 }
 
 /// Every kernel name the sorts launch (for the test that the embedded PTX has them all).
+#[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     let mut names = vec![
         "primitives_radix_bin_offsets",

@@ -18,7 +18,8 @@ fn cap(gpu: &Gpu) -> usize {
 
 fn sizes<K: SortKey>(gpu: &Gpu) -> Vec<usize> {
     let tile = DeviceRadixSort::tile_items::<K, u32>();
-    [0, 1, 2, 31, 33, 257, tile - 1, tile, tile + 1, 3 * tile + 5, 1 << 20, (1 << 24) + 3]
+    let block = DeviceRadixSort::block_sort_items::<K, u32>();
+    [0, 1, 2, 31, 33, 257, block, block + 1, tile - 1, tile, tile + 1, 3 * tile + 5, 1 << 20, (1 << 24) + 3]
         .into_iter()
         .filter(|&n| n <= cap(gpu))
         .collect()
@@ -226,7 +227,7 @@ fn layout(n: usize, seed: u64, mut len: impl FnMut(&mut rand::rngs::SmallRng) ->
 #[test]
 fn segmented_sorts_of_mixed_layouts() {
     let gpu = gpu();
-    let tile = DeviceRadixSort::tile_items::<u32, u32>();
+    let tile = DeviceRadixSort::block_sort_items::<u32, u32>();
     let n = if gpu.is_emulated() { 12_000 } else { 1 << 22 };
     let keys: Vec<u32> = random_vec(n, 21, |r| r.gen());
     let floats: Vec<f32> = random_vec(n, 22, special_f32);

@@ -82,7 +82,16 @@ fn run() -> Result<(), String> {
 /// of 256 threads (40 registers) gave f32 2446 GB/s and i32 2457 against 2387 and 2382 without; the
 /// same bound cost f64 and 16-byte pairs 3-4%, and 8 blocks (32 registers) spilled. The scan kernels
 /// are always launched with 256 threads (`device::scan::BLOCK_THREADS`).
-const LAUNCH_BOUNDS: &[(&str, &[&str], u32, u32)] = &[("primitives_scan_", &["_f32", "_i32", "_u32"], 256, 6)];
+///
+/// The radix sort's tile kernels hold 16 keys, digits and ranks a thread: unbounded, ptxas gave
+/// Onesweep 168 registers, one block per multiprocessor (H200, 12.5% occupancy, 12 G pairs/s).
+/// The multi-feature histogram runs 512 threads, which cannot launch above 128 registers.
+const LAUNCH_BOUNDS: &[(&str, &[&str], u32, u32)] = &[
+    ("primitives_scan_", &["_f32", "_i32", "_u32"], 256, 6),
+    ("primitives_radix_onesweep_", &[""], 256, 2),
+    ("primitives_radix_block_sort_", &[""], 256, 3),
+    ("primitives_histogram_multi_", &[""], 512, 1),
+];
 
 /// `ptx` with the directives of [`LAUNCH_BOUNDS`] between each matching entry's parameter list and
 /// its body.
