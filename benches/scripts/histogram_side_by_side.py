@@ -15,22 +15,7 @@ import sys
 
 import torch
 
-WARMUP, REPEATS = 3, 20
-
-
-def timed(fn):
-    for _ in range(WARMUP):
-        fn()
-    samples = []
-    for _ in range(REPEATS):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop) * 1000.0)
-    samples.sort()
-    return samples[len(samples) // 2]
+from torch_timing import timed  # the script's own folder is on sys.path
 
 
 def torch_inputs(n, distribution):

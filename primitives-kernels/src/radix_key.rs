@@ -94,52 +94,27 @@ pub fn f64_image(bits: u64) -> u64 {
     }
 }
 
-impl RadixKey for u32 {
-    const BITS: u32 = 32;
-    #[inline(always)]
-    fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
-        digit32(self, shift, bits, descending)
-    }
+/// `RadixKey` for a key type: its width, the digit function of that width, and its image.
+macro_rules! radix_key {
+    ($($key:ty: $bits:literal, $digit:ident, |$k:ident| $image:expr;)*) => {$(
+        impl RadixKey for $key {
+            const BITS: u32 = $bits;
+            #[inline(always)]
+            fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
+                let $k = self;
+                $digit($image, shift, bits, descending)
+            }
+        }
+    )*};
 }
 
-impl RadixKey for i32 {
-    const BITS: u32 = 32;
-    #[inline(always)]
-    fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
-        digit32(self as u32 ^ (1 << 31), shift, bits, descending)
-    }
-}
-
-impl RadixKey for f32 {
-    const BITS: u32 = 32;
-    #[inline(always)]
-    fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
-        digit32(f32_image(self.to_bits()), shift, bits, descending)
-    }
-}
-
-impl RadixKey for u64 {
-    const BITS: u32 = 64;
-    #[inline(always)]
-    fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
-        digit64(self, shift, bits, descending)
-    }
-}
-
-impl RadixKey for i64 {
-    const BITS: u32 = 64;
-    #[inline(always)]
-    fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
-        digit64(self as u64 ^ (1 << 63), shift, bits, descending)
-    }
-}
-
-impl RadixKey for f64 {
-    const BITS: u32 = 64;
-    #[inline(always)]
-    fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
-        digit64(f64_image(self.to_bits()), shift, bits, descending)
-    }
+radix_key! {
+    u32: 32, digit32, |k| k;
+    i32: 32, digit32, |k| k as u32 ^ (1 << 31);
+    f32: 32, digit32, |k| f32_image(k.to_bits());
+    u64: 64, digit64, |k| k;
+    i64: 64, digit64, |k| k as u64 ^ (1 << 63);
+    f64: 64, digit64, |k| f64_image(k.to_bits());
 }
 
 #[cfg(test)]

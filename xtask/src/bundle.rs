@@ -44,6 +44,10 @@ if [[ $what == all || $what == bench ]]; then
   python3 "$here/scripts/segmented_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/segmented_side_by_side.csv" || status=1
   echo "=== multireduce and multiscan against the bucket count"
   python3 "$here/scripts/multi_side_by_side.py" "$here/bin/bandwidth" 26 "$out/multi_side_by_side.csv" || status=1
+  echo "=== side by side: radix sort and segmented sort"
+  python3 "$here/scripts/sort_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/sort_side_by_side.csv" || status=1
+  echo "=== side by side: histograms"
+  python3 "$here/scripts/histogram_side_by_side.py" "$here/bin/bandwidth" "$max_log2" "$out/histogram_side_by_side.csv" || status=1
   for bench in "$here"/criterion/*; do
     echo "=== criterion $(basename "$bench")"
     "$bench" --bench --noplot || status=1

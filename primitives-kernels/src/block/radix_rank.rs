@@ -4,7 +4,7 @@
 //! Items are held warp-striped: item `j` of lane `l` in warp `w` sits at block position
 //! `(w * ITEMS + j) * 32 + l`, the arrangement of coalesced loads. Ranking is by warp matching (the
 //! way of CUB's `BlockRadixRankMatch`): for each `j` in turn, a warp finds the lanes holding the same
-//! digit (`RADIX_BITS` ballots), the lowest of them bumps the warp's private counter of that digit by
+//! digit (`match.any.sync`), the lowest of them bumps the warp's private counter of that digit by
 //! their number, and each lane's rank is the counter before the bump plus the matching lanes below
 //! it. The warps' counters then become per-warp exclusive prefixes and a block scan over digits gives
 //! each digit's start. The rank of an item is `digit start + warp prefix + rank in warp`: stable,
@@ -53,17 +53,16 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     /// other only): `match.any.sync`, one instruction where the ballot form (CUB's `MatchAny`) takes
     /// one vote per digit bit.
     #[inline(always)]
-    fn match_digit(digit: u32, _any_absent: bool) -> u32 {
+    fn match_digit(digit: u32) -> u32 {
         arch::match_any_sync(FULL_MASK, digit)
     }
 
-    /// Ranks the block's items by `digits` (warp-striped; `DIGITS` marks an absent item, and
-    /// `any_absent` must be true when the block has any, the same in every thread). Returns
+    /// Ranks the block's items by `digits` (warp-striped; `DIGITS` marks an absent item). Returns
     /// each item's rank among the present items (absent items get `u32::MAX`); afterwards, until
     /// the next call, [`Self::digit_start`] and [`Self::digit_count`] describe the digits. Called by
     /// every thread of the block; ends with a barrier.
     #[inline(always)]
-    pub fn rank<const ITEMS: usize>(&self, digits: &[u32; ITEMS], any_absent: bool) -> [u32; ITEMS] {
+    pub fn rank<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) -> [u32; ITEMS] {
         let lane = arch::lane_id();
         let warp = arch::warp_idx() as usize;
         let stride = Self::DIGITS as usize + 1;
@@ -81,7 +80,7 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         let mut ranks = [0u32; ITEMS];
         for j in 0..ITEMS {
             let digit = digits[j];
-            let peers = Self::match_digit(digit, any_absent);
+            let peers = Self::match_digit(digit);
             // SAFETY: digit <= DIGITS < stride.
             let counter = unsafe { counters.add(digit as usize) };
             // SAFETY: as above; every matching lane reads before the lowest one writes (barrier).

@@ -87,7 +87,7 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
                     BlockRadixRank::<RADIX_BITS>::DIGITS
                 };
             }
-            let ranks = self.rank.rank::<ITEMS>(&digits, valid < arch::block_dim_x() as usize * ITEMS);
+            let ranks = self.rank.rank::<ITEMS>(&digits);
             self.exchange::<K, ITEMS>(keys, &ranks, valid);
             if PAIRS {
                 self.exchange::<V, ITEMS>(values, &ranks, valid);

@@ -305,7 +305,7 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
             digits[j] = DIGITS as u32;
         }
     }
-    let ranks = sort.ranker().rank::<ITEMS>(&digits, valid < tile_len as usize);
+    let ranks = sort.ranker().rank::<ITEMS>(&digits);
 
     // Look-back, one thread per digit.
     let mut digit = tid as usize;

@@ -128,35 +128,45 @@ impl ValueKind {
 
     /// Items per thread of the Onesweep kernels, as the kernel crate computes it.
     fn items<K>(self) -> usize {
-        match self {
-            ValueKind::Keys | ValueKind::V4 => kernel::items_per_thread::<K, u32>(),
-            ValueKind::V8 => kernel::items_per_thread::<K, u64>(),
-            ValueKind::V16 => kernel::items_per_thread::<K, [u32; 4]>(),
-        }
+        self.with_value(
+            kernel::items_per_thread::<K, u32>,
+            kernel::items_per_thread::<K, u64>,
+            kernel::items_per_thread::<K, [u32; 4]>,
+        )
     }
 
     /// Items per thread of the small-segment block sort.
     fn block_items<K>(self) -> usize {
-        match self {
-            ValueKind::Keys | ValueKind::V4 => kernel::block_items_per_thread::<K, u32>(),
-            ValueKind::V8 => kernel::block_items_per_thread::<K, u64>(),
-            ValueKind::V16 => kernel::block_items_per_thread::<K, [u32; 4]>(),
-        }
+        self.with_value(
+            kernel::block_items_per_thread::<K, u32>,
+            kernel::block_items_per_thread::<K, u64>,
+            kernel::block_items_per_thread::<K, [u32; 4]>,
+        )
     }
 
     fn shared_bytes<K>(self) -> usize {
-        match self {
-            ValueKind::Keys | ValueKind::V4 => kernel::shared_bytes::<K, u32>(),
-            ValueKind::V8 => kernel::shared_bytes::<K, u64>(),
-            ValueKind::V16 => kernel::shared_bytes::<K, [u32; 4]>(),
-        }
+        self.with_value(
+            kernel::shared_bytes::<K, u32>,
+            kernel::shared_bytes::<K, u64>,
+            kernel::shared_bytes::<K, [u32; 4]>,
+        )
     }
 
     fn block_shared_bytes<K>(self) -> usize {
+        self.with_value(
+            kernel::block_shared_bytes::<K, u32>,
+            kernel::block_shared_bytes::<K, u64>,
+            kernel::block_shared_bytes::<K, [u32; 4]>,
+        )
+    }
+
+    /// The kernel crate's figure for the value type the kernels use for this kind (`u32` for keys
+    /// only, as the entry points instantiate them).
+    fn with_value(self, v4: fn() -> usize, v8: fn() -> usize, v16: fn() -> usize) -> usize {
         match self {
-            ValueKind::Keys | ValueKind::V4 => kernel::block_shared_bytes::<K, u32>(),
-            ValueKind::V8 => kernel::block_shared_bytes::<K, u64>(),
-            ValueKind::V16 => kernel::block_shared_bytes::<K, [u32; 4]>(),
+            ValueKind::Keys | ValueKind::V4 => v4(),
+            ValueKind::V8 => v8(),
+            ValueKind::V16 => v16(),
         }
     }
 }
