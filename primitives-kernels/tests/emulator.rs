@@ -430,7 +430,9 @@ fn warp_and_block_reduce_keep_operand_order() {
 
 mod look_back {
     use super::*;
-    use primitives_kernels::device::tile_status::{look_back, PackedTileStatus, SplitTileStatus, TileStatus};
+    use primitives_kernels::device::tile_status::{
+        look_back, LookBackStats, PackedTileStatus, SplitTileStatus, TileStatus,
+    };
 
     kernel! {
         /// Publishes tile states as given (0 = nothing, 1 = aggregate, 2 = inclusive, value = tile + 1
@@ -456,8 +458,8 @@ mod look_back {
                 }
             }
             arch::sync_warp(arch::FULL_MASK);
-            let a = unsafe { look_back::<u32, Sum, _>(&packed_status, tile, 1000) };
-            let b = unsafe { look_back::<u32, Sum, _>(&split_status, tile, 1000) };
+            let a = unsafe { look_back::<u32, Sum, _, 1>(&packed_status, tile, 1000, &mut LookBackStats::default()) };
+            let b = unsafe { look_back::<u32, Sum, _, 1>(&split_status, tile, 1000, &mut LookBackStats::default()) };
             if arch::lane_id() == 0 {
                 unsafe {
                     arch::store(out, a);
@@ -519,7 +521,9 @@ mod look_back {
 mod look_back_order {
     use super::*;
     use primitives_kernels::device::segmented_scan::{Headed, Segmented};
-    use primitives_kernels::device::tile_status::{look_back, PackedTileStatus, SplitTileStatus, TileStatus};
+    use primitives_kernels::device::tile_status::{
+        look_back, LookBackStats, PackedTileStatus, SplitTileStatus, TileStatus,
+    };
     use rand::{Rng, SeedableRng};
 
     kernel! {
@@ -544,8 +548,8 @@ mod look_back_order {
             }
             arch::sync_warp(arch::FULL_MASK);
             let seed = Segmented::<Sum>::identity();
-            let a = unsafe { look_back::<Headed<u64>, Segmented<Sum>, _>(&packed_status, tile, seed) };
-            let b = unsafe { look_back::<Headed<u64>, Segmented<Sum>, _>(&split_status, tile, seed) };
+            let a = unsafe { look_back::<Headed<u64>, Segmented<Sum>, _, 1>(&packed_status, tile, seed, &mut LookBackStats::default()) };
+            let b = unsafe { look_back::<Headed<u64>, Segmented<Sum>, _, 1>(&split_status, tile, seed, &mut LookBackStats::default()) };
             if arch::lane_id() == 0 {
                 unsafe { arch::store(out, a) };
                 unsafe { arch::store(out.add(1), b) };

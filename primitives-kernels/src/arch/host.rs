@@ -315,6 +315,68 @@ pub unsafe fn store_global_v4(ptr: *mut [u32; 4], value: [u32; 4]) {
     unsafe { ptr.write(value) }
 }
 
+/// The `.shared` address of a generic pointer into shared memory: its offset from the start of the
+/// block's dynamic shared memory (faults outside it).
+pub fn shared_address<T>(ptr: *const T) -> u32 {
+    check_shared(ptr as usize, 0);
+    (ptr as usize - dynamic_shared_memory() as usize) as u32
+}
+
+/// The generic pointer of `.shared` address `address`, checked for `size` bytes aligned to `align`.
+fn shared_pointer(address: u32, size: usize, align: usize) -> *mut u8 {
+    // SAFETY: only forms the address; the checks below fault before any access outside.
+    let ptr = unsafe { dynamic_shared_memory().add(address as usize) };
+    check_shared(ptr as usize, size);
+    emu::check_access(ptr as usize, size, align);
+    ptr
+}
+
+/// `cp.async.cg.shared.global` of 16 bytes: copied at once (the emulator has no copy in flight).
+///
+/// # Safety
+/// `dst` 16 bytes of shared memory, `src` 16 readable bytes, both 16-byte aligned (checked).
+pub unsafe fn cp_async_16(dst: u32, src: *const [u32; 4]) {
+    let dst = shared_pointer(dst, 16, 16).cast::<[u32; 4]>();
+    emu::check_access(src as usize, 16, 16);
+    // SAFETY: checked above.
+    unsafe { dst.write(src.read()) }
+}
+
+/// `cp.async.wait_all`: the emulator's copies have landed already.
+pub fn cp_async_wait_all() {}
+
+/// `ld.shared.v4.u32`.
+///
+/// # Safety
+/// 16 readable, 16-byte aligned bytes of shared memory (checked).
+pub unsafe fn load_shared_v4(address: u32) -> [u32; 4] {
+    // SAFETY: checked by `shared_pointer`.
+    unsafe { shared_pointer(address, 16, 16).cast::<[u32; 4]>().read() }
+}
+
+/// `st.shared.v4.u32`.
+///
+/// # Safety
+/// 16 writable, 16-byte aligned bytes of shared memory (checked).
+pub unsafe fn store_shared_v4(address: u32, value: [u32; 4]) {
+    // SAFETY: checked by `shared_pointer`.
+    unsafe { shared_pointer(address, 16, 16).cast::<[u32; 4]>().write(value) }
+}
+
+/// `%globaltimer`: the host's monotonic clock in nanoseconds.
+pub fn global_timer() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}
+/// `%clock64`: the host's clock, as for [`global_timer`].
+pub fn clock64() -> u64 {
+    global_timer()
+}
+/// `%smid`: the emulator has one multiprocessor.
+pub fn sm_id() -> u32 {
+    0
+}
+
 /// `nanosleep.u32`: nothing to wait for in the emulator (other blocks do not run meanwhile).
 pub fn nanosleep(_ns: u32) {}
 

@@ -412,6 +412,106 @@ pub unsafe fn store_global_v4(ptr: *mut [u32; 4], value: [u32; 4]) {
     };
 }
 
+// ---- asynchronous copies into shared memory (sm_80) ------------------------------------------------
+
+/// The `.shared` address (a 32-bit offset into the block's shared window) of a generic pointer into
+/// shared memory, for the instructions below that take one: computing it once and adding offsets
+/// keeps 32-bit rather than 64-bit addresses live.
+#[inline(always)]
+pub fn shared_address<T>(ptr: *const T) -> u32 {
+    let address: u64;
+    // SAFETY: converts an address; touches no memory.
+    unsafe {
+        asm!("cvta.to.shared.u64 {0}, {1};", out(reg64) address, in(reg64) ptr as u64, options(pure, nomem, nostack))
+    };
+    address as u32
+}
+
+/// `cp.async.cg.shared.global` of 16 bytes: starts copying `src` (global) to the `.shared` address
+/// `dst` without holding registers while the load is in flight. [`cp_async_wait_all`], then a
+/// barrier, make the data visible to the block.
+///
+/// # Safety
+/// `dst` 16 writable, 16-byte aligned bytes of shared memory (see [`shared_address`]); `src` 16
+/// readable, 16-byte aligned bytes of global memory that no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const [u32; 4]) {
+    // SAFETY: the caller vouches for both addresses; the copy lands before `cp.async.wait_all`.
+    unsafe {
+        asm!("cp.async.cg.shared.global [{0}], [{1}], 16;", in(reg32) dst, in(reg64) src as u64, options(nostack))
+    };
+}
+
+/// `cp.async.wait_all`: waits until this thread's asynchronous copies have landed in shared memory.
+#[inline(always)]
+pub fn cp_async_wait_all() {
+    // SAFETY: waits on the calling thread's own copies; no operands.
+    unsafe { asm!("cp.async.wait_all;", options(nostack)) };
+}
+
+/// `ld.shared.v4.u32` at a `.shared` address.
+///
+/// # Safety
+/// `address` 16 readable, 16-byte aligned bytes of shared memory (see [`shared_address`]).
+#[inline(always)]
+pub unsafe fn load_shared_v4(address: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller vouches for `address`.
+    unsafe {
+        asm!(
+            "ld.shared.v4.u32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+            out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) address,
+            options(readonly, nostack)
+        )
+    };
+    [a, b, c, d]
+}
+
+/// `st.shared.v4.u32` at a `.shared` address.
+///
+/// # Safety
+/// `address` 16 writable, 16-byte aligned bytes of shared memory (see [`shared_address`]).
+#[inline(always)]
+pub unsafe fn store_shared_v4(address: u32, value: [u32; 4]) {
+    // SAFETY: the caller vouches for `address`.
+    unsafe {
+        asm!(
+            "st.shared.v4.u32 [{0}], {{{1}, {2}, {3}, {4}}};",
+            in(reg32) address, in(reg32) value[0], in(reg32) value[1], in(reg32) value[2], in(reg32) value[3],
+            options(nostack)
+        )
+    };
+}
+
+// ---- clocks (timing experiments) ------------------------------------------------------------------
+
+/// `%globaltimer`: nanoseconds of a clock shared by the whole GPU.
+#[inline(always)]
+pub fn global_timer() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u64 {0}, %globaltimer;", out(reg64) t, options(nomem, nostack)) };
+    t
+}
+
+/// `%clock64`: cycles of the multiprocessor's own counter.
+#[inline(always)]
+pub fn clock64() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u64 {0}, %clock64;", out(reg64) t, options(nomem, nostack)) };
+    t
+}
+
+/// `%smid`: the multiprocessor running the thread.
+#[inline(always)]
+pub fn sm_id() -> u32 {
+    let id: u32;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u32 {0}, %smid;", out(reg32) id, options(nomem, nostack)) };
+    id
+}
+
 /// `nanosleep.u32`: suspends the thread for about `ns` nanoseconds (0 to 1 ms), to back off while
 /// polling memory another block will write.
 #[inline(always)]

@@ -1,17 +1,27 @@
 //! Device scan in a single pass with decoupled look-back (Merrill & Garland 2016, "Single-pass
 //! Parallel Prefix Scan with Decoupled Look-back").
 //!
-//! One block per tile of `BLOCK_THREADS * ITEMS` elements. A block takes the next tile number from a
-//! global counter (so tiles start in order and every predecessor of a running tile has started: the
-//! look-back always makes progress, on the GPU and in the emulator whatever the block order), loads
-//! `ITEMS` consecutive elements per thread, scans them in the thread, scans the thread totals across
-//! the block, and gets the tile's exclusive prefix from warp 0's look-back over the predecessors'
-//! published aggregates and inclusive prefixes. Operands are combined in input order, so
-//! non-commutative operators (such as the segmented operator of a segmented scan) are fine.
+//! Two tile designs share the look-back ([`crate::device::tile_status`]):
+//! * [`staged_scan_kernel`], the device scan: the tile (128 bytes a thread) is copied into shared
+//!   memory with `cp.async`, so it holds no registers while the block waits for its look-back. On an
+//!   H200 this keeps 192 KiB of tiles per multiprocessor instead of 80 KiB in registers, and the scan
+//!   went from 2.49 to 3.2 TB/s at 2^28 f32 (docs/benchmarks.md).
+//! * [`scan_kernel`], items in registers (64 bytes a thread): the base of the select and segmented
+//!   scan kernels, and kept as a measured variant of the scan.
+//!
+//! In both, a block takes the next tile number from a global counter (so tiles start in order and
+//! every predecessor of a running tile has started: the look-back always makes progress, on the GPU
+//! and in the emulator whatever the block order), reduces its items per thread, scans the thread
+//! totals across the block, and gets the tile's exclusive prefix from warp 0's look-back over the
+//! predecessors' published aggregates and inclusive prefixes. Operands are combined in input order,
+//! so non-commutative operators (such as the segmented operator of a segmented scan) are fine.
 
 use crate::arch;
 use crate::block::{BlockScan, DynamicShared};
-use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, SplitTileStatus, TileStatus};
+use crate::device::tile_status::{
+    take_tile, tile_prefix, tile_prefix_counted, LookBackStats, PackedTileStatus, SplitTileStatus, TileStatus,
+    LOOK_BACK_DEPTH,
+};
 use crate::ops::{AssociativeOp, Element};
 use crate::thread;
 use crate::warp::{transpose, WarpTranspose};
@@ -148,7 +158,7 @@ unsafe fn scan_tiles<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const I
     let thread_total = thread::reduce::<T, Op, ITEMS>(&items);
     let (thread_prefix, _) = block_scan.exclusive_scan_with_prefix::<Op>(thread_total, |block_aggregate| {
         // SAFETY: tile < tiles; warp 0's 32 lanes run the callback (256 threads per block).
-        unsafe { tile_prefix::<T, Op, S>(status, tile, seed, block_aggregate) }
+        unsafe { tile_prefix::<T, Op, S, LOOK_BACK_DEPTH>(status, tile, seed, block_aggregate) }
     });
 
     if EXCLUSIVE {
@@ -166,4 +176,280 @@ unsafe fn scan_tiles<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const I
         // SAFETY: only the thread's valid outputs are written.
         unsafe { thread::store_blocked_partial::<T, ITEMS>(output.offset(first), &items, thread_valid) };
     }
+}
+
+/// 16-byte vectors in each thread's row of the staged scan's shared-memory tile (128 bytes: 32 f32,
+/// 16 f64, 8 pairs of f64).
+pub const STAGED_ROW_VECTORS: usize = 8;
+
+/// Predecessors each lane of the staged scan's look-back examines per step (see
+/// [`crate::device::tile_status::look_back`]).
+pub const STAGED_LOOK_BACK_DEPTH: usize = 1;
+
+/// Threads per block of the staged scan for `T`: 512 for elements of up to 4 bytes (3 blocks of
+/// 64 KiB tiles per multiprocessor), 256 for larger ones (5 blocks of 32 KiB). The PTX link step's
+/// launch bounds assume these.
+pub const fn staged_block_threads<T>() -> u32 {
+    if size_of::<T>() <= 4 {
+        512
+    } else {
+        256
+    }
+}
+
+/// Whether `T` can go through the staged scan: its size divides 16.
+pub const fn staged_fits<T>() -> bool {
+    size_of::<T>() <= 16 && 16 % size_of::<T>() == 0
+}
+
+/// Elements of `T` per 16-byte vector (for [`staged_fits`] types).
+pub const fn staged_vector_items<T>() -> usize {
+    16 / size_of::<T>()
+}
+
+/// Elements per tile of the staged scan with `block_threads` threads and rows of `row_vectors`
+/// 16-byte vectors ([`STAGED_ROW_VECTORS`] in the production kernels).
+pub const fn staged_tile_items<T>(block_threads: usize, row_vectors: usize) -> usize {
+    block_threads * row_vectors * staged_vector_items::<T>()
+}
+
+/// Dynamic shared memory of the staged scan kernel: the tile, the block scan and the tile number.
+pub const fn staged_shared_bytes<T: Element>(block_threads: usize, row_vectors: usize) -> usize {
+    block_threads * row_vectors * 16 + BlockScan::<T>::SHARED_BYTES + 16
+}
+
+/// Where 16-byte vector `vector` of the tile lives in shared memory (in vectors), with rows of
+/// `ROW` vectors (a multiple of 8). The vectors of each 128-byte line (8 vectors) are permuted by XOR
+/// with the row number, so that both a warp reading one vector of each thread's row (8 lanes per
+/// shared-memory wavefront, 8 different rows) and a warp reading consecutive vectors (the coalesced
+/// copies, 8 lanes in one line) touch 8 different bank groups: no bank conflicts.
+#[inline(always)]
+fn swizzled<const ROW: usize>(vector: usize) -> usize {
+    vector ^ ((vector / ROW) % 8)
+}
+
+/// The device scan with the tile staged in shared memory, a design for GPUs whose memory bandwidth
+/// needs many bytes in flight per multiprocessor (Hopper): the block copies its tile (128 bytes per
+/// thread) into shared memory with `cp.async`, so the tile holds no registers while it waits for its
+/// look-back, and more and larger tiles fit per multiprocessor than with items in registers. Then
+/// each thread reduces its row, the block scans the row totals with the look-back as block prefix,
+/// each thread scans its row in place, and the block copies the tile out with coalesced stores.
+///
+/// Same contract as [`scan_kernel`], with [`staged_tile_items`] elements per tile and
+/// [`staged_shared_bytes`] of dynamic shared memory; `V` must be [`staged_vector_items`]`::<T>()`.
+/// Any block size that is a multiple of 32 works.
+///
+/// # Safety
+/// As for [`scan_kernel`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn staged_scan_kernel<T: Element, Op: AssociativeOp<T>, const V: usize, const EXCLUSIVE: bool>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    epoch: u32,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        staged_scan_kernel_timed::<T, Op, V, STAGED_ROW_VECTORS, STAGED_LOOK_BACK_DEPTH, EXCLUSIVE, false>(
+            input,
+            output,
+            len,
+            initial,
+            temp,
+            tiles,
+            epoch,
+            core::ptr::null_mut(),
+        )
+    }
+}
+
+/// [`staged_scan_kernel`], which with `TIMED` also writes 8 words per tile to `timeline` (a timing
+/// experiment): the global timer at the ticket, the multiprocessor, the multiprocessor's clock at the
+/// ticket, when the tile has landed in shared memory, when the aggregate is published, when the
+/// look-back is done and when the scan is done, then the global timer at the end.
+///
+/// # Safety
+/// As for [`scan_kernel`]; with `TIMED`, `timeline` valid for `8 * tiles` words.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn staged_scan_kernel_timed<
+    T: Element,
+    Op: AssociativeOp<T>,
+    const V: usize,
+    const ROW: usize,
+    const DEPTH: usize,
+    const EXCLUSIVE: bool,
+    const TIMED: bool,
+>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    epoch: u32,
+    timeline: *mut u64,
+) {
+    const { assert!(V * size_of::<T>() == 16, "V elements must fill a 16-byte vector") };
+    const { assert!(ROW > 0 && ROW.is_multiple_of(8), "rows of whole 128-byte lines") };
+    // SAFETY: forwarded; the status lies after the header, inside `temp_bytes(tiles)`.
+    unsafe {
+        let status_storage = temp.add(TEMP_HEADER);
+        if size_of::<T>().is_multiple_of(4) {
+            let status = PackedTileStatus::<T>::new(status_storage, epoch);
+            staged_scan_tiles::<T, Op, _, V, ROW, DEPTH, EXCLUSIVE, TIMED>(
+                input, output, len, initial, temp, tiles, &status, timeline,
+            )
+        } else {
+            let status = SplitTileStatus::<T>::new(status_storage, tiles as usize, epoch);
+            staged_scan_tiles::<T, Op, _, V, ROW, DEPTH, EXCLUSIVE, TIMED>(
+                input, output, len, initial, temp, tiles, &status, timeline,
+            )
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn staged_scan_tiles<
+    T: Element,
+    Op: AssociativeOp<T>,
+    S: TileStatus<T>,
+    const V: usize,
+    const ROW: usize,
+    const DEPTH: usize,
+    const EXCLUSIVE: bool,
+    const TIMED: bool,
+>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    status: &S,
+    timeline: *mut u64,
+) {
+    let block = arch::block_dim_x() as usize;
+    let mut shared = DynamicShared::new();
+    let stage = shared.take::<[u32; 4]>(block * ROW);
+    let block_scan = BlockScan::<T>::from_allocator(&mut shared);
+    let tile_slot = shared.take::<u32>(1);
+    let tid = arch::thread_idx_x() as usize;
+    // SAFETY: temp's first word is the tile counter; the slot is shared.
+    let tile = unsafe { take_tile(temp.cast::<u32>(), tiles, tile_slot) };
+    // Reads the clock only when TIMED (clock reads are volatile: LLVM would keep them otherwise).
+    let mark = |slot: usize, value: fn() -> u64| {
+        if TIMED && tid == 0 {
+            // SAFETY: the caller gives 8 words per tile when TIMED.
+            unsafe { arch::store(timeline.add(tile as usize * 8 + slot), value()) };
+        }
+    };
+    mark(0, arch::global_timer);
+    mark(2, arch::clock64);
+
+    let tile_items = block * ROW * V;
+    let tile_start = tile as usize * tile_items;
+    let tile_valid = (len as usize - tile_start).min(tile_items);
+    // Whole 16-byte vectors of a full tile move with cp.async and v4 stores; a partial tile, or
+    // buffers that are not 16-byte aligned, element by element.
+    let vectors =
+        tile_valid == tile_items && (input as usize).is_multiple_of(16) && (output as usize).is_multiple_of(16);
+    let stage_address = arch::shared_address(stage);
+    let vector_address = |vector: usize| stage_address + (swizzled::<ROW>(vector) * 16) as u32;
+    let element = |e: usize| -> *mut T {
+        // SAFETY: e < tile_items: inside the stage.
+        unsafe { stage.add(swizzled::<ROW>(e / V)).cast::<T>().add(e % V) }
+    };
+
+    if vectors {
+        // SAFETY: a full tile: its vectors are inside input[..len]; aligned (checked above).
+        let source = unsafe { input.add(tile_start).cast::<[u32; 4]>() };
+        for i in 0..ROW {
+            let v = tid + i * block;
+            // SAFETY: v < block * ROW; the stage is shared memory.
+            unsafe { arch::cp_async_16(vector_address(v), source.add(v)) };
+        }
+        arch::cp_async_wait_all();
+    } else {
+        let mut e = tid;
+        while e < tile_items {
+            // SAFETY: only elements inside input[..len] are read.
+            let value = if e < tile_valid { unsafe { arch::load(input.add(tile_start + e)) } } else { Op::identity() };
+            // SAFETY: inside the stage.
+            unsafe { arch::store(element(e), value) };
+            e += block;
+        }
+    }
+    arch::sync_threads();
+    mark(3, arch::clock64);
+
+    let row = tid * ROW;
+    let read_vector = |j: usize| -> [T; V] {
+        let mut items = [Op::identity(); V];
+        // SAFETY: the thread's own row, inside the stage.
+        thread::unpack_vector::<T, V>(unsafe { arch::load_shared_v4(vector_address(row + j)) }, 0, &mut items);
+        items
+    };
+    let mut thread_total = Op::identity();
+    for j in 0..ROW {
+        for item in read_vector(j) {
+            thread_total = Op::combine(thread_total, item);
+        }
+    }
+    let seed = if EXCLUSIVE {
+        // SAFETY: `initial` is valid when EXCLUSIVE.
+        unsafe { arch::load(initial) }
+    } else {
+        Op::identity()
+    };
+    let (thread_prefix, _) = block_scan.exclusive_scan_with_prefix::<Op>(thread_total, |block_aggregate| {
+        mark(4, arch::clock64);
+        let mut stats = LookBackStats::default();
+        // SAFETY: tile < tiles; warp 0's 32 lanes run the callback (block size a multiple of 32).
+        let prefix = unsafe { tile_prefix_counted::<T, Op, S, DEPTH>(status, tile, seed, block_aggregate, &mut stats) };
+        mark(5, arch::clock64);
+        if TIMED && arch::thread_idx_x() == 0 {
+            let packed = arch::sm_id() as u64 | (stats.windows as u64) << 16 | (stats.polls as u64) << 40;
+            // SAFETY: the caller gives 8 words per tile when TIMED.
+            unsafe { arch::store(timeline.add(tile as usize * 8 + 1), packed) };
+        }
+        prefix
+    });
+
+    let mut running = thread_prefix;
+    for j in 0..ROW {
+        let mut items = read_vector(j);
+        for item in items.iter_mut() {
+            let next = Op::combine(running, *item);
+            *item = if EXCLUSIVE { running } else { next };
+            running = next;
+        }
+        // SAFETY: the thread's own row.
+        unsafe { arch::store_shared_v4(vector_address(row + j), thread::pack_vector::<T, V>(&items, 0)) };
+    }
+    arch::sync_threads();
+    mark(6, arch::clock64);
+
+    if vectors {
+        // SAFETY: a full tile: its vectors are inside output[..len]; aligned (checked above).
+        let destination = unsafe { output.add(tile_start).cast::<[u32; 4]>() };
+        for i in 0..ROW {
+            let v = tid + i * block;
+            // SAFETY: v inside the stage and the tile.
+            unsafe { arch::store_global_v4(destination.add(v), arch::load_shared_v4(vector_address(v))) };
+        }
+    } else {
+        let mut e = tid;
+        while e < tile_valid {
+            // SAFETY: e < tile_valid: inside the stage and output[..len].
+            unsafe { arch::store(output.add(tile_start + e), arch::load(element(e))) };
+            e += block;
+        }
+    }
+    mark(7, arch::global_timer);
 }

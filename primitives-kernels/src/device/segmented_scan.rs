@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 use crate::arch;
 use crate::block::{BlockScan, DynamicShared};
 use crate::device::scan::{BLOCK_THREADS, TEMP_HEADER};
-use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, TileStatus};
+use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, TileStatus, LOOK_BACK_DEPTH};
 use crate::ops::{AssociativeOp, Element, GradientPair};
 use crate::thread;
 
@@ -147,7 +147,14 @@ pub unsafe fn segmented_scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEM
     let thread_total = thread::reduce::<Headed<T>, Segmented<Op>, ITEMS>(&items);
     let (thread_prefix, _) = block_scan.exclusive_scan_with_prefix::<Segmented<Op>>(thread_total, |aggregate| {
         // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
-        unsafe { tile_prefix::<Headed<T>, Segmented<Op>, _>(&status, tile, Segmented::<Op>::identity(), aggregate) }
+        unsafe {
+            tile_prefix::<Headed<T>, Segmented<Op>, _, LOOK_BACK_DEPTH>(
+                &status,
+                tile,
+                Segmented::<Op>::identity(),
+                aggregate,
+            )
+        }
     });
     let mut out = [Op::identity(); ITEMS];
     if exclusive != 0 {

@@ -11,7 +11,7 @@
 use crate::arch;
 use crate::block::{BlockReduce, BlockScan, DynamicShared};
 use crate::device::scan::{BLOCK_THREADS, TEMP_HEADER};
-use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus};
+use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, LOOK_BACK_DEPTH};
 use crate::ops::{Element, Sum};
 use crate::thread;
 
@@ -217,7 +217,7 @@ pub unsafe fn select_kernel<
     let status = unsafe { PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch) };
     let (thread_exclusive, tile_count) = block_scan.exclusive_scan_with_prefix::<Sum>(thread_count, |aggregate| {
         // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
-        let prefix = unsafe { tile_prefix::<u32, Sum, _>(&status, tile, 0, aggregate) };
+        let prefix = unsafe { tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, tile, 0, aggregate) };
         if arch::lane_id() == 0 {
             // SAFETY: shared slot; read after the block scan's closing barrier.
             unsafe { arch::store(prefix_slot, prefix) };

@@ -219,6 +219,15 @@ impl<T: Element> TileStatus<T> for SplitTileStatus<T> {
 /// per-tile latency it saves was not the limit). So 1.
 pub const LOOK_BACK_DEPTH: usize = 1;
 
+/// What a look-back did (for timing experiments; callers that ignore it pay nothing).
+#[derive(Clone, Copy, Default)]
+pub struct LookBackStats {
+    /// Windows of predecessors examined.
+    pub windows: u32,
+    /// Rounds of polls (a window is polled again while some predecessor has published nothing).
+    pub polls: u32,
+}
+
 /// The exclusive prefix of tile `tile` (> 0): the combination of `seed` and the tiles before it,
 /// found by looking back over windows of `32 * LOOK_BACK_DEPTH` predecessors until one has published
 /// its inclusive prefix. Called by all 32 lanes of one warp; the result is in every lane.
@@ -229,8 +238,12 @@ pub const LOOK_BACK_DEPTH: usize = 1;
 /// # Safety
 /// `tile` below the tile count `status` was made for.
 #[inline(always)]
-pub unsafe fn look_back<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>>(status: &S, tile: u32, seed: T) -> T {
-    const K: usize = LOOK_BACK_DEPTH;
+pub unsafe fn look_back<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const K: usize>(
+    status: &S,
+    tile: u32,
+    seed: T,
+    stats: &mut LookBackStats,
+) -> T {
     let lane = arch::lane_id() as i64;
     let mut prefix = Op::identity();
     // Window [window_end - 32K, window_end): lane l examines tiles window_end - 32K + lK + k for
@@ -241,7 +254,9 @@ pub unsafe fn look_back<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>>(stat
         let mut states = [0u32; K];
         let mut values = [Op::identity(); K];
         let mut backoff = FIRST_BACKOFF_NS;
+        stats.windows += 1;
         loop {
+            stats.polls += 1;
             let mut all_published = true;
             for k in 0..K {
                 let predecessor = base + k as i64;
@@ -342,11 +357,27 @@ pub unsafe fn take_tile(counter: *mut u32, tiles: u32, slot: *mut u32) -> u32 {
 /// # Safety
 /// `tile` below the tile count of `status`; called by all 32 lanes of one warp.
 #[inline(always)]
-pub unsafe fn tile_prefix<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>>(
+pub unsafe fn tile_prefix<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const K: usize>(
     status: &S,
     tile: u32,
     seed: T,
     aggregate: T,
+) -> T {
+    // SAFETY: forwarded.
+    unsafe { tile_prefix_counted::<T, Op, S, K>(status, tile, seed, aggregate, &mut LookBackStats::default()) }
+}
+
+/// [`tile_prefix`], counting what the look-back did in `stats`.
+///
+/// # Safety
+/// As for [`tile_prefix`].
+#[inline(always)]
+pub unsafe fn tile_prefix_counted<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const K: usize>(
+    status: &S,
+    tile: u32,
+    seed: T,
+    aggregate: T,
+    stats: &mut LookBackStats,
 ) -> T {
     let lane = arch::lane_id();
     if tile == 0 {
@@ -361,7 +392,7 @@ pub unsafe fn tile_prefix<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>>(
         unsafe { status.publish_aggregate(tile, aggregate) };
     }
     // SAFETY: as above; all 32 lanes are here.
-    let prefix = unsafe { look_back::<T, Op, S>(status, tile, seed) };
+    let prefix = unsafe { look_back::<T, Op, S, K>(status, tile, seed, stats) };
     if lane == 0 {
         // SAFETY: as above.
         unsafe { status.publish_inclusive(tile, Op::combine(prefix, aggregate)) };

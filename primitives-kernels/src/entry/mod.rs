@@ -55,22 +55,22 @@ macro_rules! scan_entry_points {
     ($($inclusive:ident, $exclusive:ident: $t:ty, $op:ty;)*) => {
         $(
             kernel! {
-                /// Device inclusive scan of one (type, operator); see [`device::scan::scan_kernel`].
+                /// Device inclusive scan of one (type, operator); see [`device::scan::staged_scan_kernel`].
                 pub unsafe fn $inclusive(input: *const $t, output: *mut $t, len: u64, initial: *const $t, temp: *mut u8, tiles: u32, epoch: u32) {
-                    // SAFETY: the host launcher sizes every buffer as `scan_kernel` requires.
+                    // SAFETY: the host launcher sizes every buffer as `staged_scan_kernel` requires.
                     unsafe {
-                        device::scan::scan_kernel::<$t, $op, { device::scan::items_per_thread::<$t>() }, false>(
+                        device::scan::staged_scan_kernel::<$t, $op, { device::scan::staged_vector_items::<$t>() }, false>(
                             input, output, len, initial, temp, tiles, epoch,
                         )
                     }
                 }
             }
             kernel! {
-                /// Device exclusive scan of one (type, operator); see [`device::scan::scan_kernel`].
+                /// Device exclusive scan of one (type, operator); see [`device::scan::staged_scan_kernel`].
                 pub unsafe fn $exclusive(input: *const $t, output: *mut $t, len: u64, initial: *const $t, temp: *mut u8, tiles: u32, epoch: u32) {
                     // SAFETY: as above.
                     unsafe {
-                        device::scan::scan_kernel::<$t, $op, { device::scan::items_per_thread::<$t>() }, true>(
+                        device::scan::staged_scan_kernel::<$t, $op, { device::scan::staged_vector_items::<$t>() }, true>(
                             input, output, len, initial, temp, tiles, epoch,
                         )
                     }
@@ -312,6 +312,33 @@ segmented_reduce_entry_points! {
     GradientPair<i64>, Sum => primitives_segmented_reduce_sum_gpi64, primitives_segmented_reduce_huge_sum_gpi64, primitives_segmented_reduce_fixup_sum_gpi64;
 }
 
+// Scan variants measured side by side with the production scan (`bandwidth scan-variants`).
+kernel! {
+    /// The register-tile scan (items in registers, 64 bytes per thread) of f32 sums; see [`device::scan::scan_kernel`].
+    pub unsafe fn primitives_scanvariant_registers_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel requires (the timed variant
+        // gets a timeline of 8 words per tile as `initial`).
+        unsafe { device::scan::scan_kernel::<f32, Sum, { device::scan::items_per_thread::<f32>() }, false>(input, output, len, initial, temp, tiles, epoch) }
+    }
+}
+kernel! {
+    /// The production staged scan of f32 sums with a timeline of every tile written to `initial` (8 words per tile); see [`device::scan::staged_scan_kernel_timed`].
+    pub unsafe fn primitives_scanvariant_timed_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel requires (the timed variant
+        // gets a timeline of 8 words per tile as `initial`).
+        unsafe { device::scan::staged_scan_kernel_timed::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, { device::scan::STAGED_LOOK_BACK_DEPTH }, false, true>(input, output, len, initial, temp, tiles, epoch, initial as *mut u64) }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+fn scan_variant_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+    match name {
+        "primitives_scanvariant_registers_sum_f32" => Some(primitives_scanvariant_registers_sum_f32::raw),
+        "primitives_scanvariant_timed_sum_f32" => Some(primitives_scanvariant_timed_sum_f32::raw),
+        _ => None,
+    }
+}
+
 macro_rules! segmented_scan_entry_points {
     ($($t:ty, $op:ty => $name:ident;)*) => {
         $(
@@ -485,6 +512,7 @@ histogram_experiment_entry_points! {
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
     reduce_host_kernel(name)
         .or_else(|| scan_host_kernel(name))
+        .or_else(|| scan_variant_host_kernel(name))
         .or_else(|| select_host_kernel(name))
         .or_else(|| compare_host_kernel(name))
         .or_else(|| segmented_host_kernel(name))

@@ -13,7 +13,7 @@ pub fn vectorizable<T, const ITEMS: usize>(ptr: *const T) -> bool {
 /// Moves the elements of 16-byte vector `v` into `items` (elements `v * 16 / size ..`). Sizes 4, 8
 /// and 16 use `bytemuck::cast`, which keeps everything in registers.
 #[inline(always)]
-fn unpack_vector<T: Element, const ITEMS: usize>(words: [u32; 4], v: usize, items: &mut [T; ITEMS]) {
+pub(crate) fn unpack_vector<T: Element, const ITEMS: usize>(words: [u32; 4], v: usize, items: &mut [T; ITEMS]) {
     match size_of::<T>() {
         4 => {
             for e in 0..4 {
@@ -37,7 +37,7 @@ fn unpack_vector<T: Element, const ITEMS: usize>(words: [u32; 4], v: usize, item
 
 /// The inverse of [`unpack_vector`].
 #[inline(always)]
-fn pack_vector<T: Element, const ITEMS: usize>(items: &[T; ITEMS], v: usize) -> [u32; 4] {
+pub(crate) fn pack_vector<T: Element, const ITEMS: usize>(items: &[T; ITEMS], v: usize) -> [u32; 4] {
     match size_of::<T>() {
         4 => core::array::from_fn(|e| bytemuck::cast::<T, u32>(items[v * 4 + e])),
         8 => {

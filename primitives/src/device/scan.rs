@@ -89,7 +89,43 @@ pub struct DeviceScan;
 impl DeviceScan {
     /// Elements per tile (one block) for `T`.
     pub const fn tile_items<T>() -> usize {
-        kernel::BLOCK_THREADS as usize * kernel::items_per_thread::<T>()
+        kernel::staged_tile_items::<T>(kernel::staged_block_threads::<T>() as usize, kernel::STAGED_ROW_VECTORS)
+    }
+
+    /// 16-byte vectors per thread in the production scan's shared-memory tile.
+    #[doc(hidden)]
+    pub const STAGED_ROW_VECTORS: usize = kernel::STAGED_ROW_VECTORS;
+
+    /// A scan variant kept for side-by-side measurements (`bandwidth scan-variants`): the kernel
+    /// `name` (an f32 inclusive sum) launched with `block_threads` threads per block, and tiles of
+    /// registers (`row_vectors == 0`) or of shared memory with rows of `row_vectors` 16-byte
+    /// vectors; a timed variant writes 8 words per tile to `timeline`.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn inclusive_sum_variant(
+        gpu: &Gpu,
+        name: &'static str,
+        block_threads: u32,
+        row_vectors: usize,
+        input: &DeviceBuffer<f32>,
+        output: &mut DeviceBuffer<f32>,
+        timeline: Option<&mut DeviceBuffer<u64>>,
+    ) -> Result<()> {
+        let (tile_items, shared) = if row_vectors > 0 {
+            (
+                kernel::staged_tile_items::<f32>(block_threads as usize, row_vectors),
+                kernel::staged_shared_bytes::<f32>(block_threads as usize, row_vectors),
+            )
+        } else {
+            (kernel::BLOCK_THREADS as usize * kernel::items_per_thread::<f32>(), kernel::shared_bytes::<f32>())
+        };
+        if let Some(timeline) = &timeline {
+            if timeline.len() < 8 * input.len().div_ceil(tile_items) {
+                return Err(Error::InvalidArgument { name: "timeline", reason: "needs 8 words per tile".into() });
+            }
+        }
+        let timeline = timeline.map(|t| t.device_ptr());
+        Self::launch_with::<f32>(gpu, name, block_threads, tile_items, shared, input, output, None, timeline)
     }
 
     /// `output[i] = input[0] ⊕ ... ⊕ input[i]`.
@@ -134,6 +170,23 @@ impl DeviceScan {
         output: &mut DeviceBuffer<T>,
         initial: Option<T>,
     ) -> Result<()> {
+        let threads = kernel::staged_block_threads::<T>();
+        let shared = kernel::staged_shared_bytes::<T>(threads as usize, kernel::STAGED_ROW_VECTORS);
+        Self::launch_with(gpu, kernel_name, threads, Self::tile_items::<T>(), shared, input, output, initial, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_with<T: Element>(
+        gpu: &Gpu,
+        kernel_name: &'static str,
+        block_threads: u32,
+        tile_items: usize,
+        shared_bytes: usize,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+        initial: Option<T>,
+        timeline: Option<u64>,
+    ) -> Result<()> {
         if output.len() < input.len() {
             return Err(Error::InvalidArgument {
                 name: "output",
@@ -143,7 +196,7 @@ impl DeviceScan {
         if input.is_empty() {
             return Ok(());
         }
-        let tiles = input.len().div_ceil(Self::tile_items::<T>());
+        let tiles = input.len().div_ceil(tile_items);
         if tiles > u32::MAX as usize {
             return Err(Error::InvalidArgument {
                 name: "input",
@@ -161,14 +214,14 @@ impl DeviceScan {
         let base = buffer.device_ptr();
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
-            block_dim: (kernel::BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: kernel::shared_bytes::<T>() as u32,
+            block_dim: (block_threads, 1, 1),
+            shared_mem_bytes: shared_bytes as u32,
         };
         let args = [
             input.device_ptr(),
             output.device_ptr(),
             input.len() as u64,
-            base + kernel::INITIAL_OFFSET as u64,
+            timeline.unwrap_or(base + kernel::INITIAL_OFFSET as u64),
             base,
             tiles as u64,
             epoch as u64,
@@ -275,7 +328,7 @@ impl DeviceScan {
                 (made_flags.device_ptr(), 0)
             }
         };
-        let tiles = n.div_ceil(Self::tile_items::<T>());
+        let tiles = n.div_ceil(kernel::BLOCK_THREADS as usize * kernel::items_per_thread::<T>());
         let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
         // Sized for the largest element (a 64-byte value and its flag words, in 4-byte chunks).
         let needed = kernel::TEMP_HEADER + tiles * 2 * (primitives_kernels::arch::MAX_ELEMENT_BYTES + 8);

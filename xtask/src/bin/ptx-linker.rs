@@ -77,17 +77,25 @@ fn run() -> Result<(), String> {
 /// Entries (name prefix, name suffixes) with (threads per block, blocks per multiprocessor) to ask
 /// ptxas for.
 ///
-/// The single-pass scans of 4-byte elements: their blocks wait at a barrier while warp 0 looks back,
-/// so more resident blocks keep more loads in flight. On an H200 (2026-11-22, 2^28 items) 6 blocks
-/// of 256 threads (40 registers) gave f32 2446 GB/s and i32 2457 against 2387 and 2382 without; the
-/// same bound cost f64 and 16-byte pairs 3-4%, and 8 blocks (32 registers) spilled. The scan kernels
-/// are always launched with 256 threads (`device::scan::BLOCK_THREADS`).
+/// The single-pass scans stage their tile in shared memory (`device::scan::staged_scan_kernel`, 128
+/// bytes a thread), so shared memory sets the blocks per multiprocessor and the bound only has to
+/// keep registers from lowering it. On an H200 (2026-11-22, 2^28 f32) 512-thread blocks, 3 per
+/// multiprocessor (40 registers), gave 3203 GB/s; 256 threads, 5 per multiprocessor (48 registers),
+/// 3130; 384 x 4 3146; 768 x 2 3164; 256 threads with 256-byte rows, 3 per multiprocessor, 2804.
+/// Elements of 8 and 16 bytes keep 256 threads, 5 per multiprocessor (their look-back needs the
+/// registers). The host launches with `device::scan::staged_block_threads`, which must agree.
+///
+/// The register-tile scan (kept as a variant for comparison): 6 blocks of 256 threads (40
+/// registers) gave f32 2446 GB/s against 2387 without the bound.
 ///
 /// The radix sort's tile kernels hold 16 keys, digits and ranks a thread: unbounded, ptxas gave
 /// Onesweep 168 registers, one block per multiprocessor (H200, 12.5% occupancy, 12 G pairs/s).
 /// The multi-feature histogram runs 512 threads, which cannot launch above 128 registers.
 const LAUNCH_BOUNDS: &[(&str, &[&str], u32, u32)] = &[
-    ("primitives_scan_", &["_f32", "_i32", "_u32"], 256, 6),
+    ("primitives_scan_", &["_f32", "_i32", "_u32"], 512, 3),
+    ("primitives_scan_", &[""], 256, 5),
+    ("primitives_scanvariant_registers_", &[""], 256, 6),
+    ("primitives_scanvariant_timed_", &[""], 512, 3),
     ("primitives_radix_onesweep_", &[""], 256, 2),
     ("primitives_radix_block_sort_", &[""], 256, 3),
     ("primitives_histogram_multi_", &[""], 512, 1),

@@ -1,7 +1,7 @@
 //! GPU bandwidth of the device primitives, for the side-by-side scripts in `benches/scripts/`: one
 //! executable (each embeds the PTX) with a subcommand per primitive.
 //!
-//! Usage: bandwidth <reduce | scan | select | segmented | multi | sort> [MAX_LOG2 (default 28)]
+//! Usage: bandwidth <reduce | scan | scan-variants | select | segmented | multi | sort> [MAX_LOG2 (default 28)]
 
 mod histogram;
 mod multi;
@@ -18,12 +18,16 @@ fn main() {
         Some("histogram") => histogram::run(max_log2),
         Some("reduce") => reduce::run(max_log2),
         Some("scan") => scan::run(max_log2),
+        Some("scan-variants") => scan::variants(max_log2),
+        Some("scan-timeline") => scan::timeline(max_log2),
         Some("select") => select::run(max_log2),
         Some("segmented") => segmented::run(max_log2),
         Some("multi") => multi::run(max_log2),
         Some("sort") => sort::run(max_log2),
         _ => {
-            eprintln!("usage: bandwidth <reduce | scan | select | segmented | multi | sort> [MAX_LOG2]");
+            eprintln!(
+                "usage: bandwidth <reduce | scan | scan-variants | select | segmented | multi | sort> [MAX_LOG2]"
+            );
             std::process::exit(2);
         }
     }

@@ -41,3 +41,68 @@ pub fn run(max_log2: u32) {
         }
     }
 }
+
+/// The production scan next to the variants kept for comparison, f32 inclusive sums at 2^24 and at
+/// `max_log2`: CSV `impl,dtype,op,n,median_us,gbps`.
+pub fn variants(max_log2: u32) {
+    let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth scan-variants needs a GPU: {e}"));
+    eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
+    println!("impl,dtype,op,n,median_us,gbps");
+    let variants: [(&str, &'static str, u32, usize); 1] =
+        [("registers", "primitives_scanvariant_registers_sum_f32", 256, 0)];
+    for log2 in [24, max_log2] {
+        let n = 1usize << log2;
+        measure::<f32, Sum>(&gpu, "float32", n, |r| r.gen_range(-1.0..1.0));
+        let mut rng = SmallRng::seed_from_u64(n as u64);
+        let host: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let copies = rotation(n * 4);
+        let inputs: Vec<_> = (0..copies).map(|_| gpu.upload(&host).expect("upload")).collect();
+        let mut output = gpu.alloc_zeroed::<f32>(n).expect("alloc");
+        for (label, name, threads, row_vectors) in variants {
+            let us = time_gpu(&gpu, 5, 30, |i| {
+                DeviceScan::inclusive_sum_variant(
+                    &gpu,
+                    name,
+                    threads,
+                    row_vectors,
+                    &inputs[i % copies],
+                    &mut output,
+                    None,
+                )
+                .expect("scan variant")
+            });
+            let gbps = (2 * n * 4) as f64 / (us * 1e-6) / 1e9;
+            println!("{label},float32,inclusive_sum,{n},{us:.3},{gbps:.1}");
+        }
+    }
+}
+
+/// One timed run of the staged scan (f32 inclusive sum of 2^`log2` items, after warm-ups): the
+/// timeline of every tile as CSV `tile,start_ns,sm,c_ticket,c_loaded,c_aggregate,c_prefix,c_scanned,end_ns`.
+pub fn timeline(log2: u32) {
+    let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth scan-timeline needs a GPU: {e}"));
+    let n = 1usize << log2;
+    let mut rng = SmallRng::seed_from_u64(n as u64);
+    let host: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+    let input = gpu.upload(&host).expect("upload");
+    let mut output = gpu.alloc_zeroed::<f32>(n).expect("alloc");
+    let tiles = n.div_ceil(DeviceScan::tile_items::<f32>());
+    let mut timeline = gpu.alloc_zeroed::<u64>(8 * tiles).expect("alloc");
+    for _ in 0..5 {
+        DeviceScan::inclusive_sum_variant(
+            &gpu,
+            "primitives_scanvariant_timed_sum_f32",
+            512,
+            DeviceScan::STAGED_ROW_VECTORS,
+            &input,
+            &mut output,
+            Some(&mut timeline),
+        )
+        .expect("timed scan");
+    }
+    let words = timeline.to_vec(&gpu).expect("download");
+    println!("tile,start_ns,sm,c_ticket,c_loaded,c_aggregate,c_prefix,c_scanned,end_ns");
+    for (tile, w) in words.chunks(8).enumerate() {
+        println!("{tile},{},{},{},{},{},{},{},{}", w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]);
+    }
+}
