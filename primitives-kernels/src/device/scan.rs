@@ -224,7 +224,7 @@ pub const fn staged_shared_bytes<T: Element>(block_threads: usize, row_vectors: 
 /// shared-memory wavefront, 8 different rows) and a warp reading consecutive vectors (the coalesced
 /// copies, 8 lanes in one line) touch 8 different bank groups: no bank conflicts.
 #[inline(always)]
-fn swizzled<const ROW: usize>(vector: usize) -> usize {
+pub(crate) fn swizzled<const ROW: usize>(vector: usize) -> usize {
     vector ^ ((vector / ROW) % 8)
 }
 

@@ -10,7 +10,7 @@
 
 use crate::arch;
 use crate::block::{BlockReduce, BlockScan, DynamicShared};
-use crate::device::scan::{BLOCK_THREADS, TEMP_HEADER};
+use crate::device::scan::{swizzled, BLOCK_THREADS, STAGED_ROW_VECTORS, TEMP_HEADER};
 use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, LOOK_BACK_DEPTH};
 use crate::ops::{Element, Sum};
 use crate::thread;
@@ -22,6 +22,13 @@ pub trait FlagSource<T>: Copy {
     /// # Safety
     /// `index` below the input length.
     unsafe fn flag(&self, index: usize, item: T) -> bool;
+
+    /// The flag bytes (non-zero: selected), where the flags are an array the staged kernel can copy
+    /// into shared memory; null where they are computed from the items.
+    #[inline(always)]
+    fn flag_bytes(&self) -> *const u8 {
+        core::ptr::null()
+    }
 }
 
 /// Selected where a byte array is non-zero.
@@ -35,6 +42,11 @@ impl<T> FlagSource<T> for Flagged {
     unsafe fn flag(&self, index: usize, _item: T) -> bool {
         // SAFETY: the flag array is as long as the input (host-checked); index in range (caller).
         unsafe { arch::load(self.flags.add(index)) != 0 }
+    }
+
+    #[inline(always)]
+    fn flag_bytes(&self) -> *const u8 {
+        self.flags
     }
 }
 
@@ -261,6 +273,219 @@ pub unsafe fn select_kernel<
         // SAFETY: j < kept <= tile_items; destination < len.
         unsafe { arch::store(output.add(destination), arch::load(compacted.add(j))) };
         j += threads;
+    }
+    if !PARTITION && tile == tiles - 1 && tid == 0 {
+        // SAFETY: count valid.
+        unsafe { arch::store(count, (tile_prefix_count + tile_count as usize) as u64) };
+    }
+}
+
+/// Threads per block of the staged select kernel.
+pub const STAGED_BLOCK_THREADS: u32 = 256;
+
+/// Elements per tile of the staged select kernel for `T`.
+pub const fn staged_tile_items<T>() -> usize {
+    STAGED_BLOCK_THREADS as usize * STAGED_ROW_VECTORS * 16 / size_of::<T>()
+}
+
+/// Dynamic shared memory of the staged select kernel for `T`: the items, their flag bytes, the
+/// block scan and two slots.
+pub const fn staged_shared_bytes<T>() -> usize {
+    STAGED_BLOCK_THREADS as usize * STAGED_ROW_VECTORS * 16
+        + staged_tile_items::<T>().next_multiple_of(16)
+        + BlockScan::<u32>::SHARED_BYTES
+        + 16
+}
+
+/// Select or partition of whole values with the tile staged in shared memory, as the device scan
+/// does ([`crate::device::scan::staged_scan_kernel`]): the items (128 bytes a thread) and, for a flag
+/// array, the tile's flag bytes are copied in with `cp.async`, so nothing of the tile sits in
+/// registers while the block waits for its look-back. Then each thread counts its selected items,
+/// the block scans the counts with the look-back as block prefix, each thread moves its items to
+/// their compacted places in the same shared memory, and the block copies them out.
+///
+/// Same contract and results as [`select_kernel`] with [`Values`], with [`staged_tile_items`] items
+/// per tile, [`STAGED_BLOCK_THREADS`] threads and [`staged_shared_bytes`] of dynamic shared memory.
+/// `V` must be `16 / size_of::<T>()` (elements of 4, 8 or 16 bytes) and `ITEMS` `8 * V`.
+///
+/// # Safety
+/// As for [`select_kernel`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn staged_select_kernel<
+    T: Element,
+    F: FlagSource<T>,
+    const V: usize,
+    const ITEMS: usize,
+    const PARTITION: bool,
+>(
+    input: *const T,
+    flags: F,
+    len: u64,
+    output: *mut T,
+    count: *mut u64,
+    temp: *mut u8,
+    tiles: u32,
+    epoch: u32,
+) {
+    const ROW: usize = STAGED_ROW_VECTORS;
+    const { assert!(V * size_of::<T>() == 16 && V <= 4 && ITEMS == ROW * V, "elements of 4, 8 or 16 bytes") };
+    let block = arch::block_dim_x() as usize;
+    let mut shared = DynamicShared::new();
+    let stage = shared.take::<[u32; 4]>(block * ROW);
+    let flag_stage = shared.take::<[u32; 4]>((block * ITEMS).div_ceil(16));
+    let block_scan = BlockScan::<u32>::from_allocator(&mut shared);
+    let tile_slot = shared.take::<u32>(1);
+    let prefix_slot = shared.take::<u32>(1);
+    let tid = arch::thread_idx_x() as usize;
+    // SAFETY: temp's first word is the tile counter; the slot is shared.
+    let tile = unsafe { take_tile(temp.cast::<u32>(), tiles, tile_slot) };
+
+    let tile_items = block * ITEMS;
+    let tile_start = tile as usize * tile_items;
+    let tile_valid = (len as usize - tile_start).min(tile_items);
+    let flag_bytes = flags.flag_bytes();
+    let stage_address = arch::shared_address(stage);
+    let flag_address = arch::shared_address(flag_stage);
+    let element = |e: usize| -> *mut T {
+        // SAFETY: e < tile_items: inside the stage.
+        unsafe { stage.add(swizzled::<ROW>(e / V)).cast::<T>().add(e % V) }
+    };
+    let vectors = tile_valid == tile_items
+        && (input as usize).is_multiple_of(16)
+        && (flag_bytes as usize).is_multiple_of(16)
+        && (output as usize).is_multiple_of(16);
+    if vectors {
+        // SAFETY: a full tile: its item vectors (and flag vectors) are inside the input (flags).
+        unsafe {
+            let source = input.add(tile_start).cast::<[u32; 4]>();
+            for i in 0..ROW {
+                let v = tid + i * block;
+                arch::cp_async_16(stage_address + (swizzled::<ROW>(v) * 16) as u32, source.add(v));
+            }
+            if !flag_bytes.is_null() {
+                let source = flag_bytes.add(tile_start).cast::<[u32; 4]>();
+                let mut v = tid;
+                while v < tile_items / 16 {
+                    arch::cp_async_16(flag_address + (v * 16) as u32, source.add(v));
+                    v += block;
+                }
+            }
+        }
+        arch::cp_async_wait_all();
+    } else {
+        let mut e = tid;
+        while e < tile_items {
+            let inside = e < tile_valid;
+            // SAFETY: only items inside the input are read; e inside the stages.
+            unsafe {
+                let value = if inside { arch::load(input.add(tile_start + e)) } else { T::zeroed() };
+                arch::store(element(e), value);
+                if !flag_bytes.is_null() {
+                    let flag = if inside { arch::load(flag_bytes.add(tile_start + e)) } else { 0 };
+                    arch::store(flag_stage.cast::<u8>().add(e), flag);
+                }
+            }
+            e += block;
+        }
+    }
+    arch::sync_threads();
+
+    let thread_offset = tid * ITEMS;
+    let thread_valid = tile_valid.saturating_sub(thread_offset).min(ITEMS);
+    let first = tile_start + thread_offset;
+    let row_address = |j: usize| stage_address + (swizzled::<ROW>(tid * ROW + j) * 16) as u32;
+    let mut mask = 0u32;
+    if !flag_bytes.is_null() {
+        // The thread's ITEMS flag bytes, as 16-byte vectors or (8 flags) 4-byte words.
+        let mut words = [0u32; 8];
+        if ITEMS >= 16 {
+            for h in 0..ITEMS / 16 {
+                // SAFETY: the thread's flag bytes, inside the flag stage, 16-byte aligned.
+                let vector = unsafe { arch::load_shared_v4(flag_address + (thread_offset + 16 * h) as u32) };
+                words[4 * h..4 * h + 4].copy_from_slice(&vector);
+            }
+        } else {
+            for (w, word) in words.iter_mut().enumerate().take(ITEMS / 4) {
+                // SAFETY: as above, 4-byte aligned.
+                *word = unsafe { arch::load(flag_stage.cast::<u32>().add(thread_offset / 4 + w)) };
+            }
+        }
+        for k in 0..ITEMS {
+            if (words[k / 4] >> (8 * (k % 4))) & 0xff != 0 {
+                mask |= 1 << k;
+            }
+        }
+    } else {
+        for j in 0..ROW {
+            let mut items = [T::zeroed(); V];
+            // SAFETY: the thread's own row.
+            thread::unpack_vector::<T, V>(unsafe { arch::load_shared_v4(row_address(j)) }, 0, &mut items);
+            for (e, &item) in items.iter().enumerate() {
+                let k = j * V + e;
+                // SAFETY: first + k < len when k < thread_valid.
+                if k < thread_valid && unsafe { flags.flag(first + k, item) } {
+                    mask |= 1 << k;
+                }
+            }
+        }
+    }
+    if thread_valid < 32 {
+        mask &= (1u32 << thread_valid) - 1;
+    }
+
+    // SAFETY: the tile status follows the header in temp.
+    let status = unsafe { PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch) };
+    let (thread_exclusive, tile_count) = block_scan.exclusive_scan_with_prefix::<Sum>(mask.count_ones(), |aggregate| {
+        // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
+        let prefix = unsafe { tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, tile, 0, aggregate) };
+        if arch::lane_id() == 0 {
+            // SAFETY: shared slot; read after the block scan's closing barrier.
+            unsafe { arch::store(prefix_slot, prefix) };
+        }
+        prefix
+    });
+    // SAFETY: written in the callback, before the block scan's last barrier.
+    let tile_prefix_count = unsafe { arch::load(prefix_slot) } as usize;
+
+    // Every thread takes its row into registers before any thread overwrites the stage.
+    let mut items = [T::zeroed(); ITEMS];
+    for j in 0..ROW {
+        // SAFETY: the thread's own row.
+        thread::unpack_vector::<T, ITEMS>(unsafe { arch::load_shared_v4(row_address(j)) }, j, &mut items);
+    }
+    arch::sync_threads();
+    let mut rank = thread_exclusive as usize - tile_prefix_count;
+    for (k, &item) in items.iter().enumerate() {
+        if k < thread_valid {
+            if mask >> k & 1 != 0 {
+                // SAFETY: rank < tile_count <= tile_items.
+                unsafe { arch::store(element(rank), item) };
+                rank += 1;
+            } else if PARTITION {
+                // Items before this one in the tile, minus the selected ones among them.
+                let other_rank = thread_offset + k - rank;
+                // SAFETY: tile_count + other_rank < tile_valid.
+                unsafe { arch::store(element(tile_count as usize + other_rank), item) };
+            }
+        }
+    }
+    arch::sync_threads();
+
+    let kept = if PARTITION { tile_valid } else { tile_count as usize };
+    // SAFETY: for a partition `count` holds the number of selected items, written before the launch.
+    let total_selected = if PARTITION { (unsafe { arch::load(count) }) as usize } else { 0 };
+    let mut j = tid;
+    while j < kept {
+        let destination = if j < tile_count as usize {
+            tile_prefix_count + j
+        } else {
+            // The others before this tile: items before it minus the selected ones.
+            total_selected + (tile_start - tile_prefix_count) + (j - tile_count as usize)
+        };
+        // SAFETY: j < kept <= tile_items; destination < len.
+        unsafe { arch::store(output.add(destination), arch::load(element(j))) };
+        j += block;
     }
     if !PARTITION && tile == tiles - 1 && tid == 0 {
         // SAFETY: count valid.

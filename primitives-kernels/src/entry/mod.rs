@@ -116,22 +116,22 @@ macro_rules! select_entry_points {
     ($($t:ty => $select:ident, $partition:ident;)*) => {
         $(
             kernel! {
-                /// Select by a flag array; see [`device::select::select_kernel`].
+                /// Select by a flag array; see [`device::select::staged_select_kernel`].
                 pub unsafe fn $select(input: *const $t, flags: *const u8, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
                     // SAFETY: the host launcher sizes every buffer as `select_kernel` requires.
                     unsafe {
-                        select::select_kernel::<$t, select::Flagged, select::Values, { scan::items_per_thread::<$t>() }, false>(
+                        select::staged_select_kernel::<$t, select::Flagged, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, false>(
                             input, select::Flagged { flags }, len, output, count, temp, tiles, epoch,
                         )
                     }
                 }
             }
             kernel! {
-                /// Stable partition by a flag array; see [`device::select::select_kernel`].
+                /// Stable partition by a flag array; see [`device::select::staged_select_kernel`].
                 pub unsafe fn $partition(input: *const $t, flags: *const u8, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
                     // SAFETY: as above.
                     unsafe {
-                        select::select_kernel::<$t, select::Flagged, select::Values, { scan::items_per_thread::<$t>() }, true>(
+                        select::staged_select_kernel::<$t, select::Flagged, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, true>(
                             input, select::Flagged { flags }, len, output, count, temp, tiles, epoch,
                         )
                     }
@@ -169,7 +169,7 @@ macro_rules! compare_entry_points {
                 pub unsafe fn $select(input: *const $t, comparison: u32, threshold: u64, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
                     // SAFETY: the host launcher sizes every buffer as `select_kernel` requires.
                     unsafe {
-                        select::select_kernel::<$t, select::Compare<$t>, select::Values, { scan::items_per_thread::<$t>() }, false>(
+                        select::staged_select_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, false>(
                             input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch,
                         )
                     }
@@ -180,7 +180,7 @@ macro_rules! compare_entry_points {
                 pub unsafe fn $partition(input: *const $t, comparison: u32, threshold: u64, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
                     // SAFETY: as above.
                     unsafe {
-                        select::select_kernel::<$t, select::Compare<$t>, select::Values, { scan::items_per_thread::<$t>() }, true>(
+                        select::staged_select_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, true>(
                             input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch,
                         )
                     }

@@ -142,14 +142,21 @@ fn launch_select<T: Element, O: Element>(
     count: u64,
 ) -> Result<()> {
     let n = input.len();
+    // Values go through the staged kernel; run heads (indices) through the register-tile one.
+    let staged = size_of::<O>() == size_of::<T>() && !kernel_name.starts_with("primitives_run_heads_");
     let items = scan_kernel::items_per_thread::<T>();
-    let tiles = n.div_ceil(BLOCK_THREADS as usize * items);
+    let (threads, tile_items, shared) = if staged {
+        (kernel::STAGED_BLOCK_THREADS, kernel::staged_tile_items::<T>(), kernel::staged_shared_bytes::<T>())
+    } else {
+        (BLOCK_THREADS, BLOCK_THREADS as usize * items, kernel::shared_bytes(items, size_of::<O>()))
+    };
+    let tiles = n.div_ceil(tile_items);
     let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
     let (buffer, epoch) = temp.prepare(gpu, kernel::temp_bytes(tiles))?;
     let config = LaunchConfig {
         grid_dim: (tiles as u32, 1, 1),
-        block_dim: (BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: kernel::shared_bytes(items, size_of::<O>()) as u32,
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: shared as u32,
     };
     let head = match source {
         Source::Flags(flags) => vec![input.device_ptr(), flags],

@@ -96,6 +96,8 @@ const LAUNCH_BOUNDS: &[(&str, &[&str], u32, u32)] = &[
     ("primitives_scan_", &[""], 256, 5),
     ("primitives_scanvariant_registers_", &[""], 256, 6),
     ("primitives_scanvariant_timed_", &[""], 512, 3),
+    ("primitives_select_", &[""], 256, 4),
+    ("primitives_partition_", &[""], 256, 4),
     ("primitives_radix_onesweep_", &[""], 256, 2),
     ("primitives_radix_block_sort_", &[""], 256, 3),
     ("primitives_histogram_multi_", &[""], 512, 1),
