@@ -153,11 +153,8 @@ fn launch_select<T: Element, O: Element>(
     let tiles = n.div_ceil(tile_items);
     let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
     let (buffer, epoch) = temp.prepare(gpu, kernel::temp_bytes(tiles))?;
-    let config = LaunchConfig {
-        grid_dim: (tiles as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: shared as u32,
-    };
+    let config =
+        LaunchConfig { grid_dim: (tiles as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared as u32 };
     let head = match source {
         Source::Flags(flags) => vec![input.device_ptr(), flags],
         Source::Compare { comparison, threshold } => vec![input.device_ptr(), comparison, threshold],
