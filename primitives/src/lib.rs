@@ -158,6 +158,9 @@ mod tests {
             "primitives_select_head_flags",
             "primitives_heads_to_ends",
             "primitives_offsets_to_flags",
+            // Scan variants for the side-by-side bench (`DeviceScan::inclusive_sum_variant`).
+            "primitives_scanvariant_registers_sum_f32",
+            "primitives_scanvariant_timed_sum_f32",
         ]);
         for name in &names {
             assert!(entries.contains(name), "{name} missing from the embedded PTX");
