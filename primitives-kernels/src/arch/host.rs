@@ -345,6 +345,33 @@ pub unsafe fn cp_async_16(dst: u32, src: *const [u32; 4]) {
 /// `cp.async.wait_all`: the emulator's copies have landed already.
 pub fn cp_async_wait_all() {}
 
+/// `ld.shared.b32`.
+///
+/// # Safety
+/// 4 readable, 4-byte aligned bytes of shared memory (checked).
+pub unsafe fn load_shared_b32(address: u32) -> u32 {
+    // SAFETY: checked by `shared_pointer`.
+    unsafe { shared_pointer(address, 4, 4).cast::<u32>().read() }
+}
+
+/// `ld.shared.v2.u32`.
+///
+/// # Safety
+/// 8 readable, 8-byte aligned bytes of shared memory (checked).
+pub unsafe fn load_shared_v2(address: u32) -> [u32; 2] {
+    // SAFETY: checked by `shared_pointer`.
+    unsafe { shared_pointer(address, 8, 8).cast::<[u32; 2]>().read() }
+}
+
+/// `ld.shared.u8`, zero-extended.
+///
+/// # Safety
+/// One readable byte of shared memory (checked).
+pub unsafe fn load_shared_u8(address: u32) -> u32 {
+    // SAFETY: checked by `shared_pointer`.
+    unsafe { shared_pointer(address, 1, 1).read() as u32 }
+}
+
 /// `ld.shared.v4.u32`.
 ///
 /// # Safety

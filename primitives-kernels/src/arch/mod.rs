@@ -39,6 +39,24 @@ pub fn warp_idx() -> u32 {
     thread_idx_x() / WARP_SIZE
 }
 
+/// A `T` of 4, 8 or 16 bytes at a `.shared` address (see [`shared_address`]), with one `ld.shared`
+/// (`.b32`, `.v2.u32` or `.v4.u32`).
+///
+/// # Safety
+/// `address` holds a `T` in shared memory, aligned to its size.
+#[inline(always)]
+pub unsafe fn load_shared<T: Pod>(address: u32) -> T {
+    const { assert!(matches!(size_of::<T>(), 4 | 8 | 16), "elements of 4, 8 or 16 bytes") };
+    // SAFETY: forwarded; each arm runs only for its own size, so the casts are between equal sizes.
+    unsafe {
+        match size_of::<T>() {
+            4 => bytemuck::cast(load_shared_b32(address)),
+            8 => bytemuck::cast(load_shared_v2(address)),
+            _ => bytemuck::cast(load_shared_v4(address)),
+        }
+    }
+}
+
 /// Number of 32-bit words a `T` occupies (rounded up).
 #[inline(always)]
 const fn word_count<T>() -> usize {

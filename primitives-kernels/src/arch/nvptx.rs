@@ -467,6 +467,48 @@ pub unsafe fn load_shared_v4(address: u32) -> [u32; 4] {
     [a, b, c, d]
 }
 
+/// `ld.shared.b32` at a `.shared` address.
+///
+/// # Safety
+/// `address` 4 readable, 4-byte aligned bytes of shared memory (see [`shared_address`]).
+#[inline(always)]
+pub unsafe fn load_shared_b32(address: u32) -> u32 {
+    let value: u32;
+    // SAFETY: the caller vouches for `address`.
+    unsafe { asm!("ld.shared.b32 {0}, [{1}];", out(reg32) value, in(reg32) address, options(readonly, nostack)) };
+    value
+}
+
+/// `ld.shared.v2.u32` at a `.shared` address.
+///
+/// # Safety
+/// `address` 8 readable, 8-byte aligned bytes of shared memory (see [`shared_address`]).
+#[inline(always)]
+pub unsafe fn load_shared_v2(address: u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    // SAFETY: the caller vouches for `address`.
+    unsafe {
+        asm!(
+            "ld.shared.v2.u32 {{{0}, {1}}}, [{2}];",
+            out(reg32) a, out(reg32) b, in(reg32) address,
+            options(readonly, nostack)
+        )
+    };
+    [a, b]
+}
+
+/// `ld.shared.u8` at a `.shared` address, zero-extended.
+///
+/// # Safety
+/// `address` one readable byte of shared memory (see [`shared_address`]).
+#[inline(always)]
+pub unsafe fn load_shared_u8(address: u32) -> u32 {
+    let value: u32;
+    // SAFETY: the caller vouches for `address`.
+    unsafe { asm!("ld.shared.u8 {0}, [{1}];", out(reg32) value, in(reg32) address, options(readonly, nostack)) };
+    value
+}
+
 /// `st.shared.v4.u32` at a `.shared` address.
 ///
 /// # Safety

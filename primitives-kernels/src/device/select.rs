@@ -4,16 +4,22 @@
 //! The pass is the device scan's (decoupled look-back over tiles, `device::scan`) applied to the
 //! flag counts: a thread's exclusive count of flagged items, plus the tile's prefix, is where its
 //! flagged items go. Each tile first compacts its items in shared memory (flagged first, then, for a
-//! partition, the others), then copies them out with coalesced stores. A partition needs the total
-//! number of flagged items to place the others; a counting kernel (`count_kernel`) runs first and
-//! leaves it on the device, so nothing returns to the host in between.
+//! partition, the others), then copies them out with coalesced stores.
+//!
+//! A partition needs the total number of flagged items to place the others, so it takes two
+//! passes: [`partition_offsets_kernel`] reads only the flags (or the items, for a comparison),
+//! counts each tile's flagged items, scans those counts with a look-back over blocks of eight tiles
+//! and leaves every tile's offset and the total on the device; the placement pass then moves each
+//! tile with no look-back at all, so it runs at the pace of its loads and stores rather than of the
+//! L2 round trips of a look-back. Nothing returns to the host in between.
 
 use crate::arch;
-use crate::block::{BlockReduce, BlockScan, DynamicShared};
+use crate::block::{BlockScan, DynamicShared};
 use crate::device::scan::{swizzled, BLOCK_THREADS, STAGED_ROW_VECTORS, TEMP_HEADER};
 use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, LOOK_BACK_DEPTH};
 use crate::ops::{Element, Sum};
 use crate::thread;
+use crate::warp;
 
 /// Decides, item by item, what is selected.
 pub trait FlagSource<T>: Copy {
@@ -23,8 +29,12 @@ pub trait FlagSource<T>: Copy {
     /// `index` below the input length.
     unsafe fn flag(&self, index: usize, item: T) -> bool;
 
-    /// The flag bytes (non-zero: selected), where the flags are an array the staged kernel can copy
-    /// into shared memory; null where they are computed from the items.
+    /// Whether the flags are a byte array ([`FlagSource::flag_bytes`]) that the staged kernels copy
+    /// into shared memory, rather than computed from the items. A constant, so that the kernels'
+    /// loops carry no test of it.
+    const FLAG_ARRAY: bool = false;
+
+    /// The flag bytes (non-zero: selected) where [`FlagSource::FLAG_ARRAY`]; null otherwise.
     #[inline(always)]
     fn flag_bytes(&self) -> *const u8 {
         core::ptr::null()
@@ -38,6 +48,8 @@ pub struct Flagged {
 }
 
 impl<T> FlagSource<T> for Flagged {
+    const FLAG_ARRAY: bool = true;
+
     #[inline(always)]
     unsafe fn flag(&self, index: usize, _item: T) -> bool {
         // SAFETY: the flag array is as long as the input (host-checked); index in range (caller).
@@ -161,10 +173,9 @@ pub const fn temp_bytes(tiles: usize) -> usize {
     TEMP_HEADER + tiles * 8
 }
 
-/// The select/partition kernel's body. Select (`PARTITION = false`): the selected items' outputs go to
-/// `output[0..k]` in input order and the last tile writes `k` to `*count`. Partition: the `k =
-/// *count` selected items (counted before the launch by `count_kernel`) go to `output[0..k]` and the
-/// others to `output[k..len]`, each in input order.
+/// The select kernel's body with the tile in registers, for outputs other than the items themselves
+/// (run heads' indices): the selected items' outputs go to `output[0..k]` in input order and the
+/// last tile writes `k` to `*count`.
 ///
 /// Launch `tiles = ceil(len / (BLOCK_THREADS * ITEMS))` blocks of [`BLOCK_THREADS`] threads with
 /// [`shared_bytes`] bytes of dynamic shared memory.
@@ -175,13 +186,7 @@ pub const fn temp_bytes(tiles: usize) -> usize {
 /// (`device::scan::scan_kernel`), with [`temp_bytes`]`(tiles)` bytes.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn select_kernel<
-    T: Element,
-    F: FlagSource<T>,
-    O: SelectOutput<T>,
-    const ITEMS: usize,
-    const PARTITION: bool,
->(
+pub unsafe fn select_kernel<T: Element, F: FlagSource<T>, O: SelectOutput<T>, const ITEMS: usize>(
     input: *const T,
     flags: F,
     len: u64,
@@ -239,8 +244,7 @@ pub unsafe fn select_kernel<
     // SAFETY: written in the callback, before the block scan's last barrier.
     let tile_prefix_count = unsafe { arch::load(prefix_slot) } as usize;
 
-    // Compact the tile in shared memory: selected items at their rank among the tile's selected
-    // items; for a partition, the others after all of them at their rank among the others.
+    // Compact the tile's selected items in shared memory, at their rank among them.
     let mut rank = thread_exclusive as usize - tile_prefix_count;
     for k in 0..ITEMS {
         if k < thread_valid {
@@ -249,32 +253,18 @@ pub unsafe fn select_kernel<
                 // SAFETY: rank < tile_count <= tile_items.
                 unsafe { arch::store(compacted.add(rank), out) };
                 rank += 1;
-            } else if PARTITION {
-                // Items before this one in the tile, minus the selected ones among them.
-                let other_rank = thread_offset + k - rank;
-                // SAFETY: tile_count + other_rank < tile_valid.
-                unsafe { arch::store(compacted.add(tile_count as usize + other_rank), out) };
             }
         }
     }
     arch::sync_threads();
 
-    let kept = if PARTITION { tile_valid } else { tile_count as usize };
-    // SAFETY: for a partition `count` holds the number of selected items, written before the launch.
-    let total_selected = if PARTITION { (unsafe { arch::load(count) }) as usize } else { 0 };
     let mut j = tid;
-    while j < kept {
-        let destination = if j < tile_count as usize {
-            tile_prefix_count + j
-        } else {
-            // The others before this tile: items before it minus the selected ones.
-            total_selected + (tile_start - tile_prefix_count) + (j - tile_count as usize)
-        };
-        // SAFETY: j < kept <= tile_items; destination < len.
-        unsafe { arch::store(output.add(destination), arch::load(compacted.add(j))) };
+    while j < tile_count as usize {
+        // SAFETY: j < tile_count <= tile_items; the destination is below the selected count <= len.
+        unsafe { arch::store(output.add(tile_prefix_count + j), arch::load(compacted.add(j))) };
         j += threads;
     }
-    if !PARTITION && tile == tiles - 1 && tid == 0 {
+    if tile == tiles - 1 && tid == 0 {
         // SAFETY: count valid.
         unsafe { arch::store(count, (tile_prefix_count + tile_count as usize) as u64) };
     }
@@ -304,12 +294,20 @@ pub const fn staged_shared_bytes<T>() -> usize {
 /// the block scans the counts with the look-back as block prefix, each thread moves its items to
 /// their compacted places in the same shared memory, and the block copies them out.
 ///
-/// Same contract and results as [`select_kernel`] with [`Values`], with [`staged_tile_items`] items
-/// per tile, [`STAGED_BLOCK_THREADS`] threads and [`staged_shared_bytes`] of dynamic shared memory.
-/// `V` must be `16 / size_of::<T>()` (elements of 4, 8 or 16 bytes) and `ITEMS` `8 * V`.
+/// Select (`PARTITION = false`): the selected items go to `output[0..k]` in input order and the last
+/// tile writes `k` to `*count`, as [`select_kernel`] with [`Values`] does. Partition: the selected
+/// items go to `output[0..k]` and the others to `output[k..len]`, each in input order.
+///
+/// `TWO_PASS` (always, for a partition): the placement pass after [`partition_offsets_kernel`],
+/// which left each tile's offset in `temp` and `k` in `*count`. Tile `i` is block `i` (no
+/// look-back, so no ticket either). Otherwise the tiles look back for their offsets.
+///
+/// Launch `ceil(len /` [`staged_tile_items`]`)` blocks of [`STAGED_BLOCK_THREADS`] threads with
+/// [`staged_shared_bytes`] of dynamic shared memory. `V` must be `16 / size_of::<T>()` (elements of
+/// 4, 8 or 16 bytes) and `ITEMS` `8 * V`.
 ///
 /// # Safety
-/// As for [`select_kernel`].
+/// As for [`select_kernel`]; for a partition, `temp` and `*count` as the offsets pass left them.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn staged_select_kernel<
@@ -318,6 +316,7 @@ pub unsafe fn staged_select_kernel<
     const V: usize,
     const ITEMS: usize,
     const PARTITION: bool,
+    const TWO_PASS: bool,
 >(
     input: *const T,
     flags: F,
@@ -330,6 +329,7 @@ pub unsafe fn staged_select_kernel<
 ) {
     const ROW: usize = STAGED_ROW_VECTORS;
     const { assert!(V * size_of::<T>() == 16 && V <= 4 && ITEMS == ROW * V, "elements of 4, 8 or 16 bytes") };
+    const { assert!(TWO_PASS || !PARTITION, "a partition needs the offsets pass") };
     let block = arch::block_dim_x() as usize;
     let mut shared = DynamicShared::new();
     let stage = shared.take::<[u32; 4]>(block * ROW);
@@ -338,8 +338,13 @@ pub unsafe fn staged_select_kernel<
     let tile_slot = shared.take::<u32>(1);
     let prefix_slot = shared.take::<u32>(1);
     let tid = arch::thread_idx_x() as usize;
-    // SAFETY: temp's first word is the tile counter; the slot is shared.
-    let tile = unsafe { take_tile(temp.cast::<u32>(), tiles, tile_slot) };
+    let tile = if TWO_PASS {
+        // The offsets pass placed every tile already: no look-back, any order.
+        arch::block_idx_x()
+    } else {
+        // SAFETY: temp's first word is the tile counter; the slot is shared.
+        unsafe { take_tile(temp.cast::<u32>(), tiles, tile_slot) }
+    };
 
     let tile_items = block * ITEMS;
     let tile_start = tile as usize * tile_items;
@@ -363,7 +368,7 @@ pub unsafe fn staged_select_kernel<
                 let v = tid + i * block;
                 arch::cp_async_16(stage_address + (swizzled::<ROW>(v) * 16) as u32, source.add(v));
             }
-            if !flag_bytes.is_null() {
+            if F::FLAG_ARRAY {
                 let source = flag_bytes.add(tile_start).cast::<[u32; 4]>();
                 let mut v = tid;
                 while v < tile_items / 16 {
@@ -381,7 +386,7 @@ pub unsafe fn staged_select_kernel<
             unsafe {
                 let value = if inside { arch::load(input.add(tile_start + e)) } else { T::zeroed() };
                 arch::store(element(e), value);
-                if !flag_bytes.is_null() {
+                if F::FLAG_ARRAY {
                     let flag = if inside { arch::load(flag_bytes.add(tile_start + e)) } else { 0 };
                     arch::store(flag_stage.cast::<u8>().add(e), flag);
                 }
@@ -395,9 +400,9 @@ pub unsafe fn staged_select_kernel<
     let thread_valid = tile_valid.saturating_sub(thread_offset).min(ITEMS);
     let first = tile_start + thread_offset;
     let row_address = |j: usize| stage_address + (swizzled::<ROW>(tid * ROW + j) * 16) as u32;
-    let mut mask = 0u32;
-    if !flag_bytes.is_null() {
-        // The thread's ITEMS flag bytes, as 16-byte vectors or (8 flags) 4-byte words.
+    let thread_count = if F::FLAG_ARRAY {
+        // The thread's ITEMS flag bytes, as 16-byte vectors or (8 flags) 4-byte words; bytes past
+        // the input are zero in the stage.
         let mut words = [0u32; 8];
         if ITEMS >= 16 {
             for h in 0..ITEMS / 16 {
@@ -411,12 +416,13 @@ pub unsafe fn staged_select_kernel<
                 *word = unsafe { arch::load(flag_stage.cast::<u32>().add(thread_offset / 4 + w)) };
             }
         }
-        for k in 0..ITEMS {
-            if (words[k / 4] >> (8 * (k % 4))) & 0xff != 0 {
-                mask |= 1 << k;
-            }
+        let mut count = 0;
+        for &word in &words {
+            count += non_zero_bytes(word).count_ones();
         }
+        count
     } else {
+        let mut count = 0;
         for j in 0..ROW {
             let mut items = [T::zeroed(); V];
             // SAFETY: the thread's own row.
@@ -424,100 +430,250 @@ pub unsafe fn staged_select_kernel<
             for (e, &item) in items.iter().enumerate() {
                 let k = j * V + e;
                 // SAFETY: first + k < len when k < thread_valid.
-                if k < thread_valid && unsafe { flags.flag(first + k, item) } {
-                    mask |= 1 << k;
-                }
+                count += (k < thread_valid && unsafe { flags.flag(first + k, item) }) as u32;
             }
         }
-    }
-    if thread_valid < 32 {
-        mask &= (1u32 << thread_valid) - 1;
-    }
+        count
+    };
 
-    // SAFETY: the tile status follows the header in temp.
-    let status = unsafe { PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch) };
-    let (thread_exclusive, tile_count) = block_scan.exclusive_scan_with_prefix::<Sum>(mask.count_ones(), |aggregate| {
-        // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
-        let prefix = unsafe { tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, tile, 0, aggregate) };
-        if arch::lane_id() == 0 {
-            // SAFETY: shared slot; read after the block scan's closing barrier.
-            unsafe { arch::store(prefix_slot, prefix) };
-        }
-        prefix
-    });
-    // SAFETY: written in the callback, before the block scan's last barrier.
-    let tile_prefix_count = unsafe { arch::load(prefix_slot) } as usize;
-
-    // Every thread takes its row into registers before any thread overwrites the stage.
-    let mut items = [T::zeroed(); ITEMS];
-    for j in 0..ROW {
-        // SAFETY: the thread's own row.
-        thread::unpack_vector::<T, ITEMS>(unsafe { arch::load_shared_v4(row_address(j)) }, j, &mut items);
-    }
-    arch::sync_threads();
-    let mut rank = thread_exclusive as usize - tile_prefix_count;
-    for (k, &item) in items.iter().enumerate() {
-        if k < thread_valid {
-            if mask >> k & 1 != 0 {
-                // SAFETY: rank < tile_count <= tile_items.
-                unsafe { arch::store(element(rank), item) };
-                rank += 1;
-            } else if PARTITION {
-                // Items before this one in the tile, minus the selected ones among them.
-                let other_rank = thread_offset + k - rank;
-                // SAFETY: tile_count + other_rank < tile_valid.
-                unsafe { arch::store(element(tile_count as usize + other_rank), item) };
+    let (rank_in_tile, tile_count, tile_prefix_count) = if TWO_PASS {
+        let (exclusive, tile_count) = block_scan.exclusive_scan::<Sum>(thread_count);
+        // SAFETY: the offsets pass wrote tile `tile`'s offset at `offsets_at` in temp.
+        let prefix = unsafe { arch::load(temp.add(offsets_at(tiles as usize)).cast::<u32>().add(tile as usize)) };
+        (exclusive, tile_count, prefix as usize)
+    } else {
+        // SAFETY: the tile status follows the header in temp.
+        let status = unsafe { PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch) };
+        let (exclusive, tile_count) = block_scan.exclusive_scan_with_prefix::<Sum>(thread_count, |aggregate| {
+            // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
+            let prefix = unsafe { tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, tile, 0, aggregate) };
+            if arch::lane_id() == 0 {
+                // SAFETY: shared slot; read after the block scan's closing barrier.
+                unsafe { arch::store(prefix_slot, prefix) };
             }
-        }
-    }
-    arch::sync_threads();
+            prefix
+        });
+        // SAFETY: written in the callback, before the block scan's last barrier.
+        let prefix = unsafe { arch::load(prefix_slot) };
+        (exclusive - prefix, tile_count, prefix as usize)
+    };
 
-    let kept = if PARTITION { tile_valid } else { tile_count as usize };
-    // SAFETY: for a partition `count` holds the number of selected items, written before the launch.
-    let total_selected = if PARTITION { (unsafe { arch::load(count) }) as usize } else { 0 };
-    let mut j = tid;
-    while j < kept {
-        let destination = if j < tile_count as usize {
-            tile_prefix_count + j
-        } else {
-            // The others before this tile: items before it minus the selected ones.
-            total_selected + (tile_start - tile_prefix_count) + (j - tile_count as usize)
-        };
-        // SAFETY: j < kept <= tile_items; destination < len.
-        unsafe { arch::store(output.add(destination), arch::load(element(j))) };
-        j += block;
+    // Each warp moves its own 32 * ITEMS items straight to the output, warp-striped: in step k lane
+    // l takes item k * 32 + l of the warp's chunk, so the selected lanes of a step write consecutive
+    // places (and so do the others, for a partition), ranked by one ballot. Reading the stage in
+    // this order has no bank conflicts, and no second pass through shared memory is needed.
+    // Indices within the input fit in u32 (len < 2^32): 32-bit arithmetic halves the instructions
+    // of this loop, which bounds the kernel's speed.
+    let lane = arch::lane_id();
+    let chunk = (tid as u32 - lane) * ITEMS as u32;
+    let warp_rank = arch::shfl_idx_sync(arch::FULL_MASK, rank_in_tile, 0);
+    // SAFETY: for a partition `count` holds the number of selected items (the offsets pass).
+    let total_selected = if PARTITION { (unsafe { arch::load(count) }) as u32 } else { 0 };
+    let tile_prefix = tile_prefix_count as u32;
+    // Where the warp's next selected item and (partition) next other item go.
+    let mut selected_at = tile_prefix + warp_rank;
+    let mut other_at = total_selected + (tile_start as u32 - tile_prefix) + (chunk - warp_rank);
+    let lanes_below = (1u32 << lane) - 1;
+    let tile_valid = tile_valid as u32;
+    for k in 0..ITEMS as u32 {
+        let e = chunk + k * 32 + lane;
+        let valid = e < tile_valid;
+        let vector = swizzled::<ROW>((e / V as u32) as usize) as u32;
+        // SAFETY: e < tile_items: inside the stage, aligned to the element.
+        let item: T =
+            unsafe { arch::load_shared(stage_address + vector * 16 + (e % V as u32) * size_of::<T>() as u32) };
+        let flag = valid
+            && if !F::FLAG_ARRAY {
+                // SAFETY: tile_start + e < len.
+                unsafe { flags.flag(tile_start + e as usize, item) }
+            } else {
+                // SAFETY: inside the flag stage.
+                unsafe { arch::load_shared_u8(flag_address + e) != 0 }
+            };
+        let ballot = arch::ballot_sync(arch::FULL_MASK, flag);
+        let rank = (ballot & lanes_below).count_ones();
+        // One store a lane, selected or not: the selected lanes of a step write one run of places,
+        // the others (partition) another.
+        let destination = if flag { selected_at + rank } else { other_at + lane - rank };
+        if flag || (PARTITION && valid) {
+            // SAFETY: below the selected count for a selected item, in count..len for the others.
+            unsafe { arch::store(output.add(destination as usize), item) };
+        }
+        let selected = ballot.count_ones();
+        selected_at += selected;
+        other_at += 32 - selected;
     }
-    if !PARTITION && tile == tiles - 1 && tid == 0 {
+    if !TWO_PASS && tile == tiles - 1 && tid == 0 {
         // SAFETY: count valid.
         unsafe { arch::store(count, (tile_prefix_count + tile_count as usize) as u64) };
     }
 }
 
-/// Dynamic shared memory of the counting kernel for `u64` block totals.
-pub const fn count_shared_bytes() -> usize {
-    BlockReduce::<u64>::SHARED_BYTES
+/// Main (placement) tiles counted by one block of the offsets pass: one per warp.
+pub const OFFSETS_TILES_PER_BLOCK: usize = 8;
+/// Threads per block of the offsets pass.
+pub const OFFSETS_BLOCK_THREADS: u32 = OFFSETS_TILES_PER_BLOCK as u32 * arch::WARP_SIZE;
+
+/// Dynamic shared memory of the offsets pass.
+pub const OFFSETS_SHARED_BYTES: usize = 64;
+
+/// Blocks of the offsets pass for `tiles` placement tiles.
+pub const fn offsets_blocks(tiles: usize) -> usize {
+    tiles.div_ceil(OFFSETS_TILES_PER_BLOCK)
 }
 
-/// Adds the number of selected items of `input[..len]` to `*count` (one atomic per block; the host
-/// zeroes `*count` first). Any grid.
+/// Where, in the temporary storage of a partition over `tiles` tiles, the tiles' offsets begin:
+/// after the header and the offsets pass's tile status.
+pub const fn offsets_at(tiles: usize) -> usize {
+    TEMP_HEADER + offsets_blocks(tiles) * 8
+}
+
+/// Bytes of temporary storage of a partition over `tiles` tiles.
+pub const fn partition_temp_bytes(tiles: usize) -> usize {
+    offsets_at(tiles) + tiles * 4
+}
+
+/// Non-zero bytes among the four of `word`: the high bit of each byte of `(b & 0x7f) + 0x7f | b` is
+/// set exactly when the byte is non-zero (no carry crosses a byte).
+#[inline(always)]
+fn non_zero_bytes(word: u32) -> u32 {
+    (((word & 0x7f7f_7f7f) + 0x7f7f_7f7f) | word) & 0x8080_8080
+}
+
+/// Selected items of one placement tile (`start..start + valid`), counted by the 32 lanes of a warp;
+/// the result is in every lane's share, to be summed over the warp.
 ///
 /// # Safety
-/// `input` valid for `len` reads and `flags` for the same; `count` valid.
+/// `start + valid <= len`; `valid <= TILE`.
 #[inline(always)]
-pub unsafe fn count_kernel<T: Element, F: FlagSource<T>>(input: *const T, flags: F, len: u64, count: *mut u64) {
-    let storage = BlockReduce::<u64>::from_allocator(&mut DynamicShared::new());
-    let stride = arch::block_dim_x() as usize * arch::grid_dim_x() as usize;
-    let mut i = arch::block_idx_x() as usize * arch::block_dim_x() as usize + arch::thread_idx_x() as usize;
-    let mut selected = 0u64;
-    while i < len as usize {
-        // SAFETY: i < len.
-        selected += unsafe { flags.flag(i, arch::load(input.add(i))) } as u64;
-        i += stride;
+unsafe fn count_tile<T: Element, F: FlagSource<T>, const V: usize, const TILE: usize>(
+    input: *const T,
+    flags: F,
+    start: usize,
+    valid: usize,
+) -> u32 {
+    const BATCH: usize = 4;
+    let lane = arch::lane_id() as usize;
+    let flag_bytes = flags.flag_bytes();
+    let mut count = 0u32;
+    if F::FLAG_ARRAY && valid == TILE && (flag_bytes as usize).is_multiple_of(16) {
+        // 16 flag bytes a load; TILE / 16 is a multiple of 32 * BATCH (tiles of 2048 items or more).
+        let vectors = flag_bytes.wrapping_add(start).cast::<[u32; 4]>();
+        let mut v = lane;
+        while v < TILE / 16 {
+            let mut loaded = [[0u32; 4]; BATCH];
+            for (b, words) in loaded.iter_mut().enumerate() {
+                // SAFETY: a full tile: vector v + 32 b lies inside the flags (TILE / 16 vectors).
+                *words = unsafe { arch::load_global_nc_v4(vectors.add(v + 32 * b)) };
+            }
+            // Index loops: rustc's by-value array iterators leave the arrays in local memory here.
+            for words in &loaded {
+                for &word in words {
+                    count += non_zero_bytes(word).count_ones();
+                }
+            }
+            v += 32 * BATCH;
+        }
+    } else if !F::FLAG_ARRAY && valid == TILE && (input as usize).is_multiple_of(16) && V * size_of::<T>() == 16 {
+        // Flags computed from the items: 16 bytes of items a load.
+        let vectors = input.wrapping_add(start).cast::<[u32; 4]>();
+        let mut v = lane;
+        while v < TILE / V {
+            let mut loaded = [[0u32; 4]; BATCH];
+            for (b, words) in loaded.iter_mut().enumerate() {
+                // SAFETY: as above, TILE / V vectors of items.
+                *words = unsafe { arch::load_global_nc_v4(vectors.add(v + 32 * b)) };
+            }
+            for (b, &words) in loaded.iter().enumerate() {
+                let mut items = [T::zeroed(); V];
+                thread::unpack_vector::<T, V>(words, 0, &mut items);
+                for (e, &item) in items.iter().enumerate() {
+                    // SAFETY: the item's index is inside the input.
+                    count += unsafe { flags.flag(start + (v + 32 * b) * V + e, item) } as u32;
+                }
+            }
+            v += 32 * BATCH;
+        }
+    } else {
+        let mut i = lane;
+        while i < valid {
+            // SAFETY: start + i < start + valid <= len.
+            count += unsafe { flags.flag(start + i, arch::load(input.add(start + i))) } as u32;
+            i += 32;
+        }
     }
-    let block_total = storage.reduce::<Sum>(selected);
-    if arch::thread_idx_x() == 0 && block_total != 0 {
-        // SAFETY: count valid.
-        unsafe { arch::atomic_add_u64_gpu(count, block_total) };
+    count
+}
+
+/// The partition's first pass: how many items each placement tile of `TILE` items selects before it.
+/// Each warp counts one tile; the block scans its tiles' counts with a decoupled look-back over the
+/// blocks as block prefix (blocks of [`OFFSETS_TILES_PER_BLOCK`] tiles keep the look-backs few),
+/// and writes each tile's exclusive count (`u32`) at [`offsets_at`] in `temp`; the last block writes
+/// the total to `*count`. The placement pass ([`staged_select_kernel`] with `PARTITION`) then needs
+/// no look-back of its own.
+///
+/// Launch [`offsets_blocks`]`(tiles)` blocks of [`OFFSETS_BLOCK_THREADS`] threads with
+/// [`OFFSETS_SHARED_BYTES`] of dynamic shared memory. `V` is `16 / size_of::<T>()` where that divides (else 1).
+///
+/// # Safety
+/// `input` valid for `len` reads (`len < 2^32`), the flags for the same; `count` valid; `temp` as
+/// for the device scan, with [`partition_temp_bytes`]`(tiles)` bytes, `tiles = ceil(len / TILE)`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn partition_offsets_kernel<T: Element, F: FlagSource<T>, const V: usize, const TILE: usize>(
+    input: *const T,
+    flags: F,
+    len: u64,
+    count: *mut u64,
+    temp: *mut u8,
+    tiles: u32,
+    epoch: u32,
+) {
+    const { assert!(TILE.is_multiple_of(16 * 32 * 4) && OFFSETS_TILES_PER_BLOCK <= 32, "tiles of whole batches") };
+    let mut shared = DynamicShared::new();
+    let block_slot = shared.take::<u32>(1);
+    let warp_counts = shared.take::<u32>(OFFSETS_TILES_PER_BLOCK);
+    let blocks = offsets_blocks(tiles as usize) as u32;
+    // SAFETY: temp's first word is the tile counter; the slot is shared.
+    let block = unsafe { take_tile(temp.cast::<u32>(), blocks, block_slot) };
+    let warp = arch::warp_idx() as usize;
+    let tile = block as usize * OFFSETS_TILES_PER_BLOCK + warp;
+    let len = len as usize;
+    let mut tile_count = 0u32;
+    if tile < tiles as usize {
+        let start = tile * TILE;
+        // SAFETY: start < len; the tile's valid items are inside the input.
+        let lane_count = unsafe { count_tile::<T, F, V, TILE>(input, flags, start, (len - start).min(TILE)) };
+        tile_count = warp::warp_reduce::<u32, Sum>(lane_count);
+    }
+    if arch::lane_id() == 0 {
+        // SAFETY: warp < OFFSETS_TILES_PER_BLOCK: inside the shared array.
+        unsafe { arch::store(warp_counts.add(warp), tile_count) };
+    }
+    arch::sync_threads();
+    if warp == 0 {
+        let lane = arch::lane_id() as usize;
+        let own = if lane < OFFSETS_TILES_PER_BLOCK {
+            // SAFETY: written by warp `lane` before the barrier.
+            unsafe { arch::load(warp_counts.add(lane)) }
+        } else {
+            0
+        };
+        let (exclusive, block_total) = warp::warp_exclusive_scan::<u32, Sum>(own);
+        // SAFETY: the tile status follows the header in temp; block < blocks; all 32 lanes call.
+        let prefix = unsafe {
+            let status = PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch);
+            tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, block, 0, block_total)
+        };
+        let tile = block as usize * OFFSETS_TILES_PER_BLOCK + lane;
+        if lane < OFFSETS_TILES_PER_BLOCK && tile < tiles as usize {
+            // SAFETY: the offsets follow the status in temp, one per tile.
+            unsafe { arch::store(temp.add(offsets_at(tiles as usize)).cast::<u32>().add(tile), prefix + exclusive) };
+        }
+        if block == blocks - 1 && lane == 0 {
+            // SAFETY: count valid.
+            unsafe { arch::store(count, (prefix + block_total) as u64) };
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub trait SelectKernel: Element + sealed::Sealed {
 pub trait CompareKernel: SelectKernel + PartialOrd {
     const SELECT_IF: &'static str;
     const PARTITION_IF: &'static str;
-    const COUNT_IF: &'static str;
+    const PARTITION_OFFSETS_IF: &'static str;
     const RUN_HEADS: &'static str;
     const RUN_LENGTHS: &'static str;
 }
@@ -42,7 +42,7 @@ macro_rules! compare_kernels {
         impl CompareKernel for $t {
             const SELECT_IF: &'static str = concat!("primitives_select_if_", $suffix);
             const PARTITION_IF: &'static str = concat!("primitives_partition_if_", $suffix);
-            const COUNT_IF: &'static str = concat!("primitives_count_if_", $suffix);
+            const PARTITION_OFFSETS_IF: &'static str = concat!("primitives_partition_offsets_if_", $suffix);
             const RUN_HEADS: &'static str = concat!("primitives_run_heads_", $suffix);
             const RUN_LENGTHS: &'static str = concat!("primitives_run_lengths_", $suffix);
         }
@@ -166,26 +166,53 @@ fn launch_select<T: Element, O: Element>(
     unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
 }
 
-/// Counts, into `count[0]` (zeroed first, on the stream), the items the source selects.
-fn launch_count(
+/// A partition in two launches: the offsets pass (`offsets_kernel`, whose arguments start with
+/// `offsets_head`) writes every tile's offset and the total count, then the placement pass
+/// (`partition_kernel`, whose arguments start with `input` and `partition_head`) moves the items.
+#[allow(clippy::too_many_arguments)]
+fn launch_partition<T: Element>(
     gpu: &Gpu,
-    kernel_name: &'static str,
-    args_head: &[u64],
-    n: usize,
+    offsets_kernel: &'static str,
+    offsets_head: &[u64],
+    partition_kernel: &'static str,
+    partition_head: &[u64],
+    input: &DeviceBuffer<T>,
+    output: u64,
     count: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    count.copy_from_host(gpu, &[0])?;
-    let max_grid = gpu.properties().multiprocessors.max(1) * 8;
-    let grid = (n.div_ceil(BLOCK_THREADS as usize) as u32).clamp(1, max_grid);
+    let n = input.len();
+    if n == 0 {
+        return count.copy_from_host(gpu, &[0]);
+    }
+    let tiles = n.div_ceil(kernel::staged_tile_items::<T>());
+    let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
+    let (buffer, epoch) = temp.prepare(gpu, kernel::partition_temp_bytes(tiles))?;
+    let tail = [buffer.device_ptr(), tiles as u64, epoch as u64];
+
     let config = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: kernel::count_shared_bytes() as u32,
+        grid_dim: (kernel::offsets_blocks(tiles) as u32, 1, 1),
+        block_dim: (kernel::OFFSETS_BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: kernel::OFFSETS_SHARED_BYTES as u32,
     };
-    let mut args = args_head.to_vec();
+    let mut args = offsets_head.to_vec();
     args.extend([n as u64, count.device_ptr()]);
-    // SAFETY: the input (and flags) hold `n` items; the counter holds one u64.
-    unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
+    args.extend(tail);
+    // SAFETY: the input (or flags) hold `n` items (checked by the callers, n < 2^32); the counter
+    // holds one u64; temp storage ready for `tiles` tiles with a fresh epoch, its use ordered by the lock.
+    unsafe { gpu.launch(PRIMITIVES_MODULE, offsets_kernel, config, &args)? };
+
+    let config = LaunchConfig {
+        grid_dim: (tiles as u32, 1, 1),
+        block_dim: (kernel::STAGED_BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: kernel::staged_shared_bytes::<T>() as u32,
+    };
+    let mut args = vec![input.device_ptr()];
+    args.extend(partition_head);
+    args.extend([n as u64, output, count.device_ptr()]);
+    args.extend(tail);
+    // SAFETY: as above; output holds `n` items; the offsets pass, earlier on the stream, wrote the
+    // tiles' offsets into temp and the total into the counter.
+    unsafe { gpu.launch(PRIMITIVES_MODULE, partition_kernel, config, &args) }
 }
 
 /// Stream compaction (CUB's `DeviceSelect`): keeps the selected items, in input order, at the start
@@ -207,6 +234,11 @@ fn launch_count(
 pub struct DeviceSelect;
 
 impl DeviceSelect {
+    /// Elements per tile (one block) of select and partition for `T`.
+    pub const fn tile_items<T>() -> usize {
+        kernel::staged_tile_items::<T>()
+    }
+
     /// Selects the items whose flag byte is non-zero.
     pub fn flagged<T: SelectKernel>(
         gpu: &Gpu,
@@ -221,6 +253,23 @@ impl DeviceSelect {
         }
         let source = Source::Flags(flags.device_ptr());
         launch_select::<T, T>(gpu, T::SELECT_FLAGGED, input, source, output.device_ptr(), num_selected.device_ptr())
+    }
+
+    /// [`DeviceSelect::flagged`] in two passes, as the partition does (an offsets pass, then
+    /// placement without look-back): a variant for the side-by-side bench.
+    #[doc(hidden)]
+    pub fn flagged_two_pass(
+        gpu: &Gpu,
+        input: &DeviceBuffer<u32>,
+        flags: &DeviceBuffer<u8>,
+        output: &mut DeviceBuffer<u32>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
+        let flags = flags.device_ptr();
+        let offsets = "primitives_partition_offsets_flagged_4";
+        let select = "primitives_selectvariant_two_pass_flagged_u32";
+        launch_partition(gpu, offsets, &[flags], select, &[flags], input, output.device_ptr(), num_selected)
     }
 
     /// Selects the items for which `item <comparison> threshold` holds.
@@ -243,7 +292,9 @@ impl DeviceSelect {
 
 /// Stable two-way partition (CUB's `DevicePartition`, but with both groups in input order): the
 /// selected items first, then the others, into one output; their count goes to `num_selected[0]`.
-/// Two launches (a count, then the single-pass partition), no host synchronisation.
+/// Two launches, no host synchronisation: an offsets pass reads the flags (or items) once and, with
+/// a decoupled look-back over blocks of tiles, gives every tile the count of selected items before
+/// it and the total; the placement pass then moves each tile with no look-back of its own.
 pub struct DevicePartition;
 
 impl DevicePartition {
@@ -256,12 +307,14 @@ impl DevicePartition {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
-        launch_count(gpu, "primitives_count_flagged", &[flags.device_ptr()], input.len(), num_selected)?;
-        if input.is_empty() {
-            return Ok(());
-        }
-        let source = Source::Flags(flags.device_ptr());
-        launch_select::<T, T>(gpu, T::PARTITION_FLAGGED, input, source, output.device_ptr(), num_selected.device_ptr())
+        let offsets_kernel = match size_of::<T>() {
+            4 => "primitives_partition_offsets_flagged_4",
+            8 => "primitives_partition_offsets_flagged_8",
+            _ => "primitives_partition_offsets_flagged_16",
+        };
+        let flags = flags.device_ptr();
+        let partition = T::PARTITION_FLAGGED;
+        launch_partition(gpu, offsets_kernel, &[flags], partition, &[flags], input, output.device_ptr(), num_selected)
     }
 
     /// Partitions by a comparison with a threshold (items for which it holds first).
@@ -275,12 +328,9 @@ impl DevicePartition {
     ) -> Result<()> {
         check_lengths(input, output.len(), None, num_selected.len())?;
         let (code, bits) = (comparison.code(), threshold_bits(threshold));
-        launch_count(gpu, T::COUNT_IF, &[input.device_ptr(), code, bits], input.len(), num_selected)?;
-        if input.is_empty() {
-            return Ok(());
-        }
-        let source = Source::Compare { comparison: code, threshold: bits };
-        launch_select::<T, T>(gpu, T::PARTITION_IF, input, source, output.device_ptr(), num_selected.device_ptr())
+        let head = [input.device_ptr(), code, bits];
+        let output = output.device_ptr();
+        launch_partition(gpu, T::PARTITION_OFFSETS_IF, &head, T::PARTITION_IF, &head[1..], input, output, num_selected)
     }
 }
 

@@ -11,10 +11,13 @@ use tests::{gpu, max_len, random_vec, EDGE_SIZES};
 
 fn sizes<T>(gpu: &Gpu) -> Vec<usize> {
     let tile = DeviceScan::tile_items::<T>();
+    // Select's tiles, and the partition's offsets pass (eight of them a block).
+    let select_tile = DeviceSelect::tile_items::<T>();
     EDGE_SIZES
         .iter()
         .copied()
         .chain([tile - 1, tile, tile + 1, 40 * tile + 3, 1 << 20, (1 << 26) + 5])
+        .chain([select_tile - 1, select_tile + 1, 8 * select_tile, 8 * select_tile + 1, 17 * select_tile - 5])
         .filter(|&n| n <= max_len(gpu))
         .collect()
 }
@@ -42,6 +45,23 @@ fn check_flagged<T: SelectKernel + PartialEq + std::fmt::Debug>(gpu: &Gpu, value
 
 fn random_flags(n: usize, density: f64, seed: u64) -> Vec<u8> {
     random_vec(n, seed, |r| if r.gen_bool(density) { r.gen_range(1..=255) } else { 0 })
+}
+
+#[test]
+fn two_pass_select_variant_matches_the_oracle() {
+    let gpu = gpu();
+    for (i, n) in sizes::<u32>(&gpu).into_iter().enumerate() {
+        let values: Vec<u32> = random_vec(n, 1400 + i as u64, |r| r.gen());
+        let flags = random_flags(n, 0.5, 1500 + i as u64);
+        let input = gpu.upload(&values).unwrap();
+        let flag_buffer = gpu.upload(&flags).unwrap();
+        let mut output = gpu.alloc_zeroed::<u32>(n).unwrap();
+        let mut count = gpu.alloc_zeroed::<u64>(1).unwrap();
+        DeviceSelect::flagged_two_pass(&gpu, &input, &flag_buffer, &mut output, &mut count).unwrap();
+        let want = cpu::select_flagged(&values, &flags);
+        assert_eq!(count.to_vec(&gpu).unwrap()[0] as usize, want.len(), "count, n = {n}");
+        assert!(output.to_vec(&gpu).unwrap()[..want.len()] == want[..], "n = {n}");
+    }
 }
 
 #[test]

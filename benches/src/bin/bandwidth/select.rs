@@ -33,5 +33,16 @@ pub fn run(max_log2: u32) {
         });
         // Select writes only the selected half.
         println!("ours,select_flagged,{n},{us:.3},{:.1}", (7 * n) as f64 / (us * 1e-6) / 1e9);
+        let us = time_gpu(&gpu, 3, 20, |i| {
+            DeviceSelect::flagged_two_pass(
+                &gpu,
+                &inputs[i % copies],
+                &flag_buffers[i % copies],
+                &mut output,
+                &mut count,
+            )
+            .expect("select")
+        });
+        println!("ours,select_two_pass,{n},{us:.3},{:.1}", (7 * n) as f64 / (us * 1e-6) / 1e9);
     }
 }
