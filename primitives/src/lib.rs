@@ -39,7 +39,8 @@ pub use device::{
 pub use device::{
     CompareKernel, Comparison, DeviceMulti, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan,
     DeviceSegmentedReduce, DeviceSelect, ExperimentalHistogram, HistogramExperimentKernel, MultiKernel, ReduceKernel,
-    ScanKernel, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel,
+    ScanKernel, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel, SelectPasses,
+    TWO_PASS_SELECT_FROM,
 };
 pub use device::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};
 pub use error::{Error, Result};
@@ -90,7 +91,7 @@ mod tests {
         }
         macro_rules! compares {
             ($($t:ty),*) => {$(
-                names.extend([<$t as CompareKernel>::SELECT_IF, <$t as CompareKernel>::PARTITION_IF, <$t as CompareKernel>::PARTITION_OFFSETS_IF]);
+                names.extend([<$t as CompareKernel>::SELECT_IF, <$t as CompareKernel>::PARTITION_IF, <$t as CompareKernel>::OFFSETS_IF]);
                 names.extend([<$t as CompareKernel>::RUN_HEADS, <$t as CompareKernel>::RUN_LENGTHS]);
             )*};
         }
@@ -154,17 +155,15 @@ mod tests {
         names.extend(device::histogram_kernel_names());
         names.extend(device::sort_kernel_names());
         names.extend([
-            "primitives_partition_offsets_flagged_4",
-            "primitives_partition_offsets_flagged_8",
-            "primitives_partition_offsets_flagged_16",
+            "primitives_select_offsets_flagged_4",
+            "primitives_select_offsets_flagged_8",
+            "primitives_select_offsets_flagged_16",
             "primitives_select_head_flags",
             "primitives_heads_to_ends",
             "primitives_offsets_to_flags",
             // Scan variants for the side-by-side bench (`DeviceScan::inclusive_sum_variant`).
             "primitives_scanvariant_registers_sum_f32",
             "primitives_scanvariant_timed_sum_f32",
-            // Two-pass select for the side-by-side bench (`DeviceSelect::flagged_two_pass`).
-            "primitives_selectvariant_two_pass_flagged_u32",
         ]);
         for name in &names {
             assert!(entries.contains(name), "{name} missing from the embedded PTX");

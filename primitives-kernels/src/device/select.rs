@@ -1,17 +1,21 @@
-//! Stream compaction in one pass: select (keep the flagged items, in order), stable two-way partition
-//! (flagged items first, then the others, each group in input order), and counting.
+//! Stream compaction: select (keep the flagged items, in order), stable two-way partition (flagged
+//! items first, then the others, each group in input order), and run-length encoding's run heads.
 //!
-//! The pass is the device scan's (decoupled look-back over tiles, `device::scan`) applied to the
+//! The scheme is the device scan's (decoupled look-back over tiles, `device::scan`) applied to the
 //! flag counts: a thread's exclusive count of flagged items, plus the tile's prefix, is where its
-//! flagged items go. Each tile first compacts its items in shared memory (flagged first, then, for a
-//! partition, the others), then copies them out with coalesced stores.
+//! flagged items go. The staged kernel ([`staged_select_kernel`], for values) copies the tile into
+//! shared memory, counts, scans the counts, then each warp moves its share of the tile straight to
+//! the output, warp-striped, ranking the items of each step with one ballot. The register kernel
+//! ([`select_kernel`], for run heads' indices) compacts in shared memory and copies out.
 //!
 //! A partition needs the total number of flagged items to place the others, so it takes two
-//! passes: [`partition_offsets_kernel`] reads only the flags (or the items, for a comparison),
+//! passes: [`tile_offsets_kernel`] reads only the flags (or the items, for a comparison),
 //! counts each tile's flagged items, scans those counts with a look-back over blocks of eight tiles
 //! and leaves every tile's offset and the total on the device; the placement pass then moves each
 //! tile with no look-back at all, so it runs at the pace of its loads and stores rather than of the
-//! L2 round trips of a look-back. Nothing returns to the host in between.
+//! L2 round trips of a look-back. Nothing returns to the host in between. Select on large inputs
+//! takes the same two passes (one more byte read per flag, no look-back to wait for); on small
+//! ones, one pass with look-back, which saves a launch.
 
 use crate::arch;
 use crate::block::{BlockScan, DynamicShared};
@@ -291,23 +295,26 @@ pub const fn staged_shared_bytes<T>() -> usize {
 /// does ([`crate::device::scan::staged_scan_kernel`]): the items (128 bytes a thread) and, for a flag
 /// array, the tile's flag bytes are copied in with `cp.async`, so nothing of the tile sits in
 /// registers while the block waits for its look-back. Then each thread counts its selected items,
-/// the block scans the counts with the look-back as block prefix, each thread moves its items to
-/// their compacted places in the same shared memory, and the block copies them out.
+/// the block scans the counts (with the look-back as block prefix, in one pass), and each warp moves
+/// its 32 * `ITEMS` items to the output warp-striped: in each step every lane takes one item, one
+/// ballot ranks the step's selected items, and the selected (and, for a partition, the other)
+/// lanes of the step write one run of consecutive places each.
 ///
 /// Select (`PARTITION = false`): the selected items go to `output[0..k]` in input order and the last
 /// tile writes `k` to `*count`, as [`select_kernel`] with [`Values`] does. Partition: the selected
 /// items go to `output[0..k]` and the others to `output[k..len]`, each in input order.
 ///
-/// `TWO_PASS` (always, for a partition): the placement pass after [`partition_offsets_kernel`],
-/// which left each tile's offset in `temp` and `k` in `*count`. Tile `i` is block `i` (no
-/// look-back, so no ticket either). Otherwise the tiles look back for their offsets.
+/// `two_pass` (always, for a partition): the placement pass after [`tile_offsets_kernel`], which
+/// left each tile's offset in `temp` and `k` in `*count`. Tile `i` is block `i` (no look-back, so no
+/// ticket either). Otherwise the tiles look back for their offsets: one launch, which pays off on
+/// small inputs, where a launch costs more than the look-back's latency.
 ///
 /// Launch `ceil(len /` [`staged_tile_items`]`)` blocks of [`STAGED_BLOCK_THREADS`] threads with
 /// [`staged_shared_bytes`] of dynamic shared memory. `V` must be `16 / size_of::<T>()` (elements of
 /// 4, 8 or 16 bytes) and `ITEMS` `8 * V`.
 ///
 /// # Safety
-/// As for [`select_kernel`]; for a partition, `temp` and `*count` as the offsets pass left them.
+/// As for [`select_kernel`]; for two passes, `temp` and `*count` as the offsets pass left them.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn staged_select_kernel<
@@ -316,7 +323,6 @@ pub unsafe fn staged_select_kernel<
     const V: usize,
     const ITEMS: usize,
     const PARTITION: bool,
-    const TWO_PASS: bool,
 >(
     input: *const T,
     flags: F,
@@ -326,10 +332,12 @@ pub unsafe fn staged_select_kernel<
     temp: *mut u8,
     tiles: u32,
     epoch: u32,
+    two_pass: bool,
 ) {
     const ROW: usize = STAGED_ROW_VECTORS;
     const { assert!(V * size_of::<T>() == 16 && V <= 4 && ITEMS == ROW * V, "elements of 4, 8 or 16 bytes") };
-    const { assert!(TWO_PASS || !PARTITION, "a partition needs the offsets pass") };
+    // A partition always follows the offsets pass (it needs the total before placing the others).
+    let two_pass = two_pass || PARTITION;
     let block = arch::block_dim_x() as usize;
     let mut shared = DynamicShared::new();
     let stage = shared.take::<[u32; 4]>(block * ROW);
@@ -338,7 +346,7 @@ pub unsafe fn staged_select_kernel<
     let tile_slot = shared.take::<u32>(1);
     let prefix_slot = shared.take::<u32>(1);
     let tid = arch::thread_idx_x() as usize;
-    let tile = if TWO_PASS {
+    let tile = if two_pass {
         // The offsets pass placed every tile already: no look-back, any order.
         arch::block_idx_x()
     } else {
@@ -436,7 +444,7 @@ pub unsafe fn staged_select_kernel<
         count
     };
 
-    let (rank_in_tile, tile_count, tile_prefix_count) = if TWO_PASS {
+    let (rank_in_tile, tile_count, tile_prefix_count) = if two_pass {
         let (exclusive, tile_count) = block_scan.exclusive_scan::<Sum>(thread_count);
         // SAFETY: the offsets pass wrote tile `tile`'s offset at `offsets_at` in temp.
         let prefix = unsafe { arch::load(temp.add(offsets_at(tiles as usize)).cast::<u32>().add(tile as usize)) };
@@ -467,7 +475,7 @@ pub unsafe fn staged_select_kernel<
     let lane = arch::lane_id();
     let chunk = (tid as u32 - lane) * ITEMS as u32;
     let warp_rank = arch::shfl_idx_sync(arch::FULL_MASK, rank_in_tile, 0);
-    // SAFETY: for a partition `count` holds the number of selected items (the offsets pass).
+    // SAFETY: for a partition (two passes) `count` holds the number of selected items (the offsets pass).
     let total_selected = if PARTITION { (unsafe { arch::load(count) }) as u32 } else { 0 };
     let tile_prefix = tile_prefix_count as u32;
     // Where the warp's next selected item and (partition) next other item go.
@@ -503,7 +511,7 @@ pub unsafe fn staged_select_kernel<
         selected_at += selected;
         other_at += 32 - selected;
     }
-    if !TWO_PASS && tile == tiles - 1 && tid == 0 {
+    if !two_pass && tile == tiles - 1 && tid == 0 {
         // SAFETY: count valid.
         unsafe { arch::store(count, (tile_prefix_count + tile_count as usize) as u64) };
     }
@@ -522,14 +530,15 @@ pub const fn offsets_blocks(tiles: usize) -> usize {
     tiles.div_ceil(OFFSETS_TILES_PER_BLOCK)
 }
 
-/// Where, in the temporary storage of a partition over `tiles` tiles, the tiles' offsets begin:
+/// Where, in the temporary storage of a two-pass select or partition over `tiles` tiles, the tiles'
+/// offsets begin:
 /// after the header and the offsets pass's tile status.
 pub const fn offsets_at(tiles: usize) -> usize {
     TEMP_HEADER + offsets_blocks(tiles) * 8
 }
 
-/// Bytes of temporary storage of a partition over `tiles` tiles.
-pub const fn partition_temp_bytes(tiles: usize) -> usize {
+/// Bytes of temporary storage of a two-pass select or partition over `tiles` tiles.
+pub const fn two_pass_temp_bytes(tiles: usize) -> usize {
     offsets_at(tiles) + tiles * 4
 }
 
@@ -605,11 +614,12 @@ unsafe fn count_tile<T: Element, F: FlagSource<T>, const V: usize, const TILE: u
     count
 }
 
-/// The partition's first pass: how many items each placement tile of `TILE` items selects before it.
+/// The first pass of a partition or two-pass select: how many items each placement tile of `TILE`
+/// items selects before it.
 /// Each warp counts one tile; the block scans its tiles' counts with a decoupled look-back over the
 /// blocks as block prefix (blocks of [`OFFSETS_TILES_PER_BLOCK`] tiles keep the look-backs few),
 /// and writes each tile's exclusive count (`u32`) at [`offsets_at`] in `temp`; the last block writes
-/// the total to `*count`. The placement pass ([`staged_select_kernel`] with `PARTITION`) then needs
+/// the total to `*count`. The placement pass ([`staged_select_kernel`] with `two_pass`) then needs
 /// no look-back of its own.
 ///
 /// Launch [`offsets_blocks`]`(tiles)` blocks of [`OFFSETS_BLOCK_THREADS`] threads with
@@ -617,10 +627,10 @@ unsafe fn count_tile<T: Element, F: FlagSource<T>, const V: usize, const TILE: u
 ///
 /// # Safety
 /// `input` valid for `len` reads (`len < 2^32`), the flags for the same; `count` valid; `temp` as
-/// for the device scan, with [`partition_temp_bytes`]`(tiles)` bytes, `tiles = ceil(len / TILE)`.
+/// for the device scan, with [`two_pass_temp_bytes`]`(tiles)` bytes, `tiles = ceil(len / TILE)`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn partition_offsets_kernel<T: Element, F: FlagSource<T>, const V: usize, const TILE: usize>(
+pub unsafe fn tile_offsets_kernel<T: Element, F: FlagSource<T>, const V: usize, const TILE: usize>(
     input: *const T,
     flags: F,
     len: u64,

@@ -117,11 +117,11 @@ macro_rules! select_entry_points {
         $(
             kernel! {
                 /// Select by a flag array; see [`device::select::staged_select_kernel`].
-                pub unsafe fn $select(input: *const $t, flags: *const u8, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                pub unsafe fn $select(input: *const $t, flags: *const u8, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32, two_pass: u32) {
                     // SAFETY: the host launcher sizes every buffer as `select_kernel` requires.
                     unsafe {
-                        select::staged_select_kernel::<$t, select::Flagged, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, false, false>(
-                            input, select::Flagged { flags }, len, output, count, temp, tiles, epoch,
+                        select::staged_select_kernel::<$t, select::Flagged, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, false>(
+                            input, select::Flagged { flags }, len, output, count, temp, tiles, epoch, two_pass != 0,
                         )
                     }
                 }
@@ -131,8 +131,8 @@ macro_rules! select_entry_points {
                 pub unsafe fn $partition(input: *const $t, flags: *const u8, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
                     // SAFETY: as above.
                     unsafe {
-                        select::staged_select_kernel::<$t, select::Flagged, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, true, true>(
-                            input, select::Flagged { flags }, len, output, count, temp, tiles, epoch,
+                        select::staged_select_kernel::<$t, select::Flagged, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, true>(
+                            input, select::Flagged { flags }, len, output, count, temp, tiles, epoch, true,
                         )
                     }
                 }
@@ -162,15 +162,15 @@ select_entry_points! {
 }
 
 macro_rules! compare_entry_points {
-    ($($t:ty => $select:ident, $partition:ident, $count:ident, $heads:ident, $runs:ident;)*) => {
+    ($($t:ty => $select:ident, $partition:ident, $offsets:ident, $heads:ident, $runs:ident;)*) => {
         $(
             kernel! {
                 /// Select by comparison with a threshold (its bits in `threshold`).
-                pub unsafe fn $select(input: *const $t, comparison: u32, threshold: u64, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                pub unsafe fn $select(input: *const $t, comparison: u32, threshold: u64, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32, two_pass: u32) {
                     // SAFETY: the host launcher sizes every buffer as `select_kernel` requires.
                     unsafe {
-                        select::staged_select_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, false, false>(
-                            input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch,
+                        select::staged_select_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, false>(
+                            input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch, two_pass != 0,
                         )
                     }
                 }
@@ -180,18 +180,18 @@ macro_rules! compare_entry_points {
                 pub unsafe fn $partition(input: *const $t, comparison: u32, threshold: u64, len: u64, output: *mut $t, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
                     // SAFETY: as above.
                     unsafe {
-                        select::staged_select_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, true, true>(
-                            input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch,
+                        select::staged_select_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { 8 * (16 / size_of::<$t>()) }, true>(
+                            input, select::Compare::new(comparison, threshold), len, output, count, temp, tiles, epoch, true,
                         )
                     }
                 }
             }
             kernel! {
-                /// First pass of the partition by comparison: each tile's offset and the total.
-                pub unsafe fn $count(input: *const $t, comparison: u32, threshold: u64, len: u64, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
-                    // SAFETY: the host launcher sizes every buffer as `partition_offsets_kernel` requires.
+                /// First pass of a partition (or large select) by comparison: each tile's offset and the total.
+                pub unsafe fn $offsets(input: *const $t, comparison: u32, threshold: u64, len: u64, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: the host launcher sizes every buffer as `tile_offsets_kernel` requires.
                     unsafe {
-                        select::partition_offsets_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { select::staged_tile_items::<$t>() }>(
+                        select::tile_offsets_kernel::<$t, select::Compare<$t>, { 16 / size_of::<$t>() }, { select::staged_tile_items::<$t>() }>(
                             input, select::Compare::new(comparison, threshold), len, count, temp, tiles, epoch,
                         )
                     }
@@ -223,7 +223,7 @@ macro_rules! compare_entry_points {
                 $(
                     stringify!($select) => Some($select::raw),
                     stringify!($partition) => Some($partition::raw),
-                    stringify!($count) => Some($count::raw),
+                    stringify!($offsets) => Some($offsets::raw),
                     stringify!($heads) => Some($heads::raw),
                     stringify!($runs) => Some($runs::raw),
                 )*
@@ -234,24 +234,24 @@ macro_rules! compare_entry_points {
 }
 
 compare_entry_points! {
-    f32 => primitives_select_if_f32, primitives_partition_if_f32, primitives_partition_offsets_if_f32, primitives_run_heads_f32, primitives_run_lengths_f32;
-    f64 => primitives_select_if_f64, primitives_partition_if_f64, primitives_partition_offsets_if_f64, primitives_run_heads_f64, primitives_run_lengths_f64;
-    i32 => primitives_select_if_i32, primitives_partition_if_i32, primitives_partition_offsets_if_i32, primitives_run_heads_i32, primitives_run_lengths_i32;
-    u32 => primitives_select_if_u32, primitives_partition_if_u32, primitives_partition_offsets_if_u32, primitives_run_heads_u32, primitives_run_lengths_u32;
-    i64 => primitives_select_if_i64, primitives_partition_if_i64, primitives_partition_offsets_if_i64, primitives_run_heads_i64, primitives_run_lengths_i64;
-    u64 => primitives_select_if_u64, primitives_partition_if_u64, primitives_partition_offsets_if_u64, primitives_run_heads_u64, primitives_run_lengths_u64;
+    f32 => primitives_select_if_f32, primitives_partition_if_f32, primitives_select_offsets_if_f32, primitives_run_heads_f32, primitives_run_lengths_f32;
+    f64 => primitives_select_if_f64, primitives_partition_if_f64, primitives_select_offsets_if_f64, primitives_run_heads_f64, primitives_run_lengths_f64;
+    i32 => primitives_select_if_i32, primitives_partition_if_i32, primitives_select_offsets_if_i32, primitives_run_heads_i32, primitives_run_lengths_i32;
+    u32 => primitives_select_if_u32, primitives_partition_if_u32, primitives_select_offsets_if_u32, primitives_run_heads_u32, primitives_run_lengths_u32;
+    i64 => primitives_select_if_i64, primitives_partition_if_i64, primitives_select_offsets_if_i64, primitives_run_heads_i64, primitives_run_lengths_i64;
+    u64 => primitives_select_if_u64, primitives_partition_if_u64, primitives_select_offsets_if_u64, primitives_run_heads_u64, primitives_run_lengths_u64;
 }
 
-macro_rules! partition_offsets_flagged_entry_points {
+macro_rules! offsets_flagged_entry_points {
     ($($bytes:literal => $name:ident;)*) => {
         $(
             kernel! {
-                /// First pass of the partition by a flag array, for items of this many bytes (tiles of
+                /// First pass of a partition (or large select) by a flag array, for items of this many bytes (tiles of
                 /// [`select::staged_tile_items`] items): each tile's offset and the total.
                 pub unsafe fn $name(flags: *const u8, len: u64, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
-                    // SAFETY: the host launcher sizes every buffer as `partition_offsets_kernel` requires.
+                    // SAFETY: the host launcher sizes every buffer as `tile_offsets_kernel` requires.
                     unsafe {
-                        select::partition_offsets_kernel::<u8, select::Flagged, 16, { select::staged_tile_items::<[u8; $bytes]>() }>(
+                        select::tile_offsets_kernel::<u8, select::Flagged, 16, { select::staged_tile_items::<[u8; $bytes]>() }>(
                             flags, select::Flagged { flags }, len, count, temp, tiles, epoch,
                         )
                     }
@@ -260,7 +260,7 @@ macro_rules! partition_offsets_flagged_entry_points {
         )*
 
         #[cfg(not(target_arch = "nvptx64"))]
-        fn partition_offsets_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+        fn offsets_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
             match name {
                 $(stringify!($name) => Some($name::raw),)*
                 _ => None,
@@ -269,23 +269,10 @@ macro_rules! partition_offsets_flagged_entry_points {
     };
 }
 
-kernel! {
-    /// Select by a flag array in two passes (after `primitives_partition_offsets_flagged_4`), a
-    /// variant kept for the side-by-side bench.
-    pub unsafe fn primitives_selectvariant_two_pass_flagged_u32(input: *const u32, flags: *const u8, len: u64, output: *mut u32, count: *mut u64, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as for a partition.
-        unsafe {
-            select::staged_select_kernel::<u32, select::Flagged, 4, 32, false, true>(
-                input, select::Flagged { flags }, len, output, count, temp, tiles, epoch,
-            )
-        }
-    }
-}
-
-partition_offsets_flagged_entry_points! {
-    4 => primitives_partition_offsets_flagged_4;
-    8 => primitives_partition_offsets_flagged_8;
-    16 => primitives_partition_offsets_flagged_16;
+offsets_flagged_entry_points! {
+    4 => primitives_select_offsets_flagged_4;
+    8 => primitives_select_offsets_flagged_8;
+    16 => primitives_select_offsets_flagged_16;
 }
 
 macro_rules! segmented_reduce_entry_points {
@@ -563,9 +550,5 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         .or_else(|| histogram_experiment_host_kernel(name))
         .or_else(|| sort::host_kernel(name))
         .or_else(|| histogram::host_kernel(name))
-        .or_else(|| partition_offsets_host_kernel(name))
-        .or_else(|| {
-            (name == "primitives_selectvariant_two_pass_flagged_u32")
-                .then_some(primitives_selectvariant_two_pass_flagged_u32::raw as unsafe fn(&[u64]))
-        })
+        .or_else(|| offsets_host_kernel(name))
 }

@@ -23,7 +23,10 @@ pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
 pub use scan::{DeviceScan, ScanKernel, SegmentHeads, SegmentedScanKernel};
 pub use segmented_reduce::{DeviceSegmentedReduce, SegmentedReduceKernel};
-pub use select::{CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel};
+pub use select::{
+    CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel, SelectPasses,
+    TWO_PASS_SELECT_FROM,
+};
 #[cfg(test)]
 pub(crate) use sort::kernel_names as sort_kernel_names;
 pub use sort::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};

@@ -45,8 +45,9 @@ multi_kernels! {
 /// Multireduce and multiscan over interleaved buckets (Mitchell & Frank 2017): `buckets[i]` in
 /// `0..bucket_count` (at most 64) says which sequence item `i` belongs to. Each warp makes one masked
 /// warp reduce or scan per bucket present among its 32 items, so the cost grows with the number of
-/// live buckets: for many buckets use a histogram (multireduce) or sort by bucket and a segmented scan
-/// (multiscan); `docs/benchmarks.md` has the measured crossover. Operands are combined in input order
+/// live buckets: for many buckets use a histogram (multireduce, from about 12 buckets) or a radix
+/// sort by bucket id and a segmented scan (multiscan, from about 6 buckets); `docs/benchmarks.md`
+/// has the measured crossovers (H200, 2^26 items). Operands are combined in input order
 /// (any associative operator), and results do not depend on timing. A bucket id out of range is an
 /// [`Error::InvalidArgument`] naming the first such item (found on the device; the call waits for it).
 pub struct DeviceMulti;

@@ -22,7 +22,7 @@ pub trait SelectKernel: Element + sealed::Sealed {
 pub trait CompareKernel: SelectKernel + PartialOrd {
     const SELECT_IF: &'static str;
     const PARTITION_IF: &'static str;
-    const PARTITION_OFFSETS_IF: &'static str;
+    const OFFSETS_IF: &'static str;
     const RUN_HEADS: &'static str;
     const RUN_LENGTHS: &'static str;
 }
@@ -42,7 +42,7 @@ macro_rules! compare_kernels {
         impl CompareKernel for $t {
             const SELECT_IF: &'static str = concat!("primitives_select_if_", $suffix);
             const PARTITION_IF: &'static str = concat!("primitives_partition_if_", $suffix);
-            const PARTITION_OFFSETS_IF: &'static str = concat!("primitives_partition_offsets_if_", $suffix);
+            const OFFSETS_IF: &'static str = concat!("primitives_select_offsets_if_", $suffix);
             const RUN_HEADS: &'static str = concat!("primitives_run_heads_", $suffix);
             const RUN_LENGTHS: &'static str = concat!("primitives_run_lengths_", $suffix);
         }
@@ -125,98 +125,98 @@ fn check_lengths<T: Element>(
     Ok(())
 }
 
-/// How the select kernel learns its flags: a flag array, or a comparison.
-#[derive(Clone, Copy)]
-enum Source {
-    Flags(u64),
-    Compare { comparison: u64, threshold: u64 },
+/// How many passes a select takes: one (tiles look back for their offsets) or two (an offsets pass
+/// first, then placement with no look-back). `Auto` picks by size: see [`TWO_PASS_SELECT_FROM`].
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectPasses {
+    Auto,
+    One,
+    Two,
 }
 
-/// One launch of the select kernel `kernel_name` (select or partition) over `input`.
-fn launch_select<T: Element, O: Element>(
-    gpu: &Gpu,
-    kernel_name: &'static str,
-    input: &DeviceBuffer<T>,
-    source: Source,
-    output: u64,
-    count: u64,
-) -> Result<()> {
-    let n = input.len();
-    // Values go through the staged kernel; run heads (indices) through the register-tile one.
-    let staged = size_of::<O>() == size_of::<T>() && !kernel_name.starts_with("primitives_run_heads_");
-    let items = scan_kernel::items_per_thread::<T>();
-    let (threads, tile_items, shared) = if staged {
-        (kernel::STAGED_BLOCK_THREADS, kernel::staged_tile_items::<T>(), kernel::staged_shared_bytes::<T>())
-    } else {
-        (BLOCK_THREADS, BLOCK_THREADS as usize * items, kernel::shared_bytes(items, size_of::<O>()))
-    };
-    let tiles = n.div_ceil(tile_items);
-    let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
-    let (buffer, epoch) = temp.prepare(gpu, kernel::temp_bytes(tiles))?;
-    let config =
-        LaunchConfig { grid_dim: (tiles as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared as u32 };
-    let head = match source {
-        Source::Flags(flags) => vec![input.device_ptr(), flags],
-        Source::Compare { comparison, threshold } => vec![input.device_ptr(), comparison, threshold],
-    };
-    let mut args = head;
-    args.extend([n as u64, output, count, buffer.device_ptr(), tiles as u64, epoch as u64]);
-    // SAFETY: lengths checked by the callers (output and flags at least `n`, n < 2^32); temp storage
-    // ready for `tiles` tiles with a fresh epoch, its use ordered by the lock.
-    unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
-}
+/// From this many items on, `Auto` selects in two passes. Measured on an H200 with u32 items
+/// (docs/benchmarks.md): at 2^22 items one pass is faster (it saves a launch), at 2^24 two passes
+/// are (the placement pass does not wait for look-backs).
+pub const TWO_PASS_SELECT_FROM: usize = 1 << 23;
 
-/// A partition in two launches: the offsets pass (`offsets_kernel`, whose arguments start with
-/// `offsets_head`) writes every tile's offset and the total count, then the placement pass
-/// (`partition_kernel`, whose arguments start with `input` and `partition_head`) moves the items.
-#[allow(clippy::too_many_arguments)]
-fn launch_partition<T: Element>(
-    gpu: &Gpu,
+/// The launches of a select (`partition: false`) or partition of `input` by the staged kernels.
+struct Launch<'a, T: Element> {
+    input: &'a DeviceBuffer<T>,
+    /// The offsets pass and its arguments before `len`.
     offsets_kernel: &'static str,
-    offsets_head: &[u64],
-    partition_kernel: &'static str,
-    partition_head: &[u64],
-    input: &DeviceBuffer<T>,
-    output: u64,
-    count: &mut DeviceBuffer<u64>,
-) -> Result<()> {
-    let n = input.len();
-    if n == 0 {
-        return count.copy_from_host(gpu, &[0]);
+    offsets_head: Vec<u64>,
+    /// The select or partition kernel and its arguments between `input` and `len`.
+    kernel: &'static str,
+    head: Vec<u64>,
+    partition: bool,
+}
+
+impl<T: Element> Launch<'_, T> {
+    /// Launches over `input` into `output`, the selected count into `count[0]`; no host
+    /// synchronisation. Lengths are checked by the callers (output and flags at least `n` items,
+    /// `n < 2^32`).
+    fn run(self, gpu: &Gpu, passes: SelectPasses, output: u64, count: &mut DeviceBuffer<u64>) -> Result<()> {
+        let n = self.input.len();
+        if n == 0 {
+            return count.copy_from_host(gpu, &[0]);
+        }
+        let two_pass = self.partition
+            || match passes {
+                SelectPasses::Auto => n >= TWO_PASS_SELECT_FROM,
+                SelectPasses::One => false,
+                SelectPasses::Two => true,
+            };
+        let tiles = n.div_ceil(kernel::staged_tile_items::<T>());
+        let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = if two_pass { kernel::two_pass_temp_bytes(tiles) } else { kernel::temp_bytes(tiles) };
+        let (buffer, epoch) = temp.prepare(gpu, bytes)?;
+        let tail = [buffer.device_ptr(), tiles as u64, epoch as u64];
+
+        if two_pass {
+            let config = LaunchConfig {
+                grid_dim: (kernel::offsets_blocks(tiles) as u32, 1, 1),
+                block_dim: (kernel::OFFSETS_BLOCK_THREADS, 1, 1),
+                shared_mem_bytes: kernel::OFFSETS_SHARED_BYTES as u32,
+            };
+            let mut args = self.offsets_head;
+            args.extend([n as u64, count.device_ptr()]);
+            args.extend(tail);
+            // SAFETY: the input (or flags) hold `n` items; the counter holds one u64; temp storage
+            // ready for `tiles` tiles with a fresh epoch, its use ordered by the lock.
+            unsafe { gpu.launch(PRIMITIVES_MODULE, self.offsets_kernel, config, &args)? };
+        }
+        let config = LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (kernel::STAGED_BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: kernel::staged_shared_bytes::<T>() as u32,
+        };
+        let mut args = vec![self.input.device_ptr()];
+        args.extend(self.head);
+        args.extend([n as u64, output, count.device_ptr()]);
+        args.extend(tail);
+        if !self.partition {
+            args.push(two_pass as u64);
+        }
+        // SAFETY: as above; output holds `n` items; with two passes the offsets pass, earlier on the
+        // stream, left the tiles' offsets in temp and the total in the counter.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, self.kernel, config, &args) }
     }
-    let tiles = n.div_ceil(kernel::staged_tile_items::<T>());
-    let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
-    let (buffer, epoch) = temp.prepare(gpu, kernel::partition_temp_bytes(tiles))?;
-    let tail = [buffer.device_ptr(), tiles as u64, epoch as u64];
+}
 
-    let config = LaunchConfig {
-        grid_dim: (kernel::offsets_blocks(tiles) as u32, 1, 1),
-        block_dim: (kernel::OFFSETS_BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: kernel::OFFSETS_SHARED_BYTES as u32,
-    };
-    let mut args = offsets_head.to_vec();
-    args.extend([n as u64, count.device_ptr()]);
-    args.extend(tail);
-    // SAFETY: the input (or flags) hold `n` items (checked by the callers, n < 2^32); the counter
-    // holds one u64; temp storage ready for `tiles` tiles with a fresh epoch, its use ordered by the lock.
-    unsafe { gpu.launch(PRIMITIVES_MODULE, offsets_kernel, config, &args)? };
-
-    let config = LaunchConfig {
-        grid_dim: (tiles as u32, 1, 1),
-        block_dim: (kernel::STAGED_BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: kernel::staged_shared_bytes::<T>() as u32,
-    };
-    let mut args = vec![input.device_ptr()];
-    args.extend(partition_head);
-    args.extend([n as u64, output, count.device_ptr()]);
-    args.extend(tail);
-    // SAFETY: as above; output holds `n` items; the offsets pass, earlier on the stream, wrote the
-    // tiles' offsets into temp and the total into the counter.
-    unsafe { gpu.launch(PRIMITIVES_MODULE, partition_kernel, config, &args) }
+/// The offsets pass of a select or partition by flag bytes, for items of `T`'s size.
+fn offsets_flagged<T>() -> &'static str {
+    match size_of::<T>() {
+        4 => "primitives_select_offsets_flagged_4",
+        8 => "primitives_select_offsets_flagged_8",
+        _ => "primitives_select_offsets_flagged_16",
+    }
 }
 
 /// Stream compaction (CUB's `DeviceSelect`): keeps the selected items, in input order, at the start
-/// of `output`, and writes their number to `num_selected[0]`. One pass, no host synchronisation.
+/// of `output`, and writes their number to `num_selected[0]`. No host synchronisation; one pass
+/// with decoupled look-back below [`TWO_PASS_SELECT_FROM`] items, two passes (as
+/// [`DevicePartition`]) from there on.
 ///
 /// ```no_run
 /// use primitives::{Comparison, DeviceSelect, Gpu};
@@ -247,29 +247,30 @@ impl DeviceSelect {
         output: &mut DeviceBuffer<T>,
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
-        check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
-        if input.is_empty() {
-            return num_selected.copy_from_host(gpu, &[0]);
-        }
-        let source = Source::Flags(flags.device_ptr());
-        launch_select::<T, T>(gpu, T::SELECT_FLAGGED, input, source, output.device_ptr(), num_selected.device_ptr())
+        Self::flagged_in(gpu, SelectPasses::Auto, input, flags, output, num_selected)
     }
 
-    /// [`DeviceSelect::flagged`] in two passes, as the partition does (an offsets pass, then
-    /// placement without look-back): a variant for the side-by-side bench.
+    /// [`DeviceSelect::flagged`] in a chosen number of passes (for the side-by-side bench).
     #[doc(hidden)]
-    pub fn flagged_two_pass(
+    pub fn flagged_in<T: SelectKernel>(
         gpu: &Gpu,
-        input: &DeviceBuffer<u32>,
+        passes: SelectPasses,
+        input: &DeviceBuffer<T>,
         flags: &DeviceBuffer<u8>,
-        output: &mut DeviceBuffer<u32>,
+        output: &mut DeviceBuffer<T>,
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
         let flags = flags.device_ptr();
-        let offsets = "primitives_partition_offsets_flagged_4";
-        let select = "primitives_selectvariant_two_pass_flagged_u32";
-        launch_partition(gpu, offsets, &[flags], select, &[flags], input, output.device_ptr(), num_selected)
+        Launch {
+            input,
+            offsets_kernel: offsets_flagged::<T>(),
+            offsets_head: vec![flags],
+            kernel: T::SELECT_FLAGGED,
+            head: vec![flags],
+            partition: false,
+        }
+        .run(gpu, passes, output.device_ptr(), num_selected)
     }
 
     /// Selects the items for which `item <comparison> threshold` holds.
@@ -281,12 +282,31 @@ impl DeviceSelect {
         output: &mut DeviceBuffer<T>,
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
+        Self::compare_in(gpu, SelectPasses::Auto, input, comparison, threshold, output, num_selected)
+    }
+
+    /// [`DeviceSelect::compare`] in a chosen number of passes (for tests of both).
+    #[doc(hidden)]
+    pub fn compare_in<T: CompareKernel>(
+        gpu: &Gpu,
+        passes: SelectPasses,
+        input: &DeviceBuffer<T>,
+        comparison: Comparison,
+        threshold: T,
+        output: &mut DeviceBuffer<T>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
         check_lengths(input, output.len(), None, num_selected.len())?;
-        if input.is_empty() {
-            return num_selected.copy_from_host(gpu, &[0]);
+        let (code, bits) = (comparison.code(), threshold_bits(threshold));
+        Launch {
+            input,
+            offsets_kernel: T::OFFSETS_IF,
+            offsets_head: vec![input.device_ptr(), code, bits],
+            kernel: T::SELECT_IF,
+            head: vec![code, bits],
+            partition: false,
         }
-        let source = Source::Compare { comparison: comparison.code(), threshold: threshold_bits(threshold) };
-        launch_select::<T, T>(gpu, T::SELECT_IF, input, source, output.device_ptr(), num_selected.device_ptr())
+        .run(gpu, passes, output.device_ptr(), num_selected)
     }
 }
 
@@ -307,14 +327,16 @@ impl DevicePartition {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
-        let offsets_kernel = match size_of::<T>() {
-            4 => "primitives_partition_offsets_flagged_4",
-            8 => "primitives_partition_offsets_flagged_8",
-            _ => "primitives_partition_offsets_flagged_16",
-        };
         let flags = flags.device_ptr();
-        let partition = T::PARTITION_FLAGGED;
-        launch_partition(gpu, offsets_kernel, &[flags], partition, &[flags], input, output.device_ptr(), num_selected)
+        Launch {
+            input,
+            offsets_kernel: offsets_flagged::<T>(),
+            offsets_head: vec![flags],
+            kernel: T::PARTITION_FLAGGED,
+            head: vec![flags],
+            partition: true,
+        }
+        .run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
     }
 
     /// Partitions by a comparison with a threshold (items for which it holds first).
@@ -328,9 +350,15 @@ impl DevicePartition {
     ) -> Result<()> {
         check_lengths(input, output.len(), None, num_selected.len())?;
         let (code, bits) = (comparison.code(), threshold_bits(threshold));
-        let head = [input.device_ptr(), code, bits];
-        let output = output.device_ptr();
-        launch_partition(gpu, T::PARTITION_OFFSETS_IF, &head, T::PARTITION_IF, &head[1..], input, output, num_selected)
+        Launch {
+            input,
+            offsets_kernel: T::OFFSETS_IF,
+            offsets_head: vec![input.device_ptr(), code, bits],
+            kernel: T::PARTITION_IF,
+            head: vec![code, bits],
+            partition: true,
+        }
+        .run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
     }
 }
 

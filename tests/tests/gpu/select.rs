@@ -4,7 +4,7 @@
 use primitives::ops::{Element, GradientPair};
 use primitives::{
     cpu, CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceScan, DeviceSelect, Error, Gpu,
-    SelectKernel,
+    SelectKernel, SelectPasses,
 };
 use rand::Rng;
 use tests::{gpu, max_len, random_vec, EDGE_SIZES};
@@ -22,6 +22,9 @@ fn sizes<T>(gpu: &Gpu) -> Vec<usize> {
         .collect()
 }
 
+/// Both ways of selecting, whatever the size (`Auto` picks one of them).
+const PASSES: [SelectPasses; 2] = [SelectPasses::One, SelectPasses::Two];
+
 /// Flag densities: none, sparse, half, dense, all.
 const DENSITIES: [f64; 5] = [0.0, 0.01, 0.5, 0.97, 1.0];
 
@@ -32,10 +35,12 @@ fn check_flagged<T: SelectKernel + PartialEq + std::fmt::Debug>(gpu: &Gpu, value
     let mut output = gpu.alloc_zeroed::<T>(n).unwrap();
     let mut count = gpu.alloc_zeroed::<u64>(1).unwrap();
 
-    DeviceSelect::flagged(gpu, &input, &flag_buffer, &mut output, &mut count).unwrap();
     let want = cpu::select_flagged(values, flags);
-    assert_eq!(count.to_vec(gpu).unwrap()[0] as usize, want.len(), "select count, n = {n}");
-    assert!(output.to_vec(gpu).unwrap()[..want.len()] == want[..], "select, n = {n}");
+    for passes in PASSES {
+        DeviceSelect::flagged_in(gpu, passes, &input, &flag_buffer, &mut output, &mut count).unwrap();
+        assert_eq!(count.to_vec(gpu).unwrap()[0] as usize, want.len(), "select count, {passes:?}, n = {n}");
+        assert!(output.to_vec(gpu).unwrap()[..want.len()] == want[..], "select, {passes:?}, n = {n}");
+    }
 
     DevicePartition::flagged(gpu, &input, &flag_buffer, &mut output, &mut count).unwrap();
     let (want, selected) = cpu::partition(values, |i, _| flags[i] != 0);
@@ -45,23 +50,6 @@ fn check_flagged<T: SelectKernel + PartialEq + std::fmt::Debug>(gpu: &Gpu, value
 
 fn random_flags(n: usize, density: f64, seed: u64) -> Vec<u8> {
     random_vec(n, seed, |r| if r.gen_bool(density) { r.gen_range(1..=255) } else { 0 })
-}
-
-#[test]
-fn two_pass_select_variant_matches_the_oracle() {
-    let gpu = gpu();
-    for (i, n) in sizes::<u32>(&gpu).into_iter().enumerate() {
-        let values: Vec<u32> = random_vec(n, 1400 + i as u64, |r| r.gen());
-        let flags = random_flags(n, 0.5, 1500 + i as u64);
-        let input = gpu.upload(&values).unwrap();
-        let flag_buffer = gpu.upload(&flags).unwrap();
-        let mut output = gpu.alloc_zeroed::<u32>(n).unwrap();
-        let mut count = gpu.alloc_zeroed::<u64>(1).unwrap();
-        DeviceSelect::flagged_two_pass(&gpu, &input, &flag_buffer, &mut output, &mut count).unwrap();
-        let want = cpu::select_flagged(&values, &flags);
-        assert_eq!(count.to_vec(&gpu).unwrap()[0] as usize, want.len(), "count, n = {n}");
-        assert!(output.to_vec(&gpu).unwrap()[..want.len()] == want[..], "n = {n}");
-    }
 }
 
 #[test]
@@ -111,10 +99,12 @@ fn check_compare<T: CompareKernel + PartialEq + std::fmt::Debug>(
     let input = gpu.upload(values).unwrap();
     let mut output = gpu.alloc_zeroed::<T>(n).unwrap();
     let mut count = gpu.alloc_zeroed::<u64>(1).unwrap();
-    DeviceSelect::compare(gpu, &input, comparison, threshold, &mut output, &mut count).unwrap();
     let want = cpu::select_if(values, |x| comparison.holds(x, threshold));
-    assert_eq!(count.to_vec(gpu).unwrap()[0] as usize, want.len(), "{comparison:?}, n = {n}");
-    assert!(output.to_vec(gpu).unwrap()[..want.len()] == want[..], "{comparison:?}, n = {n}");
+    for passes in PASSES {
+        DeviceSelect::compare_in(gpu, passes, &input, comparison, threshold, &mut output, &mut count).unwrap();
+        assert_eq!(count.to_vec(gpu).unwrap()[0] as usize, want.len(), "{comparison:?}, {passes:?}, n = {n}");
+        assert!(output.to_vec(gpu).unwrap()[..want.len()] == want[..], "{comparison:?}, {passes:?}, n = {n}");
+    }
     DevicePartition::compare(gpu, &input, comparison, threshold, &mut output, &mut count).unwrap();
     let (want, selected) = cpu::partition(values, |_, x| comparison.holds(x, threshold));
     assert_eq!(count.to_vec(gpu).unwrap()[0] as usize, selected);

@@ -1,13 +1,14 @@
 //! Multireduce and multiscan cost against the bucket count at 2^26 u32 items (uniform buckets), and
-//! the segmented scan of the same values already sorted by bucket (the other half of "sort plus
-//! segmented scan", whose sort the script times with torch). Prints CSV
-//! `impl,op,n,buckets,median_us,gbps` (bytes: values and bucket ids read, outputs written).
+//! the two halves of the alternative "sort by bucket, then segmented scan": our radix sort of the
+//! (bucket id, value) pairs over the id's few bits, and the segmented scan of values already sorted
+//! by bucket (the script also times torch's sort). Prints CSV `impl,op,n,buckets,median_us,gbps`
+//! (bytes: values and bucket ids read, outputs written).
 //!
 //! Usage: bandwidth multi [MAX_LOG2 (default 26)]
 
 use benches::time_gpu;
 use primitives::ops::Sum;
-use primitives::{DeviceMulti, DeviceScan, DeviceSegmentedReduce, Gpu, SegmentHeads};
+use primitives::{DeviceMulti, DeviceRadixSort, DeviceScan, DeviceSegmentedReduce, Gpu, SegmentHeads, SortOrder};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 pub fn run(max_log2: u32) {
@@ -31,6 +32,14 @@ pub fn run(max_log2: u32) {
             DeviceMulti::exclusive_scan::<u32, Sum>(&gpu, &input, &ids, buckets, &mut output).expect("multiscan")
         });
         println!("ours,multiscan,{n},{buckets},{us:.3},{:.1}", (12 * n) as f64 / (us * 1e-6) / 1e9);
+        // Sort the pairs by bucket id over just the id's bits (at least one).
+        let bits = buckets.next_power_of_two().trailing_zeros().max(1);
+        let mut ids_out = gpu.alloc_zeroed::<u32>(n).expect("alloc");
+        let us = time_gpu(&gpu, 2, 10, |_| {
+            let order = SortOrder::ascending().bits(0, bits);
+            DeviceRadixSort::sort_pairs(&gpu, &ids, &mut ids_out, &input, &mut output, order).expect("sort")
+        });
+        println!("ours,sort_by_bucket,{n},{buckets},{us:.3},{:.1}", (16 * n) as f64 / (us * 1e-6) / 1e9);
         // The same data sorted by bucket: a segmented scan by key and a segmented reduce.
         let mut sorted_ids: Vec<u32> = (0..n).map(|i| (i * buckets as usize / n) as u32).collect();
         sorted_ids.sort_unstable();

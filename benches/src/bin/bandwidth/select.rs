@@ -5,7 +5,7 @@
 //! Usage: bandwidth select [MAX_LOG2 (default 28)]
 
 use benches::{rotation, time_gpu};
-use primitives::{DevicePartition, DeviceSelect, Gpu};
+use primitives::{DevicePartition, DeviceSelect, Gpu, SelectPasses};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 pub fn run(max_log2: u32) {
@@ -27,22 +27,24 @@ pub fn run(max_log2: u32) {
                 .expect("partition")
         });
         println!("ours,partition_flagged,{n},{us:.3},{:.1}", (9 * n) as f64 / (us * 1e-6) / 1e9);
-        let us = time_gpu(&gpu, 3, 20, |i| {
-            DeviceSelect::flagged(&gpu, &inputs[i % copies], &flag_buffers[i % copies], &mut output, &mut count)
+        for (op, passes) in [
+            ("select_flagged", SelectPasses::Auto),
+            ("select_one_pass", SelectPasses::One),
+            ("select_two_pass", SelectPasses::Two),
+        ] {
+            let us = time_gpu(&gpu, 3, 20, |i| {
+                DeviceSelect::flagged_in(
+                    &gpu,
+                    passes,
+                    &inputs[i % copies],
+                    &flag_buffers[i % copies],
+                    &mut output,
+                    &mut count,
+                )
                 .expect("select")
-        });
-        // Select writes only the selected half.
-        println!("ours,select_flagged,{n},{us:.3},{:.1}", (7 * n) as f64 / (us * 1e-6) / 1e9);
-        let us = time_gpu(&gpu, 3, 20, |i| {
-            DeviceSelect::flagged_two_pass(
-                &gpu,
-                &inputs[i % copies],
-                &flag_buffers[i % copies],
-                &mut output,
-                &mut count,
-            )
-            .expect("select")
-        });
-        println!("ours,select_two_pass,{n},{us:.3},{:.1}", (7 * n) as f64 / (us * 1e-6) / 1e9);
+            });
+            // Select writes only the selected half.
+            println!("ours,{op},{n},{us:.3},{:.1}", (7 * n) as f64 / (us * 1e-6) / 1e9);
+        }
     }
 }
