@@ -99,7 +99,8 @@ impl DeviceScan {
     /// A scan variant kept for side-by-side measurements (`bandwidth scan-variants`): the kernel
     /// `name` (an f32 inclusive sum) launched with `block_threads` threads per block, and tiles of
     /// registers (`row_vectors == 0`) or of shared memory with rows of `row_vectors` 16-byte
-    /// vectors; a timed variant writes 8 words per tile to `timeline`.
+    /// vectors; a timed variant writes 8 words per tile to `timeline`. `shared_padding` bytes of
+    /// unused dynamic shared memory limit the blocks per multiprocessor (and so the bytes in flight).
     #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
     pub fn inclusive_sum_variant(
@@ -107,6 +108,7 @@ impl DeviceScan {
         name: &'static str,
         block_threads: u32,
         row_vectors: usize,
+        shared_padding: usize,
         input: &DeviceBuffer<f32>,
         output: &mut DeviceBuffer<f32>,
         timeline: Option<&mut DeviceBuffer<u64>>,
@@ -125,6 +127,7 @@ impl DeviceScan {
             }
         }
         let timeline = timeline.map(|t| t.device_ptr());
+        let shared = shared + shared_padding;
         Self::launch_with::<f32>(gpu, name, block_threads, tile_items, shared, input, output, None, timeline)
     }
 

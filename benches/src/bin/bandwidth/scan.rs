@@ -48,8 +48,17 @@ pub fn variants(max_log2: u32) {
     let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth scan-variants needs a GPU: {e}"));
     eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
     println!("impl,dtype,op,n,median_us,gbps");
-    let variants: [(&str, &'static str, u32, usize); 1] =
-        [("registers", "primitives_scanvariant_registers_sum_f32", 256, 0)];
+    // (label, kernel, threads, row vectors, shared-memory padding): the padded ones run the
+    // production kernel with fewer blocks per multiprocessor, so fewer bytes in flight.
+    const KIB: usize = 1024;
+    let production = "primitives_scan_inclusive_sum_f32";
+    let variants: [(&str, &'static str, u32, usize, usize); 5] = [
+        ("registers", "primitives_scanvariant_registers_sum_f32", 256, 0, 0),
+        ("staged 512x2 (128 KiB in flight)", production, 512, 8, 20 * KIB),
+        ("staged 256x6 (192 KiB in flight)", production, 256, 8, 0),
+        ("staged 256x4 (128 KiB in flight)", production, 256, 8, 16 * KIB),
+        ("staged 256x3 (96 KiB in flight)", production, 256, 8, 32 * KIB),
+    ];
     for log2 in [24, max_log2] {
         let n = 1usize << log2;
         measure::<f32, Sum>(&gpu, "float32", n, |r| r.gen_range(-1.0..1.0));
@@ -58,13 +67,14 @@ pub fn variants(max_log2: u32) {
         let copies = rotation(n * 4);
         let inputs: Vec<_> = (0..copies).map(|_| gpu.upload(&host).expect("upload")).collect();
         let mut output = gpu.alloc_zeroed::<f32>(n).expect("alloc");
-        for (label, name, threads, row_vectors) in variants {
+        for (label, name, threads, row_vectors, padding) in variants {
             let us = time_gpu(&gpu, 5, 30, |i| {
                 DeviceScan::inclusive_sum_variant(
                     &gpu,
                     name,
                     threads,
                     row_vectors,
+                    padding,
                     &inputs[i % copies],
                     &mut output,
                     None,
@@ -94,6 +104,7 @@ pub fn timeline(log2: u32) {
             "primitives_scanvariant_timed_sum_f32",
             512,
             DeviceScan::STAGED_ROW_VECTORS,
+            0,
             &input,
             &mut output,
             Some(&mut timeline),
