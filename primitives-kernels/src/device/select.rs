@@ -234,22 +234,13 @@ pub unsafe fn select_kernel<T: Element, F: FlagSource<T>, O: SelectOutput<T>, co
         }
     }
 
-    // SAFETY: the tile status follows the header in temp.
-    let status = unsafe { PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch) };
-    let (thread_exclusive, tile_count) = block_scan.exclusive_scan_with_prefix::<Sum>(thread_count, |aggregate| {
-        // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
-        let prefix = unsafe { tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, tile, 0, aggregate) };
-        if arch::lane_id() == 0 {
-            // SAFETY: shared slot; read after the block scan's closing barrier.
-            unsafe { arch::store(prefix_slot, prefix) };
-        }
-        prefix
-    });
-    // SAFETY: written in the callback, before the block scan's last barrier.
-    let tile_prefix_count = unsafe { arch::load(prefix_slot) } as usize;
+    // SAFETY: tile < tiles; temp as the kernel's contract says; the slot is shared.
+    let (rank_in_tile, tile_count, tile_prefix_count) =
+        unsafe { scan_counts_looking_back(&block_scan, thread_count, temp, epoch, tile, prefix_slot) };
+    let tile_prefix_count = tile_prefix_count as usize;
 
     // Compact the tile's selected items in shared memory, at their rank among them.
-    let mut rank = thread_exclusive as usize - tile_prefix_count;
+    let mut rank = rank_in_tile as usize;
     for k in 0..ITEMS {
         if k < thread_valid {
             let out = O::out(first + k, items[k]);
@@ -272,6 +263,38 @@ pub unsafe fn select_kernel<T: Element, F: FlagSource<T>, O: SelectOutput<T>, co
         // SAFETY: count valid.
         unsafe { arch::store(count, (tile_prefix_count + tile_count as usize) as u64) };
     }
+}
+
+/// The block's exclusive scan of the threads' selected counts with the tile's decoupled look-back as
+/// block prefix: `(the thread's count before it within the tile, the tile's count, the count before
+/// the tile)`.
+///
+/// # Safety
+/// `tile` below the tile count of `temp`'s status (header, then packed `u32` status, as
+/// [`temp_bytes`] lays out); `prefix_slot` one `u32` of shared memory; called by the whole block.
+#[inline(always)]
+unsafe fn scan_counts_looking_back(
+    block_scan: &BlockScan<u32>,
+    count: u32,
+    temp: *mut u8,
+    epoch: u32,
+    tile: u32,
+    prefix_slot: *mut u32,
+) -> (u32, u32, u32) {
+    // SAFETY: the tile status follows the header in temp.
+    let status = unsafe { PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch) };
+    let (exclusive, tile_count) = block_scan.exclusive_scan_with_prefix::<Sum>(count, |aggregate| {
+        // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
+        let prefix = unsafe { tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, tile, 0, aggregate) };
+        if arch::lane_id() == 0 {
+            // SAFETY: shared slot; read after the block scan's closing barrier.
+            unsafe { arch::store(prefix_slot, prefix) };
+        }
+        prefix
+    });
+    // SAFETY: written in the callback, before the block scan's last barrier.
+    let prefix = unsafe { arch::load(prefix_slot) };
+    (exclusive - prefix, tile_count, prefix)
 }
 
 /// Threads per block of the staged select kernel.
@@ -450,20 +473,10 @@ pub unsafe fn staged_select_kernel<
         let prefix = unsafe { arch::load(temp.add(offsets_at(tiles as usize)).cast::<u32>().add(tile as usize)) };
         (exclusive, tile_count, prefix as usize)
     } else {
-        // SAFETY: the tile status follows the header in temp.
-        let status = unsafe { PackedTileStatus::<u32>::new(temp.add(TEMP_HEADER), epoch) };
-        let (exclusive, tile_count) = block_scan.exclusive_scan_with_prefix::<Sum>(thread_count, |aggregate| {
-            // SAFETY: tile < tiles; warp 0's 32 lanes run the callback.
-            let prefix = unsafe { tile_prefix::<u32, Sum, _, LOOK_BACK_DEPTH>(&status, tile, 0, aggregate) };
-            if arch::lane_id() == 0 {
-                // SAFETY: shared slot; read after the block scan's closing barrier.
-                unsafe { arch::store(prefix_slot, prefix) };
-            }
-            prefix
-        });
-        // SAFETY: written in the callback, before the block scan's last barrier.
-        let prefix = unsafe { arch::load(prefix_slot) };
-        (exclusive - prefix, tile_count, prefix as usize)
+        // SAFETY: tile < tiles; temp as the kernel's contract says; the slot is shared.
+        let (rank, tile_count, prefix) =
+            unsafe { scan_counts_looking_back(&block_scan, thread_count, temp, epoch, tile, prefix_slot) };
+        (rank, tile_count, prefix as usize)
     };
 
     // Each warp moves its own 32 * ITEMS items straight to the output, warp-striped: in step k lane

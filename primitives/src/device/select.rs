@@ -152,7 +152,38 @@ struct Launch<'a, T: Element> {
     partition: bool,
 }
 
-impl<T: Element> Launch<'_, T> {
+impl<'a, T: Element> Launch<'a, T> {
+    /// By flag bytes, with the select or partition kernel `kernel`.
+    fn flagged(input: &'a DeviceBuffer<T>, flags: &DeviceBuffer<u8>, kernel: &'static str, partition: bool) -> Self {
+        let flags = flags.device_ptr();
+        let offsets_kernel = match size_of::<T>() {
+            4 => "primitives_select_offsets_flagged_4",
+            8 => "primitives_select_offsets_flagged_8",
+            _ => "primitives_select_offsets_flagged_16",
+        };
+        Launch { input, offsets_kernel, offsets_head: vec![flags], kernel, head: vec![flags], partition }
+    }
+
+    /// By comparison with a threshold, with the kernels `offsets_kernel` and `kernel`.
+    fn compare(
+        input: &'a DeviceBuffer<T>,
+        comparison: Comparison,
+        threshold: T,
+        offsets_kernel: &'static str,
+        kernel: &'static str,
+        partition: bool,
+    ) -> Self {
+        let (code, bits) = (comparison.code(), threshold_bits(threshold));
+        Launch {
+            input,
+            offsets_kernel,
+            offsets_head: vec![input.device_ptr(), code, bits],
+            kernel,
+            head: vec![code, bits],
+            partition,
+        }
+    }
+
     /// Launches over `input` into `output`, the selected count into `count[0]`; no host
     /// synchronisation. Lengths are checked by the callers (output and flags at least `n` items,
     /// `n < 2^32`).
@@ -204,15 +235,6 @@ impl<T: Element> Launch<'_, T> {
     }
 }
 
-/// The offsets pass of a select or partition by flag bytes, for items of `T`'s size.
-fn offsets_flagged<T>() -> &'static str {
-    match size_of::<T>() {
-        4 => "primitives_select_offsets_flagged_4",
-        8 => "primitives_select_offsets_flagged_8",
-        _ => "primitives_select_offsets_flagged_16",
-    }
-}
-
 /// Stream compaction (CUB's `DeviceSelect`): keeps the selected items, in input order, at the start
 /// of `output`, and writes their number to `num_selected[0]`. No host synchronisation; one pass
 /// with decoupled look-back below [`TWO_PASS_SELECT_FROM`] items, two passes (as
@@ -261,16 +283,8 @@ impl DeviceSelect {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
-        let flags = flags.device_ptr();
-        Launch {
-            input,
-            offsets_kernel: offsets_flagged::<T>(),
-            offsets_head: vec![flags],
-            kernel: T::SELECT_FLAGGED,
-            head: vec![flags],
-            partition: false,
-        }
-        .run(gpu, passes, output.device_ptr(), num_selected)
+        let launch = Launch::flagged(input, flags, T::SELECT_FLAGGED, false);
+        launch.run(gpu, passes, output.device_ptr(), num_selected)
     }
 
     /// Selects the items for which `item <comparison> threshold` holds.
@@ -297,16 +311,8 @@ impl DeviceSelect {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), None, num_selected.len())?;
-        let (code, bits) = (comparison.code(), threshold_bits(threshold));
-        Launch {
-            input,
-            offsets_kernel: T::OFFSETS_IF,
-            offsets_head: vec![input.device_ptr(), code, bits],
-            kernel: T::SELECT_IF,
-            head: vec![code, bits],
-            partition: false,
-        }
-        .run(gpu, passes, output.device_ptr(), num_selected)
+        let launch = Launch::compare(input, comparison, threshold, T::OFFSETS_IF, T::SELECT_IF, false);
+        launch.run(gpu, passes, output.device_ptr(), num_selected)
     }
 }
 
@@ -327,16 +333,8 @@ impl DevicePartition {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
-        let flags = flags.device_ptr();
-        Launch {
-            input,
-            offsets_kernel: offsets_flagged::<T>(),
-            offsets_head: vec![flags],
-            kernel: T::PARTITION_FLAGGED,
-            head: vec![flags],
-            partition: true,
-        }
-        .run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
+        let launch = Launch::flagged(input, flags, T::PARTITION_FLAGGED, true);
+        launch.run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
     }
 
     /// Partitions by a comparison with a threshold (items for which it holds first).
@@ -349,16 +347,8 @@ impl DevicePartition {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), None, num_selected.len())?;
-        let (code, bits) = (comparison.code(), threshold_bits(threshold));
-        Launch {
-            input,
-            offsets_kernel: T::OFFSETS_IF,
-            offsets_head: vec![input.device_ptr(), code, bits],
-            kernel: T::PARTITION_IF,
-            head: vec![code, bits],
-            partition: true,
-        }
-        .run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
+        let launch = Launch::compare(input, comparison, threshold, T::OFFSETS_IF, T::PARTITION_IF, true);
+        launch.run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
     }
 }
 
