@@ -13,8 +13,14 @@ windows = ((packed >> np.uint64(16)) & np.uint64(0xFFFFFF)).astype(np.float64)
 polls = (packed >> np.uint64(40)).astype(np.float64)
 n = len(tile)
 mid = slice(n // 20, n - n // 20)
-# Cycles to nanoseconds: the multiprocessor clock against the global timer over whole tiles.
-ghz = np.median((c4 - c0)[mid] / np.maximum(end - start, 1)[mid])
+# Cycles to nanoseconds: the multiprocessor clock against the global timer at the tickets of the
+# tiles of one multiprocessor (the slope of a line fit, median over multiprocessors).
+slopes = []
+for s in np.unique(sm):
+    idx = np.where(sm == s)[0]
+    if len(idx) > 10 and np.ptp(start[idx]) > 0:
+        slopes.append(np.polyfit(start[idx], c0[idx], 1)[0])
+ghz = float(np.median(slopes))
 print(f"tiles {n}, launch {(end.max() - start.min()) / 1e3:.1f} us, clock ~{ghz:.2f} GHz (from c/ns)")
 phases = {
     "load (ticket -> landed)": (c1 - c0) / ghz,
@@ -46,3 +52,9 @@ for name, values in {"look-back windows": windows, "look-back poll rounds": poll
     p = np.percentile(v, [10, 50, 90, 99])
     print(f"{name:28s} mean {v.mean():8.1f}  p10 {p[0]:8.0f}  p50 {p[1]:8.0f}  p90 {p[2]:8.0f}  p99 {p[3]:8.0f}")
 print(f"per-SM tiles: {n / len(np.unique(sm)):.0f}")
+# From the ticket, when each step was done (for the warp-specialized scan, whose look-back runs
+# beside the load, the phases above can overlap).
+for name, values in {"landed": c1, "aggregate": c2, "prefix": c3, "barrier": c4}.items():
+    v = ((values - c0) / ghz)[mid]
+    p = np.percentile(v, [10, 50, 90, 99])
+    print(f"ticket -> {name:18s} mean {v.mean():8.0f}  p10 {p[0]:8.0f}  p50 {p[1]:8.0f}  p90 {p[2]:8.0f}  p99 {p[3]:8.0f} ns")

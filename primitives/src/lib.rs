@@ -39,7 +39,7 @@ pub use device::{
 pub use device::{
     CompareKernel, Comparison, DeviceMulti, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan,
     DeviceSegmentedReduce, DeviceSelect, ExperimentalHistogram, HistogramExperimentKernel, MultiKernel, ReduceKernel,
-    ScanKernel, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel, SelectPasses,
+    ScanKernel, ScanTile, SegmentHeads, SegmentedReduceKernel, SegmentedScanKernel, SelectKernel, SelectPasses,
     TWO_PASS_SELECT_FROM,
 };
 pub use device::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};
@@ -163,7 +163,15 @@ mod tests {
             "primitives_offsets_to_flags",
             // Scan variants for the side-by-side bench (`DeviceScan::inclusive_sum_variant`).
             "primitives_scanvariant_registers_sum_f32",
+            "primitives_scanvariant_specialized_d1_b0_sum_f32",
+            "primitives_scanvariant_specialized_d1_b64_sum_f32",
+            "primitives_scanvariant_specialized_d2_b0_sum_f32",
+            "primitives_scanvariant_specialized_d2_b64_sum_f32",
+            "primitives_scanvariant_specialized_d2_b512_sum_f32",
+            "primitives_scanvariant_specialized_d4_b64_sum_f32",
+            "primitives_scanvariant_specialized_d4_b512_sum_f32",
             "primitives_scanvariant_timed_sum_f32",
+            "primitives_scanvariant_specialized_timed_sum_f32",
         ]);
         for name in &names {
             assert!(entries.contains(name), "{name} missing from the embedded PTX");

@@ -8,6 +8,9 @@
 //!   went from 2.49 to 3.2 TB/s at 2^28 f32 (docs/benchmarks.md).
 //! * [`scan_kernel`], items in registers (64 bytes a thread): the base of the select and segmented
 //!   scan kernels, and kept as a measured variant of the scan.
+//! * [`specialized_scan_kernel`], the staged tile with a dedicated look-back warp that starts at the
+//!   ticket: a measured variant, 3% slower than the staged scan on an H200 (the prefix waits on the
+//!   predecessors' aggregates, not on when the look-back starts; docs/benchmarks.md).
 //!
 //! In both, a block takes the next tile number from a global counter (so tiles start in order and
 //! every predecessor of a running tile has started: the look-back always makes progress, on the GPU
@@ -16,15 +19,15 @@
 //! predecessors' published aggregates and inclusive prefixes. Operands are combined in input order,
 //! so non-commutative operators (such as the segmented operator of a segmented scan) are fine.
 
-use crate::arch;
+use crate::arch::{self, WARP_SIZE};
 use crate::block::{BlockScan, DynamicShared};
 use crate::device::tile_status::{
-    take_tile, tile_prefix, tile_prefix_counted, LookBackStats, PackedTileStatus, SplitTileStatus, TileStatus,
-    LOOK_BACK_DEPTH,
+    look_back_with_backoff, take_tile, tile_prefix, tile_prefix_counted, LookBackStats, PackedTileStatus,
+    SplitTileStatus, TileStatus, LOOK_BACK_DEPTH,
 };
 use crate::ops::{AssociativeOp, Element};
 use crate::thread;
-use crate::warp::{transpose, WarpTranspose};
+use crate::warp::{self, transpose, WarpTranspose};
 
 /// Threads per block of the scan kernels (the host launches with this).
 pub const BLOCK_THREADS: u32 = 256;
@@ -452,4 +455,353 @@ unsafe fn staged_scan_tiles<
         }
     }
     mark(7, arch::global_timer);
+}
+
+/// Dynamic shared memory of [`specialized_scan_kernel`] with `row_threads` threads holding rows of
+/// `row_vectors` 16-byte vectors: the tile, the warps' totals, the tile's prefix and aggregate, and
+/// two counters.
+pub const fn specialized_shared_bytes<T: Element>(row_threads: usize, row_vectors: usize) -> usize {
+    row_threads * row_vectors * 16 + (row_threads / 32 + 2) * size_of::<T>() + 2 * 4 + 16
+}
+
+/// Threads per block of [`specialized_scan_kernel`] for `T`: the look-back warp and
+/// [`staged_block_threads`] row threads. The PTX link step's launch bounds assume these.
+pub const fn specialized_block_threads<T>() -> u32 {
+    staged_block_threads::<T>() + WARP_SIZE
+}
+
+/// Elements per tile of [`specialized_scan_kernel`] launched with `block_threads` threads (one
+/// look-back warp and `block_threads - 32` threads holding rows of `row_vectors` vectors).
+pub const fn specialized_tile_items<T>(block_threads: usize, row_vectors: usize) -> usize {
+    staged_tile_items::<T>(block_threads - 32, row_vectors)
+}
+
+/// The staged scan with a dedicated look-back warp (warp specialization). In [`staged_scan_kernel`]
+/// warp 0 looks back only once the whole tile has landed and been reduced, and the block waits for
+/// it at a barrier; on an H200 that look-back took half of a tile's life (docs/benchmarks.md). The
+/// tile's exclusive prefix does not depend on its own data, so here warp 0 holds no rows and looks
+/// back from the moment the block has its tile number, while the other warps copy the tile in and
+/// reduce it. Each of them copies and reduces its own rows (no block barrier between), and the last
+/// warp to finish (a shared-memory counter) combines the warps' totals and publishes the tile's
+/// aggregate at once, so successors are not held up by this tile's look-back. One barrier then joins
+/// the prefix and the aggregate: warp 0 publishes the inclusive prefix, the row warps scan their rows
+/// and copy them out.
+///
+/// Measured on an H200 (2^28 f32): 3050 GB/s against 3155 for [`staged_scan_kernel`]. The prefix
+/// still arrives about 7 us after the tile's aggregate: it waits for the predecessors' aggregates,
+/// which land with a long tail, whenever the look-back starts. Kept as a variant for that record.
+///
+/// Launch [`specialized_tile_items`] elements per tile, `32 + 32k` threads per block and
+/// [`specialized_shared_bytes`] bytes of dynamic shared memory; otherwise the contract of
+/// [`scan_kernel`]. `V` must be [`staged_vector_items`]`::<T>()`.
+///
+/// # Safety
+/// As for [`scan_kernel`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn specialized_scan_kernel<T: Element, Op: AssociativeOp<T>, const V: usize, const EXCLUSIVE: bool>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    epoch: u32,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        specialized_scan_kernel_tuned::<
+            T,
+            Op,
+            V,
+            STAGED_ROW_VECTORS,
+            SPECIALIZED_LOOK_BACK_DEPTH,
+            SPECIALIZED_MAX_BACKOFF_NS,
+            EXCLUSIVE,
+            false,
+        >(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut())
+    }
+}
+
+/// Predecessors each lane of [`specialized_scan_kernel`]'s look-back warp examines per step.
+pub const SPECIALIZED_LOOK_BACK_DEPTH: usize = 1;
+/// The longest sleep of [`specialized_scan_kernel`]'s look-back warp between polls, in nanoseconds.
+pub const SPECIALIZED_MAX_BACKOFF_NS: u32 = 512;
+
+/// [`specialized_scan_kernel`] with rows of `ROW` vectors, a look-back of depth `DEPTH` and sleeps
+/// of at most `MAX_BACKOFF` ns between polls (tuning variants are measured with these).
+///
+/// # Safety
+/// As for [`scan_kernel`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn specialized_scan_kernel_tuned<
+    T: Element,
+    Op: AssociativeOp<T>,
+    const V: usize,
+    const ROW: usize,
+    const DEPTH: usize,
+    const MAX_BACKOFF: u32,
+    const EXCLUSIVE: bool,
+    const TIMED: bool,
+>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    epoch: u32,
+    timeline: *mut u64,
+) {
+    const { assert!(V * size_of::<T>() == 16, "V elements must fill a 16-byte vector") };
+    // SAFETY: forwarded; the status lies after the header, inside `temp_bytes(tiles)`.
+    unsafe {
+        let status_storage = temp.add(TEMP_HEADER);
+        if size_of::<T>().is_multiple_of(4) {
+            let status = PackedTileStatus::<T>::new(status_storage, epoch);
+            specialized_scan_tiles::<T, Op, _, V, ROW, DEPTH, MAX_BACKOFF, EXCLUSIVE, TIMED>(
+                input, output, len, initial, temp, tiles, &status, timeline,
+            )
+        } else {
+            let status = SplitTileStatus::<T>::new(status_storage, tiles as usize, epoch);
+            specialized_scan_tiles::<T, Op, _, V, ROW, DEPTH, MAX_BACKOFF, EXCLUSIVE, TIMED>(
+                input, output, len, initial, temp, tiles, &status, timeline,
+            )
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn specialized_scan_tiles<
+    T: Element,
+    Op: AssociativeOp<T>,
+    S: TileStatus<T>,
+    const V: usize,
+    const ROW: usize,
+    const DEPTH: usize,
+    const MAX_BACKOFF: u32,
+    const EXCLUSIVE: bool,
+    const TIMED: bool,
+>(
+    input: *const T,
+    output: *mut T,
+    len: u64,
+    initial: *const T,
+    temp: *mut u8,
+    tiles: u32,
+    status: &S,
+    timeline: *mut u64,
+) {
+    const { assert!(ROW > 0 && ROW.is_multiple_of(8), "rows of whole 128-byte lines") };
+    let warp_size = WARP_SIZE as usize;
+    let row_threads = arch::block_dim_x() as usize - warp_size;
+    let row_warps = row_threads / warp_size;
+    let mut shared = DynamicShared::new();
+    let stage = shared.take::<[u32; 4]>(row_threads * ROW);
+    // Each row warp's total; once the last row warp is done, each row warp's exclusive prefix.
+    let warp_totals = shared.take::<T>(row_warps);
+    // The tile's exclusive prefix (from warp 0) and its aggregate (from the last row warp).
+    let tile_values = shared.take::<T>(2);
+    // Row warps done, and the tile number.
+    let counters = shared.take::<u32>(2);
+    let tid = arch::thread_idx_x() as usize;
+    if tid == 0 {
+        // SAFETY: shared; the barrier in `take_tile` orders this before every increment.
+        unsafe { arch::store(counters, 0) };
+    }
+    // SAFETY: temp's first word is the tile counter; the slot is shared.
+    let tile = unsafe { take_tile(temp.cast::<u32>(), tiles, counters.add(1)) };
+    // With TIMED, `thread` writes `value()` to word `slot` of the tile's 8 (clock reads are volatile:
+    // LLVM would keep them otherwise): the global timer at the ticket (0) and at the end of the first
+    // row warp's stores (7); the multiprocessor, windows and polls (1); the clock at the ticket (2),
+    // when the first row warp's part has landed (3), when the aggregate is published (4), when the
+    // look-back is done (5) and after the barrier (6).
+    let mark = |thread: usize, slot: usize, value: fn() -> u64| {
+        if TIMED && tid == thread {
+            // SAFETY: the caller gives 8 words per tile when TIMED.
+            unsafe { arch::store(timeline.add(tile as usize * 8 + slot), value()) };
+        }
+    };
+    mark(0, 0, arch::global_timer);
+    mark(0, 2, arch::clock64);
+    let seed = if EXCLUSIVE {
+        // SAFETY: `initial` is valid when EXCLUSIVE.
+        unsafe { arch::load(initial) }
+    } else {
+        Op::identity()
+    };
+
+    let tile_items = row_threads * ROW * V;
+    let tile_start = tile as usize * tile_items;
+    let tile_valid = (len as usize - tile_start).min(tile_items);
+    // Whole 16-byte vectors of a full tile move with cp.async and v4 stores; a partial tile, or
+    // buffers that are not 16-byte aligned, element by element.
+    let vectors =
+        tile_valid == tile_items && (input as usize).is_multiple_of(16) && (output as usize).is_multiple_of(16);
+    let stage_address = arch::shared_address(stage);
+    let vector_address = |vector: usize| stage_address + (swizzled::<ROW>(vector) * 16) as u32;
+    let element = |e: usize| -> *mut T {
+        // SAFETY: e < tile_items: inside the stage.
+        unsafe { stage.add(swizzled::<ROW>(e / V)).cast::<T>().add(e % V) }
+    };
+    let warp = arch::warp_idx() as usize;
+    let lane = arch::lane_id() as usize;
+    // Row warp `w` owns rows 32w..32w + 32, that is vectors 32w * ROW.. of the tile.
+    let row_warp = warp.wrapping_sub(1);
+    let warp_vectors = row_warp.wrapping_mul(warp_size * ROW);
+    let row = warp_vectors + lane * ROW;
+    let read_vector = |j: usize| -> [T; V] {
+        let mut items = [Op::identity(); V];
+        // SAFETY: the thread's own row, inside the stage.
+        thread::unpack_vector::<T, V>(unsafe { arch::load_shared_v4(vector_address(row + j)) }, 0, &mut items);
+        items
+    };
+
+    let mut thread_prefix = Op::identity();
+    if warp == 0 {
+        let prefix = if tile == 0 {
+            seed
+        } else {
+            // SAFETY: 0 < tile < tiles; the 32 lanes of warp 0 are here.
+            let mut stats = LookBackStats::default();
+            // SAFETY: as above.
+            let prefix =
+                unsafe { look_back_with_backoff::<T, Op, S, DEPTH, MAX_BACKOFF>(status, tile, seed, &mut stats) };
+            if TIMED && tid == 0 {
+                let packed = arch::sm_id() as u64 | (stats.windows as u64) << 16 | (stats.polls as u64) << 40;
+                // SAFETY: the caller gives 8 words per tile when TIMED.
+                unsafe { arch::store(timeline.add(tile as usize * 8 + 1), packed) };
+            }
+            prefix
+        };
+        mark(0, 5, arch::clock64);
+        if lane == 0 {
+            // SAFETY: shared.
+            unsafe { arch::store(tile_values, prefix) };
+        }
+    } else {
+        if vectors {
+            // SAFETY: a full tile: its vectors are inside input[..len]; aligned (checked above).
+            let source = unsafe { input.add(tile_start).cast::<[u32; 4]>() };
+            for i in 0..ROW {
+                let v = warp_vectors + lane + i * warp_size;
+                // SAFETY: v inside this warp's part of the stage and of the tile.
+                unsafe { arch::cp_async_16(vector_address(v), source.add(v)) };
+            }
+            arch::cp_async_wait_all();
+            mark(32, 3, arch::clock64);
+        } else {
+            let end = (warp_vectors + warp_size * ROW) * V;
+            let mut e = warp_vectors * V + lane;
+            while e < end {
+                let value = if e < tile_valid {
+                    // SAFETY: only elements inside input[..len] are read.
+                    unsafe { arch::load(input.add(tile_start + e)) }
+                } else {
+                    Op::identity()
+                };
+                // SAFETY: inside this warp's part of the stage.
+                unsafe { arch::store(element(e), value) };
+                e += warp_size;
+            }
+        }
+        // The warp's lanes read rows other lanes copied.
+        arch::sync_warp(arch::FULL_MASK);
+        let mut thread_total = Op::identity();
+        for j in 0..ROW {
+            for item in read_vector(j) {
+                thread_total = Op::combine(thread_total, item);
+            }
+        }
+        let (exclusive, warp_total) = warp::warp_exclusive_scan::<T, Op>(thread_total);
+        thread_prefix = exclusive;
+        let mut last = false;
+        if lane == 0 {
+            // SAFETY: shared; row_warp < row_warps. The fences order the total before the count
+            // (release) and the count before the last warp's reads (acquire).
+            unsafe {
+                arch::store(warp_totals.add(row_warp), warp_total);
+                arch::fence_acq_rel_cta();
+                last = arch::atomic_add_u32_shared(counters, 1) as usize == row_warps - 1;
+                arch::fence_acq_rel_cta();
+            }
+        }
+        if arch::vote_any_sync(arch::FULL_MASK, last) {
+            // The last row warp: every total is in; scan them and publish the tile's aggregate.
+            arch::sync_warp(arch::FULL_MASK);
+            let total = if lane < row_warps {
+                // SAFETY: shared, lane < row_warps.
+                unsafe { arch::load(warp_totals.add(lane)) }
+            } else {
+                Op::identity()
+            };
+            let (warp_prefix, aggregate) = warp::warp_exclusive_scan::<T, Op>(total);
+            if lane < row_warps {
+                // SAFETY: as above.
+                unsafe { arch::store(warp_totals.add(lane), warp_prefix) };
+            }
+            if lane == 0 {
+                if TIMED {
+                    // SAFETY: the caller gives 8 words per tile when TIMED.
+                    unsafe { arch::store(timeline.add(tile as usize * 8 + 4), arch::clock64()) };
+                }
+                // SAFETY: shared; tile < tiles.
+                unsafe {
+                    arch::store(tile_values.add(1), aggregate);
+                    if tile == 0 {
+                        status.publish_inclusive(0, Op::combine(seed, aggregate));
+                    } else {
+                        status.publish_aggregate(tile, aggregate);
+                    }
+                }
+            }
+        }
+    }
+    arch::sync_threads();
+    mark(0, 6, arch::clock64);
+
+    // SAFETY: written before the barrier (warp 0 lane 0 and the last row warp).
+    let prefix = unsafe { arch::load(tile_values) };
+    if warp == 0 {
+        if lane == 0 && tile != 0 {
+            // SAFETY: as above; tile < tiles.
+            unsafe { status.publish_inclusive(tile, Op::combine(prefix, arch::load(tile_values.add(1)))) };
+        }
+        return;
+    }
+    // SAFETY: written by the last row warp before the barrier.
+    let warp_prefix = unsafe { arch::load(warp_totals.add(row_warp)) };
+    let mut running = Op::combine(Op::combine(prefix, warp_prefix), thread_prefix);
+    for j in 0..ROW {
+        let mut items = read_vector(j);
+        for item in items.iter_mut() {
+            let next = Op::combine(running, *item);
+            *item = if EXCLUSIVE { running } else { next };
+            running = next;
+        }
+        // SAFETY: the thread's own row.
+        unsafe { arch::store_shared_v4(vector_address(row + j), thread::pack_vector::<T, V>(&items, 0)) };
+    }
+    // The warp's lanes copy out rows other lanes scanned.
+    arch::sync_warp(arch::FULL_MASK);
+    if vectors {
+        // SAFETY: a full tile: its vectors are inside output[..len]; aligned (checked above).
+        let destination = unsafe { output.add(tile_start).cast::<[u32; 4]>() };
+        for i in 0..ROW {
+            let v = warp_vectors + lane + i * warp_size;
+            // SAFETY: v inside this warp's part of the stage and of the tile.
+            unsafe { arch::store_global_v4(destination.add(v), arch::load_shared_v4(vector_address(v))) };
+        }
+    } else {
+        let end = ((warp_vectors + warp_size * ROW) * V).min(tile_valid);
+        let mut e = warp_vectors * V + lane;
+        while e < end {
+            // SAFETY: e < tile_valid: inside the stage and output[..len].
+            unsafe { arch::store(output.add(tile_start + e), arch::load(element(e))) };
+            e += warp_size;
+        }
+    }
+    mark(32, 7, arch::global_timer);
 }

@@ -244,6 +244,28 @@ pub unsafe fn look_back<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, cons
     seed: T,
     stats: &mut LookBackStats,
 ) -> T {
+    // SAFETY: forwarded.
+    unsafe { look_back_with_backoff::<T, Op, S, K, MAX_BACKOFF_NS>(status, tile, seed, stats) }
+}
+
+/// [`look_back`] sleeping at most `MAX_BACKOFF` nanoseconds between polls of a window that is not
+/// all published (0: polls again at once).
+///
+/// # Safety
+/// As for [`look_back`].
+#[inline(always)]
+pub unsafe fn look_back_with_backoff<
+    T: Element,
+    Op: AssociativeOp<T>,
+    S: TileStatus<T>,
+    const K: usize,
+    const MAX_BACKOFF: u32,
+>(
+    status: &S,
+    tile: u32,
+    seed: T,
+    stats: &mut LookBackStats,
+) -> T {
     let lane = arch::lane_id() as i64;
     let mut prefix = Op::identity();
     // Window [window_end - 32K, window_end): lane l examines tiles window_end - 32K + lK + k for
@@ -253,7 +275,7 @@ pub unsafe fn look_back<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, cons
         let base = window_end - (WARP_SIZE as i64 * K as i64) + lane * K as i64;
         let mut states = [0u32; K];
         let mut values = [Op::identity(); K];
-        let mut backoff = FIRST_BACKOFF_NS;
+        let mut backoff = if FIRST_BACKOFF_NS < MAX_BACKOFF { FIRST_BACKOFF_NS } else { MAX_BACKOFF };
         stats.windows += 1;
         loop {
             stats.polls += 1;
@@ -274,8 +296,10 @@ pub unsafe fn look_back<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, cons
             if all_published {
                 break;
             }
-            arch::nanosleep(backoff);
-            backoff = (backoff * 2).min(MAX_BACKOFF_NS);
+            if MAX_BACKOFF > 0 {
+                arch::nanosleep(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
         }
         if S::FENCE_BEFORE_VALUES {
             // Every lane has seen its flags published; the fence makes the values published before

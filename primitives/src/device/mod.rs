@@ -21,7 +21,7 @@ pub use histogram_experiment::{ExperimentalHistogram, HistogramExperimentKernel}
 pub use multi::{DeviceMulti, MultiKernel, MAX_BUCKETS};
 pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
-pub use scan::{DeviceScan, ScanKernel, SegmentHeads, SegmentedScanKernel};
+pub use scan::{DeviceScan, ScanKernel, ScanTile, SegmentHeads, SegmentedScanKernel};
 pub use segmented_reduce::{DeviceSegmentedReduce, SegmentedReduceKernel};
 pub use select::{
     CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel, SelectPasses,

@@ -67,6 +67,18 @@ impl ScanTemp {
     }
 }
 
+/// The tile of a scan variant ([`DeviceScan::inclusive_sum_variant`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum ScanTile {
+    /// Items in registers, 64 bytes a thread.
+    Registers,
+    /// Rows of `row_vectors` 16-byte vectors in shared memory, one a thread; warp 0 looks back.
+    Staged { row_vectors: usize },
+    /// As `Staged`, plus a look-back warp that holds no row (`block_threads - 32` rows).
+    Specialized { row_vectors: usize },
+}
+
 /// Device-wide prefix scan (CUB's `DeviceScan`): one pass with decoupled look-back, no host
 /// synchronisation. Operands are combined in input order; any associative operator works (it need
 /// not be commutative). `output` must not be `input`.
@@ -97,29 +109,35 @@ impl DeviceScan {
     pub const STAGED_ROW_VECTORS: usize = kernel::STAGED_ROW_VECTORS;
 
     /// A scan variant kept for side-by-side measurements (`bandwidth scan-variants`): the kernel
-    /// `name` (an f32 inclusive sum) launched with `block_threads` threads per block, and tiles of
-    /// registers (`row_vectors == 0`) or of shared memory with rows of `row_vectors` 16-byte
-    /// vectors; a timed variant writes 8 words per tile to `timeline`. `shared_padding` bytes of
-    /// unused dynamic shared memory limit the blocks per multiprocessor (and so the bytes in flight).
+    /// `name` (an f32 inclusive sum) launched with `block_threads` threads per block and tiles of
+    /// the given shape; a timed variant writes 8 words per tile to `timeline`. `shared_padding`
+    /// bytes of unused dynamic shared memory limit the blocks per multiprocessor (and so the bytes in
+    /// flight).
     #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
     pub fn inclusive_sum_variant(
         gpu: &Gpu,
         name: &'static str,
         block_threads: u32,
-        row_vectors: usize,
+        tile: ScanTile,
         shared_padding: usize,
         input: &DeviceBuffer<f32>,
         output: &mut DeviceBuffer<f32>,
         timeline: Option<&mut DeviceBuffer<u64>>,
     ) -> Result<()> {
-        let (tile_items, shared) = if row_vectors > 0 {
-            (
-                kernel::staged_tile_items::<f32>(block_threads as usize, row_vectors),
-                kernel::staged_shared_bytes::<f32>(block_threads as usize, row_vectors),
-            )
-        } else {
-            (kernel::BLOCK_THREADS as usize * kernel::items_per_thread::<f32>(), kernel::shared_bytes::<f32>())
+        let threads = block_threads as usize;
+        let (tile_items, shared) = match tile {
+            ScanTile::Registers => {
+                (kernel::BLOCK_THREADS as usize * kernel::items_per_thread::<f32>(), kernel::shared_bytes::<f32>())
+            }
+            ScanTile::Staged { row_vectors } => (
+                kernel::staged_tile_items::<f32>(threads, row_vectors),
+                kernel::staged_shared_bytes::<f32>(threads, row_vectors),
+            ),
+            ScanTile::Specialized { row_vectors } => (
+                kernel::specialized_tile_items::<f32>(threads, row_vectors),
+                kernel::specialized_shared_bytes::<f32>(threads - 32, row_vectors),
+            ),
         };
         if let Some(timeline) = &timeline {
             if timeline.len() < 8 * input.len().div_ceil(tile_items) {

@@ -4,7 +4,7 @@
 //! stated bound of an exact prefix sum at every position.
 
 use primitives::ops::{AssociativeOp, Element, GradientPair, Max, Min, Sum};
-use primitives::{cpu, DeviceScan, Error, Gpu, ScanKernel};
+use primitives::{cpu, DeviceScan, Error, Gpu, ScanKernel, ScanTile};
 use rand::Rng;
 use tests::{gpu, max_len, random_vec, EDGE_SIZES};
 
@@ -182,6 +182,37 @@ fn look_back_gives_the_same_result_run_after_run() {
     for run in 0..runs {
         DeviceScan::inclusive_sum(&gpu, &input, &mut output).unwrap();
         assert!(output.to_vec(&gpu).unwrap() == want, "run {run} differs");
+    }
+}
+
+/// The scan variants kept for `bandwidth scan-variants` (the warp-specialized kernel at several
+/// look-back depths and sleeps) against the oracle, on small integers as f32 (exact sums), around
+/// one tile, past one look-back window and large; the timed variant's timeline too.
+#[test]
+fn scan_variants_match_the_oracle() {
+    let gpu = gpu();
+    let rows = ScanTile::Specialized { row_vectors: DeviceScan::STAGED_ROW_VECTORS };
+    let tile = 512 * DeviceScan::STAGED_ROW_VECTORS * 4;
+    let variants = [
+        ("primitives_scanvariant_specialized_d1_b0_sum_f32", 544, rows),
+        ("primitives_scanvariant_specialized_d2_b64_sum_f32", 544, rows),
+        ("primitives_scanvariant_specialized_d4_b512_sum_f32", 544, rows),
+        ("primitives_scanvariant_specialized_timed_sum_f32", 544, rows),
+        ("primitives_scanvariant_registers_sum_f32", 256, ScanTile::Registers),
+    ];
+    for n in [1, tile - 1, tile + 1, 33 * tile + 5, (1 << 22) + 3].into_iter().filter(|&n| n <= max_len(&gpu)) {
+        // Partial sums stay below 2^24 in magnitude: every f32 sum is exact.
+        let values: Vec<f32> = random_vec(n, n as u64, |r| r.gen_range(-3i32..=3) as f32);
+        let input = gpu.upload(&values).unwrap();
+        let mut want = vec![0f32; n];
+        cpu::inclusive_scan::<f32, Sum>(&values, &mut want);
+        for (name, threads, shape) in variants {
+            let mut output = gpu.alloc_zeroed::<f32>(n).unwrap();
+            let mut timeline = gpu.alloc_zeroed::<u64>(8 * n.div_ceil(tile)).unwrap();
+            let timed = name.contains("timed").then_some(&mut timeline);
+            DeviceScan::inclusive_sum_variant(&gpu, name, threads, shape, 0, &input, &mut output, timed).unwrap();
+            assert!(output.to_vec(&gpu).unwrap() == want, "{name} at n = {n}");
+        }
     }
 }
 

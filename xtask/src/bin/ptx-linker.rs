@@ -85,6 +85,10 @@ fn run() -> Result<(), String> {
 /// Elements of 8 and 16 bytes keep 256 threads, 5 per multiprocessor (their look-back needs the
 /// registers). The host launches with `device::scan::staged_block_threads`, which must agree.
 ///
+/// The warp-specialized scan variants (a look-back warp beside 512 row threads): 544 x 3, so
+/// ptxas gives them 32 registers (13 warps on one scheduler); measured slower than the staged scan
+/// (docs/benchmarks.md).
+///
 /// The register-tile scan (kept as a variant for comparison): 6 blocks of 256 threads (40
 /// registers) gave f32 2446 GB/s against 2387 without the bound.
 ///
@@ -94,6 +98,7 @@ fn run() -> Result<(), String> {
 const LAUNCH_BOUNDS: &[(&str, &[&str], u32, u32)] = &[
     ("primitives_scan_", &["_f32", "_i32", "_u32"], 512, 3),
     ("primitives_scan_", &[""], 256, 5),
+    ("primitives_scanvariant_specialized_", &[""], 544, 3),
     ("primitives_scanvariant_registers_", &[""], 256, 6),
     ("primitives_scanvariant_timed_", &[""], 512, 3),
     ("primitives_select_", &[""], 256, 4),

@@ -1,7 +1,7 @@
 //! GPU bandwidth of the device primitives, for the side-by-side scripts in `benches/scripts/`: one
 //! executable (each embeds the PTX) with a subcommand per primitive.
 //!
-//! Usage: bandwidth <reduce | scan | scan-variants | select | segmented | multi | sort> [MAX_LOG2 (default 28)]
+//! Usage: bandwidth <reduce | scan | scan-variants | scan-timeline[-specialized] | select | segmented | multi | sort> [MAX_LOG2 (default 28)]
 
 mod histogram;
 mod multi;
@@ -19,7 +19,8 @@ fn main() {
         Some("reduce") => reduce::run(max_log2),
         Some("scan") => scan::run(max_log2),
         Some("scan-variants") => scan::variants(max_log2),
-        Some("scan-timeline") => scan::timeline(max_log2),
+        Some("scan-timeline") => scan::timeline(max_log2, false),
+        Some("scan-timeline-specialized") => scan::timeline(max_log2, true),
         Some("select") => select::run(max_log2),
         Some("segmented") => segmented::run(max_log2),
         Some("multi") => multi::run(max_log2),

@@ -6,7 +6,7 @@
 
 use benches::{rotation, time_gpu};
 use primitives::ops::{Element, GradientPair, Sum};
-use primitives::{DeviceScan, Gpu, ScanKernel};
+use primitives::{DeviceScan, Gpu, ScanKernel, ScanTile};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 fn measure<T: Element, Op: ScanKernel<T>>(gpu: &Gpu, dtype: &str, n: usize, draw: fn(&mut SmallRng) -> T) {
@@ -48,16 +48,25 @@ pub fn variants(max_log2: u32) {
     let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth scan-variants needs a GPU: {e}"));
     eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
     println!("impl,dtype,op,n,median_us,gbps");
-    // (label, kernel, threads, row vectors, shared-memory padding): the padded ones run the
-    // production kernel with fewer blocks per multiprocessor, so fewer bytes in flight.
+    // (label, kernel, threads, tile, shared-memory padding): the padded ones run the production
+    // (staged) kernel with fewer blocks per multiprocessor, so fewer bytes in flight.
     const KIB: usize = 1024;
-    let production = "primitives_scan_inclusive_sum_f32";
-    let variants: [(&str, &'static str, u32, usize, usize); 5] = [
-        ("registers", "primitives_scanvariant_registers_sum_f32", 256, 0, 0),
-        ("staged 512x2 (128 KiB in flight)", production, 512, 8, 20 * KIB),
-        ("staged 256x6 (192 KiB in flight)", production, 256, 8, 0),
-        ("staged 256x4 (128 KiB in flight)", production, 256, 8, 16 * KIB),
-        ("staged 256x3 (96 KiB in flight)", production, 256, 8, 32 * KIB),
+    let staged = "primitives_scan_inclusive_sum_f32";
+    let rows = ScanTile::Staged { row_vectors: DeviceScan::STAGED_ROW_VECTORS };
+    let specialized = ScanTile::Specialized { row_vectors: DeviceScan::STAGED_ROW_VECTORS };
+    let variants: [(&str, &'static str, u32, ScanTile, usize); 12] = [
+        ("registers", "primitives_scanvariant_registers_sum_f32", 256, ScanTile::Registers, 0),
+        ("specialized depth 1 sleep 0 ns", "primitives_scanvariant_specialized_d1_b0_sum_f32", 544, specialized, 0),
+        ("specialized depth 1 sleep 64 ns", "primitives_scanvariant_specialized_d1_b64_sum_f32", 544, specialized, 0),
+        ("specialized depth 2 sleep 0 ns", "primitives_scanvariant_specialized_d2_b0_sum_f32", 544, specialized, 0),
+        ("specialized depth 2 sleep 64 ns", "primitives_scanvariant_specialized_d2_b64_sum_f32", 544, specialized, 0),
+        ("specialized depth 2 sleep 512 ns", "primitives_scanvariant_specialized_d2_b512_sum_f32", 544, specialized, 0),
+        ("specialized depth 4 sleep 64 ns", "primitives_scanvariant_specialized_d4_b64_sum_f32", 544, specialized, 0),
+        ("specialized depth 4 sleep 512 ns", "primitives_scanvariant_specialized_d4_b512_sum_f32", 544, specialized, 0),
+        ("staged 512x2 (128 KiB in flight)", staged, 512, rows, 20 * KIB),
+        ("staged 256x6 (192 KiB in flight)", staged, 256, rows, 0),
+        ("staged 256x4 (128 KiB in flight)", staged, 256, rows, 16 * KIB),
+        ("staged 256x3 (96 KiB in flight)", staged, 256, rows, 32 * KIB),
     ];
     for log2 in [24, max_log2] {
         let n = 1usize << log2;
@@ -67,13 +76,13 @@ pub fn variants(max_log2: u32) {
         let copies = rotation(n * 4);
         let inputs: Vec<_> = (0..copies).map(|_| gpu.upload(&host).expect("upload")).collect();
         let mut output = gpu.alloc_zeroed::<f32>(n).expect("alloc");
-        for (label, name, threads, row_vectors, padding) in variants {
+        for (label, name, threads, tile, padding) in variants {
             let us = time_gpu(&gpu, 5, 30, |i| {
                 DeviceScan::inclusive_sum_variant(
                     &gpu,
                     name,
                     threads,
-                    row_vectors,
+                    tile,
                     padding,
                     &inputs[i % copies],
                     &mut output,
@@ -87,29 +96,29 @@ pub fn variants(max_log2: u32) {
     }
 }
 
-/// One timed run of the staged scan (f32 inclusive sum of 2^`log2` items, after warm-ups): the
-/// timeline of every tile as CSV `tile,start_ns,sm,c_ticket,c_loaded,c_aggregate,c_prefix,c_scanned,end_ns`.
-pub fn timeline(log2: u32) {
+/// One timed run of the staged scan, or of the warp-specialized one with `specialized` (f32
+/// inclusive sum of 2^`log2` items, after warm-ups): the timeline of every tile as CSV
+/// `tile,start_ns,sm,c_ticket,c_loaded,c_aggregate,c_prefix,c_scanned,end_ns` (for the specialized
+/// scan: c_loaded when the first row warp's part has landed, c_aggregate when the aggregate is
+/// published, c_prefix when the look-back is done, c_scanned after the barrier).
+pub fn timeline(log2: u32, specialized: bool) {
     let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth scan-timeline needs a GPU: {e}"));
     let n = 1usize << log2;
     let mut rng = SmallRng::seed_from_u64(n as u64);
     let host: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
     let input = gpu.upload(&host).expect("upload");
     let mut output = gpu.alloc_zeroed::<f32>(n).expect("alloc");
-    let tiles = n.div_ceil(DeviceScan::tile_items::<f32>());
+    let tiles = n.div_ceil(512 * DeviceScan::STAGED_ROW_VECTORS * 4);
     let mut timeline = gpu.alloc_zeroed::<u64>(8 * tiles).expect("alloc");
+    let row_vectors = DeviceScan::STAGED_ROW_VECTORS;
+    let (name, threads, tile) = if specialized {
+        ("primitives_scanvariant_specialized_timed_sum_f32", 544, ScanTile::Specialized { row_vectors })
+    } else {
+        ("primitives_scanvariant_timed_sum_f32", 512, ScanTile::Staged { row_vectors })
+    };
     for _ in 0..5 {
-        DeviceScan::inclusive_sum_variant(
-            &gpu,
-            "primitives_scanvariant_timed_sum_f32",
-            512,
-            DeviceScan::STAGED_ROW_VECTORS,
-            0,
-            &input,
-            &mut output,
-            Some(&mut timeline),
-        )
-        .expect("timed scan");
+        DeviceScan::inclusive_sum_variant(&gpu, name, threads, tile, 0, &input, &mut output, Some(&mut timeline))
+            .expect("timed scan");
     }
     let words = timeline.to_vec(&gpu).expect("download");
     println!("tile,start_ns,sm,c_ticket,c_loaded,c_aggregate,c_prefix,c_scanned,end_ns");
