@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Device scan side by side: our single-pass scan (`bandwidth scan`) against torch.cumsum and
 CuPy's cumsum (CUB's DeviceScan), same GPU, same run, timed the same way (CUDA events, median of 30
-after 5 warm-ups, rotating input copies). Bandwidth counts bytes read plus bytes written.
+after 5 warm-ups, rotating input copies), with a device-to-device copy of the same bytes (torch
+`out.copy_(x)`) as the bandwidth reference. Bandwidth counts bytes read plus bytes written.
 
 usage: scan_side_by_side.py PATH/TO/bandwidth [MAX_LOG2] [CSV_OUT]
 """
@@ -60,7 +61,7 @@ def cupy_elapsed(start, stop):
 
 def peers(dtype, n):
     if dtype.startswith("pair"):
-        return None, None, None
+        return None, None, None, None
     tdtype = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32}[dtype]
     gen = torch.Generator(device="cuda").manual_seed(n)
     if dtype.startswith("float"):
@@ -74,10 +75,11 @@ def peers(dtype, n):
     cupy_copies = [cp.from_dlpack(c) for c in copies]
     cupy_out = cp.from_dlpack(out)
     cupy_us = timed(lambda x: cp.cumsum(x, out=cupy_out), cupy_copies, cupy_events, cupy_elapsed)
+    copy_us = timed(lambda x: out.copy_(x), copies, torch_events, torch_elapsed)
     del copies, cupy_copies, out, cupy_out
     torch.cuda.empty_cache()
     cp.get_default_memory_pool().free_all_blocks()
-    return nbytes, cupy_us, torch_us
+    return nbytes, cupy_us, torch_us, copy_us
 
 
 def main():
@@ -87,23 +89,27 @@ def main():
     ours = subprocess.run([binary, "scan", max_log2], check=True, capture_output=True, text=True)
     sys.stderr.write(ours.stderr)
     print(f"device: {torch.cuda.get_device_name()}")
-    print(f"{'dtype':9} {'n':>10} {'ours GB/s':>10} {'CUB GB/s':>9} {'torch GB/s':>10} {'ours/CUB':>8} {'ours/torch':>10}")
+    print(f"{'dtype':9} {'n':>10} {'ours GB/s':>10} {'CUB GB/s':>9} {'torch GB/s':>10} {'copy GB/s':>9} "
+          f"{'ours/CUB':>8} {'ours/torch':>10} {'ours/copy':>9}")
     rows = []
     for row in csv.DictReader(io.StringIO(ours.stdout)):
         n, ours_us = int(row["n"]), float(row["median_us"])
-        nbytes, cupy_us, torch_us = peers(row["dtype"], n)
+        nbytes, cupy_us, torch_us, copy_us = peers(row["dtype"], n)
         if nbytes is None:
-            print(f"{row['dtype']:9} {n:>10} {float(row['gbps']):>10.1f} {'-':>9} {'-':>10} {'-':>8} {'-':>10}", flush=True)
-            rows.append([row["dtype"], n, ours_us, "", "", row["gbps"], "", ""])
+            print(f"{row['dtype']:9} {n:>10} {float(row['gbps']):>10.1f} {'-':>9} {'-':>10} {'-':>9} {'-':>8} {'-':>10} {'-':>9}",
+                  flush=True)
+            rows.append([row["dtype"], n, ours_us, "", "", "", row["gbps"], "", "", ""])
             continue
-        ours_gbps, cub_gbps, torch_gbps = (nbytes / (t * 1e-6) / 1e9 for t in (ours_us, cupy_us, torch_us))
-        print(f"{row['dtype']:9} {n:>10} {ours_gbps:>10.1f} {cub_gbps:>9.1f} {torch_gbps:>10.1f} "
-              f"{cupy_us / ours_us:>8.3f} {torch_us / ours_us:>10.3f}", flush=True)
-        rows.append([row["dtype"], n, ours_us, cupy_us, torch_us, ours_gbps, cub_gbps, torch_gbps])
+        ours_gbps, cub_gbps, torch_gbps, copy_gbps = (
+            nbytes / (t * 1e-6) / 1e9 for t in (ours_us, cupy_us, torch_us, copy_us))
+        print(f"{row['dtype']:9} {n:>10} {ours_gbps:>10.1f} {cub_gbps:>9.1f} {torch_gbps:>10.1f} {copy_gbps:>9.1f} "
+              f"{cupy_us / ours_us:>8.3f} {torch_us / ours_us:>10.3f} {copy_us / ours_us:>9.3f}", flush=True)
+        rows.append([row["dtype"], n, ours_us, cupy_us, torch_us, copy_us, ours_gbps, cub_gbps, torch_gbps, copy_gbps])
     if csv_out:
         with open(csv_out, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["dtype", "n", "ours_us", "cub_us", "torch_us", "ours_gbps", "cub_gbps", "torch_gbps"])
+            w.writerow(["dtype", "n", "ours_us", "cub_us", "torch_us", "copy_us", "ours_gbps", "cub_gbps", "torch_gbps",
+                        "copy_gbps"])
             w.writerows(rows)
 
 

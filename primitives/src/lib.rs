@@ -171,6 +171,8 @@ mod tests {
             "primitives_scanvariant_specialized_d4_b64_sum_f32",
             "primitives_scanvariant_specialized_d4_b512_sum_f32",
             "primitives_scanvariant_timed_sum_f32",
+            "primitives_scanvariant_rows9_sum_f32",
+            "primitives_scanvariant_rows8_sum_f32",
             "primitives_scanvariant_specialized_timed_sum_f32",
         ]);
         for name in &names {

@@ -2,10 +2,10 @@
 //! Parallel Prefix Scan with Decoupled Look-back").
 //!
 //! Two tile designs share the look-back ([`crate::device::tile_status`]):
-//! * [`staged_scan_kernel`], the device scan: the tile (128 bytes a thread) is copied into shared
+//! * [`staged_scan_kernel`], the device scan: the tile (144 bytes a thread) is copied into shared
 //!   memory with `cp.async`, so it holds no registers while the block waits for its look-back. On an
-//!   H200 this keeps 192 KiB of tiles per multiprocessor instead of 80 KiB in registers, and the scan
-//!   went from 2.49 to 3.2 TB/s at 2^28 f32 (docs/benchmarks.md).
+//!   H200 this keeps 216 KiB of tiles per multiprocessor instead of 80 KiB in registers, and the scan
+//!   went from 2.49 to 3.33 TB/s at 2^28 f32, 80% of copy bandwidth (docs/benchmarks.md).
 //! * [`scan_kernel`], items in registers (64 bytes a thread): the base of the select and segmented
 //!   scan kernels, and kept as a measured variant of the scan.
 //! * [`specialized_scan_kernel`], the staged tile with a dedicated look-back warp that starts at the
@@ -181,23 +181,25 @@ unsafe fn scan_tiles<T: Element, Op: AssociativeOp<T>, S: TileStatus<T>, const I
     }
 }
 
-/// 16-byte vectors in each thread's row of the staged scan's shared-memory tile (128 bytes: 32 f32,
-/// 16 f64, 8 pairs of f64).
-pub const STAGED_ROW_VECTORS: usize = 8;
+/// 16-byte vectors in each thread's row of the staged scan's shared-memory tile (144 bytes: 36 f32,
+/// 18 f64, 9 pairs of f64). Rows of 9 rather than 8 fit 216 KiB of tiles per multiprocessor instead
+/// of 192 and need no swizzle (an odd row length is bank-conflict free as it is): on an H200 the f32
+/// scan went from 3196 to 3376-3389 GB/s (docs/benchmarks.md).
+pub const STAGED_ROW_VECTORS: usize = 9;
+
+/// Rows of 8 vectors (128 bytes, the previous production tile): the select and partition kernels'
+/// rows, and those of the scan variants measured against the production scan.
+pub const EIGHT_VECTOR_ROWS: usize = 8;
 
 /// Predecessors each lane of the staged scan's look-back examines per step (see
 /// [`crate::device::tile_status::look_back`]).
 pub const STAGED_LOOK_BACK_DEPTH: usize = 1;
 
-/// Threads per block of the staged scan for `T`: 512 for elements of up to 4 bytes (3 blocks of
-/// 64 KiB tiles per multiprocessor), 256 for larger ones (5 blocks of 32 KiB). The PTX link step's
-/// launch bounds assume these.
+/// Threads per block of the staged scan: 256 (36 KiB tiles; 6 blocks per multiprocessor for
+/// elements of up to 4 bytes, 5 for larger ones, whose look-back needs more registers). The PTX link
+/// step's launch bounds assume these.
 pub const fn staged_block_threads<T>() -> u32 {
-    if size_of::<T>() <= 4 {
-        512
-    } else {
-        256
-    }
+    256
 }
 
 /// Whether `T` can go through the staged scan: its size divides 16.
@@ -222,13 +224,19 @@ pub const fn staged_shared_bytes<T: Element>(block_threads: usize, row_vectors: 
 }
 
 /// Where 16-byte vector `vector` of the tile lives in shared memory (in vectors), with rows of
-/// `ROW` vectors (a multiple of 8). The vectors of each 128-byte line (8 vectors) are permuted by XOR
-/// with the row number, so that both a warp reading one vector of each thread's row (8 lanes per
-/// shared-memory wavefront, 8 different rows) and a warp reading consecutive vectors (the coalesced
-/// copies, 8 lanes in one line) touch 8 different bank groups: no bank conflicts.
+/// `ROW` vectors (a multiple of 8, or odd). With a multiple of 8, the vectors of each 128-byte line
+/// (8 vectors) are permuted by XOR with the row number, so that both a warp reading one vector of
+/// each thread's row (8 lanes per shared-memory wavefront, 8 different rows) and a warp reading
+/// consecutive vectors (the coalesced copies, 8 lanes in one line) touch 8 different bank groups:
+/// no bank conflicts. An odd row length already puts 8 consecutive rows' vectors in 8 different
+/// bank groups, so odd rows are not permuted.
 #[inline(always)]
 pub(crate) fn swizzled<const ROW: usize>(vector: usize) -> usize {
-    vector ^ ((vector / ROW) % 8)
+    if ROW % 2 == 1 {
+        vector
+    } else {
+        vector ^ ((vector / ROW) % 8)
+    }
 }
 
 /// The device scan with the tile staged in shared memory, a design for GPUs whose memory bandwidth
@@ -298,7 +306,7 @@ pub unsafe fn staged_scan_kernel_timed<
     timeline: *mut u64,
 ) {
     const { assert!(V * size_of::<T>() == 16, "V elements must fill a 16-byte vector") };
-    const { assert!(ROW > 0 && ROW.is_multiple_of(8), "rows of whole 128-byte lines") };
+    const { assert!(ROW.is_multiple_of(8) || ROW % 2 == 1, "rows of whole 128-byte lines, or odd") };
     // SAFETY: forwarded; the status lies after the header, inside `temp_bytes(tiles)`.
     unsafe {
         let status_storage = temp.add(TEMP_HEADER);
@@ -514,7 +522,7 @@ pub unsafe fn specialized_scan_kernel<T: Element, Op: AssociativeOp<T>, const V:
             T,
             Op,
             V,
-            STAGED_ROW_VECTORS,
+            EIGHT_VECTOR_ROWS,
             SPECIALIZED_LOOK_BACK_DEPTH,
             SPECIALIZED_MAX_BACKOFF_NS,
             EXCLUSIVE,
@@ -594,7 +602,7 @@ unsafe fn specialized_scan_tiles<
     status: &S,
     timeline: *mut u64,
 ) {
-    const { assert!(ROW > 0 && ROW.is_multiple_of(8), "rows of whole 128-byte lines") };
+    const { assert!(ROW.is_multiple_of(8) || ROW % 2 == 1, "rows of whole 128-byte lines, or odd") };
     let warp_size = WARP_SIZE as usize;
     let row_threads = arch::block_dim_x() as usize - warp_size;
     let row_warps = row_threads / warp_size;

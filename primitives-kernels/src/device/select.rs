@@ -19,7 +19,7 @@
 
 use crate::arch;
 use crate::block::{BlockScan, DynamicShared};
-use crate::device::scan::{swizzled, BLOCK_THREADS, STAGED_ROW_VECTORS, TEMP_HEADER};
+use crate::device::scan::{swizzled, BLOCK_THREADS, EIGHT_VECTOR_ROWS as STAGED_ROW_VECTORS, TEMP_HEADER};
 use crate::device::tile_status::{take_tile, tile_prefix, PackedTileStatus, LOOK_BACK_DEPTH};
 use crate::ops::{Element, Sum};
 use crate::thread;

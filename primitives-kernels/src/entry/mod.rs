@@ -354,49 +354,49 @@ kernel! {
     /// The warp-specialized scan of f32 sums, look-back depth 1, sleeps of at most 0 ns; see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_d1_b0_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, 1, 0, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 1, 0, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
     }
 }
 kernel! {
     /// The warp-specialized scan of f32 sums, look-back depth 1, sleeps of at most 64 ns; see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_d1_b64_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, 1, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 1, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
     }
 }
 kernel! {
     /// The warp-specialized scan of f32 sums, look-back depth 2, sleeps of at most 0 ns; see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_d2_b0_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, 2, 0, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 2, 0, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
     }
 }
 kernel! {
     /// The warp-specialized scan of f32 sums, look-back depth 2, sleeps of at most 64 ns; see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_d2_b64_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, 2, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 2, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
     }
 }
 kernel! {
     /// The warp-specialized scan of f32 sums, look-back depth 2, sleeps of at most 512 ns; see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_d2_b512_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, 2, 512, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 2, 512, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
     }
 }
 kernel! {
     /// The warp-specialized scan of f32 sums, look-back depth 4, sleeps of at most 64 ns; see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_d4_b64_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, 4, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 4, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
     }
 }
 kernel! {
     /// The warp-specialized scan of f32 sums, look-back depth 4, sleeps of at most 512 ns; see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_d4_b512_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, 4, 512, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 4, 512, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
     }
 }
 kernel! {
@@ -404,11 +404,25 @@ kernel! {
     pub unsafe fn primitives_scanvariant_specialized_timed_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires (a timeline of 8
         // words per tile as `initial`).
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::STAGED_ROW_VECTORS }, { device::scan::SPECIALIZED_LOOK_BACK_DEPTH }, { device::scan::SPECIALIZED_MAX_BACKOFF_NS }, false, true>(input, output, len, initial, temp, tiles, epoch, initial as *mut u64) }
+        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, { device::scan::SPECIALIZED_LOOK_BACK_DEPTH }, { device::scan::SPECIALIZED_MAX_BACKOFF_NS }, false, true>(input, output, len, initial, temp, tiles, epoch, initial as *mut u64) }
     }
 }
 kernel! {
-    /// The staged scan of f32 sums with a timeline of every tile written to `initial` (8 words per tile); see [`device::scan::staged_scan_kernel_timed`].
+    /// The staged scan of f32 sums with rows of 8 vectors (128 bytes a thread, the previous production tile); see [`device::scan::staged_scan_kernel_timed`].
+    pub unsafe fn primitives_scanvariant_rows8_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel requires.
+        unsafe { device::scan::staged_scan_kernel_timed::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, { device::scan::STAGED_LOOK_BACK_DEPTH }, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+    }
+}
+kernel! {
+    /// The staged scan of f32 sums with rows of 9 vectors (144 bytes a thread: 216 KiB of tiles per multiprocessor at 3 x 512 threads); see [`device::scan::staged_scan_kernel_timed`].
+    pub unsafe fn primitives_scanvariant_rows9_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel requires.
+        unsafe { device::scan::staged_scan_kernel_timed::<f32, Sum, 4, 9, { device::scan::STAGED_LOOK_BACK_DEPTH }, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
+    }
+}
+kernel! {
+    /// The production staged scan (rows of 9 vectors, 256 threads) of f32 sums with a timeline of every tile written to `initial` (8 words per tile); see [`device::scan::staged_scan_kernel_timed`].
     pub unsafe fn primitives_scanvariant_timed_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel requires (the timed variant
         // gets a timeline of 8 words per tile as `initial`).
@@ -442,6 +456,8 @@ fn scan_variant_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
             Some(primitives_scanvariant_specialized_d4_b512_sum_f32::raw)
         }
         "primitives_scanvariant_timed_sum_f32" => Some(primitives_scanvariant_timed_sum_f32::raw),
+        "primitives_scanvariant_rows9_sum_f32" => Some(primitives_scanvariant_rows9_sum_f32::raw),
+        "primitives_scanvariant_rows8_sum_f32" => Some(primitives_scanvariant_rows8_sum_f32::raw),
         "primitives_scanvariant_specialized_timed_sum_f32" => {
             Some(primitives_scanvariant_specialized_timed_sum_f32::raw)
         }

@@ -185,33 +185,44 @@ fn look_back_gives_the_same_result_run_after_run() {
     }
 }
 
-/// The scan variants kept for `bandwidth scan-variants` (the warp-specialized kernel at several
-/// look-back depths and sleeps) against the oracle, on small integers as f32 (exact sums), around
-/// one tile, past one look-back window and large; the timed variant's timeline too.
+/// The scan variants kept for `bandwidth scan-variants` and `scan-timeline` (the warp-specialized
+/// kernel at several look-back depths and sleeps, the staged kernel with rows of 8 and 9 vectors at
+/// several block sizes, the timed kernels, the register tile) against the oracle, on small integers
+/// as f32 (exact sums), around one tile, past one look-back window and large.
 #[test]
 fn scan_variants_match_the_oracle() {
     let gpu = gpu();
-    let rows = ScanTile::Specialized { row_vectors: DeviceScan::STAGED_ROW_VECTORS };
-    let tile = 512 * DeviceScan::STAGED_ROW_VECTORS * 4;
+    let specialized = ScanTile::Specialized { row_vectors: 8 };
+    let eight = ScanTile::Staged { row_vectors: 8 };
+    let nine = ScanTile::Staged { row_vectors: 9 };
     let variants = [
-        ("primitives_scanvariant_specialized_d1_b0_sum_f32", 544, rows),
-        ("primitives_scanvariant_specialized_d2_b64_sum_f32", 544, rows),
-        ("primitives_scanvariant_specialized_d4_b512_sum_f32", 544, rows),
-        ("primitives_scanvariant_specialized_timed_sum_f32", 544, rows),
+        ("primitives_scanvariant_specialized_d1_b0_sum_f32", 544, specialized),
+        ("primitives_scanvariant_specialized_d2_b64_sum_f32", 544, specialized),
+        ("primitives_scanvariant_specialized_d4_b512_sum_f32", 544, specialized),
+        ("primitives_scanvariant_specialized_timed_sum_f32", 544, specialized),
+        ("primitives_scanvariant_timed_sum_f32", 256, nine),
         ("primitives_scanvariant_registers_sum_f32", 256, ScanTile::Registers),
+        ("primitives_scanvariant_rows9_sum_f32", 512, nine),
+        ("primitives_scanvariant_rows9_sum_f32", 384, nine),
+        ("primitives_scanvariant_rows8_sum_f32", 512, eight),
+        ("primitives_scanvariant_rows8_sum_f32", 256, eight),
     ];
+    // Around the largest variant tile (512 rows of 8 or 9 vectors of 4 floats), past one look-back
+    // window of it, and large.
+    let tile = 512 * 9 * 4;
     for n in [1, tile - 1, tile + 1, 33 * tile + 5, (1 << 22) + 3].into_iter().filter(|&n| n <= max_len(&gpu)) {
         // Partial sums stay below 2^24 in magnitude: every f32 sum is exact.
         let values: Vec<f32> = random_vec(n, n as u64, |r| r.gen_range(-3i32..=3) as f32);
         let input = gpu.upload(&values).unwrap();
         let mut want = vec![0f32; n];
         cpu::inclusive_scan::<f32, Sum>(&values, &mut want);
+        // Enough timeline for the smallest tile (256 rows of 9 vectors).
+        let mut timeline = gpu.alloc_zeroed::<u64>(8 * n.div_ceil(256 * 9 * 4)).unwrap();
         for (name, threads, shape) in variants {
             let mut output = gpu.alloc_zeroed::<f32>(n).unwrap();
-            let mut timeline = gpu.alloc_zeroed::<u64>(8 * n.div_ceil(tile)).unwrap();
             let timed = name.contains("timed").then_some(&mut timeline);
             DeviceScan::inclusive_sum_variant(&gpu, name, threads, shape, 0, &input, &mut output, timed).unwrap();
-            assert!(output.to_vec(&gpu).unwrap() == want, "{name} at n = {n}");
+            assert!(output.to_vec(&gpu).unwrap() == want, "{name} with {threads} threads at n = {n}");
         }
     }
 }

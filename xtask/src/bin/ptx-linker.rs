@@ -77,13 +77,16 @@ fn run() -> Result<(), String> {
 /// Entries (name prefix, name suffixes) with (threads per block, blocks per multiprocessor) to ask
 /// ptxas for.
 ///
-/// The single-pass scans stage their tile in shared memory (`device::scan::staged_scan_kernel`, 128
+/// The single-pass scans stage their tile in shared memory (`device::scan::staged_scan_kernel`, 144
 /// bytes a thread), so shared memory sets the blocks per multiprocessor and the bound only has to
-/// keep registers from lowering it. On an H200 (2026-11-22, 2^28 f32) 512-thread blocks, 3 per
-/// multiprocessor (40 registers), gave 3203 GB/s; 256 threads, 5 per multiprocessor (48 registers),
-/// 3130; 384 x 4 3146; 768 x 2 3164; 256 threads with 256-byte rows, 3 per multiprocessor, 2804.
-/// Elements of 8 and 16 bytes keep 256 threads, 5 per multiprocessor (their look-back needs the
-/// registers). The host launches with `device::scan::staged_block_threads`, which must agree.
+/// keep registers from lowering it. With rows of 9 vectors (H200, 2026-11-22, 2^28 f32): 256 x 6
+/// (40 registers) 3315-3389 GB/s, 384 x 4 3347-3384, 512 x 3 3326-3362, all within run-to-run
+/// noise; 256 it is, one block size for every type. Earlier, with rows of 8: 512 x 3 3203; 256 x 5
+/// (48 registers) 3130; 384 x 4 3146; 768 x 2 3164; 256 threads with 256-byte rows, 3 per
+/// multiprocessor, 2804. Elements of 8 and 16 bytes take 5 blocks per multiprocessor (their
+/// look-back needs 48 registers). The host launches with `device::scan::staged_block_threads`,
+/// which must agree. The staged variants (`primitives_scanvariant_rows8_/rows9_`) keep 512 x 3 so
+/// that `bandwidth scan-variants` can launch them with 256 to 512 threads.
 ///
 /// The warp-specialized scan variants (a look-back warp beside 512 row threads): 544 x 3, so
 /// ptxas gives them 32 registers (13 warps on one scheduler); measured slower than the staged scan
@@ -96,11 +99,13 @@ fn run() -> Result<(), String> {
 /// Onesweep 168 registers, one block per multiprocessor (H200, 12.5% occupancy, 12 G pairs/s).
 /// The multi-feature histogram runs 512 threads, which cannot launch above 128 registers.
 const LAUNCH_BOUNDS: &[(&str, &[&str], u32, u32)] = &[
-    ("primitives_scan_", &["_f32", "_i32", "_u32"], 512, 3),
+    ("primitives_scan_", &["_f32", "_i32", "_u32"], 256, 6),
     ("primitives_scan_", &[""], 256, 5),
     ("primitives_scanvariant_specialized_", &[""], 544, 3),
     ("primitives_scanvariant_registers_", &[""], 256, 6),
-    ("primitives_scanvariant_timed_", &[""], 512, 3),
+    ("primitives_scanvariant_timed_", &[""], 256, 6),
+    ("primitives_scanvariant_rows8_", &[""], 512, 3),
+    ("primitives_scanvariant_rows9_", &[""], 512, 3),
     ("primitives_select_", &[""], 256, 4),
     ("primitives_partition_", &[""], 256, 4),
     ("primitives_radix_onesweep_", &[""], 256, 2),

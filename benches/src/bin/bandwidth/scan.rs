@@ -48,14 +48,23 @@ pub fn variants(max_log2: u32) {
     let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth scan-variants needs a GPU: {e}"));
     eprintln!("device: {} ({} SMs)", gpu.properties().name, gpu.properties().multiprocessors);
     println!("impl,dtype,op,n,median_us,gbps");
-    // (label, kernel, threads, tile, shared-memory padding): the padded ones run the production
-    // (staged) kernel with fewer blocks per multiprocessor, so fewer bytes in flight.
+    // (label, kernel, threads, tile, shared-memory padding): the padded ones run the previous
+    // production kernel (rows of 8) with fewer blocks per multiprocessor, so fewer bytes in flight.
     const KIB: usize = 1024;
-    let staged = "primitives_scan_inclusive_sum_f32";
-    let rows = ScanTile::Staged { row_vectors: DeviceScan::STAGED_ROW_VECTORS };
-    let specialized = ScanTile::Specialized { row_vectors: DeviceScan::STAGED_ROW_VECTORS };
-    let variants: [(&str, &'static str, u32, ScanTile, usize); 12] = [
+    let rows8 = "primitives_scanvariant_rows8_sum_f32";
+    let rows9 = "primitives_scanvariant_rows9_sum_f32";
+    let eight = ScanTile::Staged { row_vectors: 8 };
+    let nine = ScanTile::Staged { row_vectors: 9 };
+    let specialized = ScanTile::Specialized { row_vectors: 8 };
+    let variants: [(&str, &'static str, u32, ScanTile, usize); 15] = [
         ("registers", "primitives_scanvariant_registers_sum_f32", 256, ScanTile::Registers, 0),
+        ("rows of 9, 512x3 (216 KiB in flight)", rows9, 512, nine, 0),
+        ("rows of 9, 384x4 (216 KiB in flight)", rows9, 384, nine, 0),
+        ("rows of 8, 512x3 (192 KiB in flight)", rows8, 512, eight, 0),
+        ("rows of 8, 256x6 (192 KiB in flight)", rows8, 256, eight, 0),
+        ("rows of 8, 512x2 (128 KiB in flight)", rows8, 512, eight, 20 * KIB),
+        ("rows of 8, 256x4 (128 KiB in flight)", rows8, 256, eight, 16 * KIB),
+        ("rows of 8, 256x3 (96 KiB in flight)", rows8, 256, eight, 32 * KIB),
         ("specialized depth 1 sleep 0 ns", "primitives_scanvariant_specialized_d1_b0_sum_f32", 544, specialized, 0),
         ("specialized depth 1 sleep 64 ns", "primitives_scanvariant_specialized_d1_b64_sum_f32", 544, specialized, 0),
         ("specialized depth 2 sleep 0 ns", "primitives_scanvariant_specialized_d2_b0_sum_f32", 544, specialized, 0),
@@ -63,10 +72,6 @@ pub fn variants(max_log2: u32) {
         ("specialized depth 2 sleep 512 ns", "primitives_scanvariant_specialized_d2_b512_sum_f32", 544, specialized, 0),
         ("specialized depth 4 sleep 64 ns", "primitives_scanvariant_specialized_d4_b64_sum_f32", 544, specialized, 0),
         ("specialized depth 4 sleep 512 ns", "primitives_scanvariant_specialized_d4_b512_sum_f32", 544, specialized, 0),
-        ("staged 512x2 (128 KiB in flight)", staged, 512, rows, 20 * KIB),
-        ("staged 256x6 (192 KiB in flight)", staged, 256, rows, 0),
-        ("staged 256x4 (128 KiB in flight)", staged, 256, rows, 16 * KIB),
-        ("staged 256x3 (96 KiB in flight)", staged, 256, rows, 32 * KIB),
     ];
     for log2 in [24, max_log2] {
         let n = 1usize << log2;
@@ -108,14 +113,14 @@ pub fn timeline(log2: u32, specialized: bool) {
     let host: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
     let input = gpu.upload(&host).expect("upload");
     let mut output = gpu.alloc_zeroed::<f32>(n).expect("alloc");
-    let tiles = n.div_ceil(512 * DeviceScan::STAGED_ROW_VECTORS * 4);
-    let mut timeline = gpu.alloc_zeroed::<u64>(8 * tiles).expect("alloc");
-    let row_vectors = DeviceScan::STAGED_ROW_VECTORS;
-    let (name, threads, tile) = if specialized {
-        ("primitives_scanvariant_specialized_timed_sum_f32", 544, ScanTile::Specialized { row_vectors })
+    let (name, threads, tile, tile_items) = if specialized {
+        ("primitives_scanvariant_specialized_timed_sum_f32", 544, ScanTile::Specialized { row_vectors: 8 }, 512 * 8 * 4)
     } else {
-        ("primitives_scanvariant_timed_sum_f32", 512, ScanTile::Staged { row_vectors })
+        let rows = ScanTile::Staged { row_vectors: DeviceScan::STAGED_ROW_VECTORS };
+        ("primitives_scanvariant_timed_sum_f32", 256, rows, DeviceScan::tile_items::<f32>())
     };
+    let tiles = n.div_ceil(tile_items);
+    let mut timeline = gpu.alloc_zeroed::<u64>(8 * tiles).expect("alloc");
     for _ in 0..5 {
         DeviceScan::inclusive_sum_variant(&gpu, name, threads, tile, 0, &input, &mut output, Some(&mut timeline))
             .expect("timed scan");
