@@ -2,14 +2,14 @@
 //! one digit (of `RADIX_BITS` bits), plus each digit's count and start.
 //!
 //! Items are held warp-striped: item `j` of lane `l` in warp `w` sits at block position
-//! `(w * ITEMS + j) * 32 + l`, the arrangement of coalesced loads. Ranking is by warp matching (the
-//! way of CUB's `BlockRadixRankMatch`): for each `j` in turn, a warp finds the lanes holding the same
-//! digit (`match.any.sync`), the lowest of them bumps the warp's private counter of that digit by
-//! their number, and each lane's rank is the counter before the bump plus the matching lanes below
-//! it. The warps' counters then become per-warp exclusive prefixes and a block scan over digits gives
-//! each digit's start. The rank of an item is `digit start + warp prefix + rank in warp`: stable,
-//! since positions grow with `(w, j, l)` in that order. No atomics; one private counter array per
-//! warp, so warps never contend.
+//! `(w * ITEMS + j) * 32 + l`, the arrangement of coalesced loads. Ranking has two halves (the way
+//! of CUB's `BlockRadixRankMatchEarlyCounts`): each warp counts its items by digit in a private row
+//! of counters (shared-memory atomics), the rows become per-warp exclusive prefixes and a block scan
+//! over digits gives each digit's start; then, for each `j` in turn, a warp finds the lanes holding
+//! the same digit (`match.any.sync`), the lowest of them takes their number from its row's counter
+//! with one atomic, and each lane's rank is `digit start + the counter's old value + matching lanes
+//! below it`: stable, since positions grow with `(w, j, l)` in that order. Between the halves the
+//! digit counts are known, which lets a device sort publish them early.
 
 use crate::arch::{self, FULL_MASK, WARP_SIZE};
 use crate::block::{BlockScan, DynamicShared};
@@ -60,38 +60,34 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     /// Ranks the block's items by `digits` (warp-striped; `DIGITS` marks an absent item). Returns
     /// each item's rank among the present items (absent items get `u32::MAX`); afterwards, until
     /// the next call, [`Self::digit_start`] and [`Self::digit_count`] describe the digits. Called by
-    /// every thread of the block; ends with a barrier.
+    /// every thread of the block: [`Self::count`] then [`Self::rank_counted`].
     #[inline(always)]
     pub fn rank<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) -> [u32; ITEMS] {
+        self.count::<ITEMS>(digits);
+        self.rank_counted::<ITEMS>(digits)
+    }
+
+    /// The first half of [`Self::rank`]: counts the block's items by digit (each warp in its own
+    /// counters, with shared-memory atomics), then turns the counts into each warp's exclusive
+    /// prefix within each digit and each digit's count and start. Afterwards [`Self::digit_count`]
+    /// and [`Self::digit_start`] are valid: a device sort publishes its tile's digit counts here,
+    /// before the ranking proper, so that later tiles' look-backs need not wait for it (CUB's
+    /// "early counts"). Called by every thread of the block; ends with a barrier.
+    #[inline(always)]
+    pub fn count<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) {
         let lane = arch::lane_id();
-        let warp = arch::warp_idx() as usize;
         let stride = Self::DIGITS as usize + 1;
-        // SAFETY: the warp's counter row lies inside `warp_counters` (warps * stride entries).
-        let counters = unsafe { self.warp_counters.add(warp * stride) };
+        let counters = self.warp_row();
         let mut d = lane as usize;
         while d < stride {
-            // SAFETY: d < stride.
+            // SAFETY: d < stride: inside the warp's row.
             unsafe { arch::store(counters.add(d), 0) };
             d += WARP_SIZE as usize;
         }
         arch::sync_warp(FULL_MASK);
-
-        let lanes_below = (1u32 << lane) - 1;
-        let mut ranks = [0u32; ITEMS];
-        for j in 0..ITEMS {
-            let digit = digits[j];
-            let peers = Self::match_digit(digit);
-            // SAFETY: digit <= DIGITS < stride.
-            let counter = unsafe { counters.add(digit as usize) };
-            // SAFETY: as above; every matching lane reads before the lowest one writes (barrier).
-            let before = unsafe { arch::load(counter) };
-            arch::sync_warp(FULL_MASK);
-            if peers & lanes_below == 0 {
-                // SAFETY: as above; only the lowest matching lane writes this counter this round.
-                unsafe { arch::store(counter, before + peers.count_ones()) };
-            }
-            arch::sync_warp(FULL_MASK);
-            ranks[j] = before + (peers & lanes_below).count_ones();
+        for &digit in digits {
+            // SAFETY: digit <= DIGITS < stride (absent items count in the extra slot, unused).
+            unsafe { arch::atomic_add_u32_shared(counters.add(digit as usize), 1) };
         }
         arch::sync_threads();
 
@@ -127,21 +123,45 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
             }
         }
         arch::sync_threads();
+    }
 
-        for j in 0..ITEMS {
-            let digit = digits[j];
-            ranks[j] = if digit < Self::DIGITS {
-                // SAFETY: digit < DIGITS; the warp's prefix row is inside `warp_counters`.
-                unsafe {
-                    ranks[j]
-                        + arch::load(self.digit_starts.add(digit as usize))
-                        + arch::load(counters.add(digit as usize))
-                }
-            } else {
-                u32::MAX
-            };
+    /// The second half of [`Self::rank`], after [`Self::count`] with the same `digits`: for each
+    /// `j` in turn, a warp finds the lanes holding the same digit (`match.any.sync`), the lowest of
+    /// them takes their number from the warp's counter of that digit with one shared-memory atomic
+    /// and passes the old value to the others, and each lane's rank is the digit's start plus that
+    /// value plus the matching lanes below it. The atomics of successive `j` need not wait for each
+    /// other's results (no load-then-store round trip, no warp barrier between items). Stability
+    /// rests on the shared-memory atomics of one warp to one address taking effect in the warp's
+    /// instruction order, as CUB's Onesweep ranking also assumes.
+    #[inline(always)]
+    pub fn rank_counted<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) -> [u32; ITEMS] {
+        let lane = arch::lane_id();
+        let counters = self.warp_row();
+        let lanes_below = (1u32 << lane) - 1;
+        let mut ranks = [u32::MAX; ITEMS];
+        for (rank, &digit) in ranks.iter_mut().zip(digits) {
+            let peers = Self::match_digit(digit);
+            let leader = peers.trailing_zeros();
+            let present = digit < Self::DIGITS;
+            let mut before = 0;
+            if present && lane == leader {
+                // SAFETY: digit < DIGITS: inside the warp's row.
+                before = unsafe { arch::atomic_add_u32_shared(counters.add(digit as usize), peers.count_ones()) };
+            }
+            let before = arch::shfl_idx_sync(FULL_MASK, before, leader);
+            if present {
+                *rank = self.digit_start(digit) + before + (peers & lanes_below).count_ones();
+            }
         }
         ranks
+    }
+
+    /// This warp's row of `warp_counters`.
+    #[inline(always)]
+    fn warp_row(&self) -> *mut u32 {
+        let warp = arch::warp_idx() as usize;
+        // SAFETY: the warp's row lies inside `warp_counters` (warps * (DIGITS + 1) entries).
+        unsafe { self.warp_counters.add(warp * (Self::DIGITS as usize + 1)) }
     }
 
     /// Rank of the first item with digit `digit` (< `DIGITS`) in the last [`Self::rank`].

@@ -305,7 +305,18 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
             digits[j] = DIGITS as u32;
         }
     }
-    let ranks = sort.ranker().rank::<ITEMS>(&digits);
+    // The tile's digit counts are published as soon as they are known, before the ranking proper,
+    // so that later tiles' look-backs do not wait for this tile's ranking (CUB's early counts).
+    sort.ranker().count::<ITEMS>(&digits);
+    let mut digit = tid as usize;
+    while digit < DIGITS {
+        let count = sort.ranker().digit_count(digit as u32);
+        let flag = if tile == first_tile { INCLUSIVE } else { AGGREGATE };
+        // SAFETY: tile < tiles, digit < DIGITS: inside `status`.
+        unsafe { arch::store_relaxed_u32_gpu(status.add(tile as usize * DIGITS + digit), flag | count) };
+        digit += arch::block_dim_x() as usize;
+    }
+    let ranks = sort.ranker().rank_counted::<ITEMS>(&digits);
 
     // Look-back, one thread per digit.
     let mut digit = tid as usize;
@@ -314,12 +325,7 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
         // SAFETY: tile < tiles, digit < DIGITS: inside `status`.
         let own = unsafe { status.add(tile as usize * DIGITS + digit) };
         let mut exclusive = 0u32;
-        if tile == first_tile {
-            // SAFETY: as above.
-            unsafe { arch::store_relaxed_u32_gpu(own, INCLUSIVE | count) };
-        } else {
-            // SAFETY: as above.
-            unsafe { arch::store_relaxed_u32_gpu(own, AGGREGATE | count) };
+        if tile != first_tile {
             let mut predecessor = tile;
             while predecessor > first_tile {
                 predecessor -= 1;
