@@ -63,8 +63,8 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     /// every thread of the block: [`Self::count`] then [`Self::rank_counted`].
     #[inline(always)]
     pub fn rank<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) -> [u32; ITEMS] {
-        self.count::<ITEMS>(digits);
-        self.rank_counted::<ITEMS>(digits)
+        self.count::<ITEMS>(|j| digits[j]);
+        self.rank_counted::<ITEMS>(|j| digits[j])
     }
 
     /// The first half of [`Self::rank`]: counts the block's items by digit (each warp in its own
@@ -72,9 +72,11 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     /// prefix within each digit and each digit's count and start. Afterwards [`Self::digit_count`]
     /// and [`Self::digit_start`] are valid: a device sort publishes its tile's digit counts here,
     /// before the ranking proper, so that later tiles' look-backs need not wait for it (CUB's
-    /// "early counts"). Called by every thread of the block; ends with a barrier.
+    /// "early counts"). `digit(j)` is the digit of the thread's item `j` (`DIGITS` when absent): a
+    /// function rather than an array, so that a caller holding keys need not keep their digits in
+    /// registers as well. Called by every thread of the block; ends with a barrier.
     #[inline(always)]
-    pub fn count<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) {
+    pub fn count<const ITEMS: usize>(&self, digit: impl Fn(usize) -> u32) {
         let lane = arch::lane_id();
         let stride = Self::DIGITS as usize + 1;
         let counters = self.warp_row();
@@ -85,9 +87,9 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
             d += WARP_SIZE as usize;
         }
         arch::sync_warp(FULL_MASK);
-        for &digit in digits {
+        for j in 0..ITEMS {
             // SAFETY: digit <= DIGITS < stride (absent items count in the extra slot, unused).
-            unsafe { arch::atomic_add_u32_shared(counters.add(digit as usize), 1) };
+            unsafe { arch::atomic_add_u32_shared(counters.add(digit(j) as usize), 1) };
         }
         arch::sync_threads();
 
@@ -125,7 +127,7 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         arch::sync_threads();
     }
 
-    /// The second half of [`Self::rank`], after [`Self::count`] with the same `digits`: for each
+    /// The second half of [`Self::rank`], after [`Self::count`] with the same digits: for each
     /// `j` in turn, a warp finds the lanes holding the same digit (`match.any.sync`), the lowest of
     /// them takes their number from the warp's counter of that digit with one shared-memory atomic
     /// and passes the old value to the others, and each lane's rank is the digit's start plus that
@@ -134,12 +136,13 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     /// rests on the shared-memory atomics of one warp to one address taking effect in the warp's
     /// instruction order, as CUB's Onesweep ranking also assumes.
     #[inline(always)]
-    pub fn rank_counted<const ITEMS: usize>(&self, digits: &[u32; ITEMS]) -> [u32; ITEMS] {
+    pub fn rank_counted<const ITEMS: usize>(&self, digit: impl Fn(usize) -> u32) -> [u32; ITEMS] {
         let lane = arch::lane_id();
         let counters = self.warp_row();
         let lanes_below = (1u32 << lane) - 1;
         let mut ranks = [u32::MAX; ITEMS];
-        for (rank, &digit) in ranks.iter_mut().zip(digits) {
+        for (j, rank) in ranks.iter_mut().enumerate() {
+            let digit = digit(j);
             let peers = Self::match_digit(digit);
             let leader = peers.trailing_zeros();
             let present = digit < Self::DIGITS;

@@ -294,20 +294,25 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
     // Values are loaded only after the keys are out, so that they do not hold registers through
     // the ranking (registers bound the blocks per multiprocessor).
     let mut keys = [K::zeroed(); ITEMS];
-    let mut digits = [0u32; ITEMS];
-    for j in 0..ITEMS {
+    for (j, key) in keys.iter_mut().enumerate() {
         let position = striped_position::<ITEMS>(j);
         if position < valid {
             // SAFETY: start + position inside the segment, inside the inputs.
-            keys[j] = unsafe { arch::load(keys_in.add(start + position)) };
-            digits[j] = keys[j].digit(shift, bits, descending);
-        } else {
-            digits[j] = DIGITS as u32;
+            *key = unsafe { arch::load(keys_in.add(start + position)) };
         }
     }
+    // Digits are recomputed from the keys where needed rather than held: registers bound the
+    // blocks per multiprocessor, and ptxas spilled with both arrays live.
+    let digit_of = |j: usize| {
+        if striped_position::<ITEMS>(j) < valid {
+            keys[j].digit(shift, bits, descending)
+        } else {
+            DIGITS as u32
+        }
+    };
     // The tile's digit counts are published as soon as they are known, before the ranking proper,
     // so that later tiles' look-backs do not wait for this tile's ranking (CUB's early counts).
-    sort.ranker().count::<ITEMS>(&digits);
+    sort.ranker().count::<ITEMS>(digit_of);
     let mut digit = tid as usize;
     while digit < DIGITS {
         let count = sort.ranker().digit_count(digit as u32);
@@ -316,7 +321,7 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
         unsafe { arch::store_relaxed_u32_gpu(status.add(tile as usize * DIGITS + digit), flag | count) };
         digit += arch::block_dim_x() as usize;
     }
-    let ranks = sort.ranker().rank_counted::<ITEMS>(&digits);
+    let ranks = sort.ranker().rank_counted::<ITEMS>(digit_of);
 
     // Look-back, one thread per digit.
     let mut digit = tid as usize;
@@ -349,6 +354,7 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
 
     // The exchange's first barrier also orders the scatter bases.
     sort.exchange::<K, ITEMS>(&mut keys, &ranks, valid);
+    let mut digits = [0u32; ITEMS];
     for j in 0..ITEMS {
         let position = striped_position::<ITEMS>(j);
         if position < valid {
