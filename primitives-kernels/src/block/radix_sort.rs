@@ -79,15 +79,16 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
         let mut shift = begin_bit;
         while shift < end_bit {
             let bits = (end_bit - shift).min(RADIX_BITS);
-            let mut digits = [0u32; ITEMS];
-            for j in 0..ITEMS {
-                digits[j] = if striped_position::<ITEMS>(j) < valid {
+            // Digits are recomputed from the keys rather than held (registers: see Onesweep).
+            let digit_of = |j: usize| {
+                if striped_position::<ITEMS>(j) < valid {
                     keys[j].digit(shift, bits, descending)
                 } else {
                     BlockRadixRank::<RADIX_BITS>::DIGITS
-                };
-            }
-            let ranks = self.rank.rank::<ITEMS>(&digits);
+                }
+            };
+            self.rank.count::<ITEMS>(digit_of);
+            let ranks = self.rank.rank_counted::<ITEMS>(digit_of);
             self.exchange::<K, ITEMS>(keys, &ranks, valid);
             if PAIRS {
                 self.exchange::<V, ITEMS>(values, &ranks, valid);
