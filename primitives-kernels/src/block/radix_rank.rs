@@ -167,14 +167,16 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         unsafe { self.warp_counters.add(warp * (Self::DIGITS as usize + 1)) }
     }
 
-    /// Rank of the first item with digit `digit` (< `DIGITS`) in the last [`Self::rank`].
+    /// Rank of the first item with digit `digit` (< `DIGITS`) in the last [`Self::rank`] or
+    /// [`Self::count`].
     #[inline(always)]
     pub fn digit_start(&self, digit: u32) -> u32 {
         // SAFETY: digit < DIGITS (caller), inside `digit_starts`.
         unsafe { arch::load(self.digit_starts.add(digit as usize)) }
     }
 
-    /// Number of items with digit `digit` (< `DIGITS`) in the last [`Self::rank`].
+    /// Number of items with digit `digit` (< `DIGITS`) in the last [`Self::rank`] or
+    /// [`Self::count`].
     #[inline(always)]
     pub fn digit_count(&self, digit: u32) -> u32 {
         // SAFETY: digit < DIGITS (caller), inside `digit_counts`.
