@@ -74,6 +74,22 @@ pub fn temp_bytes<T: Element>(tiles: usize) -> usize {
         }
 }
 
+/// Evaluates `$body` with `$status` bound to the tile status for `$t` in `temp` after the header:
+/// [`PackedTileStatus`] for sizes that are multiples of 4, [`SplitTileStatus`] otherwise. Used
+/// inside an `unsafe` block whose caller gives `temp_bytes(tiles)` bytes of `temp`.
+macro_rules! with_tile_status {
+    ($t:ty, $temp:expr, $tiles:expr, $epoch:expr, |$status:ident| $body:expr) => {{
+        let storage = $temp.add(TEMP_HEADER);
+        if size_of::<$t>().is_multiple_of(4) {
+            let $status = PackedTileStatus::<$t>::new(storage, $epoch);
+            $body
+        } else {
+            let $status = SplitTileStatus::<$t>::new(storage, $tiles as usize, $epoch);
+            $body
+        }
+    }};
+}
+
 /// The scan kernel's body: `output[i] = seed ⊕ input[0] ⊕ ... ⊕ input[i]` (inclusive, seed = the
 /// identity) or `seed ⊕ input[0] ⊕ ... ⊕ input[i - 1]` (exclusive, seed = `*initial`).
 ///
@@ -98,14 +114,9 @@ pub unsafe fn scan_kernel<T: Element, Op: AssociativeOp<T>, const ITEMS: usize, 
 ) {
     // SAFETY: forwarded; the status lies after the header, inside `temp_bytes(tiles)`.
     unsafe {
-        let status_storage = temp.add(TEMP_HEADER);
-        if size_of::<T>().is_multiple_of(4) {
-            let status = PackedTileStatus::<T>::new(status_storage, epoch);
+        with_tile_status!(T, temp, tiles, epoch, |status| {
             scan_tiles::<T, Op, _, ITEMS, EXCLUSIVE>(input, output, len, initial, temp, tiles, &status)
-        } else {
-            let status = SplitTileStatus::<T>::new(status_storage, tiles as usize, epoch);
-            scan_tiles::<T, Op, _, ITEMS, EXCLUSIVE>(input, output, len, initial, temp, tiles, &status)
-        }
+        })
     }
 }
 
@@ -239,6 +250,147 @@ pub(crate) fn swizzled<const ROW: usize>(vector: usize) -> usize {
     }
 }
 
+/// One block's tile of the staged scans in shared memory, rows of `ROW` 16-byte vectors (placed by
+/// [`swizzled`]), and where it lies in the input: full tiles of 16-byte aligned buffers move as
+/// whole vectors (`cp.async` in, v4 stores out), others element by element.
+struct StagedTile<T, const V: usize, const ROW: usize> {
+    stage: *mut [u32; 4],
+    address: u32,
+    start: usize,
+    valid: usize,
+    vectors: bool,
+    _element: core::marker::PhantomData<T>,
+}
+
+impl<T: Element, const V: usize, const ROW: usize> StagedTile<T, V, ROW> {
+    /// Tile `tile` of `rows` rows in `stage`, of a scan of `len` items from `input` to `output`.
+    #[inline(always)]
+    fn new(stage: *mut [u32; 4], rows: usize, tile: u32, len: u64, input: *const T, output: *mut T) -> Self {
+        const { assert!(ROW.is_multiple_of(8) || ROW % 2 == 1, "rows of whole 128-byte lines, or odd") };
+        let items = rows * ROW * V;
+        let start = tile as usize * items;
+        let valid = (len as usize - start).min(items);
+        let vectors = valid == items && (input as usize).is_multiple_of(16) && (output as usize).is_multiple_of(16);
+        Self { stage, address: arch::shared_address(stage), start, valid, vectors, _element: core::marker::PhantomData }
+    }
+
+    #[inline(always)]
+    fn vector_address(&self, vector: usize) -> u32 {
+        self.address + (swizzled::<ROW>(vector) * 16) as u32
+    }
+
+    #[inline(always)]
+    fn element(&self, e: usize) -> *mut T {
+        // SAFETY: e < the tile's items: inside the stage.
+        unsafe { self.stage.add(swizzled::<ROW>(e / V)).cast::<T>().add(e % V) }
+    }
+
+    /// Copies vectors `first..first + threads * ROW` of the tile in, shared by `threads` threads of
+    /// which the caller is `index` (coalesced: thread `index` takes every `threads`-th vector), the
+    /// identity past the input's end. The caller's copies have landed on return; other threads'
+    /// need a barrier.
+    ///
+    /// # Safety
+    /// `input` as given to [`Self::new`]; the range inside the tile.
+    #[inline(always)]
+    unsafe fn load<Op: AssociativeOp<T>>(&self, input: *const T, first: usize, threads: usize, index: usize) {
+        if self.vectors {
+            // SAFETY: a full tile: its vectors are inside input[..len]; aligned (checked in `new`).
+            let source = unsafe { input.add(self.start).cast::<[u32; 4]>() };
+            for i in 0..ROW {
+                let v = first + index + i * threads;
+                // SAFETY: v inside the range, so inside the stage and the tile.
+                unsafe { arch::cp_async_16(self.vector_address(v), source.add(v)) };
+            }
+            arch::cp_async_wait_all();
+        } else {
+            let end = (first + threads * ROW) * V;
+            let mut e = first * V + index;
+            while e < end {
+                let value = if e < self.valid {
+                    // SAFETY: only elements inside input[..len] are read.
+                    unsafe { arch::load(input.add(self.start + e)) }
+                } else {
+                    Op::identity()
+                };
+                // SAFETY: inside the stage.
+                unsafe { arch::store(self.element(e), value) };
+                e += threads;
+            }
+        }
+    }
+
+    /// Copies the same share of the tile out, the valid elements only (after a barrier over the
+    /// threads that wrote them).
+    ///
+    /// # Safety
+    /// `output` as given to [`Self::new`]; the range inside the tile.
+    #[inline(always)]
+    unsafe fn store(&self, output: *mut T, first: usize, threads: usize, index: usize) {
+        if self.vectors {
+            // SAFETY: a full tile: its vectors are inside output[..len]; aligned (checked in `new`).
+            let destination = unsafe { output.add(self.start).cast::<[u32; 4]>() };
+            for i in 0..ROW {
+                let v = first + index + i * threads;
+                // SAFETY: v inside the range, so inside the stage and the tile.
+                unsafe { arch::store_global_v4(destination.add(v), arch::load_shared_v4(self.vector_address(v))) };
+            }
+        } else {
+            let end = ((first + threads * ROW) * V).min(self.valid);
+            let mut e = first * V + index;
+            while e < end {
+                // SAFETY: e < valid: inside the stage and output[..len].
+                unsafe { arch::store(output.add(self.start + e), arch::load(self.element(e))) };
+                e += threads;
+            }
+        }
+    }
+
+    /// Vector `j` of row `row`.
+    #[inline(always)]
+    fn read_vector(&self, row: usize, j: usize) -> [T; V] {
+        let mut items = [T::zeroed(); V];
+        // SAFETY: inside the stage.
+        thread::unpack_vector::<T, V>(
+            unsafe { arch::load_shared_v4(self.vector_address(row * ROW + j)) },
+            0,
+            &mut items,
+        );
+        items
+    }
+
+    /// The combination of row `row`'s items.
+    #[inline(always)]
+    fn row_total<Op: AssociativeOp<T>>(&self, row: usize) -> T {
+        let mut total = Op::identity();
+        for j in 0..ROW {
+            // By reference: iterating the array by value puts it in local memory.
+            for &item in &self.read_vector(row, j) {
+                total = Op::combine(total, item);
+            }
+        }
+        total
+    }
+
+    /// Scans row `row` in place, inclusive or exclusive, starting from `prefix`.
+    #[inline(always)]
+    fn scan_row<Op: AssociativeOp<T>, const EXCLUSIVE: bool>(&self, row: usize, prefix: T) {
+        let mut running = prefix;
+        for j in 0..ROW {
+            let mut items = self.read_vector(row, j);
+            for item in items.iter_mut() {
+                let next = Op::combine(running, *item);
+                *item = if EXCLUSIVE { running } else { next };
+                running = next;
+            }
+            // SAFETY: inside the stage.
+            unsafe {
+                arch::store_shared_v4(self.vector_address(row * ROW + j), thread::pack_vector::<T, V>(&items, 0))
+            };
+        }
+    }
+}
+
 /// The device scan with the tile staged in shared memory, a design for GPUs whose memory bandwidth
 /// needs many bytes in flight per multiprocessor (Hopper): the block copies its tile (128 bytes per
 /// thread) into shared memory with `cp.async`, so the tile holds no registers while it waits for its
@@ -306,21 +458,13 @@ pub unsafe fn staged_scan_kernel_timed<
     timeline: *mut u64,
 ) {
     const { assert!(V * size_of::<T>() == 16, "V elements must fill a 16-byte vector") };
-    const { assert!(ROW.is_multiple_of(8) || ROW % 2 == 1, "rows of whole 128-byte lines, or odd") };
     // SAFETY: forwarded; the status lies after the header, inside `temp_bytes(tiles)`.
     unsafe {
-        let status_storage = temp.add(TEMP_HEADER);
-        if size_of::<T>().is_multiple_of(4) {
-            let status = PackedTileStatus::<T>::new(status_storage, epoch);
+        with_tile_status!(T, temp, tiles, epoch, |status| {
             staged_scan_tiles::<T, Op, _, V, ROW, DEPTH, EXCLUSIVE, TIMED>(
                 input, output, len, initial, temp, tiles, &status, timeline,
             )
-        } else {
-            let status = SplitTileStatus::<T>::new(status_storage, tiles as usize, epoch);
-            staged_scan_tiles::<T, Op, _, V, ROW, DEPTH, EXCLUSIVE, TIMED>(
-                input, output, len, initial, temp, tiles, &status, timeline,
-            )
-        }
+        })
     }
 }
 
@@ -363,55 +507,13 @@ unsafe fn staged_scan_tiles<
     mark(0, arch::global_timer);
     mark(2, arch::clock64);
 
-    let tile_items = block * ROW * V;
-    let tile_start = tile as usize * tile_items;
-    let tile_valid = (len as usize - tile_start).min(tile_items);
-    // Whole 16-byte vectors of a full tile move with cp.async and v4 stores; a partial tile, or
-    // buffers that are not 16-byte aligned, element by element.
-    let vectors =
-        tile_valid == tile_items && (input as usize).is_multiple_of(16) && (output as usize).is_multiple_of(16);
-    let stage_address = arch::shared_address(stage);
-    let vector_address = |vector: usize| stage_address + (swizzled::<ROW>(vector) * 16) as u32;
-    let element = |e: usize| -> *mut T {
-        // SAFETY: e < tile_items: inside the stage.
-        unsafe { stage.add(swizzled::<ROW>(e / V)).cast::<T>().add(e % V) }
-    };
-
-    if vectors {
-        // SAFETY: a full tile: its vectors are inside input[..len]; aligned (checked above).
-        let source = unsafe { input.add(tile_start).cast::<[u32; 4]>() };
-        for i in 0..ROW {
-            let v = tid + i * block;
-            // SAFETY: v < block * ROW; the stage is shared memory.
-            unsafe { arch::cp_async_16(vector_address(v), source.add(v)) };
-        }
-        arch::cp_async_wait_all();
-    } else {
-        let mut e = tid;
-        while e < tile_items {
-            // SAFETY: only elements inside input[..len] are read.
-            let value = if e < tile_valid { unsafe { arch::load(input.add(tile_start + e)) } } else { Op::identity() };
-            // SAFETY: inside the stage.
-            unsafe { arch::store(element(e), value) };
-            e += block;
-        }
-    }
+    let staged = StagedTile::<T, V, ROW>::new(stage, block, tile, len, input, output);
+    // SAFETY: the whole tile, shared by the block's threads.
+    unsafe { staged.load::<Op>(input, 0, block, tid) };
     arch::sync_threads();
     mark(3, arch::clock64);
 
-    let row = tid * ROW;
-    let read_vector = |j: usize| -> [T; V] {
-        let mut items = [Op::identity(); V];
-        // SAFETY: the thread's own row, inside the stage.
-        thread::unpack_vector::<T, V>(unsafe { arch::load_shared_v4(vector_address(row + j)) }, 0, &mut items);
-        items
-    };
-    let mut thread_total = Op::identity();
-    for j in 0..ROW {
-        for item in read_vector(j) {
-            thread_total = Op::combine(thread_total, item);
-        }
-    }
+    let thread_total = staged.row_total::<Op>(tid);
     let seed = if EXCLUSIVE {
         // SAFETY: `initial` is valid when EXCLUSIVE.
         unsafe { arch::load(initial) }
@@ -432,36 +534,11 @@ unsafe fn staged_scan_tiles<
         prefix
     });
 
-    let mut running = thread_prefix;
-    for j in 0..ROW {
-        let mut items = read_vector(j);
-        for item in items.iter_mut() {
-            let next = Op::combine(running, *item);
-            *item = if EXCLUSIVE { running } else { next };
-            running = next;
-        }
-        // SAFETY: the thread's own row.
-        unsafe { arch::store_shared_v4(vector_address(row + j), thread::pack_vector::<T, V>(&items, 0)) };
-    }
+    staged.scan_row::<Op, EXCLUSIVE>(tid, thread_prefix);
     arch::sync_threads();
     mark(6, arch::clock64);
-
-    if vectors {
-        // SAFETY: a full tile: its vectors are inside output[..len]; aligned (checked above).
-        let destination = unsafe { output.add(tile_start).cast::<[u32; 4]>() };
-        for i in 0..ROW {
-            let v = tid + i * block;
-            // SAFETY: v inside the stage and the tile.
-            unsafe { arch::store_global_v4(destination.add(v), arch::load_shared_v4(vector_address(v))) };
-        }
-    } else {
-        let mut e = tid;
-        while e < tile_valid {
-            // SAFETY: e < tile_valid: inside the stage and output[..len].
-            unsafe { arch::store(output.add(tile_start + e), arch::load(element(e))) };
-            e += block;
-        }
-    }
+    // SAFETY: as for the load.
+    unsafe { staged.store(output, 0, block, tid) };
     mark(7, arch::global_timer);
 }
 
@@ -565,18 +642,11 @@ pub unsafe fn specialized_scan_kernel_tuned<
     const { assert!(V * size_of::<T>() == 16, "V elements must fill a 16-byte vector") };
     // SAFETY: forwarded; the status lies after the header, inside `temp_bytes(tiles)`.
     unsafe {
-        let status_storage = temp.add(TEMP_HEADER);
-        if size_of::<T>().is_multiple_of(4) {
-            let status = PackedTileStatus::<T>::new(status_storage, epoch);
+        with_tile_status!(T, temp, tiles, epoch, |status| {
             specialized_scan_tiles::<T, Op, _, V, ROW, DEPTH, MAX_BACKOFF, EXCLUSIVE, TIMED>(
                 input, output, len, initial, temp, tiles, &status, timeline,
             )
-        } else {
-            let status = SplitTileStatus::<T>::new(status_storage, tiles as usize, epoch);
-            specialized_scan_tiles::<T, Op, _, V, ROW, DEPTH, MAX_BACKOFF, EXCLUSIVE, TIMED>(
-                input, output, len, initial, temp, tiles, &status, timeline,
-            )
-        }
+        })
     }
 }
 
@@ -602,7 +672,6 @@ unsafe fn specialized_scan_tiles<
     status: &S,
     timeline: *mut u64,
 ) {
-    const { assert!(ROW.is_multiple_of(8) || ROW % 2 == 1, "rows of whole 128-byte lines, or odd") };
     let warp_size = WARP_SIZE as usize;
     let row_threads = arch::block_dim_x() as usize - warp_size;
     let row_warps = row_threads / warp_size;
@@ -641,31 +710,13 @@ unsafe fn specialized_scan_tiles<
         Op::identity()
     };
 
-    let tile_items = row_threads * ROW * V;
-    let tile_start = tile as usize * tile_items;
-    let tile_valid = (len as usize - tile_start).min(tile_items);
-    // Whole 16-byte vectors of a full tile move with cp.async and v4 stores; a partial tile, or
-    // buffers that are not 16-byte aligned, element by element.
-    let vectors =
-        tile_valid == tile_items && (input as usize).is_multiple_of(16) && (output as usize).is_multiple_of(16);
-    let stage_address = arch::shared_address(stage);
-    let vector_address = |vector: usize| stage_address + (swizzled::<ROW>(vector) * 16) as u32;
-    let element = |e: usize| -> *mut T {
-        // SAFETY: e < tile_items: inside the stage.
-        unsafe { stage.add(swizzled::<ROW>(e / V)).cast::<T>().add(e % V) }
-    };
+    let staged = StagedTile::<T, V, ROW>::new(stage, row_threads, tile, len, input, output);
     let warp = arch::warp_idx() as usize;
     let lane = arch::lane_id() as usize;
     // Row warp `w` owns rows 32w..32w + 32, that is vectors 32w * ROW.. of the tile.
     let row_warp = warp.wrapping_sub(1);
     let warp_vectors = row_warp.wrapping_mul(warp_size * ROW);
-    let row = warp_vectors + lane * ROW;
-    let read_vector = |j: usize| -> [T; V] {
-        let mut items = [Op::identity(); V];
-        // SAFETY: the thread's own row, inside the stage.
-        thread::unpack_vector::<T, V>(unsafe { arch::load_shared_v4(vector_address(row + j)) }, 0, &mut items);
-        items
-    };
+    let row = row_warp.wrapping_mul(warp_size) + lane;
 
     let mut thread_prefix = Op::identity();
     if warp == 0 {
@@ -690,39 +741,12 @@ unsafe fn specialized_scan_tiles<
             unsafe { arch::store(tile_values, prefix) };
         }
     } else {
-        if vectors {
-            // SAFETY: a full tile: its vectors are inside input[..len]; aligned (checked above).
-            let source = unsafe { input.add(tile_start).cast::<[u32; 4]>() };
-            for i in 0..ROW {
-                let v = warp_vectors + lane + i * warp_size;
-                // SAFETY: v inside this warp's part of the stage and of the tile.
-                unsafe { arch::cp_async_16(vector_address(v), source.add(v)) };
-            }
-            arch::cp_async_wait_all();
-            mark(32, 3, arch::clock64);
-        } else {
-            let end = (warp_vectors + warp_size * ROW) * V;
-            let mut e = warp_vectors * V + lane;
-            while e < end {
-                let value = if e < tile_valid {
-                    // SAFETY: only elements inside input[..len] are read.
-                    unsafe { arch::load(input.add(tile_start + e)) }
-                } else {
-                    Op::identity()
-                };
-                // SAFETY: inside this warp's part of the stage.
-                unsafe { arch::store(element(e), value) };
-                e += warp_size;
-            }
-        }
+        // SAFETY: this warp's part of the tile, shared by its lanes.
+        unsafe { staged.load::<Op>(input, warp_vectors, warp_size, lane) };
+        mark(32, 3, arch::clock64);
         // The warp's lanes read rows other lanes copied.
         arch::sync_warp(arch::FULL_MASK);
-        let mut thread_total = Op::identity();
-        for j in 0..ROW {
-            for item in read_vector(j) {
-                thread_total = Op::combine(thread_total, item);
-            }
-        }
+        let thread_total = staged.row_total::<Op>(row);
         let (exclusive, warp_total) = warp::warp_exclusive_scan::<T, Op>(thread_total);
         thread_prefix = exclusive;
         let mut last = false;
@@ -781,35 +805,10 @@ unsafe fn specialized_scan_tiles<
     }
     // SAFETY: written by the last row warp before the barrier.
     let warp_prefix = unsafe { arch::load(warp_totals.add(row_warp)) };
-    let mut running = Op::combine(Op::combine(prefix, warp_prefix), thread_prefix);
-    for j in 0..ROW {
-        let mut items = read_vector(j);
-        for item in items.iter_mut() {
-            let next = Op::combine(running, *item);
-            *item = if EXCLUSIVE { running } else { next };
-            running = next;
-        }
-        // SAFETY: the thread's own row.
-        unsafe { arch::store_shared_v4(vector_address(row + j), thread::pack_vector::<T, V>(&items, 0)) };
-    }
+    staged.scan_row::<Op, EXCLUSIVE>(row, Op::combine(Op::combine(prefix, warp_prefix), thread_prefix));
     // The warp's lanes copy out rows other lanes scanned.
     arch::sync_warp(arch::FULL_MASK);
-    if vectors {
-        // SAFETY: a full tile: its vectors are inside output[..len]; aligned (checked above).
-        let destination = unsafe { output.add(tile_start).cast::<[u32; 4]>() };
-        for i in 0..ROW {
-            let v = warp_vectors + lane + i * warp_size;
-            // SAFETY: v inside this warp's part of the stage and of the tile.
-            unsafe { arch::store_global_v4(destination.add(v), arch::load_shared_v4(vector_address(v))) };
-        }
-    } else {
-        let end = ((warp_vectors + warp_size * ROW) * V).min(tile_valid);
-        let mut e = warp_vectors * V + lane;
-        while e < end {
-            // SAFETY: e < tile_valid: inside the stage and output[..len].
-            unsafe { arch::store(output.add(tile_start + e), arch::load(element(e))) };
-            e += warp_size;
-        }
-    }
+    // SAFETY: as for the load.
+    unsafe { staged.store(output, warp_vectors, warp_size, lane) };
     mark(32, 7, arch::global_timer);
 }

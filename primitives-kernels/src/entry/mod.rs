@@ -350,55 +350,43 @@ kernel! {
         unsafe { device::scan::scan_kernel::<f32, Sum, { device::scan::items_per_thread::<f32>() }, false>(input, output, len, initial, temp, tiles, epoch) }
     }
 }
-kernel! {
-    /// The warp-specialized scan of f32 sums, look-back depth 1, sleeps of at most 0 ns; see [`device::scan::specialized_scan_kernel_tuned`].
-    pub unsafe fn primitives_scanvariant_specialized_d1_b0_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 1, 0, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
-    }
+// The warp-specialized scan at several look-back depths and sleeps (`bandwidth scan-variants`).
+macro_rules! specialized_scan_variants {
+    ($($name:ident: $depth:literal, $sleep_ns:literal;)*) => {
+        $(
+            kernel! {
+                /// The warp-specialized scan of f32 sums at one look-back depth and longest sleep (in its name: `d<depth>_b<ns>`); see [`device::scan::specialized_scan_kernel_tuned`].
+                pub unsafe fn $name(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
+                    // SAFETY: the host launcher sizes every buffer as the kernel requires.
+                    unsafe {
+                        device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, $depth, $sleep_ns, false, false>(
+                            input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut(),
+                        )
+                    }
+                }
+            }
+        )*
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        fn specialized_scan_variant_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
+            match name {
+                $(stringify!($name) => Some($name::raw),)*
+                _ => None,
+            }
+        }
+    };
 }
-kernel! {
-    /// The warp-specialized scan of f32 sums, look-back depth 1, sleeps of at most 64 ns; see [`device::scan::specialized_scan_kernel_tuned`].
-    pub unsafe fn primitives_scanvariant_specialized_d1_b64_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 1, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
-    }
+
+specialized_scan_variants! {
+    primitives_scanvariant_specialized_d1_b0_sum_f32: 1, 0;
+    primitives_scanvariant_specialized_d1_b64_sum_f32: 1, 64;
+    primitives_scanvariant_specialized_d2_b0_sum_f32: 2, 0;
+    primitives_scanvariant_specialized_d2_b64_sum_f32: 2, 64;
+    primitives_scanvariant_specialized_d2_b512_sum_f32: 2, 512;
+    primitives_scanvariant_specialized_d4_b64_sum_f32: 4, 64;
+    primitives_scanvariant_specialized_d4_b512_sum_f32: 4, 512;
 }
-kernel! {
-    /// The warp-specialized scan of f32 sums, look-back depth 2, sleeps of at most 0 ns; see [`device::scan::specialized_scan_kernel_tuned`].
-    pub unsafe fn primitives_scanvariant_specialized_d2_b0_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 2, 0, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
-    }
-}
-kernel! {
-    /// The warp-specialized scan of f32 sums, look-back depth 2, sleeps of at most 64 ns; see [`device::scan::specialized_scan_kernel_tuned`].
-    pub unsafe fn primitives_scanvariant_specialized_d2_b64_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 2, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
-    }
-}
-kernel! {
-    /// The warp-specialized scan of f32 sums, look-back depth 2, sleeps of at most 512 ns; see [`device::scan::specialized_scan_kernel_tuned`].
-    pub unsafe fn primitives_scanvariant_specialized_d2_b512_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 2, 512, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
-    }
-}
-kernel! {
-    /// The warp-specialized scan of f32 sums, look-back depth 4, sleeps of at most 64 ns; see [`device::scan::specialized_scan_kernel_tuned`].
-    pub unsafe fn primitives_scanvariant_specialized_d4_b64_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 4, 64, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
-    }
-}
-kernel! {
-    /// The warp-specialized scan of f32 sums, look-back depth 4, sleeps of at most 512 ns; see [`device::scan::specialized_scan_kernel_tuned`].
-    pub unsafe fn primitives_scanvariant_specialized_d4_b512_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
-        // SAFETY: the host launcher sizes every buffer as the kernel requires.
-        unsafe { device::scan::specialized_scan_kernel_tuned::<f32, Sum, 4, { device::scan::EIGHT_VECTOR_ROWS }, 4, 512, false, false>(input, output, len, initial, temp, tiles, epoch, core::ptr::null_mut()) }
-    }
-}
+
 kernel! {
     /// The production warp-specialized scan of f32 sums with a timeline of every tile written to `initial` (8 words per tile); see [`device::scan::specialized_scan_kernel_tuned`].
     pub unsafe fn primitives_scanvariant_specialized_timed_sum_f32(input: *const f32, output: *mut f32, len: u64, initial: *const f32, temp: *mut u8, tiles: u32, epoch: u32) {
@@ -434,34 +422,13 @@ kernel! {
 fn scan_variant_host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
     match name {
         "primitives_scanvariant_registers_sum_f32" => Some(primitives_scanvariant_registers_sum_f32::raw),
-        "primitives_scanvariant_specialized_d1_b0_sum_f32" => {
-            Some(primitives_scanvariant_specialized_d1_b0_sum_f32::raw)
-        }
-        "primitives_scanvariant_specialized_d1_b64_sum_f32" => {
-            Some(primitives_scanvariant_specialized_d1_b64_sum_f32::raw)
-        }
-        "primitives_scanvariant_specialized_d2_b0_sum_f32" => {
-            Some(primitives_scanvariant_specialized_d2_b0_sum_f32::raw)
-        }
-        "primitives_scanvariant_specialized_d2_b64_sum_f32" => {
-            Some(primitives_scanvariant_specialized_d2_b64_sum_f32::raw)
-        }
-        "primitives_scanvariant_specialized_d2_b512_sum_f32" => {
-            Some(primitives_scanvariant_specialized_d2_b512_sum_f32::raw)
-        }
-        "primitives_scanvariant_specialized_d4_b64_sum_f32" => {
-            Some(primitives_scanvariant_specialized_d4_b64_sum_f32::raw)
-        }
-        "primitives_scanvariant_specialized_d4_b512_sum_f32" => {
-            Some(primitives_scanvariant_specialized_d4_b512_sum_f32::raw)
-        }
         "primitives_scanvariant_timed_sum_f32" => Some(primitives_scanvariant_timed_sum_f32::raw),
         "primitives_scanvariant_rows9_sum_f32" => Some(primitives_scanvariant_rows9_sum_f32::raw),
         "primitives_scanvariant_rows8_sum_f32" => Some(primitives_scanvariant_rows8_sum_f32::raw),
         "primitives_scanvariant_specialized_timed_sum_f32" => {
             Some(primitives_scanvariant_specialized_timed_sum_f32::raw)
         }
-        _ => None,
+        _ => specialized_scan_variant_host_kernel(name),
     }
 }
 
