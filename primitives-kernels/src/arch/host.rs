@@ -227,6 +227,24 @@ shared_red! {
     red_add_f64_shared: f64, |old, value| old + value;
 }
 
+/// `red.relaxed.cta.shared.add.u32` at a `.shared` address.
+///
+/// # Safety
+/// `address` 4 bytes of shared memory, aligned (checked).
+pub unsafe fn red_add_u32_shared_at(address: u32, value: u32) {
+    // SAFETY: forwarded; `shared_pointer` checks the address.
+    unsafe { red_add_u32_shared(shared_pointer(address, 4, 4).cast::<u32>(), value) }
+}
+
+/// `atom.relaxed.cta.shared.add.u32` at a `.shared` address: returns the previous value.
+///
+/// # Safety
+/// `address` 4 bytes of shared memory, aligned (checked).
+pub unsafe fn atomic_add_u32_shared_at(address: u32, value: u32) -> u32 {
+    // SAFETY: forwarded; `shared_pointer` checks the address.
+    unsafe { atomic_add_u32_shared(shared_pointer(address, 4, 4).cast::<u32>(), value) }
+}
+
 /// `atom.relaxed.cta.shared.add.u32`: returns the previous value.
 ///
 /// # Safety
@@ -379,6 +397,24 @@ pub unsafe fn load_shared_u8(address: u32) -> u32 {
 pub unsafe fn load_shared_v4(address: u32) -> [u32; 4] {
     // SAFETY: checked by `shared_pointer`.
     unsafe { shared_pointer(address, 16, 16).cast::<[u32; 4]>().read() }
+}
+
+/// `st.shared.b32`.
+///
+/// # Safety
+/// 4 writable, 4-byte aligned bytes of shared memory (checked).
+pub unsafe fn store_shared_b32(address: u32, value: u32) {
+    // SAFETY: checked by `shared_pointer`.
+    unsafe { shared_pointer(address, 4, 4).cast::<u32>().write(value) }
+}
+
+/// `st.shared.v2.u32`.
+///
+/// # Safety
+/// 8 writable, 8-byte aligned bytes of shared memory (checked).
+pub unsafe fn store_shared_v2(address: u32, value: [u32; 2]) {
+    // SAFETY: checked by `shared_pointer`.
+    unsafe { shared_pointer(address, 8, 8).cast::<[u32; 2]>().write(value) }
 }
 
 /// `st.shared.v4.u32`.

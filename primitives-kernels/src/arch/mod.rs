@@ -57,6 +57,24 @@ pub unsafe fn load_shared<T: Pod>(address: u32) -> T {
     }
 }
 
+/// Stores a `T` of 4, 8 or 16 bytes at a `.shared` address with one `st.shared` (`.b32`,
+/// `.v2.u32` or `.v4.u32`).
+///
+/// # Safety
+/// `address` room for a `T` in shared memory, aligned to its size.
+#[inline(always)]
+pub unsafe fn store_shared<T: Pod>(address: u32, value: T) {
+    const { assert!(matches!(size_of::<T>(), 4 | 8 | 16), "elements of 4, 8 or 16 bytes") };
+    // SAFETY: forwarded; each arm runs only for its own size, so the casts are between equal sizes.
+    unsafe {
+        match size_of::<T>() {
+            4 => store_shared_b32(address, bytemuck::cast(value)),
+            8 => store_shared_v2(address, bytemuck::cast(value)),
+            _ => store_shared_v4(address, bytemuck::cast(value)),
+        }
+    }
+}
+
 /// Number of 32-bit words a `T` occupies (rounded up).
 #[inline(always)]
 const fn word_count<T>() -> usize {

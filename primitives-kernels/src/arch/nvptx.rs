@@ -302,6 +302,34 @@ pub unsafe fn atomic_add_u32_shared(ptr: *mut u32, value: u32) -> u32 {
     old
 }
 
+/// `red.relaxed.cta.shared.add.u32` at a `.shared` address (see [`shared_address`]): a 32-bit
+/// address register rather than a converted 64-bit pointer.
+///
+/// # Safety
+/// `address` 4 writable, 4-byte aligned bytes of shared memory.
+#[inline(always)]
+pub unsafe fn red_add_u32_shared_at(address: u32, value: u32) {
+    // SAFETY: the caller vouches for `address`; one atomic access to shared memory.
+    unsafe { asm!("red.relaxed.cta.shared.add.u32 [{0}], {1};", in(reg32) address, in(reg32) value, options(nostack)) };
+}
+
+/// `atom.relaxed.cta.shared.add.u32` at a `.shared` address: returns the previous value.
+///
+/// # Safety
+/// `address` 4 writable, 4-byte aligned bytes of shared memory.
+#[inline(always)]
+pub unsafe fn atomic_add_u32_shared_at(address: u32, value: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller vouches for `address`; one atomic access to shared memory.
+    unsafe {
+        asm!(
+            "atom.relaxed.cta.shared.add.u32 {0}, [{1}], {2};",
+            out(reg32) old, in(reg32) address, in(reg32) value, options(nostack)
+        )
+    };
+    old
+}
+
 // ---- ordered loads and stores, fences -------------------------------------------------------------
 
 macro_rules! ordered_load {
@@ -507,6 +535,28 @@ pub unsafe fn load_shared_u8(address: u32) -> u32 {
     // SAFETY: the caller vouches for `address`.
     unsafe { asm!("ld.shared.u8 {0}, [{1}];", out(reg32) value, in(reg32) address, options(readonly, nostack)) };
     value
+}
+
+/// `st.shared.b32` at a `.shared` address.
+///
+/// # Safety
+/// `address` 4 writable, 4-byte aligned bytes of shared memory (see [`shared_address`]).
+#[inline(always)]
+pub unsafe fn store_shared_b32(address: u32, value: u32) {
+    // SAFETY: the caller vouches for `address`.
+    unsafe { asm!("st.shared.b32 [{0}], {1};", in(reg32) address, in(reg32) value, options(nostack)) };
+}
+
+/// `st.shared.v2.u32` at a `.shared` address.
+///
+/// # Safety
+/// `address` 8 writable, 8-byte aligned bytes of shared memory (see [`shared_address`]).
+#[inline(always)]
+pub unsafe fn store_shared_v2(address: u32, value: [u32; 2]) {
+    // SAFETY: the caller vouches for `address`.
+    unsafe {
+        asm!("st.shared.v2.u32 [{0}], {{{1}, {2}}};", in(reg32) address, in(reg32) value[0], in(reg32) value[1], options(nostack))
+    };
 }
 
 /// `st.shared.v4.u32` at a `.shared` address.

@@ -10,7 +10,7 @@ mod scan;
 
 pub use histogram::{BlockHistogram, BlockHistogramLayout, HistogramCounter};
 pub use radix_rank::BlockRadixRank;
-pub use radix_sort::{striped_position, BlockRadixSort};
+pub use radix_sort::{striped_position, striped_present, BlockRadixSort};
 pub use reduce::BlockReduce;
 pub use scan::BlockScan;
 
@@ -35,7 +35,15 @@ impl DynamicShared {
     /// the launch did not provide enough dynamic shared memory, rather than overrun it.
     #[inline(always)]
     pub fn take<T>(&mut self, count: usize) -> *mut T {
-        let align = core::mem::align_of::<T>();
+        self.take_aligned::<T>(count, core::mem::align_of::<T>())
+    }
+
+    /// [`Self::take`] aligned to `align` bytes (a power of two, at most 16, the alignment of the
+    /// dynamic shared memory itself) or `T`'s alignment if larger: for vector accesses and
+    /// `cp.async` of 16 bytes.
+    #[inline(always)]
+    pub fn take_aligned<T>(&mut self, count: usize, align: usize) -> *mut T {
+        let align = align.max(core::mem::align_of::<T>());
         let start = self.offset.next_multiple_of(align);
         let end = start + count * core::mem::size_of::<T>();
         if end > self.size {

@@ -16,14 +16,16 @@ use crate::block::{BlockScan, DynamicShared};
 use crate::ops::Sum;
 
 /// Block radix rank over digits of `RADIX_BITS` bits (1 to 8). Any block size that is a multiple
-/// of 32, up to 1024 threads.
+/// of 32, up to 1024 threads. Its shared memory is held as `.shared` addresses: 32-bit address
+/// arithmetic and `ld.shared`/`st.shared`, where generic pointers cost 64-bit registers and the
+/// generic-address check on every access.
 pub struct BlockRadixRank<const RADIX_BITS: u32> {
     /// `[warps][DIGITS + 1]` counters; the extra one counts absent items.
-    warp_counters: *mut u32,
+    warp_counters: u32,
     /// `[DIGITS]` each digit's first rank.
-    digit_starts: *mut u32,
+    digit_starts: u32,
     /// `[DIGITS]` each digit's item count.
-    digit_counts: *mut u32,
+    digit_counts: u32,
     scan: BlockScan<u32>,
 }
 
@@ -43,9 +45,9 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         const { assert!(RADIX_BITS >= 1 && RADIX_BITS <= 8, "1 to 8 radix bits") };
         let warps = (arch::block_dim_x() / WARP_SIZE) as usize;
         let scan = BlockScan::<u32>::from_allocator(shared);
-        let warp_counters = shared.take::<u32>(warps * (Self::DIGITS as usize + 1));
-        let digit_starts = shared.take::<u32>(Self::DIGITS as usize);
-        let digit_counts = shared.take::<u32>(Self::DIGITS as usize);
+        let warp_counters = arch::shared_address(shared.take::<u32>(warps * (Self::DIGITS as usize + 1)));
+        let digit_starts = arch::shared_address(shared.take::<u32>(Self::DIGITS as usize));
+        let digit_counts = arch::shared_address(shared.take::<u32>(Self::DIGITS as usize));
         Self { warp_counters, digit_starts, digit_counts, scan }
     }
 
@@ -83,13 +85,13 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         let mut d = lane as usize;
         while d < stride {
             // SAFETY: d < stride: inside the warp's row.
-            unsafe { arch::store(counters.add(d), 0) };
+            unsafe { arch::store_shared_b32(counters + 4 * d as u32, 0) };
             d += WARP_SIZE as usize;
         }
         arch::sync_warp(FULL_MASK);
         for j in 0..ITEMS {
             // SAFETY: digit <= DIGITS < stride (absent items count in the extra slot, unused).
-            unsafe { arch::atomic_add_u32_shared(counters.add(digit(j) as usize), 1) };
+            unsafe { arch::red_add_u32_shared_at(counters + 4 * digit(j), 1) };
         }
         arch::sync_threads();
 
@@ -106,22 +108,22 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
             for w in 0..warps {
                 // SAFETY: w < warps, d < DIGITS < stride.
                 unsafe {
-                    let slot = self.warp_counters.add(w * stride + d);
-                    let count = arch::load(slot);
-                    arch::store(slot, running);
+                    let slot = self.warp_counters + 4 * (w * stride + d) as u32;
+                    let count = arch::load_shared_b32(slot);
+                    arch::store_shared_b32(slot, running);
                     running += count;
                 }
             }
             // SAFETY: d < DIGITS.
-            unsafe { arch::store(self.digit_counts.add(d), running) };
+            unsafe { arch::store_shared_b32(self.digit_counts + 4 * d as u32, running) };
             run_total += running;
         }
         let (mut start, _) = self.scan.exclusive_scan::<Sum>(run_total);
         for d in first..last {
             // SAFETY: d < DIGITS.
             unsafe {
-                arch::store(self.digit_starts.add(d), start);
-                start += arch::load(self.digit_counts.add(d));
+                arch::store_shared_b32(self.digit_starts + 4 * d as u32, start);
+                start += arch::load_shared_b32(self.digit_counts + 4 * d as u32);
             }
         }
         arch::sync_threads();
@@ -149,7 +151,7 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
             let mut before = 0;
             if present && lane == leader {
                 // SAFETY: digit < DIGITS: inside the warp's row.
-                before = unsafe { arch::atomic_add_u32_shared(counters.add(digit as usize), peers.count_ones()) };
+                before = unsafe { arch::atomic_add_u32_shared_at(counters + 4 * digit, peers.count_ones()) };
             }
             let before = arch::shfl_idx_sync(FULL_MASK, before, leader);
             if present {
@@ -161,10 +163,8 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
 
     /// This warp's row of `warp_counters`.
     #[inline(always)]
-    fn warp_row(&self) -> *mut u32 {
-        let warp = arch::warp_idx() as usize;
-        // SAFETY: the warp's row lies inside `warp_counters` (warps * (DIGITS + 1) entries).
-        unsafe { self.warp_counters.add(warp * (Self::DIGITS as usize + 1)) }
+    fn warp_row(&self) -> u32 {
+        self.warp_counters + 4 * arch::warp_idx() * (Self::DIGITS + 1)
     }
 
     /// Rank of the first item with digit `digit` (< `DIGITS`) in the last [`Self::rank`] or
@@ -172,7 +172,7 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     #[inline(always)]
     pub fn digit_start(&self, digit: u32) -> u32 {
         // SAFETY: digit < DIGITS (caller), inside `digit_starts`.
-        unsafe { arch::load(self.digit_starts.add(digit as usize)) }
+        unsafe { arch::load_shared_b32(self.digit_starts + 4 * digit) }
     }
 
     /// Number of items with digit `digit` (< `DIGITS`) in the last [`Self::rank`] or
@@ -180,6 +180,6 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     #[inline(always)]
     pub fn digit_count(&self, digit: u32) -> u32 {
         // SAFETY: digit < DIGITS (caller), inside `digit_counts`.
-        unsafe { arch::load(self.digit_counts.add(digit as usize)) }
+        unsafe { arch::load_shared_b32(self.digit_counts + 4 * digit) }
     }
 }

@@ -13,6 +13,20 @@ pub fn striped_position<const ITEMS: usize>(j: usize) -> usize {
     (arch::warp_idx() as usize * ITEMS + j) * WARP_SIZE as usize + arch::lane_id() as usize
 }
 
+/// How many of the calling thread's warp-striped items lie below block position `valid`: item `j`
+/// is present exactly when `j` is below it. One 32-bit count per thread, where comparing each
+/// item's position would keep `ITEMS` positions (64-bit as `usize`) and predicates alive.
+#[inline(always)]
+pub fn striped_present<const ITEMS: usize>(valid: usize) -> usize {
+    let first = striped_position::<ITEMS>(0) as u32;
+    let valid = valid.min(u32::MAX as usize) as u32;
+    if valid > first {
+        ((valid - first).div_ceil(WARP_SIZE) as usize).min(ITEMS)
+    } else {
+        0
+    }
+}
+
 /// Block radix sort with digits of `RADIX_BITS` bits.
 pub struct BlockRadixSort<const RADIX_BITS: u32> {
     rank: BlockRadixRank<RADIX_BITS>,
@@ -31,7 +45,7 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
     pub fn from_allocator<K, V, const ITEMS: usize>(shared: &mut DynamicShared) -> Self {
         let rank = BlockRadixRank::from_allocator(shared);
         let item = size_of::<K>().max(size_of::<V>());
-        let exchange = shared.take::<u64>((arch::block_dim_x() as usize * ITEMS * item).div_ceil(8)).cast::<u8>();
+        let exchange = shared.take_aligned::<u8>(arch::block_dim_x() as usize * ITEMS * item, 16);
         Self { rank, exchange }
     }
 
@@ -40,23 +54,41 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
         &self.rank
     }
 
-    /// Moves each present item `j` to position `ranks[j]` through shared memory; afterwards item `j`
-    /// holds what was ranked at the thread's `j`-th striped position (`valid` items in all).
+    /// The `.shared` address of the memory [`Self::exchange`] moves items through: room for the
+    /// block's items of the larger of the key and value types given to [`Self::from_allocator`],
+    /// aligned to 16 bytes. Free for other use between exchanges.
     #[inline(always)]
-    pub fn exchange<T: Element, const ITEMS: usize>(&self, items: &mut [T; ITEMS], ranks: &[u32; ITEMS], valid: usize) {
-        let slots = self.exchange.cast::<T>();
+    pub fn exchange_address(&self) -> u32 {
+        arch::shared_address(self.exchange)
+    }
+
+    /// Moves each present item `j` to position `ranks[j]` through shared memory; afterwards item `j`
+    /// holds what was ranked at the thread's `j`-th striped position (`valid` items in all). `FULL`
+    /// when every item is present (`valid` is the block's item count): no bounds checks. Items of
+    /// 4, 8 or 16 bytes (one `st.shared`/`ld.shared` each).
+    #[inline(always)]
+    pub fn exchange<T: Element, const ITEMS: usize, const FULL: bool>(
+        &self,
+        items: &mut [T; ITEMS],
+        ranks: &[u32; ITEMS],
+        valid: usize,
+    ) {
+        // `.shared` addresses: 32-bit address arithmetic and no generic-address check.
+        let base = self.exchange_address();
+        let present = striped_present::<ITEMS>(valid);
         for j in 0..ITEMS {
-            if (ranks[j] as usize) < valid {
-                // SAFETY: ranks of present items are below `valid` <= the tile, inside `exchange`.
-                unsafe { arch::store(slots.add(ranks[j] as usize), items[j]) };
+            if FULL || j < present {
+                // SAFETY: ranks of present items are below `valid` <= the tile, inside `exchange`
+                // (aligned to 16 bytes).
+                unsafe { arch::store_shared(base + ranks[j] * size_of::<T>() as u32, items[j]) };
             }
         }
         arch::sync_threads();
         for (j, item) in items.iter_mut().enumerate() {
             let position = striped_position::<ITEMS>(j);
-            if position < valid {
+            if FULL || j < present {
                 // SAFETY: position < valid, written before the barrier.
-                *item = unsafe { arch::load(slots.add(position)) };
+                *item = unsafe { arch::load_shared(base + (position * size_of::<T>()) as u32) };
             }
         }
         arch::sync_threads();
@@ -76,12 +108,13 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
         end_bit: u32,
         descending: bool,
     ) {
+        let present = striped_present::<ITEMS>(valid);
         let mut shift = begin_bit;
         while shift < end_bit {
             let bits = (end_bit - shift).min(RADIX_BITS);
             // Digits are recomputed from the keys rather than held (registers: see Onesweep).
             let digit_of = |j: usize| {
-                if striped_position::<ITEMS>(j) < valid {
+                if j < present {
                     keys[j].digit(shift, bits, descending)
                 } else {
                     BlockRadixRank::<RADIX_BITS>::DIGITS
@@ -89,9 +122,9 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
             };
             self.rank.count::<ITEMS>(digit_of);
             let ranks = self.rank.rank_counted::<ITEMS>(digit_of);
-            self.exchange::<K, ITEMS>(keys, &ranks, valid);
+            self.exchange::<K, ITEMS, false>(keys, &ranks, valid);
             if PAIRS {
-                self.exchange::<V, ITEMS>(values, &ranks, valid);
+                self.exchange::<V, ITEMS, false>(values, &ranks, valid);
             }
             shift += bits;
         }

@@ -19,7 +19,7 @@
 //! (all `u32`), so the item count of one call stays below 2^30 (the look-back's 30-bit counts).
 
 use crate::arch;
-use crate::block::{striped_position, BlockRadixSort, BlockScan, DynamicShared};
+use crate::block::{striped_position, striped_present, BlockRadixSort, BlockScan, DynamicShared};
 use crate::ops::{Element, Sum};
 use crate::radix_key::RadixKey;
 
@@ -27,19 +27,21 @@ use crate::radix_key::RadixKey;
 pub const RADIX_BITS: u32 = 8;
 /// Digit values per place.
 pub const DIGITS: usize = 1 << RADIX_BITS;
-/// Threads per block of the sort kernels (one look-back thread per digit).
+/// Threads per block of the histogram and small-segment sort kernels.
 pub const BLOCK_THREADS: u32 = 256;
+/// Threads per block of [`onesweep_kernel`] (at least one look-back thread per digit).
+pub const ONESWEEP_THREADS: u32 = 256;
 /// Most digit places of one sort (64-bit keys).
 pub const MAX_PLACES: usize = 8;
 
 /// Keys (and values) per thread of an Onesweep tile, by the size of the larger of key and value.
-/// Larger tiles mean longer runs of one digit in the scatter and fewer tiles to look back over: 24
-/// 4-byte items (H200, u32 pairs: 13.2 G pairs/s against 12.5 with 16; with early counts, 16.5
-/// against 15.9 with 20).
+/// Larger tiles mean longer runs of one digit in the scatter and fewer tiles to look back over, but
+/// the tile must fit 80 registers (3 blocks of 256 per multiprocessor): 22 4-byte items (H200, u32
+/// pairs at 2^26: 19.8 G pairs/s; 28 items 17.1, 20 items at 4 blocks 16.7; 24 within noise of 22).
 pub const fn items_per_thread<K, V>() -> usize {
     let size = if size_of::<K>() > size_of::<V>() { size_of::<K>() } else { size_of::<V>() };
     if size <= 4 {
-        24
+        22
     } else if size <= 8 {
         16
     } else {
@@ -49,7 +51,7 @@ pub const fn items_per_thread<K, V>() -> usize {
 
 /// Items per Onesweep tile.
 pub const fn tile_items<K, V>() -> usize {
-    BLOCK_THREADS as usize * items_per_thread::<K, V>()
+    ONESWEEP_THREADS as usize * items_per_thread::<K, V>()
 }
 
 /// Keys (and values) per thread of the small-segment block sort: it keeps keys, values, digits
@@ -72,7 +74,7 @@ const VALUE_MASK: u32 = (1 << 30) - 1;
 
 /// Dynamic shared memory of [`onesweep_kernel`], in bytes.
 pub const fn shared_bytes<K, V>() -> usize {
-    BlockRadixSort::<RADIX_BITS>::shared_bytes::<K, V>(BLOCK_THREADS as usize, items_per_thread::<K, V>())
+    BlockRadixSort::<RADIX_BITS>::shared_bytes::<K, V>(ONESWEEP_THREADS as usize, items_per_thread::<K, V>())
         + DIGITS * 4
         + 16
 }
@@ -243,9 +245,10 @@ pub unsafe fn bin_offsets_kernel(counts: *mut u32, segments: *const u32, segment
 ///
 /// # Safety
 /// Inputs valid over every segment and not overlapping the outputs, which are valid over the same
-/// ranges; `segments` as for [`histogram_kernel`]; `offsets` the place's [`bin_offsets_kernel`]
-/// output (`segment_count * DIGITS` entries); `status` `tiles * DIGITS` zeroed words; `counter` 0;
-/// `tiles` blocks of [`BLOCK_THREADS`] threads with [`shared_bytes`] of shared memory.
+/// ranges; `segments` as for
+/// [`histogram_kernel`]; `offsets` the place's [`bin_offsets_kernel`] output (`segment_count *
+/// DIGITS` entries); `status` `tiles * DIGITS` zeroed words; `counter` 0; `tiles` blocks of
+/// [`ONESWEEP_THREADS`] threads with [`shared_bytes`] of shared memory.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS: bool>(
@@ -265,11 +268,10 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
 ) {
     let mut shared = DynamicShared::new();
     let sort = BlockRadixSort::<RADIX_BITS>::from_allocator::<K, V, ITEMS>(&mut shared);
-    let scatter_base = shared.take::<u32>(DIGITS);
+    let scatter_base = arch::shared_address(shared.take::<u32>(DIGITS));
     let slots = shared.take::<u32>(2);
     let segments = Segments { list: segments, count: segment_count };
     let tid = arch::thread_idx_x();
-    let descending = descending != 0;
 
     if tid == 0 {
         // SAFETY: counter valid (contract); the last ticket resets it for the next launch.
@@ -288,55 +290,98 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
     // SAFETY: written by thread 0 before the barrier.
     let (tile, segment) = unsafe { (arch::load(slots), arch::load(slots.add(1))) };
     let first_tile = segments.first_tile(segment);
-    let tile_len = (arch::block_dim_x() as usize * ITEMS) as u32;
-    let start = (segments.begin(segment) + (tile - first_tile) * tile_len) as usize;
-    let valid = (segments.end(segment) as usize - start).min(tile_len as usize);
+    let tile_len = arch::block_dim_x() as usize * ITEMS;
+    let start = segments.begin(segment) as usize + (tile - first_tile) as usize * tile_len;
+    let valid = (segments.end(segment) as usize - start).min(tile_len);
+    let place = Place { tile, first_tile, segment, start, valid, shift, bits, descending: descending != 0 };
+    let buffers = Buffers { keys_in, keys_out, values_in, values_out, offsets, status, scatter_base };
+    // Full tiles (all but the last of each segment) skip every bounds check.
+    // SAFETY: forwarded (contract).
+    unsafe {
+        if valid == tile_len {
+            onesweep_tile::<K, V, ITEMS, PAIRS, true>(&sort, &place, &buffers);
+        } else {
+            onesweep_tile::<K, V, ITEMS, PAIRS, false>(&sort, &place, &buffers);
+        }
+    }
+}
 
-    // Values are loaded only after the keys are out, so that they do not hold registers through
-    // the ranking (registers bound the blocks per multiprocessor).
+/// Where one Onesweep tile sits and which digit it sorts by.
+struct Place {
+    tile: u32,
+    first_tile: u32,
+    segment: u32,
+    start: usize,
+    valid: usize,
+    shift: u32,
+    bits: u32,
+    descending: bool,
+}
+
+/// The global and shared memory one Onesweep tile works on.
+struct Buffers<K, V> {
+    keys_in: *const K,
+    keys_out: *mut K,
+    values_in: *const V,
+    values_out: *mut V,
+    offsets: *const u32,
+    status: *mut u32,
+    /// `.shared` address of `[DIGITS]` words: each digit's output position less its start in the
+    /// tile.
+    scatter_base: u32,
+}
+
+/// One Onesweep tile; `FULL` when it holds `ITEMS` items on every thread.
+///
+/// # Safety
+/// As for [`onesweep_kernel`].
+#[inline(always)]
+unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS: bool, const FULL: bool>(
+    sort: &BlockRadixSort<RADIX_BITS>,
+    place: &Place,
+    buffers: &Buffers<K, V>,
+) {
+    const { assert!(ITEMS <= 32 && RADIX_BITS <= 8, "digits are packed four to a word, eight words") };
+    let &Place { tile, first_tile, segment, start, valid, shift, bits, descending } = place;
+    let present_items = striped_present::<ITEMS>(valid);
+    let present = |j: usize| FULL || j < present_items;
+
     let mut keys = [K::zeroed(); ITEMS];
     for (j, key) in keys.iter_mut().enumerate() {
-        let position = striped_position::<ITEMS>(j);
-        if position < valid {
+        if present(j) {
             // SAFETY: start + position inside the segment, inside the inputs.
-            *key = unsafe { arch::load(keys_in.add(start + position)) };
+            *key = unsafe { arch::load(buffers.keys_in.add(start + striped_position::<ITEMS>(j))) };
         }
     }
     // Digits are recomputed from the keys where needed rather than held: registers bound the
     // blocks per multiprocessor, and ptxas spilled with both arrays live.
-    let digit_of = |j: usize| {
-        if striped_position::<ITEMS>(j) < valid {
-            keys[j].digit(shift, bits, descending)
-        } else {
-            DIGITS as u32
-        }
-    };
+    let digit_of = |j: usize| if present(j) { keys[j].digit(shift, bits, descending) } else { DIGITS as u32 };
     // The tile's digit counts are published as soon as they are known, before the ranking proper,
     // so that later tiles' look-backs do not wait for this tile's ranking (CUB's early counts).
     sort.ranker().count::<ITEMS>(digit_of);
-    let mut digit = tid as usize;
+    let mut digit = arch::thread_idx_x() as usize;
     while digit < DIGITS {
         let count = sort.ranker().digit_count(digit as u32);
         let flag = if tile == first_tile { INCLUSIVE } else { AGGREGATE };
         // SAFETY: tile < tiles, digit < DIGITS: inside `status`.
-        unsafe { arch::store_relaxed_u32_gpu(status.add(tile as usize * DIGITS + digit), flag | count) };
+        unsafe { arch::store_relaxed_u32_gpu(buffers.status.add(tile as usize * DIGITS + digit), flag | count) };
         digit += arch::block_dim_x() as usize;
     }
     let ranks = sort.ranker().rank_counted::<ITEMS>(digit_of);
 
     // Look-back, one thread per digit.
-    let mut digit = tid as usize;
+    let mut digit = arch::thread_idx_x() as usize;
     while digit < DIGITS {
         let count = sort.ranker().digit_count(digit as u32);
         // SAFETY: tile < tiles, digit < DIGITS: inside `status`.
-        let own = unsafe { status.add(tile as usize * DIGITS + digit) };
+        let own = unsafe { buffers.status.add(tile as usize * DIGITS + digit) };
         let mut exclusive = 0u32;
         if tile != first_tile {
             let mut predecessor = tile;
             while predecessor > first_tile {
                 predecessor -= 1;
                 // SAFETY: predecessor < tile: inside `status`.
-                let word = unsafe { wait_published(status.add(predecessor as usize * DIGITS + digit)) };
+                let word = unsafe { wait_published(buffers.status.add(predecessor as usize * DIGITS + digit)) };
                 exclusive += word & VALUE_MASK;
                 if word & INCLUSIVE != 0 {
                     break;
@@ -347,44 +392,58 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
         }
         // SAFETY: segment < count, digit < DIGITS: inside `offsets`; scatter_base has DIGITS slots.
         unsafe {
-            let base = arch::load(offsets.add(segment as usize * DIGITS + digit)) + exclusive;
-            arch::store(scatter_base.add(digit), base.wrapping_sub(sort.ranker().digit_start(digit as u32)));
+            let base = arch::load(buffers.offsets.add(segment as usize * DIGITS + digit)) + exclusive;
+            let base = base.wrapping_sub(sort.ranker().digit_start(digit as u32));
+            arch::store_shared_b32(buffers.scatter_base + 4 * digit as u32, base);
         }
         digit += arch::block_dim_x() as usize;
     }
 
     // The exchange's first barrier also orders the scatter bases.
-    sort.exchange::<K, ITEMS>(&mut keys, &ranks, valid);
-    let mut digits = [0u32; ITEMS];
-    for j in 0..ITEMS {
-        let position = striped_position::<ITEMS>(j);
-        if position < valid {
-            digits[j] = keys[j].digit(shift, bits, descending);
+    sort.exchange::<K, ITEMS, FULL>(&mut keys, &ranks, valid);
+    // The digits of the items now held, four to a word, for the values' scatter.
+    let mut digits = [0u32; 8];
+    for (j, key) in keys.iter().enumerate() {
+        if present(j) {
+            let position = striped_position::<ITEMS>(j);
+            let digit = key.digit(shift, bits, descending);
+            digits[j / 4] |= digit << (8 * (j % 4));
             // SAFETY: digit < DIGITS; the destination is inside the segment (the bases are the
             // digit's positions in the segment's output).
             unsafe {
-                let base = arch::load(scatter_base.add(digits[j] as usize));
-                arch::store(keys_out.add(base.wrapping_add(position as u32) as usize), keys[j]);
+                let base = arch::load_shared_b32(buffers.scatter_base + 4 * digit);
+                arch::store(buffers.keys_out.add(base.wrapping_add(position as u32) as usize), *key);
             }
         }
     }
     if PAIRS {
-        let mut values = [V::zeroed(); ITEMS];
-        for (j, value) in values.iter_mut().enumerate() {
-            let position = striped_position::<ITEMS>(j);
-            if position < valid {
-                // SAFETY: start + position inside the segment, inside the inputs.
-                *value = unsafe { arch::load(values_in.add(start + position)) };
+        // Values are loaded only now, so that they hold no registers through the ranking
+        // (registers bound the blocks per multiprocessor). Staging them in shared memory with
+        // `cp.async` as the tile starts measured no faster (H200).
+        // The exchange ended with a barrier: its slots are free for the values.
+        let exchange = sort.exchange_address();
+        for (j, &rank) in ranks.iter().enumerate() {
+            if present(j) {
+                let position = striped_position::<ITEMS>(j);
+                // SAFETY: start + position inside the segment, inside the values; rank < valid,
+                // inside the exchange slots (room for the tile as V).
+                unsafe {
+                    let value = arch::load(buffers.values_in.add(start + position));
+                    arch::store_shared(exchange + rank * size_of::<V>() as u32, value);
+                }
             }
         }
-        sort.exchange::<V, ITEMS>(&mut values, &ranks, valid);
+        arch::sync_threads();
         for j in 0..ITEMS {
-            let position = striped_position::<ITEMS>(j);
-            if position < valid {
-                // SAFETY: as for the keys.
+            if present(j) {
+                let position = striped_position::<ITEMS>(j);
+                let digit = (digits[j / 4] >> (8 * (j % 4))) & 0xff;
+                // SAFETY: position < valid, written before the barrier; the destination as for
+                // the keys.
                 unsafe {
-                    let base = arch::load(scatter_base.add(digits[j] as usize));
-                    arch::store(values_out.add(base.wrapping_add(position as u32) as usize), values[j]);
+                    let value = arch::load_shared::<V>(exchange + (position * size_of::<V>()) as u32);
+                    let base = arch::load_shared_b32(buffers.scatter_base + 4 * digit);
+                    arch::store(buffers.values_out.add(base.wrapping_add(position as u32) as usize), value);
                 }
             }
         }
@@ -438,11 +497,12 @@ pub unsafe fn block_sort_segments_kernel<K: RadixKey, V: Element, const ITEMS: u
     let (start, end) =
         unsafe { (arch::load(ranges.add(2 * block)) as usize, arch::load(ranges.add(2 * block + 1)) as usize) };
     let valid = (end - start).min(arch::block_dim_x() as usize * ITEMS);
+    let present = striped_present::<ITEMS>(valid);
     let mut keys = [K::zeroed(); ITEMS];
     let mut values = [V::zeroed(); ITEMS];
     for j in 0..ITEMS {
         let position = striped_position::<ITEMS>(j);
-        if position < valid {
+        if j < present {
             // SAFETY: inside the range, inside the inputs.
             unsafe {
                 keys[j] = arch::load(keys_in.add(start + position));
@@ -455,7 +515,7 @@ pub unsafe fn block_sort_segments_kernel<K: RadixKey, V: Element, const ITEMS: u
     sort.sort::<K, V, ITEMS, PAIRS>(&mut keys, &mut values, valid, begin_bit, end_bit, descending != 0);
     for j in 0..ITEMS {
         let position = striped_position::<ITEMS>(j);
-        if position < valid {
+        if j < present {
             // SAFETY: inside the range, inside the outputs.
             unsafe {
                 arch::store(keys_out.add(start + position), keys[j]);

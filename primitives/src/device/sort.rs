@@ -194,7 +194,7 @@ impl DeviceRadixSort {
     /// Items of one Onesweep tile (one block of one digit place) for keys `K` and values `V` (`()`
     /// for keys only).
     pub fn tile_items<K: SortKey, V: Element>() -> usize {
-        kernel::BLOCK_THREADS as usize * value_kind::<V>(true).items::<K>()
+        kernel::ONESWEEP_THREADS as usize * value_kind::<V>(true).items::<K>()
     }
 
     /// Longest input (or segment) sorted by one block in shared memory, all digit places in one
@@ -394,7 +394,7 @@ fn sort_segments<K: SortKey, V: Element>(
     }
     let kind = value_kind::<V>(values.is_some());
     let name = |what: &str| format!("primitives_radix_{what}_{}_{}", K::NAME, kind.suffix());
-    let tile = kernel::BLOCK_THREADS as usize * kind.items::<K>();
+    let tile = kernel::ONESWEEP_THREADS as usize * kind.items::<K>();
     let shared = kind.shared_bytes::<K>() as u32;
     let block_items = kind.block_items::<K>();
     let block_capacity = kernel::BLOCK_THREADS as usize * block_items;
@@ -525,7 +525,7 @@ fn sort_segments<K: SortKey, V: Element>(
         let bits = (end_bit - shift).min(kernel::RADIX_BITS);
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
-            block_dim: (kernel::BLOCK_THREADS, 1, 1),
+            block_dim: (kernel::ONESWEEP_THREADS, 1, 1),
             shared_mem_bytes: shared,
         };
         let args = [
