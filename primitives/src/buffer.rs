@@ -66,6 +66,12 @@ impl<T: Element> DeviceBuffer<T> {
         Self::allocate(gpu, len, true)
     }
 
+    /// `len` elements left as the allocator hands them over: for scratch space that is written
+    /// before it is read (no memset on the stream).
+    pub(crate) fn uninitialized(gpu: &Gpu, len: usize) -> Result<Self> {
+        Self::allocate(gpu, len, false)
+    }
+
     /// A copy of `data` on the device.
     pub fn from_host(gpu: &Gpu, data: &[T]) -> Result<Self> {
         let mut buffer = Self::allocate(gpu, data.len(), false)?;

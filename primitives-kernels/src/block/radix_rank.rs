@@ -4,11 +4,12 @@
 //! Items are held warp-striped: item `j` of lane `l` in warp `w` sits at block position
 //! `(w * ITEMS + j) * 32 + l`, the arrangement of coalesced loads. Ranking has two halves (the way
 //! of CUB's `BlockRadixRankMatchEarlyCounts`): each warp counts its items by digit in a private row
-//! of counters (shared-memory atomics), the rows become per-warp exclusive prefixes and a block scan
-//! over digits gives each digit's start; then, for each `j` in turn, a warp finds the lanes holding
-//! the same digit (`match.any.sync`), the lowest of them takes their number from its row's counter
-//! with one atomic, and each lane's rank is `digit start + the counter's old value + matching lanes
-//! below it`: stable, since positions grow with `(w, j, l)` in that order. Between the halves the
+//! of counters (shared-memory atomics), a block scan over digits gives each digit's start, and each
+//! warp's counter of a digit becomes the digit's start plus the warp's exclusive prefix; then, for
+//! each `j` in turn, a warp finds the lanes holding the same digit (`match.any.sync`), the highest of
+//! them takes their number from its row's counter with one atomic, and each lane's rank is `the
+//! counter's old value + matching lanes below it`: stable, since positions grow with `(w, j, l)` in
+//! that order. Between the halves the
 //! digit counts are known, which lets a device sort publish them early.
 
 use crate::arch::{self, FULL_MASK, WARP_SIZE};
@@ -82,11 +83,13 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         let lane = arch::lane_id();
         let stride = Self::DIGITS as usize + 1;
         let counters = self.warp_row();
-        let mut d = lane as usize;
-        while d < stride {
-            // SAFETY: d < stride: inside the warp's row.
-            unsafe { arch::store_shared_b32(counters + 4 * d as u32, 0) };
-            d += WARP_SIZE as usize;
+        // A fixed trip count: a loop here made ptxas spill the caller's freshly loaded keys around it.
+        for k in 0..(Self::DIGITS as usize + 1).div_ceil(WARP_SIZE as usize) {
+            let d = lane as usize + k * WARP_SIZE as usize;
+            if d < stride {
+                // SAFETY: d < stride: inside the warp's row.
+                unsafe { arch::store_shared_b32(counters + 4 * d as u32, 0) };
+            }
         }
         arch::sync_warp(FULL_MASK);
         for j in 0..ITEMS {
@@ -95,8 +98,10 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         }
         arch::sync_threads();
 
-        // Each thread owns a run of digits: per-warp exclusive prefixes of its digits, then a block
-        // scan of the runs' totals gives the digit starts.
+        // Each thread owns a run of digits: their totals over the warps, a block scan of the runs'
+        // totals for the digit starts, then each warp's counter of a digit becomes the digit's start
+        // plus the counts of the warps before it: the rank's base, so that ranking reads no digit
+        // start (a bank-conflicted load per item).
         let threads = arch::block_dim_x() as usize;
         let warps = threads / WARP_SIZE as usize;
         let per_thread = (Self::DIGITS as usize).div_ceil(threads);
@@ -104,39 +109,41 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         let last = (first + per_thread).min(Self::DIGITS as usize);
         let mut run_total = 0u32;
         for d in first..last {
-            let mut running = 0u32;
+            let mut total = 0u32;
+            for w in 0..warps {
+                // SAFETY: w < warps, d < DIGITS < stride.
+                total += unsafe { arch::load_shared_b32(self.warp_counters + 4 * (w * stride + d) as u32) };
+            }
+            // SAFETY: d < DIGITS.
+            unsafe { arch::store_shared_b32(self.digit_counts + 4 * d as u32, total) };
+            run_total += total;
+        }
+        let (mut start, _) = self.scan.exclusive_scan::<Sum>(run_total);
+        for d in first..last {
+            // SAFETY: d < DIGITS.
+            unsafe { arch::store_shared_b32(self.digit_starts + 4 * d as u32, start) };
             for w in 0..warps {
                 // SAFETY: w < warps, d < DIGITS < stride.
                 unsafe {
                     let slot = self.warp_counters + 4 * (w * stride + d) as u32;
                     let count = arch::load_shared_b32(slot);
-                    arch::store_shared_b32(slot, running);
-                    running += count;
+                    arch::store_shared_b32(slot, start);
+                    start += count;
                 }
-            }
-            // SAFETY: d < DIGITS.
-            unsafe { arch::store_shared_b32(self.digit_counts + 4 * d as u32, running) };
-            run_total += running;
-        }
-        let (mut start, _) = self.scan.exclusive_scan::<Sum>(run_total);
-        for d in first..last {
-            // SAFETY: d < DIGITS.
-            unsafe {
-                arch::store_shared_b32(self.digit_starts + 4 * d as u32, start);
-                start += arch::load_shared_b32(self.digit_counts + 4 * d as u32);
             }
         }
         arch::sync_threads();
     }
 
     /// The second half of [`Self::rank`], after [`Self::count`] with the same digits: for each
-    /// `j` in turn, a warp finds the lanes holding the same digit (`match.any.sync`), the lowest of
+    /// `j` in turn, a warp finds the lanes holding the same digit (`match.any.sync`), the highest of
     /// them takes their number from the warp's counter of that digit with one shared-memory atomic
-    /// and passes the old value to the others, and each lane's rank is the digit's start plus that
-    /// value plus the matching lanes below it. The atomics of successive `j` need not wait for each
-    /// other's results (no load-then-store round trip, no warp barrier between items). Stability
-    /// rests on the shared-memory atomics of one warp to one address taking effect in the warp's
-    /// instruction order, as CUB's Onesweep ranking also assumes.
+    /// (the counter starts at the digit's start plus the counts of the warps before) and passes the
+    /// old value to the others, and each lane's rank is that value plus the matching lanes below
+    /// it. No branch surrounds the atomic, and the atomics of successive `j` need not wait for each
+    /// other's results, so a warp overlaps its items. Stability rests on the
+    /// shared-memory atomics of one warp to one address taking effect in the warp's instruction
+    /// order, as CUB's Onesweep ranking also assumes.
     #[inline(always)]
     pub fn rank_counted<const ITEMS: usize>(&self, digit: impl Fn(usize) -> u32) -> [u32; ITEMS] {
         let lane = arch::lane_id();
@@ -146,16 +153,20 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         for (j, rank) in ranks.iter_mut().enumerate() {
             let digit = digit(j);
             let peers = Self::match_digit(digit);
-            let leader = peers.trailing_zeros();
-            let present = digit < Self::DIGITS;
-            let mut before = 0;
-            if present && lane == leader {
-                // SAFETY: digit < DIGITS: inside the warp's row.
-                before = unsafe { arch::atomic_add_u32_shared_at(counters + 4 * digit, peers.count_ones()) };
-            }
+            // The highest matching lane: `peers` holds the caller's lane, so it is never 0 and
+            // `leading_zeros` needs no zero test.
+            let leader = 31 - peers.leading_zeros();
+            // Every lane runs the atomic, so there is no branch for ptxas to wrap in a divergent
+            // region (it turns even a predicated `atom` into one): the leader adds the peers'
+            // number to its digit's counter, the others add 0 to their own lane's counter of the
+            // row, which changes nothing. Absent items' digit, `DIGITS`, has the row's extra slot.
+            let (address, add) =
+                if lane == leader { (counters + 4 * digit, peers.count_ones()) } else { (counters + 4 * lane, 0) };
+            // SAFETY: digit <= DIGITS and lane < 32 <= DIGITS: inside the warp's row.
+            let before = unsafe { arch::atomic_add_u32_shared_at(address, add) };
             let before = arch::shfl_idx_sync(FULL_MASK, before, leader);
-            if present {
-                *rank = self.digit_start(digit) + before + (peers & lanes_below).count_ones();
+            if digit < Self::DIGITS {
+                *rank = before + (peers & lanes_below).count_ones();
             }
         }
         ranks

@@ -76,13 +76,17 @@ const VALUE_MASK: u32 = (1 << 30) - 1;
 pub const fn shared_bytes<K, V>() -> usize {
     BlockRadixSort::<RADIX_BITS>::shared_bytes::<K, V>(ONESWEEP_THREADS as usize, items_per_thread::<K, V>())
         + DIGITS * 4
-        + 16
+        + tile_items::<K, V>() * 4
+        + 32
 }
 
 /// Dynamic shared memory of [`block_sort_segments_kernel`] for blocks of up to [`BLOCK_THREADS`].
 pub const fn block_shared_bytes<K, V>() -> usize {
     BlockRadixSort::<RADIX_BITS>::shared_bytes::<K, V>(BLOCK_THREADS as usize, block_items_per_thread::<K, V>()) + 16
 }
+
+/// Keys each thread of [`histogram_kernel`] loads before counting them.
+const HISTOGRAM_ITEMS: usize = 16;
 
 /// Dynamic shared memory of [`histogram_kernel`], in bytes.
 pub const HISTOGRAM_SHARED_BYTES: usize = MAX_PLACES * DIGITS * 4 + 16;
@@ -135,13 +139,13 @@ impl Segments {
 /// when the segment changes and at the end.
 ///
 /// # Safety
-/// `keys` valid over every segment; `segments` a segment list of `segment_count` segments covering
+/// `keys_in` valid over every segment; `segments` a segment list of `segment_count` segments covering
 /// `tiles` tiles of [`tile_items`]`::<K, V>()`; `counts` valid for `places * segment_count * DIGITS`
 /// entries; [`HISTOGRAM_SHARED_BYTES`] of shared memory; [`BLOCK_THREADS`] threads.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn histogram_kernel<K: RadixKey, V: Element>(
-    keys: *const K,
+    keys_in: *const K,
     segments: *const u32,
     segment_count: u32,
     tiles: u32,
@@ -152,7 +156,9 @@ pub unsafe fn histogram_kernel<K: RadixKey, V: Element>(
     descending: u32,
 ) {
     let mut shared = DynamicShared::new();
-    let local = shared.take::<u32>(MAX_PLACES * DIGITS);
+    // `.shared` addresses: `red.shared` and `ld.shared`/`st.shared`, where a generic pointer costs the
+    // generic-address path and keeps the compiler from moving key loads past the atomics.
+    let local = arch::shared_address(shared.take::<u32>(MAX_PLACES * DIGITS));
     let segments = Segments { list: segments, count: segment_count };
     let places = (end_bit - begin_bit).div_ceil(RADIX_BITS) as usize;
     let tid = arch::thread_idx_x() as usize;
@@ -162,7 +168,7 @@ pub unsafe fn histogram_kernel<K: RadixKey, V: Element>(
         let mut i = tid;
         while i < places * DIGITS {
             // SAFETY: i < places * DIGITS <= MAX_PLACES * DIGITS.
-            unsafe { arch::store(local.add(i), 0) };
+            unsafe { arch::store_shared_b32(local + 4 * i as u32, 0) };
             i += threads;
         }
     };
@@ -173,11 +179,11 @@ pub unsafe fn histogram_kernel<K: RadixKey, V: Element>(
             let (place, digit) = (i / DIGITS, i % DIGITS);
             // SAFETY: i inside the shared counts; the global index inside `counts` (contract).
             unsafe {
-                let count = arch::load(local.add(i));
+                let count = arch::load_shared_b32(local + 4 * i as u32);
                 if count != 0 {
                     let slot = counts.add((place * segment_count as usize + segment as usize) * DIGITS + digit);
                     arch::atomic_add_u32_gpu(slot, count);
-                    arch::store(local.add(i), 0);
+                    arch::store_shared_b32(local + 4 * i as u32, 0);
                 }
             }
             i += threads;
@@ -191,28 +197,48 @@ pub unsafe fn histogram_kernel<K: RadixKey, V: Element>(
         return;
     }
     clear();
-    let tile_len = tile_items::<K, V>() as u32;
+    let tile_len = tile_items::<K, V>();
     let mut segment = segments.of_tile(first);
     arch::sync_threads();
-    for tile in first..last {
+    // The block's tiles of one segment are one run of keys: counted as one stretch.
+    let mut tile = first;
+    while tile < last {
         while segment + 1 < segment_count && segments.first_tile(segment + 1) <= tile {
             flush(segment);
             segment += 1;
         }
-        let start = segments.begin(segment) + (tile - segments.first_tile(segment)) * tile_len;
-        let valid = (segments.end(segment) - start).min(tile_len) as usize;
-        let mut i = tid;
-        while i < valid {
-            // SAFETY: start + i inside the segment, inside `keys`.
-            let key = unsafe { arch::load(keys.add(start as usize + i)) };
+        let first_tile = segments.first_tile(segment);
+        let end_tile = if segment + 1 < segment_count { segments.first_tile(segment + 1).min(last) } else { last };
+        let begin = segments.begin(segment) as usize;
+        let start = begin + (tile - first_tile) as usize * tile_len;
+        let end = (segments.end(segment) as usize).min(begin + (end_tile - first_tile) as usize * tile_len);
+        // HISTOGRAM_ITEMS keys in flight per thread before their atomics: one load at a time left
+        // the kernel waiting on memory.
+        let mut chunk = start;
+        while chunk < end {
+            let mut keys = [K::zeroed(); HISTOGRAM_ITEMS];
+            for (j, key) in keys.iter_mut().enumerate() {
+                let i = chunk + j * threads + tid;
+                if i < end {
+                    // SAFETY: i inside the segment, inside `keys_in`.
+                    *key = unsafe { arch::load(keys_in.add(i)) };
+                }
+            }
+            let present = (end - chunk).saturating_sub(tid).div_ceil(threads).min(HISTOGRAM_ITEMS);
             for place in 0..places {
                 let shift = begin_bit + place as u32 * RADIX_BITS;
-                let digit = key.digit(shift, (end_bit - shift).min(RADIX_BITS), descending) as usize;
-                // SAFETY: place < MAX_PLACES, digit < DIGITS.
-                unsafe { arch::atomic_add_u32_cta(local.add(place * DIGITS + digit), 1) };
+                let bits = (end_bit - shift).min(RADIX_BITS);
+                let row = local + 4 * (place * DIGITS) as u32;
+                for (j, key) in keys.iter().enumerate() {
+                    if j < present {
+                        // SAFETY: place < MAX_PLACES, digit < DIGITS.
+                        unsafe { arch::red_add_u32_shared_at(row + 4 * key.digit(shift, bits, descending), 1) };
+                    }
+                }
             }
-            i += threads;
+            chunk += HISTOGRAM_ITEMS * threads;
         }
+        tile = end_tile;
     }
     flush(segment);
 }
@@ -269,6 +295,7 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
     let mut shared = DynamicShared::new();
     let sort = BlockRadixSort::<RADIX_BITS>::from_allocator::<K, V, ITEMS>(&mut shared);
     let scatter_base = arch::shared_address(shared.take::<u32>(DIGITS));
+    let rank_of = arch::shared_address(shared.take_aligned::<u32>(arch::block_dim_x() as usize * ITEMS, 16));
     let slots = shared.take::<u32>(2);
     let segments = Segments { list: segments, count: segment_count };
     let tid = arch::thread_idx_x();
@@ -294,7 +321,7 @@ pub unsafe fn onesweep_kernel<K: RadixKey, V: Element, const ITEMS: usize, const
     let start = segments.begin(segment) as usize + (tile - first_tile) as usize * tile_len;
     let valid = (segments.end(segment) as usize - start).min(tile_len);
     let place = Place { tile, first_tile, segment, start, valid, shift, bits, descending: descending != 0 };
-    let buffers = Buffers { keys_in, keys_out, values_in, values_out, offsets, status, scatter_base };
+    let buffers = Buffers { keys_in, keys_out, values_in, values_out, offsets, status, scatter_base, rank_of };
     // Full tiles (all but the last of each segment) skip every bounds check.
     // SAFETY: forwarded (contract).
     unsafe {
@@ -329,6 +356,9 @@ struct Buffers<K, V> {
     /// `.shared` address of `[DIGITS]` words: each digit's output position less its start in the
     /// tile.
     scatter_base: u32,
+    /// `.shared` address of `[tile items]` words: the rank of the item at each striped position,
+    /// kept here rather than in registers from the ranking to the values' exchange.
+    rank_of: u32,
 }
 
 /// One Onesweep tile; `FULL` when it holds `ITEMS` items on every thread.
@@ -367,7 +397,18 @@ unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS
         unsafe { arch::store_relaxed_u32_gpu(buffers.status.add(tile as usize * DIGITS + digit), flag | count) };
         digit += arch::block_dim_x() as usize;
     }
-    let ranks = sort.ranker().rank_counted::<ITEMS>(digit_of);
+    {
+        let ranks = sort.ranker().rank_counted::<ITEMS>(digit_of);
+        for (j, &rank) in ranks.iter().enumerate() {
+            // SAFETY: the striped position is inside the tile, inside `rank_of`.
+            unsafe { arch::store_shared_b32(buffers.rank_of + 4 * striped_position::<ITEMS>(j) as u32, rank) };
+        }
+    }
+    // The rank of item `j`, as stored by this thread.
+    let rank_of = |j: usize| {
+        // SAFETY: as above; written by this thread.
+        unsafe { arch::load_shared_b32(buffers.rank_of + 4 * striped_position::<ITEMS>(j) as u32) }
+    };
 
     // Look-back, one thread per digit.
     let mut digit = arch::thread_idx_x() as usize;
@@ -400,7 +441,21 @@ unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS
     }
 
     // The exchange's first barrier also orders the scatter bases.
-    sort.exchange::<K, ITEMS, FULL>(&mut keys, &ranks, valid);
+    let exchange = sort.exchange_address();
+    for (j, key) in keys.iter().enumerate() {
+        if present(j) {
+            // SAFETY: ranks of present items are below `valid`, inside the exchange.
+            unsafe { arch::store_shared(exchange + rank_of(j) * size_of::<K>() as u32, *key) };
+        }
+    }
+    arch::sync_threads();
+    for (j, key) in keys.iter_mut().enumerate() {
+        if present(j) {
+            // SAFETY: position < valid, written before the barrier.
+            *key = unsafe { arch::load_shared(exchange + (striped_position::<ITEMS>(j) * size_of::<K>()) as u32) };
+        }
+    }
+    arch::sync_threads();
     // The digits of the items now held, four to a word, for the values' scatter.
     let mut digits = [0u32; 8];
     for (j, key) in keys.iter().enumerate() {
@@ -421,9 +476,9 @@ unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS
         // (registers bound the blocks per multiprocessor). Staging them in shared memory with
         // `cp.async` as the tile starts measured no faster (H200).
         // The exchange ended with a barrier: its slots are free for the values.
-        let exchange = sort.exchange_address();
-        for (j, &rank) in ranks.iter().enumerate() {
+        for j in 0..ITEMS {
             if present(j) {
+                let rank = rank_of(j);
                 let position = striped_position::<ITEMS>(j);
                 // SAFETY: start + position inside the segment, inside the values; rank < valid,
                 // inside the exchange slots (room for the tile as V).

@@ -1,7 +1,7 @@
 //! GPU bandwidth of the device primitives, for the side-by-side scripts in `benches/scripts/`: one
 //! executable (each embeds the PTX) with a subcommand per primitive.
 //!
-//! Usage: bandwidth <reduce | scan | scan-variants | scan-timeline[-specialized] | select | segmented | multi | sort> [MAX_LOG2 (default 28)]
+//! Usage: bandwidth <reduce | scan | scan-variants | scan-timeline[-specialized] | select | segmented | multi | sort | sort-once> [MAX_LOG2 (default 28)]
 
 mod histogram;
 mod multi;
@@ -25,9 +25,10 @@ fn main() {
         Some("segmented") => segmented::run(max_log2),
         Some("multi") => multi::run(max_log2),
         Some("sort") => sort::run(max_log2),
+        Some("sort-once") => sort::once(max_log2),
         _ => {
             eprintln!(
-                "usage: bandwidth <reduce | scan | scan-variants | select | segmented | multi | sort> [MAX_LOG2]"
+                "usage: bandwidth <reduce | scan | scan-variants | select | segmented | multi | sort | sort-once> [MAX_LOG2]"
             );
             std::process::exit(2);
         }

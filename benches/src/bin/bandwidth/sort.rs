@@ -7,7 +7,10 @@
 //! Each call includes the sort's own allocations (scratch from the stream's memory pool) and, for
 //! the segmented sort, its read-back of the offsets.
 //!
-//! Usage: bandwidth sort [MAX_LOG2 (default 28)]
+//! `sort-once LOG2` sorts 2^LOG2 u32 pairs twice and prints nothing: the run to put under a profiler
+//! (`ncu --launch-skip` past the first sort's launches).
+//!
+//! Usage: bandwidth sort [MAX_LOG2 (default 28)] | bandwidth sort-once LOG2
 
 use benches::time_gpu;
 use primitives::{DeviceRadixSort, DeviceSegmentedSort, Gpu, SortOrder};
@@ -63,4 +66,21 @@ pub fn run(max_log2: u32) {
         });
         println!("ours,segmented_pairs_u32,{n},{segments},{us:.3},{:.3}", n as f64 / (us * 1e-6) / 1e9);
     }
+}
+
+pub fn once(log2: u32) {
+    let gpu = Gpu::new().unwrap_or_else(|e| panic!("bandwidth sort-once needs a GPU: {e}"));
+    let n = 1usize << log2;
+    let mut rng = SmallRng::seed_from_u64(1);
+    let keys: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    let input = gpu.upload(&keys).expect("upload");
+    let values = gpu.upload(&values).expect("upload");
+    let mut output = gpu.alloc_zeroed::<u32>(n).expect("alloc");
+    let mut moved = gpu.alloc_zeroed::<u32>(n).expect("alloc");
+    for _ in 0..2 {
+        DeviceRadixSort::sort_pairs(&gpu, &input, &mut output, &values, &mut moved, SortOrder::ascending())
+            .expect("sort");
+    }
+    gpu.synchronize().expect("synchronize");
 }
