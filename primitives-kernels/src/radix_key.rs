@@ -18,9 +18,49 @@ pub trait RadixKey: Element {
     /// Width of the key in bits (32 or 64).
     const BITS: u32;
 
+    /// The unsigned integer of the key's width that holds its order-preserving image.
+    type Image: Copy;
+
+    /// The key's order-preserving image.
+    fn image(self) -> Self::Image;
+
+    /// The low 32 bits of `image >> shift`, for `shift` below [`Self::BITS`].
+    fn image_bits(image: Self::Image, shift: u32) -> u32;
+
     /// The `bits`-bit digit (1 to 32 bits) of the key's order-preserving image starting at bit
     /// `shift`, complemented (`!digit` within `bits`) when `descending`.
     fn digit(self, shift: u32, bits: u32, descending: bool) -> u32;
+}
+
+/// One digit place, `bits` bits from `shift` (below the key's width), ascending or descending:
+/// [`RadixKey::digit`] with its mask and complement worked out once, for the loops that take the
+/// same place's digit of many keys.
+#[derive(Clone, Copy, Debug)]
+pub struct DigitPlace {
+    shift: u32,
+    mask: u32,
+    flip: u32,
+}
+
+impl DigitPlace {
+    /// The place of `bits` bits (1 to 32) from `shift`.
+    #[inline(always)]
+    pub fn new(shift: u32, bits: u32, descending: bool) -> Self {
+        let mask = mask(bits);
+        Self { shift, mask, flip: if descending { mask } else { 0 } }
+    }
+
+    /// The digit of `key` at this place (`key.digit(shift, bits, descending)`).
+    #[inline(always)]
+    pub fn of<K: RadixKey>(self, key: K) -> u32 {
+        self.of_image::<K>(key.image())
+    }
+
+    /// The digit at this place of a key's image.
+    #[inline(always)]
+    pub fn of_image<K: RadixKey>(self, image: K::Image) -> u32 {
+        (K::image_bits(image, self.shift) & self.mask) ^ self.flip
+    }
 }
 
 #[inline(always)]
@@ -96,25 +136,35 @@ pub fn f64_image(bits: u64) -> u64 {
 
 /// `RadixKey` for a key type: its width, the digit function of that width, and its image.
 macro_rules! radix_key {
-    ($($key:ty: $bits:literal, $digit:ident, |$k:ident| $image:expr;)*) => {$(
+    ($($key:ty: $bits:literal, $image_ty:ty, $digit:ident, |$k:ident| $image:expr;)*) => {$(
         impl RadixKey for $key {
             const BITS: u32 = $bits;
+            type Image = $image_ty;
+            #[inline(always)]
+            fn image(self) -> $image_ty {
+                let $k = self;
+                $image
+            }
+            #[inline(always)]
+            fn image_bits(image: $image_ty, shift: u32) -> u32 {
+                // `shift` is below the width: the wrap only spares the shift a range check.
+                image.wrapping_shr(shift) as u32
+            }
             #[inline(always)]
             fn digit(self, shift: u32, bits: u32, descending: bool) -> u32 {
-                let $k = self;
-                $digit($image, shift, bits, descending)
+                $digit(self.image(), shift, bits, descending)
             }
         }
     )*};
 }
 
 radix_key! {
-    u32: 32, digit32, |k| k;
-    i32: 32, digit32, |k| k as u32 ^ (1 << 31);
-    f32: 32, digit32, |k| f32_image(k.to_bits());
-    u64: 64, digit64, |k| k;
-    i64: 64, digit64, |k| k as u64 ^ (1 << 63);
-    f64: 64, digit64, |k| f64_image(k.to_bits());
+    u32: 32, u32, digit32, |k| k;
+    i32: 32, u32, digit32, |k| k as u32 ^ (1 << 31);
+    f32: 32, u32, digit32, |k| f32_image(k.to_bits());
+    u64: 64, u64, digit64, |k| k;
+    i64: 64, u64, digit64, |k| k as u64 ^ (1 << 63);
+    f64: 64, u64, digit64, |k| f64_image(k.to_bits());
 }
 
 #[cfg(test)]
@@ -124,6 +174,28 @@ mod tests {
     fn image_order<K: RadixKey>(a: K, b: K) -> core::cmp::Ordering {
         let hi = |k: K| (k.digit(32, 32, false) as u64) << 32 | k.digit(0, 32, false) as u64;
         hi(a).cmp(&hi(b))
+    }
+
+    #[test]
+    fn digit_places_agree_with_digit() {
+        fn check<K: RadixKey + core::fmt::Debug>(keys: &[K]) {
+            for &key in keys {
+                for shift in (0..K::BITS).step_by(3) {
+                    for bits in [1, 5, 8, 13, 32] {
+                        for descending in [false, true] {
+                            let place = DigitPlace::new(shift, bits, descending);
+                            assert_eq!(place.of(key), key.digit(shift, bits, descending), "{key:?} {shift} {bits}");
+                        }
+                    }
+                }
+            }
+        }
+        check(&[0u32, 1, 0x8000_0000, 0xdead_beef, u32::MAX]);
+        check(&[i32::MIN, -7, 0, 9, i32::MAX]);
+        check(&[f32::NEG_INFINITY, -1.5, -0.0, 0.0, 3.25, f32::NAN]);
+        check(&[0u64, 0xdead_beef_cafe_f00d, u64::MAX]);
+        check(&[i64::MIN, -3, 0, i64::MAX]);
+        check(&[f64::NEG_INFINITY, -2.5, -0.0, 0.0, 1e300, f64::NAN]);
     }
 
     #[test]

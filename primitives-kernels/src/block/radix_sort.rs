@@ -5,7 +5,7 @@
 use crate::arch::{self, WARP_SIZE};
 use crate::block::{BlockRadixRank, DynamicShared};
 use crate::ops::Element;
-use crate::radix_key::RadixKey;
+use crate::radix_key::{DigitPlace, RadixKey};
 
 /// Block position of item `j` of the calling thread in the warp-striped arrangement.
 #[inline(always)]
@@ -112,10 +112,11 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
         let mut shift = begin_bit;
         while shift < end_bit {
             let bits = (end_bit - shift).min(RADIX_BITS);
+            let place = DigitPlace::new(shift, bits, descending);
             // Digits are recomputed from the keys rather than held (registers: see Onesweep).
             let digit_of = |j: usize| {
                 if j < present {
-                    keys[j].digit(shift, bits, descending)
+                    place.of(keys[j])
                 } else {
                     BlockRadixRank::<RADIX_BITS>::DIGITS
                 }

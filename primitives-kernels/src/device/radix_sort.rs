@@ -21,7 +21,7 @@
 use crate::arch;
 use crate::block::{striped_position, striped_present, BlockRadixSort, BlockScan, DynamicShared};
 use crate::ops::{Element, Sum};
-use crate::radix_key::RadixKey;
+use crate::radix_key::{DigitPlace, RadixKey};
 
 /// Bits per digit place of the device sorts.
 pub const RADIX_BITS: u32 = 8;
@@ -216,25 +216,34 @@ pub unsafe fn histogram_kernel<K: RadixKey, V: Element>(
         // the kernel waiting on memory.
         let mut chunk = start;
         while chunk < end {
-            let mut keys = [K::zeroed(); HISTOGRAM_ITEMS];
-            for (j, key) in keys.iter_mut().enumerate() {
+            // Each key's image once, then every place's digit of it.
+            let mut images = [K::zeroed().image(); HISTOGRAM_ITEMS];
+            for (j, image) in images.iter_mut().enumerate() {
                 let i = chunk + j * threads + tid;
                 if i < end {
                     // SAFETY: i inside the segment, inside `keys_in`.
-                    *key = unsafe { arch::load(keys_in.add(i)) };
+                    *image = unsafe { arch::load(keys_in.add(i)) }.image();
                 }
             }
             let present = (end - chunk).saturating_sub(tid).div_ceil(threads).min(HISTOGRAM_ITEMS);
-            for place in 0..places {
-                let shift = begin_bit + place as u32 * RADIX_BITS;
-                let bits = (end_bit - shift).min(RADIX_BITS);
-                let row = local + 4 * (place * DIGITS) as u32;
-                for (j, key) in keys.iter().enumerate() {
-                    if j < present {
-                        // SAFETY: place < MAX_PLACES, digit < DIGITS.
-                        unsafe { arch::red_add_u32_shared_at(row + 4 * key.digit(shift, bits, descending), 1) };
+            let count = |present: usize| {
+                for place in 0..places {
+                    let shift = begin_bit + place as u32 * RADIX_BITS;
+                    let digit = DigitPlace::new(shift, (end_bit - shift).min(RADIX_BITS), descending);
+                    let row = local + 4 * (place * DIGITS) as u32;
+                    for (j, &image) in images.iter().enumerate() {
+                        if j < present {
+                            // SAFETY: place < MAX_PLACES, digit < DIGITS.
+                            unsafe { arch::red_add_u32_shared_at(row + 4 * digit.of_image::<K>(image), 1) };
+                        }
                     }
                 }
+            };
+            // Full chunks (all but the last of a stretch) with a constant count: no checks.
+            if present == HISTOGRAM_ITEMS {
+                count(HISTOGRAM_ITEMS);
+            } else {
+                count(present);
             }
             chunk += HISTOGRAM_ITEMS * threads;
         }
@@ -385,7 +394,8 @@ unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS
     }
     // Digits are recomputed from the keys where needed rather than held: registers bound the
     // blocks per multiprocessor, and ptxas spilled with both arrays live.
-    let digit_of = |j: usize| if present(j) { keys[j].digit(shift, bits, descending) } else { DIGITS as u32 };
+    let place_digit = DigitPlace::new(shift, bits, descending);
+    let digit_of = |j: usize| if present(j) { place_digit.of(keys[j]) } else { DIGITS as u32 };
     // The tile's digit counts are published as soon as they are known, before the ranking proper,
     // so that later tiles' look-backs do not wait for this tile's ranking (CUB's early counts).
     sort.ranker().count::<ITEMS>(digit_of);
@@ -461,7 +471,7 @@ unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS
     for (j, key) in keys.iter().enumerate() {
         if present(j) {
             let position = striped_position::<ITEMS>(j);
-            let digit = key.digit(shift, bits, descending);
+            let digit = place_digit.of(*key);
             digits[j / 4] |= digit << (8 * (j % 4));
             // SAFETY: digit < DIGITS; the destination is inside the segment (the bases are the
             // digit's positions in the segment's output).
