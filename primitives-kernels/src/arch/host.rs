@@ -83,6 +83,12 @@ pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
 pub fn match_any_sync(mask: u32, value: u32) -> u32 {
     emu::collective(CollectiveOp::MatchAny, mask, value, Location::caller())
 }
+/// The lanes of the full warp whose `value` agrees with the caller's in bits 0 to 8 (nine
+/// ballots on the device).
+#[track_caller]
+pub fn match_low9_sync(value: u32) -> u32 {
+    emu::collective(CollectiveOp::MatchAny, u32::MAX, value & 0x1ff, Location::caller())
+}
 /// `activemask.b32`: in the emulator, the lanes of the warp that exist in the block.
 pub fn active_mask() -> u32 {
     let (thread, threads) = emu::with_current(|t, b| (t.thread_idx(), b.block_dim()));

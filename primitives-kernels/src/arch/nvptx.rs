@@ -132,6 +132,33 @@ pub fn match_any_sync(mask: u32, value: u32) -> u32 {
     // SAFETY: a warp collective on registers.
     unsafe { llvm_match_any(mask, value) }
 }
+/// The lanes of the full warp whose `value` agrees with the caller's in bits 0 to 8: one
+/// `vote.ballot` per bit, each keeping the lanes that agree on it, as one asm block (so that LLVM
+/// still unrolls the loops around it). Votes have short fixed latency where `match.any.sync` goes
+/// through the shared-memory unit.
+#[inline(always)]
+pub fn match_low9_sync(value: u32) -> u32 {
+    let peers: u32;
+    // SAFETY: warp votes on registers, every lane of the warp taking part.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; .reg .b32 m, t;",
+            "mov.b32 {0}, -1;",
+            "and.b32 t, {1}, 1; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 2; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 4; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 8; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 16; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 32; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 64; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 128; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "and.b32 t, {1}, 256; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
+            "}}",
+            out(reg32) peers, in(reg32) value, options(pure, nomem, nostack)
+        )
+    };
+    peers
+}
 /// `activemask.b32`: the lanes currently executing together.
 #[inline(always)]
 pub fn active_mask() -> u32 {

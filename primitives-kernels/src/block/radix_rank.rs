@@ -53,11 +53,13 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     }
 
     /// The lanes of the warp whose `digit` equals the caller's (absent items, `DIGITS`, match each
-    /// other only): `match.any.sync`, one instruction where the ballot form (CUB's `MatchAny`) takes
-    /// one vote per digit bit.
+    /// other only): one vote per digit bit, each keeping the lanes that agree on that bit (CUB's
+    /// `MatchAny`). Votes are quick where `match.any.sync` is a shared-unit instruction whose
+    /// latency the ranking waited on (H200: the warps' stalls sat on it).
     #[inline(always)]
     fn match_digit(digit: u32) -> u32 {
-        arch::match_any_sync(FULL_MASK, digit)
+        // Bits 0..=RADIX_BITS (at most 8): the absent items' digit has the bit above the digits.
+        arch::match_low9_sync(digit)
     }
 
     /// Ranks the block's items by `digits` (warp-striped; `DIGITS` marks an absent item). Returns
@@ -104,7 +106,8 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
         // start (a bank-conflicted load per item).
         let threads = arch::block_dim_x() as usize;
         let warps = threads / WARP_SIZE as usize;
-        let per_thread = (Self::DIGITS as usize).div_ceil(threads);
+        // A 32-bit division: a `usize` one is a 64-bit division subroutine on the GPU.
+        let per_thread = Self::DIGITS.div_ceil(threads as u32) as usize;
         let first = arch::thread_idx_x() as usize * per_thread;
         let last = (first + per_thread).min(Self::DIGITS as usize);
         let mut run_total = 0u32;
