@@ -37,7 +37,7 @@ pub const MAX_PLACES: usize = 8;
 /// Keys (and values) per thread of an Onesweep tile, by the size of the larger of key and value.
 /// Larger tiles mean longer runs of one digit in the scatter and fewer tiles to look back over, but
 /// the tile must fit 80 registers (3 blocks of 256 per multiprocessor): 22 4-byte items (H200, u32
-/// pairs at 2^26: 19.8 G pairs/s; 28 items 17.1, 20 items at 4 blocks 16.7; 24 within noise of 22).
+/// pairs at 2^26: 30.1 G pairs/s; 24 items within noise, 16 or 18 at 4 blocks 25.8 and 25.9).
 pub const fn items_per_thread<K, V>() -> usize {
     let size = if size_of::<K>() > size_of::<V>() { size_of::<K>() } else { size_of::<V>() };
     if size <= 4 {
