@@ -139,6 +139,7 @@ pub fn match_any_sync(mask: u32, value: u32) -> u32 {
 #[inline(always)]
 pub fn match_low9_sync(value: u32) -> u32 {
     let peers: u32;
+    // Not `pure`: a warp collective must not be merged, dropped or moved into a branch by LLVM.
     // SAFETY: warp votes on registers, every lane of the warp taking part.
     unsafe {
         asm!(
@@ -154,7 +155,7 @@ pub fn match_low9_sync(value: u32) -> u32 {
             "and.b32 t, {1}, 128; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
             "and.b32 t, {1}, 256; setp.ne.u32 p, t, 0; vote.sync.ballot.b32 m, p, -1; @!p not.b32 m, m; and.b32 {0}, {0}, m;",
             "}}",
-            out(reg32) peers, in(reg32) value, options(pure, nomem, nostack)
+            out(reg32) peers, in(reg32) value, options(nomem, nostack)
         )
     };
     peers

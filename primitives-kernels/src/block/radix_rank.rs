@@ -6,11 +6,11 @@
 //! of CUB's `BlockRadixRankMatchEarlyCounts`): each warp counts its items by digit in a private row
 //! of counters (shared-memory atomics), a block scan over digits gives each digit's start, and each
 //! warp's counter of a digit becomes the digit's start plus the warp's exclusive prefix; then, for
-//! each `j` in turn, a warp finds the lanes holding the same digit (`match.any.sync`), the highest of
-//! them takes their number from its row's counter with one atomic, and each lane's rank is `the
-//! counter's old value + matching lanes below it`: stable, since positions grow with `(w, j, l)` in
-//! that order. Between the halves the
-//! digit counts are known, which lets a device sort publish them early.
+//! each `j` in turn, a warp finds the lanes holding the same digit (one vote per digit bit), the
+//! highest of them takes their number from its row's counter with one atomic, and each lane's rank
+//! is `the counter's old value + matching lanes below it`: stable, since positions grow with
+//! `(w, j, l)` in that order. Between the halves the digit counts are known, which lets a device
+//! sort publish them early.
 
 use crate::arch::{self, FULL_MASK, WARP_SIZE};
 use crate::block::{BlockScan, DynamicShared};
@@ -139,14 +139,14 @@ impl<const RADIX_BITS: u32> BlockRadixRank<RADIX_BITS> {
     }
 
     /// The second half of [`Self::rank`], after [`Self::count`] with the same digits: for each
-    /// `j` in turn, a warp finds the lanes holding the same digit (`match.any.sync`), the highest of
-    /// them takes their number from the warp's counter of that digit with one shared-memory atomic
+    /// `j` in turn, a warp finds the lanes holding the same digit (one vote per digit bit), the
+    /// highest of them takes their number from the warp's counter of that digit with one shared-memory atomic
     /// (the counter starts at the digit's start plus the counts of the warps before) and passes the
     /// old value to the others, and each lane's rank is that value plus the matching lanes below
     /// it. No branch surrounds the atomic, and the atomics of successive `j` need not wait for each
-    /// other's results, so a warp overlaps its items. Stability rests on the
-    /// shared-memory atomics of one warp to one address taking effect in the warp's instruction
-    /// order, as CUB's Onesweep ranking also assumes.
+    /// other's results, so a warp overlaps its items. Stability rests on the shared-memory atomics
+    /// of one warp to one address taking effect in the warp's instruction order, as CUB's Onesweep
+    /// ranking also assumes.
     #[inline(always)]
     pub fn rank_counted<const ITEMS: usize>(&self, digit: impl Fn(usize) -> u32) -> [u32; ITEMS] {
         let lane = arch::lane_id();
