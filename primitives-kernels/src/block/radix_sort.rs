@@ -73,14 +73,26 @@ impl<const RADIX_BITS: u32> BlockRadixSort<RADIX_BITS> {
         ranks: &[u32; ITEMS],
         valid: usize,
     ) {
+        self.exchange_by::<T, ITEMS, FULL>(items, |j| ranks[j], valid);
+    }
+
+    /// [`Self::exchange`] with item `j`'s rank given by `rank(j)`, for a caller that keeps its ranks
+    /// elsewhere than in registers (Onesweep keeps them in shared memory).
+    #[inline(always)]
+    pub fn exchange_by<T: Element, const ITEMS: usize, const FULL: bool>(
+        &self,
+        items: &mut [T; ITEMS],
+        rank: impl Fn(usize) -> u32,
+        valid: usize,
+    ) {
         // `.shared` addresses: 32-bit address arithmetic and no generic-address check.
         let base = self.exchange_address();
         let present = striped_present::<ITEMS>(valid);
-        for j in 0..ITEMS {
+        for (j, item) in items.iter().enumerate() {
             if FULL || j < present {
                 // SAFETY: ranks of present items are below `valid` <= the tile, inside `exchange`
                 // (aligned to 16 bytes).
-                unsafe { arch::store_shared(base + ranks[j] * size_of::<T>() as u32, items[j]) };
+                unsafe { arch::store_shared(base + rank(j) * size_of::<T>() as u32, *item) };
             }
         }
         arch::sync_threads();

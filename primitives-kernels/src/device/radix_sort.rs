@@ -451,21 +451,7 @@ unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS
     }
 
     // The exchange's first barrier also orders the scatter bases.
-    let exchange = sort.exchange_address();
-    for (j, key) in keys.iter().enumerate() {
-        if present(j) {
-            // SAFETY: ranks of present items are below `valid`, inside the exchange.
-            unsafe { arch::store_shared(exchange + rank_of(j) * size_of::<K>() as u32, *key) };
-        }
-    }
-    arch::sync_threads();
-    for (j, key) in keys.iter_mut().enumerate() {
-        if present(j) {
-            // SAFETY: position < valid, written before the barrier.
-            *key = unsafe { arch::load_shared(exchange + (striped_position::<ITEMS>(j) * size_of::<K>()) as u32) };
-        }
-    }
-    arch::sync_threads();
+    sort.exchange_by::<K, ITEMS, FULL>(&mut keys, rank_of, valid);
     // The digits of the items now held, four to a word, for the values' scatter.
     let mut digits = [0u32; 8];
     for (j, key) in keys.iter().enumerate() {
@@ -486,6 +472,7 @@ unsafe fn onesweep_tile<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS
         // (registers bound the blocks per multiprocessor). Staging them in shared memory with
         // `cp.async` as the tile starts measured no faster (H200).
         // The exchange ended with a barrier: its slots are free for the values.
+        let exchange = sort.exchange_address();
         for j in 0..ITEMS {
             if present(j) {
                 let rank = rank_of(j);
