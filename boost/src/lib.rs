@@ -3,7 +3,8 @@
 //! from the `primitives` crate's algorithms.
 //!
 //! The CPU backend is being built first (it is the reference the GPU backend must match bit for
-//! bit). The crate already embeds the PTX of `boost-kernels` (built by `cargo xtask kernels`).
+//! bit). The crate already embeds the kernel images of `boost-kernels` (built by `cargo xtask
+//! kernels`; none yet).
 
 pub mod data;
 pub mod ellpack;
@@ -19,5 +20,16 @@ pub mod tree;
 
 pub use error::{Error, Result};
 
-/// PTX of the `boost-kernels` crate for `sm_80` (JIT-compiled by the driver on newer GPUs).
-pub const KERNELS_PTX: &str = include_str!("../kernels/boost_kernels.sm_80.ptx");
+/// The kernels of `boost-kernels` as `cargo xtask kernels` built them (`kernels/families.rs`):
+/// machine code per GPU architecture and PTX, loaded family by family on first launch (a `static`
+/// so that the images are embedded once).
+pub static KERNELS: primitives::KernelModule = primitives::KernelModule {
+    name: "boost-kernels",
+    families: {
+        #[allow(unused_imports)]
+        use primitives::{KernelFamily, SassImage};
+        include!("../kernels/families.rs")
+    },
+    // No kernels yet, so none to emulate.
+    host_kernel: |_| None,
+};

@@ -14,9 +14,19 @@ pub enum Error {
     /// A device allocation failed for lack of memory.
     #[error("out of device memory allocating {bytes} bytes")]
     OutOfMemory { bytes: usize },
-    /// The embedded PTX of a kernel module did not load (JIT failure, unsupported GPU).
-    #[error("loading kernel module `{module}`: {source}")]
-    ModuleLoad { module: &'static str, source: DriverError },
+    /// A family of embedded kernels did not load (the driver refused the image, or its JIT failed).
+    #[error("loading the `{family}` kernels of `{module}`: {source}")]
+    ModuleLoad { module: &'static str, family: &'static str, source: DriverError },
+    /// An embedded kernel image is damaged (it does not decompress, or its checksum is wrong).
+    #[error("the embedded `{family}` kernels of `{module}` are damaged: {reason}")]
+    CorruptKernelImage { module: &'static str, family: &'static str, reason: String },
+    /// The GPU is older than every shipped machine code and the PTX's target.
+    #[error(
+        "GPU of compute capability {}.{} is not supported: the kernels need 8.0 (Ampere) or newer",
+        compute_capability.0,
+        compute_capability.1
+    )]
+    UnsupportedDevice { compute_capability: (i32, i32) },
     /// A kernel failed to launch or failed while running.
     #[error("kernel `{kernel}` failed: {source}")]
     Launch { kernel: &'static str, source: DriverError },

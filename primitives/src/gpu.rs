@@ -1,8 +1,9 @@
 //! The [`Gpu`] handle: one device (a CUDA GPU, or the SIMT emulator), one stream, and the kernel
-//! modules, loaded from the embedded PTX on first use.
+//! modules, loaded from the embedded images family by family, each on its first launch.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
@@ -15,21 +16,129 @@ use crate::ops::Element;
 /// The host version of a kernel, called with its arguments as 64-bit values (emulator only).
 pub type HostKernel = unsafe fn(&[u64]);
 
-/// A module of kernels: PTX text embedded in a host crate, a name for error messages, and the host
+/// The kernels of a kernel crate as a host crate embeds them: a name for error messages, its
+/// families (the index `cargo xtask kernels` writes as `kernels/families.rs`), and the host
 /// versions of its kernels, by name, for the emulated device.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelModule {
     pub name: &'static str,
-    pub ptx: &'static str,
+    pub families: &'static [KernelFamily],
     pub host_kernel: fn(&str) -> Option<HostKernel>,
 }
 
-/// The kernels of `primitives-kernels`: PTX built by `cargo xtask kernels` for `sm_80`.
-pub const PRIMITIVES_MODULE: KernelModule = KernelModule {
+/// Kernels loaded together as one CUDA module, when the first of them is launched: a program that
+/// only reduces loads (and, without machine code for its GPU, JIT-compiles) only the reduce kernels.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelFamily {
+    pub name: &'static str,
+    pub entry_points: &'static [&'static str],
+    /// The family's PTX (target [`PTX_COMPUTE_CAPABILITY`]), zstd-compressed: what the driver
+    /// compiles for a GPU no machine code below fits.
+    pub ptx: &'static [u8],
+    /// Machine code per architecture, each compiled from that PTX by `ptxas`.
+    pub sass: &'static [SassImage],
+}
+
+/// A family's machine code (a cubin, zstd-compressed) for GPUs of one architecture.
+#[derive(Clone, Copy, Debug)]
+pub struct SassImage {
+    pub compute_capability: (u32, u32),
+    pub image: &'static [u8],
+}
+
+/// The architecture the embedded PTX targets: the oldest GPUs the kernels run on.
+pub const PTX_COMPUTE_CAPABILITY: (u32, u32) = (8, 0);
+
+/// Environment variable that makes every family load print a line to standard error
+/// (`PRIMITIVES_LOG_LOADS=1`), as [`Gpu::module_loads`] records it.
+pub const LOG_LOADS_ENV: &str = "PRIMITIVES_LOG_LOADS";
+
+/// Which image of a family a device loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageKind {
+    /// Machine code built for this compute capability: loads without compiling.
+    Sass { compute_capability: (u32, u32) },
+    /// The PTX, compiled by the driver at load time (its JIT, cached in `~/.nv/ComputeCache` when
+    /// that is enabled).
+    Ptx,
+}
+
+/// Environment variable that makes CUDA devices load the PTX of every family even where machine
+/// code fits (`PRIMITIVES_KERNEL_IMAGE=ptx`): to compare the two, or to work around a bad cubin.
+pub const KERNEL_IMAGE_ENV: &str = "PRIMITIVES_KERNEL_IMAGE";
+
+impl KernelFamily {
+    /// The image a GPU of `compute_capability` loads: machine code of its major version built for
+    /// the highest minor version not above its own (machine code runs on later minors of its
+    /// major), else the PTX for any GPU at least as new as the PTX's target, else `None`.
+    pub fn image_for(&self, compute_capability: (u32, u32), prefer_ptx: bool) -> Option<(ImageKind, &'static [u8])> {
+        let (major, minor) = compute_capability;
+        let sass = self
+            .sass
+            .iter()
+            .filter(|s| s.compute_capability.0 == major && s.compute_capability.1 <= minor)
+            .max_by_key(|s| s.compute_capability.1);
+        match sass {
+            Some(s) if !prefer_ptx => Some((ImageKind::Sass { compute_capability: s.compute_capability }, s.image)),
+            _ if compute_capability >= PTX_COMPUTE_CAPABILITY => Some((ImageKind::Ptx, self.ptx)),
+            _ => None,
+        }
+    }
+}
+
+impl KernelModule {
+    /// The family holding `kernel`.
+    pub fn family_of(&self, kernel: &str) -> Option<&'static KernelFamily> {
+        self.families.iter().find(|family| family.entry_points.contains(&kernel))
+    }
+}
+
+/// The kernels of `primitives-kernels`, built by `cargo xtask kernels`. A `static`, not a `const`:
+/// each use of a const may get its own copy of the images (a 45 MB benchmark executable, not 11).
+pub static PRIMITIVES_MODULE: KernelModule = KernelModule {
     name: "primitives-kernels",
-    ptx: include_str!("../kernels/primitives_kernels.sm_80.ptx"),
+    families: include!("../kernels/families.rs"),
     host_kernel: primitives_kernels::entry::host_kernel,
 };
+
+/// One family's module load: which image, how large, and how long it took.
+#[derive(Clone, Debug)]
+pub struct ModuleLoad {
+    pub device_ordinal: usize,
+    pub module: &'static str,
+    pub family: &'static str,
+    pub image: ImageKind,
+    /// Size of the uncompressed image handed to the driver.
+    pub bytes: usize,
+    /// Decompression plus the driver's load (and JIT, for PTX).
+    pub duration: Duration,
+}
+
+impl std::fmt::Display for ModuleLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let image = match self.image {
+            ImageKind::Sass { compute_capability: (major, minor) } => format!("sm_{major}{minor} machine code"),
+            ImageKind::Ptx => "PTX, JIT-compiled".into(),
+        };
+        write!(
+            f,
+            "loaded the `{}` kernels of {} on device {} ({image}, {} bytes) in {:.1} ms",
+            self.family,
+            self.module,
+            self.device_ordinal,
+            self.bytes,
+            self.duration.as_secs_f64() * 1e3
+        )
+    }
+}
+
+/// Modules loaded in this process, by (device ordinal, kernel module, family). A CUDA `Gpu` uses
+/// the device's primary context, which every `Gpu` of that device shares, so a family loads once
+/// per process and device, however many `Gpu`s open it; held here, the modules (and so the primary
+/// context) stay for the life of the process.
+type LoadedModules = HashMap<(usize, &'static str, &'static str), Arc<CudaModule>>;
+static LOADED_MODULES: Mutex<Option<LoadedModules>> = Mutex::new(None);
+static MODULE_LOADS: Mutex<Vec<ModuleLoad>> = Mutex::new(Vec::new());
 
 /// Which device a [`Gpu`] drives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +200,6 @@ pub struct DeviceProperties {
 pub(crate) struct CudaDevice {
     pub(crate) context: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
-    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
 
@@ -215,8 +323,12 @@ impl Gpu {
             )? as usize,
             total_memory: context.total_mem().map_err(Error::driver("reading the memory size", 0))?,
         };
+        let (major, minor) = properties.compute_capability;
+        if (major, minor) < (PTX_COMPUTE_CAPABILITY.0 as i32, PTX_COMPUTE_CAPABILITY.1 as i32) {
+            return Err(Error::UnsupportedDevice { compute_capability: (major, minor) });
+        }
         let stream = context.default_stream();
-        let device = CudaDevice { context, stream, modules: Mutex::default(), functions: Mutex::default() };
+        let device = CudaDevice { context, stream, functions: Mutex::default() };
         Ok(Self {
             backend: Backend::Cuda(device),
             properties,
@@ -269,29 +381,96 @@ impl Gpu {
         DeviceBuffer::zeroed(self, len)
     }
 
-    fn cuda_function(device: &CudaDevice, module: KernelModule, name: &'static str) -> Result<CudaFunction> {
+    /// The family loads of this `Gpu`'s device in this process so far, in order: the first call's
+    /// cost (machine code loads in milliseconds; PTX is JIT-compiled, which takes seconds).
+    pub fn module_loads(&self) -> Vec<ModuleLoad> {
+        let DeviceKind::Cuda { ordinal } = self.properties.kind else { return Vec::new() };
+        let loads = MODULE_LOADS.lock().unwrap_or_else(|p| p.into_inner());
+        loads.iter().filter(|load| load.device_ordinal == ordinal).cloned().collect()
+    }
+
+    /// Total time of [`Gpu::module_loads`].
+    pub fn module_load_time(&self) -> Duration {
+        self.module_loads().iter().map(|load| load.duration).sum()
+    }
+
+    fn cuda_function(&self, device: &CudaDevice, module: KernelModule, name: &'static str) -> Result<CudaFunction> {
         let mut functions = device.functions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(function) = functions.get(name) {
             return Ok(function.clone());
         }
-        let module_handle = {
-            let mut modules = device.modules.lock().unwrap_or_else(|p| p.into_inner());
-            match modules.get(module.name) {
-                Some(handle) => handle.clone(),
-                None => {
-                    let handle = device
-                        .context
-                        .load_module(Ptx::from_src(module.ptx))
-                        .map_err(|source| Error::ModuleLoad { module: module.name, source })?;
-                    modules.insert(module.name, handle.clone());
-                    handle
-                }
-            }
-        };
-        let function =
-            module_handle.load_function(name).map_err(|source| Error::ModuleLoad { module: module.name, source })?;
+        let family = module.family_of(name).ok_or_else(|| Error::InvalidArgument {
+            name: "kernel",
+            reason: format!("`{name}` is in no family of the embedded `{}` images", module.name),
+        })?;
+        let module_handle = self.family_module(device, module, family)?;
+        let function = module_handle.load_function(name).map_err(|source| Error::ModuleLoad {
+            module: module.name,
+            family: family.name,
+            source,
+        })?;
         functions.insert(name, function.clone());
         Ok(function)
+    }
+
+    /// The loaded module of `family`, loading it on first use (see [`LOADED_MODULES`]).
+    fn family_module(
+        &self,
+        device: &CudaDevice,
+        module: KernelModule,
+        family: &'static KernelFamily,
+    ) -> Result<Arc<CudaModule>> {
+        let ordinal = device.context.ordinal();
+        let mut loaded = LOADED_MODULES.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (ordinal, module.name, family.name);
+        if let Some(handle) = loaded.get_or_insert_with(HashMap::new).get(&key) {
+            return Ok(handle.clone());
+        }
+        let start = Instant::now();
+        let (major, minor) = self.properties.compute_capability;
+        let capability = (major.max(0) as u32, minor.max(0) as u32);
+        let prefer_ptx = std::env::var(KERNEL_IMAGE_ENV).is_ok_and(|v| v.eq_ignore_ascii_case("ptx"));
+        let (kind, compressed) = family
+            .image_for(capability, prefer_ptx)
+            .ok_or(Error::UnsupportedDevice { compute_capability: (major, minor) })?;
+        let image = decompress(compressed).map_err(|reason| Error::CorruptKernelImage {
+            module: module.name,
+            family: family.name,
+            reason,
+        })?;
+        let bytes = image.len();
+        let source = match kind {
+            ImageKind::Sass { .. } => Ptx::from_binary(image),
+            ImageKind::Ptx => {
+                let text = String::from_utf8(image).map_err(|_| Error::CorruptKernelImage {
+                    module: module.name,
+                    family: family.name,
+                    reason: "the PTX is not UTF-8".into(),
+                })?;
+                Ptx::from_src(text)
+            }
+        };
+        let handle = device.context.load_module(source).map_err(|source| Error::ModuleLoad {
+            module: module.name,
+            family: family.name,
+            source,
+        })?;
+        let record = ModuleLoad {
+            device_ordinal: ordinal,
+            module: module.name,
+            family: family.name,
+            image: kind,
+            bytes,
+            duration: start.elapsed(),
+        };
+        if std::env::var_os(LOG_LOADS_ENV).is_some() {
+            // Straight to stderr, past the test harness's capture of `eprintln!`.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "primitives: {record}");
+        }
+        MODULE_LOADS.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+        loaded.get_or_insert_with(HashMap::new).insert(key, handle.clone());
+        Ok(handle)
     }
 
     /// Enqueues `kernel` of `module` with its parameters as raw 64-bit values (device pointers
@@ -309,7 +488,7 @@ impl Gpu {
     ) -> Result<()> {
         match &self.backend {
             Backend::Cuda(device) => {
-                let function = Self::cuda_function(device, module, kernel)?;
+                let function = self.cuda_function(device, module, kernel)?;
                 if config.shared_mem_bytes > DEFAULT_SHARED_BYTES {
                     // Dynamic shared memory beyond 48 KiB needs the function's opt-in.
                     function
@@ -344,5 +523,74 @@ impl Gpu {
                 Ok(())
             }
         }
+    }
+}
+
+/// A zstd frame's content, its checksum verified (a damaged image is an error here, not a driver
+/// fault later).
+pub(crate) fn decompress(compressed: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut source = compressed;
+    let mut decoder = ruzstd::decoding::StreamingDecoder::new(&mut source).map_err(|e| e.to_string())?;
+    let mut content = Vec::new();
+    decoder.read_to_end(&mut content).map_err(|e| e.to_string())?;
+    let frame = decoder.into_frame_decoder();
+    match (frame.get_checksum_from_data(), frame.get_calculated_checksum()) {
+        (Some(stored), Some(computed)) if stored == computed => Ok(content),
+        (Some(_), Some(_)) => Err("checksum mismatch".into()),
+        _ => Err("no content checksum".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAMILY: KernelFamily = KernelFamily {
+        name: "test",
+        entry_points: &["k"],
+        ptx: b"ptx",
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: b"80" },
+            SassImage { compute_capability: (8, 6), image: b"86" },
+            SassImage { compute_capability: (8, 9), image: b"89" },
+            SassImage { compute_capability: (9, 0), image: b"90" },
+            SassImage { compute_capability: (10, 0), image: b"100" },
+        ],
+    };
+
+    fn chosen(capability: (u32, u32)) -> Option<&'static [u8]> {
+        FAMILY.image_for(capability, false).map(|(_, image)| image)
+    }
+
+    #[test]
+    fn machine_code_of_the_same_major_and_the_highest_minor_not_above_the_device() {
+        assert_eq!(chosen((8, 0)), Some(&b"80"[..]));
+        assert_eq!(chosen((8, 6)), Some(&b"86"[..]));
+        assert_eq!(chosen((8, 7)), Some(&b"86"[..]));
+        assert_eq!(chosen((8, 9)), Some(&b"89"[..]));
+        assert_eq!(chosen((9, 0)), Some(&b"90"[..]));
+        assert_eq!(chosen((10, 3)), Some(&b"100"[..]));
+    }
+
+    #[test]
+    fn ptx_for_newer_majors_and_on_request_and_nothing_for_older_gpus() {
+        assert_eq!(FAMILY.image_for((12, 0), false), Some((ImageKind::Ptx, &b"ptx"[..])));
+        assert_eq!(FAMILY.image_for((9, 0), true), Some((ImageKind::Ptx, &b"ptx"[..])));
+        assert_eq!(FAMILY.image_for((7, 5), false), None);
+        assert_eq!(FAMILY.image_for((7, 5), true), None);
+    }
+
+    #[test]
+    fn damaged_images_are_errors() {
+        let family = &PRIMITIVES_MODULE.families[0];
+        assert!(decompress(family.ptx).is_ok());
+        let mut damaged = family.ptx.to_vec();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x40;
+        assert!(decompress(&damaged).is_err());
+        assert!(decompress(&damaged[..middle]).is_err());
+        assert!(decompress(b"not zstd at all").is_err());
+        assert!(decompress(&[]).is_err());
     }
 }

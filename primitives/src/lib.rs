@@ -44,7 +44,10 @@ pub use device::{
 };
 pub use device::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};
 pub use error::{Error, Result};
-pub use gpu::{DeviceKind, DeviceProperties, Gpu, HostKernel, KernelModule, DEVICE_ENV, PRIMITIVES_MODULE};
+pub use gpu::{
+    DeviceKind, DeviceProperties, Gpu, HostKernel, ImageKind, KernelFamily, KernelModule, ModuleLoad, SassImage,
+    DEVICE_ENV, KERNEL_IMAGE_ENV, LOG_LOADS_ENV, PRIMITIVES_MODULE, PTX_COMPUTE_CAPABILITY,
+};
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
 pub use primitives_kernels::emu::Schedule;
 /// Element bound and operators, shared with the kernels.
@@ -56,12 +59,7 @@ mod tests {
     use crate::ops::{Max, Min, Sum};
 
     fn entry_points() -> Vec<&'static str> {
-        PRIMITIVES_MODULE
-            .ptx
-            .lines()
-            .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
-            .filter_map(|l| l.split('(').next())
-            .collect()
+        PRIMITIVES_MODULE.families.iter().flat_map(|family| family.entry_points.iter().copied()).collect()
     }
 
     #[test]
@@ -186,7 +184,22 @@ mod tests {
     }
 
     #[test]
-    fn embedded_ptx_targets_sm_80() {
-        assert!(PRIMITIVES_MODULE.ptx.contains(".target sm_80"));
+    fn embedded_families_declare_their_entry_points_and_target_sm_80() {
+        for family in PRIMITIVES_MODULE.families {
+            let (kind, image) = family.image_for((8, 0), true).unwrap();
+            assert_eq!(kind, ImageKind::Ptx);
+            let ptx = String::from_utf8(gpu::decompress(image).unwrap()).unwrap();
+            assert!(ptx.contains(".target sm_80"), "{}", family.name);
+            let declared: Vec<&str> = ptx
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+                .filter_map(|l| l.split('(').next())
+                .collect();
+            assert_eq!(declared, family.entry_points, "{}", family.name);
+            for sass in family.sass {
+                let cubin = gpu::decompress(sass.image).unwrap();
+                assert_eq!(&cubin[..4], b"\x7fELF", "{} {:?}", family.name, sass.compute_capability);
+            }
+        }
     }
 }

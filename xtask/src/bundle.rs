@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
 # Made by `cargo xtask gpu-bundle`. Runs the GPU tests and/or benchmarks; the exit status is non-zero
-# when any of them fails. Usage: bash .gpu/run.sh [tests|bench|all] [BENCH_MAX_LOG2]
+# when any of them fails. Usage: bash .gpu/run.sh [tests|bench|all|first-call] [BENCH_MAX_LOG2]
 #   or: bash .gpu/run.sh precision [OPTIONS of cargo xtask precision]  (GPU columns; CSV and Markdown
 #       into $OUT/precision; run from the repository root, which has data/)
 set -uo pipefail
@@ -23,11 +23,22 @@ what=${1:-all}
 max_log2=${2:-28}
 status=0
 out=${OUT:-/tmp}
+# Kernel module loads (one line each on stderr) are summed after the tests.
+loads_log="$out/module_loads.log"
+: > "$loads_log"
+if [[ $what == all || $what == first-call ]]; then
+  echo "=== first call in a fresh process, cold (CUDA_CACHE_DISABLE=1): machine code"
+  time CUDA_CACHE_DISABLE=1 "$here/bin/bandwidth" first-call || status=1
+  echo "=== the same, loading the PTX instead (PRIMITIVES_KERNEL_IMAGE=ptx)"
+  time CUDA_CACHE_DISABLE=1 PRIMITIVES_KERNEL_IMAGE=ptx "$here/bin/bandwidth" first-call || status=1
+fi
 if [[ $what == all || $what == tests ]]; then
   for test in "$here"/tests/*; do
     echo "=== test $(basename "$test")"
-    "$test" || status=1
+    CUDA_CACHE_DISABLE=1 PRIMITIVES_LOG_LOADS=1 "$test" 2> >(tee -a "$loads_log" >&2) || status=1
   done
+  grep -h 'primitives: loaded' "$loads_log" | awk '{ for (i = 2; i <= NF; i++) if ($i == "ms") total += $(i - 1) }
+    END { printf "=== kernel module loading over the tests (cold): %d loads, %.1f ms in total\n", NR, total }'
 fi
 if [[ $what == precision ]]; then
   echo "=== precision experiments (cargo xtask precision --device cuda)"
@@ -136,7 +147,7 @@ pub fn run() -> Result<()> {
     std::fs::write(bundle.join("run.sh"), RUN_SCRIPT)?;
     let bytes: u64 = walk_size(&bundle)?;
     println!(
-        "wrote .gpu/ ({:.1} MiB); on the GPU machine: bash .gpu/run.sh [tests|bench|all|precision]",
+        "wrote .gpu/ ({:.1} MiB); on the GPU machine: bash .gpu/run.sh [tests|bench|all|first-call|precision]",
         bytes as f64 / 1048576.0
     );
     if bytes > 60 << 20 {

@@ -1,8 +1,11 @@
 //! `cargo xtask kernels [--check]`: builds the kernel crates to PTX with the kernel toolchain and our
-//! own link step (`ptx-linker`), then writes `<crate>.sm_80.ptx` and `manifest.json` into the host
-//! crate that embeds them. `--check` rebuilds and compares with the committed files instead.
+//! own link step (`ptx-linker`), one PTX module per kernel family, compiles each to machine code
+//! (SASS) for every shipped architecture with `ptxas`, and writes them compressed (zstd) into the
+//! host crate that embeds them, with `manifest.json` (what they were built from) and `families.rs`
+//! (the index the host crate `include!`s). `--check` rebuilds and compares with the committed files.
 
 use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -11,19 +14,35 @@ use std::process::Command;
 use crate::setup;
 
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
+/// The PTX's target: the oldest architecture served, and what the driver JIT-compiles for a GPU
+/// no shipped machine code fits.
 pub const CPU: &str = "sm_80";
+/// Architectures shipped as machine code, each compiled by `ptxas` from the `sm_80` PTX: Ampere
+/// (A100; RTX 30 / A10 / A40), Ada (RTX 40 / L4 / L40), Hopper (H100 / H200), Blackwell (B200; RTX 50).
+/// Machine code runs on its own major version from its minor up, so this covers every GPU from
+/// compute capability 8.0 without a JIT; newer majors take the PTX.
+pub const SASS_ARCHES: [&str; 6] = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"];
 /// Flags for every crate of the kernel build. JumpThreading is off because it can duplicate a block
 /// barrier into divergent branches (rust-lang/rust#137086).
 const RUSTFLAGS: &str = "-C target-cpu=sm_80 -Zmir-enable-passes=-JumpThreading";
+/// zstd level of the committed images: the densest of the regular levels (a family's cubins shrink
+/// about 12x); decompression speed does not depend on it.
+const ZSTD_LEVEL: i32 = 19;
 
-/// A kernel crate, the sources its PTX depends on, and where the PTX goes.
+/// A kernel family: a name and the entry-name prefixes it claims (the longest matching prefix wins).
+pub type Family = (&'static str, &'static [&'static str]);
+
+/// A kernel crate, the sources its PTX depends on, where its images go, and its families.
 pub struct KernelCrate {
     pub package: &'static str,
     pub artifact: &'static str,
     /// Crate directories (relative to the workspace root) whose `Cargo.toml` and `src/` are hashed.
     pub sources: &'static [&'static str],
-    /// Directory (relative to the workspace root) receiving the PTX and the manifest.
+    /// Directory (relative to the workspace root) receiving the images, the manifest and the index.
     pub destination: &'static str,
+    /// The modules the host loads separately, each when one of its kernels is first launched: a
+    /// program that only reduces loads only the reduce kernels. Every kernel must be in one.
+    pub families: &'static [Family],
 }
 
 pub const KERNEL_CRATES: [KernelCrate; 2] = [
@@ -32,16 +51,29 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
         artifact: "primitives_kernels",
         sources: &["primitives-kernels"],
         destination: "primitives/kernels",
+        families: &[
+            ("reduce", &["primitives_reduce_"]),
+            ("scan", &["primitives_scan_"]),
+            ("select", &["primitives_select_", "primitives_partition_", "primitives_run_"]),
+            ("segmented_reduce", &["primitives_segmented_reduce_", "primitives_heads_", "primitives_select_head_"]),
+            ("segmented_scan", &["primitives_segmented_scan_", "primitives_offsets_"]),
+            ("multi", &["primitives_multi_"]),
+            ("sort", &["primitives_radix_", "primitives_sequence_", "primitives_gather_"]),
+            ("histogram", &["primitives_histogram_"]),
+            // Kernels of experiments and benchmarks only (precision study, scan variants).
+            ("experimental", &["primitives_experimental_", "primitives_scanvariant_"]),
+        ],
     },
     KernelCrate {
         package: "boost-kernels",
         artifact: "boost_kernels",
         sources: &["boost-kernels", "primitives-kernels"],
         destination: "boost/kernels",
+        families: &[],
     },
 ];
 
-/// What a committed PTX file was built from.
+/// What the committed images of one kernel crate were built from.
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
 pub struct Manifest {
     pub package: String,
@@ -50,17 +82,46 @@ pub struct Manifest {
     pub rustflags: String,
     pub rustc: String,
     pub llvm: String,
+    pub ptxas: String,
     /// SHA-256 over the hashed source files (see [`source_hash`]).
     pub source_sha256: String,
     pub hashed_sources: Vec<String>,
-    pub ptx_file: String,
-    pub ptx_sha256: String,
-    pub entry_points: Vec<String>,
+    pub families: Vec<FamilyManifest>,
 }
 
-impl KernelCrate {
-    pub fn ptx_file_name(&self) -> String {
-        format!("{}.{CPU}.ptx", self.artifact)
+/// One family's module: its kernels, its PTX and its machine code per architecture.
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
+pub struct FamilyManifest {
+    pub name: String,
+    pub entry_points: Vec<String>,
+    pub ptx: Image,
+    pub sass: Vec<Image>,
+}
+
+/// A committed image: `arch` (`compute_80` for PTX, `sm_90` for machine code), the zstd file, and
+/// the size and SHA-256 of its uncompressed content.
+#[derive(Serialize, Deserialize, Debug, PartialEq, Clone)]
+pub struct Image {
+    pub arch: String,
+    pub file: String,
+    pub bytes: usize,
+    pub sha256: String,
+}
+
+impl Image {
+    fn new(family: &str, arch: &str, extension: &str, content: &[u8]) -> Self {
+        Image {
+            arch: arch.into(),
+            file: format!("{family}.{arch}.{extension}.zst"),
+            bytes: content.len(),
+            sha256: hex(&Sha256::digest(content)),
+        }
+    }
+}
+
+impl Manifest {
+    pub fn entry_points(&self) -> impl Iterator<Item = &str> {
+        self.families.iter().flat_map(|f| f.entry_points.iter().map(String::as_str))
     }
 }
 
@@ -134,9 +195,22 @@ fn build_linker(root: &Path) -> Result<PathBuf> {
     Ok(root.join("target/debug/ptx-linker"))
 }
 
-/// Builds one kernel crate to PTX and returns the PTX text.
-fn build_ptx(root: &Path, linker: &Path, krate: &KernelCrate) -> Result<String> {
+/// Builds one kernel crate and returns each family's PTX text, in the crate's family order.
+fn build_ptx(root: &Path, linker: &Path, krate: &KernelCrate) -> Result<Vec<(String, String)>> {
     let target_dir = root.join("target/kernels");
+    let deps = target_dir.join(TARGET).join("kernel").join("deps");
+    // The link step writes the family modules, and cargo runs it only when it links anew: remove
+    // what the last link wrote so that it does (the family table may change without the sources).
+    if let Ok(entries) = std::fs::read_dir(&deps) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(krate.artifact) && name.ends_with(".ptx") {
+                std::fs::remove_file(entry.path()).with_context(|| format!("removing {name}"))?;
+            }
+        }
+    }
+    let families: Vec<String> =
+        krate.families.iter().map(|(name, prefixes)| format!("{name}={}", prefixes.join(","))).collect();
     let mut command = Command::new(setup::KERNEL_CARGO);
     command
         .current_dir(root)
@@ -144,6 +218,7 @@ fn build_ptx(root: &Path, linker: &Path, krate: &KernelCrate) -> Result<String> 
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTFLAGS", RUSTFLAGS)
         .env("CARGO_TARGET_NVPTX64_NVIDIA_CUDA_LINKER", linker)
+        .env("PTX_LINKER_FAMILIES", families.join(";"))
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTUP_TOOLCHAIN")
@@ -155,8 +230,57 @@ fn build_ptx(root: &Path, linker: &Path, krate: &KernelCrate) -> Result<String> 
     if !status.success() {
         bail!("kernel build of {} failed", krate.package);
     }
-    let ptx_path = target_dir.join(TARGET).join("kernel").join(format!("{}.ptx", krate.artifact));
-    std::fs::read_to_string(&ptx_path).with_context(|| format!("reading {}", ptx_path.display()))
+    krate
+        .families
+        .iter()
+        .map(|(name, _)| {
+            let path = deps.join(format!("{}.{name}.ptx", krate.artifact));
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {} (does family `{name}` claim any kernel?)", path.display()))?;
+            Ok((name.to_string(), text))
+        })
+        .collect()
+}
+
+/// Machine code of every family for every architecture of [`SASS_ARCHES`] (`[family][arch]`), by
+/// `ptxas` processes in parallel.
+fn compile_sass(root: &Path, krate: &KernelCrate, families: &[(String, String)]) -> Result<Vec<Vec<Vec<u8>>>> {
+    let work = root.join("target/kernels/sass").join(krate.package);
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    for (name, ptx) in families {
+        std::fs::write(work.join(format!("{name}.ptx")), ptx)?;
+    }
+    let ptxas = setup::ptxas();
+    let jobs: Vec<(usize, &str)> =
+        (0..families.len()).flat_map(|family| SASS_ARCHES.iter().map(move |&arch| (family, arch))).collect();
+    println!("compiling {} families for {} with {}", families.len(), SASS_ARCHES.join(", "), ptxas.display());
+    let cubins = jobs
+        .par_iter()
+        .map(|&(family, arch)| {
+            let name = &families[family].0;
+            let input = work.join(format!("{name}.ptx"));
+            let output = work.join(format!("{name}.{arch}.cubin"));
+            let status = Command::new(&ptxas)
+                .arg(format!("-arch={arch}"))
+                .arg("-O3")
+                .arg(&input)
+                .arg("-o")
+                .arg(&output)
+                .status()
+                .with_context(|| format!("running {}", ptxas.display()))?;
+            if !status.success() {
+                bail!("ptxas -arch={arch} {} failed with {status}", input.display());
+            }
+            std::fs::read(&output).with_context(|| format!("reading {}", output.display()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut cubins = cubins.into_iter();
+    Ok(families.iter().map(|_| cubins.by_ref().take(SASS_ARCHES.len()).collect()).collect())
+}
+
+/// The PTX's own architecture name, `compute_80` for `sm_80`.
+fn ptx_arch() -> String {
+    CPU.replace("sm_", "compute_")
 }
 
 pub fn build(check: bool) -> Result<()> {
@@ -165,9 +289,25 @@ pub fn build(check: bool) -> Result<()> {
     let linker = build_linker(&root)?;
     let rustc = setup::version(setup::KERNEL_RUSTC, &["--version"])?;
     let llvm = setup::llvm_version()?;
+    let ptxas = setup::ptxas_version()?;
     let mut problems = Vec::new();
     for krate in &KERNEL_CRATES {
         let ptx = build_ptx(&root, &linker, krate)?;
+        let sass = compile_sass(&root, krate, &ptx)?;
+        let families = ptx
+            .iter()
+            .zip(&sass)
+            .map(|((name, text), cubins)| FamilyManifest {
+                name: name.clone(),
+                entry_points: entry_points(text),
+                ptx: Image::new(name, &ptx_arch(), "ptx", text.as_bytes()),
+                sass: SASS_ARCHES
+                    .iter()
+                    .zip(cubins)
+                    .map(|(arch, cubin)| Image::new(name, arch, "cubin", cubin))
+                    .collect(),
+            })
+            .collect();
         let manifest = Manifest {
             package: krate.package.into(),
             target: TARGET.into(),
@@ -175,67 +315,197 @@ pub fn build(check: bool) -> Result<()> {
             rustflags: RUSTFLAGS.into(),
             rustc: rustc.clone(),
             llvm: llvm.clone(),
+            ptxas: ptxas.clone(),
             source_sha256: source_hash(&root, krate.sources)?,
             hashed_sources: krate.sources.iter().map(|s| s.to_string()).collect(),
-            ptx_file: krate.ptx_file_name(),
-            ptx_sha256: hex(&Sha256::digest(ptx.as_bytes())),
-            entry_points: entry_points(&ptx),
+            families,
         };
-        let destination = root.join(krate.destination);
         if check {
-            problems.extend(compare(&root, krate, &manifest, &ptx));
+            problems.extend(compare(&root, krate, &manifest));
         } else {
-            std::fs::create_dir_all(&destination)?;
-            write_atomically(&destination.join(krate.ptx_file_name()), ptx.as_bytes())?;
-            let json = serde_json::to_string_pretty(&manifest)? + "\n";
-            write_atomically(&destination.join("manifest.json"), json.as_bytes())?;
-            println!(
-                "wrote {}/{} ({} entry points) and manifest.json",
-                krate.destination,
-                krate.ptx_file_name(),
-                manifest.entry_points.len()
-            );
+            write(&root, krate, &manifest, &ptx, &sass)?;
         }
     }
     if !problems.is_empty() {
         bail!(
-            "committed PTX is out of date:\n  {}\nrun `cargo xtask kernels` and commit the result",
+            "committed kernel images are out of date:\n  {}\nrun `cargo xtask kernels` and commit the result",
             problems.join("\n  ")
         );
     }
     if check {
-        println!("committed PTX matches a fresh build");
+        println!("committed kernel images match a fresh build");
     }
     Ok(())
 }
 
-/// Differences between a fresh build and the committed files. A different kernel toolchain version
-/// cannot be expected to give byte-identical PTX, so then only the sources and entry points count.
-fn compare(root: &Path, krate: &KernelCrate, fresh: &Manifest, ptx: &str) -> Vec<String> {
-    let mut problems = Vec::new();
+/// Writes a crate's compressed images, its manifest and its index, and removes images of families
+/// or architectures no longer built.
+fn write(
+    root: &Path,
+    krate: &KernelCrate,
+    manifest: &Manifest,
+    ptx: &[(String, String)],
+    sass: &[Vec<Vec<u8>>],
+) -> Result<()> {
+    let destination = root.join(krate.destination);
+    std::fs::create_dir_all(&destination)?;
+    let mut images: Vec<(&Image, &[u8])> = Vec::new();
+    for ((family, (_, text)), cubins) in manifest.families.iter().zip(ptx).zip(sass) {
+        images.push((&family.ptx, text.as_bytes()));
+        images.extend(family.sass.iter().zip(cubins).map(|(image, cubin)| (image, cubin.as_slice())));
+    }
+    let compressed = images
+        .par_iter()
+        .map(|(image, content)| Ok((image.file.as_str(), compress(content)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let kept: Vec<&str> = compressed.iter().map(|(file, _)| *file).collect();
+    for entry in std::fs::read_dir(&destination)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let built_here = name.ends_with(".zst") || name.ends_with(".ptx");
+        if built_here && !kept.contains(&name.as_str()) {
+            std::fs::remove_file(destination.join(&name)).with_context(|| format!("removing stale {name}"))?;
+        }
+    }
+    let mut total = 0;
+    for (file, bytes) in &compressed {
+        total += bytes.len();
+        write_atomically(&destination.join(file), bytes)?;
+    }
+    let json = serde_json::to_string_pretty(manifest)? + "\n";
+    write_atomically(&destination.join("manifest.json"), json.as_bytes())?;
+    write_atomically(&destination.join("families.rs"), index_source(manifest).as_bytes())?;
+    println!(
+        "wrote {}: {} families, {} entry points, {} images ({:.1} MB compressed), manifest.json, families.rs",
+        krate.destination,
+        manifest.families.len(),
+        manifest.entry_points().count(),
+        compressed.len(),
+        total as f64 / 1e6
+    );
+    Ok(())
+}
+
+/// A zstd frame with its content checksum, so that the host can tell a damaged image from a good
+/// one before handing it to the driver.
+fn compress(content: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Write;
+    let mut encoder = zstd::Encoder::new(Vec::new(), ZSTD_LEVEL)?;
+    encoder.include_checksum(true)?;
+    encoder.include_contentsize(true)?;
+    encoder.set_pledged_src_size(Some(content.len() as u64))?;
+    encoder.write_all(content)?;
+    Ok(encoder.finish()?)
+}
+
+/// `(major, minor)` of an architecture name: `sm_86` is (8, 6), `sm_120` (12, 0).
+pub fn compute_capability(arch: &str) -> Option<(u32, u32)> {
+    let digits = arch.strip_prefix("sm_").or_else(|| arch.strip_prefix("compute_"))?;
+    let (major, minor) = digits.split_at(digits.len().checked_sub(1)?);
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The Rust source of a crate's family index: a `&[KernelFamily]` expression with the images
+/// included by `include_bytes!`, which the host crate `include!`s with `KernelFamily` and
+/// `SassImage` in scope.
+pub fn index_source(manifest: &Manifest) -> String {
+    let mut out = format!(
+        "// @generated by `cargo xtask kernels` from the kernel sources of {} (see manifest.json): its\n\
+         // kernel families, each a module of its own that the host loads when one of its kernels is first\n\
+         // launched, as zstd-compressed PTX and machine code per architecture. Do not edit.\n&[\n",
+        manifest.package
+    );
+    for family in &manifest.families {
+        out.push_str(&format!("    KernelFamily {{\n        name: {:?},\n        entry_points: &[\n", family.name));
+        for entry in &family.entry_points {
+            out.push_str(&format!("            {entry:?},\n"));
+        }
+        out.push_str(&format!("        ],\n        ptx: include_bytes!({:?}),\n        sass: &[\n", family.ptx.file));
+        for image in &family.sass {
+            let (major, minor) = compute_capability(&image.arch).unwrap_or_default();
+            out.push_str(&format!(
+                "            SassImage {{ compute_capability: ({major}, {minor}), image: include_bytes!({:?}) }},\n",
+                image.file
+            ));
+        }
+        out.push_str("        ],\n    },\n");
+    }
+    out.push_str("]\n");
+    out
+}
+
+/// Differences between a fresh build and the committed files. A different toolchain cannot be
+/// expected to give byte-identical images, so then only the sources and entry points count: PTX is
+/// compared when rustc and LLVM are the manifest's, machine code when ptxas is too.
+fn compare(root: &Path, krate: &KernelCrate, fresh: &Manifest) -> Vec<String> {
     let committed = match read_manifest(root, krate) {
         Ok(manifest) => manifest,
         Err(error) => return vec![format!("{}: {error:#}", krate.package)],
     };
+    let mut problems = verify_committed(root, krate, &committed);
     if committed.source_sha256 != fresh.source_sha256 {
-        problems.push(format!("{}: kernel sources changed since the PTX was built", krate.package));
+        problems.push(format!("{}: kernel sources changed since the images were built", krate.package));
     }
-    if committed.entry_points != fresh.entry_points {
-        problems.push(format!("{}: entry points differ from the committed PTX", krate.package));
+    let names = |m: &Manifest| m.families.iter().map(|f| (f.name.clone(), f.entry_points.clone())).collect::<Vec<_>>();
+    if names(&committed) != names(fresh) {
+        problems.push(format!("{}: families or entry points differ from the committed ones", krate.package));
+        return problems;
     }
-    let same_toolchain = committed.rustc == fresh.rustc && committed.llvm == fresh.llvm;
-    if same_toolchain {
-        let path = root.join(krate.destination).join(krate.ptx_file_name());
-        match std::fs::read_to_string(&path) {
-            Ok(text) if text == ptx => {}
-            Ok(_) => problems.push(format!("{}: {} differs from a fresh build", krate.package, path.display())),
-            Err(error) => problems.push(format!("{}: reading {}: {error}", krate.package, path.display())),
+    let same_ptx_toolchain = committed.rustc == fresh.rustc && committed.llvm == fresh.llvm;
+    let same_ptxas = same_ptx_toolchain && committed.ptxas == fresh.ptxas;
+    for (old, new) in committed.families.iter().zip(&fresh.families) {
+        if same_ptx_toolchain && old.ptx != new.ptx {
+            problems.push(format!("{}: {} differs from a fresh build", krate.package, old.ptx.file));
         }
-    } else {
+        if same_ptxas && old.sass != new.sass {
+            problems
+                .push(format!("{}: machine code of family `{}` differs from a fresh build", krate.package, old.name));
+        }
+    }
+    if !same_ptx_toolchain || !same_ptxas {
         println!(
-            "note: {} was built with {} / {}; this machine has {} / {}: comparing sources and entry points only",
-            krate.package, committed.rustc, committed.llvm, fresh.rustc, fresh.llvm
+            "note: {} was built with {} / {} / {}; this machine has {} / {} / {}: compared sources and entry points{}",
+            krate.package,
+            committed.rustc,
+            committed.llvm,
+            committed.ptxas,
+            fresh.rustc,
+            fresh.llvm,
+            fresh.ptxas,
+            if same_ptx_toolchain { " and PTX" } else { "" }
         );
+    }
+    problems
+}
+
+/// Problems with the committed files against their own manifest: every image decompresses to the
+/// size and hash recorded, every family's PTX declares the entries recorded, and the index is the
+/// one the manifest gives.
+pub fn verify_committed(root: &Path, krate: &KernelCrate, manifest: &Manifest) -> Vec<String> {
+    let destination = root.join(krate.destination);
+    let mut problems = Vec::new();
+    for family in &manifest.families {
+        for image in std::iter::once(&family.ptx).chain(&family.sass) {
+            let path = destination.join(&image.file);
+            let content = std::fs::read(&path).map_err(anyhow::Error::from).and_then(|bytes| {
+                zstd::decode_all(bytes.as_slice()).with_context(|| format!("decompressing {}", path.display()))
+            });
+            match content {
+                Ok(content) if content.len() == image.bytes && hex(&Sha256::digest(&content)) == image.sha256 => {
+                    if image.arch == ptx_arch()
+                        && entry_points(&String::from_utf8_lossy(&content)) != family.entry_points
+                    {
+                        problems.push(format!("{}: entry points differ from the manifest's", path.display()));
+                    }
+                }
+                Ok(_) => problems.push(format!("{}: content differs from the manifest (edited?)", path.display())),
+                Err(error) => problems.push(format!("{}: {error:#}", path.display())),
+            }
+        }
+    }
+    match std::fs::read_to_string(destination.join("families.rs")) {
+        Ok(index) if index == index_source(manifest) => {}
+        Ok(_) => problems.push(format!("{}/families.rs differs from the manifest's index", krate.destination)),
+        Err(error) => problems.push(format!("{}/families.rs: {error}", krate.destination)),
     }
     problems
 }
@@ -251,28 +521,39 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// Fails when a kernel source changed without `cargo xtask kernels` being run (or the committed
-    /// PTX was edited by hand).
+    /// Fails when a kernel source changed without `cargo xtask kernels` being run, or a committed
+    /// image, the manifest or the index was edited by hand.
     #[test]
-    fn committed_ptx_matches_kernel_sources() {
+    fn committed_images_match_kernel_sources() {
         let root = crate::workspace_root();
         for krate in &KERNEL_CRATES {
             let manifest = read_manifest(&root, krate).unwrap();
             let current = source_hash(&root, krate.sources).unwrap();
             assert_eq!(
                 manifest.source_sha256, current,
-                "{}: kernel sources changed since {} was built; run `cargo xtask kernels`",
-                krate.package, manifest.ptx_file
-            );
-            let ptx = std::fs::read(root.join(krate.destination).join(&manifest.ptx_file)).unwrap();
-            assert_eq!(
-                manifest.ptx_sha256,
-                hex(&Sha256::digest(&ptx)),
-                "{}: PTX edited after its build",
+                "{}: kernel sources changed since its images were built; run `cargo xtask kernels`",
                 krate.package
             );
-            assert_eq!(manifest.entry_points, entry_points(&String::from_utf8(ptx).unwrap()));
+            let problems = verify_committed(&root, krate, &manifest);
+            assert!(problems.is_empty(), "{}", problems.join("\n"));
+            let families: Vec<&str> = krate.families.iter().map(|(name, _)| *name).collect();
+            let built: Vec<&str> = manifest.families.iter().map(|f| f.name.as_str()).collect();
+            assert_eq!(families, built, "{}: family table changed since the build", krate.package);
+            for family in &manifest.families {
+                let arches: Vec<&str> = family.sass.iter().map(|image| image.arch.as_str()).collect();
+                assert_eq!(arches, SASS_ARCHES, "{}: shipped architectures changed", family.name);
+            }
         }
+    }
+
+    #[test]
+    fn compute_capabilities_of_architecture_names() {
+        assert_eq!(compute_capability("sm_80"), Some((8, 0)));
+        assert_eq!(compute_capability("sm_86"), Some((8, 6)));
+        assert_eq!(compute_capability("sm_120"), Some((12, 0)));
+        assert_eq!(compute_capability("compute_90"), Some((9, 0)));
+        assert_eq!(compute_capability("sm_"), None);
+        assert_eq!(compute_capability("gfx90a"), None);
     }
 
     #[test]

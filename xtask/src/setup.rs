@@ -3,6 +3,11 @@
 //! Debian 12's `rustc-web`, `cargo-web` and `rust-web-src` (a newer rustc than the host's, with the
 //! library source that `-Zbuild-std=core` needs) and `llvm-22` (llvm-link, opt, llc for the PTX link
 //! step). The host toolchain (rustup's stable) stays first on PATH and is untouched.
+//!
+//! Also NVIDIA's `ptxas`, which turns the PTX into machine code (SASS) for each shipped GPU
+//! architecture: from the `nvidia-cuda-nvcc-cu12` wheel on PyPI (no CUDA install), pinned, since
+//! the committed cubins are checked byte for byte against a fresh build. It goes into
+//! `target/tools/`; `PTXAS` names another one.
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -23,7 +28,52 @@ fn missing() -> Vec<&'static str> {
         .collect()
 }
 
+/// The pinned wheel that carries `ptxas`, and where it is installed.
+const PTXAS_WHEEL: &str = "nvidia-cuda-nvcc-cu12==12.9.86";
+const PTXAS_DIR: &str = "target/tools/cuda-nvcc-12.9.86";
+const PTXAS_IN_WHEEL: &str = "nvidia/cuda_nvcc/bin/ptxas";
+
+/// The `ptxas` the kernel build uses: `$PTXAS`, else the one `setup` installed.
+pub fn ptxas() -> std::path::PathBuf {
+    match std::env::var_os("PTXAS") {
+        Some(path) => path.into(),
+        None => crate::workspace_root().join(PTXAS_DIR).join(PTXAS_IN_WHEEL),
+    }
+}
+
+fn install_ptxas() -> Result<()> {
+    if ptxas().exists() {
+        println!("ptxas already installed");
+    } else {
+        let target = crate::workspace_root().join(PTXAS_DIR);
+        println!("installing ptxas: pip install {PTXAS_WHEEL} into {}", target.display());
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
+            .arg(&target)
+            .arg(PTXAS_WHEEL)
+            .status()
+            .context("running python3 -m pip (needed to fetch ptxas)")?;
+        if !status.success() || !ptxas().exists() {
+            bail!("installing {PTXAS_WHEEL} failed ({status}); ptxas is needed for the kernel build");
+        }
+    }
+    println!("ptxas: {}", ptxas_version()?);
+    Ok(())
+}
+
+/// "Cuda compilation tools, release 12.9, V12.9.86" from `ptxas --version`.
+pub fn ptxas_version() -> Result<String> {
+    let path = ptxas();
+    let text = version(&path.to_string_lossy(), &["--version"])?;
+    Ok(text.lines().map(str::trim).find(|l| l.starts_with("Cuda compilation tools")).unwrap_or("unknown").to_string())
+}
+
 pub fn run() -> Result<()> {
+    install_apt_packages()?;
+    install_ptxas()
+}
+
+fn install_apt_packages() -> Result<()> {
     let before = missing();
     if before.is_empty() {
         println!("kernel toolchain already installed; nothing to do");
@@ -61,7 +111,11 @@ pub fn run() -> Result<()> {
 }
 
 pub fn ensure_installed() -> Result<()> {
-    let gone = missing();
+    let mut gone = missing();
+    let ptxas = ptxas();
+    if !ptxas.exists() {
+        gone.push("ptxas");
+    }
     if !gone.is_empty() {
         bail!("the kernel toolchain is not installed (missing {}); run `cargo xtask setup`", gone.join(", "));
     }

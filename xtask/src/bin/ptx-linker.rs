@@ -9,6 +9,14 @@
 //! Rust cannot attach launch bounds to a kernel, so the step adds them to the PTX afterwards, from
 //! [`LAUNCH_BOUNDS`] (tuning as data): `.maxntid` and `.minnctapersm` on the entries named there,
 //! which make ptxas keep registers low enough for that many blocks per multiprocessor.
+//!
+//! Kernel families: with `PTX_LINKER_FAMILIES=name=prefix,prefix;name=prefix...` in the environment
+//! (set by `cargo xtask kernels`), the step also writes one PTX module per family beside `OUT.ptx`
+//! (`OUT.<name>.ptx`), holding the exported kernels whose names start with one of its prefixes (the
+//! longest matching prefix decides) and what they call. Each is cut from the same optimised module
+//! (internalize + global DCE, no further optimisation), so a kernel's code is the one of the whole
+//! module; the host loads a family only when one of its kernels is first launched. An exported
+//! kernel no family claims is an error, so a new kernel cannot be left out.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -71,8 +79,68 @@ fn run() -> Result<(), String> {
     let mut llc = Command::new(format!("llc{suffix}"));
     llc.arg("-O3").arg(format!("-mcpu={cpu}")).arg(&optimised).arg("-o").arg(&output);
     run_tool(llc)?;
-    let ptx = std::fs::read_to_string(&output).map_err(|e| format!("reading {}: {e}", output.display()))?;
-    std::fs::write(&output, with_launch_bounds(&ptx)).map_err(|e| format!("writing {}: {e}", output.display()))
+    add_launch_bounds(&output)?;
+
+    let Ok(spec) = std::env::var("PTX_LINKER_FAMILIES") else { return Ok(()) };
+    for (family, members) in split_into_families(&parse_families(&spec)?, &exports)? {
+        let cut = work.join(format!("{family}.bc"));
+        let mut opt = Command::new(format!("opt{suffix}"));
+        opt.arg(format!("--internalize-public-api-list={}", members.join(",")))
+            .arg("-passes=internalize,globaldce")
+            .arg(&optimised)
+            .arg("-o")
+            .arg(&cut);
+        run_tool(opt)?;
+        let family_ptx = output.with_extension(format!("{family}.ptx"));
+        let mut llc = Command::new(format!("llc{suffix}"));
+        llc.arg("-O3").arg(format!("-mcpu={cpu}")).arg(&cut).arg("-o").arg(&family_ptx);
+        run_tool(llc)?;
+        add_launch_bounds(&family_ptx)?;
+    }
+    Ok(())
+}
+
+fn add_launch_bounds(path: &std::path::Path) -> Result<(), String> {
+    let ptx = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    std::fs::write(path, with_launch_bounds(&ptx)).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// `name=prefix,prefix;name=prefix` into (name, prefixes).
+fn parse_families(spec: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    spec.split(';')
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| {
+            let (name, prefixes) =
+                part.split_once('=').ok_or_else(|| format!("PTX_LINKER_FAMILIES: `{part}` is not name=prefixes"))?;
+            Ok((name.trim().to_string(), prefixes.split(',').map(|p| p.trim().to_string()).collect()))
+        })
+        .collect()
+}
+
+/// The exported kernels of each family (in family order; families that claim none are left out).
+/// A kernel belongs to the family with its longest matching prefix.
+fn split_into_families(
+    families: &[(String, Vec<String>)],
+    exports: &[String],
+) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut members: Vec<Vec<String>> = vec![Vec::new(); families.len()];
+    for export in exports {
+        let owner = families
+            .iter()
+            .enumerate()
+            .flat_map(|(index, (_, prefixes))| prefixes.iter().map(move |p| (index, p)))
+            .filter(|(_, prefix)| export.starts_with(prefix.as_str()))
+            .max_by_key(|(_, prefix)| prefix.len())
+            .map(|(index, _)| index)
+            .ok_or_else(|| format!("kernel `{export}` belongs to no family of PTX_LINKER_FAMILIES"))?;
+        members[owner].push(export.clone());
+    }
+    Ok(families
+        .iter()
+        .zip(members)
+        .filter(|(_, members)| !members.is_empty())
+        .map(|((name, _), members)| (name.clone(), members))
+        .collect())
 }
 
 /// Entries (name prefix, name suffixes) with (threads per block, blocks per multiprocessor) to ask

@@ -1,7 +1,7 @@
 //! GPU bandwidth of the device primitives, for the side-by-side scripts in `benches/scripts/`: one
 //! executable (each embeds the PTX) with a subcommand per primitive.
 //!
-//! Usage: bandwidth <reduce | scan | scan-variants | scan-timeline[-specialized] | select | segmented | multi | sort | sort-once> [MAX_LOG2 (default 28)]
+//! Usage: bandwidth <first-call | reduce | scan | scan-variants | scan-timeline[-specialized] | select | segmented | multi | sort | sort-once> [MAX_LOG2 (default 28)]
 
 mod histogram;
 mod multi;
@@ -15,6 +15,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let max_log2: u32 = args.get(1).map(|a| a.parse().expect("MAX_LOG2 must be an integer")).unwrap_or(28);
     match args.first().map(String::as_str) {
+        Some("first-call") => first_call(),
         Some("histogram") => histogram::run(max_log2),
         Some("reduce") => reduce::run(max_log2),
         Some("scan") => scan::run(max_log2),
@@ -28,9 +29,38 @@ fn main() {
         Some("sort-once") => sort::once(max_log2),
         _ => {
             eprintln!(
-                "usage: bandwidth <reduce | scan | scan-variants | select | segmented | multi | sort | sort-once> [MAX_LOG2]"
+                "usage: bandwidth <first-call | reduce | scan | scan-variants | select | segmented | multi | sort | sort-once> [MAX_LOG2]"
             );
             std::process::exit(2);
         }
     }
+}
+
+/// The cost of a fresh process's first primitive: opening the device (context creation), then one
+/// `DeviceReduce::sum` of 4096 floats, which loads the reduce family. Run it with
+/// `CUDA_CACHE_DISABLE=1` for the cold case (no JIT cache), with `PRIMITIVES_KERNEL_IMAGE=ptx` to
+/// see what loading the PTX instead of machine code costs.
+fn first_call() {
+    use primitives::{DeviceReduce, Gpu};
+    use std::time::Instant;
+    let start = Instant::now();
+    let gpu = Gpu::new().expect("no usable GPU");
+    let opened = start.elapsed();
+    let input = gpu.upload(&vec![1.0f32; 4096]).expect("upload");
+    let mut total = gpu.alloc_zeroed::<f32>(1).expect("alloc");
+    DeviceReduce::sum(&gpu, &input, &mut total).expect("reduce");
+    let result = total.to_vec(&gpu).expect("download")[0];
+    let first = start.elapsed();
+    assert_eq!(result, 4096.0);
+    let again = Instant::now();
+    DeviceReduce::sum(&gpu, &input, &mut total).expect("reduce");
+    total.to_vec(&gpu).expect("download");
+    let second = again.elapsed();
+    println!("device: {}", gpu.properties().name);
+    println!("open (context): {:.1} ms", opened.as_secs_f64() * 1e3);
+    for load in gpu.module_loads() {
+        println!("{load}");
+    }
+    println!("first DeviceReduce::sum including open: {:.1} ms", first.as_secs_f64() * 1e3);
+    println!("second DeviceReduce::sum: {:.3} ms", second.as_secs_f64() * 1e3);
 }
