@@ -96,6 +96,12 @@ pub fn train_with_precision(
     if train.info.labels.len() != train.rows() {
         return Err(Error::InvalidData(format!("{} labels for {} rows", train.info.labels.len(), train.rows())));
     }
+    if options.early_stopping_rounds.is_some() && evals.is_empty() {
+        return Err(Error::InvalidParameter {
+            name: "early_stopping_rounds".into(),
+            reason: "needs at least one evaluation set (as in XGBoost)".into(),
+        });
+    }
     let objective = objective::from_name(&params.objective, &params.objective_params)?;
     objective.validate(&train.info)?;
     for (data, name) in evals {

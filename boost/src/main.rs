@@ -72,6 +72,11 @@ struct DataArgs {
     /// Label column of CSV/TSV files: a 0-based index or a header name (default 0).
     #[arg(long, default_value = "0")]
     label: String,
+    /// A CSV/TSV column of categories (0-based index or header name; repeatable): read as strings
+    /// even where its fields parse as numbers. Without it, a column is categorical only when none of
+    /// its fields is a number, and a non-number in a column of numbers is an error.
+    #[arg(long = "categorical", value_name = "COLUMN")]
+    categorical: Vec<String>,
     /// File format (detected from the name and content when not given).
     #[arg(long, value_parser = ["csv", "libsvm"])]
     format: Option<String>,
@@ -184,14 +189,16 @@ fn read(
     categories: Option<&Categories>,
     num_features: Option<usize>,
 ) -> Result<(Dataset, Categories)> {
-    let label = match input.label.parse::<usize>() {
+    let column = |text: &str| match text.parse::<usize>() {
         Ok(i) => Column::Index(i),
-        Err(_) => Column::Name(input.label.clone()),
+        Err(_) => Column::Name(text.to_string()),
     };
+    let label = column(&input.label);
+    let categorical = input.categorical.iter().map(|c| column(c)).collect();
     let format = input.format.as_deref().map(|f| if f == "csv" { DataFormat::Csv } else { DataFormat::Libsvm });
     let options = ReadOptions {
         format,
-        csv: CsvOptions { label, categories, ..Default::default() },
+        csv: CsvOptions { label, categorical, categories, ..Default::default() },
         libsvm: LibsvmOptions { num_features },
     };
     read_data(path, &options)
@@ -210,6 +217,13 @@ fn parse_params(pairs: &[String]) -> Result<Params> {
 
 fn train(args: TrainArgs) -> Result<()> {
     let params = parse_params(&args.params)?;
+    if args.early_stopping_rounds.is_some() && args.evals.is_empty() {
+        // As XGBoost: stopping on the training set's own metric would only stop by chance.
+        return Err(Error::InvalidParameter {
+            name: "--early-stopping-rounds".into(),
+            reason: "needs an evaluation set to watch: add --eval NAME=PATH".into(),
+        });
+    }
     if params.device == Device::Cuda {
         eprintln!("boost: device=cuda: the GPU tree builder is not in this version yet; training on the CPU");
     }

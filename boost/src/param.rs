@@ -1,4 +1,10 @@
 //! Training parameters with XGBoost's names, aliases, defaults and ranges.
+//!
+//! Ranges are XGBoost's (its `TrainParam` and learner parameters), checked when a value is set; a
+//! value out of range is an [`Error::InvalidParameter`] naming the parameter. Where we are stricter,
+//! it is because the value cannot give a useful model here: `subsample=0` (XGBoost's range starts at
+//! 0, and the tree then has no rows). `max_depth=0` (no depth limit) needs a leaf limit, as in
+//! XGBoost: `max_leaves > 0`, with either growth policy. The test `xgboost_ranges` is the table.
 
 use crate::{Error, Result};
 
@@ -119,6 +125,21 @@ fn fraction(name: &str, value: &str) -> Result<f32> {
     Ok(v)
 }
 
+/// A column sampling ratio: XGBoost's `[0, 1]`; 0 keeps one feature, as XGBoost's sampler does.
+fn column_fraction(name: &str, value: &str) -> Result<f32> {
+    let v: f32 = number(name, value)?;
+    check(name, (0.0..=1.0).contains(&v), "must be in [0, 1]", value)?;
+    Ok(v)
+}
+
+fn flag(name: &str, value: &str) -> Result<bool> {
+    match value.trim() {
+        "1" | "true" | "True" => Ok(true),
+        "0" | "false" | "False" => Ok(false),
+        _ => Err(Error::param(name, format!("`{value}`: expected 0, 1, true or false"))),
+    }
+}
+
 fn non_negative(name: &str, value: &str) -> Result<f32> {
     let v: f32 = number(name, value)?;
     check(name, v >= 0.0 && v.is_finite(), "must be >= 0", value)?;
@@ -142,8 +163,8 @@ impl Params {
         let t = &mut self.tree;
         match name {
             "eta" | "learning_rate" => {
-                t.eta = number(name, value)?;
-                check(name, t.eta > 0.0 && t.eta.is_finite(), "must be > 0", value)?;
+                // XGBoost's lower bound is 0 (inclusive): eta=0 trains trees that change nothing.
+                t.eta = non_negative(name, value)?;
             }
             "gamma" | "min_split_loss" => t.gamma = non_negative(name, value)?,
             "max_depth" => t.max_depth = number(name, value)?,
@@ -156,9 +177,9 @@ impl Params {
             "lambda" | "reg_lambda" => t.lambda = non_negative(name, value)?,
             "alpha" | "reg_alpha" => t.alpha = non_negative(name, value)?,
             "subsample" => t.subsample = fraction(name, value)?,
-            "colsample_bytree" => t.colsample_bytree = fraction(name, value)?,
-            "colsample_bylevel" => t.colsample_bylevel = fraction(name, value)?,
-            "colsample_bynode" => t.colsample_bynode = fraction(name, value)?,
+            "colsample_bytree" => t.colsample_bytree = column_fraction(name, value)?,
+            "colsample_bylevel" => t.colsample_bylevel = column_fraction(name, value)?,
+            "colsample_bynode" => t.colsample_bynode = column_fraction(name, value)?,
             "max_bin" => {
                 t.max_bin = number(name, value)?;
                 check(name, t.max_bin >= 2, "must be >= 2", value)?;
@@ -193,20 +214,25 @@ impl Params {
                 self.base_score = Some(v);
             }
             "eval_metric" => self.eval_metrics.push(value.into()),
-            "disable_default_eval_metric" => {
-                self.disable_default_eval_metric = matches!(value, "1" | "true" | "True");
-            }
-            "seed" | "random_state" => self.seed = number(name, value)?,
+            "disable_default_eval_metric" => self.disable_default_eval_metric = flag(name, value)?,
+            // XGBoost's seed is a signed 64-bit integer; its bits seed the generator.
+            "seed" | "random_state" => self.seed = number::<i64>(name, value)? as u64,
             "nthread" | "n_jobs" => self.nthread = number(name, value)?,
             "device" => {
+                let ordinal = value.strip_prefix("cuda:").or_else(|| value.strip_prefix("gpu:"));
                 self.device = match value {
                     "cpu" => Device::Cpu,
                     "cuda" | "gpu" => Device::Cuda,
-                    v if v.starts_with("cuda:") => Device::Cuda,
-                    _ => return Err(Error::param(name, format!("`{value}`: expected cpu or cuda"))),
+                    _ if ordinal.is_some_and(|n| n.parse::<u32>().is_ok()) => Device::Cuda,
+                    _ => {
+                        return Err(Error::param(name, format!("`{value}`: expected cpu, cuda, cuda:N, gpu or gpu:N")))
+                    }
                 }
             }
-            "verbosity" => self.verbosity = number(name, value)?,
+            "verbosity" => {
+                self.verbosity = number(name, value)?;
+                check(name, self.verbosity <= 3, "must be 0 (silent) to 3 (debug)", value)?;
+            }
             "sampling_method" => {
                 if value != "uniform" {
                     return Err(Error::param(name, format!("`{value}`: only uniform is supported")));
@@ -227,11 +253,9 @@ impl Params {
     /// Checks combinations of parameters.
     pub fn validate(&self) -> Result<()> {
         let t = &self.tree;
-        if t.grow_policy == GrowPolicy::Depthwise && t.max_depth == 0 {
-            return Err(Error::param("max_depth", "0 (unlimited) needs grow_policy=lossguide"));
-        }
-        if t.grow_policy == GrowPolicy::Lossguide && t.max_depth == 0 && t.max_leaves == 0 {
-            return Err(Error::param("max_leaves", "lossguide with max_depth=0 needs max_leaves > 0"));
+        if t.max_depth == 0 && t.max_leaves == 0 {
+            // XGBoost refuses an unbounded tree: with depthwise, max_depth=0 needs max_leaves.
+            return Err(Error::param("max_depth", "0 (no depth limit) needs max_leaves > 0 to bound the tree"));
         }
         Ok(())
     }
@@ -254,7 +278,7 @@ mod tests {
     #[test]
     fn bad_parameters_name_themselves() {
         for (pairs, name) in [
-            (vec![("eta", "0")], "eta"),
+            (vec![("eta", "-1")], "eta"),
             (vec![("eta", "abc")], "eta"),
             (vec![("subsample", "1.5")], "subsample"),
             (vec![("max_depth", "0")], "max_depth"),
@@ -268,5 +292,84 @@ mod tests {
             }
         }
         assert!(Params::from_pairs(&[("max_depth", "0"), ("grow_policy", "lossguide"), ("max_leaves", "31")]).is_ok());
+    }
+
+    /// Every parameter we accept, at and beyond the edges of XGBoost's range: (name, value,
+    /// accepted). Where we differ from XGBoost the row says so.
+    #[test]
+    fn xgboost_ranges() {
+        let table: &[(&str, &str, bool)] = &[
+            ("eta", "0", true),
+            ("eta", "1.5", true),
+            ("eta", "-0.1", false),
+            ("learning_rate", "nan", false),
+            ("gamma", "0", true),
+            ("min_split_loss", "-1", false),
+            ("max_depth", "0", false), // unbounded without max_leaves, as XGBoost
+            ("max_depth", "1", true),
+            ("max_depth", "-1", false),
+            ("max_leaves", "0", true),
+            ("max_leaves", "-2", false),
+            ("max_bin", "2", true),
+            ("max_bin", "1", false),
+            ("max_bin", "65536", true),
+            ("min_child_weight", "0", true),
+            ("min_child_weight", "-0.5", false),
+            ("max_delta_step", "0", true),
+            ("max_delta_step", "-1", false),
+            ("lambda", "0", true),
+            ("reg_lambda", "-1", false),
+            ("alpha", "0", true),
+            ("reg_alpha", "inf", false),
+            ("subsample", "1", true),
+            ("subsample", "0", false), // XGBoost accepts 0; a tree of no rows is useless
+            ("subsample", "1.01", false),
+            ("colsample_bytree", "0", true), // one feature, as XGBoost's sampler
+            ("colsample_bylevel", "1", true),
+            ("colsample_bynode", "1.1", false),
+            ("colsample_bynode", "-0.1", false),
+            ("grow_policy", "lossguide", true),
+            ("grow_policy", "leafwise", false),
+            ("tree_method", "hist", true),
+            ("tree_method", "auto", true),
+            ("tree_method", "exact", false), // not built yet
+            ("booster", "gbtree", true),
+            ("booster", "dart", false),
+            ("num_parallel_tree", "1", true),
+            ("num_parallel_tree", "2", false),
+            ("base_score", "0.5", true),
+            ("base_score", "inf", false),
+            ("disable_default_eval_metric", "1", true),
+            ("disable_default_eval_metric", "yes", false),
+            ("seed", "-7", true),
+            ("seed", "1.5", false),
+            ("nthread", "0", true),
+            ("nthread", "-1", false),
+            ("device", "cpu", true),
+            ("device", "cuda", true),
+            ("device", "cuda:1", true),
+            ("device", "gpu:0", true),
+            ("device", "cuda:x", false),
+            ("device", "tpu", false),
+            ("verbosity", "3", true),
+            ("verbosity", "4", false),
+            ("sampling_method", "uniform", true),
+            ("sampling_method", "gradient_based", false),
+        ];
+        for &(name, value, accepted) in table {
+            match Params::from_pairs(&[(name, value)]) {
+                Ok(_) => assert!(accepted, "{name}={value} was accepted"),
+                Err(Error::InvalidParameter { name: named, .. }) => {
+                    assert!(!accepted, "{name}={value} was refused");
+                    assert_eq!(named, if name == "max_depth" && value == "0" { "max_depth" } else { name });
+                }
+                Err(other) => panic!("{name}={value}: {other:?}"),
+            }
+        }
+        // max_depth=0 with a leaf limit, either policy.
+        for policy in ["depthwise", "lossguide"] {
+            let pairs = [("max_depth", "0"), ("max_leaves", "8"), ("grow_policy", policy)];
+            assert!(Params::from_pairs(&pairs).is_ok(), "{policy}");
+        }
     }
 }

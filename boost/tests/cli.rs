@@ -101,7 +101,7 @@ fn bad_input_fails_with_a_message_and_writes_no_model() {
     std::fs::write(&bad_data, "1,2,3\n0,1,2\n1,3\n").unwrap();
     let train = data("higgs_lgbm_sample/binary.train");
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec![train.display().to_string(), "eta=0".into()], "parameter `eta`"),
+        (vec![train.display().to_string(), "eta=-1".into()], "parameter `eta`"),
         (vec![train.display().to_string(), "no_such=1".into()], "parameter `no_such`: unknown"),
         (
             vec![
@@ -131,5 +131,44 @@ fn bad_input_fails_with_a_message_and_writes_no_model() {
     let out = boost(&["predict", "-m", model.to_str().unwrap(), train.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("model"), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a new user found on 2026-11-23 (issue 18): each an error naming what is wrong, exit status 1
+/// (not an abort), and no model written.
+#[test]
+fn regressions_of_the_first_user_trial_fail_cleanly() {
+    let dir = scratch("trial");
+    let model = dir.join("model.json");
+    let file = |name: &str, content: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        path.display().to_string()
+    };
+    let huge_index = file("huge.libsvm", "0 1:1\n1 4000000000:1\n");
+    let header_only = file("header.csv", "label,x,y\n");
+    let typo = file("typo.csv", "label,a,b\n1,1,5\n0,2,6\n1,x,7\n");
+    let train = data("higgs_lgbm_sample/binary.train").display().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![huge_index], "huge.libsvm:2: column index 4000000000 is beyond the 16777216 features"),
+        (vec![header_only], "header.csv: no data rows"),
+        (vec![typo.clone()], "typo.csv:4: column 1 (`a`): `x` is not a number"),
+        (vec![train, "--early-stopping-rounds".into(), "3".into()], "needs an evaluation set"),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["train".to_string()];
+        all.extend(args);
+        all.extend(["-o".into(), model.display().to_string()]);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = boost(&refs);
+        assert_eq!(out.status.code(), Some(1), "{all:?}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(message), "{all:?}: {stderr}");
+        assert!(!model.exists(), "{all:?}: no model written");
+    }
+    // Named categorical, the column with the typo trains (as three categories).
+    let out = boost(&["train", &typo, "--categorical", "a", "-o", model.to_str().unwrap(), "--rounds", "2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(model.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,9 +6,11 @@
 //! cargo xtask kernels --check    rebuild and compare with what is committed
 //! cargo xtask gpu-bundle         build GPU test and bench executables into .gpu/ with a run script
 //! cargo xtask precision [...]    float-summation precision experiments (docs/precision.md; --help)
+//! cargo xtask fuzz [--cases N]   the reader fuzz tests with many cases (release build)
 //! ```
 
 mod bundle;
+mod fuzz;
 mod kernels;
 mod precision;
 mod setup;
@@ -16,7 +18,8 @@ mod setup;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: cargo xtask <setup | kernels [--check] | gpu-bundle | precision [--help]>";
+const USAGE: &str =
+    "usage: cargo xtask <setup | kernels [--check] | gpu-bundle | precision [--help] | fuzz [--cases N]>";
 
 fn main() {
     if let Err(error) = run() {
@@ -34,6 +37,7 @@ fn run() -> Result<()> {
         ["kernels", "--check"] => kernels::build(true),
         ["gpu-bundle"] => bundle::run(),
         ["precision", rest @ ..] => precision::run(rest),
+        ["fuzz", rest @ ..] => fuzz::run(rest),
         ["help" | "--help" | "-h"] | [] => {
             println!("{USAGE}");
             Ok(())

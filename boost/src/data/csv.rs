@@ -4,12 +4,15 @@
 //! that is one of [`CsvOptions::missing_tokens`] is missing (NaN). Every data line must have as many
 //! fields as the first line; blank lines are skipped.
 //!
-//! Column kinds: with no [`CsvOptions::categories`] (a training file), a column is *numeric* when
-//! every non-missing field parses as a number, and a *string* column otherwise: its distinct strings,
-//! sorted by bytes (code point order), get the codes `0..k` as `f32` values. The label column follows
-//! the same rule (string labels become `0..k`; numeric labels are kept as they are). With categories
-//! (a test file), the training file's kinds and codes are applied: a string unseen in training is a
-//! missing feature value (and an error as a label), and a non-number in a numeric column is an error.
+//! Column kinds: with no [`CsvOptions::categories`] (a training file), a column is a *string* column
+//! when it is named in [`CsvOptions::categorical`] or when none of its fields parses as a number, and
+//! *numeric* otherwise; in a numeric column, a field that is neither a number nor a missing token is
+//! an error naming its line and column (a typo must not turn a column of numbers into categories).
+//! A string column's distinct strings, sorted by bytes (code point order), get the codes `0..k` as
+//! `f32` values. The label column follows the same rule (string labels become `0..k`; numeric labels
+//! are kept as they are). With categories (a test file), the training file's kinds and codes are
+//! applied: a string unseen in training is a missing feature value (and an error as a label), and a
+//! non-number in a numeric column is an error.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read};
@@ -52,12 +55,17 @@ pub struct CsvOptions<'a> {
     /// given by name; otherwise detected from the first 1000 lines: the first line is a header when
     /// one of its fields is not a number (nor a missing token) while the same column holds numbers
     /// (and at least one) in all the following lines. A file whose columns all hold strings is taken
-    /// as having no header: say `Some(true)` for it.
+    /// as having no header: say `Some(true)` for it. A file of one line with such a field is a header
+    /// over no rows (an error).
     pub has_header: Option<bool>,
     /// The label column (default: column 0, LightGBM's default).
     pub label: Column,
     /// Columns that are neither label nor feature (an identifier, a leaking target); default none.
     pub ignore_columns: Vec<Column>,
+    /// Columns read as strings (categories) even where their fields parse as numbers, such as codes
+    /// or model names that mix `100` and `470v/7`; default none (a column is then categorical only
+    /// when no field of it is a number). Ignored with [`CsvOptions::categories`], which fixes the kinds.
+    pub categorical: Vec<Column>,
     /// Fields (compared after trimming) that mean "missing"; default [`DEFAULT_MISSING_TOKENS`].
     pub missing_tokens: Vec<String>,
     /// The column kinds and string codes of the training file, to read a test file with the same
@@ -72,6 +80,7 @@ impl Default for CsvOptions<'_> {
             has_header: None,
             label: Column::Index(0),
             ignore_columns: Vec::new(),
+            categorical: Vec::new(),
             missing_tokens: DEFAULT_MISSING_TOKENS.iter().map(|t| t.to_string()).collect(),
             categories: None,
         }
@@ -115,8 +124,10 @@ pub fn read_csv_with_categories(path: &Path, options: &CsvOptions<'_>) -> Result
     let Some(first) = records.first() else {
         return Err(Error::InvalidData(format!("{}: no data rows", path.display())));
     };
-    let names_used =
-        matches!(options.label, Column::Name(_)) || options.ignore_columns.iter().any(|c| matches!(c, Column::Name(_)));
+    let names_used = std::iter::once(&options.label)
+        .chain(&options.ignore_columns)
+        .chain(&options.categorical)
+        .any(|c| matches!(c, Column::Name(_)));
     let has_header = match options.has_header {
         Some(has_header) => has_header,
         None => names_used || detect_header(&records, &missing),
@@ -126,7 +137,7 @@ pub fn read_csv_with_categories(path: &Path, options: &CsvOptions<'_>) -> Result
     let layout = Layout::new(path, first.len(), names, options)?;
 
     let given = options.categories;
-    let (mut features, mut label): (Vec<Kind<'_>>, Kind<'_>) = match given {
+    let (features, label): (Vec<Kind<'_>>, Kind<'_>) = match given {
         Some(categories) => {
             if categories.features.len() != layout.features {
                 return Err(Error::InvalidData(format!(
@@ -148,31 +159,31 @@ pub fn read_csv_with_categories(path: &Path, options: &CsvOptions<'_>) -> Result
             }
             (categories.features.iter().map(Kind::given).collect(), Kind::given(&categories.labels))
         }
-        None => ((0..layout.features).map(|_| Kind::Numeric).collect(), Kind::Numeric),
-    };
-    // A column found to hold strings after numbers needs a second pass to keep the earlier rows'
-    // text; each pass only turns more columns into string columns, so two passes are enough unless
-    // the file changes meanwhile.
-    for _ in 0..3 {
-        let mut pass = Pass {
-            path,
-            layout: &layout,
-            missing: &missing,
-            learn: given.is_none(),
-            features: features.into_iter().map(ColumnState::new).collect(),
-            label: ColumnState::new(label),
-            values: Vec::new(),
-            labels: Vec::new(),
-            again: false,
-        };
-        pass.run(delimiter, has_header)?;
-        if !pass.again {
-            return pass.finish(given);
+        None => {
+            let kind = |c: usize| {
+                if layout.categorical[c] {
+                    Kind::Learn(Interner::default(), Declared::Yes)
+                } else {
+                    Kind::Numeric
+                }
+            };
+            let features = layout.roles.iter().enumerate().filter(|(_, r)| matches!(r, Role::Feature(_)));
+            let label = layout.roles.iter().position(|r| *r == Role::Label).map_or(Kind::Numeric, kind);
+            (features.map(|(c, _)| kind(c)).collect(), label)
         }
-        features = pass.features.into_iter().map(|c| c.kind.restart()).collect();
-        label = pass.label.kind.restart();
-    }
-    Err(Error::InvalidData(format!("{}: the file changed while it was read", path.display())))
+    };
+    let mut pass = Pass {
+        path,
+        layout: &layout,
+        missing: &missing,
+        learn: given.is_none(),
+        features: features.into_iter().map(ColumnState::new).collect(),
+        label: ColumnState::new(label),
+        values: Vec::new(),
+        labels: Vec::new(),
+    };
+    pass.run(delimiter, has_header)?;
+    pass.finish(given)
 }
 
 /// The missing-value tokens, trimmed as the fields are.
@@ -213,6 +224,10 @@ fn detect_header(records: &[ByteRecord], missing: &MissingTokens) -> bool {
         return false;
     };
     let is_number = |field: &[u8]| !matches!(parse_number(field), Number::Invalid);
+    if rest.is_empty() {
+        // One line with a name on it is a header over no data (an error later), not one row.
+        return first.iter().map(<[u8]>::trim_ascii).any(|f| !missing.contains(f) && !is_number(f));
+    }
     first.iter().enumerate().any(|(c, field)| {
         let field = field.trim_ascii();
         if missing.contains(field) || is_number(field) {
@@ -237,6 +252,8 @@ enum Role {
 
 struct Layout {
     roles: Vec<Role>,
+    /// Per file column: named in [`CsvOptions::categorical`].
+    categorical: Vec<bool>,
     /// The number of feature columns.
     features: usize,
     /// The header's names, if the file has a header.
@@ -284,6 +301,10 @@ impl Layout {
             }
             roles[c] = Role::Ignored;
         }
+        let mut categorical = vec![false; columns];
+        for column in &options.categorical {
+            categorical[resolve(column, "categorical")?] = true;
+        }
         let mut features = 0;
         for role in &mut roles {
             if let Role::Feature(j) = role {
@@ -291,7 +312,7 @@ impl Layout {
                 features += 1;
             }
         }
-        Ok(Layout { roles, features, names })
+        Ok(Layout { roles, categorical, features, names })
     }
 
     /// A column for an error message: its index, and its name if the file has a header.
@@ -307,9 +328,20 @@ impl Layout {
 enum Kind<'c> {
     Numeric,
     /// Strings learned from this file; until the end of the read, values are first-appearance ids.
-    Learn(Interner),
+    Learn(Interner, Declared),
     /// The training file's sorted strings: a value is its position.
     Known(&'c [String]),
+}
+
+/// Whether a string column was named categorical by the user, or found to hold no number (then a
+/// number later in it is an error: the column mixes the two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Declared {
+    Yes,
+    /// Found from its first non-missing field, on `line`.
+    Found {
+        line: usize,
+    },
 }
 
 impl<'c> Kind<'c> {
@@ -317,26 +349,17 @@ impl<'c> Kind<'c> {
     fn given(strings: &'c Option<Vec<String>>) -> Self {
         strings.as_deref().map_or(Kind::Numeric, Kind::Known)
     }
-
-    /// The kind to start the next pass with: learned string columns start over.
-    fn restart(self) -> Self {
-        match self {
-            Kind::Learn(_) => Kind::Learn(Interner::default()),
-            kind => kind,
-        }
-    }
 }
 
 struct ColumnState<'c> {
     kind: Kind<'c>,
-    /// Whether the column has given a number in this pass (so that turning it into a string column
-    /// needs another pass).
-    saw_number: bool,
+    /// The first number the column gave, and its line: why a string in it is an error.
+    first_number: Option<usize>,
 }
 
 impl<'c> ColumnState<'c> {
     fn new(kind: Kind<'c>) -> Self {
-        ColumnState { kind, saw_number: false }
+        ColumnState { kind, first_number: None }
     }
 }
 
@@ -385,33 +408,45 @@ enum Field {
     Unseen,
 }
 
-/// Reads a (trimmed, not missing) field of a column. While kinds are learned, the first non-number
-/// of a numeric column turns it into a string column, and calls for another pass if the column
-/// has given numbers already.
+/// Reads a (trimmed, not missing) field of a column on `line`. While kinds are learned, a column
+/// whose first field is not a number becomes a string column; a non-number after numbers, or a
+/// number after strings, in a column not named categorical, is an error.
 fn read_field(
     state: &mut ColumnState<'_>,
     field: &[u8],
     learn: bool,
-    again: &mut bool,
+    line: usize,
 ) -> std::result::Result<Field, String> {
+    let number = parse_number(field);
     match &mut state.kind {
-        Kind::Numeric => match parse_number(field) {
+        Kind::Numeric => match number {
             Number::Value(v) => {
-                state.saw_number = true;
+                state.first_number.get_or_insert(line);
                 Ok(Field::Value(v))
             }
             Number::Nan => Ok(Field::Nan),
             Number::Infinite => Ok(Field::Infinite),
-            Number::Invalid if learn => {
-                *again |= state.saw_number;
-                let mut interner = Interner::default();
-                let id = interner.intern(field)?;
-                state.kind = Kind::Learn(interner);
-                Ok(Field::Value(id))
-            }
+            Number::Invalid if learn => match state.first_number {
+                Some(first) => Err(format!(
+                    "`{}` is not a number, but the column holds numbers (from line {first}); name the \
+                     column categorical if it holds categories",
+                    shown(field)
+                )),
+                None => {
+                    let mut interner = Interner::default();
+                    let id = interner.intern(field)?;
+                    state.kind = Kind::Learn(interner, Declared::Found { line });
+                    Ok(Field::Value(id))
+                }
+            },
             Number::Invalid => Ok(Field::NotANumber),
         },
-        Kind::Learn(interner) => interner.intern(field).map(Field::Value),
+        Kind::Learn(_, Declared::Found { line: first }) if !matches!(number, Number::Invalid) => Err(format!(
+            "`{}` is a number, but the column holds strings (from line {first}); name the column \
+             categorical if it holds categories, or correct the strings",
+            shown(field)
+        )),
+        Kind::Learn(interner, _) => interner.intern(field).map(Field::Value),
         Kind::Known(strings) => Ok(match strings.binary_search_by(|s| s.as_bytes().cmp(field)) {
             Ok(code) => Field::Value(code as f32),
             Err(_) => Field::Unseen,
@@ -425,12 +460,12 @@ fn label_value(
     field: &[u8],
     missing: &MissingTokens,
     learn: bool,
-    again: &mut bool,
+    line: usize,
 ) -> std::result::Result<f32, String> {
     if missing.contains(field) {
         return Err(format!("the label is missing (`{}`)", shown(field)));
     }
-    match read_field(state, field, learn, again)? {
+    match read_field(state, field, learn, line)? {
         Field::Value(v) => Ok(v),
         Field::Nan => Err("the label is NaN".to_string()),
         Field::Infinite => Err(format!("the label `{}` is infinite", shown(field))),
@@ -447,12 +482,12 @@ fn feature_value(
     field: &[u8],
     missing: &MissingTokens,
     learn: bool,
-    again: &mut bool,
+    line: usize,
 ) -> std::result::Result<f32, String> {
     if missing.contains(field) {
         return Ok(f32::NAN);
     }
-    match read_field(state, field, learn, again)? {
+    match read_field(state, field, learn, line)? {
         Field::Value(v) => Ok(v),
         // A string the training file did not have is missing: the model has no split for it.
         Field::Nan | Field::Unseen => Ok(f32::NAN),
@@ -474,8 +509,6 @@ struct Pass<'p, 'c> {
     label: ColumnState<'c>,
     values: Vec<f32>,
     labels: Vec<f32>,
-    /// Whether a column turned into a string column after giving numbers.
-    again: bool,
 }
 
 impl<'c> Pass<'_, 'c> {
@@ -514,12 +547,11 @@ impl<'c> Pass<'_, 'c> {
                 let field = field.trim_ascii();
                 let value = match self.layout.roles[c] {
                     Role::Ignored => continue,
-                    Role::Label => label_value(&mut self.label, field, self.missing, self.learn, &mut self.again)
-                        .map(|v| self.labels.push(v)),
-                    Role::Feature(j) => {
-                        feature_value(&mut self.features[j], field, self.missing, self.learn, &mut self.again)
-                            .map(|v| self.values.push(v))
+                    Role::Label => {
+                        label_value(&mut self.label, field, self.missing, self.learn, line).map(|v| self.labels.push(v))
                     }
+                    Role::Feature(j) => feature_value(&mut self.features[j], field, self.missing, self.learn, line)
+                        .map(|v| self.values.push(v)),
                 };
                 value.map_err(|reason| parse_error(path, line, format!("{}: {reason}", self.layout.describe(c))))?;
             }
@@ -539,7 +571,7 @@ impl<'c> Pass<'_, 'c> {
         let mut labels = self.labels;
         let mut learned = Categories { features: Vec::with_capacity(cols), labels: None };
         for (j, state) in self.features.into_iter().enumerate() {
-            let Kind::Learn(interner) = state.kind else {
+            let Kind::Learn(interner, _) = state.kind else {
                 learned.features.push(None);
                 continue;
             };
@@ -551,7 +583,7 @@ impl<'c> Pass<'_, 'c> {
             }
             learned.features.push(Some(strings));
         }
-        if let Kind::Learn(interner) = self.label.kind {
+        if let Kind::Learn(interner, _) = self.label.kind {
             let (strings, rank) = interner.sorted();
             for v in &mut labels {
                 *v = rank[*v as usize] as f32;
@@ -732,8 +764,8 @@ mod tests {
         // All numbers: no header.
         assert!(!has_header("1,2\n0,3\n"));
         // Strings over string columns, numbers over numbers: data (as UCI's cpu_machine).
-        let (data, categories) =
-            read(&dir, "1,adviser,32/60\n0,amdahl,100\n1,amdahl,470v/7\n", &CsvOptions::default()).unwrap();
+        let options = CsvOptions { categorical: vec![Column::Index(2)], ..CsvOptions::default() };
+        let (data, categories) = read(&dir, "1,adviser,32/60\n0,amdahl,100\n1,amdahl,470v/7\n", &options).unwrap();
         assert_eq!(data.rows(), 3);
         assert_eq!(categories.features[1], strings(&["100", "32/60", "470v/7"]));
         // A column of strings only gives no evidence: say so explicitly.
@@ -823,16 +855,46 @@ mod tests {
     }
 
     #[test]
-    fn a_column_turning_to_strings_late_is_read_again() {
+    fn a_typo_in_a_numeric_column_is_an_error_not_a_category() {
         let dir = TempDir::new("csv-mixed");
-        // Column 1 gives numbers before its first string; the label too.
-        let text = "1,10,5\n2,2.0,6\n3,x,7\nz,10,8\n";
-        let (data, categories) = read(&dir, text, &CsvOptions::default()).unwrap();
+        // A string after numbers: the first bad cell, by line and column.
+        let text = "1,10,5\n2,2.0,6\n3,x,7\n";
+        expect_parse(
+            read(&dir, text, &CsvOptions::default()),
+            3,
+            "column 1: `x` is not a number, but the column holds numbers (from line 1)",
+        );
+        // A number after strings, the label's column too.
+        expect_parse(
+            read(&dir, "a,1\nb,2\n3,3\n", &CsvOptions::default()),
+            3,
+            "column 0: `3` is a number, but the column holds strings (from line 1)",
+        );
+        // Named categorical, the same column is one of strings (the label too).
+        let options = CsvOptions { categorical: vec![Column::Index(0), Column::Index(1)], ..CsvOptions::default() };
+        let (data, categories) = read(&dir, "1,10,5\n2,2.0,6\n3,x,7\nz,10,8\n", &options).unwrap();
         // Sorted as strings: "10" < "2.0" < "x"; labels "1" < "2" < "3" < "z".
         assert_eq!(categories.features, vec![strings(&["10", "2.0", "x"]), None]);
         assert_eq!(categories.labels, strings(&["1", "2", "3", "z"]));
         assert_eq!(dense(&data).values, vec![0.0, 5.0, 1.0, 6.0, 2.0, 7.0, 0.0, 8.0]);
         assert_eq!(data.info.labels, vec![0.0, 1.0, 2.0, 3.0]);
+        // By name, which implies a header.
+        let options = CsvOptions { categorical: vec![Column::Name("code".into())], ..CsvOptions::default() };
+        let (data, categories) = read(&dir, "y,code\n1,7\n0,A7\n", &options).unwrap();
+        assert_eq!(data.rows(), 2);
+        assert_eq!(categories.features, vec![strings(&["7", "A7"])]);
+        let options = CsvOptions { categorical: vec![Column::Name("nope".into())], ..CsvOptions::default() };
+        assert!(matches!(read(&dir, "y,code\n1,7\n", &options), Err(Error::InvalidParameter { .. })));
+    }
+
+    #[test]
+    fn a_header_without_rows_is_an_error() {
+        let dir = TempDir::new("csv-header-only");
+        expect_invalid(read(&dir, "label,x,y\n", &CsvOptions::default()), "no data rows");
+        expect_invalid(read(&dir, "label,x,y\n\n\n", &CsvOptions::default()), "no data rows");
+        expect_invalid(read(&dir, "y,x\n", &label("y")), "no data rows");
+        // One line of numbers is one row.
+        assert_eq!(read(&dir, "1,2\n", &CsvOptions::default()).unwrap().0.rows(), 1);
     }
 
     #[test]
@@ -848,8 +910,8 @@ mod tests {
         expect_parse(read(&dir, "1,2\nNaN,3\n", &no_nan_token), 2, "the label is NaN");
         expect_parse(read(&dir, "y,a,b\n1,2,3\n0,3,-inf\n", &options), 3, "column 2 (`b`): `-inf` is infinite");
         expect_parse(read(&dir, "1,2\n0,1e40\n", &options), 2, "column 1: `1e40` is infinite");
-        let latin1 = dir.file("latin1.csv", b"1,caf\xe9\n");
-        expect_parse(read_csv(&latin1, &options), 1, "column 1: `caf\u{fffd}` is not valid UTF-8");
+        let latin1 = dir.file("latin1.csv", b"1,tea\n1,caf\xe9\n");
+        expect_parse(read_csv(&latin1, &options), 2, "column 1: `caf\u{fffd}` is not valid UTF-8");
         // A NaN feature is a missing one.
         let (data, _) = read(&dir, "1,2\n0,NaN\n", &no_nan_token).unwrap();
         assert!(same(&dense(&data).values, &[2.0, NAN]));
@@ -886,7 +948,7 @@ mod tests {
             ("1,2\n\n\n0,3,4\n", 4),
             ("1,2\r\n0,3\r\n\r\n1,x,y\r\n", 4),
             ("1,2\r0,3\r\r1\r", 4),
-            ("\n1,2\n0,\"multi\nline\"\n\n1\n", 6),
+            ("\n1,a\n0,\"multi\nline\"\n\n1\n", 6),
             ("1,2\n0,3\n1", 3),
         ] {
             expect_parse(read(&dir, text, &options), line, "fields, but line");
@@ -1010,11 +1072,13 @@ mod tests {
         assert_eq!([count(&iris, 0.0), count(&iris, 1.0), count(&iris, 2.0)], [40, 40, 40]);
 
         // No header (its first line has strings only over string columns); the model names mix
-        // numbers and strings, so they are one string column; ERP (column 9) leaks the target.
-        let options =
+        // numbers and strings, so they are named categorical; ERP (column 9) leaks the target.
+        let mut options =
             CsvOptions { label: Column::Index(8), ignore_columns: vec![Column::Index(9)], ..CsvOptions::default() };
-        let (cpu, categories) =
-            read_csv_with_categories(&shared_data("cpu_machine/machine.train.data"), &options).unwrap();
+        let path = shared_data("cpu_machine/machine.train.data");
+        expect_parse(read_csv(&path, &options), 13, "column 1: `8000` is a number, but the column holds strings");
+        options.categorical = vec![Column::Index(1)];
+        let (cpu, categories) = read_csv_with_categories(&path, &options).unwrap();
         assert_eq!((cpu.rows(), cpu.cols()), (168, 8));
         assert_eq!(categories.features[0].as_ref().map(Vec::len), Some(30));
         assert_eq!(categories.features[1].as_ref().map(Vec::len), Some(168));

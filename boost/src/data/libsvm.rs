@@ -11,6 +11,7 @@ use std::path::Path;
 
 use super::{
     open_text, parse_error, parse_number, read_siblings, shown, CsrMatrix, Dataset, FeatureMatrix, MetaInfo, Number,
+    MAX_FEATURES,
 };
 use crate::{Error, Result};
 
@@ -187,6 +188,12 @@ impl<'a> Parser<'a> {
                 .and_then(|i| u32::try_from(i).ok())
                 .ok_or_else(|| self.error(line_no, format!("`{}` is not a column index", shown(key))))?;
             let cols = index as usize + 1;
+            if cols > MAX_FEATURES {
+                return Err(self.error(
+                    line_no,
+                    format!("column index {index} is beyond the {MAX_FEATURES} features a dataset may have"),
+                ));
+            }
             if let Some(n) = self.num_features {
                 if cols > n {
                     return Err(self.error(line_no, format!("column {index} is beyond the {n} columns asked for")));
@@ -348,6 +355,21 @@ mod tests {
         expect_parse(read(&dir, "1 2:1e39\n"), 1, "infinite");
         expect_parse(read(&dir, "nan 1:1\n"), 1, "the label is NaN");
         expect_parse(read(&dir, "1 1:1\n0 1:1\ninf 1:1\n"), 3, "the label is infinite");
+    }
+
+    #[test]
+    fn a_huge_column_index_is_an_error_not_an_allocation() {
+        let dir = TempDir::new("libsvm-huge-index");
+        expect_parse(
+            read(&dir, "0 1:1\n1 4000000000:1\n"),
+            2,
+            "column index 4000000000 is beyond the 16777216 features",
+        );
+        expect_parse(read(&dir, "1 16777216:1\n"), 1, "column index 16777216 is beyond");
+        // Past u32: not a column index at all.
+        expect_parse(read(&dir, "1 99999999999:1\n"), 1, "`99999999999` is not a column index");
+        // The last index allowed reads as a (sparse) dataset of that many columns.
+        assert_eq!(read(&dir, "1 16777215:1\n").unwrap().cols(), MAX_FEATURES);
     }
 
     #[test]

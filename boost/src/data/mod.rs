@@ -243,6 +243,13 @@ pub fn read_data(path: &Path, options: &ReadOptions<'_>) -> Result<(Dataset, Cat
 /// Bytes of the readers' input buffers: large enough that reading is not dominated by system calls.
 const READ_BUFFER: usize = 1 << 18;
 
+/// The most features (columns) a dataset may have. Training keeps per-feature arrays (the quantile
+/// sketch's columns, cut offsets, the model's feature arrays: about 100 bytes a feature), so a
+/// libsvm file naming column 4000000000 in one short line would otherwise ask for hundreds of GB;
+/// beyond this it is an error naming the line. 2^24 also keeps every feature index exact as an
+/// `f32` (XGBoost's JSON models and `feature_of_bin`-style arithmetic rely on small integers).
+pub const MAX_FEATURES: usize = 1 << 24;
+
 /// Opens `path` for reading, decompressing it when it starts with the gzip magic bytes (so that a
 /// compressed file is read whatever its name, and a plain file named `.gz` is read as it is).
 fn open_text(path: &Path) -> Result<Box<dyn BufRead + Send>> {
@@ -589,7 +596,7 @@ pub(super) mod tests {
         assert_eq!(categories.features, vec![Some(vec!["blue".to_string(), "red".to_string()])]);
 
         // Forced: a LibSVM-looking file read as CSV fails on the tokens instead.
-        let path = dir.file("z.txt", b"1 0:1\n");
+        let path = dir.file("z.txt", b"1 0:1\n0 0:2\n");
         let forced = ReadOptions { format: Some(DataFormat::Libsvm), ..ReadOptions::default() };
         assert_eq!(read_data(&path, &forced).unwrap().0.cols(), 1);
         let options = ReadOptions {
@@ -599,7 +606,7 @@ pub(super) mod tests {
         };
         let (data, categories) = read_data(&path, &options).unwrap();
         assert_eq!(data.cols(), 1);
-        assert_eq!(categories.features, vec![Some(vec!["0:1".to_string()])]);
+        assert_eq!(categories.features, vec![Some(vec!["0:1".to_string(), "0:2".to_string()])]);
     }
 
     #[test]
