@@ -6,84 +6,54 @@
 //! within `max(P, N)`. The rounding factor is the power of two at or above `max(P, N) / (1 - 2 n eps)`;
 //! a gradient `g` becomes `trunc(g * 2^62 / factor)`, so no sum of them can overflow 63 bits. Gradients
 //! and hessians get one factor each.
+//!
+//! The arithmetic is `boost_kernels::fixed_point`, shared with the kernels; this module re-exports it.
 
-use primitives::ops::GradientPair;
-
-/// Converts gradient pairs to and from fixed point.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GradientQuantiser {
-    to_fixed: GradientPair<f64>,
-    to_float: GradientPair<f64>,
-}
-
-fn rounding_factor(max_abs_sum: f64, n: usize) -> f64 {
-    let bound = max_abs_sum / (1.0 - 2.0 * n as f64 * f64::EPSILON);
-    if bound <= 0.0 || !bound.is_finite() {
-        return 1.0;
-    }
-    // The power of two at or above the bound (frexp: bound = m 2^e with 0.5 <= m < 1).
-    let e = bound.log2().floor() as i32 + 1;
-    let mut factor = 2f64.powi(e);
-    while factor / 2.0 >= bound {
-        factor /= 2.0;
-    }
-    factor
-}
-
-impl GradientQuantiser {
-    /// The quantiser for this set of gradients.
-    pub fn new(gradients: &[GradientPair<f32>]) -> Self {
-        let (mut pos, mut neg) = (GradientPair::new(0f64, 0f64), GradientPair::new(0f64, 0f64));
-        for g in gradients {
-            let (gg, hh) = (g.grad as f64, g.hess as f64);
-            if gg > 0.0 {
-                pos.grad += gg;
-            } else {
-                neg.grad -= gg;
-            }
-            if hh > 0.0 {
-                pos.hess += hh;
-            } else {
-                neg.hess -= hh;
-            }
-        }
-        let n = gradients.len();
-        let one = (1u64 << 62) as f64;
-        let factor =
-            GradientPair::new(rounding_factor(pos.grad.max(neg.grad), n), rounding_factor(pos.hess.max(neg.hess), n));
-        let to_float = GradientPair::new(factor.grad / one, factor.hess / one);
-        Self { to_fixed: GradientPair::new(1.0 / to_float.grad, 1.0 / to_float.hess), to_float }
-    }
-
-    /// One gradient pair in fixed point (truncated toward zero, as XGBoost's conversion).
-    #[inline(always)]
-    pub fn to_fixed(&self, g: GradientPair<f32>) -> GradientPair<i64> {
-        GradientPair::new((g.grad as f64 * self.to_fixed.grad) as i64, (g.hess as f64 * self.to_fixed.hess) as i64)
-    }
-
-    /// A fixed-point sum back in floating point.
-    #[inline(always)]
-    pub fn to_float(&self, g: GradientPair<i64>) -> GradientPair<f64> {
-        GradientPair::new(g.grad as f64 * self.to_float.grad, g.hess as f64 * self.to_float.hess)
-    }
-}
-
-/// Component-wise fixed-point addition and subtraction (exact; wrapping never happens within the
-/// quantiser's bound).
-#[inline(always)]
-pub fn add(a: GradientPair<i64>, b: GradientPair<i64>) -> GradientPair<i64> {
-    GradientPair::new(a.grad.wrapping_add(b.grad), a.hess.wrapping_add(b.hess))
-}
-
-#[inline(always)]
-pub fn sub(a: GradientPair<i64>, b: GradientPair<i64>) -> GradientPair<i64> {
-    GradientPair::new(a.grad.wrapping_sub(b.grad), a.hess.wrapping_sub(b.hess))
-}
+pub use boost_kernels::fixed_point::{add, rounding_factor, sub, GradientQuantiser};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use primitives::ops::GradientPair;
     use rand::{Rng, SeedableRng};
+
+    /// The factor as this module computed it before it moved to `boost-kernels` (with `log2`),
+    /// which the models of the accuracy tests were built with.
+    fn rounding_factor_by_log2(max_abs_sum: f64, n: usize) -> f64 {
+        let bound = max_abs_sum / (1.0 - 2.0 * n as f64 * f64::EPSILON);
+        if bound <= 0.0 || !bound.is_finite() {
+            return 1.0;
+        }
+        let e = bound.log2().floor() as i32 + 1;
+        let mut factor = 2f64.powi(e);
+        while factor / 2.0 >= bound {
+            factor /= 2.0;
+        }
+        factor
+    }
+
+    #[test]
+    fn rounding_factor_from_bits_is_the_one_from_log2() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        for k in -60..60 {
+            let power = 2f64.powi(k);
+            for x in [power, power * (1.0 + f64::EPSILON), power * (1.0 - f64::EPSILON / 2.0), power * 1.5] {
+                for n in [1, 1000, 10_000_000] {
+                    assert_eq!(rounding_factor(x, n), rounding_factor_by_log2(x, n), "{x} {n}");
+                }
+            }
+        }
+        for _ in 0..100_000 {
+            // Normal numbers: for a subnormal sum the old code's `powi` gave 0 (no factor at all).
+            let x = f64::from_bits(rng.gen_range(0x0010_0000_0000_0000u64..0x7fe0_0000_0000_0000));
+            let n = rng.gen_range(0..1usize << 30);
+            assert_eq!(rounding_factor(x, n), rounding_factor_by_log2(x, n), "{x} {n}");
+        }
+        for x in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(rounding_factor(x, 10), rounding_factor_by_log2(x, 10), "{x}");
+        }
+        assert_eq!(rounding_factor(5e-324, 1), 5e-324);
+    }
 
     #[test]
     fn rounding_factor_is_the_power_of_two_above_the_bound() {

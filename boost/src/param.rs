@@ -63,6 +63,21 @@ impl Default for TreeParams {
     }
 }
 
+impl TreeParams {
+    /// The parameters of gains and leaf weights, as the shared split arithmetic
+    /// (`boost_kernels::split`) takes them.
+    pub fn split(&self) -> boost_kernels::split::SplitParams {
+        boost_kernels::split::SplitParams {
+            eta: self.eta,
+            gamma: self.gamma,
+            min_child_weight: self.min_child_weight,
+            max_delta_step: self.max_delta_step,
+            lambda: self.lambda,
+            alpha: self.alpha,
+        }
+    }
+}
+
 /// Where training runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {

@@ -8,7 +8,8 @@
 //! (`cargo xtask precision`, docs/precision.md) the builder is generic over the sum type
 //! ([`HistogramSum`]): `f64` and `f32` pairs accumulate in floating point instead, subtraction trick
 //! and split evaluation included; training uses fixed point unless told otherwise
-//! ([`HistogramPrecision`]). Gains and weights follow
+//! ([`HistogramPrecision`]). The arithmetic that decides a split is `boost_kernels::split`, shared
+//! with the kernels (the GPU backend's oracle is this builder). Gains and weights follow
 //! XGBoost's hist evaluator (`TreeEvaluator::SplitEvaluator`) with its precision: with `T(G)` the
 //! gradient sum soft-thresholded by `alpha`, a node's weight is `w = -T(G) / (H + lambda)` in double
 //! precision (0 below `min_child_weight`, clipped to `max_delta_step` when set), rounded to `f32`; a
@@ -21,18 +22,15 @@
 
 use std::collections::{BinaryHeap, VecDeque};
 
-use primitives::ops::GradientPair;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rayon::prelude::*;
 
 use crate::ellpack::{EllpackMatrix, UnpackedBins, UnpackedData};
-use crate::fixed_point::{self, GradientQuantiser};
+use crate::fixed_point::GradientQuantiser;
 use crate::param::{GrowPolicy, TreeParams};
 use crate::quantile::QuantileCuts;
 use crate::tree::Tree;
-
-type Fixed = GradientPair<i64>;
 
 /// How the hist builder accumulates gradient sums. Training uses [`HistogramPrecision::FixedPoint`];
 /// the others exist for the precision experiment (`cargo xtask precision`), which measures how much
@@ -59,128 +57,14 @@ impl HistogramPrecision {
     }
 }
 
-/// A gradient-pair sum type of the hist builder: fixed point (`GradientPair<i64>`, what training
-/// uses) or `GradientPair<f64>`/`GradientPair<f32>` (the precision experiment). Float sums are
-/// rounded at every addition, so they depend on the order of summation and on the thread count.
-pub trait HistogramSum: Copy + PartialEq + Send + Sync + 'static {
-    const ZERO: Self;
-    fn add(a: Self, b: Self) -> Self;
-    fn sub(a: Self, b: Self) -> Self;
-    /// The sum as `f64`s (fixed point through the quantiser, floats widened).
-    fn to_float(self, quantiser: &GradientQuantiser) -> GradientPair<f64>;
-    /// Whether the hessian sum is non-zero (a child without hessian is no split).
-    fn has_hessian(self) -> bool;
-}
+/// The sum types of the builder (`boost_kernels::split::GradientSum`): fixed point in training,
+/// floats for the precision experiment.
+pub use boost_kernels::split::GradientSum as HistogramSum;
+use boost_kernels::split::{self, FeatureBins, Split, SplitParams};
+pub use boost_kernels::split::{calc_gain, calc_weight, leaf_value};
 
-impl HistogramSum for Fixed {
-    const ZERO: Self = GradientPair { grad: 0, hess: 0 };
-    #[inline(always)]
-    fn add(a: Self, b: Self) -> Self {
-        fixed_point::add(a, b)
-    }
-    #[inline(always)]
-    fn sub(a: Self, b: Self) -> Self {
-        fixed_point::sub(a, b)
-    }
-    #[inline(always)]
-    fn to_float(self, quantiser: &GradientQuantiser) -> GradientPair<f64> {
-        quantiser.to_float(self)
-    }
-    #[inline(always)]
-    fn has_hessian(self) -> bool {
-        self.hess != 0
-    }
-}
-
-macro_rules! float_sums {
-    ($($t:ty),*) => {$(
-        impl HistogramSum for GradientPair<$t> {
-            const ZERO: Self = GradientPair { grad: 0.0, hess: 0.0 };
-            #[inline(always)]
-            fn add(a: Self, b: Self) -> Self {
-                GradientPair::new(a.grad + b.grad, a.hess + b.hess)
-            }
-            #[inline(always)]
-            fn sub(a: Self, b: Self) -> Self {
-                GradientPair::new(a.grad - b.grad, a.hess - b.hess)
-            }
-            #[inline(always)]
-            fn to_float(self, _quantiser: &GradientQuantiser) -> GradientPair<f64> {
-                GradientPair::new(self.grad as f64, self.hess as f64)
-            }
-            #[inline(always)]
-            fn has_hessian(self) -> bool {
-                self.hess != 0.0
-            }
-        }
-    )*};
-}
-
-float_sums!(f32, f64);
-/// XGBoost's `kRtEps`: loss changes at or below it are no split.
-const RT_EPS: f64 = 1e-6;
 /// Rows per parallel task of a histogram build.
 const ROWS_PER_TASK: usize = 16 * 1024;
-
-fn threshold_l1(g: f64, alpha: f64) -> f64 {
-    if g > alpha {
-        g - alpha
-    } else if g < -alpha {
-        g + alpha
-    } else {
-        0.0
-    }
-}
-
-/// XGBoost's `CalcWeight` (in double precision; the evaluator rounds it to `f32`).
-pub fn calc_weight(p: &TreeParams, g: f64, h: f64) -> f64 {
-    if h < p.min_child_weight as f64 || h <= 0.0 {
-        return 0.0;
-    }
-    let w = -threshold_l1(g, p.alpha as f64) / (h + p.lambda as f64);
-    let mds = p.max_delta_step as f64;
-    if mds != 0.0 && w.abs() > mds {
-        mds.copysign(w)
-    } else {
-        w
-    }
-}
-
-/// A leaf's value: XGBoost's `f32` weight times `eta` (in `f32`).
-pub fn leaf_value(p: &TreeParams, g: f64, h: f64) -> f32 {
-    calc_weight(p, g, h) as f32 * p.eta
-}
-
-/// The gain of a node with gradient sums `g`, `h`: XGBoost's hist evaluator's `CalcGain`
-/// (`CalcGainGivenWeight` with the `f32` weight), in `f32` as there. Unlike the weight it has no
-/// `min_child_weight` cut-off (split candidates check that on their own); with `max_delta_step` it
-/// has no `alpha` term, as XGBoost's evaluator.
-pub fn calc_gain(p: &TreeParams, g: f64, h: f64) -> f32 {
-    if h <= 0.0 {
-        return 0.0;
-    }
-    if p.max_delta_step == 0.0 {
-        let t = threshold_l1(g, p.alpha as f64);
-        return (t * t) as f32 / (h + p.lambda as f64) as f32;
-    }
-    let w = calc_weight(p, g, h) as f32;
-    let (g, h) = (g as f32, h as f32);
-    -(2.0 * g * w + (h + p.lambda) * (w * w))
-}
-
-/// A split of a node: rows whose bin of `feature` is at most `last_left_bin` (a global bin id; below
-/// the feature's first bin when no present value goes left) go left, missing values to
-/// `default_left`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Split<S> {
-    loss_chg: f32,
-    feature: u32,
-    last_left_bin: i64,
-    threshold: f32,
-    default_left: bool,
-    left: S,
-    right: S,
-}
 
 /// A node waiting to be split.
 struct Candidate<S> {
@@ -248,12 +132,13 @@ impl HistBuilder<'_> {
     /// from `rng`. `gradients` are fixed point in training ([`HistogramSum`] says why others exist).
     pub fn build<S: HistogramSum>(&self, gradients: &[S], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
         let p = self.params;
+        let sp = self.params.split();
         let n = self.matrix.rows;
         let mut rows: Vec<u32> = (0..n as u32).collect();
         let total = sum_rows(gradients, &rows);
         let to_f = |s: S| s.to_float(self.quantiser);
         let root = to_f(total);
-        let mut tree = Tree::leaf(leaf_value(p, root.grad, root.hess), root.hess as f32);
+        let mut tree = Tree::leaf(leaf_value(&sp, root.grad, root.hess), root.hess as f32);
         let mut nodes = vec![NodeState { begin: 0, end: n, sum: total, depth: 0 }];
         let mut hists: Vec<Option<Vec<S>>> = vec![None];
         let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
@@ -310,12 +195,12 @@ impl HistBuilder<'_> {
                     split.threshold,
                     split.default_left,
                     split.loss_chg,
-                    (leaf_value(p, l.grad, l.hess), l.hess as f32),
-                    (leaf_value(p, r.grad, r.hess), r.hess as f32),
+                    (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
+                    (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
                 );
                 // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
                 let own = to_f(nodes[node].sum);
-                tree.base_weights[node] = calc_weight(p, own.grad, own.hess) as f32;
+                tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
                 expanded.push((node, split, left, right));
             }
             // Partition every expanded node's rows (disjoint ranges of `rows`) in parallel.
@@ -481,66 +366,44 @@ impl HistBuilder<'_> {
             )
     }
 
-    /// The best split of a node over `features`, if any passes the limits.
+    /// The best split of a node over `features`, if any passes the limits: each feature's bins
+    /// scanned by `boost_kernels::split` (the kernels' code), features in increasing order.
     fn evaluate<S: HistogramSum>(&self, hist: &[S], total: S, features: &[u32]) -> Option<Split<S>> {
-        let p = self.params;
+        let p = self.params.split();
         let t = total.to_float(self.quantiser);
-        let parent_gain = calc_gain(p, t.grad, t.hess);
+        let parent_gain = calc_gain(&p, t.grad, t.hess);
         let per_feature: Vec<Option<Split<S>>> =
-            features.par_iter().map(|&f| self.evaluate_feature(hist, total, f as usize, parent_gain)).collect();
-        // Features in increasing order: replacing only on a strictly larger gain keeps the lower index.
+            features.par_iter().map(|&f| self.evaluate_feature(hist, total, f as usize, parent_gain, &p)).collect();
         let mut best: Option<Split<S>> = None;
         for s in per_feature.into_iter().flatten() {
-            if best.is_none_or(|b| s.loss_chg > b.loss_chg) {
+            if split::replaces(&s, best.as_ref()) {
                 best = Some(s);
             }
         }
-        // XGBoost's `ExpandEntry::IsValid`.
-        best.filter(|b| {
-            b.loss_chg as f64 > RT_EPS && b.loss_chg >= p.gamma && b.left.has_hessian() && b.right.has_hessian()
-        })
+        best.filter(|b| split::is_valid(b, &p))
     }
 
-    fn evaluate_feature<S: HistogramSum>(&self, hist: &[S], total: S, f: usize, parent_gain: f32) -> Option<Split<S>> {
-        let p = self.params;
+    fn evaluate_feature<S: HistogramSum>(
+        &self,
+        hist: &[S],
+        total: S,
+        f: usize,
+        parent_gain: f32,
+        p: &SplitParams,
+    ) -> Option<Split<S>> {
         let cuts = self.cuts;
         let (begin, end) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
         if begin == end {
             return None;
         }
-        let mcw = p.min_child_weight as f64;
-        let q = self.quantiser;
-        let mut best: Option<Split<S>> = None;
-        let mut consider = |left: S, right: S, last_left_bin: i64, threshold: f32, default_left: bool| {
-            let (l, r) = (left.to_float(q), right.to_float(q));
-            if l.hess < mcw || r.hess < mcw {
-                return;
-            }
-            let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
-            // XGBoost's `SplitEntry::NeedReplace` skips infinite changes (no `lambda`, no hessian).
-            if loss_chg.is_finite() && best.is_none_or(|b| loss_chg > b.loss_chg) {
-                best = Some(Split { loss_chg, feature: f as u32, last_left_bin, threshold, default_left, left, right });
-            }
+        let bins = FeatureBins {
+            feature: f as u32,
+            first_bin: begin as u32,
+            hist: &hist[begin..end],
+            cut_values: &cuts.cut_values[begin..end],
+            min_value: cuts.min_values[f],
         };
-        // Missing values go right: left gathers bins from the first on.
-        let mut left = S::ZERO;
-        for (b, (&h, &bound)) in hist[begin..end].iter().zip(&cuts.cut_values[begin..end]).enumerate() {
-            left = S::add(left, h);
-            consider(left, S::sub(total, left), (begin + b) as i64, bound, false);
-        }
-        let present = left;
-        // Exact for fixed point; float sums almost never compare equal, so they always try both
-        // directions (as XGBoost's float evaluators did).
-        if present != total {
-            // Missing values go left: right gathers bins from the last down.
-            let mut right = S::ZERO;
-            for b in (begin..end).rev() {
-                right = S::add(right, hist[b]);
-                let threshold = if b == begin { cuts.min_values[f] } else { cuts.cut_values[b - 1] };
-                consider(S::sub(total, right), right, b as i64 - 1, threshold, true);
-            }
-        }
-        best
+        split::best_split_of_feature(&bins, total, parent_gain, p, self.quantiser)
     }
 
     /// Stable partition of a node's rows by `split`; returns how many go left.
@@ -629,6 +492,10 @@ fn sum_rows<S: HistogramSum>(gradients: &[S], rows: &[u32]) -> S {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixed_point;
+    use primitives::ops::GradientPair;
+
+    type Fixed = GradientPair<i64>;
     use crate::data::{DenseMatrix, FeatureMatrix};
     use rand::SeedableRng;
 
@@ -674,7 +541,7 @@ mod tests {
         let rows = c.gradients.len();
         let total = fixed.iter().fold(Fixed::ZERO, |a, &b| fixed_point::add(a, b));
         let t = q.to_float(total);
-        let parent = calc_gain(params, t.grad, t.hess);
+        let parent = calc_gain(&params.split(), t.grad, t.hess);
         let mut best = (0, 0.0, false, f32::NEG_INFINITY);
         for f in 0..c.cols {
             let (b0, b1) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
@@ -697,7 +564,8 @@ mod tests {
                 if l.hess < params.min_child_weight as f64 || r.hess < params.min_child_weight as f64 {
                     continue;
                 }
-                let gain = calc_gain(params, l.grad, l.hess) + calc_gain(params, r.grad, r.hess) - parent;
+                let gain =
+                    calc_gain(&params.split(), l.grad, l.hess) + calc_gain(&params.split(), r.grad, r.hess) - parent;
                 if gain > best.3 {
                     best = (f as u32, threshold, default_left, gain);
                 }

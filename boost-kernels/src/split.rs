@@ -1,0 +1,228 @@
+//! The arithmetic that decides a split: XGBoost's hist evaluator (`TreeEvaluator::SplitEvaluator`)
+//! with its precision, and the scan over one feature's bins in both missing directions with its
+//! tie-breaking. Written once for the CPU backend and the kernels, so both choose the same splits.
+//!
+//! With `T(G)` the gradient sum soft-thresholded by `alpha`, a node's weight is
+//! `w = -T(G) / (H + lambda)` in double precision (0 below `min_child_weight`, clipped to
+//! `max_delta_step` when set), rounded to `f32`; a leaf's value is that `f32` weight times `eta` in
+//! `f32`. A node's gain is the `f32` quotient `f32(T(G)^2) / f32(H + lambda)` (with
+//! `max_delta_step`, `-(2 G w + (H + lambda) w^2)` in `f32`), a split's loss change the children's
+//! gains minus the parent's, all in `f32`. A split is kept when its loss change is above 1e-6
+//! (`kRtEps`) and at least `gamma`, and both children have hessian. Ties between features go to the
+//! lower index, within a feature to the first candidate found (missing values right, then left);
+//! XGBoost's `f32` rounding decides which candidates tie.
+
+use primitives_kernels::ops::GradientPair;
+
+use crate::fixed_point::{self, GradientQuantiser};
+
+/// XGBoost's `kRtEps`: loss changes at or below it are no split.
+pub const RT_EPS: f64 = 1e-6;
+
+/// The parameters of gains and leaf weights, by XGBoost's names. `repr(C)` for the kernels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SplitParams {
+    pub eta: f32,
+    pub gamma: f32,
+    pub min_child_weight: f32,
+    pub max_delta_step: f32,
+    pub lambda: f32,
+    pub alpha: f32,
+}
+
+/// `g` moved toward zero by `alpha` (XGBoost's `ThresholdL1`).
+#[inline]
+pub fn threshold_l1(g: f64, alpha: f64) -> f64 {
+    if g > alpha {
+        g - alpha
+    } else if g < -alpha {
+        g + alpha
+    } else {
+        0.0
+    }
+}
+
+/// XGBoost's `CalcWeight` (in double precision; the evaluator rounds it to `f32`).
+#[inline]
+pub fn calc_weight(p: &SplitParams, g: f64, h: f64) -> f64 {
+    if h < p.min_child_weight as f64 || h <= 0.0 {
+        return 0.0;
+    }
+    let w = -threshold_l1(g, p.alpha as f64) / (h + p.lambda as f64);
+    let mds = p.max_delta_step as f64;
+    if mds == 0.0 {
+        w
+    } else if w > mds {
+        mds
+    } else if w < -mds {
+        -mds
+    } else {
+        w
+    }
+}
+
+/// A leaf's value: XGBoost's `f32` weight times `eta` (in `f32`).
+#[inline]
+pub fn leaf_value(p: &SplitParams, g: f64, h: f64) -> f32 {
+    calc_weight(p, g, h) as f32 * p.eta
+}
+
+/// The gain of a node with gradient sums `g`, `h`: XGBoost's hist evaluator's `CalcGain`
+/// (`CalcGainGivenWeight` with the `f32` weight), in `f32` as there. Unlike the weight it has no
+/// `min_child_weight` cut-off (split candidates check that on their own); with `max_delta_step` it
+/// has no `alpha` term, as XGBoost's evaluator.
+#[inline]
+pub fn calc_gain(p: &SplitParams, g: f64, h: f64) -> f32 {
+    if h <= 0.0 {
+        return 0.0;
+    }
+    if p.max_delta_step == 0.0 {
+        let t = threshold_l1(g, p.alpha as f64);
+        return (t * t) as f32 / (h + p.lambda as f64) as f32;
+    }
+    let w = calc_weight(p, g, h) as f32;
+    let (g, h) = (g as f32, h as f32);
+    -(2.0 * g * w + (h + p.lambda) * (w * w))
+}
+
+/// A gradient-pair sum type of split finding: fixed point (`GradientPair<i64>`, what training
+/// uses) or `GradientPair<f64>`/`GradientPair<f32>` (the precision experiment). Float sums are
+/// rounded at every addition, so they depend on the order of summation.
+pub trait GradientSum: Copy + PartialEq + Send + Sync + 'static {
+    const ZERO: Self;
+    fn add(a: Self, b: Self) -> Self;
+    fn sub(a: Self, b: Self) -> Self;
+    /// The sum as `f64`s (fixed point through the quantiser, floats widened).
+    fn to_float(self, quantiser: &GradientQuantiser) -> GradientPair<f64>;
+    /// Whether the hessian sum is non-zero (a child without hessian is no split).
+    fn has_hessian(self) -> bool;
+}
+
+impl GradientSum for GradientPair<i64> {
+    const ZERO: Self = GradientPair { grad: 0, hess: 0 };
+    #[inline(always)]
+    fn add(a: Self, b: Self) -> Self {
+        fixed_point::add(a, b)
+    }
+    #[inline(always)]
+    fn sub(a: Self, b: Self) -> Self {
+        fixed_point::sub(a, b)
+    }
+    #[inline(always)]
+    fn to_float(self, quantiser: &GradientQuantiser) -> GradientPair<f64> {
+        quantiser.to_float(self)
+    }
+    #[inline(always)]
+    fn has_hessian(self) -> bool {
+        self.hess != 0
+    }
+}
+
+macro_rules! float_sums {
+    ($($t:ty),*) => {$(
+        impl GradientSum for GradientPair<$t> {
+            const ZERO: Self = GradientPair { grad: 0.0, hess: 0.0 };
+            #[inline(always)]
+            fn add(a: Self, b: Self) -> Self {
+                GradientPair::new(a.grad + b.grad, a.hess + b.hess)
+            }
+            #[inline(always)]
+            fn sub(a: Self, b: Self) -> Self {
+                GradientPair::new(a.grad - b.grad, a.hess - b.hess)
+            }
+            #[inline(always)]
+            fn to_float(self, _quantiser: &GradientQuantiser) -> GradientPair<f64> {
+                GradientPair::new(self.grad as f64, self.hess as f64)
+            }
+            #[inline(always)]
+            fn has_hessian(self) -> bool {
+                self.hess != 0.0
+            }
+        }
+    )*};
+}
+
+float_sums!(f32, f64);
+
+/// A split of a node: rows whose bin of `feature` is at most `last_left_bin` (a global bin id; below
+/// the feature's first bin when no present value goes left) go left, missing values to
+/// `default_left`; `left` and `right` are the children's sums.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Split<S> {
+    pub loss_chg: f32,
+    pub feature: u32,
+    pub last_left_bin: i64,
+    pub threshold: f32,
+    pub default_left: bool,
+    pub left: S,
+    pub right: S,
+}
+
+/// One feature's histogram and cuts: its bins are the global bins `first_bin..first_bin +
+/// hist.len()`, with upper bounds `cut_values` and `min_value` below them all.
+pub struct FeatureBins<'a, S> {
+    pub feature: u32,
+    pub first_bin: u32,
+    pub hist: &'a [S],
+    pub cut_values: &'a [f32],
+    pub min_value: f32,
+}
+
+/// The best split of one feature of a node with sums `total` and gain `parent_gain`: a scan over
+/// its bins with missing values going right (bins from the first on go left), then, when some rows
+/// miss the feature, with them going left (bins from the last down go right). A candidate replaces
+/// the best so far only with a strictly larger, finite loss change (XGBoost's `NeedReplace`), and
+/// needs `min_child_weight` on both sides.
+pub fn best_split_of_feature<S: GradientSum>(
+    bins: &FeatureBins<'_, S>,
+    total: S,
+    parent_gain: f32,
+    p: &SplitParams,
+    q: &GradientQuantiser,
+) -> Option<Split<S>> {
+    let mcw = p.min_child_weight as f64;
+    let begin = bins.first_bin as i64;
+    let mut best: Option<Split<S>> = None;
+    let mut consider = |left: S, right: S, last_left_bin: i64, threshold: f32, default_left: bool| {
+        let (l, r) = (left.to_float(q), right.to_float(q));
+        if l.hess < mcw || r.hess < mcw {
+            return;
+        }
+        let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
+        // XGBoost's `SplitEntry::NeedReplace` skips infinite changes (no `lambda`, no hessian).
+        if loss_chg.is_finite() && best.is_none_or(|b| loss_chg > b.loss_chg) {
+            best = Some(Split { loss_chg, feature: bins.feature, last_left_bin, threshold, default_left, left, right });
+        }
+    };
+    let mut left = S::ZERO;
+    for (b, (&h, &bound)) in bins.hist.iter().zip(bins.cut_values).enumerate() {
+        left = S::add(left, h);
+        consider(left, S::sub(total, left), begin + b as i64, bound, false);
+    }
+    // Exact for fixed point; float sums almost never compare equal, so they always try both
+    // directions (as XGBoost's float evaluators did).
+    if left != total {
+        let mut right = S::ZERO;
+        for b in (0..bins.hist.len()).rev() {
+            right = S::add(right, bins.hist[b]);
+            let threshold = if b == 0 { bins.min_value } else { bins.cut_values[b - 1] };
+            consider(S::sub(total, right), right, begin + b as i64 - 1, threshold, true);
+        }
+    }
+    best
+}
+
+/// Whether `candidate` (a split of a later feature) replaces `best` among a node's features, which
+/// are taken in increasing order: only with a strictly larger loss change, so ties keep the lower
+/// feature index.
+#[inline]
+pub fn replaces<S>(candidate: &Split<S>, best: Option<&Split<S>>) -> bool {
+    best.is_none_or(|b| candidate.loss_chg > b.loss_chg)
+}
+
+/// Whether a node's best split is made (XGBoost's `ExpandEntry::IsValid`).
+#[inline]
+pub fn is_valid<S: GradientSum>(split: &Split<S>, p: &SplitParams) -> bool {
+    split.loss_chg as f64 > RT_EPS && split.loss_chg >= p.gamma && split.left.has_hessian() && split.right.has_hessian()
+}
