@@ -9,9 +9,10 @@
 
 use primitives_kernels::ops::GradientPair;
 
-/// Converts gradient pairs to and from fixed point. `repr(C)`, so a kernel can take it by pointer.
+/// Converts gradient pairs to and from fixed point. `repr(C)` and `Pod`, so a kernel can take it
+/// from device memory.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct GradientQuantiser {
     to_fixed: GradientPair<f64>,
     to_float: GradientPair<f64>,

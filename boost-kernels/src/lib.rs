@@ -2,13 +2,20 @@
 //! written once for the CPU backend and the kernels (`no_std`): [`fixed_point`] (the gradient
 //! quantiser: exact, order-independent sums) and [`split`] (gains, leaf weights, the scan over a
 //! feature's bins in both missing directions, tie-breaking). The CPU backend in `boost` calls these
-//! functions; the GPU backend's kernels, compiled from this crate to PTX, will call the same ones,
-//! so that both choose the same splits by construction.
+//! functions; the GPU backend's kernels, compiled from this crate to PTX, call the same ones, so
+//! that both choose the same splits by construction. [`evaluate`] is split evaluation for a batch
+//! of nodes on the device, over those functions.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
+pub mod evaluate;
 pub mod fixed_point;
 pub mod split;
+
+/// The kernels (`cargo xtask kernels` builds them with this feature; `boost` turns it on for their
+/// host versions, which the emulated device runs).
+#[cfg(feature = "entry-points")]
+pub mod entry;
 
 #[cfg(all(target_arch = "nvptx64", feature = "entry-points"))]
 #[panic_handler]

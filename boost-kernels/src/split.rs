@@ -19,9 +19,9 @@ use crate::fixed_point::{self, GradientQuantiser};
 /// XGBoost's `kRtEps`: loss changes at or below it are no split.
 pub const RT_EPS: f64 = 1e-6;
 
-/// The parameters of gains and leaf weights, by XGBoost's names. `repr(C)` for the kernels.
+/// The parameters of gains and leaf weights, by XGBoost's names. `repr(C)` and `Pod` for the kernels.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct SplitParams {
     pub eta: f32,
     pub gamma: f32,
@@ -159,14 +159,49 @@ pub struct Split<S> {
     pub right: S,
 }
 
-/// One feature's histogram and cuts: its bins are the global bins `first_bin..first_bin +
-/// hist.len()`, with upper bounds `cut_values` and `min_value` below them all.
-pub struct FeatureBins<'a, S> {
+/// One feature's histogram and cuts, as the scan reads them: its bins are the global bins
+/// `first_bin()..first_bin() + bin_count()`, bin `b` with sum `hist(b)` and upper bound `cut_value(b)`,
+/// and `min_value()` below them all. Slices on the CPU ([`SliceBins`]); device memory read through
+/// `arch` in the kernels.
+pub trait FeatureBins<S> {
+    fn feature(&self) -> u32;
+    fn first_bin(&self) -> u32;
+    fn bin_count(&self) -> usize;
+    fn hist(&self, b: usize) -> S;
+    fn cut_value(&self, b: usize) -> f32;
+    fn min_value(&self) -> f32;
+}
+
+/// [`FeatureBins`] over slices of the node's histogram and the cuts.
+pub struct SliceBins<'a, S> {
     pub feature: u32,
     pub first_bin: u32,
     pub hist: &'a [S],
     pub cut_values: &'a [f32],
     pub min_value: f32,
+}
+
+impl<S: Copy> FeatureBins<S> for SliceBins<'_, S> {
+    fn feature(&self) -> u32 {
+        self.feature
+    }
+    fn first_bin(&self) -> u32 {
+        self.first_bin
+    }
+    fn bin_count(&self) -> usize {
+        self.hist.len()
+    }
+    #[inline(always)]
+    fn hist(&self, b: usize) -> S {
+        self.hist[b]
+    }
+    #[inline(always)]
+    fn cut_value(&self, b: usize) -> f32 {
+        self.cut_values[b]
+    }
+    fn min_value(&self) -> f32 {
+        self.min_value
+    }
 }
 
 /// The best split of one feature of a node with sums `total` and gain `parent_gain`: a scan over
@@ -175,14 +210,15 @@ pub struct FeatureBins<'a, S> {
 /// the best so far only with a strictly larger, finite loss change (XGBoost's `NeedReplace`), and
 /// needs `min_child_weight` on both sides.
 pub fn best_split_of_feature<S: GradientSum>(
-    bins: &FeatureBins<'_, S>,
+    bins: &impl FeatureBins<S>,
     total: S,
     parent_gain: f32,
     p: &SplitParams,
     q: &GradientQuantiser,
 ) -> Option<Split<S>> {
     let mcw = p.min_child_weight as f64;
-    let begin = bins.first_bin as i64;
+    let begin = bins.first_bin() as i64;
+    let feature = bins.feature();
     let mut best: Option<Split<S>> = None;
     let mut consider = |left: S, right: S, last_left_bin: i64, threshold: f32, default_left: bool| {
         let (l, r) = (left.to_float(q), right.to_float(q));
@@ -192,21 +228,22 @@ pub fn best_split_of_feature<S: GradientSum>(
         let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
         // XGBoost's `SplitEntry::NeedReplace` skips infinite changes (no `lambda`, no hessian).
         if loss_chg.is_finite() && best.is_none_or(|b| loss_chg > b.loss_chg) {
-            best = Some(Split { loss_chg, feature: bins.feature, last_left_bin, threshold, default_left, left, right });
+            best = Some(Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right });
         }
     };
+    let n = bins.bin_count();
     let mut left = S::ZERO;
-    for (b, (&h, &bound)) in bins.hist.iter().zip(bins.cut_values).enumerate() {
-        left = S::add(left, h);
-        consider(left, S::sub(total, left), begin + b as i64, bound, false);
+    for b in 0..n {
+        left = S::add(left, bins.hist(b));
+        consider(left, S::sub(total, left), begin + b as i64, bins.cut_value(b), false);
     }
     // Exact for fixed point; float sums almost never compare equal, so they always try both
     // directions (as XGBoost's float evaluators did).
     if left != total {
         let mut right = S::ZERO;
-        for b in (0..bins.hist.len()).rev() {
-            right = S::add(right, bins.hist[b]);
-            let threshold = if b == 0 { bins.min_value } else { bins.cut_values[b - 1] };
+        for b in (0..n).rev() {
+            right = S::add(right, bins.hist(b));
+            let threshold = if b == 0 { bins.min_value() } else { bins.cut_value(b - 1) };
             consider(S::sub(total, right), right, begin + b as i64 - 1, threshold, true);
         }
     }

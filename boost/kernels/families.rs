@@ -2,4 +2,20 @@
 // kernel families, each a module of its own that the host loads when one of its kernels is first
 // launched, as zstd-compressed PTX and machine code per architecture. Do not edit.
 &[
+    KernelFamily {
+        name: "split",
+        entry_points: &[
+            "boost_split_features",
+            "boost_split_nodes",
+        ],
+        ptx: include_bytes!("split.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("split.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("split.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("split.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("split.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("split.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("split.sm_120.cubin.zst") },
+        ],
+    },
 ]

@@ -10,6 +10,7 @@ pub mod data;
 pub mod ellpack;
 mod error;
 pub mod fixed_point;
+pub mod gpu;
 pub mod learner;
 pub mod metric;
 pub mod model;
@@ -30,6 +31,5 @@ pub static KERNELS: primitives::KernelModule = primitives::KernelModule {
         use primitives::{KernelFamily, SassImage};
         include!("../kernels/families.rs")
     },
-    // No kernels yet, so none to emulate.
-    host_kernel: |_| None,
+    host_kernel: boost_kernels::entry::host_kernel,
 };

@@ -474,12 +474,14 @@ impl Gpu {
     }
 
     /// Enqueues `kernel` of `module` with its parameters as raw 64-bit values (device pointers
-    /// included): a PTX launch on a CUDA device, the kernel's host version on the emulator.
+    /// from [`DeviceBuffer::device_ptr`] included): a launch of its machine code or PTX on a CUDA
+    /// device, the kernel's host version on the emulator. This is how a crate with kernels of its
+    /// own (built like `primitives-kernels`, embedded as a [`KernelModule`]) launches them.
     ///
     /// # Safety
     /// The arguments must match the kernel's parameter list, and every pointer among them must be
     /// valid for what the kernel does with it for the launch's grid.
-    pub(crate) unsafe fn launch(
+    pub unsafe fn launch(
         &self,
         module: KernelModule,
         kernel: &'static str,

@@ -32,6 +32,8 @@ mod error;
 mod gpu;
 
 pub use buffer::DeviceBuffer;
+/// A kernel launch's grid, block and dynamic shared memory, for [`Gpu::launch`].
+pub use cudarc::driver::LaunchConfig;
 pub use device::{
     BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureGradient,
     MultiFeatureMatrix,

@@ -60,7 +60,7 @@ impl HistogramPrecision {
 /// The sum types of the builder (`boost_kernels::split::GradientSum`): fixed point in training,
 /// floats for the precision experiment.
 pub use boost_kernels::split::GradientSum as HistogramSum;
-use boost_kernels::split::{self, FeatureBins, Split, SplitParams};
+use boost_kernels::split::{self, SliceBins, Split, SplitParams};
 pub use boost_kernels::split::{calc_gain, calc_weight, leaf_value};
 
 /// Rows per parallel task of a histogram build.
@@ -396,7 +396,7 @@ impl HistBuilder<'_> {
         if begin == end {
             return None;
         }
-        let bins = FeatureBins {
+        let bins = SliceBins {
             feature: f as u32,
             first_bin: begin as u32,
             hist: &hist[begin..end],

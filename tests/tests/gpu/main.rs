@@ -1,7 +1,8 @@
-//! The GPU tests of every primitive, in one executable (each embeds the PTX, so one keeps the GPU
+//! The GPU tests of every primitive, and of boost's kernels, in one executable (each embeds the PTX, so one keeps the GPU
 //! bundle small). They run on the SIMT emulator in `cargo test` and on a GPU with `--features gpu`
 //! (see `tests::gpu`).
 
+mod boost_split;
 mod histogram;
 mod histogram_experiment;
 mod multi;

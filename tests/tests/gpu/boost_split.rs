@@ -1,0 +1,111 @@
+//! boost's split evaluation on the device (`boost::gpu::evaluate_splits`, the kernels of
+//! `boost-kernels`) against the CPU builder's choice over the same histograms: the same split, bit
+//! for bit (gain, threshold, direction, child sums), for every node. On the emulator in `cargo test`,
+//! on the GPU with `--features gpu` (where floating-point contraction or a different rounding would
+//! show).
+
+use boost::gpu::{evaluate_splits, DeviceCuts, SplitContext};
+use boost::param::TreeParams;
+use boost::quantile::QuantileCuts;
+use boost_kernels::fixed_point::{self, GradientQuantiser};
+use boost_kernels::split::{self, calc_gain, SliceBins, Split};
+use primitives::ops::GradientPair;
+use rand::{Rng, SeedableRng};
+use tests::gpu;
+
+type Fixed = GradientPair<i64>;
+
+/// The CPU builder's choice for one node (`HistBuilder::evaluate`, over slices).
+fn cpu_best(
+    cuts: &QuantileCuts,
+    hist: &[Fixed],
+    total: Fixed,
+    features: &[u32],
+    context: &SplitContext,
+) -> Option<Split<Fixed>> {
+    let (p, q) = (&context.params, &context.quantiser);
+    let t = q.to_float(total);
+    let parent_gain = calc_gain(p, t.grad, t.hess);
+    let mut best = None;
+    for &f in features {
+        let (b, e) = (cuts.cut_ptrs[f as usize] as usize, cuts.cut_ptrs[f as usize + 1] as usize);
+        if b == e {
+            continue;
+        }
+        let bins = SliceBins {
+            feature: f,
+            first_bin: b as u32,
+            hist: &hist[b..e],
+            cut_values: &cuts.cut_values[b..e],
+            min_value: cuts.min_values[f as usize],
+        };
+        if let Some(s) = split::best_split_of_feature(&bins, total, parent_gain, p, q) {
+            if split::replaces(&s, best.as_ref()) {
+                best = Some(s);
+            }
+        }
+    }
+    best.filter(|b| split::is_valid(b, p))
+}
+
+#[test]
+fn split_evaluation_is_the_cpu_builders() {
+    let gpu = gpu();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(19);
+    // Features with 0 (never seen), 1, a few and many bins.
+    let bins_per_feature = [0usize, 1, 3, 17, 64, 2, 255];
+    let mut cuts = QuantileCuts { cut_ptrs: vec![0], ..Default::default() };
+    for &n in &bins_per_feature {
+        let mut v = rng.gen_range(-5.0f32..0.0);
+        for _ in 0..n {
+            v += rng.gen_range(0.01f32..1.0);
+            cuts.cut_values.push(v);
+        }
+        cuts.cut_ptrs.push(cuts.cut_values.len() as u32);
+        cuts.min_values.push(-10.0);
+    }
+    let total_bins = cuts.total_bins();
+    let gradients: Vec<GradientPair<f32>> =
+        (0..5000).map(|_| GradientPair::new(rng.gen_range(-1.0..1.0), rng.gen_range(0.01..0.3))).collect();
+    let quantiser = GradientQuantiser::new(&gradients);
+    // A depth-8 level's batch on a GPU; a few nodes on the emulator.
+    let nodes = if gpu.is_emulated() { 9 } else { 256 };
+    let mut histograms = vec![Fixed::default(); nodes * total_bins];
+    let mut totals = vec![Fixed::default(); nodes];
+    for n in 0..nodes {
+        // Each node's rows land in random bins of every feature, some missing (so the totals
+        // exceed a feature's bins), some nodes tiny (min_child_weight decides).
+        let rows = if n % 3 == 0 { 4 } else { rng.gen_range(50..800) };
+        for g in gradients.iter().take(rows) {
+            let fixed = quantiser.to_fixed(*g);
+            totals[n] = fixed_point::add(totals[n], fixed);
+            for f in 0..bins_per_feature.len() {
+                let (b, e) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
+                if b == e || rng.gen_bool(0.1) {
+                    continue;
+                }
+                let slot = &mut histograms[n * total_bins + rng.gen_range(b..e)];
+                *slot = fixed_point::add(*slot, fixed);
+            }
+        }
+    }
+    let features: Vec<Vec<u32>> = (0..nodes)
+        .map(|n| (0..bins_per_feature.len() as u32).filter(|f| n == 0 || !(f + n as u32).is_multiple_of(4)).collect())
+        .collect();
+    for (alpha, max_delta_step, gamma) in [(0.0, 0.0, 0.0), (0.3, 0.0, 0.1), (0.0, 0.7, 0.0)] {
+        let params = TreeParams { alpha, max_delta_step, gamma, ..Default::default() };
+        let context = SplitContext { params: params.split(), quantiser };
+        let device_cuts = DeviceCuts::upload(&gpu, &cuts).unwrap();
+        let h = gpu.upload(&histograms).unwrap();
+        let t = gpu.upload(&totals).unwrap();
+        let device = evaluate_splits(&gpu, &device_cuts, &h, &t, &features, &context).unwrap();
+        let mut found = 0;
+        for n in 0..nodes {
+            let hist = &histograms[n * total_bins..(n + 1) * total_bins];
+            let expected = cpu_best(&cuts, hist, totals[n], &features[n], &context);
+            assert_eq!(device[n], expected, "node {n}, alpha {alpha}, max_delta_step {max_delta_step}");
+            found += expected.is_some() as usize;
+        }
+        assert!(found >= nodes / 2, "most nodes split ({found} of {nodes})");
+    }
+}
