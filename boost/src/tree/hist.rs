@@ -20,16 +20,14 @@
 //! Ties between features go to the lower index, within a feature to the first candidate found
 //! (missing values right, then left); XGBoost's `f32` rounding decides which candidates tie.
 
-use std::collections::{BinaryHeap, VecDeque};
-
-use rand::seq::SliceRandom;
 use rand::Rng;
 use rayon::prelude::*;
 
 use crate::ellpack::{EllpackMatrix, UnpackedBins, UnpackedData};
 use crate::fixed_point::GradientQuantiser;
-use crate::param::{GrowPolicy, TreeParams};
+use crate::param::TreeParams;
 use crate::quantile::QuantileCuts;
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
 use crate::tree::Tree;
 
 /// How the hist builder accumulates gradient sums. Training uses [`HistogramPrecision::FixedPoint`];
@@ -66,47 +64,11 @@ pub use boost_kernels::split::{calc_gain, calc_weight, leaf_value};
 /// Rows per parallel task of a histogram build.
 const ROWS_PER_TASK: usize = 16 * 1024;
 
-/// A node waiting to be split.
-struct Candidate<S> {
-    node: usize,
-    split: Split<S>,
-}
-
-impl<S> PartialEq for Candidate<S> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == std::cmp::Ordering::Equal
-    }
-}
-impl<S> Eq for Candidate<S> {}
-impl<S> PartialOrd for Candidate<S> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<S> Ord for Candidate<S> {
-    /// Lossguide's order: larger loss change first, then the lower node id.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.split.loss_chg.total_cmp(&other.split.loss_chg).then(other.node.cmp(&self.node))
-    }
-}
-
 /// The result of one tree build.
 pub struct BuiltTree {
     pub tree: Tree,
     /// The leaf (node id) each training row ends in.
     pub positions: Vec<u32>,
-}
-
-/// Column sampling: `colsample_bytree`, then `bylevel`, then `bynode`, each a fraction of the set
-/// above it (at least one feature), drawn with the builder's random generator.
-fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Sized)) -> Vec<u32> {
-    if fraction >= 1.0 {
-        return features.to_vec();
-    }
-    let n = ((features.len() as f64 * fraction as f64) as usize).max(1);
-    let mut chosen: Vec<u32> = features.choose_multiple(rng, n).copied().collect();
-    chosen.sort_unstable();
-    chosen
 }
 
 /// Builds one tree from gradients (one per row of `matrix`), fixed point in training.
@@ -120,180 +82,24 @@ pub struct HistBuilder<'a> {
     pub quantiser: &'a GradientQuantiser,
 }
 
-struct NodeState<S> {
-    begin: usize,
-    end: usize,
-    sum: S,
-    depth: u32,
-}
-
 impl HistBuilder<'_> {
     /// Grows a tree over `features` (the tree's sampled columns), drawing further column samples
-    /// from `rng`. `gradients` are fixed point in training ([`HistogramSum`] says why others exist).
+    /// from `rng`: the shared expansion driver ([`grow::grow`]) over this builder as its backend.
+    /// `gradients` are fixed point in training ([`HistogramSum`] says why others exist).
     pub fn build<S: HistogramSum>(&self, gradients: &[S], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
-        let p = self.params;
-        let sp = self.params.split();
         let n = self.matrix.rows;
-        let mut rows: Vec<u32> = (0..n as u32).collect();
-        let total = sum_rows(gradients, &rows);
-        let to_f = |s: S| s.to_float(self.quantiser);
-        let root = to_f(total);
-        let mut tree = Tree::leaf(leaf_value(&sp, root.grad, root.hess), root.hess as f32);
-        let mut nodes = vec![NodeState { begin: 0, end: n, sum: total, depth: 0 }];
-        let mut hists: Vec<Option<Vec<S>>> = vec![None];
-        let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
-        let mut level_sample = |depth: u32, rng: &mut dyn rand::RngCore| -> Vec<u32> {
-            if let Some((_, f)) = level_features.iter().find(|(d, _)| *d == depth) {
-                return f.clone();
-            }
-            let f = sample(features, p.colsample_bylevel, rng);
-            level_features.push((depth, f.clone()));
-            f
+        let mut backend = CpuBackend {
+            builder: self,
+            gradients,
+            rows: (0..n as u32).collect(),
+            ranges: vec![(0, n)],
+            hists: vec![None],
         };
-
-        let can_split = |depth: u32| p.max_depth == 0 || depth < p.max_depth;
-        let mut fifo: VecDeque<Candidate<S>> = VecDeque::new();
-        let mut heap: BinaryHeap<Candidate<S>> = BinaryHeap::new();
-        let push = |c: Candidate<S>, fifo: &mut VecDeque<Candidate<S>>, heap: &mut BinaryHeap<Candidate<S>>| match p
-            .grow_policy
-        {
-            GrowPolicy::Depthwise => fifo.push_back(c),
-            GrowPolicy::Lossguide => heap.push(c),
-        };
-
-        if can_split(0) && n > 0 {
-            let hist = self.histogram(gradients, &rows);
-            let node_features = sample(&level_sample(0, rng), p.colsample_bynode, rng);
-            if let Some(split) = self.evaluate(&hist, total, &node_features) {
-                push(Candidate { node: 0, split }, &mut fifo, &mut heap);
-            }
-            hists[0] = Some(hist);
-        }
-        let mut leaves = 1u32;
-        loop {
-            // The next batch: depthwise, every queued node (one level, in node order); lossguide, the
-            // best one. A batch's nodes are partitioned, histogrammed and evaluated in parallel; its
-            // splits, node ids and random draws happen in the same order as one node at a time.
-            let batch: Vec<Candidate<S>> = match p.grow_policy {
-                GrowPolicy::Depthwise => fifo.drain(..).collect(),
-                GrowPolicy::Lossguide => heap.pop().into_iter().collect(),
-            };
-            if batch.is_empty() {
-                break;
-            }
-            let mut expanded: Vec<(usize, Split<S>, usize, usize)> = Vec::with_capacity(batch.len());
-            for Candidate { node, split } in batch {
-                if p.max_leaves > 0 && leaves >= p.max_leaves {
-                    hists[node] = None;
-                    continue;
-                }
-                leaves += 1;
-                let (l, r) = (to_f(split.left), to_f(split.right));
-                let (left, right) = tree.split(
-                    node,
-                    split.feature,
-                    split.threshold,
-                    split.default_left,
-                    split.loss_chg,
-                    (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
-                    (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
-                );
-                // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
-                let own = to_f(nodes[node].sum);
-                tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
-                expanded.push((node, split, left, right));
-            }
-            // Partition every expanded node's rows (disjoint ranges of `rows`) in parallel.
-            let mut ranges: Vec<(usize, usize, usize)> =
-                expanded.iter().enumerate().map(|(i, e)| (nodes[e.0].begin, nodes[e.0].end, i)).collect();
-            ranges.sort_unstable();
-            let mut slices: Vec<(&mut [u32], usize)> = Vec::with_capacity(ranges.len());
-            let mut rest: &mut [u32] = &mut rows;
-            let mut offset = 0;
-            for &(begin, end, i) in &ranges {
-                let (_, tail) = std::mem::take(&mut rest).split_at_mut(begin - offset);
-                let (mine, tail) = tail.split_at_mut(end - begin);
-                slices.push((mine, i));
-                rest = tail;
-                offset = end;
-            }
-            let mut lefts = vec![0usize; expanded.len()];
-            let counted: Vec<(usize, usize)> =
-                slices.into_par_iter().map(|(slice, i)| (i, self.partition(slice, &expanded[i].1))).collect();
-            for (i, n_left) in counted {
-                lefts[i] = n_left;
-            }
-            for (i, &(node, split, _, _)) in expanded.iter().enumerate() {
-                let (begin, end, depth) = (nodes[node].begin, nodes[node].end, nodes[node].depth + 1);
-                let middle = begin + lefts[i];
-                nodes.push(NodeState { begin, end: middle, sum: split.left, depth });
-                nodes.push(NodeState { begin: middle, end, sum: split.right, depth });
-                hists.push(None);
-                hists.push(None);
-            }
-            // Children's histograms: the smaller child's built, its sibling's by subtraction.
-            let growing: Vec<(usize, usize, usize, Option<Vec<S>>)> = expanded
-                .iter()
-                .filter(|e| can_split(nodes[e.2].depth))
-                .map(|&(node, _, left, right)| {
-                    let left_rows = nodes[left].end - nodes[left].begin;
-                    let right_rows = nodes[right].end - nodes[right].begin;
-                    let (small, large) = if left_rows <= right_rows { (left, right) } else { (right, left) };
-                    (small, large, node, hists[node].take())
-                })
-                .collect();
-            for &(node, ..) in &expanded {
-                hists[node] = None;
-            }
-            let built: Vec<(usize, Vec<S>, usize, Vec<S>)> = growing
-                .into_par_iter()
-                .map(|(small, large, _, parent_hist)| {
-                    let small_hist = self.histogram(gradients, &rows[nodes[small].begin..nodes[small].end]);
-                    let large_hist = match parent_hist {
-                        Some(mut h) => {
-                            h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = S::sub(*a, b));
-                            h
-                        }
-                        None => self.histogram(gradients, &rows[nodes[large].begin..nodes[large].end]),
-                    };
-                    (small, small_hist, large, large_hist)
-                })
-                .collect();
-            for (small, small_hist, large, large_hist) in built {
-                hists[small] = Some(small_hist);
-                hists[large] = Some(large_hist);
-            }
-            // Column samples in node order (the generator's draws do not depend on the threads).
-            let mut to_evaluate: Vec<(usize, Vec<u32>)> = Vec::new();
-            for &(_, _, left, right) in &expanded {
-                let depth = nodes[left].depth;
-                if !can_split(depth) {
-                    continue;
-                }
-                let level = level_sample(depth, rng);
-                for child in [left, right] {
-                    to_evaluate.push((child, sample(&level, p.colsample_bynode, rng)));
-                }
-            }
-            let splits: Vec<Option<Split<S>>> = to_evaluate
-                .par_iter()
-                .map(|(child, features)| {
-                    let hist = hists[*child].as_ref().expect("built above");
-                    self.evaluate(hist, nodes[*child].sum, features)
-                })
-                .collect();
-            for ((child, _), split) in to_evaluate.into_iter().zip(splits) {
-                match split {
-                    Some(split) => push(Candidate { node: child, split }, &mut fifo, &mut heap),
-                    None => hists[child] = None,
-                }
-            }
-        }
-
+        let tree = grow::grow(&mut backend, self.params, self.quantiser, features, n, rng);
         let mut positions = vec![0u32; n];
-        for (id, state) in nodes.iter().enumerate() {
+        for (id, &(begin, end)) in backend.ranges.iter().enumerate() {
             if tree.is_leaf(id) {
-                for &row in &rows[state.begin..state.end] {
+                for &row in &backend.rows[begin..end] {
                     positions[row as usize] = id as u32;
                 }
             }
@@ -485,6 +291,112 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// The CPU backend of the expansion driver: a node's rows are a range of one row array, kept in
+/// order by stable partitions; histograms are per node, built over rayon's threads.
+struct CpuBackend<'b, 'a, S> {
+    builder: &'b HistBuilder<'a>,
+    gradients: &'b [S],
+    rows: Vec<u32>,
+    /// Node `n`'s rows are `rows[ranges[n].0..ranges[n].1]`.
+    ranges: Vec<(usize, usize)>,
+    hists: Vec<Option<Vec<S>>>,
+}
+
+impl<S: HistogramSum> CpuBackend<'_, '_, S> {
+    fn node_rows(&self, node: usize) -> &[u32] {
+        let (begin, end) = self.ranges[node];
+        &self.rows[begin..end]
+    }
+
+    fn set_range(&mut self, node: usize, range: (usize, usize)) {
+        if self.ranges.len() <= node {
+            self.ranges.resize(node + 1, (0, 0));
+            self.hists.resize(node + 1, None);
+        }
+        self.ranges[node] = range;
+    }
+}
+
+impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
+    fn total(&mut self) -> S {
+        sum_rows(self.gradients, &self.rows)
+    }
+
+    fn root_histogram(&mut self) {
+        self.hists[0] = Some(self.builder.histogram(self.gradients, &self.rows));
+    }
+
+    fn partition(&mut self, expanded: &[Expansion<S>]) -> Vec<usize> {
+        // Every expanded node's rows (disjoint ranges of `rows`) in parallel.
+        let mut ranges: Vec<(usize, usize, usize)> =
+            expanded.iter().enumerate().map(|(i, e)| (self.ranges[e.node].0, self.ranges[e.node].1, i)).collect();
+        ranges.sort_unstable();
+        let mut slices: Vec<(&mut [u32], usize)> = Vec::with_capacity(ranges.len());
+        let mut rest: &mut [u32] = &mut self.rows;
+        let mut offset = 0;
+        for &(begin, end, i) in &ranges {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(begin - offset);
+            let (mine, tail) = tail.split_at_mut(end - begin);
+            slices.push((mine, i));
+            rest = tail;
+            offset = end;
+        }
+        let builder = self.builder;
+        let mut lefts = vec![0usize; expanded.len()];
+        let counted: Vec<(usize, usize)> =
+            slices.into_par_iter().map(|(slice, i)| (i, builder.partition(slice, &expanded[i].split))).collect();
+        for (i, n_left) in counted {
+            lefts[i] = n_left;
+        }
+        for (e, &n_left) in expanded.iter().zip(&lefts) {
+            let (begin, end) = self.ranges[e.node];
+            self.set_range(e.left, (begin, begin + n_left));
+            self.set_range(e.right, (begin + n_left, end));
+        }
+        lefts
+    }
+
+    fn children_histograms(&mut self, children: &[ChildHistograms]) {
+        let parents: Vec<Option<Vec<S>>> = children.iter().map(|c| self.hists[c.parent].take()).collect();
+        let this = &*self;
+        let built: Vec<(Vec<S>, Vec<S>)> = children
+            .par_iter()
+            .zip(parents)
+            .map(|(c, parent)| {
+                let small = this.builder.histogram(this.gradients, this.node_rows(c.small));
+                let large = match parent {
+                    Some(mut h) => {
+                        h.iter_mut().zip(&small).for_each(|(a, &b)| *a = S::sub(*a, b));
+                        h
+                    }
+                    None => this.builder.histogram(this.gradients, this.node_rows(c.large)),
+                };
+                (small, large)
+            })
+            .collect();
+        for (c, (small, large)) in children.iter().zip(built) {
+            self.hists[c.small] = Some(small);
+            self.hists[c.large] = Some(large);
+        }
+    }
+
+    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Vec<Option<Split<S>>> {
+        nodes
+            .par_iter()
+            .map(|(node, sum, features)| {
+                let hist = self.hists[*node].as_ref().expect("a node is evaluated after its histogram is built");
+                self.builder.evaluate(hist, *sum, features)
+            })
+            .collect()
+    }
+
+    fn release(&mut self, node: usize) {
+        if let Some(hist) = self.hists.get_mut(node) {
+            *hist = None;
+        }
+    }
+}
+
 fn sum_rows<S: HistogramSum>(gradients: &[S], rows: &[u32]) -> S {
     rows.iter().fold(S::ZERO, |a, &r| S::add(a, gradients[r as usize]))
 }
@@ -493,6 +405,7 @@ fn sum_rows<S: HistogramSum>(gradients: &[S], rows: &[u32]) -> S {
 mod tests {
     use super::*;
     use crate::fixed_point;
+    use crate::param::GrowPolicy;
     use primitives::ops::GradientPair;
 
     type Fixed = GradientPair<i64>;

@@ -1,6 +1,8 @@
 //! Regression trees in XGBoost's layout (the arrays of its JSON model), and their traversal; the
-//! `hist` builder in [`hist`].
+//! `hist` builder: the expansion driver shared by the backends in [`grow`], the CPU backend in
+//! [`hist`].
 
+pub mod grow;
 pub mod hist;
 
 /// `parents` entry of the root (XGBoost writes `2147483647`).

@@ -1,0 +1,218 @@
+//! The expansion driver of the `hist` method, shared by the CPU and the GPU backends: which nodes
+//! are split and in what order (depthwise: a level at a time; lossguide: the best loss change
+//! first), `max_depth` and `max_leaves`, column sampling by tree, level and node (every random draw
+//! on this thread, in node order), node ids, leaf values and the tree's arrays. What is
+//! data-parallel (gradient sums, histograms with the subtraction trick, split evaluation, row
+//! partitions) is the backend's ([`GrowBackend`]), a batch of nodes per call so that a GPU backend
+//! launches once per batch.
+
+use std::collections::{BinaryHeap, VecDeque};
+
+use boost_kernels::split::{calc_weight, leaf_value, GradientSum, Split};
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::fixed_point::GradientQuantiser;
+use crate::param::{GrowPolicy, TreeParams};
+use crate::tree::Tree;
+
+/// A node being split: its id, its split, and its children's ids.
+#[derive(Clone, Copy, Debug)]
+pub struct Expansion<S> {
+    pub node: usize,
+    pub split: Split<S>,
+    pub left: usize,
+    pub right: usize,
+}
+
+/// Children whose histograms a batch needs: `small`'s built from its rows, `large`'s as the
+/// parent's minus `small`'s (the subtraction trick).
+#[derive(Clone, Copy, Debug)]
+pub struct ChildHistograms {
+    pub small: usize,
+    pub large: usize,
+    pub parent: usize,
+}
+
+/// The data-parallel steps of growing one tree. Nodes are named by the driver's ids (the tree's);
+/// the backend holds their rows and histograms.
+pub trait GrowBackend<S: GradientSum> {
+    /// The sum of every row's gradient (the root's).
+    fn total(&mut self) -> S;
+    /// Builds the root's histogram (node 0, every row).
+    fn root_histogram(&mut self);
+    /// Splits the rows of each expanded node between its children (stably: rows keep their order);
+    /// returns how many rows went left, per expansion.
+    fn partition(&mut self, expanded: &[Expansion<S>]) -> Vec<usize>;
+    /// Builds the histograms of these children and releases their parents'.
+    fn children_histograms(&mut self, children: &[ChildHistograms]);
+    /// The best split of each node over its features (increasing), if one passes the limits; the
+    /// node's gradient sum is given.
+    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Vec<Option<Split<S>>>;
+    /// Drops a node's histogram: it will not be split.
+    fn release(&mut self, node: usize);
+}
+
+/// A node waiting to be split.
+struct Candidate<S> {
+    node: usize,
+    split: Split<S>,
+}
+
+impl<S> PartialEq for Candidate<S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl<S> Eq for Candidate<S> {}
+impl<S> PartialOrd for Candidate<S> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<S> Ord for Candidate<S> {
+    /// Lossguide's order: larger loss change first, then the lower node id.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.split.loss_chg.total_cmp(&other.split.loss_chg).then(other.node.cmp(&self.node))
+    }
+}
+
+/// Column sampling: `colsample_bytree`, then `bylevel`, then `bynode`, each a fraction of the set
+/// above it (at least one feature), drawn with the builder's random generator.
+pub(crate) fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Sized)) -> Vec<u32> {
+    if fraction >= 1.0 {
+        return features.to_vec();
+    }
+    let n = ((features.len() as f64 * fraction as f64) as usize).max(1);
+    let mut chosen: Vec<u32> = features.choose_multiple(rng, n).copied().collect();
+    chosen.sort_unstable();
+    chosen
+}
+
+/// What the driver knows of a node.
+struct NodeState<S> {
+    sum: S,
+    rows: usize,
+    depth: u32,
+}
+
+/// Grows one tree over `features` (the tree's sampled columns) with `backend`, drawing the level
+/// and node column samples from `rng`.
+pub fn grow<S: GradientSum, B: GrowBackend<S>>(
+    backend: &mut B,
+    params: &TreeParams,
+    quantiser: &GradientQuantiser,
+    features: &[u32],
+    rows: usize,
+    rng: &mut impl Rng,
+) -> Tree {
+    let p = params;
+    let sp = params.split();
+    let to_f = |s: S| s.to_float(quantiser);
+    let total = backend.total();
+    let root = to_f(total);
+    let mut tree = Tree::leaf(leaf_value(&sp, root.grad, root.hess), root.hess as f32);
+    let mut nodes = vec![NodeState { sum: total, rows, depth: 0 }];
+    let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
+    let mut level_sample = |depth: u32, rng: &mut dyn rand::RngCore| -> Vec<u32> {
+        if let Some((_, f)) = level_features.iter().find(|(d, _)| *d == depth) {
+            return f.clone();
+        }
+        let f = sample(features, p.colsample_bylevel, rng);
+        level_features.push((depth, f.clone()));
+        f
+    };
+    let can_split = |depth: u32| p.max_depth == 0 || depth < p.max_depth;
+    let mut fifo: VecDeque<Candidate<S>> = VecDeque::new();
+    let mut heap: BinaryHeap<Candidate<S>> = BinaryHeap::new();
+    let push =
+        |c: Candidate<S>, fifo: &mut VecDeque<Candidate<S>>, heap: &mut BinaryHeap<Candidate<S>>| match p.grow_policy {
+            GrowPolicy::Depthwise => fifo.push_back(c),
+            GrowPolicy::Lossguide => heap.push(c),
+        };
+
+    if can_split(0) && rows > 0 {
+        backend.root_histogram();
+        let node_features = sample(&level_sample(0, rng), p.colsample_bynode, rng);
+        match backend.evaluate(&[(0, total, node_features)]).pop().flatten() {
+            Some(split) => push(Candidate { node: 0, split }, &mut fifo, &mut heap),
+            None => backend.release(0),
+        }
+    }
+    let mut leaves = 1u32;
+    loop {
+        // The next batch: depthwise, every queued node (one level, in node order); lossguide, the
+        // best one. A batch's splits, node ids and random draws happen in the same order as one
+        // node at a time.
+        let batch: Vec<Candidate<S>> = match p.grow_policy {
+            GrowPolicy::Depthwise => fifo.drain(..).collect(),
+            GrowPolicy::Lossguide => heap.pop().into_iter().collect(),
+        };
+        if batch.is_empty() {
+            break;
+        }
+        let mut expanded: Vec<Expansion<S>> = Vec::with_capacity(batch.len());
+        for Candidate { node, split } in batch {
+            if p.max_leaves > 0 && leaves >= p.max_leaves {
+                backend.release(node);
+                continue;
+            }
+            leaves += 1;
+            let (l, r) = (to_f(split.left), to_f(split.right));
+            let (left, right) = tree.split(
+                node,
+                split.feature,
+                split.threshold,
+                split.default_left,
+                split.loss_chg,
+                (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
+                (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
+            );
+            // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
+            let own = to_f(nodes[node].sum);
+            tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
+            expanded.push(Expansion { node, split, left, right });
+        }
+        if expanded.is_empty() {
+            continue;
+        }
+        let lefts = backend.partition(&expanded);
+        for (e, &n_left) in expanded.iter().zip(&lefts) {
+            let (parent_rows, depth) = (nodes[e.node].rows, nodes[e.node].depth + 1);
+            nodes.push(NodeState { sum: e.split.left, rows: n_left, depth });
+            nodes.push(NodeState { sum: e.split.right, rows: parent_rows - n_left, depth });
+        }
+        // Children's histograms: the smaller child's built, its sibling's by subtraction.
+        let mut children = Vec::new();
+        for e in &expanded {
+            if can_split(nodes[e.left].depth) {
+                let (small, large) =
+                    if nodes[e.left].rows <= nodes[e.right].rows { (e.left, e.right) } else { (e.right, e.left) };
+                children.push(ChildHistograms { small, large, parent: e.node });
+            } else {
+                backend.release(e.node);
+            }
+        }
+        backend.children_histograms(&children);
+        // Column samples in node order (the generator's draws do not depend on the threads).
+        let mut to_evaluate: Vec<(usize, S, Vec<u32>)> = Vec::new();
+        for e in &expanded {
+            let depth = nodes[e.left].depth;
+            if !can_split(depth) {
+                continue;
+            }
+            let level = level_sample(depth, rng);
+            for child in [e.left, e.right] {
+                to_evaluate.push((child, nodes[child].sum, sample(&level, p.colsample_bynode, rng)));
+            }
+        }
+        let splits = backend.evaluate(&to_evaluate);
+        for ((child, ..), split) in to_evaluate.into_iter().zip(splits) {
+            match split {
+                Some(split) => push(Candidate { node: child, split }, &mut fifo, &mut heap),
+                None => backend.release(child),
+            }
+        }
+    }
+    tree
+}
