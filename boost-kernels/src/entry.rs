@@ -10,17 +10,22 @@ kernel! {
     /// Best split of each (node, feature) pair; see [`evaluate::split_features_kernel`].
     pub unsafe fn boost_split_features(
         histograms: *const GradientPair<i64>,
+        node_stride: u64,
+        feature_stride: u64,
+        slots: *const u32,
         totals: *const GradientPair<i64>,
         cut_ptrs: *const u32,
         cut_values: *const f32,
         min_values: *const f32,
         pairs: *const u32,
         num_pairs: u64,
-        total_bins: u64,
         context: *const SplitContext,
         out: *mut DeviceSplit,
     ) {
-        let args = FeatureSplitArgs { histograms, totals, cut_ptrs, cut_values, min_values, pairs, num_pairs, total_bins, context, out };
+        let args = FeatureSplitArgs {
+            histograms, node_stride, feature_stride, slots, totals, cut_ptrs, cut_values, min_values, pairs, num_pairs,
+            context, out,
+        };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { evaluate::split_features_kernel(&args) }
     }

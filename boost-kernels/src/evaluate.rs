@@ -109,18 +109,22 @@ impl FeatureBins<Fixed> for DeviceBins {
 /// The buffers of [`split_features_kernel`].
 #[repr(C)]
 pub struct FeatureSplitArgs {
-    /// Node histograms, `total_bins` fixed-point sums each, in the order of `totals`.
+    /// Histograms by slot, `node_stride` sums each. Within one, feature `f`'s bins start at
+    /// `cut_ptrs[f]` when `feature_stride` is 0 (global bin ids) and at `f * feature_stride`
+    /// otherwise (a padded row of bins per feature).
     pub histograms: *const Fixed,
-    /// Each node's gradient sum.
+    pub node_stride: u64,
+    pub feature_stride: u64,
+    /// Per node to evaluate: its histogram's slot and its gradient sum.
+    pub slots: *const u32,
     pub totals: *const Fixed,
     /// The cuts: `features + 1` offsets, the bins' upper bounds, each feature's minimum.
     pub cut_ptrs: *const u32,
     pub cut_values: *const f32,
     pub min_values: *const f32,
-    /// (node slot, feature) pairs, two `u32`s each.
+    /// (node, feature) pairs, two `u32`s each; the node indexes `slots` and `totals`.
     pub pairs: *const u32,
     pub num_pairs: u64,
-    pub total_bins: u64,
     pub context: *const SplitContext,
     /// One result per pair.
     pub out: *mut DeviceSplit,
@@ -135,8 +139,8 @@ fn global_thread() -> u64 {
 /// Best split of each (node, feature) pair, one thread each.
 ///
 /// # Safety
-/// Every buffer holds what [`FeatureSplitArgs`] says, and every pair names a node slot of
-/// `totals` and a feature of the cuts.
+/// Every buffer holds what [`FeatureSplitArgs`] says, every pair names a node of `slots` and
+/// `totals` and a feature of the cuts, and every slot's histogram holds that feature's bins.
 pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
     let i = global_thread();
     if i >= a.num_pairs {
@@ -149,6 +153,7 @@ pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
         let feature = arch::load(a.pairs.add(2 * i + 1));
         let context = arch::load(a.context);
         let total = arch::load(a.totals.add(node));
+        let slot = arch::load(a.slots.add(node)) as usize;
         let begin = arch::load(a.cut_ptrs.add(feature as usize));
         let end = arch::load(a.cut_ptrs.add(feature as usize + 1));
         let result = if begin == end {
@@ -156,11 +161,13 @@ pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
         } else {
             let t = context.quantiser.to_float(total);
             let parent_gain = calc_gain(&context.params, t.grad, t.hess);
+            let within =
+                if a.feature_stride == 0 { begin as usize } else { feature as usize * a.feature_stride as usize };
             let bins = DeviceBins {
                 feature,
                 first_bin: begin,
                 len: (end - begin) as usize,
-                hist: a.histograms.add(node * a.total_bins as usize + begin as usize),
+                hist: a.histograms.add(slot * a.node_stride as usize + within),
                 cut_values: a.cut_values,
                 min_value: arch::load(a.min_values.add(feature as usize)),
             };

@@ -37,18 +37,20 @@ pub struct ChildHistograms {
 /// The data-parallel steps of growing one tree. Nodes are named by the driver's ids (the tree's);
 /// the backend holds their rows and histograms.
 pub trait GrowBackend<S: GradientSum> {
+    /// What a step can fail with (`Infallible` on the CPU; device errors on the GPU).
+    type Error;
     /// The sum of every row's gradient (the root's).
-    fn total(&mut self) -> S;
+    fn total(&mut self) -> Result<S, Self::Error>;
     /// Builds the root's histogram (node 0, every row).
-    fn root_histogram(&mut self);
+    fn root_histogram(&mut self) -> Result<(), Self::Error>;
     /// Splits the rows of each expanded node between its children (stably: rows keep their order);
     /// returns how many rows went left, per expansion.
-    fn partition(&mut self, expanded: &[Expansion<S>]) -> Vec<usize>;
+    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<Vec<usize>, Self::Error>;
     /// Builds the histograms of these children and releases their parents'.
-    fn children_histograms(&mut self, children: &[ChildHistograms]);
+    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Self::Error>;
     /// The best split of each node over its features (increasing), if one passes the limits; the
     /// node's gradient sum is given.
-    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Vec<Option<Split<S>>>;
+    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>, Self::Error>;
     /// Drops a node's histogram: it will not be split.
     fn release(&mut self, node: usize);
 }
@@ -105,11 +107,11 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     features: &[u32],
     rows: usize,
     rng: &mut impl Rng,
-) -> Tree {
+) -> Result<Tree, B::Error> {
     let p = params;
     let sp = params.split();
     let to_f = |s: S| s.to_float(quantiser);
-    let total = backend.total();
+    let total = backend.total()?;
     let root = to_f(total);
     let mut tree = Tree::leaf(leaf_value(&sp, root.grad, root.hess), root.hess as f32);
     let mut nodes = vec![NodeState { sum: total, rows, depth: 0 }];
@@ -132,9 +134,9 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         };
 
     if can_split(0) && rows > 0 {
-        backend.root_histogram();
+        backend.root_histogram()?;
         let node_features = sample(&level_sample(0, rng), p.colsample_bynode, rng);
-        match backend.evaluate(&[(0, total, node_features)]).pop().flatten() {
+        match backend.evaluate(&[(0, total, node_features)])?.pop().flatten() {
             Some(split) => push(Candidate { node: 0, split }, &mut fifo, &mut heap),
             None => backend.release(0),
         }
@@ -176,7 +178,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         if expanded.is_empty() {
             continue;
         }
-        let lefts = backend.partition(&expanded);
+        let lefts = backend.partition(&expanded)?;
         for (e, &n_left) in expanded.iter().zip(&lefts) {
             let (parent_rows, depth) = (nodes[e.node].rows, nodes[e.node].depth + 1);
             nodes.push(NodeState { sum: e.split.left, rows: n_left, depth });
@@ -193,7 +195,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
                 backend.release(e.node);
             }
         }
-        backend.children_histograms(&children);
+        backend.children_histograms(&children)?;
         // Column samples in node order (the generator's draws do not depend on the threads).
         let mut to_evaluate: Vec<(usize, S, Vec<u32>)> = Vec::new();
         for e in &expanded {
@@ -206,7 +208,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
                 to_evaluate.push((child, nodes[child].sum, sample(&level, p.colsample_bynode, rng)));
             }
         }
-        let splits = backend.evaluate(&to_evaluate);
+        let splits = backend.evaluate(&to_evaluate)?;
         for ((child, ..), split) in to_evaluate.into_iter().zip(splits) {
             match split {
                 Some(split) => push(Candidate { node: child, split }, &mut fifo, &mut heap),
@@ -214,5 +216,5 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
             }
         }
     }
-    tree
+    Ok(tree)
 }

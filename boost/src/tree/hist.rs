@@ -29,6 +29,7 @@ use crate::param::TreeParams;
 use crate::quantile::QuantileCuts;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
 use crate::tree::Tree;
+use std::convert::Infallible;
 
 /// How the hist builder accumulates gradient sums. Training uses [`HistogramPrecision::FixedPoint`];
 /// the others exist for the precision experiment (`cargo xtask precision`), which measures how much
@@ -95,7 +96,10 @@ impl HistBuilder<'_> {
             ranges: vec![(0, n)],
             hists: vec![None],
         };
-        let tree = grow::grow(&mut backend, self.params, self.quantiser, features, n, rng);
+        let tree = match grow::grow(&mut backend, self.params, self.quantiser, features, n, rng) {
+            Ok(tree) => tree,
+            Err(never) => match never {},
+        };
         let mut positions = vec![0u32; n];
         for (id, &(begin, end)) in backend.ranges.iter().enumerate() {
             if tree.is_leaf(id) {
@@ -318,15 +322,18 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
 }
 
 impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
-    fn total(&mut self) -> S {
-        sum_rows(self.gradients, &self.rows)
+    type Error = Infallible;
+
+    fn total(&mut self) -> Result<S, Infallible> {
+        Ok(sum_rows(self.gradients, &self.rows))
     }
 
-    fn root_histogram(&mut self) {
+    fn root_histogram(&mut self) -> Result<(), Infallible> {
         self.hists[0] = Some(self.builder.histogram(self.gradients, &self.rows));
+        Ok(())
     }
 
-    fn partition(&mut self, expanded: &[Expansion<S>]) -> Vec<usize> {
+    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<Vec<usize>, Infallible> {
         // Every expanded node's rows (disjoint ranges of `rows`) in parallel.
         let mut ranges: Vec<(usize, usize, usize)> =
             expanded.iter().enumerate().map(|(i, e)| (self.ranges[e.node].0, self.ranges[e.node].1, i)).collect();
@@ -353,10 +360,10 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
             self.set_range(e.left, (begin, begin + n_left));
             self.set_range(e.right, (begin + n_left, end));
         }
-        lefts
+        Ok(lefts)
     }
 
-    fn children_histograms(&mut self, children: &[ChildHistograms]) {
+    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Infallible> {
         let parents: Vec<Option<Vec<S>>> = children.iter().map(|c| self.hists[c.parent].take()).collect();
         let this = &*self;
         let built: Vec<(Vec<S>, Vec<S>)> = children
@@ -378,16 +385,17 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
             self.hists[c.small] = Some(small);
             self.hists[c.large] = Some(large);
         }
+        Ok(())
     }
 
-    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Vec<Option<Split<S>>> {
-        nodes
+    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>, Infallible> {
+        Ok(nodes
             .par_iter()
             .map(|(node, sum, features)| {
                 let hist = self.hists[*node].as_ref().expect("a node is evaluated after its histogram is built");
                 self.builder.evaluate(hist, *sum, features)
             })
-            .collect()
+            .collect())
     }
 
     fn release(&mut self, node: usize) {

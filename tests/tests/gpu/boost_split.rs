@@ -1,10 +1,11 @@
-//! boost's split evaluation on the device (`boost::gpu::evaluate_splits`, the kernels of
-//! `boost-kernels`) against the CPU builder's choice over the same histograms: the same split, bit
-//! for bit (gain, threshold, direction, child sums), for every node. On the emulator in `cargo test`,
+//! boost on the device against the CPU builder: split evaluation (`boost::gpu::evaluate_splits`,
+//! the kernels of `boost-kernels`) over the same histograms gives the same split, bit for bit
+//! (gain, threshold, direction, child sums), for every node; and whole trees grown by the GPU
+//! backend (`boost::gpu::build_tree`) are the CPU builder's, node for node, row for row. On the emulator in `cargo test`,
 //! on the GPU with `--features gpu` (where floating-point contraction or a different rounding would
 //! show).
 
-use boost::gpu::{evaluate_splits, DeviceCuts, SplitContext};
+use boost::gpu::{build_tree, evaluate_splits, DeviceCuts, HistogramLayout, NodeToEvaluate, SplitContext};
 use boost::param::TreeParams;
 use boost::quantile::QuantileCuts;
 use boost_kernels::fixed_point::{self, GradientQuantiser};
@@ -97,8 +98,13 @@ fn split_evaluation_is_the_cpu_builders() {
         let context = SplitContext { params: params.split(), quantiser };
         let device_cuts = DeviceCuts::upload(&gpu, &cuts).unwrap();
         let h = gpu.upload(&histograms).unwrap();
-        let t = gpu.upload(&totals).unwrap();
-        let device = evaluate_splits(&gpu, &device_cuts, &h, &t, &features, &context).unwrap();
+        // Node n's histogram in slot n, but asked for in reverse order: slots are followed.
+        let batch: Vec<NodeToEvaluate> = (0..nodes)
+            .rev()
+            .map(|n| NodeToEvaluate { slot: n as u32, total: totals[n], features: features[n].clone() })
+            .collect();
+        let mut device = evaluate_splits(&gpu, &device_cuts, &h, HistogramLayout::Global, &batch, &context).unwrap();
+        device.reverse();
         let mut found = 0;
         for n in 0..nodes {
             let hist = &histograms[n * total_bins..(n + 1) * total_bins];
@@ -107,5 +113,72 @@ fn split_evaluation_is_the_cpu_builders() {
             found += expected.is_some() as usize;
         }
         assert!(found >= nodes / 2, "most nodes split ({found} of {nodes})");
+    }
+}
+
+/// A dataset with a noisy non-linear target, missing values and a constant column.
+fn dataset(rows: usize, cols: usize, seed: u64) -> (boost::data::FeatureMatrix, Vec<GradientPair<f32>>) {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut values = Vec::with_capacity(rows * cols);
+    let mut gradients = Vec::with_capacity(rows);
+    for _ in 0..rows {
+        let row: Vec<f32> = (0..cols)
+            .map(|c| match c {
+                1 => 3.0,
+                _ if rng.gen_bool(0.1) => f32::NAN,
+                _ => rng.gen_range(-2.0..2.0),
+            })
+            .collect();
+        let x0 = if row[0].is_nan() { 0.5 } else { row[0] };
+        let signal = (x0 * 2.0).sin() + if row[2 % cols] > 0.3 { 0.8 } else { -0.4 };
+        gradients.push(GradientPair::new(signal + rng.gen_range(-0.5..0.5), rng.gen_range(0.05..0.3)));
+        values.extend(row);
+    }
+    (boost::data::FeatureMatrix::Dense(boost::data::DenseMatrix { rows, cols, values }), gradients)
+}
+
+#[test]
+fn trees_grown_on_the_device_are_the_cpu_builders() {
+    use boost::ellpack::EllpackMatrix;
+    use boost::param::GrowPolicy;
+    use boost::tree::hist::HistBuilder;
+    let gpu = gpu();
+    let (rows, cols) = if gpu.is_emulated() { (3000, 6) } else { (200_000, 28) };
+    let (features, gradients) = dataset(rows, cols, 23);
+    for (policy, max_depth, max_leaves, colsample, max_bin) in [
+        (GrowPolicy::Depthwise, 5, 0, 1.0, 64),
+        (GrowPolicy::Lossguide, 0, 24, 1.0, 256),
+        (GrowPolicy::Depthwise, 4, 0, 0.6, 16),
+    ] {
+        let cuts = QuantileCuts::build(&features, &[], max_bin);
+        let matrix = EllpackMatrix::new(&features, &cuts);
+        let bins = matrix.unpack(&cuts);
+        let quantiser = GradientQuantiser::new(&gradients);
+        let fixed: Vec<Fixed> = gradients.iter().map(|&g| quantiser.to_fixed(g)).collect();
+        let params = TreeParams {
+            grow_policy: policy,
+            max_depth,
+            max_leaves,
+            colsample_bylevel: colsample,
+            colsample_bynode: colsample,
+            ..Default::default()
+        };
+        let all: Vec<u32> = (0..cols as u32).collect();
+        let cpu = HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: &params, quantiser: &quantiser }
+            .build(&fixed, &all, &mut rand::rngs::SmallRng::seed_from_u64(5));
+        let device = build_tree(
+            &gpu,
+            &matrix,
+            &cuts,
+            &params,
+            &quantiser,
+            &fixed,
+            &all,
+            &mut rand::rngs::SmallRng::seed_from_u64(5),
+        )
+        .unwrap();
+        assert!(cpu.tree.len() > 7, "{policy:?}: a real tree ({} nodes)", cpu.tree.len());
+        assert_eq!(device.tree, cpu.tree, "{policy:?}, max_bin {max_bin}");
+        assert_eq!(device.positions, cpu.positions, "{policy:?}, max_bin {max_bin}");
     }
 }
