@@ -14,7 +14,7 @@ use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::quantile::QuantileCuts;
-use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::{Error, Result};
 
 type Fixed = GradientPair<i64>;
@@ -208,9 +208,9 @@ pub struct GpuBackend<'a> {
     pub host_gradients: &'a [Fixed],
     pub gradients: &'a DeviceBuffer<Fixed>,
     pub context: SplitContext,
-    rows: Vec<u32>,
+    order: RowOrder,
+    /// `order.rows` on the device, dropped when the host's changes.
     device_rows: Option<DeviceBuffer<u32>>,
-    ranges: Vec<(usize, usize)>,
     /// The last batch's histograms (padded layout), and each node's slot in them.
     histograms: Option<DeviceBuffer<Fixed>>,
     slots: Vec<Option<u32>>,
@@ -241,45 +241,23 @@ impl<'a> GpuBackend<'a> {
             host_gradients,
             gradients,
             context,
-            rows: (0..rows as u32).collect(),
+            order: RowOrder::new(rows),
             device_rows: None,
-            ranges: vec![(0, rows)],
             histograms: None,
             slots: vec![None],
         }
-    }
-
-    /// The leaf each row ended in, once `tree` is grown.
-    pub fn positions(&self, tree: &crate::tree::Tree) -> Vec<u32> {
-        let mut positions = vec![0u32; self.rows.len()];
-        for (id, &(begin, end)) in self.ranges.iter().enumerate() {
-            if tree.is_leaf(id) {
-                for &row in &self.rows[begin..end] {
-                    positions[row as usize] = id as u32;
-                }
-            }
-        }
-        positions
-    }
-
-    fn set_range(&mut self, node: usize, range: (usize, usize)) {
-        if self.ranges.len() <= node {
-            self.ranges.resize(node + 1, (0, 0));
-            self.slots.resize(node + 1, None);
-        }
-        self.ranges[node] = range;
     }
 
     /// Histograms of `nodes` (each a range of the row order) in one launch: the ranges, sorted,
     /// with the gaps between them as nodes of their own, whose histograms are not used.
     fn build_histograms(&mut self, nodes: &[usize]) -> Result<()> {
         let mut ranges: Vec<(usize, usize, usize)> =
-            nodes.iter().map(|&n| (self.ranges[n].0, self.ranges[n].1, n)).collect();
+            nodes.iter().map(|&n| (self.order.range(n).0, self.order.range(n).1, n)).collect();
         ranges.sort_unstable();
         let mut offsets = vec![0u32];
-        for slot in self.slots.iter_mut() {
-            *slot = None;
-        }
+        let last = nodes.iter().max().copied().unwrap_or(0);
+        self.slots.clear();
+        self.slots.resize(last + 1, None);
         for &(begin, end, node) in &ranges {
             if begin > *offsets.last().unwrap_or(&0) as usize {
                 offsets.push(begin as u32);
@@ -291,7 +269,7 @@ impl<'a> GpuBackend<'a> {
         let mut histograms = self.gpu.alloc_zeroed::<Fixed>(slots * self.features * self.bins_per_feature)?;
         let rows = match &self.device_rows {
             Some(rows) => rows,
-            None => self.device_rows.insert(self.gpu.upload(&self.rows)?),
+            None => self.device_rows.insert(self.gpu.upload(&self.order.rows)?),
         };
         let matrix =
             MultiFeatureMatrix { bins: self.bins, features: self.features, bins_per_feature: self.bins_per_feature };
@@ -316,7 +294,7 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
         let mut lefts = Vec::with_capacity(expanded.len());
         let mut scratch = Vec::new();
         for e in expanded {
-            let (begin, end) = self.ranges[e.node];
+            let (begin, end) = self.order.range(e.node);
             let f = e.split.feature as usize;
             let first = self.first_bins[f] as i64;
             let missing = self.bins_per_feature as u16;
@@ -329,7 +307,7 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
                 }
             };
             scratch.clear();
-            let rows = &mut self.rows[begin..end];
+            let rows = &mut self.order.rows[begin..end];
             let mut left = 0;
             for i in 0..rows.len() {
                 if goes_left(rows[i]) {
@@ -342,11 +320,7 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
             rows[left..].copy_from_slice(&scratch);
             lefts.push(left);
         }
-        for (e, &left) in expanded.iter().zip(&lefts) {
-            let (begin, end) = self.ranges[e.node];
-            self.set_range(e.left, (begin, begin + left));
-            self.set_range(e.right, (begin + left, end));
-        }
+        self.order.split(expanded, &lefts);
         // The new row order goes to the device before the next histograms.
         self.device_rows = None;
         Ok(lefts)
@@ -413,7 +387,7 @@ pub fn build_tree(
         context,
     );
     let tree = grow::grow(&mut backend, params, quantiser, features, gradients.len(), rng)?;
-    let positions = backend.positions(&tree);
+    let positions = backend.order.positions(&tree);
     Ok(crate::tree::hist::BuiltTree { tree, positions })
 }
 

@@ -34,6 +34,57 @@ pub struct ChildHistograms {
     pub parent: usize,
 }
 
+/// Rows grouped by node: one array of row indices in which each node's rows are a range, kept so
+/// by stable partitions (a node's rows stay in increasing order). Both backends keep one.
+pub struct RowOrder {
+    pub rows: Vec<u32>,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl RowOrder {
+    /// Every one of `n` rows in the root.
+    pub fn new(n: usize) -> Self {
+        RowOrder { rows: (0..n as u32).collect(), ranges: vec![(0, n)] }
+    }
+
+    /// Node `node`'s rows are `rows[begin..end]`.
+    pub fn range(&self, node: usize) -> (usize, usize) {
+        self.ranges[node]
+    }
+
+    pub fn node_rows(&self, node: usize) -> &[u32] {
+        let (begin, end) = self.ranges[node];
+        &self.rows[begin..end]
+    }
+
+    /// Records the children's ranges once each expanded node's rows are partitioned, `lefts[i]`
+    /// of `expanded[i]`'s going left.
+    pub fn split<S>(&mut self, expanded: &[Expansion<S>], lefts: &[usize]) {
+        for (e, &n_left) in expanded.iter().zip(lefts) {
+            let (begin, end) = self.ranges[e.node];
+            let last = e.left.max(e.right);
+            if self.ranges.len() <= last {
+                self.ranges.resize(last + 1, (0, 0));
+            }
+            self.ranges[e.left] = (begin, begin + n_left);
+            self.ranges[e.right] = (begin + n_left, end);
+        }
+    }
+
+    /// The leaf each row ended in, once `tree` is grown.
+    pub fn positions(&self, tree: &Tree) -> Vec<u32> {
+        let mut positions = vec![0u32; self.rows.len()];
+        for (id, &(begin, end)) in self.ranges.iter().enumerate() {
+            if tree.is_leaf(id) {
+                for &row in &self.rows[begin..end] {
+                    positions[row as usize] = id as u32;
+                }
+            }
+        }
+        positions
+    }
+}
+
 /// The data-parallel steps of growing one tree. Nodes are named by the driver's ids (the tree's);
 /// the backend holds their rows and histograms.
 pub trait GrowBackend<S: GradientSum> {

@@ -27,7 +27,7 @@ use crate::ellpack::{EllpackMatrix, UnpackedBins, UnpackedData};
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::quantile::QuantileCuts;
-use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::Tree;
 use std::convert::Infallible;
 
@@ -89,25 +89,12 @@ impl HistBuilder<'_> {
     /// `gradients` are fixed point in training ([`HistogramSum`] says why others exist).
     pub fn build<S: HistogramSum>(&self, gradients: &[S], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
         let n = self.matrix.rows;
-        let mut backend = CpuBackend {
-            builder: self,
-            gradients,
-            rows: (0..n as u32).collect(),
-            ranges: vec![(0, n)],
-            hists: vec![None],
-        };
+        let mut backend = CpuBackend { builder: self, gradients, order: RowOrder::new(n), hists: vec![None] };
         let tree = match grow::grow(&mut backend, self.params, self.quantiser, features, n, rng) {
             Ok(tree) => tree,
             Err(never) => match never {},
         };
-        let mut positions = vec![0u32; n];
-        for (id, &(begin, end)) in backend.ranges.iter().enumerate() {
-            if tree.is_leaf(id) {
-                for &row in &backend.rows[begin..end] {
-                    positions[row as usize] = id as u32;
-                }
-            }
-        }
+        let positions = backend.order.positions(&tree);
         BuiltTree { tree, positions }
     }
 
@@ -300,46 +287,32 @@ fn prefetch<T>(p: *const T) {
 struct CpuBackend<'b, 'a, S> {
     builder: &'b HistBuilder<'a>,
     gradients: &'b [S],
-    rows: Vec<u32>,
-    /// Node `n`'s rows are `rows[ranges[n].0..ranges[n].1]`.
-    ranges: Vec<(usize, usize)>,
+    order: RowOrder,
     hists: Vec<Option<Vec<S>>>,
-}
-
-impl<S: HistogramSum> CpuBackend<'_, '_, S> {
-    fn node_rows(&self, node: usize) -> &[u32] {
-        let (begin, end) = self.ranges[node];
-        &self.rows[begin..end]
-    }
-
-    fn set_range(&mut self, node: usize, range: (usize, usize)) {
-        if self.ranges.len() <= node {
-            self.ranges.resize(node + 1, (0, 0));
-            self.hists.resize(node + 1, None);
-        }
-        self.ranges[node] = range;
-    }
 }
 
 impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
     type Error = Infallible;
 
     fn total(&mut self) -> Result<S, Infallible> {
-        Ok(sum_rows(self.gradients, &self.rows))
+        Ok(sum_rows(self.gradients, &self.order.rows))
     }
 
     fn root_histogram(&mut self) -> Result<(), Infallible> {
-        self.hists[0] = Some(self.builder.histogram(self.gradients, &self.rows));
+        self.hists[0] = Some(self.builder.histogram(self.gradients, &self.order.rows));
         Ok(())
     }
 
     fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<Vec<usize>, Infallible> {
         // Every expanded node's rows (disjoint ranges of `rows`) in parallel.
-        let mut ranges: Vec<(usize, usize, usize)> =
-            expanded.iter().enumerate().map(|(i, e)| (self.ranges[e.node].0, self.ranges[e.node].1, i)).collect();
+        let mut ranges: Vec<(usize, usize, usize)> = expanded
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (self.order.range(e.node).0, self.order.range(e.node).1, i))
+            .collect();
         ranges.sort_unstable();
         let mut slices: Vec<(&mut [u32], usize)> = Vec::with_capacity(ranges.len());
-        let mut rest: &mut [u32] = &mut self.rows;
+        let mut rest: &mut [u32] = &mut self.order.rows;
         let mut offset = 0;
         for &(begin, end, i) in &ranges {
             let (_, tail) = std::mem::take(&mut rest).split_at_mut(begin - offset);
@@ -355,10 +328,10 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
         for (i, n_left) in counted {
             lefts[i] = n_left;
         }
-        for (e, &n_left) in expanded.iter().zip(&lefts) {
-            let (begin, end) = self.ranges[e.node];
-            self.set_range(e.left, (begin, begin + n_left));
-            self.set_range(e.right, (begin + n_left, end));
+        self.order.split(expanded, &lefts);
+        let slots = expanded.iter().map(|e| e.left.max(e.right) + 1).max().unwrap_or(0);
+        if self.hists.len() < slots {
+            self.hists.resize(slots, None);
         }
         Ok(lefts)
     }
@@ -370,13 +343,13 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
             .par_iter()
             .zip(parents)
             .map(|(c, parent)| {
-                let small = this.builder.histogram(this.gradients, this.node_rows(c.small));
+                let small = this.builder.histogram(this.gradients, this.order.node_rows(c.small));
                 let large = match parent {
                     Some(mut h) => {
                         h.iter_mut().zip(&small).for_each(|(a, &b)| *a = S::sub(*a, b));
                         h
                     }
-                    None => this.builder.histogram(this.gradients, this.node_rows(c.large)),
+                    None => this.builder.histogram(this.gradients, this.order.node_rows(c.large)),
                 };
                 (small, large)
             })
