@@ -196,18 +196,18 @@ pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u1
 /// then copied to the device (one more copy per batch than the goal). Gradient sums are exact
 /// fixed-point integers, so the trees are the CPU builder's, bit for bit.
 pub struct GpuBackend<'a> {
-    pub gpu: &'a Gpu,
-    pub cuts: &'a DeviceCuts,
+    gpu: &'a Gpu,
+    cuts: &'a DeviceCuts,
     /// [`local_bins`] on the host and on the device.
-    pub host_bins: &'a [u16],
-    pub bins: &'a DeviceBuffer<u16>,
-    pub bins_per_feature: usize,
-    pub features: usize,
-    pub first_bins: &'a [u32],
+    host_bins: &'a [u16],
+    bins: &'a DeviceBuffer<u16>,
+    bins_per_feature: usize,
+    features: usize,
+    first_bins: &'a [u32],
     /// Fixed-point gradients on the host and on the device.
-    pub host_gradients: &'a [Fixed],
-    pub gradients: &'a DeviceBuffer<Fixed>,
-    pub context: SplitContext,
+    host_gradients: &'a [Fixed],
+    gradients: &'a DeviceBuffer<Fixed>,
+    context: SplitContext,
     order: RowOrder,
     /// `order.rows` on the device, dropped when the host's changes.
     device_rows: Option<DeviceBuffer<u32>>,
@@ -217,6 +217,8 @@ pub struct GpuBackend<'a> {
 }
 
 impl<'a> GpuBackend<'a> {
+    /// A backend over the device copies of the cuts, [`local_bins`] and the fixed-point gradients
+    /// (with their host copies, which the host partition and the root sum read).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         gpu: &'a Gpu,
@@ -292,33 +294,19 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
 
     fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<Vec<usize>> {
         let mut lefts = Vec::with_capacity(expanded.len());
-        let mut scratch = Vec::new();
         for e in expanded {
             let (begin, end) = self.order.range(e.node);
             let f = e.split.feature as usize;
-            let first = self.first_bins[f] as i64;
-            let missing = self.bins_per_feature as u16;
-            let goes_left = |row: u32| {
-                let local = self.host_bins[row as usize * self.features + f];
-                if local == missing {
-                    e.split.default_left
-                } else {
-                    first + local as i64 <= e.split.last_left_bin
-                }
-            };
-            scratch.clear();
+            let (first, missing) = (self.first_bins[f] as i64, self.bins_per_feature as u16);
             let rows = &mut self.order.rows[begin..end];
-            let mut left = 0;
-            for i in 0..rows.len() {
-                if goes_left(rows[i]) {
-                    rows[left] = rows[i];
-                    left += 1;
-                } else {
-                    scratch.push(rows[i]);
-                }
-            }
-            rows[left..].copy_from_slice(&scratch);
-            lefts.push(left);
+            let flags: Vec<bool> = rows
+                .iter()
+                .map(|&row| match self.host_bins[row as usize * self.features + f] {
+                    local if local == missing => e.split.default_left,
+                    local => first + local as i64 <= e.split.last_left_bin,
+                })
+                .collect();
+            lefts.push(grow::stable_partition(rows, &flags));
         }
         self.order.split(expanded, &lefts);
         // The new row order goes to the device before the next histograms.

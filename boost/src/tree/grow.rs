@@ -85,6 +85,23 @@ impl RowOrder {
     }
 }
 
+/// Moves the rows whose flag is set to the front, keeping the order within both parts (a stable
+/// partition); returns how many went to the front.
+pub fn stable_partition(rows: &mut [u32], goes_left: &[bool]) -> usize {
+    let mut right = Vec::with_capacity(rows.len());
+    let mut n_left = 0;
+    for i in 0..rows.len() {
+        if goes_left[i] {
+            rows[n_left] = rows[i];
+            n_left += 1;
+        } else {
+            right.push(rows[i]);
+        }
+    }
+    rows[n_left..].copy_from_slice(&right);
+    n_left
+}
+
 /// The data-parallel steps of growing one tree. Nodes are named by the driver's ids (the tree's);
 /// the backend holds their rows and histograms.
 pub trait GrowBackend<S: GradientSum> {

@@ -252,18 +252,7 @@ impl HistBuilder<'_> {
         } else {
             decide(rows, &mut flags);
         }
-        let mut right = Vec::with_capacity(rows.len());
-        let mut n_left = 0;
-        for i in 0..rows.len() {
-            if flags[i] {
-                rows[n_left] = rows[i];
-                n_left += 1;
-            } else {
-                right.push(rows[i]);
-            }
-        }
-        rows[n_left..].copy_from_slice(&right);
-        n_left
+        grow::stable_partition(rows, &flags)
     }
 }
 
