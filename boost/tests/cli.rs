@@ -20,6 +20,16 @@ fn boost(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_boost")).args(args).output().expect("run boost")
 }
 
+/// `boost train ARGS -o MODEL`: the whole command line, and what it gave.
+fn train_to(args: Vec<String>, model: &Path) -> (Vec<String>, Output) {
+    let mut all = vec!["train".to_string()];
+    all.extend(args);
+    all.extend(["-o".into(), model.display().to_string()]);
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let out = boost(&refs);
+    (all, out)
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -116,11 +126,7 @@ fn bad_input_fails_with_a_message_and_writes_no_model() {
         (vec![bad_data.display().to_string(), "--format".into(), "csv".into()], "bad.csv"),
     ];
     for (args, message) in cases {
-        let mut all = vec!["train".to_string()];
-        all.extend(args);
-        all.extend(["-o".into(), model.display().to_string()]);
-        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-        let out = boost(&refs);
+        let (all, out) = train_to(args, &model);
         assert!(!out.status.success(), "{all:?} should fail");
         let stderr = text(&out.stderr);
         assert!(stderr.contains(message), "{all:?}: {stderr}");
@@ -156,11 +162,7 @@ fn regressions_of_the_first_user_trial_fail_cleanly() {
         (vec![train, "--early-stopping-rounds".into(), "3".into()], "needs an evaluation set"),
     ];
     for (args, message) in cases {
-        let mut all = vec!["train".to_string()];
-        all.extend(args);
-        all.extend(["-o".into(), model.display().to_string()]);
-        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-        let out = boost(&refs);
+        let (all, out) = train_to(args, &model);
         assert_eq!(out.status.code(), Some(1), "{all:?}: {}", text(&out.stderr));
         let stderr = text(&out.stderr);
         assert!(stderr.contains(message), "{all:?}: {stderr}");
