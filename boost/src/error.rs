@@ -20,6 +20,10 @@ pub enum Error {
     /// A model file that is corrupt, foreign or from an unsupported version.
     #[error("model: {0}")]
     Model(String),
+    /// The device that `device=` names cannot be opened (no driver, no such GPU, an architecture the
+    /// kernels do not cover).
+    #[error("parameter `device`: `{device}` cannot be used: {source}")]
+    Device { device: String, source: Box<primitives::Error> },
     /// A failure of the GPU backend.
     #[error("GPU: {0}")]
     Gpu(#[from] primitives::Error),

@@ -1,6 +1,7 @@
 //! The GPU backend of `boost`, being built (issue: "boost trains on the GPU"): device copies of
-//! the cuts and split evaluation for a batch of nodes, over the kernels of `boost-kernels`, whose
-//! arithmetic is the CPU builder's (`boost_kernels::split`). Runs on a CUDA device or, in tests, on
+//! the cuts and bins for a training run ([`GpuTrainer`]), histograms and split evaluation for a
+//! batch of nodes, over the kernels of `boost-kernels`, whose arithmetic is the CPU builder's
+//! (`boost_kernels::split`). Runs on a CUDA device or, in tests, on
 //! the SIMT emulator. The GPU test suite (`tests/tests/gpu/boost_split.rs`) checks it against the
 //! CPU builder's choice, on the emulator in `cargo test` and on a GPU with `--features gpu`.
 
@@ -345,8 +346,74 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
     }
 }
 
-/// Grows one tree on `gpu` (see [`GpuBackend`]); returns it with each row's leaf, as
-/// [`crate::tree::hist::HistBuilder::build`] does on the CPU.
+/// What the GPU backend keeps on the device for a whole training run: the cuts and every row's
+/// bins ([`local_bins`]), uploaded once; each tree then uploads only its gradients.
+pub struct GpuTrainer<'g> {
+    gpu: &'g Gpu,
+    cuts: DeviceCuts,
+    first_bins: Vec<u32>,
+    host_bins: Vec<u16>,
+    bins: DeviceBuffer<u16>,
+    bins_per_feature: usize,
+}
+
+impl<'g> GpuTrainer<'g> {
+    /// Uploads the cuts and the bins of `matrix`.
+    pub fn new(gpu: &'g Gpu, matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<Self> {
+        let (host_bins, bins_per_feature) = local_bins(matrix, cuts)?;
+        Ok(GpuTrainer {
+            gpu,
+            cuts: DeviceCuts::upload(gpu, cuts)?,
+            first_bins: cuts.cut_ptrs.clone(),
+            bins: gpu.upload(&host_bins)?,
+            host_bins,
+            bins_per_feature,
+        })
+    }
+
+    /// The device this trainer runs on.
+    pub fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Grows one tree (see [`GpuBackend`]) from fixed-point `gradients`, one per row; returns it with
+    /// each row's leaf, as [`crate::tree::hist::HistBuilder::build`] does on the CPU, drawing the
+    /// same random numbers from `rng`.
+    pub fn build_tree(
+        &self,
+        params: &TreeParams,
+        quantiser: &GradientQuantiser,
+        gradients: &[Fixed],
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<crate::tree::hist::BuiltTree> {
+        if gradients.len() * self.cuts.features != self.host_bins.len() {
+            return Err(Error::InvalidData(format!(
+                "{} gradients for a matrix of {} rows",
+                gradients.len(),
+                self.host_bins.len() / self.cuts.features.max(1)
+            )));
+        }
+        let device_gradients = self.gpu.upload(gradients)?;
+        let context = SplitContext { params: params.split(), quantiser: *quantiser };
+        let mut backend = GpuBackend::new(
+            self.gpu,
+            &self.cuts,
+            &self.host_bins,
+            &self.bins,
+            self.bins_per_feature,
+            &self.first_bins,
+            gradients,
+            &device_gradients,
+            context,
+        );
+        let tree = grow::grow(&mut backend, params, quantiser, features, gradients.len(), rng)?;
+        let positions = backend.order.positions(&tree);
+        Ok(crate::tree::hist::BuiltTree { tree, positions })
+    }
+}
+
+/// Grows one tree on `gpu`: [`GpuTrainer::build_tree`] for a single tree (uploads the matrix too).
 #[allow(clippy::too_many_arguments)]
 pub fn build_tree(
     gpu: &Gpu,
@@ -358,25 +425,7 @@ pub fn build_tree(
     features: &[u32],
     rng: &mut impl rand::Rng,
 ) -> Result<crate::tree::hist::BuiltTree> {
-    let device_cuts = DeviceCuts::upload(gpu, cuts)?;
-    let (host_bins, bins_per_feature) = local_bins(matrix, cuts)?;
-    let bins = gpu.upload(&host_bins)?;
-    let device_gradients = gpu.upload(gradients)?;
-    let context = SplitContext { params: params.split(), quantiser: *quantiser };
-    let mut backend = GpuBackend::new(
-        gpu,
-        &device_cuts,
-        &host_bins,
-        &bins,
-        bins_per_feature,
-        &cuts.cut_ptrs,
-        gradients,
-        &device_gradients,
-        context,
-    );
-    let tree = grow::grow(&mut backend, params, quantiser, features, gradients.len(), rng)?;
-    let positions = backend.order.positions(&tree);
-    Ok(crate::tree::hist::BuiltTree { tree, positions })
+    GpuTrainer::new(gpu, matrix, cuts)?.build_tree(params, quantiser, gradients, features, rng)
 }
 
 #[cfg(test)]

@@ -2,17 +2,21 @@
 //! margins kept up to date on the training and evaluation sets, an XGBoost-style evaluation log,
 //! early stopping on the last metric of the last evaluation set, and continuation from a model.
 
+use std::sync::Arc;
+
 use primitives::ops::GradientPair;
+use primitives::{DeviceKind, Gpu};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::data::Dataset;
-use crate::ellpack::EllpackMatrix;
+use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
+use crate::gpu::GpuTrainer;
 use crate::metric::{self, Metric};
 use crate::model::Model;
 use crate::objective::{self, Objective};
-use crate::param::Params;
+use crate::param::{Device, Params};
 use crate::quantile::QuantileCuts;
 use crate::tree::hist::{HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
@@ -28,11 +32,14 @@ pub struct TrainOptions {
     pub early_stopping_rounds: Option<usize>,
     /// Print the evaluation log every this many rounds (0: never), as XGBoost's `verbose_eval`.
     pub verbose_eval: usize,
+    /// A device already opened, used instead of the one the `device` parameter names (a caller that
+    /// trains many models opens it once; the tests pass the SIMT emulator).
+    pub gpu: Option<Arc<Gpu>>,
 }
 
 impl Default for TrainOptions {
     fn default() -> Self {
-        Self { num_boost_round: 10, xgb_model: None, early_stopping_rounds: None, verbose_eval: 1 }
+        Self { num_boost_round: 10, xgb_model: None, early_stopping_rounds: None, verbose_eval: 1, gpu: None }
     }
 }
 
@@ -66,6 +73,9 @@ pub struct Trained {
     /// (Mitchell et al. 2018's comparison).
     pub ellpack_bytes: usize,
     pub dense_f32_bytes: usize,
+    /// Where the trees were built: `cpu`, or the GPU's name and kind; with `device=auto` and no usable
+    /// GPU, `cpu` and the reason.
+    pub device: String,
 }
 
 /// Trains on `train`, evaluating `evals` (data, name) after every round.
@@ -128,10 +138,24 @@ pub fn train_with_precision(
             m.check(data.rows() * outputs, &data.info, outputs)?;
         }
     }
+    let (opened, device) = match &options.gpu {
+        Some(gpu) => (None, describe(gpu)),
+        None => open_device(params.device)?,
+    };
+    let gpu = options.gpu.as_deref().or(opened.as_ref());
+    if gpu.is_some() && precision != HistogramPrecision::FixedPoint {
+        return Err(Error::param(
+            "device",
+            format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
+        ));
+    }
     let row_weights = row_weights(train)?;
     let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
     let matrix = EllpackMatrix::new(&train.features, &cuts);
-    let bins = matrix.unpack(&cuts);
+    let backend = match gpu {
+        Some(gpu) => TreeBackend::Gpu(Box::new(GpuTrainer::new(gpu, &matrix, &cuts)?)),
+        None => TreeBackend::Cpu(matrix.unpack(&cuts)),
+    };
 
     let num_class = if outputs > 1 { outputs } else { 0 };
     let mut model = match &options.xgb_model {
@@ -205,19 +229,24 @@ pub fn train_with_precision(
             }
             let quantiser = GradientQuantiser::new(&column);
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
-            let builder =
-                HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
-            let mut built = match precision {
-                HistogramPrecision::FixedPoint => {
-                    let fixed: Vec<GradientPair<i64>> = column.iter().map(|&g| quantiser.to_fixed(g)).collect();
-                    builder.build(&fixed, &tree_features, &mut rng)
+            let fixed = || -> Vec<GradientPair<i64>> { column.iter().map(|&g| quantiser.to_fixed(g)).collect() };
+            let mut built = match &backend {
+                TreeBackend::Gpu(trainer) => {
+                    trainer.build_tree(tree_params, &quantiser, &fixed(), &tree_features, &mut rng)?
                 }
-                HistogramPrecision::F64 => {
-                    let wide: Vec<GradientPair<f64>> =
-                        column.iter().map(|g| GradientPair::new(g.grad as f64, g.hess as f64)).collect();
-                    builder.build(&wide, &tree_features, &mut rng)
+                TreeBackend::Cpu(bins) => {
+                    let builder =
+                        HistBuilder { matrix: &matrix, bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
+                    match precision {
+                        HistogramPrecision::FixedPoint => builder.build(&fixed(), &tree_features, &mut rng),
+                        HistogramPrecision::F64 => {
+                            let wide: Vec<GradientPair<f64>> =
+                                column.iter().map(|g| GradientPair::new(g.grad as f64, g.hess as f64)).collect();
+                            builder.build(&wide, &tree_features, &mut rng)
+                        }
+                        HistogramPrecision::F32 => builder.build(&column, &tree_features, &mut rng),
+                    }
                 }
-                HistogramPrecision::F32 => builder.build(&column, &tree_features, &mut rng),
             };
             if objective.refreshes_leaves() {
                 refresh_leaves(
@@ -293,7 +322,45 @@ pub fn train_with_precision(
         best_score,
         ellpack_bytes: matrix.bytes(),
         dense_f32_bytes: train.rows() * train.cols() * 4,
+        device,
     })
+}
+
+/// Where a run's trees are grown, with what each backend keeps for the whole run.
+enum TreeBackend<'g> {
+    /// The quantised matrix unpacked for the CPU builder.
+    Cpu(UnpackedBins),
+    Gpu(Box<GpuTrainer<'g>>),
+}
+
+/// The device `device` names, opened (`None`: the CPU), and how [`Trained::device`] describes it.
+/// `PRIMITIVES_DEVICE` overrides which device `cuda`/`auto` open (the tests' SIMT emulator).
+fn open_device(device: Device) -> Result<(Option<Gpu>, String)> {
+    let open = |ordinal| Gpu::with_kind(DeviceKind::from_env_or(DeviceKind::Cuda { ordinal })?);
+    match device {
+        Device::Cpu => Ok((None, "cpu".into())),
+        Device::Cuda { ordinal } => {
+            let gpu = open(ordinal)
+                .map_err(|source| Error::Device { device: device.to_string(), source: Box::new(source) })?;
+            let name = describe(&gpu);
+            Ok((Some(gpu), name))
+        }
+        Device::Auto => match open(0) {
+            Ok(gpu) => {
+                let name = describe(&gpu);
+                Ok((Some(gpu), name))
+            }
+            Err(reason) => Ok((None, format!("cpu (device=auto, no usable GPU: {reason})"))),
+        },
+    }
+}
+
+fn describe(gpu: &Gpu) -> String {
+    let properties = gpu.properties();
+    match properties.kind {
+        DeviceKind::Cuda { ordinal } => format!("{} (cuda:{ordinal})", properties.name),
+        DeviceKind::Emulated(_) => properties.name.clone(),
+    }
 }
 
 /// Row weights for the quantile sketch: per-row weights, or per-group weights spread over the rows.

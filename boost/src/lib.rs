@@ -2,9 +2,10 @@
 //! CatBoost-style oblivious-tree option, XGBoost's objectives, metrics and JSON models, all composed
 //! from the `primitives` crate's algorithms.
 //!
-//! The CPU backend is being built first (it is the reference the GPU backend must match bit for
-//! bit). The crate already embeds the kernel images of `boost-kernels` (built by `cargo xtask
-//! kernels`; none yet).
+//! Training runs on the CPU (`device=cpu`, XGBoost's default) or on a CUDA GPU (`device=cuda`,
+//! `cuda:N`, or `auto` for the GPU when one can be opened); both write the same model file, byte for
+//! byte, because the arithmetic that decides a tree is one `no_std` source (`boost-kernels`) compiled
+//! for the host and to the kernels this crate embeds (built by `cargo xtask kernels`).
 
 pub mod data;
 pub mod ellpack;

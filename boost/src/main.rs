@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use boost::data::{read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions};
 use boost::learner::{self, RoundLog, TrainOptions};
 use boost::model::Model;
-use boost::param::{Device, Params};
+use boost::param::Params;
 use boost::{metric, objective, Error, Result};
 
 /// The model attribute that keeps the string encoding of a CSV training file, so that `predict` and
@@ -224,9 +224,6 @@ fn train(args: TrainArgs) -> Result<()> {
             reason: "needs an evaluation set to watch: add --eval NAME=PATH".into(),
         });
     }
-    if params.device == Device::Cuda {
-        eprintln!("boost: device=cuda: the GPU tree builder is not in this version yet; training on the CPU");
-    }
     if params.nthread > 0 {
         // Only the first pool configuration takes effect; a second call is harmless.
         let _ = rayon::ThreadPoolBuilder::new().num_threads(params.nthread).build_global();
@@ -256,6 +253,7 @@ fn train(args: TrainArgs) -> Result<()> {
         xgb_model: previous,
         early_stopping_rounds: args.early_stopping_rounds,
         verbose_eval: args.verbose_eval,
+        gpu: None,
     };
     let start = std::time::Instant::now();
     let trained = learner::train(&params, &train_data, &evals, &options, |log: &RoundLog| {
@@ -276,9 +274,10 @@ fn train(args: TrainArgs) -> Result<()> {
         trained.dense_f32_bytes as f64 / 1e6
     );
     eprintln!(
-        "boost: {} trees in {:.2} s; model written to {}",
+        "boost: {} trees in {:.2} s on {}; model written to {}",
         model.trees.len(),
         start.elapsed().as_secs_f64(),
+        trained.device,
         args.output.display()
     );
     if let Some(best) = trained.best_iteration {

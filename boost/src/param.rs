@@ -78,12 +78,30 @@ impl TreeParams {
     }
 }
 
-/// Where training runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where training runs (`device=`): XGBoost's `cpu`, `cuda`, `cuda:N` (`gpu`, `gpu:N`), and `auto`, a
+/// GPU when one can be opened, else the CPU. The trees are the same on either (the CPU backend is
+/// the GPU backend's oracle, bit for bit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Device {
+    #[default]
     Cpu,
-    /// CUDA when a GPU is usable (falls back to the CPU otherwise, saying so).
-    Cuda,
+    /// The CUDA GPU with this ordinal; training fails with [`crate::Error::Device`] when it cannot be
+    /// opened. `PRIMITIVES_DEVICE` (`cuda:N`, `emulator`) overrides which device that is, so that the
+    /// tests can train on the SIMT emulator.
+    Cuda { ordinal: usize },
+    /// CUDA device 0 when it can be opened, otherwise the CPU ([`crate::learner::Trained::device`]
+    /// says which, and why).
+    Auto,
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Cpu => write!(f, "cpu"),
+            Device::Cuda { ordinal } => write!(f, "cuda:{ordinal}"),
+            Device::Auto => write!(f, "auto"),
+        }
+    }
 }
 
 /// Everything `train` takes besides the data.
@@ -235,12 +253,16 @@ impl Params {
             "nthread" | "n_jobs" => self.nthread = number(name, value)?,
             "device" => {
                 let ordinal = value.strip_prefix("cuda:").or_else(|| value.strip_prefix("gpu:"));
-                self.device = match value {
-                    "cpu" => Device::Cpu,
-                    "cuda" | "gpu" => Device::Cuda,
-                    _ if ordinal.is_some_and(|n| n.parse::<u32>().is_ok()) => Device::Cuda,
+                self.device = match (value, ordinal.map(str::parse::<usize>)) {
+                    ("cpu", _) => Device::Cpu,
+                    ("cuda" | "gpu", _) => Device::Cuda { ordinal: 0 },
+                    ("auto", _) => Device::Auto,
+                    (_, Some(Ok(ordinal))) => Device::Cuda { ordinal },
                     _ => {
-                        return Err(Error::param(name, format!("`{value}`: expected cpu, cuda, cuda:N, gpu or gpu:N")))
+                        return Err(Error::param(
+                            name,
+                            format!("`{value}`: expected cpu, cuda, cuda:N, gpu, gpu:N or auto"),
+                        ))
                     }
                 }
             }
@@ -364,6 +386,7 @@ mod tests {
             ("device", "cuda", true),
             ("device", "cuda:1", true),
             ("device", "gpu:0", true),
+            ("device", "auto", true),
             ("device", "cuda:x", false),
             ("device", "tpu", false),
             ("verbosity", "3", true),
@@ -371,6 +394,11 @@ mod tests {
             ("sampling_method", "uniform", true),
             ("sampling_method", "gradient_based", false),
         ];
+        let device = |value: &str| Params::from_pairs(&[("device", value)]).unwrap().device;
+        assert_eq!(device("gpu"), Device::Cuda { ordinal: 0 });
+        assert_eq!(device("cuda:3"), Device::Cuda { ordinal: 3 });
+        assert_eq!(device("auto"), Device::Auto);
+        assert_eq!(Params::default().device, Device::Cpu, "XGBoost's default");
         for &(name, value, accepted) in table {
             match Params::from_pairs(&[(name, value)]) {
                 Ok(_) => assert!(accepted, "{name}={value} was accepted"),

@@ -174,3 +174,46 @@ fn regressions_of_the_first_user_trial_fail_cleanly() {
     assert!(model.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `boost train` with `PRIMITIVES_DEVICE` set or removed, and `device=`, writing `model`.
+fn train_on(device: &str, env: Option<&str>, model: &Path) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_boost"));
+    match env {
+        Some(kind) => command.env("PRIMITIVES_DEVICE", kind),
+        None => command.env_remove("PRIMITIVES_DEVICE"),
+    };
+    let train = data("higgs_lgbm_sample/binary.train");
+    command.args(["train", &train.display().to_string(), "--rounds", "3", "-o", &model.display().to_string()]);
+    command.args(["objective=binary:logistic", "max_depth=4", "subsample=0.9", "seed=3", &format!("device={device}")]);
+    command.output().expect("run boost")
+}
+
+#[test]
+fn the_device_backend_writes_the_cpu_model_file_and_says_where_it_trained() {
+    let dir = scratch("device");
+    let (cpu, emulated) = (dir.join("cpu.json"), dir.join("emulated.json"));
+    let out = train_on("cpu", None, &cpu);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("on cpu;"), "{}", text(&out.stderr));
+    // `device=cuda` on the SIMT emulator: the GPU backend's kernels, run on the CPU.
+    let out = train_on("cuda", Some("emulator"), &emulated);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("on SIMT emulator"), "{}", text(&out.stderr));
+    let (a, b) = (std::fs::read(&cpu).unwrap(), std::fs::read(&emulated).unwrap());
+    assert!(a.len() > 1000 && a == b, "the device backend's model file differs from the CPU's");
+}
+
+#[test]
+fn a_gpu_that_cannot_be_opened_is_an_error_naming_it_and_no_model_is_written() {
+    let dir = scratch("no-device");
+    let model = dir.join("model.json");
+    let out = train_on("cuda:4096", None, &model);
+    assert!(!out.status.success());
+    let message = text(&out.stderr);
+    assert!(message.contains("parameter `device`: `cuda:4096` cannot be used"), "{message}");
+    assert!(!model.exists());
+    // `auto` falls back to the CPU and says why.
+    let out = train_on("auto", Some("cuda:4096"), &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("on cpu (device=auto, no usable GPU"), "{}", text(&out.stderr));
+}

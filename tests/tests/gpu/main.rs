@@ -3,6 +3,7 @@
 //! (see `tests::gpu`).
 
 mod boost_split;
+mod boost_train;
 mod histogram;
 mod histogram_experiment;
 mod multi;

@@ -1,0 +1,124 @@
+//! Whole training runs on the device (`boost::learner::train` with a GPU) write the CPU backend's
+//! model file, byte for byte, and the same evaluation log: every objective family, both growth
+//! policies, row and column sampling, weights, base margins, missing values, regularisation. On the
+//! emulator in `cargo test` (small data) and on a GPU with `--features gpu` (larger data).
+
+use std::sync::Arc;
+
+use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+use boost::data::Dataset;
+use boost::learner::{train, TrainOptions, Trained};
+use boost::param::Params;
+use tests::gpu;
+
+fn dataset(rows: usize, cols: usize, task: SyntheticTask, seed: u64) -> Dataset {
+    let spec = SyntheticSpec { rows, cols, task, seed, missing_columns: 3.min(cols), ..Default::default() };
+    generate(&spec).expect("synthetic data")
+}
+
+fn run(params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: Option<Arc<primitives::Gpu>>) -> Trained {
+    let params = Params::from_pairs(params).expect("params");
+    let options = TrainOptions { num_boost_round: rounds, verbose_eval: 1, gpu, ..Default::default() };
+    train(&params, data, &[(data, "train")], &options, |_| {}).expect("training")
+}
+
+/// Trains on the CPU and on the device; asserts equal model bytes and logs.
+fn assert_same_model(case: &str, params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: &Arc<primitives::Gpu>) {
+    let cpu = run(params, data, rounds, None);
+    let device = run(params, data, rounds, Some(gpu.clone()));
+    assert_eq!(cpu.device, "cpu");
+    assert_eq!(device.device, gpu.properties().name.clone() + &cuda_suffix(gpu), "{case}");
+    let (cpu_json, device_json) = (cpu.model.to_json_string().unwrap(), device.model.to_json_string().unwrap());
+    let nodes: usize = cpu.model.trees.iter().map(|t| t.len()).sum();
+    assert!(nodes > 3 * cpu.model.trees.len(), "{case}: real trees ({nodes} nodes in {})", cpu.model.trees.len());
+    assert!(cpu_json == device_json, "{case}: the device's model differs from the CPU's");
+    assert_eq!(cpu.history, device.history, "{case}");
+}
+
+fn cuda_suffix(gpu: &primitives::Gpu) -> String {
+    match gpu.properties().kind {
+        primitives::DeviceKind::Cuda { ordinal } => format!(" (cuda:{ordinal})"),
+        primitives::DeviceKind::Emulated(_) => String::new(),
+    }
+}
+
+#[test]
+fn training_on_the_device_writes_the_cpu_backends_model() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = if gpu.is_emulated() { (4000, 9, 5) } else { (200_000, 28, 20) };
+    let mut binary = dataset(rows, cols, SyntheticTask::Binary, 3);
+    binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
+    assert_same_model(
+        "binary:logistic, depthwise, sampling, weights",
+        &[
+            ("objective", "binary:logistic"),
+            ("max_depth", "5"),
+            ("subsample", "0.8"),
+            ("colsample_bytree", "0.9"),
+            ("colsample_bylevel", "0.8"),
+            ("colsample_bynode", "0.8"),
+            ("lambda", "2"),
+            ("alpha", "0.1"),
+            ("gamma", "0.01"),
+            ("min_child_weight", "2"),
+            ("max_delta_step", "0.7"),
+            ("seed", "11"),
+            ("eval_metric", "logloss"),
+            ("eval_metric", "auc"),
+        ],
+        &binary,
+        rounds,
+        &gpu,
+    );
+
+    let mut regression = dataset(rows, cols, SyntheticTask::Regression, 5);
+    regression.info.base_margin = (0..rows).map(|i| (i % 5) as f32 * 0.1).collect();
+    assert_same_model(
+        "reg:squarederror, lossguide, base margin",
+        &[("objective", "reg:squarederror"), ("grow_policy", "lossguide"), ("max_leaves", "12"), ("max_bin", "64")],
+        &regression,
+        rounds,
+        &gpu,
+    );
+    assert_same_model(
+        "reg:absoluteerror (leaves refreshed from the rows' positions)",
+        &[("objective", "reg:absoluteerror"), ("max_depth", "4")],
+        &regression,
+        rounds,
+        &gpu,
+    );
+
+    let mut multiclass = dataset(rows, cols, SyntheticTask::Regression, 7);
+    multiclass.info.labels = multiclass
+        .info
+        .labels
+        .iter()
+        .map(|&m| {
+            if m < -1.0 {
+                0.0
+            } else if m < 1.0 {
+                1.0
+            } else {
+                2.0
+            }
+        })
+        .collect();
+    assert_same_model(
+        "multi:softprob, 3 classes",
+        &[("objective", "multi:softprob"), ("num_class", "3"), ("max_depth", "4"), ("max_bin", "32")],
+        &multiclass,
+        rounds,
+        &gpu,
+    );
+
+    let mut ranking = dataset(rows, cols, SyntheticTask::Regression, 9);
+    ranking.info.labels = ranking.info.labels.iter().map(|&m| (m.clamp(-2.0, 2.0) + 2.0).floor()).collect();
+    ranking.info.group_ptr = (0..rows).step_by(25).chain([rows]).collect();
+    assert_same_model(
+        "rank:pairwise, groups of 25",
+        &[("objective", "rank:pairwise"), ("max_depth", "4"), ("eval_metric", "ndcg@10")],
+        &ranking,
+        rounds,
+        &gpu,
+    );
+}
