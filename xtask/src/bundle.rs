@@ -12,6 +12,8 @@ const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
 # when any of them fails. Usage: bash .gpu/run.sh [tests|bench|all|first-call] [BENCH_MAX_LOG2]
 #   or: bash .gpu/run.sh precision [OPTIONS of cargo xtask precision]  (GPU columns; CSV and Markdown
 #       into $OUT/precision; run from the repository root, which has data/)
+#   or: bash .gpu/run.sh train [ROWS] [ROUNDS] [MAX_DEPTH]  (`boost train` on synthetic data with
+#       device=cpu and device=cuda, cold; the two model files must be byte-identical)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # Executables travel gzipped (each embeds the PTX and the emulator's kernels): unpack them once.
@@ -43,6 +45,22 @@ fi
 if [[ $what == precision ]]; then
   echo "=== precision experiments (cargo xtask precision --device cuda)"
   "$here/bin/xtask" precision --device cuda --data "$here/../data" --out "$out/precision" "${@:2}" || status=1
+fi
+if [[ $what == train ]]; then
+  rows=${2:-1000000}; rounds=${3:-20}; depth=${4:-8}
+  "$here/bin/boost" generate "$out/train.csv" --rows "$rows" || status=1
+  for device in cpu cuda; do
+    echo "=== boost train, $rows rows, $rounds rounds, depth $depth, device=$device (cold)"
+    CUDA_CACHE_DISABLE=1 PRIMITIVES_LOG_LOADS=1 "$here/bin/boost" train "$out/train.csv" --rounds "$rounds" \
+      --verbose-eval "$rounds" -o "$out/model-$device.json" objective=binary:logistic eval_metric=logloss \
+      max_depth="$depth" eta=0.1 max_bin=256 device="$device" || status=1
+  done
+  if cmp -s "$out/model-cpu.json" "$out/model-cuda.json"; then
+    echo "=== the device=cpu and device=cuda model files are byte-identical"
+  else
+    echo "=== the device=cpu and device=cuda model files DIFFER"; status=1
+  fi
+  rm -f "$out/train.csv"
 fi
 if [[ $what == all || $what == bench ]]; then
   echo "=== side by side: device reduce"
@@ -135,6 +153,9 @@ pub fn run() -> Result<()> {
     // `xtask precision --device cuda`: the GPU columns of the precision experiments (docs/precision.md).
     let xtask = build(&root, &["build", "--release", "--package", "xtask", "--bin", "xtask"])?;
     binaries.extend(xtask.into_iter().filter(|a| a.kind == "bin" && a.name == "xtask"));
+    // `run.sh train`: the `boost` CLI on both devices.
+    let boost = build(&root, &["build", "--release", "--package", "boost", "--bin", "boost"])?;
+    binaries.extend(boost.into_iter().filter(|a| a.kind == "bin" && a.name == "boost"));
     copy_all(&tests, &bundle.join("tests"))?;
     copy_all(&criterion.into_iter().filter(|a| a.kind == "bench").collect::<Vec<_>>(), &bundle.join("criterion"))?;
     copy_all(&binaries, &bundle.join("bin"))?;
@@ -147,7 +168,7 @@ pub fn run() -> Result<()> {
     std::fs::write(bundle.join("run.sh"), RUN_SCRIPT)?;
     let bytes: u64 = walk_size(&bundle)?;
     println!(
-        "wrote .gpu/ ({:.1} MiB); on the GPU machine: bash .gpu/run.sh [tests|bench|all|first-call|precision]",
+        "wrote .gpu/ ({:.1} MiB); on the GPU machine: bash .gpu/run.sh [tests|bench|all|first-call|precision|train]",
         bytes as f64 / 1048576.0
     );
     if bytes > 60 << 20 {
