@@ -5,6 +5,8 @@ use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
+use crate::partition::{self, PartitionArgs, PartitionSplit};
+use crate::subtract;
 
 kernel! {
     /// Best split of each (node, feature) pair; see [`evaluate::split_features_kernel`].
@@ -45,12 +47,80 @@ kernel! {
     }
 }
 
+kernel! {
+    /// A left/right flag per position of the row order; see [`partition::flags_kernel`].
+    pub unsafe fn boost_partition_flags(
+        rows: *const u32,
+        n: u64,
+        bins: *const u16,
+        features: u64,
+        missing: u64,
+        splits: *const PartitionSplit,
+        num_splits: u64,
+        flags: *mut u32,
+    ) {
+        let args = PartitionArgs { rows, n, bins, features, missing, splits, num_splits };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { partition::flags_kernel(&args, flags) }
+    }
+}
+
+kernel! {
+    /// The row order after the partition; see [`partition::scatter_kernel`].
+    pub unsafe fn boost_partition_scatter(
+        rows: *const u32,
+        n: u64,
+        splits: *const PartitionSplit,
+        num_splits: u64,
+        flags: *const u32,
+        scan: *const u32,
+        out: *mut u32,
+    ) {
+        let args = PartitionArgs {
+            rows, n, bins: core::ptr::null(), features: 0, missing: 0, splits, num_splits,
+        };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { partition::scatter_kernel(&args, flags, scan, out) }
+    }
+}
+
+kernel! {
+    /// Each split node's count of left rows; see [`partition::counts_kernel`].
+    pub unsafe fn boost_partition_counts(
+        scan: *const u32,
+        splits: *const PartitionSplit,
+        num_splits: u64,
+        lefts: *mut u32,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { partition::counts_kernel(scan, splits, num_splits, lefts) }
+    }
+}
+
+kernel! {
+    /// The subtraction trick; see [`subtract::subtract_kernel`].
+    pub unsafe fn boost_histogram_subtract(
+        histograms: *mut GradientPair<i64>,
+        parents: *const GradientPair<i64>,
+        slot_len: u64,
+        triples: *const u32,
+        num_triples: u64,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { subtract::subtract_kernel(histograms, parents, slot_len, triples, num_triples) }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
     match name {
         "boost_split_features" => Some(boost_split_features::raw),
         "boost_split_nodes" => Some(boost_split_nodes::raw),
+        "boost_partition_flags" => Some(boost_partition_flags::raw),
+        "boost_partition_scatter" => Some(boost_partition_scatter::raw),
+        "boost_partition_counts" => Some(boost_partition_counts::raw),
+        "boost_histogram_subtract" => Some(boost_histogram_subtract::raw),
         _ => None,
     }
 }

@@ -132,7 +132,7 @@ pub struct FeatureSplitArgs {
 
 /// The global index of this thread in a one-dimensional grid.
 #[inline(always)]
-fn global_thread() -> u64 {
+pub(crate) fn global_thread() -> u64 {
     arch::block_idx_x() as u64 * arch::block_dim_x() as u64 + arch::thread_idx_x() as u64
 }
 

@@ -4,13 +4,16 @@
 //! feature's bins in both missing directions, tie-breaking). The CPU backend in `boost` calls these
 //! functions; the GPU backend's kernels, compiled from this crate to PTX, call the same ones, so
 //! that both choose the same splits by construction. [`evaluate`] is split evaluation for a batch
-//! of nodes on the device, over those functions.
+//! of nodes on the device, over those functions; [`partition`] the stable row partition of a batch
+//! of split nodes, and [`subtract`] the subtraction trick on histograms.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
 pub mod evaluate;
 pub mod fixed_point;
+pub mod partition;
 pub mod split;
+pub mod subtract;
 
 /// The kernels (`cargo xtask kernels` builds them with this feature; `boost` turns it on for their
 /// host versions, which the emulated device runs).

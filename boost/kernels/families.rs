@@ -18,4 +18,36 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("split.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "partition",
+        entry_points: &[
+            "boost_partition_counts",
+            "boost_partition_flags",
+            "boost_partition_scatter",
+        ],
+        ptx: include_bytes!("partition.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("partition.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("partition.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("partition.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("partition.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("partition.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("partition.sm_120.cubin.zst") },
+        ],
+    },
+    KernelFamily {
+        name: "histogram",
+        entry_points: &[
+            "boost_histogram_subtract",
+        ],
+        ptx: include_bytes!("histogram.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("histogram.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("histogram.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("histogram.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("histogram.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("histogram.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("histogram.sm_120.cubin.zst") },
+        ],
+    },
 ]

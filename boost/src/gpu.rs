@@ -5,15 +5,19 @@
 //! the SIMT emulator. The GPU test suite (`tests/tests/gpu/boost_split.rs`) checks it against the
 //! CPU builder's choice, on the emulator in `cargo test` and on a GPU with `--features gpu`.
 
+use std::time::Instant;
+
 use primitives::ops::GradientPair;
-use primitives::{DeviceBuffer, DeviceHistogram, Gpu, LaunchConfig, MultiFeatureMatrix};
+use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, MultiFeatureMatrix};
 
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
+use boost_kernels::partition::PartitionSplit;
 use boost_kernels::split::Split;
 
 use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
+use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::{Error, Result};
@@ -190,53 +194,146 @@ pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u1
     Ok((bins, bins_per_feature))
 }
 
-/// The GPU backend of the expansion driver ([`grow::grow`]), first version: histograms of every
-/// child built on the device (`DeviceHistogram::multi_feature`, one launch per batch, no
-/// subtraction trick yet), splits evaluated on the device ([`evaluate_splits`], one pair of
-/// launches per batch); row partitions on the host from a host copy of the bins, the row order
-/// then copied to the device (one more copy per batch than the goal). Gradient sums are exact
-/// fixed-point integers, so the trees are the CPU builder's, bit for bit.
+/// Threads per block of the partition and subtraction kernels (one thread per element).
+const ELEMENT_THREADS: u32 = 256;
+
+fn element_config(items: usize) -> Result<LaunchConfig> {
+    let blocks = items.div_ceil(ELEMENT_THREADS as usize).max(1);
+    if blocks > i32::MAX as usize {
+        return Err(Error::InvalidData(format!("{items} elements are too many for one launch")));
+    }
+    Ok(LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (ELEMENT_THREADS, 1, 1), shared_mem_bytes: 0 })
+}
+
+/// The device buffers of the row order, kept for a training run: the order itself, its double (the
+/// partition scatters into it, then the two swap), the partition's flags and their exclusive sum
+/// (`rows + 1` each: the last flag stays 0, so the last sum is the count of left rows), and the
+/// identity order each tree starts from.
+pub struct RowBuffers {
+    rows: DeviceBuffer<u32>,
+    spare: DeviceBuffer<u32>,
+    flags: DeviceBuffer<u32>,
+    scan: DeviceBuffer<u32>,
+    identity: DeviceBuffer<u32>,
+}
+
+impl RowBuffers {
+    /// Buffers for `rows` rows.
+    pub fn new(gpu: &Gpu, rows: usize) -> Result<Self> {
+        if rows >= u32::MAX as usize {
+            return Err(Error::InvalidData(format!("{rows} rows: the GPU builder takes fewer than 2^32 - 1")));
+        }
+        let identity: Vec<u32> = (0..rows as u32).collect();
+        Ok(RowBuffers {
+            rows: gpu.alloc_zeroed(rows)?,
+            spare: gpu.alloc_zeroed(rows)?,
+            flags: gpu.alloc_zeroed(rows + 1)?,
+            scan: gpu.alloc_zeroed(rows + 1)?,
+            identity: gpu.upload(&identity)?,
+        })
+    }
+}
+
+/// Node histograms on the device, one buffer per batch (a slot per node, the padded layout), a
+/// buffer freed when the last of its nodes is released. Lossguide keeps a node's histogram from
+/// the batch that built it until the node is split (its children's are derived from it) or dropped.
+#[derive(Default)]
+struct HistogramStore {
+    batches: Vec<Option<(DeviceBuffer<Fixed>, usize)>>,
+    /// Each node's batch and slot.
+    nodes: Vec<Option<(usize, u32)>>,
+}
+
+impl HistogramStore {
+    /// Adds a batch's buffer holding `nodes` (node, slot).
+    fn insert(&mut self, buffer: DeviceBuffer<Fixed>, nodes: &[(usize, u32)]) -> usize {
+        let batch = self.batches.len();
+        self.batches.push(Some((buffer, nodes.len())));
+        for &(node, slot) in nodes {
+            if self.nodes.len() <= node {
+                self.nodes.resize(node + 1, None);
+            }
+            self.nodes[node] = Some((batch, slot));
+        }
+        batch
+    }
+
+    fn slot(&self, node: usize) -> Option<(usize, u32)> {
+        self.nodes.get(node).copied().flatten()
+    }
+
+    fn buffer(&self, batch: usize) -> Option<&DeviceBuffer<Fixed>> {
+        self.batches.get(batch).and_then(|b| b.as_ref()).map(|(buffer, _)| buffer)
+    }
+
+    fn release(&mut self, node: usize) {
+        let Some((batch, _)) = self.nodes.get_mut(node).and_then(Option::take) else {
+            return;
+        };
+        if let Some(Some((_, live))) = self.batches.get_mut(batch) {
+            *live -= 1;
+            if *live == 0 {
+                self.batches[batch] = None;
+            }
+        }
+    }
+}
+
+/// The GPU backend of the expansion driver ([`grow::grow`]): per batch of nodes, the smaller
+/// children's histograms built in one launch (`DeviceHistogram::multi_feature_ranges`) and their
+/// siblings' derived by subtraction (one launch), splits evaluated on the device
+/// ([`evaluate_splits`], two launches), rows partitioned on the device (flags, scan, scatter:
+/// four launches). The host waits twice a batch: for the partition's counts of left rows and for
+/// the splits, which the driver needs. Gradient sums are exact fixed-point integers, so the trees are
+/// the CPU builder's, bit for bit.
 pub struct GpuBackend<'a> {
     gpu: &'a Gpu,
     cuts: &'a DeviceCuts,
-    /// [`local_bins`] on the host and on the device.
-    host_bins: &'a [u16],
     bins: &'a DeviceBuffer<u16>,
     bins_per_feature: usize,
     features: usize,
     first_bins: &'a [u32],
-    /// Fixed-point gradients on the host and on the device.
+    /// Fixed-point gradients on the host (the root's sum) and on the device.
     host_gradients: &'a [Fixed],
     gradients: &'a DeviceBuffer<Fixed>,
     context: SplitContext,
+    /// The nodes' ranges of the row order; its rows are read back from the device at the end.
     order: RowOrder,
-    /// `order.rows` on the device, dropped when the host's changes.
-    device_rows: Option<DeviceBuffer<u32>>,
-    /// The last batch's histograms (padded layout), and each node's slot in them.
-    histograms: Option<DeviceBuffer<Fixed>>,
-    slots: Vec<Option<u32>>,
+    buffers: &'a mut RowBuffers,
+    histograms: HistogramStore,
+    /// The histogram kernel's check of the row indices, read once a tree.
+    bad_row: DeviceBuffer<u32>,
+    /// Wall time of each step (each ends in a host synchronisation or is host work).
+    phases: PhaseTimes,
 }
 
 impl<'a> GpuBackend<'a> {
     /// A backend over the device copies of the cuts, [`local_bins`] and the fixed-point gradients
-    /// (with their host copies, which the host partition and the root sum read).
+    /// (with their host copy, whose sum is the root's); `buffers` sized for the gradients' rows.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         gpu: &'a Gpu,
         cuts: &'a DeviceCuts,
-        host_bins: &'a [u16],
         bins: &'a DeviceBuffer<u16>,
         bins_per_feature: usize,
         first_bins: &'a [u32],
         host_gradients: &'a [Fixed],
         gradients: &'a DeviceBuffer<Fixed>,
+        buffers: &'a mut RowBuffers,
         context: SplitContext,
-    ) -> Self {
+    ) -> Result<Self> {
         let rows = host_gradients.len();
-        GpuBackend {
+        if buffers.identity.len() != rows || gradients.len() != rows {
+            return Err(Error::InvalidData(format!(
+                "{rows} gradients, {} on the device, row buffers for {}",
+                gradients.len(),
+                buffers.identity.len()
+            )));
+        }
+        buffers.rows.copy_from_device(gpu, &buffers.identity)?;
+        Ok(GpuBackend {
             gpu,
             cuts,
-            host_bins,
             bins,
             bins_per_feature,
             features: cuts.features,
@@ -245,39 +342,188 @@ impl<'a> GpuBackend<'a> {
             gradients,
             context,
             order: RowOrder::new(rows),
-            device_rows: None,
-            histograms: None,
-            slots: vec![None],
-        }
+            buffers,
+            histograms: HistogramStore::default(),
+            bad_row: gpu.upload(&[u32::MAX])?,
+            phases: PhaseTimes::default(),
+        })
     }
 
-    /// Histograms of `nodes` (each a range of the row order) in one launch: the ranges, sorted,
-    /// with the gaps between them as nodes of their own, whose histograms are not used.
-    fn build_histograms(&mut self, nodes: &[usize]) -> Result<()> {
-        let mut ranges: Vec<(usize, usize, usize)> =
-            nodes.iter().map(|&n| (self.order.range(n).0, self.order.range(n).1, n)).collect();
-        ranges.sort_unstable();
-        let mut offsets = vec![0u32];
-        let last = nodes.iter().max().copied().unwrap_or(0);
-        self.slots.clear();
-        self.slots.resize(last + 1, None);
-        for &(begin, end, node) in &ranges {
-            if begin > *offsets.last().unwrap_or(&0) as usize {
-                offsets.push(begin as u32);
-            }
-            self.slots[node] = Some((offsets.len() - 1) as u32);
-            offsets.push(end as u32);
+    fn slot_len(&self) -> usize {
+        self.features * self.bins_per_feature
+    }
+
+    /// Builds the histograms of `built` from their rows into slots `0..` of a new buffer of `slots`
+    /// slots (the others zero, for the caller to fill).
+    fn build_histograms(&mut self, built: &[(usize, u32)], slots: usize) -> Result<DeviceBuffer<Fixed>> {
+        let mut ranges = vec![(0u32, 0u32); slots];
+        for &(node, slot) in built {
+            let (begin, end) = self.order.range(node);
+            ranges[slot as usize] = (begin as u32, end as u32);
         }
-        let slots = offsets.len() - 1;
-        let mut histograms = self.gpu.alloc_zeroed::<Fixed>(slots * self.features * self.bins_per_feature)?;
-        let rows = match &self.device_rows {
-            Some(rows) => rows,
-            None => self.device_rows.insert(self.gpu.upload(&self.order.rows)?),
-        };
+        let mut histograms = self.gpu.alloc_zeroed::<Fixed>(slots * self.slot_len())?;
         let matrix =
             MultiFeatureMatrix { bins: self.bins, features: self.features, bins_per_feature: self.bins_per_feature };
-        DeviceHistogram::multi_feature(self.gpu, matrix, self.gradients, rows, &offsets, &mut histograms)?;
-        self.histograms = Some(histograms);
+        DeviceHistogram::multi_feature_ranges(
+            self.gpu,
+            matrix,
+            self.gradients,
+            &self.buffers.rows,
+            &ranges,
+            &mut histograms,
+            &mut self.bad_row,
+        )?;
+        Ok(histograms)
+    }
+
+    /// Moves each expanded node's left rows before its right rows, stably, on the device; returns
+    /// the counts of left rows (the one wait).
+    fn partition_on_device(&mut self, expanded: &[Expansion<Fixed>]) -> Result<Vec<usize>> {
+        let mut splits: Vec<(PartitionSplit, usize)> = Vec::with_capacity(expanded.len());
+        for (i, e) in expanded.iter().enumerate() {
+            let (begin, end) = self.order.range(e.node);
+            let feature = e.split.feature as usize;
+            let split = PartitionSplit {
+                begin: begin as u32,
+                end: end as u32,
+                feature: feature as u32,
+                default_left: e.split.default_left as u32,
+                last_left: e.split.last_left_bin - self.first_bins[feature] as i64,
+            };
+            splits.push((split, i));
+        }
+        splits.sort_unstable_by_key(|(split, _)| split.begin);
+        let sorted: Vec<PartitionSplit> = splits.iter().map(|&(split, _)| split).collect();
+        let n = self.order.rows.len();
+        let splits_buffer = self.gpu.upload(&sorted)?;
+        let lefts_buffer = self.gpu.alloc_zeroed::<u32>(sorted.len())?;
+        let module = crate::KERNELS;
+        let b = &mut *self.buffers;
+        let args = [
+            b.rows.device_ptr(),
+            n as u64,
+            self.bins.device_ptr(),
+            self.features as u64,
+            self.bins_per_feature as u64,
+            splits_buffer.device_ptr(),
+            sorted.len() as u64,
+            b.flags.device_ptr(),
+        ];
+        // SAFETY: `rows` holds `n` indices of rows of `bins` (`n * features` bins), the splits are
+        // sorted by `begin` with features below `features`, `flags` holds `n + 1` flags.
+        unsafe { self.gpu.launch(module, "boost_partition_flags", element_config(n)?, &args)? };
+        DeviceScan::exclusive_sum(self.gpu, &b.flags, &mut b.scan)?;
+        let args = [
+            b.rows.device_ptr(),
+            n as u64,
+            splits_buffer.device_ptr(),
+            sorted.len() as u64,
+            b.flags.device_ptr(),
+            b.scan.device_ptr(),
+            b.spare.device_ptr(),
+        ];
+        // SAFETY: as above; `scan` holds the `n + 1` exclusive sums of the flags, `spare` `n` rows;
+        // each split's range lies within `0..n`, so every destination does.
+        unsafe { self.gpu.launch(module, "boost_partition_scatter", element_config(n)?, &args)? };
+        std::mem::swap(&mut b.rows, &mut b.spare);
+        let args = [b.scan.device_ptr(), splits_buffer.device_ptr(), sorted.len() as u64, lefts_buffer.device_ptr()];
+        // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; `lefts` has a slot
+        // per split.
+        unsafe { self.gpu.launch(module, "boost_partition_counts", element_config(sorted.len())?, &args)? };
+        let counts = lefts_buffer.to_vec(self.gpu)?;
+        let mut lefts = vec![0usize; expanded.len()];
+        for (&(_, i), &count) in splits.iter().zip(&counts) {
+            lefts[i] = count as usize;
+        }
+        self.order.split(expanded, &lefts);
+        Ok(lefts)
+    }
+
+    /// The smaller children's histograms from their rows, the larger ones' by subtraction from the
+    /// parents' (which are released): slots `2i` and `2i + 1` of one new buffer.
+    fn children_on_device(&mut self, children: &[ChildHistograms]) -> Result<()> {
+        let built: Vec<(usize, u32)> = children.iter().enumerate().map(|(i, c)| (c.small, 2 * i as u32)).collect();
+        let histograms = self.build_histograms(&built, 2 * children.len())?;
+        // Parents by batch: one subtraction launch per parents' buffer (depthwise: one).
+        let mut by_batch: Vec<(usize, Vec<u32>)> = Vec::new();
+        for (i, c) in children.iter().enumerate() {
+            let (batch, slot) = self.histograms.slot(c.parent).ok_or_else(|| {
+                Error::InvalidData(format!("node {}: its children are built before its own histogram", c.parent))
+            })?;
+            let triple = [2 * i as u32, 2 * i as u32 + 1, slot];
+            match by_batch.iter_mut().find(|(b, _)| *b == batch) {
+                Some((_, triples)) => triples.extend(triple),
+                None => by_batch.push((batch, triple.to_vec())),
+            }
+        }
+        for (batch, triples) in &by_batch {
+            let parents = self.histograms.buffer(*batch).ok_or_else(|| {
+                Error::InvalidData(format!("histogram batch {batch} was freed while a node still needs it"))
+            })?;
+            let triples_buffer = self.gpu.upload(triples)?;
+            let num = triples.len() / 3;
+            let args = [
+                histograms.device_ptr(),
+                parents.device_ptr(),
+                self.slot_len() as u64,
+                triples_buffer.device_ptr(),
+                num as u64,
+            ];
+            // SAFETY: small and large slots are below `2 * children` (the new buffer's slots), the
+            // parents' slots within their buffer, every slot `slot_len` sums; each large slot is
+            // written once and no small slot is written.
+            unsafe {
+                self.gpu.launch(
+                    crate::KERNELS,
+                    "boost_histogram_subtract",
+                    element_config(num * self.slot_len())?,
+                    &args,
+                )?
+            };
+        }
+        for c in children {
+            self.histograms.release(c.parent);
+        }
+        let nodes: Vec<(usize, u32)> = children
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| [(c.small, 2 * i as u32), (c.large, 2 * i as u32 + 1)])
+            .collect();
+        self.histograms.insert(histograms, &nodes);
+        Ok(())
+    }
+
+    fn evaluate_batch(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+        if nodes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut batch = Vec::with_capacity(nodes.len());
+        let mut buffer = None;
+        for (node, total, features) in nodes {
+            let (b, slot) = self
+                .histograms
+                .slot(*node)
+                .ok_or_else(|| Error::InvalidData(format!("node {node} is evaluated before its histogram is built")))?;
+            if buffer.is_some_and(|first| first != b) {
+                return Err(Error::InvalidData("a batch's nodes have histograms in different buffers".into()));
+            }
+            buffer = Some(b);
+            batch.push(NodeToEvaluate { slot, total: *total, features: features.clone() });
+        }
+        let histograms = buffer
+            .and_then(|b| self.histograms.buffer(b))
+            .ok_or_else(|| Error::InvalidData("the batch's histograms were freed".into()))?;
+        let layout = HistogramLayout::Padded { bins_per_feature: self.bins_per_feature };
+        evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context)
+    }
+
+    /// Reads the row order back (each row's leaf follows from the nodes' ranges) and the row check.
+    fn finish(&mut self) -> Result<()> {
+        self.order.rows = self.buffers.rows.to_vec(self.gpu)?;
+        let bad = self.bad_row.to_vec(self.gpu)?[0];
+        if bad != u32::MAX {
+            return Err(Error::InvalidData(format!("row order position {bad} holds no row of the matrix")));
+        }
         Ok(())
     }
 }
@@ -286,75 +532,61 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
     type Error = Error;
 
     fn total(&mut self) -> Result<Fixed> {
-        Ok(self.host_gradients.iter().fold(Fixed::default(), |a, &b| boost_kernels::fixed_point::add(a, b)))
+        let start = Instant::now();
+        let total = self.host_gradients.iter().fold(Fixed::default(), |a, &b| boost_kernels::fixed_point::add(a, b));
+        self.phases.add("tree: root sum", start.elapsed());
+        Ok(total)
     }
 
     fn root_histogram(&mut self) -> Result<()> {
-        self.build_histograms(&[0])
+        let start = Instant::now();
+        let histograms = self.build_histograms(&[(0, 0)], 1)?;
+        self.histograms.insert(histograms, &[(0, 0)]);
+        self.phases.add("tree: histograms", start.elapsed());
+        Ok(())
     }
 
     fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<Vec<usize>> {
-        let mut lefts = Vec::with_capacity(expanded.len());
-        for e in expanded {
-            let (begin, end) = self.order.range(e.node);
-            let f = e.split.feature as usize;
-            let (first, missing) = (self.first_bins[f] as i64, self.bins_per_feature as u16);
-            let rows = &mut self.order.rows[begin..end];
-            let flags: Vec<bool> = rows
-                .iter()
-                .map(|&row| match self.host_bins[row as usize * self.features + f] {
-                    local if local == missing => e.split.default_left,
-                    local => first + local as i64 <= e.split.last_left_bin,
-                })
-                .collect();
-            lefts.push(grow::stable_partition(rows, &flags));
-        }
-        self.order.split(expanded, &lefts);
-        // The new row order goes to the device before the next histograms.
-        self.device_rows = None;
+        let start = Instant::now();
+        let lefts = self.partition_on_device(expanded)?;
+        self.phases.add("tree: partitions", start.elapsed());
         Ok(lefts)
     }
 
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
-        let nodes: Vec<usize> = children.iter().flat_map(|c| [c.small, c.large]).collect();
-        if nodes.is_empty() {
+        if children.is_empty() {
             return Ok(());
         }
-        self.build_histograms(&nodes)
+        let start = Instant::now();
+        self.children_on_device(children)?;
+        self.phases.add("tree: histograms", start.elapsed());
+        Ok(())
     }
 
     fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
-        let Some(histograms) = &self.histograms else {
-            return Ok(vec![None; nodes.len()]);
-        };
-        let mut batch = Vec::with_capacity(nodes.len());
-        for (node, total, features) in nodes {
-            let slot =
-                self.slots.get(*node).copied().flatten().ok_or_else(|| {
-                    Error::InvalidData(format!("node {node} is evaluated before its histogram is built"))
-                })?;
-            batch.push(NodeToEvaluate { slot, total: *total, features: features.clone() });
-        }
-        let layout = HistogramLayout::Padded { bins_per_feature: self.bins_per_feature };
-        evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context)
+        let start = Instant::now();
+        let splits = self.evaluate_batch(nodes);
+        self.phases.add("tree: evaluation", start.elapsed());
+        splits
     }
 
     fn release(&mut self, node: usize) {
-        if let Some(slot) = self.slots.get_mut(node) {
-            *slot = None;
-        }
+        self.histograms.release(node);
     }
 }
 
-/// What the GPU backend keeps on the device for a whole training run: the cuts and every row's
-/// bins ([`local_bins`]), uploaded once; each tree then uploads only its gradients.
+/// What the GPU backend keeps on the device for a whole training run: the cuts, every row's bins
+/// ([`local_bins`]) and the row-order buffers, made once; each tree then uploads only its gradients.
 pub struct GpuTrainer<'g> {
     gpu: &'g Gpu,
     cuts: DeviceCuts,
     first_bins: Vec<u32>,
-    host_bins: Vec<u16>,
+    rows: usize,
     bins: DeviceBuffer<u16>,
     bins_per_feature: usize,
+    buffers: RowBuffers,
+    /// The steps of every tree built so far.
+    phases: PhaseTimes,
 }
 
 impl<'g> GpuTrainer<'g> {
@@ -365,10 +597,17 @@ impl<'g> GpuTrainer<'g> {
             gpu,
             cuts: DeviceCuts::upload(gpu, cuts)?,
             first_bins: cuts.cut_ptrs.clone(),
+            rows: matrix.rows,
             bins: gpu.upload(&host_bins)?,
-            host_bins,
             bins_per_feature,
+            buffers: RowBuffers::new(gpu, matrix.rows)?,
+            phases: PhaseTimes::default(),
         })
+    }
+
+    /// Wall time of the tree-building steps so far.
+    pub fn phases(&self) -> &PhaseTimes {
+        &self.phases
     }
 
     /// The device this trainer runs on.
@@ -380,35 +619,41 @@ impl<'g> GpuTrainer<'g> {
     /// each row's leaf, as [`crate::tree::hist::HistBuilder::build`] does on the CPU, drawing the
     /// same random numbers from `rng`.
     pub fn build_tree(
-        &self,
+        &mut self,
         params: &TreeParams,
         quantiser: &GradientQuantiser,
         gradients: &[Fixed],
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<crate::tree::hist::BuiltTree> {
-        if gradients.len() * self.cuts.features != self.host_bins.len() {
+        if gradients.len() != self.rows {
             return Err(Error::InvalidData(format!(
                 "{} gradients for a matrix of {} rows",
                 gradients.len(),
-                self.host_bins.len() / self.cuts.features.max(1)
+                self.rows
             )));
         }
+        let start = Instant::now();
         let device_gradients = self.gpu.upload(gradients)?;
+        self.phases.add("tree: gradients to the device", start.elapsed());
         let context = SplitContext { params: params.split(), quantiser: *quantiser };
         let mut backend = GpuBackend::new(
             self.gpu,
             &self.cuts,
-            &self.host_bins,
             &self.bins,
             self.bins_per_feature,
             &self.first_bins,
             gradients,
             &device_gradients,
+            &mut self.buffers,
             context,
-        );
+        )?;
         let tree = grow::grow(&mut backend, params, quantiser, features, gradients.len(), rng)?;
+        let start = Instant::now();
+        backend.finish()?;
         let positions = backend.order.positions(&tree);
+        backend.phases.add("tree: positions", start.elapsed());
+        self.phases.merge(&backend.phases);
         Ok(crate::tree::hist::BuiltTree { tree, positions })
     }
 }

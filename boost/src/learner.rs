@@ -3,6 +3,7 @@
 //! early stopping on the last metric of the last evaluation set, and continuation from a model.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use primitives::ops::GradientPair;
 use primitives::{DeviceKind, Gpu};
@@ -17,6 +18,7 @@ use crate::metric::{self, Metric};
 use crate::model::Model;
 use crate::objective::{self, Objective};
 use crate::param::{Device, Params};
+use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::tree::hist::{HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
@@ -76,6 +78,9 @@ pub struct Trained {
     /// Where the trees were built: `cpu`, or the GPU's name and kind; with `device=auto` and no usable
     /// GPU, `cpu` and the reason.
     pub device: String,
+    /// Wall time by phase: the cuts and matrix, gradients, trees (the GPU backend's steps too),
+    /// margins, metrics.
+    pub phases: PhaseTimes,
 }
 
 /// Trains on `train`, evaluating `evals` (data, name) after every round.
@@ -149,13 +154,16 @@ pub fn train_with_precision(
             format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
         ));
     }
+    let mut phases = PhaseTimes::default();
+    let start = Instant::now();
     let row_weights = row_weights(train)?;
     let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
     let matrix = EllpackMatrix::new(&train.features, &cuts);
-    let backend = match gpu {
+    let mut backend = match gpu {
         Some(gpu) => TreeBackend::Gpu(Box::new(GpuTrainer::new(gpu, &matrix, &cuts)?)),
         None => TreeBackend::Cpu(matrix.unpack(&cuts)),
     };
+    phases.add("cuts and matrix", start.elapsed());
 
     let num_class = if outputs > 1 { outputs } else { 0 };
     let mut model = match &options.xgb_model {
@@ -216,9 +224,12 @@ pub fn train_with_precision(
 
     let first_round = model.num_rounds();
     for round in first_round..first_round + options.num_boost_round {
+        let start = Instant::now();
         objective.gradients(&margins, &train.info, round, &mut gradients);
+        phases.add("gradients", start.elapsed());
         let mut new_trees = Vec::with_capacity(outputs);
         for k in 0..outputs {
+            let start = Instant::now();
             let mut column: Vec<GradientPair<f32>> = (0..n).map(|i| gradients[i * outputs + k]).collect();
             if tree_params.subsample < 1.0 {
                 for g in column.iter_mut() {
@@ -230,7 +241,9 @@ pub fn train_with_precision(
             let quantiser = GradientQuantiser::new(&column);
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
             let fixed = || -> Vec<GradientPair<i64>> { column.iter().map(|&g| quantiser.to_fixed(g)).collect() };
-            let mut built = match &backend {
+            phases.add("gradients", start.elapsed());
+            let start = Instant::now();
+            let mut built = match &mut backend {
                 TreeBackend::Gpu(trainer) => {
                     trainer.build_tree(tree_params, &quantiser, &fixed(), &tree_features, &mut rng)?
                 }
@@ -260,21 +273,27 @@ pub fn train_with_precision(
                     tree_params.eta,
                 );
             }
+            phases.add("trees", start.elapsed());
+            let start = Instant::now();
             for (i, &leaf) in built.positions.iter().enumerate() {
                 margins[i * outputs + k] += built.tree.split_conditions[leaf as usize];
             }
+            phases.add("margins", start.elapsed());
             new_trees.push((built.tree, k as u32));
         }
         model.push_round(new_trees)?;
+        let start = Instant::now();
         for ((data, _), m) in evals.iter().zip(eval_margins.iter_mut()) {
             if !is_train(data) {
                 *m = model.predict_margin(&data.features, Some(m), prob_to_margin, (round, round + 1))?;
             }
         }
+        phases.add("margins", start.elapsed());
 
         if evals.is_empty() || metrics.is_empty() {
             continue;
         }
+        let start = Instant::now();
         let mut log = RoundLog { round, values: Vec::new() };
         for ((data, name), m) in evals.iter().zip(&eval_margins) {
             let predictions = objective.eval_transform(if is_train(data) { &margins } else { m });
@@ -282,6 +301,7 @@ pub fn train_with_precision(
                 log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, &data.info, outputs)));
             }
         }
+        phases.add("metrics", start.elapsed());
         let last = round + 1 == first_round + options.num_boost_round;
         // Every `verbose_eval` rounds and the last one, as XGBoost prints.
         if options.verbose_eval > 0 && (round % options.verbose_eval == 0 || last) {
@@ -314,7 +334,11 @@ pub fn train_with_precision(
         model.attributes.insert("best_iteration".into(), best.to_string());
         model.attributes.insert("best_score".into(), score.to_string());
     }
+    if let TreeBackend::Gpu(trainer) = &backend {
+        phases.merge(trainer.phases());
+    }
     Ok(Trained {
+        phases,
         model,
         objective,
         history,

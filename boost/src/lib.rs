@@ -17,6 +17,7 @@ pub mod metric;
 pub mod model;
 pub mod objective;
 pub mod param;
+pub mod phases;
 pub mod quantile;
 pub mod tree;
 

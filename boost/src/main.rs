@@ -280,6 +280,9 @@ fn train(args: TrainArgs) -> Result<()> {
         trained.device,
         args.output.display()
     );
+    if params.verbosity >= 2 {
+        eprintln!("boost: phases: {}", trained.phases);
+    }
     if let Some(best) = trained.best_iteration {
         eprintln!("boost: best iteration {best} ({:.5})", trained.best_score.unwrap_or(f64::NAN));
     }

@@ -114,6 +114,37 @@ impl<T: Element> DeviceBuffer<T> {
         }
     }
 
+    /// Overwrites the first `source.len()` elements with `source`'s (a device-to-device copy,
+    /// stream-ordered, no wait).
+    pub fn copy_from_device(&mut self, gpu: &Gpu, source: &DeviceBuffer<T>) -> Result<()> {
+        if source.len > self.len {
+            return Err(Error::InvalidArgument {
+                name: "source",
+                reason: format!("{} elements do not fit a buffer of {}", source.len, self.len),
+            });
+        }
+        let bytes = source.len * size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        match (&mut self.storage, &source.storage, &gpu.backend) {
+            (Storage::Cuda(destination), Storage::Cuda(from), Backend::Cuda(device)) => {
+                let mut destination = destination.slice_mut(..bytes);
+                device
+                    .stream
+                    .memcpy_dtod(&from.slice(..bytes), &mut destination)
+                    .map_err(Error::driver("copying within the device", bytes))
+            }
+            (Storage::Emulated(destination), Storage::Emulated(from), Backend::Emulated(_)) => {
+                let mut staged = vec![0u8; bytes];
+                from.read_bytes(&mut staged);
+                destination.write_bytes_at(0, &staged);
+                Ok(())
+            }
+            _ => Err(foreign_buffer()),
+        }
+    }
+
     /// Sets every byte of the buffer to zero (stream-ordered, no wait).
     pub fn fill_zero(&mut self, gpu: &Gpu) -> Result<()> {
         let bytes = self.len * size_of::<T>();

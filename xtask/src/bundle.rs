@@ -53,7 +53,7 @@ if [[ $what == train ]]; then
     echo "=== boost train, $rows rows, $rounds rounds, depth $depth, device=$device (cold)"
     CUDA_CACHE_DISABLE=1 PRIMITIVES_LOG_LOADS=1 "$here/bin/boost" train "$out/train.csv" --rounds "$rounds" \
       --verbose-eval "$rounds" -o "$out/model-$device.json" objective=binary:logistic eval_metric=logloss \
-      max_depth="$depth" eta=0.1 max_bin=256 device="$device" || status=1
+      max_depth="$depth" eta=0.1 max_bin=256 device="$device" verbosity=2 || status=1
   done
   if cmp -s "$out/model-cpu.json" "$out/model-cuda.json"; then
     echo "=== the device=cpu and device=cuda model files are byte-identical"

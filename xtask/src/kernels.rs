@@ -69,7 +69,11 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
         artifact: "boost_kernels",
         sources: &["boost-kernels", "primitives-kernels"],
         destination: "boost/kernels",
-        families: &[("split", &["boost_split_"])],
+        families: &[
+            ("split", &["boost_split_"]),
+            ("partition", &["boost_partition_"]),
+            ("histogram", &["boost_histogram_"]),
+        ],
     },
 ];
 

@@ -371,6 +371,56 @@ impl DeviceHistogram {
         node_offsets: &[u32],
         histogram: &mut DeviceBuffer<G>,
     ) -> Result<()> {
+        if node_offsets.len() < 2 {
+            return Err(Error::InvalidArgument {
+                name: "node_offsets",
+                reason: format!("{} offsets; a node needs two", node_offsets.len()),
+            });
+        }
+        for (n, pair) in node_offsets.windows(2).enumerate() {
+            if pair[0] > pair[1] {
+                return Err(Error::InvalidArgument {
+                    name: "node_offsets",
+                    reason: format!("node {n}: offsets {} > {} out of order", pair[0], pair[1]),
+                });
+            }
+        }
+        let last = node_offsets[node_offsets.len() - 1] as usize;
+        if last > rows.len() {
+            return Err(Error::InvalidArgument {
+                name: "node_offsets",
+                reason: format!("offset {last} past the {} row indices", rows.len()),
+            });
+        }
+        let ranges: Vec<(u32, u32)> = node_offsets.windows(2).map(|pair| (pair[0], pair[1])).collect();
+        let mut bad_row = gpu.upload(&[u32::MAX])?;
+        let matrix_rows = matrix.bins.len() / matrix.features.max(1);
+        Self::multi_feature_ranges(gpu, matrix, gradients, rows, &ranges, histogram, &mut bad_row)?;
+        let bad = bad_row.to_vec(gpu)?[0];
+        if bad != u32::MAX {
+            return Err(Error::InvalidArgument {
+                name: "rows",
+                reason: format!("rows[{bad}] is not a row of the {matrix_rows}-row bin matrix"),
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Self::multi_feature`] for nodes whose rows are any ranges of `rows`: node `n`'s are
+    /// `rows[ranges[n].0..ranges[n].1]` (ranges in any order, apart or empty; the histogram needs a
+    /// slot for every node, and an empty range leaves its slot untouched). Enqueued without waiting
+    /// for the device: a row index that is not a row of the matrix is skipped, and the smallest
+    /// position holding one is written to `bad_row[0]` (an atomic minimum: set it to `u32::MAX`
+    /// beforehand and read it when you next wait).
+    pub fn multi_feature_ranges<B: BinIndex, G: MultiFeatureGradient>(
+        gpu: &Gpu,
+        matrix: MultiFeatureMatrix<'_, B>,
+        gradients: &DeviceBuffer<G>,
+        rows: &DeviceBuffer<u32>,
+        ranges: &[(u32, u32)],
+        histogram: &mut DeviceBuffer<G>,
+        bad_row: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
         let MultiFeatureMatrix { bins, features, bins_per_feature } = matrix;
         if features == 0 || features > u32::MAX as usize {
             return Err(Error::InvalidArgument { name: "features", reason: format!("{features}; 1 to 2^32 - 1") });
@@ -394,28 +444,21 @@ impl DeviceHistogram {
                 reason: format!("{} gradient pairs for {matrix_rows} rows", gradients.len()),
             });
         }
-        if node_offsets.len() < 2 {
+        if ranges.is_empty() {
+            return Err(Error::InvalidArgument { name: "ranges", reason: "no nodes".into() });
+        }
+        if let Some((n, &(begin, end))) =
+            ranges.iter().enumerate().find(|&(_, &(begin, end))| begin > end || end as usize > rows.len())
+        {
             return Err(Error::InvalidArgument {
-                name: "node_offsets",
-                reason: format!("{} offsets; a node needs two", node_offsets.len()),
+                name: "ranges",
+                reason: format!("node {n}: rows {begin}..{end} of {} row indices", rows.len()),
             });
         }
-        let nodes = node_offsets.len() - 1;
-        for (n, pair) in node_offsets.windows(2).enumerate() {
-            if pair[0] > pair[1] {
-                return Err(Error::InvalidArgument {
-                    name: "node_offsets",
-                    reason: format!("node {n}: offsets {} > {} out of order", pair[0], pair[1]),
-                });
-            }
+        if bad_row.is_empty() {
+            return Err(Error::InvalidArgument { name: "bad_row", reason: "needs one element".into() });
         }
-        let last = node_offsets[nodes] as usize;
-        if last > rows.len() {
-            return Err(Error::InvalidArgument {
-                name: "node_offsets",
-                reason: format!("offset {last} past the {} row indices", rows.len()),
-            });
-        }
+        let nodes = ranges.len();
         let needed = nodes
             .checked_mul(features)
             .and_then(|x| x.checked_mul(bins_per_feature))
@@ -452,17 +495,17 @@ impl DeviceHistogram {
         }
 
         // Work items: each node's rows in chunks, each chunk once per feature group.
-        let total_rows = last - node_offsets[0] as usize;
+        let total_rows: usize = ranges.iter().map(|&(begin, end)| (end - begin) as usize).sum();
         if total_rows == 0 {
             return Ok(());
         }
         let resident = gpu.properties().multiprocessors.max(1) as usize * MULTI_BLOCKS_PER_MULTIPROCESSOR;
         let chunk = total_rows.div_ceil(resident * MULTI_WAVES).max(MULTI_MIN_CHUNK_ROWS);
         let mut work = Vec::new();
-        for (n, pair) in node_offsets.windows(2).enumerate() {
-            let mut start = pair[0] as usize;
-            while start < pair[1] as usize {
-                let end = (start + chunk).min(pair[1] as usize);
+        for (n, &(begin, range_end)) in ranges.iter().enumerate() {
+            let mut start = begin as usize;
+            while start < range_end as usize {
+                let end = (start + chunk).min(range_end as usize);
                 for group in 0..groups as u32 {
                     work.push(MultiWork { node: n as u32, start: start as u32, end: end as u32, group });
                 }
@@ -473,7 +516,6 @@ impl DeviceHistogram {
             return Err(Error::InvalidArgument { name: "rows", reason: format!("{total_rows} rows are too many") });
         }
         let work_buffer = gpu.upload(&work)?;
-        let bad_row = gpu.upload(&[u32::MAX])?;
         let config = LaunchConfig {
             grid_dim: (work.len() as u32, 1, 1),
             block_dim: (kernel::MULTI_BLOCK_THREADS, 1, 1),
@@ -493,18 +535,11 @@ impl DeviceHistogram {
             bad_row.device_ptr(),
         ];
         // SAFETY: the matrix holds `matrix_rows * features` bin ids and the gradients `matrix_rows`
-        // pairs (checked); every work item's rows lie in `node_offsets[0]..last <= rows.len()`, its
+        // pairs (checked); every work item's rows lie in a range within `rows` (checked), its
         // node below `nodes` and its group's first feature below `features`; the histogram holds
         // `nodes * features * bins_per_feature` elements (checked); the shared memory is what
         // `multi_shared_bytes` says, at most the device's limit.
         unsafe { gpu.launch(PRIMITIVES_MODULE, G::MULTI[B::TABLE_INDEX], config, &args)? };
-        let bad = bad_row.to_vec(gpu)?[0];
-        if bad != u32::MAX {
-            return Err(Error::InvalidArgument {
-                name: "rows",
-                reason: format!("rows[{bad}] is not a row of the {matrix_rows}-row bin matrix"),
-            });
-        }
         Ok(())
     }
 }

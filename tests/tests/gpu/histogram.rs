@@ -519,3 +519,58 @@ fn multi_feature_inputs_that_cannot_be_right_are_errors() {
     let mut clean = DeviceBuffer::<GradientPair<i64>>::zeroed(&gpu, 2 * 4 * 16).unwrap();
     run(matrix, &gradients, &bad_rows, &[0, 40, 50], &mut clean).unwrap();
 }
+
+#[test]
+fn multi_feature_over_ranges_apart_and_out_of_order_is_the_offsets_histogram_per_node() {
+    let gpu = gpu();
+    let case = multi_case::<u16, _>(6000, 7, 64, 5000, 1, 4700, fixed_gradient);
+    // Nodes: rows 3000..4500, nothing, 10..900, 900..2000 (adjacent to the one before), 4999..5000.
+    let ranges = [(3000u32, 4500u32), (7, 7), (10, 900), (900, 2000), (4999, 5000)];
+    let bins = gpu.upload(&case.bins).unwrap();
+    let matrix = MultiFeatureMatrix { bins: &bins, features: 7, bins_per_feature: 64 };
+    let gradients = gpu.upload(&case.gradients).unwrap();
+    let rows = gpu.upload(&case.rows).unwrap();
+    let slot = 7 * 64;
+    let mut histogram = DeviceBuffer::<GradientPair<i64>>::zeroed(&gpu, ranges.len() * slot).unwrap();
+    let mut bad_row = gpu.upload(&[u32::MAX]).unwrap();
+    DeviceHistogram::multi_feature_ranges(&gpu, matrix, &gradients, &rows, &ranges, &mut histogram, &mut bad_row)
+        .unwrap();
+    let got = histogram.to_vec(&gpu).unwrap();
+    for (n, &(begin, end)) in ranges.iter().enumerate() {
+        let single =
+            MultiCase { node_offsets: vec![begin, end], ..case.with_gradients(case.gradients.iter().copied()) };
+        assert!(got[n * slot..(n + 1) * slot] == single.want()[..], "node {n}: rows {begin}..{end}");
+    }
+    assert_eq!(bad_row.to_vec(&gpu).unwrap(), [u32::MAX]);
+    // A bad row index is skipped and its position reported, not waited for.
+    let mut bad_rows = case.rows.clone();
+    bad_rows[950] = 6000;
+    let bad_rows = gpu.upload(&bad_rows).unwrap();
+    DeviceHistogram::multi_feature_ranges(&gpu, matrix, &gradients, &bad_rows, &ranges, &mut histogram, &mut bad_row)
+        .unwrap();
+    assert_eq!(bad_row.to_vec(&gpu).unwrap(), [950]);
+    let invalid = |ranges: &[(u32, u32)], histogram: &mut DeviceBuffer<_>, bad_row: &mut DeviceBuffer<u32>| {
+        match DeviceHistogram::multi_feature_ranges(&gpu, matrix, &gradients, &rows, ranges, histogram, bad_row) {
+            Err(Error::InvalidArgument { name, .. }) => name,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        }
+    };
+    assert_eq!(invalid(&[(10, 5)], &mut histogram, &mut bad_row), "ranges");
+    assert_eq!(invalid(&[(10, 5001)], &mut histogram, &mut bad_row), "ranges");
+    assert_eq!(invalid(&[], &mut histogram, &mut bad_row), "ranges");
+    assert_eq!(invalid(&[(0, 1); 6], &mut histogram, &mut bad_row), "histogram");
+    assert_eq!(invalid(&[(0, 1)], &mut histogram, &mut gpu.alloc_zeroed(0).unwrap()), "bad_row");
+}
+
+#[test]
+fn device_to_device_copies_overwrite_the_front_of_the_destination() {
+    let gpu = gpu();
+    let source = gpu.upload(&[1u32, 2, 3]).unwrap();
+    let mut destination = gpu.upload(&[9u32, 9, 9, 9]).unwrap();
+    destination.copy_from_device(&gpu, &source).unwrap();
+    assert_eq!(destination.to_vec(&gpu).unwrap(), [1, 2, 3, 9]);
+    destination.copy_from_device(&gpu, &gpu.alloc_zeroed(0).unwrap()).unwrap();
+    assert_eq!(destination.to_vec(&gpu).unwrap(), [1, 2, 3, 9]);
+    let mut short = gpu.alloc_zeroed::<u32>(2).unwrap();
+    assert!(matches!(short.copy_from_device(&gpu, &source), Err(Error::InvalidArgument { name: "source", .. })));
+}
