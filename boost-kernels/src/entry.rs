@@ -5,7 +5,9 @@ use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
+use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::partition::{self, PartitionArgs, PartitionSplit};
+use crate::quantise;
 use crate::subtract;
 
 kernel! {
@@ -111,6 +113,28 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Block sums of the quantiser's terms; see [`quantise::sums_kernel`].
+    pub unsafe fn boost_quantise_sums(gradients: *const GradientPair<f32>, n: u64, block_sums: *mut QuantiserSums) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { quantise::sums_kernel(gradients, n, block_sums) }
+    }
+}
+
+kernel! {
+    /// Fixed-point gradients and their block sums; see [`quantise::quantise_kernel`].
+    pub unsafe fn boost_quantise_fixed(
+        gradients: *const GradientPair<f32>,
+        n: u64,
+        quantiser: *const GradientQuantiser,
+        fixed: *mut GradientPair<i64>,
+        block_totals: *mut GradientPair<i64>,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { quantise::quantise_kernel(gradients, n, quantiser, fixed, block_totals) }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -121,6 +145,8 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_partition_scatter" => Some(boost_partition_scatter::raw),
         "boost_partition_counts" => Some(boost_partition_counts::raw),
         "boost_histogram_subtract" => Some(boost_histogram_subtract::raw),
+        "boost_quantise_sums" => Some(boost_quantise_sums::raw),
+        "boost_quantise_fixed" => Some(boost_quantise_fixed::raw),
         _ => None,
     }
 }

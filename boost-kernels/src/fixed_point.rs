@@ -48,23 +48,11 @@ impl GradientQuantiser {
         Self { to_fixed: GradientPair::new(1.0 / to_float.grad, 1.0 / to_float.hess), to_float }
     }
 
-    /// The quantiser for this set of gradients, its sums taken in slice order.
+    /// The quantiser for this set of gradients, its sums taken in the blocked order of
+    /// [`crate::reduce`] (the GPU takes the same sums, warp by warp).
     pub fn new(gradients: &[GradientPair<f32>]) -> Self {
-        let (mut positive, mut negative) = (GradientPair::new(0f64, 0f64), GradientPair::new(0f64, 0f64));
-        for g in gradients {
-            let (gg, hh) = (g.grad as f64, g.hess as f64);
-            if gg > 0.0 {
-                positive.grad += gg;
-            } else {
-                negative.grad -= gg;
-            }
-            if hh > 0.0 {
-                positive.hess += hh;
-            } else {
-                negative.hess -= hh;
-            }
-        }
-        Self::from_sums(positive, negative, gradients.len())
+        let sums = crate::reduce::sum(gradients.len(), |i| QuantiserSums::of(gradients[i]));
+        Self::from_sums(sums.positive, sums.negative, gradients.len())
     }
 
     /// One gradient pair in fixed point (truncated toward zero, as XGBoost's conversion).
@@ -77,6 +65,39 @@ impl GradientQuantiser {
     #[inline(always)]
     pub fn to_float(&self, g: GradientPair<i64>) -> GradientPair<f64> {
         GradientPair::new(g.grad as f64 * self.to_float.grad, g.hess as f64 * self.to_float.hess)
+    }
+}
+
+/// The sums a quantiser is made from: the positive parts and the negated negative parts of the
+/// gradients and hessians, in `f64`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct QuantiserSums {
+    pub positive: GradientPair<f64>,
+    pub negative: GradientPair<f64>,
+}
+
+impl QuantiserSums {
+    /// One gradient's term.
+    #[inline(always)]
+    pub fn of(g: GradientPair<f32>) -> Self {
+        let (grad, hess) = (g.grad as f64, g.hess as f64);
+        let (pg, ng) = if grad > 0.0 { (grad, 0.0) } else { (0.0, -grad) };
+        let (ph, nh) = if hess > 0.0 { (hess, 0.0) } else { (0.0, -hess) };
+        QuantiserSums { positive: GradientPair::new(pg, ph), negative: GradientPair::new(ng, nh) }
+    }
+}
+
+impl crate::reduce::BlockSum for QuantiserSums {
+    fn zero() -> Self {
+        Self::default()
+    }
+    #[inline(always)]
+    fn plus(self, o: Self) -> Self {
+        QuantiserSums {
+            positive: GradientPair::new(self.positive.grad + o.positive.grad, self.positive.hess + o.positive.hess),
+            negative: GradientPair::new(self.negative.grad + o.negative.grad, self.negative.hess + o.negative.hess),
+        }
     }
 }
 

@@ -5,13 +5,16 @@
 //! functions; the GPU backend's kernels, compiled from this crate to PTX, call the same ones, so
 //! that both choose the same splits by construction. [`evaluate`] is split evaluation for a batch
 //! of nodes on the device, over those functions; [`partition`] the stable row partition of a batch
-//! of split nodes, and [`subtract`] the subtraction trick on histograms.
+//! of split nodes, [`subtract`] the subtraction trick on histograms, [`quantise`] the gradient
+//! quantiser over the fixed-order sums of [`reduce`].
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
 pub mod evaluate;
 pub mod fixed_point;
 pub mod partition;
+pub mod quantise;
+pub mod reduce;
 pub mod split;
 pub mod subtract;
 

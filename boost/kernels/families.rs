@@ -50,4 +50,20 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("histogram.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "quantise",
+        entry_points: &[
+            "boost_quantise_fixed",
+            "boost_quantise_sums",
+        ],
+        ptx: include_bytes!("quantise.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("quantise.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("quantise.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("quantise.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("quantise.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("quantise.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("quantise.sm_120.cubin.zst") },
+        ],
+    },
 ]

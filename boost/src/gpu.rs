@@ -7,11 +7,15 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, MultiFeatureMatrix};
 
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
+use boost_kernels::fixed_point::QuantiserSums;
 use boost_kernels::partition::PartitionSplit;
+use boost_kernels::reduce::{self, BlockSum};
 use boost_kernels::split::Split;
 
 use crate::ellpack::EllpackMatrix;
@@ -184,12 +188,14 @@ pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u1
         ));
     }
     let mut bins = vec![bins_per_feature as u16; matrix.rows * features];
-    for row in 0..matrix.rows {
-        for f in 0..features {
-            if let Some(bin) = matrix.bin_of(row, f, cuts) {
-                bins[row * features + f] = (bin - cuts.cut_ptrs[f]) as u16;
+    if features > 0 {
+        bins.par_chunks_mut(features).enumerate().for_each(|(row, row_bins)| {
+            for (f, local) in row_bins.iter_mut().enumerate() {
+                if let Some(bin) = matrix.bin_of(row, f, cuts) {
+                    *local = (bin - cuts.cut_ptrs[f]) as u16;
+                }
             }
-        }
+        });
     }
     Ok((bins, bins_per_feature))
 }
@@ -293,9 +299,9 @@ pub struct GpuBackend<'a> {
     bins_per_feature: usize,
     features: usize,
     first_bins: &'a [u32],
-    /// Fixed-point gradients on the host (the root's sum) and on the device.
-    host_gradients: &'a [Fixed],
+    /// The fixed-point gradients and their sum (the root's).
     gradients: &'a DeviceBuffer<Fixed>,
+    root: Fixed,
     context: SplitContext,
     /// The nodes' ranges of the row order; its rows are read back from the device at the end.
     order: RowOrder,
@@ -308,8 +314,8 @@ pub struct GpuBackend<'a> {
 }
 
 impl<'a> GpuBackend<'a> {
-    /// A backend over the device copies of the cuts, [`local_bins`] and the fixed-point gradients
-    /// (with their host copy, whose sum is the root's); `buffers` sized for the gradients' rows.
+    /// A backend over the device copies of the cuts, [`local_bins`] and the fixed-point gradients,
+    /// whose sum is `root`; `buffers` sized for the gradients' rows.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         gpu: &'a Gpu,
@@ -317,18 +323,14 @@ impl<'a> GpuBackend<'a> {
         bins: &'a DeviceBuffer<u16>,
         bins_per_feature: usize,
         first_bins: &'a [u32],
-        host_gradients: &'a [Fixed],
         gradients: &'a DeviceBuffer<Fixed>,
+        root: Fixed,
         buffers: &'a mut RowBuffers,
         context: SplitContext,
     ) -> Result<Self> {
-        let rows = host_gradients.len();
-        if buffers.identity.len() != rows || gradients.len() != rows {
-            return Err(Error::InvalidData(format!(
-                "{rows} gradients, {} on the device, row buffers for {}",
-                gradients.len(),
-                buffers.identity.len()
-            )));
+        let rows = gradients.len();
+        if buffers.identity.len() != rows {
+            return Err(Error::InvalidData(format!("{rows} gradients, row buffers for {}", buffers.identity.len())));
         }
         buffers.rows.copy_from_device(gpu, &buffers.identity)?;
         Ok(GpuBackend {
@@ -338,8 +340,8 @@ impl<'a> GpuBackend<'a> {
             bins_per_feature,
             features: cuts.features,
             first_bins,
-            host_gradients,
             gradients,
+            root,
             context,
             order: RowOrder::new(rows),
             buffers,
@@ -532,10 +534,7 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
     type Error = Error;
 
     fn total(&mut self) -> Result<Fixed> {
-        let start = Instant::now();
-        let total = self.host_gradients.iter().fold(Fixed::default(), |a, &b| boost_kernels::fixed_point::add(a, b));
-        self.phases.add("tree: root sum", start.elapsed());
-        Ok(total)
+        Ok(self.root)
     }
 
     fn root_histogram(&mut self) -> Result<()> {
@@ -615,14 +614,46 @@ impl<'g> GpuTrainer<'g> {
         self.gpu
     }
 
-    /// Grows one tree (see [`GpuBackend`]) from fixed-point `gradients`, one per row; returns it with
-    /// each row's leaf, as [`crate::tree::hist::HistBuilder::build`] does on the CPU, drawing the
-    /// same random numbers from `rng`.
+    /// The quantiser of `gradients` (the one [`GradientQuantiser::new`] makes on the host, from the
+    /// same blocked sums), with the gradients in fixed point on the device and their sum. Waits twice:
+    /// for the block sums and for the block totals.
+    pub fn quantise(
+        &mut self,
+        gradients: &[GradientPair<f32>],
+    ) -> Result<(GradientQuantiser, DeviceBuffer<Fixed>, Fixed)> {
+        let n = gradients.len();
+        let blocks = reduce::blocks(n);
+        let device_gradients = self.gpu.upload(gradients)?;
+        let block_sums = self.gpu.alloc_zeroed::<QuantiserSums>(blocks.max(1))?;
+        let config = warp_per_block_config(blocks)?;
+        let args = [device_gradients.device_ptr(), n as u64, block_sums.device_ptr()];
+        // SAFETY: `n` gradients, a sum per block; the grid is whole warps, one per block.
+        unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_sums", config, &args)? };
+        let sums = block_sums.to_vec(self.gpu)?.into_iter().take(blocks).fold(QuantiserSums::zero(), BlockSum::plus);
+        let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, n);
+        let quantiser_buffer = self.gpu.upload(std::slice::from_ref(&quantiser))?;
+        let fixed = self.gpu.alloc_zeroed::<Fixed>(n)?;
+        let block_totals = self.gpu.alloc_zeroed::<Fixed>(blocks.max(1))?;
+        let args = [
+            device_gradients.device_ptr(),
+            n as u64,
+            quantiser_buffer.device_ptr(),
+            fixed.device_ptr(),
+            block_totals.device_ptr(),
+        ];
+        // SAFETY: `n` gradients and fixed-point slots, one quantiser, a total per block; whole warps.
+        unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_fixed", config, &args)? };
+        let root = block_totals.to_vec(self.gpu)?.into_iter().take(blocks).fold(Fixed::zero(), BlockSum::plus);
+        Ok((quantiser, fixed, root))
+    }
+
+    /// Grows one tree (see [`GpuBackend`]) from `gradients`, one per row, quantised on the device;
+    /// returns it with each row's leaf, as [`crate::tree::hist::HistBuilder::build`] does on the CPU
+    /// with [`GradientQuantiser::new`], drawing the same random numbers from `rng`.
     pub fn build_tree(
         &mut self,
         params: &TreeParams,
-        quantiser: &GradientQuantiser,
-        gradients: &[Fixed],
+        gradients: &[GradientPair<f32>],
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<crate::tree::hist::BuiltTree> {
@@ -634,21 +665,21 @@ impl<'g> GpuTrainer<'g> {
             )));
         }
         let start = Instant::now();
-        let device_gradients = self.gpu.upload(gradients)?;
-        self.phases.add("tree: gradients to the device", start.elapsed());
-        let context = SplitContext { params: params.split(), quantiser: *quantiser };
+        let (quantiser, fixed, root) = self.quantise(gradients)?;
+        self.phases.add("tree: quantise", start.elapsed());
+        let context = SplitContext { params: params.split(), quantiser };
         let mut backend = GpuBackend::new(
             self.gpu,
             &self.cuts,
             &self.bins,
             self.bins_per_feature,
             &self.first_bins,
-            gradients,
-            &device_gradients,
+            &fixed,
+            root,
             &mut self.buffers,
             context,
         )?;
-        let tree = grow::grow(&mut backend, params, quantiser, features, gradients.len(), rng)?;
+        let tree = grow::grow(&mut backend, params, &quantiser, features, gradients.len(), rng)?;
         let start = Instant::now();
         backend.finish()?;
         let positions = backend.order.positions(&tree);
@@ -658,25 +689,64 @@ impl<'g> GpuTrainer<'g> {
     }
 }
 
+/// One warp per block of [`reduce::SUM_BLOCK`] items, four warps a block.
+fn warp_per_block_config(warps: usize) -> Result<LaunchConfig> {
+    const WARPS: usize = 4;
+    let blocks = warps.div_ceil(WARPS).max(1);
+    if blocks > i32::MAX as usize {
+        return Err(Error::InvalidData(format!("{warps} warps are too many for one launch")));
+    }
+    Ok(LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (32 * WARPS as u32, 1, 1), shared_mem_bytes: 0 })
+}
+
 /// Grows one tree on `gpu`: [`GpuTrainer::build_tree`] for a single tree (uploads the matrix too).
-#[allow(clippy::too_many_arguments)]
 pub fn build_tree(
     gpu: &Gpu,
     matrix: &EllpackMatrix,
     cuts: &QuantileCuts,
     params: &TreeParams,
-    quantiser: &GradientQuantiser,
-    gradients: &[Fixed],
+    gradients: &[GradientPair<f32>],
     features: &[u32],
     rng: &mut impl rand::Rng,
 ) -> Result<crate::tree::hist::BuiltTree> {
-    GpuTrainer::new(gpu, matrix, cuts)?.build_tree(params, quantiser, gradients, features, rng)
+    GpuTrainer::new(gpu, matrix, cuts)?.build_tree(params, gradients, features, rng)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use primitives::Schedule;
+
+    #[test]
+    fn the_device_quantiser_is_the_hosts_bit_for_bit() {
+        use rand::{Rng, SeedableRng};
+        let gpu = Gpu::emulated(Schedule::Deterministic);
+        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        // Sizes around a block (1024) and a warp, with signs, zeros and magnitudes mixed.
+        for n in [0usize, 1, 31, 33, 1024, 1025, 5000] {
+            let gradients: Vec<GradientPair<f32>> = (0..n)
+                .map(|i| match i % 7 {
+                    0 => GradientPair::new(0.0, 0.0),
+                    1 => GradientPair::new(-rng.gen_range(0.0..1e3f32), rng.gen_range(0.0..1e-3)),
+                    _ => GradientPair::new(rng.gen_range(-1.0..1.0f32), rng.gen_range(-0.1..1.0)),
+                })
+                .collect();
+            let features: Vec<f32> = (0..n).map(|i| (i % 3) as f32).collect();
+            let matrix = EllpackMatrix::new(
+                &crate::data::FeatureMatrix::Dense(crate::data::DenseMatrix::new(n, 1, features)),
+                &cuts,
+            );
+            let mut trainer = GpuTrainer::new(&gpu, &matrix, &cuts).unwrap();
+            let (quantiser, fixed, root) = trainer.quantise(&gradients).unwrap();
+            let host = GradientQuantiser::new(&gradients);
+            assert_eq!(quantiser, host, "{n} gradients");
+            let host_fixed: Vec<Fixed> = gradients.iter().map(|&g| host.to_fixed(g)).collect();
+            assert_eq!(fixed.to_vec(&gpu).unwrap(), host_fixed, "{n} gradients");
+            let host_root = host_fixed.iter().fold(Fixed::default(), |a, &b| crate::fixed_point::add(a, b));
+            assert_eq!(root, host_root, "{n} gradients");
+        }
+    }
 
     #[test]
     fn bad_batches_are_errors_not_faults() {

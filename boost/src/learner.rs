@@ -238,16 +238,16 @@ pub fn train_with_precision(
                     }
                 }
             }
-            let quantiser = GradientQuantiser::new(&column);
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
-            let fixed = || -> Vec<GradientPair<i64>> { column.iter().map(|&g| quantiser.to_fixed(g)).collect() };
             phases.add("gradients", start.elapsed());
             let start = Instant::now();
             let mut built = match &mut backend {
-                TreeBackend::Gpu(trainer) => {
-                    trainer.build_tree(tree_params, &quantiser, &fixed(), &tree_features, &mut rng)?
-                }
+                // The device quantises the gradients itself (the same quantiser, by construction).
+                TreeBackend::Gpu(trainer) => trainer.build_tree(tree_params, &column, &tree_features, &mut rng)?,
                 TreeBackend::Cpu(bins) => {
+                    let quantiser = GradientQuantiser::new(&column);
+                    let fixed =
+                        || -> Vec<GradientPair<i64>> { column.iter().map(|&g| quantiser.to_fixed(g)).collect() };
                     let builder =
                         HistBuilder { matrix: &matrix, bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
                     match precision {

@@ -73,6 +73,7 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("split", &["boost_split_"]),
             ("partition", &["boost_partition_"]),
             ("histogram", &["boost_histogram_"]),
+            ("quantise", &["boost_quantise_"]),
         ],
     },
 ];

@@ -166,17 +166,9 @@ fn trees_grown_on_the_device_are_the_cpu_builders() {
         let all: Vec<u32> = (0..cols as u32).collect();
         let cpu = HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: &params, quantiser: &quantiser }
             .build(&fixed, &all, &mut rand::rngs::SmallRng::seed_from_u64(5));
-        let device = build_tree(
-            &gpu,
-            &matrix,
-            &cuts,
-            &params,
-            &quantiser,
-            &fixed,
-            &all,
-            &mut rand::rngs::SmallRng::seed_from_u64(5),
-        )
-        .unwrap();
+        let device =
+            build_tree(&gpu, &matrix, &cuts, &params, &gradients, &all, &mut rand::rngs::SmallRng::seed_from_u64(5))
+                .unwrap();
         assert!(cpu.tree.len() > 7, "{policy:?}: a real tree ({} nodes)", cpu.tree.len());
         assert_eq!(device.tree, cpu.tree, "{policy:?}, max_bin {max_bin}");
         assert_eq!(device.positions, cpu.positions, "{policy:?}, max_bin {max_bin}");
