@@ -6,6 +6,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
+use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::partition::{self, PartitionArgs, PartitionSplit};
 use crate::quantise;
 use crate::subtract;
@@ -135,6 +136,38 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Every row's gradient pair; see [`objective::gradients_kernel`].
+    pub unsafe fn boost_objective_gradients(
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        keep: *const u8,
+        n: u64,
+        objective: *const ElementwiseObjective,
+        out: *mut GradientPair<f32>,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { objective::gradients_kernel(margins, labels, weights, keep, n, objective, out) }
+    }
+}
+
+kernel! {
+    /// Each row's leaf value added to its margin; see [`objective::add_leaves_kernel`].
+    pub unsafe fn boost_objective_add_leaves(
+        rows: *const u32,
+        n: u64,
+        leaves: *const LeafRange,
+        num_leaves: u64,
+        margins: *mut f32,
+        outputs: u64,
+        output: u64,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { objective::add_leaves_kernel(rows, n, leaves, num_leaves, margins, outputs, output) }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -147,6 +180,8 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_histogram_subtract" => Some(boost_histogram_subtract::raw),
         "boost_quantise_sums" => Some(boost_quantise_sums::raw),
         "boost_quantise_fixed" => Some(boost_quantise_fixed::raw),
+        "boost_objective_gradients" => Some(boost_objective_gradients::raw),
+        "boost_objective_add_leaves" => Some(boost_objective_add_leaves::raw),
         _ => None,
     }
 }

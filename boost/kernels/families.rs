@@ -66,4 +66,20 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("quantise.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "objective",
+        entry_points: &[
+            "boost_objective_add_leaves",
+            "boost_objective_gradients",
+        ],
+        ptx: include_bytes!("objective.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("objective.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("objective.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("objective.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("objective.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("objective.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("objective.sm_120.cubin.zst") },
+        ],
+    },
 ]

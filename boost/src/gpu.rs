@@ -14,16 +14,19 @@ use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, M
 
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::objective::{ElementwiseObjective, LeafRange};
 use boost_kernels::partition::PartitionSplit;
 use boost_kernels::reduce::{self, BlockSum};
 use boost_kernels::split::Split;
 
+use crate::data::MetaInfo;
 use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
+use crate::tree::Tree;
 use crate::{Error, Result};
 
 type Fixed = GradientPair<i64>;
@@ -519,9 +522,12 @@ impl<'a> GpuBackend<'a> {
         evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context)
     }
 
-    /// Reads the row order back (each row's leaf follows from the nodes' ranges) and the row check.
-    fn finish(&mut self) -> Result<()> {
-        self.order.rows = self.buffers.rows.to_vec(self.gpu)?;
+    /// Reads the row check and, when `read_rows`, the row order (each row's leaf follows from the
+    /// nodes' ranges).
+    fn finish(&mut self, read_rows: bool) -> Result<()> {
+        if read_rows {
+            self.order.rows = self.buffers.rows.to_vec(self.gpu)?;
+        }
         let bad = self.bad_row.to_vec(self.gpu)?[0];
         if bad != u32::MAX {
             return Err(Error::InvalidData(format!("row order position {bad} holds no row of the matrix")));
@@ -584,6 +590,8 @@ pub struct GpuTrainer<'g> {
     bins: DeviceBuffer<u16>,
     bins_per_feature: usize,
     buffers: RowBuffers,
+    /// Labels, weights and margins when the device computes the gradients.
+    device_rows: Option<DeviceRows>,
     /// The steps of every tree built so far.
     phases: PhaseTimes,
 }
@@ -600,6 +608,7 @@ impl<'g> GpuTrainer<'g> {
             bins: gpu.upload(&host_bins)?,
             bins_per_feature,
             buffers: RowBuffers::new(gpu, matrix.rows)?,
+            device_rows: None,
             phases: PhaseTimes::default(),
         })
     }
@@ -621,9 +630,17 @@ impl<'g> GpuTrainer<'g> {
         &mut self,
         gradients: &[GradientPair<f32>],
     ) -> Result<(GradientQuantiser, DeviceBuffer<Fixed>, Fixed)> {
-        let n = gradients.len();
-        let blocks = reduce::blocks(n);
         let device_gradients = self.gpu.upload(gradients)?;
+        self.quantise_on_device(&device_gradients)
+    }
+
+    /// [`GpuTrainer::quantise`] of gradients already on the device.
+    fn quantise_on_device(
+        &self,
+        device_gradients: &DeviceBuffer<GradientPair<f32>>,
+    ) -> Result<(GradientQuantiser, DeviceBuffer<Fixed>, Fixed)> {
+        let n = device_gradients.len();
+        let blocks = reduce::blocks(n);
         let block_sums = self.gpu.alloc_zeroed::<QuantiserSums>(blocks.max(1))?;
         let config = warp_per_block_config(blocks)?;
         let args = [device_gradients.device_ptr(), n as u64, block_sums.device_ptr()];
@@ -667,6 +684,26 @@ impl<'g> GpuTrainer<'g> {
         let start = Instant::now();
         let (quantiser, fixed, root) = self.quantise(gradients)?;
         self.phases.add("tree: quantise", start.elapsed());
+        let (tree, order) = self.grow(params, quantiser, &fixed, root, features, true, rng)?;
+        let start = Instant::now();
+        let positions = order.positions(&tree);
+        self.phases.add("tree: positions", start.elapsed());
+        Ok(crate::tree::hist::BuiltTree { tree, positions })
+    }
+
+    /// Grows one tree from fixed-point gradients on the device; returns it with the row order: its
+    /// nodes' ranges, and its rows read back from the device when `read_rows`.
+    #[allow(clippy::too_many_arguments)]
+    fn grow(
+        &mut self,
+        params: &TreeParams,
+        quantiser: GradientQuantiser,
+        fixed: &DeviceBuffer<Fixed>,
+        root: Fixed,
+        features: &[u32],
+        read_rows: bool,
+        rng: &mut impl rand::Rng,
+    ) -> Result<(Tree, RowOrder)> {
         let context = SplitContext { params: params.split(), quantiser };
         let mut backend = GpuBackend::new(
             self.gpu,
@@ -674,19 +711,123 @@ impl<'g> GpuTrainer<'g> {
             &self.bins,
             self.bins_per_feature,
             &self.first_bins,
-            &fixed,
+            fixed,
             root,
             &mut self.buffers,
             context,
         )?;
-        let tree = grow::grow(&mut backend, params, &quantiser, features, gradients.len(), rng)?;
+        let tree = grow::grow(&mut backend, params, &quantiser, features, fixed.len(), rng)?;
         let start = Instant::now();
-        backend.finish()?;
-        let positions = backend.order.positions(&tree);
-        backend.phases.add("tree: positions", start.elapsed());
+        backend.finish(read_rows)?;
+        backend.phases.add("tree: row order to the host", start.elapsed());
+        let order = std::mem::replace(&mut backend.order, RowOrder::new(0));
         self.phases.merge(&backend.phases);
-        Ok(crate::tree::hist::BuiltTree { tree, positions })
+        Ok((tree, order))
     }
+
+    /// Keeps the training rows' labels, weights and `margins` on the device, so that
+    /// [`GpuTrainer::boost_round`] computes the gradients of `objective` there and updates the
+    /// margins itself.
+    pub fn keep_rows_on_device(
+        &mut self,
+        objective: ElementwiseObjective,
+        info: &MetaInfo,
+        margins: &[f32],
+    ) -> Result<()> {
+        let n = self.rows;
+        if info.labels.len() != n || margins.len() != n || !(info.weights.is_empty() || info.weights.len() == n) {
+            return Err(Error::InvalidData(format!(
+                "{} labels, {} weights and {} margins for {n} rows",
+                info.labels.len(),
+                info.weights.len(),
+                margins.len()
+            )));
+        }
+        self.device_rows = Some(DeviceRows {
+            labels: self.gpu.upload(&info.labels)?,
+            weights: (!info.weights.is_empty()).then(|| self.gpu.upload(&info.weights)).transpose()?,
+            margins: self.gpu.upload(margins)?,
+            gradients: self.gpu.alloc_zeroed(n)?,
+            objective: self.gpu.upload(std::slice::from_ref(&objective))?,
+        });
+        Ok(())
+    }
+
+    /// One boosting round on the device for the rows [`GpuTrainer::keep_rows_on_device`] keeps: the
+    /// gradients (zero where `keep` holds 0: row sampling), the tree, and each row's leaf value added
+    /// to its margin. Returns the tree, as the CPU builder grows it from the same gradients.
+    pub fn boost_round(
+        &mut self,
+        params: &TreeParams,
+        keep: Option<&[u8]>,
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<Tree> {
+        let n = self.rows;
+        let start = Instant::now();
+        let rows = self
+            .device_rows
+            .as_ref()
+            .ok_or_else(|| Error::InvalidData("boost_round before keep_rows_on_device".into()))?;
+        if keep.is_some_and(|k| k.len() != n) {
+            return Err(Error::InvalidData(format!("a row-sampling mask for {n} rows has another length")));
+        }
+        let keep_buffer = keep.map(|k| self.gpu.upload(k)).transpose()?;
+        let args = [
+            rows.margins.device_ptr(),
+            rows.labels.device_ptr(),
+            rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            keep_buffer.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            n as u64,
+            rows.objective.device_ptr(),
+            rows.gradients.device_ptr(),
+        ];
+        // SAFETY: margins, labels, gradients (and the weights and mask when given) hold `n` values.
+        unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_gradients", element_config(n)?, &args)? };
+        let (quantiser, fixed, root) = self.quantise_on_device(&rows.gradients)?;
+        self.phases.add("tree: gradients and quantise", start.elapsed());
+        let (tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
+        let start = Instant::now();
+        let mut leaves: Vec<LeafRange> = (0..tree.len().min(order.nodes()))
+            .filter(|&id| tree.is_leaf(id))
+            .map(|id| {
+                let (begin, end) = order.range(id);
+                LeafRange { begin: begin as u32, end: end as u32, value: tree.split_conditions[id], padding: 0 }
+            })
+            .collect();
+        leaves.sort_unstable_by_key(|leaf| leaf.begin);
+        let leaves_buffer = self.gpu.upload(&leaves)?;
+        let rows = self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no rows on the device".into()))?;
+        let args = [
+            self.buffers.rows.device_ptr(),
+            n as u64,
+            leaves_buffer.device_ptr(),
+            leaves.len() as u64,
+            rows.margins.device_ptr(),
+            1,
+            0,
+        ];
+        // SAFETY: the row order holds `n` distinct rows; the leaves' ranges, sorted, partition `0..n`;
+        // one margin per row.
+        unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_add_leaves", element_config(n)?, &args)? };
+        self.phases.add("tree: margins", start.elapsed());
+        Ok(tree)
+    }
+
+    /// The training rows' margins, read back from the device.
+    pub fn margins(&self) -> Result<Vec<f32>> {
+        let rows = self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no rows on the device".into()))?;
+        Ok(rows.margins.to_vec(self.gpu)?)
+    }
+}
+
+/// The training rows as [`GpuTrainer::boost_round`] keeps them on the device.
+struct DeviceRows {
+    labels: DeviceBuffer<f32>,
+    weights: Option<DeviceBuffer<f32>>,
+    margins: DeviceBuffer<f32>,
+    gradients: DeviceBuffer<GradientPair<f32>>,
+    objective: DeviceBuffer<ElementwiseObjective>,
 }
 
 /// One warp per block of [`reduce::SUM_BLOCK`] items, four warps a block.

@@ -222,13 +222,42 @@ pub fn train_with_precision(
     let (mut best_iteration, mut best_score) = (None, None::<f64>);
     let tree_params = &params.tree;
 
+    // Element-wise objectives keep the training rows on the device: gradients, trees and margins there,
+    // the margins read back only for the evaluation log.
+    let device_rounds = match (&mut backend, objective.device_objective()) {
+        (TreeBackend::Gpu(trainer), Some(device_objective)) if outputs == 1 && !objective.refreshes_leaves() => {
+            trainer.keep_rows_on_device(device_objective, &train.info, &margins)?;
+            true
+        }
+        _ => false,
+    };
+    let train_margins_read = evals.iter().any(|(d, _)| is_train(d)) && !metrics.is_empty();
+
     let first_round = model.num_rounds();
     for round in first_round..first_round + options.num_boost_round {
-        let start = Instant::now();
-        objective.gradients(&margins, &train.info, round, &mut gradients);
-        phases.add("gradients", start.elapsed());
         let mut new_trees = Vec::with_capacity(outputs);
-        for k in 0..outputs {
+        if let (true, TreeBackend::Gpu(trainer)) = (device_rounds, &mut backend) {
+            let start = Instant::now();
+            // The same draws, in the same order, as the host path below.
+            let keep: Option<Vec<u8>> = (tree_params.subsample < 1.0)
+                .then(|| (0..n).map(|_| rng.gen_bool(tree_params.subsample as f64) as u8).collect());
+            let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
+            phases.add("gradients", start.elapsed());
+            let start = Instant::now();
+            new_trees.push((trainer.boost_round(tree_params, keep.as_deref(), &tree_features, &mut rng)?, 0));
+            phases.add("trees", start.elapsed());
+            if train_margins_read {
+                let start = Instant::now();
+                margins = trainer.margins()?;
+                phases.add("margins", start.elapsed());
+            }
+        } else {
+            let start = Instant::now();
+            objective.gradients(&margins, &train.info, round, &mut gradients);
+            phases.add("gradients", start.elapsed());
+        }
+        // On the host: each output's tree from the host's gradients (none left when the device did the round).
+        for k in 0..if device_rounds { 0 } else { outputs } {
             let start = Instant::now();
             let mut column: Vec<GradientPair<f32>> = (0..n).map(|i| gradients[i * outputs + k]).collect();
             if tree_params.subsample < 1.0 {

@@ -74,6 +74,7 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("partition", &["boost_partition_"]),
             ("histogram", &["boost_histogram_"]),
             ("quantise", &["boost_quantise_"]),
+            ("objective", &["boost_objective_"]),
         ],
     },
 ];

@@ -122,6 +122,12 @@ pub trait Objective: Send + Sync {
     fn refreshes_leaves(&self) -> bool {
         false
     }
+    /// The objective as the GPU backend's gradient kernel takes it, for the element-wise objectives
+    /// whose [`Objective::gradients`] is that kernel's arithmetic row by row (`None`: the gradients
+    /// are computed on the host).
+    fn device_objective(&self) -> Option<boost_kernels::objective::ElementwiseObjective> {
+        None
+    }
     /// The objective's parameters as XGBoost writes them in a model's `learner.objective`.
     fn to_json(&self) -> serde_json::Value;
 
@@ -268,13 +274,7 @@ impl Params<'_> {
     }
 }
 
-/// XGBoost's `common::Sigmoid(float)`: `1 / (1 + e^-x)` with the exponent capped at 88.7 (no
-/// overflow to infinity).
-#[inline]
-pub fn sigmoid(x: f32) -> f32 {
-    let e = libm::expf(if -x < 88.7 { -x } else { 88.7 });
-    1.0 / (e + 1.0)
-}
+pub use boost_kernels::objective::sigmoid;
 
 /// The order XGBoost ranks scores in (`std::greater` under a stable sort): descending, `-0 == +0`,
 /// and NaN (which XGBoost leaves undefined) after every number, so the order is total.

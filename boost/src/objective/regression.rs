@@ -1,7 +1,7 @@
 //! Element-wise objectives: squared error, the logistic family, pseudo-Huber, absolute error and
 //! Poisson. Each row's gradient depends on its own margin, label and weight only (formulas in the
-//! parent module's table); the per-row functions are plain `f32` code with `libm`, for the GPU
-//! backend to run unchanged.
+//! parent module's table); the per-row functions are `boost_kernels::objective`'s, plain `f32` code
+//! with `libm` that the GPU backend's gradient kernel runs too.
 //!
 //! `reg:absoluteerror` has a zero hessian almost everywhere, so its tree leaves are meaningless as
 //! Newton steps: XGBoost (`hist`/`approx`) replaces each leaf by the weighted median of the residuals
@@ -16,67 +16,13 @@ use super::{
 };
 use crate::data::MetaInfo;
 use crate::{Error, Result};
+use boost_kernels::objective::ElementwiseObjective;
+pub use boost_kernels::objective::{
+    absolute_error_gradient, logistic_gradient, poisson_gradient, pseudo_huber_gradient, squared_error_gradient,
+};
 
 /// XGBoost compares `|scale_pos_weight - 1|` with `kRtEps` to choose the Newton-step intercept.
 const RT_EPS: f32 = 1e-6;
-
-/// `scale_pos_weight` applies to rows labelled exactly 1.
-#[inline]
-fn scaled_weight(label: f32, weight: f32, scale_pos_weight: f32) -> f32 {
-    if label == 1.0 {
-        weight * scale_pos_weight
-    } else {
-        weight
-    }
-}
-
-/// Squared error `½(m - y)²` for one row.
-#[inline]
-pub fn squared_error_gradient(margin: f32, label: f32, weight: f32, scale_pos_weight: f32) -> GradientPair<f32> {
-    let w = scaled_weight(label, weight, scale_pos_weight);
-    GradientPair::new((margin - label) * w, w)
-}
-
-/// Logistic loss for one row (margin space); hessian floored at 1e-16 as XGBoost.
-#[inline]
-pub fn logistic_gradient(margin: f32, label: f32, weight: f32, scale_pos_weight: f32) -> GradientPair<f32> {
-    let p = sigmoid(margin);
-    let w = scaled_weight(label, weight, scale_pos_weight);
-    let h = p * (1.0 - p);
-    GradientPair::new((p - label) * w, if h > 1e-16 { h } else { 1e-16 } * w)
-}
-
-/// Pseudo-Huber loss `δ²(√(1 + (z/δ)²) - 1)` with `z = m - y`, for one row.
-#[inline]
-pub fn pseudo_huber_gradient(margin: f32, label: f32, weight: f32, slope: f32) -> GradientPair<f32> {
-    let z = margin - label;
-    let slope2 = slope * slope;
-    let scale_sqrt = libm::sqrtf(1.0 + (z * z) / slope2);
-    let grad = z / scale_sqrt;
-    let hess = slope2 / ((slope2 + z * z) * scale_sqrt);
-    GradientPair::new(grad * weight, hess * weight)
-}
-
-/// Absolute error `|m - y|` for one row: the sign as gradient, the weight as hessian (XGBoost).
-#[inline]
-pub fn absolute_error_gradient(margin: f32, label: f32, weight: f32) -> GradientPair<f32> {
-    let d = margin - label;
-    let sign = if d > 0.0 {
-        1.0
-    } else if d < 0.0 {
-        -1.0
-    } else {
-        0.0
-    };
-    GradientPair::new(sign * weight, weight)
-}
-
-/// Poisson negative log-likelihood `e^m - y m` for one row; the hessian is inflated by
-/// `e^max_delta_step`, XGBoost's safeguard against huge first steps.
-#[inline]
-pub fn poisson_gradient(margin: f32, label: f32, weight: f32, max_delta_step: f32) -> GradientPair<f32> {
-    GradientPair::new((libm::expf(margin) - label) * weight, libm::expf(margin + max_delta_step) * weight)
-}
 
 /// Rows per parallel task of the gradient loops.
 const ROWS_PER_TASK: usize = 1 << 14;
@@ -123,6 +69,9 @@ impl Objective for SquaredError {
     fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
         let spw = self.scale_pos_weight;
         elementwise(margins, info, out, |m, y, w| squared_error_gradient(m, y, w, spw));
+    }
+    fn device_objective(&self) -> Option<ElementwiseObjective> {
+        Some(ElementwiseObjective { kind: ElementwiseObjective::SQUARED_ERROR, parameter: self.scale_pos_weight })
     }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         margins.to_vec()
@@ -188,6 +137,9 @@ impl Objective for Logistic {
     fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
         let spw = self.scale_pos_weight;
         elementwise(margins, info, out, |m, y, w| logistic_gradient(m, y, w, spw));
+    }
+    fn device_objective(&self) -> Option<ElementwiseObjective> {
+        Some(ElementwiseObjective { kind: ElementwiseObjective::LOGISTIC, parameter: self.scale_pos_weight })
     }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         match self.kind {
@@ -260,6 +212,9 @@ impl Objective for PseudoHuber {
     fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
         let slope = self.slope;
         elementwise(margins, info, out, |m, y, w| pseudo_huber_gradient(m, y, w, slope));
+    }
+    fn device_objective(&self) -> Option<ElementwiseObjective> {
+        Some(ElementwiseObjective { kind: ElementwiseObjective::PSEUDO_HUBER, parameter: self.slope })
     }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         margins.to_vec()
@@ -360,6 +315,9 @@ impl Objective for Poisson {
     fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
         let step = self.max_delta_step;
         elementwise(margins, info, out, |m, y, w| poisson_gradient(m, y, w, step));
+    }
+    fn device_objective(&self) -> Option<ElementwiseObjective> {
+        Some(ElementwiseObjective { kind: ElementwiseObjective::POISSON, parameter: self.max_delta_step })
     }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         margins.iter().map(|&m| libm::expf(m)).collect()

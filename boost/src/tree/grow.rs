@@ -52,6 +52,11 @@ impl RowOrder {
         self.ranges[node]
     }
 
+    /// Nodes with a range so far (ids below this).
+    pub fn nodes(&self) -> usize {
+        self.ranges.len()
+    }
+
     pub fn node_rows(&self, node: usize) -> &[u32] {
         let (begin, end) = self.ranges[node];
         &self.rows[begin..end]

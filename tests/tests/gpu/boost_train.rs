@@ -22,10 +22,20 @@ fn run(params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: Option<Arc<p
     train(&params, data, &[(data, "train")], &options, |_| {}).expect("training")
 }
 
-/// Trains on the CPU and on the device; asserts equal model bytes and logs.
-fn assert_same_model(case: &str, params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: &Arc<primitives::Gpu>) {
+/// Trains on the CPU and on the device; asserts equal model bytes and logs, and whether the device
+/// computed the gradients and margins itself (`device_rounds`) or took them from the host.
+fn assert_same_model(
+    case: &str,
+    params: &[(&str, &str)],
+    data: &Dataset,
+    rounds: usize,
+    gpu: &Arc<primitives::Gpu>,
+    device_rounds: bool,
+) {
     let cpu = run(params, data, rounds, None);
     let device = run(params, data, rounds, Some(gpu.clone()));
+    let on_device = device.phases.entries.iter().any(|(name, _)| *name == "tree: gradients and quantise");
+    assert_eq!(on_device, device_rounds, "{case}: gradients on the device");
     assert_eq!(cpu.device, "cpu");
     assert_eq!(device.device, gpu.properties().name.clone() + &cuda_suffix(gpu), "{case}");
     let (cpu_json, device_json) = (cpu.model.to_json_string().unwrap(), device.model.to_json_string().unwrap());
@@ -69,6 +79,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &binary,
         rounds,
         &gpu,
+        true,
     );
 
     let mut regression = dataset(rows, cols, SyntheticTask::Regression, 5);
@@ -79,6 +90,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &regression,
         rounds,
         &gpu,
+        true,
     );
     assert_same_model(
         "reg:absoluteerror (leaves refreshed from the rows' positions)",
@@ -86,6 +98,16 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &regression,
         rounds,
         &gpu,
+        false,
+    );
+
+    assert_same_model(
+        "reg:pseudohubererror",
+        &[("objective", "reg:pseudohubererror"), ("huber_slope", "0.7"), ("max_depth", "4"), ("subsample", "0.7")],
+        &regression,
+        rounds,
+        &gpu,
+        true,
     );
 
     let mut multiclass = dataset(rows, cols, SyntheticTask::Regression, 7);
@@ -109,6 +131,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &multiclass,
         rounds,
         &gpu,
+        false,
     );
 
     let mut ranking = dataset(rows, cols, SyntheticTask::Regression, 9);
@@ -120,5 +143,6 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &ranking,
         rounds,
         &gpu,
+        false,
     );
 }

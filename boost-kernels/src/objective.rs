@@ -1,0 +1,194 @@
+//! The per-row gradients of the element-wise objectives (squared error, the logistic family,
+//! pseudo-Huber, absolute error, Poisson), written once: `boost`'s objectives call these functions
+//! on the CPU, and [`gradients_kernel`] runs them on the device, so both give the same bits
+//! (plain `f32` arithmetic and `libm`, no fused multiply-adds on either side). Also the margin
+//! update after a tree ([`add_leaves_kernel`]): each row's leaf value added to its margin.
+//!
+//! Memory is read and written through `arch`, so the emulator checks every access.
+
+use primitives_kernels::arch;
+use primitives_kernels::ops::GradientPair;
+
+use crate::evaluate::global_thread;
+
+/// `1 / (1 + e^-x)`, with the exponent capped at 88.7 as XGBoost does (so it never overflows).
+#[inline]
+pub fn sigmoid(x: f32) -> f32 {
+    let e = libm::expf(if -x < 88.7 { -x } else { 88.7 });
+    1.0 / (e + 1.0)
+}
+
+/// `scale_pos_weight` applies to rows labelled exactly 1.
+#[inline]
+pub fn scaled_weight(label: f32, weight: f32, scale_pos_weight: f32) -> f32 {
+    if label == 1.0 {
+        weight * scale_pos_weight
+    } else {
+        weight
+    }
+}
+
+/// Squared error `½(m - y)²` for one row.
+#[inline]
+pub fn squared_error_gradient(margin: f32, label: f32, weight: f32, scale_pos_weight: f32) -> GradientPair<f32> {
+    let w = scaled_weight(label, weight, scale_pos_weight);
+    GradientPair::new((margin - label) * w, w)
+}
+
+/// Logistic loss for one row (margin space); hessian floored at 1e-16 as XGBoost.
+#[inline]
+pub fn logistic_gradient(margin: f32, label: f32, weight: f32, scale_pos_weight: f32) -> GradientPair<f32> {
+    let p = sigmoid(margin);
+    let w = scaled_weight(label, weight, scale_pos_weight);
+    let h = p * (1.0 - p);
+    GradientPair::new((p - label) * w, if h > 1e-16 { h } else { 1e-16 } * w)
+}
+
+/// Pseudo-Huber loss `δ²(√(1 + (z/δ)²) - 1)` with `z = m - y`, for one row.
+#[inline]
+pub fn pseudo_huber_gradient(margin: f32, label: f32, weight: f32, slope: f32) -> GradientPair<f32> {
+    let z = margin - label;
+    let slope2 = slope * slope;
+    let scale_sqrt = libm::sqrtf(1.0 + (z * z) / slope2);
+    let grad = z / scale_sqrt;
+    let hess = slope2 / ((slope2 + z * z) * scale_sqrt);
+    GradientPair::new(grad * weight, hess * weight)
+}
+
+/// Absolute error `|m - y|` for one row: the sign as gradient, the weight as hessian (XGBoost).
+#[inline]
+pub fn absolute_error_gradient(margin: f32, label: f32, weight: f32) -> GradientPair<f32> {
+    let d = margin - label;
+    let sign = if d > 0.0 {
+        1.0
+    } else if d < 0.0 {
+        -1.0
+    } else {
+        0.0
+    };
+    GradientPair::new(sign * weight, weight)
+}
+
+/// Poisson negative log-likelihood `e^m - y m` for one row; the hessian is inflated by
+/// `e^max_delta_step`, XGBoost's safeguard against huge first steps.
+#[inline]
+pub fn poisson_gradient(margin: f32, label: f32, weight: f32, max_delta_step: f32) -> GradientPair<f32> {
+    GradientPair::new((libm::expf(margin) - label) * weight, libm::expf(margin + max_delta_step) * weight)
+}
+
+/// An element-wise objective as the device takes it: which gradient function, and its parameter
+/// (`scale_pos_weight`, the Huber slope or Poisson's `max_delta_step`; unused by absolute error).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ElementwiseObjective {
+    pub kind: u32,
+    pub parameter: f32,
+}
+
+impl ElementwiseObjective {
+    pub const SQUARED_ERROR: u32 = 0;
+    pub const LOGISTIC: u32 = 1;
+    pub const PSEUDO_HUBER: u32 = 2;
+    pub const ABSOLUTE_ERROR: u32 = 3;
+    pub const POISSON: u32 = 4;
+
+    /// One row's gradient pair.
+    #[inline]
+    pub fn gradient(&self, margin: f32, label: f32, weight: f32) -> GradientPair<f32> {
+        let p = self.parameter;
+        match self.kind {
+            Self::SQUARED_ERROR => squared_error_gradient(margin, label, weight, p),
+            Self::LOGISTIC => logistic_gradient(margin, label, weight, p),
+            Self::PSEUDO_HUBER => pseudo_huber_gradient(margin, label, weight, p),
+            Self::ABSOLUTE_ERROR => absolute_error_gradient(margin, label, weight),
+            _ => poisson_gradient(margin, label, weight, p),
+        }
+    }
+}
+
+/// `out[i]`: row `i`'s gradient pair, zero where `keep` (when not null) holds 0 (the rows row
+/// sampling left out). `weights` may be null (every weight 1). One thread per row.
+///
+/// # Safety
+/// `margins`, `labels`, `out` (and `weights`, `keep` when not null) hold `n` elements; `objective`
+/// one.
+pub unsafe fn gradients_kernel(
+    margins: *const f32,
+    labels: *const f32,
+    weights: *const f32,
+    keep: *const u8,
+    n: u64,
+    objective: *const ElementwiseObjective,
+    out: *mut GradientPair<f32>,
+) {
+    let i = global_thread();
+    if i >= n {
+        return;
+    }
+    let i = i as usize;
+    // SAFETY: `i < n`; the contract covers the buffers.
+    unsafe {
+        let kept = keep.is_null() || arch::load(keep.add(i)) != 0;
+        let g = if kept {
+            let weight = if weights.is_null() { 1.0 } else { arch::load(weights.add(i)) };
+            arch::load(objective).gradient(arch::load(margins.add(i)), arch::load(labels.add(i)), weight)
+        } else {
+            GradientPair::new(0.0, 0.0)
+        };
+        arch::store(out.add(i), g);
+    }
+}
+
+/// A leaf of a grown tree: its rows are positions `begin..end` of the row order; `value` is added to
+/// their margins. Leaves are listed by increasing `begin`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LeafRange {
+    pub begin: u32,
+    pub end: u32,
+    pub value: f32,
+    pub padding: u32,
+}
+
+/// `margins[rows[p] * outputs + output] += value` of the leaf whose range holds position `p`. One
+/// thread per position.
+///
+/// # Safety
+/// `rows` holds `n` distinct row indices, `margins` `outputs` values for each, `leaves` `num_leaves`
+/// ranges sorted by `begin` that cover `0..n`.
+pub unsafe fn add_leaves_kernel(
+    rows: *const u32,
+    n: u64,
+    leaves: *const LeafRange,
+    num_leaves: u64,
+    margins: *mut f32,
+    outputs: u64,
+    output: u64,
+) {
+    let p = global_thread();
+    if p >= n {
+        return;
+    }
+    let (mut lo, mut hi) = (0usize, num_leaves as usize);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        // SAFETY: `mid < num_leaves`.
+        if unsafe { arch::load(leaves.add(mid)) }.begin <= p as u32 {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo == 0 {
+        return;
+    }
+    // SAFETY: `lo - 1 < num_leaves`, `p < n`, each row's margins within `margins`.
+    unsafe {
+        let leaf = arch::load(leaves.add(lo - 1));
+        if (p as u32) < leaf.end {
+            let row = arch::load(rows.add(p as usize)) as usize;
+            let at = margins.add(row * outputs as usize + output as usize);
+            arch::store(at, arch::load(at) + leaf.value);
+        }
+    }
+}
