@@ -144,7 +144,7 @@ impl Objective for Logistic {
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         match self.kind {
             LogisticKind::Raw => margins.to_vec(),
-            _ => margins.iter().map(|&m| sigmoid(m)).collect(),
+            _ => margins.par_iter().map(|&m| sigmoid(m)).collect(),
         }
     }
     /// XGBoost's `-log(1/p - 1)` in `f32`, after clamping `p` into `[1e-6, 1 - 1e-6]` (so 0 and 1
@@ -320,7 +320,7 @@ impl Objective for Poisson {
         Some(ElementwiseObjective { kind: ElementwiseObjective::POISSON, parameter: self.max_delta_step })
     }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        margins.iter().map(|&m| libm::expf(m)).collect()
+        margins.par_iter().map(|&m| libm::expf(m)).collect()
     }
     /// `log(base_score)`: a base score of 0 (all labels 0) gives `-inf`, as in XGBoost.
     fn prob_to_margin(&self, base_score: f32) -> f32 {
