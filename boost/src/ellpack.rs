@@ -34,18 +34,25 @@ impl EllpackMatrix {
     /// Quantises `features` with `cuts`.
     pub fn new(features: &FeatureMatrix, cuts: &QuantileCuts) -> Self {
         let rows = features.rows();
-        let mut row_stride = 0;
-        let mut any_missing = false;
-        for i in 0..rows {
-            let mut present = 0;
-            features.for_each_present(i, |j, v| {
-                if cuts.search_bin(j, v).is_some() {
-                    present += 1;
+        // The widest row and whether any row misses a value (a maximum and an `or`: the same on
+        // any thread count).
+        let (mut row_stride, any_missing) = (0..rows.div_ceil(ROWS_PER_CHUNK))
+            .into_par_iter()
+            .map(|chunk| {
+                let (mut widest, mut missing) = (0usize, false);
+                for i in chunk * ROWS_PER_CHUNK..((chunk + 1) * ROWS_PER_CHUNK).min(rows) {
+                    let mut present = 0;
+                    features.for_each_present(i, |j, v| {
+                        if cuts.search_bin(j, v).is_some() {
+                            present += 1;
+                        }
+                    });
+                    widest = widest.max(present);
+                    missing |= present < features.cols();
                 }
-            });
-            row_stride = row_stride.max(present);
-            any_missing |= present < features.cols();
-        }
+                (widest, missing)
+            })
+            .reduce(|| (0, false), |a, b| (a.0.max(b.0), a.1 | b.1));
         let is_dense = !any_missing;
         if is_dense {
             row_stride = features.cols();

@@ -158,12 +158,16 @@ pub fn train_with_precision(
     let start = Instant::now();
     let row_weights = row_weights(train)?;
     let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
+    phases.add("cuts", start.elapsed());
+    let start = Instant::now();
     let matrix = EllpackMatrix::new(&train.features, &cuts);
+    phases.add("ellpack", start.elapsed());
+    let start = Instant::now();
     let mut backend = match gpu {
         Some(gpu) => TreeBackend::Gpu(Box::new(GpuTrainer::new(gpu, &matrix, &cuts)?)),
         None => TreeBackend::Cpu(matrix.unpack(&cuts)),
     };
-    phases.add("cuts and matrix", start.elapsed());
+    phases.add("matrix for the tree builder", start.elapsed());
 
     let num_class = if outputs > 1 { outputs } else { 0 };
     let mut model = match &options.xgb_model {
