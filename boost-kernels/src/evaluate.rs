@@ -1,7 +1,8 @@
-//! Split evaluation for a batch of nodes on the device, in two launches: one thread per (node,
-//! feature) pair scans the feature's bins ([`split::best_split_of_feature`]); then one thread per
-//! node takes the best of its pairs in feature order and checks it ([`split::replaces`],
-//! [`split::is_valid`]), as the CPU builder does. The arithmetic is the CPU's, call for call.
+//! Split evaluation for a batch of nodes on the device, in two launches: one warp per (node,
+//! feature) pair scans the feature's bins 32 at a time, keeping the candidate the CPU's sequential
+//! scan ([`split::best_split_of_feature`]) keeps; then one thread per node takes the best of its
+//! pairs in feature order and checks it ([`split::replaces`], [`split::is_valid`]), as the CPU
+//! builder does. Each candidate's arithmetic is the CPU's ([`split::candidate_loss`]).
 //!
 //! Memory is read and written through `arch`, so the emulator checks every access.
 
@@ -9,7 +10,7 @@ use primitives_kernels::arch;
 use primitives_kernels::ops::GradientPair;
 
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{self, calc_gain, FeatureBins, Split, SplitParams};
+use crate::split::{self, calc_gain, Split, SplitParams};
 
 type Fixed = GradientPair<i64>;
 
@@ -70,42 +71,6 @@ impl DeviceSplit {
     }
 }
 
-/// One feature's bins of one node's histogram in device memory.
-struct DeviceBins {
-    feature: u32,
-    first_bin: u32,
-    len: usize,
-    /// The node's histogram at the feature's first bin.
-    hist: *const Fixed,
-    cut_values: *const f32,
-    min_value: f32,
-}
-
-impl FeatureBins<Fixed> for DeviceBins {
-    fn feature(&self) -> u32 {
-        self.feature
-    }
-    fn first_bin(&self) -> u32 {
-        self.first_bin
-    }
-    fn bin_count(&self) -> usize {
-        self.len
-    }
-    #[inline(always)]
-    fn hist(&self, b: usize) -> Fixed {
-        // SAFETY: `b < len`, and the launcher's histogram holds the feature's `len` bins.
-        unsafe { arch::load(self.hist.add(b)) }
-    }
-    #[inline(always)]
-    fn cut_value(&self, b: usize) -> f32 {
-        // SAFETY: `b < len`, within the feature's cuts.
-        unsafe { arch::load(self.cut_values.add(self.first_bin as usize + b)) }
-    }
-    fn min_value(&self) -> f32 {
-        self.min_value
-    }
-}
-
 /// The buffers of [`split_features_kernel`].
 #[repr(C)]
 pub struct FeatureSplitArgs {
@@ -136,44 +101,131 @@ pub(crate) fn global_thread() -> u64 {
     arch::block_idx_x() as u64 * arch::block_dim_x() as u64 + arch::thread_idx_x() as u64
 }
 
-/// Best split of each (node, feature) pair, one thread each.
+/// A lane's best candidate so far and its place in the sequential scan's order (`seq`: forward
+/// candidates `0..n` by bin, then backward ones `n..2n` from the last bin down), so that the warp
+/// keeps the candidate the sequential scan keeps: the largest loss change, the earliest among equals.
+#[derive(Clone, Copy)]
+struct LaneBest {
+    split: DeviceSplit,
+    seq: u32,
+}
+
+/// Whether candidate `(loss, seq)` beats `best` under the sequential scan's rule (a strictly larger
+/// loss change replaces; among equal ones the earlier wins).
+#[inline(always)]
+fn beats(loss: f32, seq: u32, found: bool, best_loss: f32, best_seq: u32) -> bool {
+    found && (best_seq == u32::MAX || loss > best_loss || (loss == best_loss && seq < best_seq))
+}
+
+/// Warp-wide inclusive sum of fixed-point pairs (exact, so its value is the sequential sum's).
+#[inline(always)]
+fn warp_inclusive_sum(value: Fixed, lane: u32) -> Fixed {
+    let mut sum = value;
+    let mut delta = 1;
+    while delta < arch::WARP_SIZE {
+        let other = arch::shfl_up_sync(arch::FULL_MASK, sum, delta);
+        if lane >= delta {
+            sum = crate::fixed_point::add(sum, other);
+        }
+        delta *= 2;
+    }
+    sum
+}
+
+/// Best split of each (node, feature) pair, one warp each: the CPU's sequential scan
+/// ([`split::best_split_of_feature`]) with the bins 32 at a time. A bin's left sum is a warp prefix
+/// sum plus the chunks before (exact in fixed point, so the same integers), each candidate's loss
+/// change is [`split::candidate_loss`], and the warp keeps the candidate the sequential scan keeps.
 ///
 /// # Safety
 /// Every buffer holds what [`FeatureSplitArgs`] says, every pair names a node of `slots` and
-/// `totals` and a feature of the cuts, and every slot's histogram holds that feature's bins.
+/// `totals` and a feature of the cuts, and every slot's histogram holds that feature's bins; the
+/// grid has whole warps.
 pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
-    let i = global_thread();
-    if i >= a.num_pairs {
+    let pair = global_thread() / arch::WARP_SIZE as u64;
+    if pair >= a.num_pairs {
         return;
     }
-    let i = i as usize;
-    // SAFETY: `i < num_pairs` and the launcher's buffers hold what the contract says.
+    let (i, lane) = (pair as usize, arch::lane_id());
+    // SAFETY: `i < num_pairs` and the launcher's buffers hold what the contract says; bins are read
+    // only below the feature's count.
     unsafe {
         let node = arch::load(a.pairs.add(2 * i)) as usize;
         let feature = arch::load(a.pairs.add(2 * i + 1));
         let context = arch::load(a.context);
+        let (p, q) = (&context.params, &context.quantiser);
         let total = arch::load(a.totals.add(node));
         let slot = arch::load(a.slots.add(node)) as usize;
-        let begin = arch::load(a.cut_ptrs.add(feature as usize));
-        let end = arch::load(a.cut_ptrs.add(feature as usize + 1));
-        let result = if begin == end {
-            None
-        } else {
-            let t = context.quantiser.to_float(total);
-            let parent_gain = calc_gain(&context.params, t.grad, t.hess);
-            let within =
-                if a.feature_stride == 0 { begin as usize } else { feature as usize * a.feature_stride as usize };
-            let bins = DeviceBins {
-                feature,
-                first_bin: begin,
-                len: (end - begin) as usize,
-                hist: a.histograms.add(slot * a.node_stride as usize + within),
-                cut_values: a.cut_values,
-                min_value: arch::load(a.min_values.add(feature as usize)),
+        let first = arch::load(a.cut_ptrs.add(feature as usize));
+        let n = arch::load(a.cut_ptrs.add(feature as usize + 1)) - first;
+        let within = if a.feature_stride == 0 { first as usize } else { feature as usize * a.feature_stride as usize };
+        let hist = a.histograms.add(slot * a.node_stride as usize + within);
+        let cut = |b: u32| arch::load(a.cut_values.add((first + b) as usize));
+        let t = q.to_float(total);
+        let parent_gain = calc_gain(p, t.grad, t.hess);
+        let mut best = LaneBest { split: DeviceSplit::default(), seq: u32::MAX };
+        let mut offer =
+            |left: Fixed, right: Fixed, last_left_bin: i64, threshold: f32, default_left: bool, seq: u32| {
+                if let Some(loss_chg) = split::candidate_loss(left, right, parent_gain, p, q) {
+                    if beats(loss_chg, seq, true, best.split.loss_chg, best.seq) {
+                        let found = Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right };
+                        best = LaneBest { split: DeviceSplit::from(Some(found)), seq };
+                    }
+                }
             };
-            split::best_split_of_feature(&bins, total, parent_gain, &context.params, &context.quantiser)
-        };
-        arch::store(a.out.add(i), DeviceSplit::from(result));
+        // Missing values right: bins `..=b` go left.
+        let mut before = Fixed::default();
+        let mut chunk = 0;
+        while chunk < n {
+            let b = chunk + lane;
+            let h = if b < n { arch::load(hist.add(b as usize)) } else { Fixed::default() };
+            let prefix = warp_inclusive_sum(h, lane);
+            let left = crate::fixed_point::add(before, prefix);
+            if b < n {
+                offer(left, crate::fixed_point::sub(total, left), first as i64 + b as i64, cut(b), false, b);
+            }
+            before = crate::fixed_point::add(before, arch::shfl_idx_sync(arch::FULL_MASK, prefix, 31));
+            chunk += arch::WARP_SIZE;
+        }
+        // Missing values left, when some rows miss the feature: bins `b..` go right.
+        let present = before;
+        if present != total {
+            let mut before = Fixed::default();
+            let mut chunk = 0;
+            while chunk < n {
+                let b = chunk + lane;
+                let h = if b < n { arch::load(hist.add(b as usize)) } else { Fixed::default() };
+                let prefix = warp_inclusive_sum(h, lane);
+                if b < n {
+                    // The bins from `b` on: all present rows but those of the bins before `b`.
+                    let below = crate::fixed_point::sub(crate::fixed_point::add(before, prefix), h);
+                    let right = crate::fixed_point::sub(present, below);
+                    let threshold = if b == 0 { arch::load(a.min_values.add(feature as usize)) } else { cut(b - 1) };
+                    let left = crate::fixed_point::sub(total, right);
+                    offer(left, right, first as i64 + b as i64 - 1, threshold, true, 2 * n - 1 - b);
+                }
+                before = crate::fixed_point::add(before, arch::shfl_idx_sync(arch::FULL_MASK, prefix, 31));
+                chunk += arch::WARP_SIZE;
+            }
+        }
+        // The warp's best: every lane ends with the winner's (loss, seq); that lane writes it.
+        let (mut loss, mut seq) = (best.split.loss_chg, best.seq);
+        let mut delta = arch::WARP_SIZE / 2;
+        while delta > 0 {
+            let other_loss = arch::shfl_xor_sync(arch::FULL_MASK, loss, delta);
+            let other_seq = arch::shfl_xor_sync(arch::FULL_MASK, seq, delta);
+            if beats(other_loss, other_seq, other_seq != u32::MAX, loss, seq) {
+                (loss, seq) = (other_loss, other_seq);
+            }
+            delta /= 2;
+        }
+        if seq == u32::MAX {
+            if lane == 0 {
+                arch::store(a.out.add(i), DeviceSplit::default());
+            }
+        } else if best.seq == seq {
+            arch::store(a.out.add(i), best.split);
+        }
     }
 }
 

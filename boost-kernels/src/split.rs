@@ -204,6 +204,26 @@ impl<S: Copy> FeatureBins<S> for SliceBins<'_, S> {
     }
 }
 
+/// The loss change of splitting a node of gain `parent_gain` into children with sums `left` and
+/// `right`, when that split may be chosen: both children have `min_child_weight`, and the change is
+/// finite (XGBoost's `SplitEntry::NeedReplace` skips infinite changes: no `lambda`, no hessian).
+#[inline(always)]
+pub fn candidate_loss<S: GradientSum>(
+    left: S,
+    right: S,
+    parent_gain: f32,
+    p: &SplitParams,
+    q: &GradientQuantiser,
+) -> Option<f32> {
+    let mcw = p.min_child_weight as f64;
+    let (l, r) = (left.to_float(q), right.to_float(q));
+    if l.hess < mcw || r.hess < mcw {
+        return None;
+    }
+    let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
+    loss_chg.is_finite().then_some(loss_chg)
+}
+
 /// The best split of one feature of a node with sums `total` and gain `parent_gain`: a scan over
 /// its bins with missing values going right (bins from the first on go left), then, when some rows
 /// miss the feature, with them going left (bins from the last down go right). A candidate replaces
@@ -216,19 +236,14 @@ pub fn best_split_of_feature<S: GradientSum>(
     p: &SplitParams,
     q: &GradientQuantiser,
 ) -> Option<Split<S>> {
-    let mcw = p.min_child_weight as f64;
     let begin = bins.first_bin() as i64;
     let feature = bins.feature();
     let mut best: Option<Split<S>> = None;
     let mut consider = |left: S, right: S, last_left_bin: i64, threshold: f32, default_left: bool| {
-        let (l, r) = (left.to_float(q), right.to_float(q));
-        if l.hess < mcw || r.hess < mcw {
-            return;
-        }
-        let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
-        // XGBoost's `SplitEntry::NeedReplace` skips infinite changes (no `lambda`, no hessian).
-        if loss_chg.is_finite() && best.is_none_or(|b| loss_chg > b.loss_chg) {
-            best = Some(Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right });
+        if let Some(loss_chg) = candidate_loss(left, right, parent_gain, p, q) {
+            if best.is_none_or(|b| loss_chg > b.loss_chg) {
+                best = Some(Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right });
+            }
         }
     };
     let n = bins.bin_count();

@@ -31,7 +31,7 @@ use crate::{Error, Result};
 
 type Fixed = GradientPair<i64>;
 
-/// Threads per block of the evaluation kernels (one thread per (node, feature) pair or per node).
+/// Threads per block of the evaluation kernels (a warp per (node, feature) pair, a thread per node).
 const EVALUATE_THREADS: u32 = 128;
 
 /// [`QuantileCuts`] in device memory.
@@ -163,8 +163,9 @@ pub fn evaluate_splits(
             candidates.device_ptr(),
         ];
         // SAFETY: every pair names a node of `slots`/`totals` and a feature of the cuts, every slot's
-        // histogram lies within `histograms` and holds each feature's bins (checked above).
-        unsafe { gpu.launch(module, "boost_split_features", config(num_pairs), &args)? };
+        // histogram lies within `histograms` and holds each feature's bins (checked above); one
+        // warp per pair, whole warps (the block size is a multiple of 32).
+        unsafe { gpu.launch(module, "boost_split_features", config(num_pairs * 32), &args)? };
     }
     let args = [
         candidates.device_ptr(),
