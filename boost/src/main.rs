@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use boost::data::{read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions};
 use boost::learner::{self, RoundLog, TrainOptions};
 use boost::model::Model;
-use boost::param::Params;
+use boost::param::{Device, Params};
 use boost::{metric, objective, Error, Result};
 
 /// The model attribute that keeps the string encoding of a CSV training file, so that `predict` and
@@ -86,7 +86,7 @@ struct DataArgs {
 struct TrainArgs {
     /// Training data (CSV/TSV or libsvm, optionally gzip-compressed).
     data: PathBuf,
-    /// XGBoost parameters as NAME=VALUE.
+    /// XGBoost parameters as NAME=VALUE (`device` defaults to `auto` here: a GPU when one is usable).
     params: Vec<String>,
     #[command(flatten)]
     input: DataArgs,
@@ -216,7 +216,12 @@ fn parse_params(pairs: &[String]) -> Result<Params> {
 }
 
 fn train(args: TrainArgs) -> Result<()> {
-    let params = parse_params(&args.params)?;
+    let mut params = parse_params(&args.params)?;
+    // The CLI trains on a GPU when one is usable unless told otherwise (the library keeps XGBoost's
+    // default, the CPU).
+    if !args.params.iter().any(|p| p.split_once('=').is_some_and(|(name, _)| name.trim() == "device")) {
+        params.device = Device::Auto;
+    }
     if args.early_stopping_rounds.is_some() && args.evals.is_empty() {
         // As XGBoost: stopping on the training set's own metric would only stop by chance.
         return Err(Error::InvalidParameter {

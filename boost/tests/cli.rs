@@ -212,8 +212,16 @@ fn a_gpu_that_cannot_be_opened_is_an_error_naming_it_and_no_model_is_written() {
     let message = text(&out.stderr);
     assert!(message.contains("parameter `device`: `cuda:4096` cannot be used"), "{message}");
     assert!(!model.exists());
-    // `auto` falls back to the CPU and says why.
+    // `auto` falls back to the CPU and says why; it is the CLI's default.
     let out = train_on("auto", Some("cuda:4096"), &model);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("on cpu (device=auto, no usable GPU"), "{}", text(&out.stderr));
+    let train = data("higgs_lgbm_sample/binary.train");
+    let out = Command::new(env!("CARGO_BIN_EXE_boost"))
+        .env("PRIMITIVES_DEVICE", "cuda:4096")
+        .args(["train", &train.display().to_string(), "--rounds", "1", "-o", &model.display().to_string()])
+        .output()
+        .expect("run boost");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("on cpu (device=auto"), "{}", text(&out.stderr));
 }
