@@ -24,6 +24,9 @@ pub enum Error {
     /// kernels do not cover).
     #[error("parameter `device`: `{device}` cannot be used: {source}")]
     Device { device: String, source: Box<primitives::Error> },
+    /// The GPU ran out of memory during a phase of training.
+    #[error("GPU out of memory while {phase}: {bytes} bytes asked, {free_bytes} free")]
+    DeviceMemory { phase: String, bytes: usize, free_bytes: u64 },
     /// A failure of the GPU backend.
     #[error("GPU: {0}")]
     Gpu(#[from] primitives::Error),

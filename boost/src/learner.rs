@@ -81,6 +81,9 @@ pub struct Trained {
     /// Wall time by phase: the cuts and matrix, gradients, trees (the GPU backend's steps too),
     /// margins, metrics.
     pub phases: PhaseTimes,
+    /// The most device memory in use at once during training (a CUDA device's pool; `None` on the
+    /// CPU and the emulator).
+    pub peak_device_bytes: Option<u64>,
 }
 
 /// Trains on `train`, evaluating `evals` (data, name) after every round.
@@ -163,8 +166,13 @@ pub fn train_with_precision(
     let matrix = EllpackMatrix::new(&train.features, &cuts);
     phases.add("ellpack", start.elapsed());
     let start = Instant::now();
+    if let Some(gpu) = gpu {
+        gpu.reset_peak_memory()?;
+    }
     let mut backend = match gpu {
-        Some(gpu) => TreeBackend::Gpu(Box::new(GpuTrainer::new(gpu, &matrix, &cuts)?)),
+        Some(gpu) => TreeBackend::Gpu(Box::new(on_device(gpu, "uploading the quantised matrix", || {
+            GpuTrainer::new(gpu, &matrix, &cuts)
+        })?)),
         None => TreeBackend::Cpu(matrix.unpack(&cuts)),
     };
     phases.add("matrix for the tree builder", start.elapsed());
@@ -230,7 +238,10 @@ pub fn train_with_precision(
     // the margins read back only for the evaluation log.
     let device_rounds = match (&mut backend, objective.device_objective()) {
         (TreeBackend::Gpu(trainer), Some(device_objective)) if outputs == 1 && !objective.refreshes_leaves() => {
-            trainer.keep_rows_on_device(device_objective, &train.info, &margins)?;
+            let gpu = trainer.gpu();
+            on_device(gpu, "uploading the labels and margins", || {
+                trainer.keep_rows_on_device(device_objective, &train.info, &margins)
+            })?;
             true
         }
         _ => false,
@@ -248,7 +259,11 @@ pub fn train_with_precision(
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
             phases.add("gradients", start.elapsed());
             let start = Instant::now();
-            new_trees.push((trainer.boost_round(tree_params, keep.as_deref(), &tree_features, &mut rng)?, 0));
+            let gpu = trainer.gpu();
+            let tree = on_device(gpu, "growing a tree", || {
+                trainer.boost_round(tree_params, keep.as_deref(), &tree_features, &mut rng)
+            })?;
+            new_trees.push((tree, 0));
             phases.add("trees", start.elapsed());
             if train_margins_read {
                 let start = Instant::now();
@@ -276,7 +291,12 @@ pub fn train_with_precision(
             let start = Instant::now();
             let mut built = match &mut backend {
                 // The device quantises the gradients itself (the same quantiser, by construction).
-                TreeBackend::Gpu(trainer) => trainer.build_tree(tree_params, &column, &tree_features, &mut rng)?,
+                TreeBackend::Gpu(trainer) => {
+                    let gpu = trainer.gpu();
+                    on_device(gpu, "growing a tree", || {
+                        trainer.build_tree(tree_params, &column, &tree_features, &mut rng)
+                    })?
+                }
                 TreeBackend::Cpu(bins) => {
                     let quantiser = GradientQuantiser::new(&column);
                     let fixed =
@@ -367,11 +387,14 @@ pub fn train_with_precision(
         model.attributes.insert("best_iteration".into(), best.to_string());
         model.attributes.insert("best_score".into(), score.to_string());
     }
+    let mut peak_device_bytes = None;
     if let TreeBackend::Gpu(trainer) = &backend {
         phases.merge(trainer.phases());
+        peak_device_bytes = trainer.gpu().memory_usage()?.map(|usage| usage.peak_bytes);
     }
     Ok(Trained {
         phases,
+        peak_device_bytes,
         model,
         objective,
         history,
@@ -381,6 +404,17 @@ pub fn train_with_precision(
         dense_f32_bytes: train.rows() * train.cols() * 4,
         device,
     })
+}
+
+/// Runs a step on `gpu`, naming `phase` (and the free memory) when it runs out of device memory.
+fn on_device<T>(gpu: &Gpu, phase: &str, step: impl FnOnce() -> Result<T>) -> Result<T> {
+    match step() {
+        Err(Error::Gpu(primitives::Error::OutOfMemory { bytes })) => {
+            let free_bytes = gpu.memory_usage().ok().flatten().map_or(0, |usage| usage.free_bytes);
+            Err(Error::DeviceMemory { phase: phase.into(), bytes, free_bytes })
+        }
+        other => other,
+    }
 }
 
 /// Where a run's trees are grown, with what each backend keeps for the whole run.
@@ -476,5 +510,39 @@ fn refresh_leaves(
             tree.split_conditions[leaf] = value * eta;
             tree.base_weights[leaf] = value * eta;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_out_of_device_memory_names_the_phase_and_the_bytes() {
+        let gpu = Gpu::emulated(primitives::Schedule::Deterministic);
+        let oom = on_device(&gpu, "growing a tree", || -> Result<()> {
+            Err(Error::Gpu(primitives::Error::OutOfMemory { bytes: 12345 }))
+        });
+        match oom {
+            Err(e @ Error::DeviceMemory { .. }) => {
+                assert_eq!(e.to_string(), "GPU out of memory while growing a tree: 12345 bytes asked, 0 free")
+            }
+            other => panic!("{other:?}"),
+        }
+        // A real allocation past the emulator's limit, through the same path.
+        let too_big = on_device(&gpu, "uploading the quantised matrix", || Ok(gpu.alloc_zeroed::<u8>(1 << 41)?));
+        assert!(matches!(too_big, Err(Error::DeviceMemory { bytes, .. }) if bytes == 1 << 41));
+        assert_eq!(on_device(&gpu, "x", || Ok(3)).unwrap(), 3);
+    }
+
+    #[test]
+    fn device_cuda_that_cannot_be_opened_is_a_typed_error() {
+        if std::env::var(primitives::DEVICE_ENV).is_ok() {
+            return; // the variable chooses the device instead
+        }
+        let error = open_device(Device::Cuda { ordinal: 1 << 20 }).err().expect("no machine has that GPU");
+        assert!(matches!(error, Error::Device { ref device, .. } if device == "cuda:1048576"), "{error}");
+        let (gpu, description) = open_device(Device::Cpu).unwrap();
+        assert!(gpu.is_none() && description == "cpu");
     }
 }

@@ -285,6 +285,9 @@ fn train(args: TrainArgs) -> Result<()> {
         trained.device,
         args.output.display()
     );
+    if let Some(peak) = trained.peak_device_bytes {
+        eprintln!("boost: peak device memory {:.1} MiB", peak as f64 / 1048576.0);
+    }
     if params.verbosity >= 2 {
         eprintln!("boost: phases: {}", trained.phases);
     }

@@ -184,6 +184,15 @@ impl DeviceKind {
     }
 }
 
+/// Device memory as [`Gpu::memory_usage`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// The most bytes the stream-ordered pool held in use at once.
+    pub peak_bytes: u64,
+    pub free_bytes: u64,
+    pub total_bytes: u64,
+}
+
 /// What the primitives need to know about the device to size their grids.
 #[derive(Clone, Debug)]
 pub struct DeviceProperties {
@@ -392,6 +401,54 @@ impl Gpu {
     /// Total time of [`Gpu::module_loads`].
     pub fn module_load_time(&self) -> Duration {
         self.module_loads().iter().map(|load| load.duration).sum()
+    }
+
+    /// Device memory: the peak the device's stream-ordered pool (where every [`DeviceBuffer`] comes
+    /// from) held in use at once since [`Gpu::reset_peak_memory`] (or since it was created), and the
+    /// device's free and total bytes now. `None` on the emulated device and on drivers without a pool.
+    pub fn memory_usage(&self) -> Result<Option<MemoryUsage>> {
+        let Some(pool) = self.memory_pool()? else { return Ok(None) };
+        let mut peak = 0u64;
+        // SAFETY: the context's own default pool; the attribute is a u64.
+        unsafe {
+            cudarc::driver::result::mem_pool::get_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                (&mut peak as *mut u64).cast(),
+            )
+        }
+        .map_err(Error::driver("reading the memory pool's peak", 0))?;
+        let (free, total) =
+            cudarc::driver::result::mem_get_info().map_err(Error::driver("reading the free device memory", 0))?;
+        Ok(Some(MemoryUsage { peak_bytes: peak, free_bytes: free as u64, total_bytes: total as u64 }))
+    }
+
+    /// Starts [`Gpu::memory_usage`]'s peak again from the memory in use now.
+    pub fn reset_peak_memory(&self) -> Result<()> {
+        let Some(pool) = self.memory_pool()? else { return Ok(()) };
+        let mut zero = 0u64;
+        // SAFETY: the context's own default pool; the driver takes 0 to reset the high-water mark.
+        unsafe {
+            cudarc::driver::result::mem_pool::set_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                (&mut zero as *mut u64).cast(),
+            )
+        }
+        .map_err(Error::driver("resetting the memory pool's peak", 0))
+    }
+
+    /// The CUDA device's default memory pool, with its context current on this thread.
+    fn memory_pool(&self) -> Result<Option<sys::CUmemoryPool>> {
+        let Backend::Cuda(device) = &self.backend else { return Ok(None) };
+        if !device.context.has_async_alloc() {
+            return Ok(None);
+        }
+        device.context.bind_to_thread().map_err(Error::driver("making the device's context current", 0))?;
+        // SAFETY: the context's own device, its context current on this thread.
+        let pool = unsafe { cudarc::driver::result::device::get_default_mem_pool(device.context.cu_device()) }
+            .map_err(Error::driver("reading the default memory pool", 0))?;
+        Ok(Some(pool))
     }
 
     fn cuda_function(&self, device: &CudaDevice, module: KernelModule, name: &'static str) -> Result<CudaFunction> {

@@ -47,8 +47,8 @@ pub use device::{
 pub use device::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};
 pub use error::{Error, Result};
 pub use gpu::{
-    DeviceKind, DeviceProperties, Gpu, HostKernel, ImageKind, KernelFamily, KernelModule, ModuleLoad, SassImage,
-    DEVICE_ENV, KERNEL_IMAGE_ENV, LOG_LOADS_ENV, PRIMITIVES_MODULE, PTX_COMPUTE_CAPABILITY,
+    DeviceKind, DeviceProperties, Gpu, HostKernel, ImageKind, KernelFamily, KernelModule, MemoryUsage, ModuleLoad,
+    SassImage, DEVICE_ENV, KERNEL_IMAGE_ENV, LOG_LOADS_ENV, PRIMITIVES_MODULE, PTX_COMPUTE_CAPABILITY,
 };
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
 pub use primitives_kernels::emu::Schedule;

@@ -42,6 +42,12 @@ fn assert_same_model(
     let nodes: usize = cpu.model.trees.iter().map(|t| t.len()).sum();
     assert!(nodes > 3 * cpu.model.trees.len(), "{case}: real trees ({nodes} nodes in {})", cpu.model.trees.len());
     assert!(cpu_json == device_json, "{case}: the device's model differs from the CPU's");
+    assert_eq!(cpu.peak_device_bytes, None);
+    match device.peak_device_bytes {
+        // At least the bins (two bytes a value) and the row order were on the device.
+        Some(peak) => assert!(peak as usize >= data.rows() * (2 * data.cols() + 4), "{case}: peak {peak}"),
+        None => assert!(gpu.is_emulated(), "{case}: no peak device memory from a CUDA device"),
+    }
     assert_eq!(cpu.history, device.history, "{case}");
 }
 

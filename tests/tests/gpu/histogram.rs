@@ -574,3 +574,18 @@ fn device_to_device_copies_overwrite_the_front_of_the_destination() {
     let mut short = gpu.alloc_zeroed::<u32>(2).unwrap();
     assert!(matches!(short.copy_from_device(&gpu, &source), Err(Error::InvalidArgument { name: "source", .. })));
 }
+
+#[test]
+fn memory_usage_reports_the_pools_peak_on_a_cuda_device() {
+    let gpu = gpu();
+    gpu.reset_peak_memory().unwrap();
+    let buffer = gpu.alloc_zeroed::<u8>(64 << 20).unwrap();
+    match gpu.memory_usage().unwrap() {
+        None => assert!(gpu.is_emulated(), "a CUDA device with a memory pool reports its usage"),
+        Some(usage) => {
+            assert!(usage.peak_bytes >= 64 << 20, "{usage:?}");
+            assert!(usage.free_bytes > 0 && usage.free_bytes < usage.total_bytes, "{usage:?}");
+        }
+    }
+    drop(buffer);
+}
