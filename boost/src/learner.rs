@@ -540,7 +540,7 @@ mod tests {
         if std::env::var(primitives::DEVICE_ENV).is_ok() {
             return; // the variable chooses the device instead
         }
-        let error = open_device(Device::Cuda { ordinal: 1 << 20 }).err().expect("no machine has that GPU");
+        let error = open_device(Device::Cuda { ordinal: 1 << 20 }).expect_err("no machine has that GPU");
         assert!(matches!(error, Error::Device { ref device, .. } if device == "cuda:1048576"), "{error}");
         let (gpu, description) = open_device(Device::Cpu).unwrap();
         assert!(gpu.is_none() && description == "cpu");
