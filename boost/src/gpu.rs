@@ -1,9 +1,11 @@
-//! The GPU backend of `boost`, being built (issue: "boost trains on the GPU"): device copies of
-//! the cuts and bins for a training run ([`GpuTrainer`]), histograms and split evaluation for a
-//! batch of nodes, over the kernels of `boost-kernels`, whose arithmetic is the CPU builder's
-//! (`boost_kernels::split`). Runs on a CUDA device or, in tests, on
-//! the SIMT emulator. The GPU test suite (`tests/tests/gpu/boost_split.rs`) checks it against the
-//! CPU builder's choice, on the emulator in `cargo test` and on a GPU with `--features gpu`.
+//! The GPU backend of `boost`: [`GpuTrainer`] keeps the cuts, the bins and the row order on the
+//! device for a training run and grows each tree there ([`GpuBackend`]: histograms with the
+//! subtraction trick, split evaluation, row partitions), with the gradient quantiser and, for
+//! element-wise objectives, the gradients and margins on the device too. The kernels are
+//! `boost-kernels`', whose arithmetic is the CPU builder's, so both write the same trees. Runs on a
+//! CUDA device or, in tests, on the SIMT emulator; the GPU test suite (`tests/tests/gpu/boost_split.rs`,
+//! `boost_train.rs`) checks it against the CPU backend, on the emulator in `cargo test` and on a GPU
+//! with `--features gpu`.
 
 use std::time::Instant;
 
@@ -720,7 +722,7 @@ impl<'g> GpuTrainer<'g> {
         let tree = grow::grow(&mut backend, params, &quantiser, features, fixed.len(), rng)?;
         let start = Instant::now();
         backend.finish(read_rows)?;
-        backend.phases.add("tree: row order to the host", start.elapsed());
+        backend.phases.add("tree: row check and order read back", start.elapsed());
         let order = std::mem::replace(&mut backend.order, RowOrder::new(0));
         self.phases.merge(&backend.phases);
         Ok((tree, order))
