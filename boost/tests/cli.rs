@@ -225,3 +225,25 @@ fn a_gpu_that_cannot_be_opened_is_an_error_naming_it_and_no_model_is_written() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("on cpu (device=auto"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn generate_writes_the_same_table_as_raw_f32() {
+    let dir = scratch("generate-raw");
+    let (csv, raw) = (dir.join("data.csv"), dir.join("data.f32"));
+    let out =
+        boost(&["generate", csv.to_str().unwrap(), "--rows", "300", "--cols", "9", "--raw", raw.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let values: Vec<f32> =
+        std::fs::read(&raw).unwrap().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let from_csv: Vec<f32> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .flat_map(|line| {
+            line.split(',').map(|f| if f.is_empty() { f32::NAN } else { f.parse().unwrap() }).collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(values.len(), 300 * 10);
+    assert!(values.iter().any(|v| v.is_nan()), "the generator leaves values missing");
+    let same = values.iter().zip(&from_csv).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+    assert!(same && values.len() == from_csv.len(), "the raw table differs from the CSV");
+}
