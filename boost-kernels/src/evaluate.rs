@@ -132,6 +132,30 @@ fn warp_inclusive_sum(value: Fixed, lane: u32) -> Fixed {
     sum
 }
 
+/// Walks a feature's `n` bins 32 at a time, one per lane, calling `visit(b, bin b's sum, the sum of
+/// bins ..=b)` for each (the prefix sums exact, so they are the sequential scan's); returns the sum
+/// of every bin. Every lane of the warp calls it.
+///
+/// # Safety
+/// `hist` holds the feature's `n` bins.
+#[inline(always)]
+unsafe fn scan_bins(hist: *const Fixed, n: u32, lane: u32, mut visit: impl FnMut(u32, Fixed, Fixed)) -> Fixed {
+    let mut before = Fixed::default();
+    let mut chunk = 0;
+    while chunk < n {
+        let b = chunk + lane;
+        // SAFETY: `b < n` (caller).
+        let h = if b < n { unsafe { arch::load(hist.add(b as usize)) } } else { Fixed::default() };
+        let prefix = warp_inclusive_sum(h, lane);
+        if b < n {
+            visit(b, h, crate::fixed_point::add(before, prefix));
+        }
+        before = crate::fixed_point::add(before, arch::shfl_idx_sync(arch::FULL_MASK, prefix, 31));
+        chunk += arch::WARP_SIZE;
+    }
+    before
+}
+
 /// Best split of each (node, feature) pair, one warp each: the CPU's sequential scan
 /// ([`split::best_split_of_feature`]) with the bins 32 at a time. A bin's left sum is a warp prefix
 /// sum plus the chunks before (exact in fixed point, so the same integers), each candidate's loss
@@ -174,39 +198,24 @@ pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
                 }
             };
         // Missing values right: bins `..=b` go left.
-        let mut before = Fixed::default();
-        let mut chunk = 0;
-        while chunk < n {
-            let b = chunk + lane;
-            let h = if b < n { arch::load(hist.add(b as usize)) } else { Fixed::default() };
-            let prefix = warp_inclusive_sum(h, lane);
-            let left = crate::fixed_point::add(before, prefix);
-            if b < n {
-                offer(left, crate::fixed_point::sub(total, left), first as i64 + b as i64, cut(b), false, b);
-            }
-            before = crate::fixed_point::add(before, arch::shfl_idx_sync(arch::FULL_MASK, prefix, 31));
-            chunk += arch::WARP_SIZE;
-        }
-        // Missing values left, when some rows miss the feature: bins `b..` go right.
-        let present = before;
+        let present = scan_bins(hist, n, lane, |b, _, through| {
+            offer(through, crate::fixed_point::sub(total, through), first as i64 + b as i64, cut(b), false, b);
+        });
+        // Missing values left, when some rows miss the feature: bins `b..` go right, all present rows
+        // but those of the bins before `b`.
         if present != total {
-            let mut before = Fixed::default();
-            let mut chunk = 0;
-            while chunk < n {
-                let b = chunk + lane;
-                let h = if b < n { arch::load(hist.add(b as usize)) } else { Fixed::default() };
-                let prefix = warp_inclusive_sum(h, lane);
-                if b < n {
-                    // The bins from `b` on: all present rows but those of the bins before `b`.
-                    let below = crate::fixed_point::sub(crate::fixed_point::add(before, prefix), h);
-                    let right = crate::fixed_point::sub(present, below);
-                    let threshold = if b == 0 { arch::load(a.min_values.add(feature as usize)) } else { cut(b - 1) };
-                    let left = crate::fixed_point::sub(total, right);
-                    offer(left, right, first as i64 + b as i64 - 1, threshold, true, 2 * n - 1 - b);
-                }
-                before = crate::fixed_point::add(before, arch::shfl_idx_sync(arch::FULL_MASK, prefix, 31));
-                chunk += arch::WARP_SIZE;
-            }
+            scan_bins(hist, n, lane, |b, h, through| {
+                let right = crate::fixed_point::sub(present, crate::fixed_point::sub(through, h));
+                let threshold = if b == 0 { arch::load(a.min_values.add(feature as usize)) } else { cut(b - 1) };
+                offer(
+                    crate::fixed_point::sub(total, right),
+                    right,
+                    first as i64 + b as i64 - 1,
+                    threshold,
+                    true,
+                    2 * n - 1 - b,
+                );
+            });
         }
         // The warp's best: every lane ends with the winner's (loss, seq); that lane writes it.
         let (mut loss, mut seq) = (best.split.loss_chg, best.seq);

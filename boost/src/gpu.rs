@@ -258,7 +258,7 @@ struct HistogramStore {
 
 impl HistogramStore {
     /// Adds a batch's buffer holding `nodes` (node, slot).
-    fn insert(&mut self, buffer: DeviceBuffer<Fixed>, nodes: &[(usize, u32)]) -> usize {
+    fn insert(&mut self, buffer: DeviceBuffer<Fixed>, nodes: &[(usize, u32)]) {
         let batch = self.batches.len();
         self.batches.push(Some((buffer, nodes.len())));
         for &(node, slot) in nodes {
@@ -267,7 +267,6 @@ impl HistogramStore {
             }
             self.nodes[node] = Some((batch, slot));
         }
-        batch
     }
 
     fn slot(&self, node: usize) -> Option<(usize, u32)> {
@@ -309,7 +308,7 @@ pub struct GpuBackend<'a> {
     gradients: &'a DeviceBuffer<Fixed>,
     root: Fixed,
     context: SplitContext,
-    /// The nodes' ranges of the row order; its rows are read back from the device at the end.
+    /// The nodes' ranges of the row order; its rows live on the device, read back only when asked.
     order: RowOrder,
     buffers: &'a mut RowBuffers,
     histograms: HistogramStore,
@@ -349,7 +348,7 @@ impl<'a> GpuBackend<'a> {
             gradients,
             root,
             context,
-            order: RowOrder::new(rows),
+            order: RowOrder::ranges_only(rows),
             buffers,
             histograms: HistogramStore::default(),
             bad_row: gpu.upload(&[u32::MAX])?,
@@ -402,7 +401,7 @@ impl<'a> GpuBackend<'a> {
         }
         splits.sort_unstable_by_key(|(split, _)| split.begin);
         let sorted: Vec<PartitionSplit> = splits.iter().map(|&(split, _)| split).collect();
-        let n = self.order.rows.len();
+        let n = self.gradients.len();
         let splits_buffer = self.gpu.upload(&sorted)?;
         let lefts_buffer = self.gpu.alloc_zeroed::<u32>(sorted.len())?;
         let module = crate::KERNELS;
@@ -723,7 +722,7 @@ impl<'g> GpuTrainer<'g> {
         let start = Instant::now();
         backend.finish(read_rows)?;
         backend.phases.add("tree: row check and order read back", start.elapsed());
-        let order = std::mem::replace(&mut backend.order, RowOrder::new(0));
+        let order = std::mem::replace(&mut backend.order, RowOrder::ranges_only(0));
         self.phases.merge(&backend.phases);
         Ok((tree, order))
     }

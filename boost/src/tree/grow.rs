@@ -47,6 +47,13 @@ impl RowOrder {
         RowOrder { rows: (0..n as u32).collect(), ranges: vec![(0, n)] }
     }
 
+    /// The root's range of `n` rows without the rows themselves: for a backend that keeps them
+    /// elsewhere (the GPU's on the device) and fills [`RowOrder::rows`] only when it needs
+    /// [`RowOrder::positions`].
+    pub fn ranges_only(n: usize) -> Self {
+        RowOrder { rows: Vec::new(), ranges: vec![(0, n)] }
+    }
+
     /// Node `node`'s rows are `rows[begin..end]`.
     pub fn range(&self, node: usize) -> (usize, usize) {
         self.ranges[node]
