@@ -6,6 +6,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
+use crate::metric::{self, ElementwiseMetric, LossSum, Transform};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::partition::{self, PartitionArgs, PartitionSplit};
 use crate::quantise;
@@ -168,6 +169,21 @@ kernel! {
     }
 }
 
+kernel! {
+    pub unsafe fn boost_metric_elementwise(
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        n: u64,
+        transform: u64,
+        metric: *const ElementwiseMetric,
+        block_sums: *mut LossSum,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { metric::elementwise_kernel(margins, labels, weights, n, Transform(transform as u32), metric, block_sums) }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -182,6 +198,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_quantise_fixed" => Some(boost_quantise_fixed::raw),
         "boost_objective_gradients" => Some(boost_objective_gradients::raw),
         "boost_objective_add_leaves" => Some(boost_objective_add_leaves::raw),
+        "boost_metric_elementwise" => Some(boost_metric_elementwise::raw),
         _ => None,
     }
 }

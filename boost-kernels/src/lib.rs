@@ -7,12 +7,14 @@
 //! of nodes on the device, over those functions; [`partition`] the stable row partition of a batch
 //! of split nodes, [`subtract`] the subtraction trick on histograms, [`quantise`] the gradient
 //! quantiser over the fixed-order sums of [`reduce`], [`objective`] the element-wise objectives'
-//! gradients and the margin update.
+//! gradients and the margin update,
+//! [`metric`] the row-wise evaluation metrics.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
 pub mod evaluate;
 pub mod fixed_point;
+pub mod metric;
 pub mod objective;
 pub mod partition;
 pub mod quantise;

@@ -69,6 +69,7 @@
     KernelFamily {
         name: "objective",
         entry_points: &[
+            "boost_metric_elementwise",
             "boost_objective_add_leaves",
             "boost_objective_gradients",
         ],

@@ -16,6 +16,7 @@ use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, M
 
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::metric::{ElementwiseMetric, LossSum, Transform};
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
 use boost_kernels::partition::PartitionSplit;
 use boost_kernels::reduce::{self, BlockSum};
@@ -814,6 +815,32 @@ impl<'g> GpuTrainer<'g> {
         unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_add_leaves", element_config(n)?, &args)? };
         self.phases.add("tree: margins", start.elapsed());
         Ok(tree)
+    }
+
+    /// `metric` of the training rows' predictions (`transform` of the margins kept on the device), as
+    /// the host's metric computes it from the same predictions: the same row terms, summed in the same
+    /// fixed order (the device sums each block, the host adds the block sums in order). Reads back a
+    /// sum per 1024 rows instead of the margins.
+    pub fn evaluate(&self, metric: ElementwiseMetric, transform: Transform) -> Result<f64> {
+        let rows = self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no rows on the device".into()))?;
+        let n = self.rows;
+        let blocks = reduce::blocks(n);
+        let block_sums = self.gpu.alloc_zeroed::<LossSum>(blocks.max(1))?;
+        let metric_buffer = self.gpu.upload(std::slice::from_ref(&metric))?;
+        let args = [
+            rows.margins.device_ptr(),
+            rows.labels.device_ptr(),
+            rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            n as u64,
+            transform.0 as u64,
+            metric_buffer.device_ptr(),
+            block_sums.device_ptr(),
+        ];
+        // SAFETY: margins and labels (and weights when given) hold `n` values, one metric, a sum per
+        // block; the grid is whole warps, one per block.
+        unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_elementwise", warp_per_block_config(blocks)?, &args)? };
+        let sums = block_sums.to_vec(self.gpu)?.into_iter().take(blocks).fold(LossSum::zero(), BlockSum::plus);
+        Ok(metric.finish(sums))
     }
 
     /// The training rows' margins, read back from the device.

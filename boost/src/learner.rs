@@ -10,6 +10,8 @@ use primitives::{DeviceKind, Gpu};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use boost_kernels::metric::ElementwiseMetric;
+
 use crate::data::Dataset;
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
@@ -246,7 +248,13 @@ pub fn train_with_precision(
         }
         _ => false,
     };
-    let train_margins_read = evals.iter().any(|(d, _)| is_train(d)) && !metrics.is_empty();
+    // The training set's metrics on the device when all of them are row-wise (and the objective's
+    // eval transform too): then the margins never come back.
+    let device_metrics: Option<Vec<ElementwiseMetric>> = match objective.device_eval_transform() {
+        Some(_) if device_rounds => metrics.iter().map(|m| m.device_metric()).collect(),
+        _ => None,
+    };
+    let train_margins_read = evals.iter().any(|(d, _)| is_train(d)) && !metrics.is_empty() && device_metrics.is_none();
 
     let first_round = model.num_rounds();
     for round in first_round..first_round + options.num_boost_round {
@@ -348,13 +356,30 @@ pub fn train_with_precision(
         }
         let start = Instant::now();
         let mut log = RoundLog { round, values: Vec::new() };
+        let mut metrics_on_device = false;
         for ((data, name), m) in evals.iter().zip(&eval_margins) {
+            if let (true, Some(kernel_metrics), Some(transform), TreeBackend::Gpu(trainer)) =
+                (is_train(data), &device_metrics, objective.device_eval_transform(), &backend)
+            {
+                for (metric, &kernel_metric) in metrics.iter().zip(kernel_metrics) {
+                    // NaN where the data does not fit the metric, as `Metric::evaluate` gives.
+                    let value = match metric.check(n, &data.info, outputs) {
+                        Ok(()) => on_device(trainer.gpu(), "evaluating the training metrics", || {
+                            trainer.evaluate(kernel_metric, transform)
+                        })?,
+                        Err(_) => f64::NAN,
+                    };
+                    log.values.push((name.to_string(), metric.name(), value));
+                }
+                metrics_on_device = true;
+                continue;
+            }
             let predictions = objective.eval_transform(if is_train(data) { &margins } else { m });
             for metric in &metrics {
                 log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, &data.info, outputs)));
             }
         }
-        phases.add("metrics", start.elapsed());
+        phases.add(if metrics_on_device { "metrics on the device" } else { "metrics" }, start.elapsed());
         let last = round + 1 == first_round + options.num_boost_round;
         // Every `verbose_eval` rounds and the last one, as XGBoost prints.
         if options.verbose_eval > 0 && (round % options.verbose_eval == 0 || last) {

@@ -74,7 +74,8 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("partition", &["boost_partition_"]),
             ("histogram", &["boost_histogram_"]),
             ("quantise", &["boost_quantise_"]),
-            ("objective", &["boost_objective_"]),
+            // The per-row kernels of a round: gradients, the margin update, the metrics.
+            ("objective", &["boost_objective_", "boost_metric_"]),
         ],
     },
 ];

@@ -1,9 +1,12 @@
 //! Row-wise metrics: `rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
 //! `poisson-nloglik` (formulas in the parent module). Each row's loss is XGBoost's `EvalRow`, in
 //! `f32`, times the row weight (also in `f32`); the weighted losses and the weights are summed in
-//! `f64`, and the result is `Σ loss / Σ w` (`√` of it for the two root metrics).
+//! `f64`, and the result is `Σ loss / Σ w` (`√` of it for the two root metrics). The arithmetic is
+//! `boost_kernels::metric`'s, which the GPU backend runs on the device over the training margins.
 
-use super::{block_sum, check_prediction_count, check_row_weights, format_threshold, Metric};
+use boost_kernels::metric::ElementwiseMetric;
+
+use super::{check_prediction_count, check_row_weights, fixed_order_sum, format_threshold, Metric};
 use crate::data::MetaInfo;
 use crate::objective::weight_of;
 use crate::{Error, Result};
@@ -38,42 +41,19 @@ impl Elementwise {
         Self { kind }
     }
 
-    /// XGBoost's `EvalRow`: the unweighted loss of one row.
-    #[inline]
-    fn row_loss(&self, y: f32, p: f32) -> f32 {
-        match self.kind {
-            ElementwiseKind::Rmse => {
-                let d = y - p;
-                d * d
-            }
-            ElementwiseKind::Rmsle => {
-                let d = libm::log1pf(y) - libm::log1pf(p);
-                d * d
-            }
-            ElementwiseKind::Mae => (y - p).abs(),
-            ElementwiseKind::Mape => ((y - p) / y).abs(),
-            ElementwiseKind::Mphe { slope } => {
-                let z = y - p;
-                let s2 = slope * slope;
-                s2 * (libm::sqrtf(1.0 + z * z / s2) - 1.0)
-            }
-            ElementwiseKind::LogLoss => {
-                // x log y with 0 log(anything) = 0 and the log argument floored at 1e-16.
-                let xlogy = |x: f32, v: f32| if x == 0.0 { 0.0 } else { x * libm::logf(v.max(1e-16)) };
-                xlogy(-y, p) + xlogy(-(1.0 - y), 1.0 - p)
-            }
-            ElementwiseKind::Error { threshold } => {
-                if p > threshold.unwrap_or(0.5) {
-                    1.0 - y
-                } else {
-                    y
-                }
-            }
-            ElementwiseKind::PoissonNegLogLik => {
-                let p = p.max(1e-16);
-                libm::lgammaf(y + 1.0) + p - libm::logf(p) * y
-            }
-        }
+    /// The metric as the device computes it (the same row loss, one source for both).
+    pub fn kernel_metric(&self) -> ElementwiseMetric {
+        let (kind, parameter) = match self.kind {
+            ElementwiseKind::Rmse => (ElementwiseMetric::RMSE, 0.0),
+            ElementwiseKind::Rmsle => (ElementwiseMetric::RMSLE, 0.0),
+            ElementwiseKind::Mae => (ElementwiseMetric::MAE, 0.0),
+            ElementwiseKind::Mape => (ElementwiseMetric::MAPE, 0.0),
+            ElementwiseKind::Mphe { slope } => (ElementwiseMetric::MPHE, slope),
+            ElementwiseKind::LogLoss => (ElementwiseMetric::LOGLOSS, 0.0),
+            ElementwiseKind::Error { threshold } => (ElementwiseMetric::ERROR, threshold.unwrap_or(0.5)),
+            ElementwiseKind::PoissonNegLogLik => (ElementwiseMetric::POISSON_NLOGLIK, 0.0),
+        };
+        ElementwiseMetric { kind, parameter }
     }
 }
 
@@ -112,15 +92,14 @@ impl Metric for Elementwise {
         if self.check(predictions.len(), info, outputs).is_err() {
             return f64::NAN;
         }
-        let (loss, weight) = block_sum(predictions.len(), |i| {
-            let w = weight_of(info, i);
-            ((self.row_loss(info.labels[i], predictions[i]) * w) as f64, w as f64)
-        });
-        let mean = if weight == 0.0 { loss } else { loss / weight };
-        match self.kind {
-            ElementwiseKind::Rmse | ElementwiseKind::Rmsle => libm::sqrt(mean),
-            _ => mean,
-        }
+        let metric = self.kernel_metric();
+        let sums =
+            fixed_order_sum(predictions.len(), |i| metric.row_term(info.labels[i], predictions[i], weight_of(info, i)));
+        metric.finish(sums)
+    }
+
+    fn device_metric(&self) -> Option<ElementwiseMetric> {
+        Some(self.kernel_metric())
     }
 }
 

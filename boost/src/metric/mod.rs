@@ -16,8 +16,10 @@
 //! | `ndcg[@k][-]`, `map[@k][-]` | see `rank.rs`: mean over groups, weighted by group |
 //!
 //! Like XGBoost, the per-row loss is computed in `f32` (with `libm`) and summed in `f64`; a zero
-//! total weight leaves the sum undivided. Sums run in parallel over fixed-size blocks combined in
-//! order, so results do not depend on the number of threads.
+//! total weight leaves the sum undivided. Sums are `boost_kernels::reduce`'s fixed-order blocked
+//! sums (blocks in parallel, combined in order), so results depend neither on the number of threads
+//! nor on the backend: the GPU computes the row-wise metrics of the training set on the device
+//! ([`Metric::device_metric`]) with the same arithmetic and gets the same value.
 //!
 //! Two XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`) and
 //! `ndcg_exp_gain` (`ndcg`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
@@ -29,6 +31,8 @@ mod elementwise;
 mod multiclass;
 mod rank;
 
+use boost_kernels::metric::{ElementwiseMetric, LossSum};
+use boost_kernels::reduce::{self, BlockSum};
 use rayon::prelude::*;
 
 use crate::data::MetaInfo;
@@ -57,6 +61,11 @@ pub trait Metric: Send + Sync {
     /// where XGBoost would stop with an error.
     fn check(&self, _predictions: usize, _info: &MetaInfo, _outputs: usize) -> Result<()> {
         Ok(())
+    }
+    /// The metric as the device computes it from the margins, for the row-wise metrics (the same
+    /// arithmetic and summation order as `evaluate`, so the same value); `None` for the others.
+    fn device_metric(&self) -> Option<ElementwiseMetric> {
+        None
     }
 }
 
@@ -171,25 +180,21 @@ pub fn default_metric_for(objective: &dyn Objective) -> Result<Box<dyn Metric>> 
     from_name_with_params(&name, &params)
 }
 
-/// Rows per block of the deterministic parallel sums.
-const BLOCK: usize = 1 << 14;
+/// `Σ f(i)` over `i < n` with the fixed-order blocked sums of [`boost_kernels::reduce`] (the order
+/// the device adds in): the blocks in parallel, then their sums in block order, so the result is the
+/// same on any thread count and on the GPU.
+pub(crate) fn fixed_order_sum<T: BlockSum + Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> T {
+    let blocks: Vec<T> = (0..reduce::blocks(n)).into_par_iter().map(|b| reduce::block_sum(n, b, &f)).collect();
+    blocks.into_iter().fold(T::zero(), BlockSum::plus)
+}
 
-/// `(Σ a_i, Σ b_i)` over `i < n` of `f(i) = (a_i, b_i)`, in `f64`: blocks of [`BLOCK`] rows summed in
-/// parallel, then the block sums in block order, so the result is the same on any thread count.
+/// `(Σ a_i, Σ b_i)` over `i < n` of `f(i) = (a_i, b_i)`, in `f64`, as [`fixed_order_sum`] adds.
 pub(crate) fn block_sum(n: usize, f: impl Fn(usize) -> (f64, f64) + Sync) -> (f64, f64) {
-    let blocks: Vec<(f64, f64)> = (0..n.div_ceil(BLOCK))
-        .into_par_iter()
-        .map(|b| {
-            let mut s = (0.0, 0.0);
-            for i in b * BLOCK..((b + 1) * BLOCK).min(n) {
-                let (x, y) = f(i);
-                s.0 += x;
-                s.1 += y;
-            }
-            s
-        })
-        .collect();
-    blocks.iter().fold((0.0, 0.0), |acc, s| (acc.0 + s.0, acc.1 + s.1))
+    let sums = fixed_order_sum(n, |i| {
+        let (loss, weight) = f(i);
+        LossSum { loss, weight }
+    });
+    (sums.loss, sums.weight)
 }
 
 /// Weights per row must match the rows and be finite and non-negative.
@@ -311,7 +316,7 @@ mod tests {
 
     #[test]
     fn block_sum_is_exact_for_integers_and_ordered() {
-        let n = 3 * BLOCK + 17;
+        let n = 3 * reduce::SUM_BLOCK + 17;
         let (a, b) = block_sum(n, |i| (i as f64, 1.0));
         assert_eq!(a, (n * (n - 1) / 2) as f64);
         assert_eq!(b, n as f64);

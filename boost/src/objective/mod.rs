@@ -128,6 +128,11 @@ pub trait Objective: Send + Sync {
     fn device_objective(&self) -> Option<boost_kernels::objective::ElementwiseObjective> {
         None
     }
+    /// [`Objective::eval_transform`] as the device applies it to each margin, for the objectives
+    /// whose eval transform is that function row by row (`None`: the metrics run on the host).
+    fn device_eval_transform(&self) -> Option<boost_kernels::metric::Transform> {
+        None
+    }
     /// The objective's parameters as XGBoost writes them in a model's `learner.objective`.
     fn to_json(&self) -> serde_json::Value;
 

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::data::MetaInfo;
 use crate::{Error, Result};
+use boost_kernels::metric::Transform;
 use boost_kernels::objective::ElementwiseObjective;
 pub use boost_kernels::objective::{
     absolute_error_gradient, logistic_gradient, poisson_gradient, pseudo_huber_gradient, squared_error_gradient,
@@ -72,6 +73,9 @@ impl Objective for SquaredError {
     }
     fn device_objective(&self) -> Option<ElementwiseObjective> {
         Some(ElementwiseObjective { kind: ElementwiseObjective::SQUARED_ERROR, parameter: self.scale_pos_weight })
+    }
+    fn device_eval_transform(&self) -> Option<Transform> {
+        Some(Transform::IDENTITY)
     }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         margins.to_vec()
@@ -141,10 +145,13 @@ impl Objective for Logistic {
     fn device_objective(&self) -> Option<ElementwiseObjective> {
         Some(ElementwiseObjective { kind: ElementwiseObjective::LOGISTIC, parameter: self.scale_pos_weight })
     }
+    fn device_eval_transform(&self) -> Option<Transform> {
+        Some(if self.kind == LogisticKind::Raw { Transform::IDENTITY } else { Transform::SIGMOID })
+    }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         match self.kind {
             LogisticKind::Raw => margins.to_vec(),
-            _ => margins.par_iter().map(|&m| sigmoid(m)).collect(),
+            _ => margins.par_iter().map(|&m| Transform::SIGMOID.apply(m)).collect(),
         }
     }
     /// XGBoost's `-log(1/p - 1)` in `f32`, after clamping `p` into `[1e-6, 1 - 1e-6]` (so 0 and 1
@@ -215,6 +222,9 @@ impl Objective for PseudoHuber {
     }
     fn device_objective(&self) -> Option<ElementwiseObjective> {
         Some(ElementwiseObjective { kind: ElementwiseObjective::PSEUDO_HUBER, parameter: self.slope })
+    }
+    fn device_eval_transform(&self) -> Option<Transform> {
+        Some(Transform::IDENTITY)
     }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         margins.to_vec()
@@ -319,8 +329,11 @@ impl Objective for Poisson {
     fn device_objective(&self) -> Option<ElementwiseObjective> {
         Some(ElementwiseObjective { kind: ElementwiseObjective::POISSON, parameter: self.max_delta_step })
     }
+    fn device_eval_transform(&self) -> Option<Transform> {
+        Some(Transform::EXP)
+    }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        margins.par_iter().map(|&m| libm::expf(m)).collect()
+        margins.par_iter().map(|&m| Transform::EXP.apply(m)).collect()
     }
     /// `log(base_score)`: a base score of 0 (all labels 0) gives `-inf`, as in XGBoost.
     fn prob_to_margin(&self, base_score: f32) -> f32 {
@@ -490,6 +503,25 @@ mod tests {
         assert_eq!(obj("reg:squarederror", &[]).transform(&[1.5]), vec![1.5]);
         assert_eq!(obj("reg:absoluteerror", &[]).transform(&[1.5]), vec![1.5]);
         assert_eq!(obj("reg:pseudohubererror", &[]).transform(&[1.5]), vec![1.5]);
+    }
+
+    #[test]
+    fn device_eval_transforms_are_the_host_transforms() {
+        let margins = [-100.0f32, -3.5, -0.25, 0.0, 0.7, 4.0, 90.0];
+        for name in [
+            "reg:squarederror",
+            "reg:logistic",
+            "binary:logistic",
+            "binary:logitraw",
+            "reg:pseudohubererror",
+            "count:poisson",
+        ] {
+            let o = obj(name, &[]);
+            let transform = o.device_eval_transform().unwrap_or_else(|| panic!("{name}: no device transform"));
+            let device: Vec<u32> = margins.iter().map(|&m| transform.apply(m).to_bits()).collect();
+            let host: Vec<u32> = o.eval_transform(&margins).iter().map(|p| p.to_bits()).collect();
+            assert_eq!(device, host, "{name}");
+        }
     }
 
     #[test]

@@ -22,20 +22,36 @@ fn run(params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: Option<Arc<p
     train(&params, data, &[(data, "train")], &options, |_| {}).expect("training")
 }
 
-/// Trains on the CPU and on the device; asserts equal model bytes and logs, and whether the device
-/// computed the gradients and margins itself (`device_rounds`) or took them from the host.
+/// Where a training run on the device computes what.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum OnDevice {
+    /// Trees only: the host computes the gradients and the metrics.
+    Trees,
+    /// Gradients, trees and margins; the margins come back for the host's metrics.
+    Rounds,
+    /// Whole rounds and the training set's metrics: the margins never come back.
+    RoundsAndMetrics,
+}
+
+/// Trains on the CPU and on the device; asserts equal model bytes and logs, and what the device
+/// computed itself.
 fn assert_same_model(
     case: &str,
     params: &[(&str, &str)],
     data: &Dataset,
     rounds: usize,
     gpu: &Arc<primitives::Gpu>,
-    device_rounds: bool,
+    expected: OnDevice,
 ) {
     let cpu = run(params, data, rounds, None);
     let device = run(params, data, rounds, Some(gpu.clone()));
-    let on_device = device.phases.entries.iter().any(|(name, _)| *name == "tree: gradients and quantise");
-    assert_eq!(on_device, device_rounds, "{case}: gradients on the device");
+    let phase = |wanted: &str| device.phases.entries.iter().any(|(name, _)| *name == wanted);
+    let on_device = match (phase("tree: gradients and quantise"), phase("metrics on the device")) {
+        (false, _) => OnDevice::Trees,
+        (true, false) => OnDevice::Rounds,
+        (true, true) => OnDevice::RoundsAndMetrics,
+    };
+    assert_eq!(on_device, expected, "{case}: what ran on the device");
     assert_eq!(cpu.device, "cpu");
     assert_eq!(device.device, gpu.properties().name.clone() + &cuda_suffix(gpu), "{case}");
     let (cpu_json, device_json) = (cpu.model.to_json_string().unwrap(), device.model.to_json_string().unwrap());
@@ -85,7 +101,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &binary,
         rounds,
         &gpu,
-        true,
+        OnDevice::Rounds,
     );
 
     let mut regression = dataset(rows, cols, SyntheticTask::Regression, 5);
@@ -96,7 +112,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &regression,
         rounds,
         &gpu,
-        true,
+        OnDevice::RoundsAndMetrics,
     );
     assert_same_model(
         "reg:absoluteerror (leaves refreshed from the rows' positions)",
@@ -104,7 +120,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &regression,
         rounds,
         &gpu,
-        false,
+        OnDevice::Trees,
     );
 
     assert_same_model(
@@ -113,7 +129,39 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &regression,
         rounds,
         &gpu,
-        true,
+        OnDevice::RoundsAndMetrics,
+    );
+
+    assert_same_model(
+        "binary:logitraw, row-wise metrics on the device",
+        &[
+            ("objective", "binary:logitraw"),
+            ("max_depth", "4"),
+            ("eval_metric", "error@0.3"),
+            ("eval_metric", "rmse"),
+            ("eval_metric", "mae"),
+        ],
+        &binary,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+
+    let mut counts = dataset(rows, cols, SyntheticTask::Regression, 6);
+    counts.info.labels = counts.info.labels.iter().map(|&m| (m.abs() * 2.0).floor()).collect();
+    assert_same_model(
+        "count:poisson, metrics on the device",
+        &[
+            ("objective", "count:poisson"),
+            ("max_depth", "4"),
+            ("eval_metric", "poisson-nloglik"),
+            ("eval_metric", "rmsle"),
+            ("eval_metric", "logloss"),
+        ],
+        &counts,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
     );
 
     let mut multiclass = dataset(rows, cols, SyntheticTask::Regression, 7);
@@ -137,7 +185,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &multiclass,
         rounds,
         &gpu,
-        false,
+        OnDevice::Trees,
     );
 
     let mut ranking = dataset(rows, cols, SyntheticTask::Regression, 9);
@@ -149,6 +197,6 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &ranking,
         rounds,
         &gpu,
-        false,
+        OnDevice::Trees,
     );
 }

@@ -1,0 +1,164 @@
+//! The row-wise evaluation metrics (`rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
+//! `poisson-nloglik`), written once: `boost`'s metrics call [`ElementwiseMetric::row_term`] on the
+//! CPU over the predictions, and [`elementwise_kernel`] runs it on the device over the margins
+//! (applying the objective's [`Transform`] first, the same function the host's transform calls).
+//! The weighted losses and weights are summed with the fixed-order blocked sums of [`reduce`], so the
+//! evaluation log has the same digits whichever backend trained.
+//!
+//! Memory is read and written through `arch`, so the emulator checks every access.
+
+use primitives_kernels::arch;
+
+use crate::evaluate::global_thread;
+use crate::objective::sigmoid;
+use crate::reduce::{self, BlockSum};
+
+/// A margin-to-prediction transform of an element-wise objective.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Transform(pub u32);
+
+impl Transform {
+    /// The margin itself (regression, `binary:logitraw`).
+    pub const IDENTITY: Transform = Transform(0);
+    /// [`sigmoid`] (the logistic family).
+    pub const SIGMOID: Transform = Transform(1);
+    /// `e^m` (`count:poisson`).
+    pub const EXP: Transform = Transform(2);
+
+    #[inline]
+    pub fn apply(self, margin: f32) -> f32 {
+        match self {
+            Self::SIGMOID => sigmoid(margin),
+            Self::EXP => libm::expf(margin),
+            _ => margin,
+        }
+    }
+}
+
+/// A metric's weighted loss sum and weight sum.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LossSum {
+    pub loss: f64,
+    pub weight: f64,
+}
+
+impl BlockSum for LossSum {
+    fn zero() -> Self {
+        Self::default()
+    }
+    #[inline(always)]
+    fn plus(self, o: Self) -> Self {
+        LossSum { loss: self.loss + o.loss, weight: self.weight + o.weight }
+    }
+}
+
+/// Which row-wise metric, with its parameter (the threshold of `error`, the slope of `mphe`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ElementwiseMetric {
+    pub kind: u32,
+    pub parameter: f32,
+}
+
+impl ElementwiseMetric {
+    pub const RMSE: u32 = 0;
+    pub const RMSLE: u32 = 1;
+    pub const MAE: u32 = 2;
+    pub const MAPE: u32 = 3;
+    pub const MPHE: u32 = 4;
+    pub const LOGLOSS: u32 = 5;
+    pub const ERROR: u32 = 6;
+    pub const POISSON_NLOGLIK: u32 = 7;
+
+    /// XGBoost's `EvalRow`: the unweighted loss of one row with label `y` and prediction `p`, in `f32`.
+    #[inline]
+    pub fn row_loss(&self, y: f32, p: f32) -> f32 {
+        match self.kind {
+            Self::RMSE => {
+                let d = y - p;
+                d * d
+            }
+            Self::RMSLE => {
+                let d = libm::log1pf(y) - libm::log1pf(p);
+                d * d
+            }
+            Self::MAE => libm::fabsf(y - p),
+            Self::MAPE => libm::fabsf((y - p) / y),
+            Self::MPHE => {
+                let z = y - p;
+                let s2 = self.parameter * self.parameter;
+                s2 * (libm::sqrtf(1.0 + z * z / s2) - 1.0)
+            }
+            Self::LOGLOSS => {
+                // x log y with 0 log(anything) = 0 and the log argument floored at 1e-16.
+                let xlogy =
+                    |x: f32, v: f32| if x == 0.0 { 0.0 } else { x * libm::logf(if v > 1e-16 { v } else { 1e-16 }) };
+                xlogy(-y, p) + xlogy(-(1.0 - y), 1.0 - p)
+            }
+            Self::ERROR => {
+                if p > self.parameter {
+                    1.0 - y
+                } else {
+                    y
+                }
+            }
+            _ => {
+                let p = if p > 1e-16 { p } else { 1e-16 };
+                libm::lgammaf(y + 1.0) + p - libm::logf(p) * y
+            }
+        }
+    }
+
+    /// One row's term of the sums: its loss times its weight (in `f32`, as XGBoost), and the weight.
+    #[inline]
+    pub fn row_term(&self, y: f32, p: f32, w: f32) -> LossSum {
+        LossSum { loss: (self.row_loss(y, p) * w) as f64, weight: w as f64 }
+    }
+
+    /// The metric from the sums: `Σ loss / Σ w` (the undivided sum when no weight), `√` of it for
+    /// the two root metrics.
+    pub fn finish(&self, sums: LossSum) -> f64 {
+        let mean = if sums.weight == 0.0 { sums.loss } else { sums.loss / sums.weight };
+        match self.kind {
+            Self::RMSE | Self::RMSLE => libm::sqrt(mean),
+            _ => mean,
+        }
+    }
+}
+
+/// `block_sums[b]`: block `b`'s [`LossSum`] of `metric` over the `n` rows, each row's prediction
+/// `transform` of its margin. `weights` may be null (every weight 1). One warp per block of
+/// [`reduce::SUM_BLOCK`] rows.
+///
+/// # Safety
+/// `margins` and `labels` (and `weights` when not null) hold `n` values, `metric` one, `block_sums`
+/// room for a sum per block; the grid has whole warps.
+pub unsafe fn elementwise_kernel(
+    margins: *const f32,
+    labels: *const f32,
+    weights: *const f32,
+    n: u64,
+    transform: Transform,
+    metric: *const ElementwiseMetric,
+    block_sums: *mut LossSum,
+) {
+    let block = (global_thread() / arch::WARP_SIZE as u64) as usize;
+    if block >= reduce::blocks(n as usize) {
+        return;
+    }
+    // SAFETY: one metric.
+    let metric = unsafe { arch::load(metric) };
+    let sum = reduce::warp_block_sum(n as usize, block, |i| {
+        // SAFETY: `lane_partial` passes only indices below `n`.
+        unsafe {
+            let w = if weights.is_null() { 1.0 } else { arch::load(weights.add(i)) };
+            metric.row_term(arch::load(labels.add(i)), transform.apply(arch::load(margins.add(i))), w)
+        }
+    });
+    if arch::lane_id() == 0 {
+        // SAFETY: `block` is below the block count.
+        unsafe { arch::store(block_sums.add(block), sum) };
+    }
+}
