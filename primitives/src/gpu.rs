@@ -559,6 +559,14 @@ impl Gpu {
                             "allowing the kernel's shared memory",
                             config.shared_mem_bytes as usize,
                         ))?;
+                    // And the largest shared-memory carveout, so that as many such blocks fit on a
+                    // multiprocessor as its shared memory holds (the default may leave it to L1).
+                    function
+                        .set_attribute(
+                            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                            100,
+                        )
+                        .map_err(Error::driver("preferring shared memory", config.shared_mem_bytes as usize))?;
                 }
                 let mut builder = device.stream.launch_builder(&function);
                 for arg in args {

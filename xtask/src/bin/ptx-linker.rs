@@ -181,7 +181,7 @@ const LAUNCH_BOUNDS: &[(&str, &[&str], u32, u32)] = &[
     ("primitives_partition_", &[""], 256, 4),
     ("primitives_radix_onesweep_", &[""], 256, 3),
     ("primitives_radix_block_sort_", &[""], 256, 3),
-    ("primitives_histogram_multi_", &[""], 512, 1),
+    ("primitives_histogram_multi_", &[""], 512, 2),
 ];
 
 /// `ptx` with the directives of [`LAUNCH_BOUNDS`] between each matching entry's parameter list and
