@@ -5,14 +5,17 @@ target), the same parameters, the same thread count and device, in one run.
 
 usage: train_side_by_side.py PATH/TO/boost [ROWS (default 1000000)] [ROUNDS (default 100)] [THREADS]
                              [DEVICE: cpu (default) or cuda] [MAX_DEPTH (default 8)] [ETA (default 0.3)]
-
-With DEVICE cuda both train on the GPU (XGBoost's `device=cuda`, from a host `DMatrix`, so its
-quantile sketch and ELLPACK are built on the GPU inside `train`; ours are built on the host).
+                             [NAME=VALUE ...]  (more parameters for both, e.g. grow_policy=lossguide
+                             max_leaves=255 max_depth=0)
 
 Both sides are timed from data in memory to a trained model, the quantile cuts and quantised matrix
-included (XGBoost builds them inside its first `train` round); reading the CSV is not timed. Prints
-the times, the ratio, and the final training logloss of each (they should agree closely: the same
-cuts and split rules).
+included (XGBoost builds them inside its first `train` round, from a host `DMatrix`); reading the
+CSV is not timed. With DEVICE cuda the script also times training from the quantised matrix already
+on the device: XGBoost from a `QuantileDMatrix` of CuPy arrays (built on the GPU, not timed), ours as
+the whole run minus the phases that build the cuts, the ELLPACK matrix and the device matrix. It
+reports each side's test AUC (another 1M rows of the same distribution, seed 1; XGBoost's AUC from
+`Booster.eval`, ours from `boost eval`) and peak device memory (`nvidia-smi` sampled every 20 ms
+during training, less what was in use before; ours also as the library reports it).
 """
 import os
 import re
@@ -33,33 +36,93 @@ depth = sys.argv[6] if len(sys.argv) > 6 else "8"
 eta = sys.argv[7] if len(sys.argv) > 7 else "0.3"
 params = {"objective": "binary:logistic", "max_depth": depth, "eta": eta, "max_bin": "256",
           "tree_method": "hist", "nthread": str(threads), "device": device}
+params.update(dict(arg.split("=", 1) for arg in sys.argv[8:]))
+test_rows = min(rows, 1_000_000)
+
+
+class MemoryPeak:
+    """Peak GPU memory in use (MiB) while the block runs, less what was in use before it."""
+
+    def __init__(self):
+        self.peak = None
+
+    def used(self):
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out.split()[0])
+
+    def __enter__(self):
+        if device == "cuda":
+            self.before = self.used()
+            self.poll = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
+                                          "-i", "0", "-lms", "20"], stdout=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *exc):
+        if device == "cuda":
+            self.poll.terminate()
+            samples = [int(line) for line in self.poll.communicate()[0].split() if line.strip().isdigit()]
+            self.peak = max(samples + [self.before]) - self.before
+
+
+def load(raw, n):
+    table = np.fromfile(raw, dtype="<f4").reshape(n, -1)
+    return table[:, 1:], table[:, 0]
+
 
 with tempfile.TemporaryDirectory() as tmp:
-    data = os.path.join(tmp, "synthetic.csv")
-    raw = os.path.join(tmp, "synthetic.f32")
-    # The same table as raw f32 for NumPy: parsing the CSV with NumPy takes minutes at 10M rows.
+    data, raw = os.path.join(tmp, "train.csv"), os.path.join(tmp, "train.f32")
+    test, test_raw = os.path.join(tmp, "test.csv"), os.path.join(tmp, "test.f32")
+    # The same tables as raw f32 for NumPy: parsing the CSV with NumPy takes minutes at 10M rows.
     subprocess.run([boost, "generate", data, "--rows", str(rows), "--raw", raw], check=True)
+    subprocess.run([boost, "generate", test, "--rows", str(test_rows), "--seed", "1", "--raw", test_raw], check=True)
     model = os.path.join(tmp, "model.json")
     args = [boost, "train", data, "--rounds", str(rounds), "--verbose-eval", str(rounds), "-o", model]
     args += [f"{k}={v}" for k, v in params.items()] + ["verbosity=2"]
-    run = subprocess.run(args, check=True, capture_output=True, text=True)
+    with MemoryPeak() as ours_memory:
+        run = subprocess.run(args, check=True, capture_output=True, text=True)
     ours = float(re.search(r"trees in ([0-9.]+) s", run.stderr).group(1))
     ours_log = run.stdout.strip().splitlines()[-1]
     ours_phases = re.search(r"phases: (.*)", run.stderr).group(1)
+    phase = {name.strip(" ,"): float(value) for name, value in re.findall(r"([a-z:, ]+?) ([0-9.]+) s(?:,|$)", ours_phases)}
+    setup = sum(phase.get(name, 0.0) for name in ["cuts", "ellpack", "matrix for the tree builder"])
     ours_device = re.search(r"trees in [0-9.]+ s on (.*); model", run.stderr).group(1)
+    reported_peak = re.search(r"peak device memory ([0-9.]+) MiB", run.stderr)
+    evaluation = subprocess.run([boost, "eval", "-m", model, test, "--metric", "auc"], check=True,
+                                capture_output=True, text=True).stdout
+    ours_auc = float(re.search(r"auc[^0-9]*([0-9.]+)", evaluation).group(1))
 
-    table = np.fromfile(raw, dtype="<f4").reshape(rows, -1)
-    label, features = table[:, 0], table[:, 1:]
+    features, label = load(raw, rows)
+    test_features, test_label = load(test_raw, test_rows)
     dtrain = xgb.DMatrix(features, label=label, nthread=threads)
-    start = time.perf_counter()
+    dtest = xgb.DMatrix(test_features, label=test_label, nthread=threads)
     history = {}
-    xgb.train({k: v for k, v in params.items()}, dtrain, rounds, evals=[(dtrain, "train")],
-              evals_result=history, verbose_eval=False)
-    theirs = time.perf_counter() - start
+    with MemoryPeak() as theirs_memory:
+        start = time.perf_counter()
+        booster = xgb.train(dict(params), dtrain, rounds, evals=[(dtrain, "train")], evals_result=history,
+                            verbose_eval=False)
+        theirs = time.perf_counter() - start
+    booster.set_param({"eval_metric": "auc"})
+    theirs_auc = float(booster.eval(dtest, "test").split(":")[-1])
 
+    theirs_quantised = None
+    if device == "cuda":
+        import cupy
+        quantised = xgb.QuantileDMatrix(cupy.asarray(features), label=cupy.asarray(label), max_bin=256)
+        start = time.perf_counter()
+        xgb.train(dict(params), quantised, rounds, evals=[(quantised, "train")], verbose_eval=False)
+        theirs_quantised = time.perf_counter() - start
+
+extra = " ".join(sys.argv[8:])
 print(f"rows {rows}, features 28, depth {depth}, eta {eta}, {rounds} rounds, {threads} threads, device {device}, "
-      f"xgboost {xgb.__version__}")
-print(f"boost   {ours:8.2f} s   last log line: {ours_log}   (on {ours_device})")
+      f"xgboost {xgb.__version__} {extra}")
+print(f"boost   {ours:8.2f} s   last log line: {ours_log}   (on {ours_device})   test auc {ours_auc:.5f}")
 print(f"boost phases: {ours_phases}")
-print(f"xgboost {theirs:8.2f} s   train-logloss {history['train']['logloss'][-1]:.5f}")
-print(f"boost / xgboost speed: {theirs / ours:.3f}x")
+print(f"xgboost {theirs:8.2f} s   train-logloss {history['train']['logloss'][-1]:.5f}   test auc {theirs_auc:.5f}")
+print(f"boost / xgboost speed, whole run: {theirs / ours:.3f}x")
+if theirs_quantised is not None:
+    print(f"from the quantised matrix on the device: boost {ours - setup:.2f} s, xgboost {theirs_quantised:.2f} s, "
+          f"time ratio boost / xgboost {(ours - setup) / theirs_quantised:.3f}")
+if ours_memory.peak is not None:
+    reported = f", {reported_peak.group(1)} MiB by its pool" if reported_peak else ""
+    print(f"peak device memory (nvidia-smi, MiB): boost {ours_memory.peak}{reported}; xgboost {theirs_memory.peak}")

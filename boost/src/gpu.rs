@@ -401,40 +401,70 @@ impl<'a> GpuBackend<'a> {
             splits.push((split, i));
         }
         splits.sort_unstable_by_key(|(split, _)| split.begin);
-        let sorted: Vec<PartitionSplit> = splits.iter().map(|&(split, _)| split).collect();
-        let n = self.gradients.len();
+        // Only the span of the batch's rows is partitioned (lossguide splits one node at a time, and
+        // a depthwise level's leaves may lie outside it): positions are rebased to the span.
+        let span = match (splits.first(), splits.last()) {
+            (Some(first), Some(last)) => first.0.begin as usize..last.0.end as usize,
+            _ => return Ok(Vec::new()),
+        };
+        let sorted: Vec<PartitionSplit> = splits
+            .iter()
+            .map(|&(split, _)| PartitionSplit {
+                begin: split.begin - span.start as u32,
+                end: split.end - span.start as u32,
+                ..split
+            })
+            .collect();
+        let (n, whole) = (span.len(), span.len() == self.gradients.len());
+        let offset = (span.start * size_of::<u32>()) as u64;
         let splits_buffer = self.gpu.upload(&sorted)?;
         let lefts_buffer = self.gpu.alloc_zeroed::<u32>(sorted.len())?;
         let module = crate::KERNELS;
         let b = &mut *self.buffers;
+        // The flags and their sums of the span: the whole buffers, or span-sized ones (the scan
+        // takes whole buffers), the flag after the last zero.
+        let mut span_buffers = None;
+        if !whole {
+            span_buffers = Some((self.gpu.alloc_zeroed::<u32>(n + 1)?, self.gpu.alloc_zeroed::<u32>(n + 1)?));
+        }
+        let (flags, scan) = match &mut span_buffers {
+            Some((flags, scan)) => (flags, scan),
+            None => (&mut b.flags, &mut b.scan),
+        };
         let args = [
-            b.rows.device_ptr(),
+            b.rows.device_ptr() + offset,
             n as u64,
             self.bins.device_ptr(),
             self.features as u64,
             self.bins_per_feature as u64,
             splits_buffer.device_ptr(),
             sorted.len() as u64,
-            b.flags.device_ptr(),
+            flags.device_ptr(),
         ];
-        // SAFETY: `rows` holds `n` indices of rows of `bins` (`n * features` bins), the splits are
-        // sorted by `begin` with features below `features`, `flags` holds `n + 1` flags.
+        // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (`features` bins
+        // each), the splits are sorted by `begin` and rebased to the span, with features below
+        // `features`; `flags` holds `n + 1` flags.
         unsafe { self.gpu.launch(module, "boost_partition_flags", element_config(n)?, &args)? };
-        DeviceScan::exclusive_sum(self.gpu, &b.flags, &mut b.scan)?;
+        DeviceScan::exclusive_sum(self.gpu, flags, scan)?;
         let args = [
-            b.rows.device_ptr(),
+            b.rows.device_ptr() + offset,
             n as u64,
             splits_buffer.device_ptr(),
             sorted.len() as u64,
-            b.flags.device_ptr(),
-            b.scan.device_ptr(),
-            b.spare.device_ptr(),
+            flags.device_ptr(),
+            scan.device_ptr(),
+            b.spare.device_ptr() + offset,
         ];
-        // SAFETY: as above; `scan` holds the `n + 1` exclusive sums of the flags, `spare` `n` rows;
-        // each split's range lies within `0..n`, so every destination does.
+        // SAFETY: as above; `scan` holds the `n + 1` exclusive sums of the flags, `spare` from the
+        // span's start room for `n` rows; each split's range lies within the span, so every
+        // destination does.
         unsafe { self.gpu.launch(module, "boost_partition_scatter", element_config(n)?, &args)? };
-        std::mem::swap(&mut b.rows, &mut b.spare);
-        let args = [b.scan.device_ptr(), splits_buffer.device_ptr(), sorted.len() as u64, lefts_buffer.device_ptr()];
+        if whole {
+            std::mem::swap(&mut b.rows, &mut b.spare);
+        } else {
+            b.rows.copy_range_from_device(self.gpu, &b.spare, span.clone(), span.start)?;
+        }
+        let args = [scan.device_ptr(), splits_buffer.device_ptr(), sorted.len() as u64, lefts_buffer.device_ptr()];
         // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; `lefts` has a slot
         // per split.
         unsafe { self.gpu.launch(module, "boost_partition_counts", element_config(sorted.len())?, &args)? };

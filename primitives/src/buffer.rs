@@ -117,28 +117,47 @@ impl<T: Element> DeviceBuffer<T> {
     /// Overwrites the first `source.len()` elements with `source`'s (a device-to-device copy,
     /// stream-ordered, no wait).
     pub fn copy_from_device(&mut self, gpu: &Gpu, source: &DeviceBuffer<T>) -> Result<()> {
-        if source.len > self.len {
+        self.copy_range_from_device(gpu, source, 0..source.len, 0)
+    }
+
+    /// Overwrites elements `start..start + range.len()` with `source`'s elements `range` (a
+    /// device-to-device copy, stream-ordered, no wait). `source` may not be `self`.
+    pub fn copy_range_from_device(
+        &mut self,
+        gpu: &Gpu,
+        source: &DeviceBuffer<T>,
+        range: std::ops::Range<usize>,
+        start: usize,
+    ) -> Result<()> {
+        if range.start > range.end || range.end > source.len {
             return Err(Error::InvalidArgument {
-                name: "source",
-                reason: format!("{} elements do not fit a buffer of {}", source.len, self.len),
+                name: "range",
+                reason: format!("{}..{} of a buffer of {}", range.start, range.end, source.len),
             });
         }
-        let bytes = source.len * size_of::<T>();
+        let len = range.end - range.start;
+        if start.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(Error::InvalidArgument {
+                name: "start",
+                reason: format!("{len} elements at {start} do not fit a buffer of {}", self.len),
+            });
+        }
+        let (bytes, from_byte, to_byte) = (len * size_of::<T>(), range.start * size_of::<T>(), start * size_of::<T>());
         if bytes == 0 {
             return Ok(());
         }
         match (&mut self.storage, &source.storage, &gpu.backend) {
             (Storage::Cuda(destination), Storage::Cuda(from), Backend::Cuda(device)) => {
-                let mut destination = destination.slice_mut(..bytes);
+                let mut destination = destination.slice_mut(to_byte..to_byte + bytes);
                 device
                     .stream
-                    .memcpy_dtod(&from.slice(..bytes), &mut destination)
+                    .memcpy_dtod(&from.slice(from_byte..from_byte + bytes), &mut destination)
                     .map_err(Error::driver("copying within the device", bytes))
             }
             (Storage::Emulated(destination), Storage::Emulated(from), Backend::Emulated(_)) => {
                 let mut staged = vec![0u8; bytes];
-                from.read_bytes(&mut staged);
-                destination.write_bytes_at(0, &staged);
+                from.read_bytes_at(from_byte, &mut staged);
+                destination.write_bytes_at(to_byte, &staged);
                 Ok(())
             }
             _ => Err(foreign_buffer()),

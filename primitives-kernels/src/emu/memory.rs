@@ -94,10 +94,20 @@ impl DeviceMemory {
 
     /// Copies the first `bytes.len()` bytes of the allocation out.
     pub fn read_bytes(&self, bytes: &mut [u8]) {
-        assert!(bytes.len() <= self.len, "{} bytes asked of an allocation of {}", bytes.len(), self.len);
-        // SAFETY: the allocation holds `len >= bytes.len()` bytes; no launch runs during a host copy
-        // (launches block until done).
-        unsafe { std::ptr::copy_nonoverlapping(self.pointer.as_ptr(), bytes.as_mut_ptr(), bytes.len()) };
+        self.read_bytes_at(0, bytes)
+    }
+
+    /// Copies `bytes.len()` bytes of the allocation from byte `offset` on out.
+    pub fn read_bytes_at(&self, offset: usize, bytes: &mut [u8]) {
+        assert!(
+            offset + bytes.len() <= self.len,
+            "{} bytes at {offset} asked of an allocation of {}",
+            bytes.len(),
+            self.len
+        );
+        // SAFETY: the allocation holds `len >= offset + bytes.len()` bytes; no launch runs during a
+        // host copy (launches block until done).
+        unsafe { std::ptr::copy_nonoverlapping(self.pointer.as_ptr().add(offset), bytes.as_mut_ptr(), bytes.len()) };
     }
 }
 

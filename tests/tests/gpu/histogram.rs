@@ -572,7 +572,27 @@ fn device_to_device_copies_overwrite_the_front_of_the_destination() {
     destination.copy_from_device(&gpu, &gpu.alloc_zeroed(0).unwrap()).unwrap();
     assert_eq!(destination.to_vec(&gpu).unwrap(), [1, 2, 3, 9]);
     let mut short = gpu.alloc_zeroed::<u32>(2).unwrap();
-    assert!(matches!(short.copy_from_device(&gpu, &source), Err(Error::InvalidArgument { name: "source", .. })));
+    assert!(matches!(short.copy_from_device(&gpu, &source), Err(Error::InvalidArgument { name: "start", .. })));
+}
+
+#[test]
+fn device_to_device_range_copies_touch_only_their_range() {
+    let gpu = gpu();
+    let source = gpu.upload(&[1u32, 2, 3, 4, 5]).unwrap();
+    let mut destination = gpu.upload(&[9u32; 6]).unwrap();
+    destination.copy_range_from_device(&gpu, &source, 1..4, 2).unwrap();
+    assert_eq!(destination.to_vec(&gpu).unwrap(), [9, 9, 2, 3, 4, 9]);
+    destination.copy_range_from_device(&gpu, &source, 4..4, 6).unwrap();
+    assert_eq!(destination.to_vec(&gpu).unwrap(), [9, 9, 2, 3, 4, 9]);
+    let name = |result: primitives::Result<()>| match result {
+        Err(Error::InvalidArgument { name, .. }) => name,
+        other => panic!("expected an invalid argument, got {other:?}"),
+    };
+    assert_eq!(name(destination.copy_range_from_device(&gpu, &source, 3..6, 0)), "range");
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = 3..2;
+    assert_eq!(name(destination.copy_range_from_device(&gpu, &source, backwards, 0)), "range");
+    assert_eq!(name(destination.copy_range_from_device(&gpu, &source, 0..3, 4)), "start");
 }
 
 #[test]
