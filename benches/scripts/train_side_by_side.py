@@ -11,8 +11,9 @@ usage: train_side_by_side.py PATH/TO/boost [ROWS (default 1000000)] [ROUNDS (def
 Both sides are timed from data in memory to a trained model, the quantile cuts and quantised matrix
 included (XGBoost builds them inside its first `train` round, from a host `DMatrix`); reading the
 CSV is not timed. With DEVICE cuda the script also times training from the quantised matrix already
-on the device: XGBoost from a `QuantileDMatrix` of CuPy arrays (built on the GPU, not timed), ours as
-the whole run minus the phases that build the cuts, the ELLPACK matrix and the device matrix. It
+on the device: XGBoost from a `QuantileDMatrix` of CuPy arrays (built on the GPU, not timed, in a
+process whose CUDA context exists), ours as the whole run minus the phases that open the device
+and build the cuts, the ELLPACK matrix and the device matrix. It
 reports each side's test AUC (another 1M rows of the same distribution, seed 1; XGBoost's AUC from
 `Booster.eval`, ours from `boost eval`) and peak device memory (`nvidia-smi` sampled every 20 ms
 during training, less what was in use before; ours also as the library reports it).
@@ -85,7 +86,7 @@ with tempfile.TemporaryDirectory() as tmp:
     ours_log = run.stdout.strip().splitlines()[-1]
     ours_phases = re.search(r"phases: (.*)", run.stderr).group(1)
     phase = {name.strip(" ,"): float(value) for name, value in re.findall(r"([a-z:, ]+?) ([0-9.]+) s(?:,|$)", ours_phases)}
-    setup = sum(phase.get(name, 0.0) for name in ["cuts", "ellpack", "matrix for the tree builder"])
+    setup = sum(phase.get(name, 0.0) for name in ["device open", "cuts", "ellpack", "matrix for the tree builder"])
     ours_device = re.search(r"trees in [0-9.]+ s on (.*); model", run.stderr).group(1)
     reported_peak = re.search(r"peak device memory ([0-9.]+) MiB", run.stderr)
     evaluation = subprocess.run([boost, "eval", "-m", model, test, "--metric", "auc"], check=True,

@@ -76,14 +76,19 @@ pub struct PartitionArgs {
 }
 
 /// `flags[p]` = 1 when the row at position `p` of the row order goes left, 0 when it goes right or
-/// its node is not in the batch. One thread per position.
+/// its node is not in the batch; `flags[n]` = 0 (so that the exclusive sum of the `n + 1` flags
+/// ends with the total). One thread per flag: launch `n + 1` threads.
 ///
 /// # Safety
 /// The buffers hold what [`PartitionArgs`] says, every row index is a row of `bins`, every split's
-/// feature below `features`, and `flags` has room for `n` flags.
+/// feature below `features`, and `flags` has room for `n + 1` flags.
 pub unsafe fn flags_kernel(a: &PartitionArgs, flags: *mut u32) {
     let p = global_thread();
     if p >= a.n {
+        if p == a.n {
+            // SAFETY: `flags` holds `n + 1` flags.
+            unsafe { arch::store(flags.add(p as usize), 0) };
+        }
         return;
     }
     // SAFETY: `p < n`; the contract covers the rest.

@@ -135,15 +135,25 @@ pub fn evaluate_splits(
         return Ok(Vec::new());
     }
     let num_pairs = pairs.len() / 2;
-    let slots: Vec<u32> = nodes.iter().map(|n| n.slot).collect();
-    let totals: Vec<Fixed> = nodes.iter().map(|n| n.total).collect();
-    let pairs_buffer = gpu.upload(if pairs.is_empty() { &[0u32, 0] } else { &pairs })?;
-    let offsets_buffer = gpu.upload(&offsets)?;
-    let slots_buffer = gpu.upload(&slots)?;
-    let totals_buffer = gpu.upload(&totals)?;
-    let context_buffer = gpu.upload(std::slice::from_ref(context))?;
-    let candidates = gpu.alloc_zeroed::<DeviceSplit>(num_pairs.max(1))?;
-    let best = gpu.alloc_zeroed::<DeviceSplit>(nodes.len())?;
+    // One upload for the batch (each is an operation on the stream, and the host enqueues a
+    // lossguide tree's hundreds of batches one after another): the context, then (16-byte
+    // aligned) the totals, slots, offsets and pairs, as 32-bit words.
+    let mut arena: Vec<u32> = bytemuck::cast_slice(std::slice::from_ref(context)).to_vec();
+    arena.resize(arena.len().next_multiple_of(4), 0);
+    let totals_at = arena.len();
+    for node in nodes {
+        arena.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&node.total)));
+    }
+    let slots_at = arena.len();
+    arena.extend(nodes.iter().map(|n| n.slot));
+    let offsets_at = arena.len();
+    arena.extend_from_slice(&offsets);
+    let pairs_at = arena.len();
+    arena.extend_from_slice(&pairs);
+    let arena_buffer = gpu.upload(&arena)?;
+    let at = |words: usize| arena_buffer.device_ptr() + (words * size_of::<u32>()) as u64;
+    let candidates = gpu.alloc_uninitialized::<DeviceSplit>(num_pairs.max(1))?;
+    let best = gpu.alloc_uninitialized::<DeviceSplit>(nodes.len())?;
     let module = crate::KERNELS;
     let config = |items: usize| LaunchConfig {
         grid_dim: (blocks(items), 1, 1),
@@ -155,14 +165,14 @@ pub fn evaluate_splits(
             histograms.device_ptr(),
             node_stride as u64,
             feature_stride as u64,
-            slots_buffer.device_ptr(),
-            totals_buffer.device_ptr(),
+            at(slots_at),
+            at(totals_at),
             cuts.cut_ptrs.device_ptr(),
             cuts.cut_values.device_ptr(),
             cuts.min_values.device_ptr(),
-            pairs_buffer.device_ptr(),
+            at(pairs_at),
             num_pairs as u64,
-            context_buffer.device_ptr(),
+            at(0),
             candidates.device_ptr(),
         ];
         // SAFETY: every pair names a node of `slots`/`totals` and a feature of the cuts, every slot's
@@ -170,13 +180,7 @@ pub fn evaluate_splits(
         // warp per pair, whole warps (the block size is a multiple of 32).
         unsafe { gpu.launch(module, "boost_split_features", config(num_pairs * 32), &args)? };
     }
-    let args = [
-        candidates.device_ptr(),
-        offsets_buffer.device_ptr(),
-        nodes.len() as u64,
-        context_buffer.device_ptr(),
-        best.device_ptr(),
-    ];
+    let args = [candidates.device_ptr(), at(offsets_at), nodes.len() as u64, at(0), best.device_ptr()];
     // SAFETY: `offsets` has `nodes + 1` entries up to `num_pairs`, the candidates that many.
     unsafe { gpu.launch(module, "boost_split_nodes", config(nodes.len()), &args)? };
     Ok(best.to_vec(gpu)?.iter().map(DeviceSplit::split).collect())
@@ -418,14 +422,15 @@ impl<'a> GpuBackend<'a> {
         let (n, whole) = (span.len(), span.len() == self.gradients.len());
         let offset = (span.start * size_of::<u32>()) as u64;
         let splits_buffer = self.gpu.upload(&sorted)?;
-        let lefts_buffer = self.gpu.alloc_zeroed::<u32>(sorted.len())?;
+        let lefts_buffer = self.gpu.alloc_uninitialized::<u32>(sorted.len())?;
         let module = crate::KERNELS;
         let b = &mut *self.buffers;
         // The flags and their sums of the span: the whole buffers, or span-sized ones (the scan
-        // takes whole buffers), the flag after the last zero.
+        // takes whole buffers); the flags kernel writes every flag, the one after the last 0.
         let mut span_buffers = None;
         if !whole {
-            span_buffers = Some((self.gpu.alloc_zeroed::<u32>(n + 1)?, self.gpu.alloc_zeroed::<u32>(n + 1)?));
+            span_buffers =
+                Some((self.gpu.alloc_uninitialized::<u32>(n + 1)?, self.gpu.alloc_uninitialized::<u32>(n + 1)?));
         }
         let (flags, scan) = match &mut span_buffers {
             Some((flags, scan)) => (flags, scan),
@@ -443,8 +448,8 @@ impl<'a> GpuBackend<'a> {
         ];
         // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (`features` bins
         // each), the splits are sorted by `begin` and rebased to the span, with features below
-        // `features`; `flags` holds `n + 1` flags.
-        unsafe { self.gpu.launch(module, "boost_partition_flags", element_config(n)?, &args)? };
+        // `features`; `flags` holds `n + 1` flags, one thread each.
+        unsafe { self.gpu.launch(module, "boost_partition_flags", element_config(n + 1)?, &args)? };
         DeviceScan::exclusive_sum(self.gpu, flags, scan)?;
         let args = [
             b.rows.device_ptr() + offset,

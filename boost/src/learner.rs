@@ -148,10 +148,13 @@ pub fn train_with_precision(
             m.check(data.rows() * outputs, &data.info, outputs)?;
         }
     }
+    let mut phases = PhaseTimes::default();
+    let start = Instant::now();
     let (opened, device) = match &options.gpu {
         Some(gpu) => (None, describe(gpu)),
         None => open_device(params.device)?,
     };
+    phases.add("device open", start.elapsed());
     let gpu = options.gpu.as_deref().or(opened.as_ref());
     if gpu.is_some() && precision != HistogramPrecision::FixedPoint {
         return Err(Error::param(
@@ -159,7 +162,6 @@ pub fn train_with_precision(
             format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
         ));
     }
-    let mut phases = PhaseTimes::default();
     let start = Instant::now();
     let row_weights = row_weights(train)?;
     let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
@@ -179,6 +181,7 @@ pub fn train_with_precision(
     };
     phases.add("matrix for the tree builder", start.elapsed());
 
+    let start = Instant::now();
     let num_class = if outputs > 1 { outputs } else { 0 };
     let mut model = match &options.xgb_model {
         Some(previous) => {
@@ -235,15 +238,18 @@ pub fn train_with_precision(
     let mut history = Vec::new();
     let (mut best_iteration, mut best_score) = (None, None::<f64>);
     let tree_params = &params.tree;
+    phases.add("base score and initial margins", start.elapsed());
 
     // Element-wise objectives keep the training rows on the device: gradients, trees and margins there,
     // the margins read back only for the evaluation log.
     let device_rounds = match (&mut backend, objective.device_objective()) {
         (TreeBackend::Gpu(trainer), Some(device_objective)) if outputs == 1 && !objective.refreshes_leaves() => {
             let gpu = trainer.gpu();
+            let start = Instant::now();
             on_device(gpu, "uploading the labels and margins", || {
                 trainer.keep_rows_on_device(device_objective, &train.info, &margins)
             })?;
+            phases.add("labels and margins to the device", start.elapsed());
             true
         }
         _ => false,

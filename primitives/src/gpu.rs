@@ -390,6 +390,13 @@ impl Gpu {
         DeviceBuffer::zeroed(self, len)
     }
 
+    /// A new device buffer of `len` elements whose values are whatever the allocator hands over
+    /// (any bits: the element types are plain data), for a buffer a kernel fills before anything
+    /// reads it. Saves [`Gpu::alloc_zeroed`]'s memset, an operation on the stream.
+    pub fn alloc_uninitialized<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        DeviceBuffer::uninitialized(self, len)
+    }
+
     /// The family loads of this `Gpu`'s device in this process so far, in order: the first call's
     /// cost (machine code loads in milliseconds; PTX is JIT-compiled, which takes seconds).
     pub fn module_loads(&self) -> Vec<ModuleLoad> {
