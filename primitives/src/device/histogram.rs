@@ -534,6 +534,8 @@ impl DeviceHistogram {
             histogram.device_ptr(),
             bad_row.device_ptr(),
         ];
+        // Two blocks of a 28-feature group (115 KB each) a multiprocessor need the largest carveout.
+        gpu.prefer_shared_memory(PRIMITIVES_MODULE, G::MULTI[B::TABLE_INDEX])?;
         // SAFETY: the matrix holds `matrix_rows * features` bin ids and the gradients `matrix_rows`
         // pairs (checked); every work item's rows lie in a range within `rows` (checked), its
         // node below `nodes` and its group's first feature below `features`; the histogram holds
