@@ -8,7 +8,7 @@ use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::metric::{self, ElementwiseMetric, LossSum, Transform};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
-use crate::partition::{self, PartitionArgs, PartitionSplit};
+use crate::partition::{self, ChildPlanArgs, ChildSlots, PartitionArgs, PartitionSplit, SubtractionPlan};
 use crate::quantise;
 use crate::subtract;
 
@@ -95,9 +95,14 @@ kernel! {
         splits: *const PartitionSplit,
         num_splits: u64,
         lefts: *mut u32,
+        children: *const ChildSlots,
+        base: u64,
+        ranges: *mut [u32; 2],
+        plans: *mut SubtractionPlan,
     ) {
+        let plan = ChildPlanArgs { children, base, ranges, plans };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { partition::counts_kernel(scan, splits, num_splits, lefts) }
+        unsafe { partition::counts_kernel(scan, splits, num_splits, lefts, &plan) }
     }
 }
 
@@ -105,13 +110,12 @@ kernel! {
     /// The subtraction trick; see [`subtract::subtract_kernel`].
     pub unsafe fn boost_histogram_subtract(
         histograms: *mut GradientPair<i64>,
-        parents: *const GradientPair<i64>,
         slot_len: u64,
-        triples: *const u32,
-        num_triples: u64,
+        plans: *const SubtractionPlan,
+        num_plans: u64,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { subtract::subtract_kernel(histograms, parents, slot_len, triples, num_triples) }
+        unsafe { subtract::subtract_kernel(histograms, slot_len, plans, num_plans) }
     }
 }
 

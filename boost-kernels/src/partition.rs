@@ -3,7 +3,9 @@
 //! (a stable partition, as the CPU builder's). Three launches over the row order: a flag per
 //! position ([`flags_kernel`]), an exclusive sum of the flags (the primitives' device scan), then a
 //! scatter to each row's new position ([`scatter_kernel`]); [`counts_kernel`] gives each node's
-//! count of left rows, the one value per node the host driver reads back.
+//! count of left rows, the one value per node the host driver reads back, and from it where the
+//! children's histograms come from (which child is built from rows, which by subtraction), so that
+//! the host enqueues them without waiting.
 //!
 //! Memory is read and written through `arch`, so the emulator checks every access.
 
@@ -137,19 +139,86 @@ pub unsafe fn scatter_kernel(a: &PartitionArgs, flags: *const u32, scan: *const 
     }
 }
 
-/// `lefts[s]`: how many rows of split `s` go left. One thread per split.
+/// Whether a split node's left child gets its histogram from its rows and the right one by
+/// subtraction (otherwise the other way round): the child with fewer rows is built, the left one
+/// on a tie. Both backends decide with this, so both build the same histograms (not that it
+/// changes them: fixed-point sums subtract exactly).
+#[inline(always)]
+pub fn build_left(left_rows: u64, right_rows: u64) -> bool {
+    left_rows <= right_rows
+}
+
+/// Where the children of a split node get their histograms: slots `2 * pair` (left) and
+/// `2 * pair + 1` (right) of the batch's new buffer, from the parent's sums at address `parent`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ChildSlots {
+    pub pair: u32,
+    pub padding: u32,
+    pub parent: u64,
+}
+
+/// One subtraction: `histograms[large] = parent - histograms[small]`, `parent` a device address.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SubtractionPlan {
+    pub small: u32,
+    pub large: u32,
+    pub parent: u64,
+}
+
+/// What [`counts_kernel`] also writes when given each split's [`ChildSlots`]: the children's
+/// histogram plan, so that the histograms of the children are built and subtracted without the
+/// host waiting for the counts.
+#[repr(C)]
+pub struct ChildPlanArgs {
+    /// A [`ChildSlots`] per split (in the splits' order).
+    pub children: *const ChildSlots,
+    /// Where the splits' positions start in the whole row order (they are rebased to a span).
+    pub base: u64,
+    /// Per slot, the positions `[begin, end]` of the row order to build it from: the smaller
+    /// child's range, and an empty range for its sibling.
+    pub ranges: *mut [u32; 2],
+    /// Per pair, its subtraction.
+    pub plans: *mut SubtractionPlan,
+}
+
+/// `lefts[s]`: how many rows of split `s` go left; with `plan.children` not null, also each pair's
+/// ranges and subtraction ([`ChildPlanArgs`]). One thread per split.
 ///
 /// # Safety
-/// `scan` as in [`scatter_kernel`], `splits` `num_splits` entries within it, `lefts` room for as many.
-pub unsafe fn counts_kernel(scan: *const u32, splits: *const PartitionSplit, num_splits: u64, lefts: *mut u32) {
+/// `scan` as in [`scatter_kernel`], `splits` `num_splits` entries within it, `lefts` room for as many;
+/// with children, `plan.children` `num_splits` entries whose pairs are distinct and index `ranges`
+/// (two slots a pair) and `plans`.
+pub unsafe fn counts_kernel(
+    scan: *const u32,
+    splits: *const PartitionSplit,
+    num_splits: u64,
+    lefts: *mut u32,
+    plan: &ChildPlanArgs,
+) {
     let s = global_thread();
     if s >= num_splits {
         return;
     }
-    // SAFETY: `s < num_splits`; `begin` and `end` index `scan`.
+    // SAFETY: `s < num_splits`; `begin` and `end` index `scan`; the rest by the contract.
     unsafe {
         let split = arch::load(splits.add(s as usize));
         let count = arch::load(scan.add(split.end as usize)) - arch::load(scan.add(split.begin as usize));
         arch::store(lefts.add(s as usize), count);
+        if plan.children.is_null() {
+            return;
+        }
+        let child = arch::load(plan.children.add(s as usize));
+        let begin = split.begin + plan.base as u32;
+        let (middle, end) = (begin + count, split.end + plan.base as u32);
+        let left = build_left(count as u64, (end - middle) as u64);
+        let (left_range, right_range) = if left { ([begin, middle], [0, 0]) } else { ([0, 0], [middle, end]) };
+        let pair = child.pair as usize;
+        arch::store(plan.ranges.add(2 * pair), left_range);
+        arch::store(plan.ranges.add(2 * pair + 1), right_range);
+        let (small, large) =
+            if left { (2 * child.pair, 2 * child.pair + 1) } else { (2 * child.pair + 1, 2 * child.pair) };
+        arch::store(plan.plans.add(pair), SubtractionPlan { small, large, parent: child.parent });
     }
 }

@@ -7,36 +7,29 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::global_thread;
 use crate::fixed_point;
+use crate::partition::SubtractionPlan;
 
 type Fixed = GradientPair<i64>;
 
-/// `histograms[large] = parents[parent] - histograms[small]` for each `(small, large, parent)` slot
-/// triple in `triples`, element by element over slots of `slot_len` sums. One thread per element of
-/// each triple.
+/// `histograms[large] = parent - histograms[small]` for each [`SubtractionPlan`], element by element
+/// over slots of `slot_len` sums. One thread per element of each plan.
 ///
 /// # Safety
-/// `triples` holds `3 * num_triples` slot indices, the small and large ones within `histograms`, the
-/// parent ones within `parents`, each slot `slot_len` sums; no large slot is another triple's small.
-pub unsafe fn subtract_kernel(
-    histograms: *mut Fixed,
-    parents: *const Fixed,
-    slot_len: u64,
-    triples: *const u32,
-    num_triples: u64,
-) {
+/// `plans` holds `num_plans` plans, their small and large slots within `histograms` and their
+/// parents addresses of `slot_len` sums; no large slot is another plan's small.
+pub unsafe fn subtract_kernel(histograms: *mut Fixed, slot_len: u64, plans: *const SubtractionPlan, num_plans: u64) {
     let i = global_thread();
     let (t, j) = (i / slot_len.max(1), (i % slot_len.max(1)) as usize);
-    if t >= num_triples {
+    if t >= num_plans {
         return;
     }
     let slot_len = slot_len as usize;
-    // SAFETY: `t < num_triples`, `j < slot_len`; the contract covers the slots.
+    // SAFETY: `t < num_plans`, `j < slot_len`; the contract covers the slots.
     unsafe {
-        let small = arch::load(triples.add(3 * t as usize)) as usize;
-        let large = arch::load(triples.add(3 * t as usize + 1)) as usize;
-        let parent = arch::load(triples.add(3 * t as usize + 2)) as usize;
-        let built = arch::load(histograms.add(small * slot_len + j));
-        let whole = arch::load(parents.add(parent * slot_len + j));
-        arch::store(histograms.add(large * slot_len + j), fixed_point::sub(whole, built));
+        let plan = arch::load(plans.add(t as usize));
+        let parent = plan.parent as usize as *const Fixed;
+        let built = arch::load(histograms.add(plan.small as usize * slot_len + j));
+        let whole = arch::load(parent.add(j));
+        arch::store(histograms.add(plan.large as usize * slot_len + j), fixed_point::sub(whole, built));
     }
 }

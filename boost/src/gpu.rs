@@ -18,7 +18,7 @@ pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
 use boost_kernels::metric::{ElementwiseMetric, LossSum, Transform};
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
-use boost_kernels::partition::PartitionSplit;
+use boost_kernels::partition::{ChildSlots, PartitionSplit, SubtractionPlan};
 use boost_kernels::reduce::{self, BlockSum};
 use boost_kernels::split::Split;
 
@@ -99,6 +99,25 @@ pub fn evaluate_splits(
     nodes: &[NodeToEvaluate],
     context: &SplitContext,
 ) -> Result<Vec<Option<Split<Fixed>>>> {
+    if nodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let best = gpu.alloc_uninitialized::<DeviceSplit>(nodes.len())?;
+    enqueue_evaluation(gpu, cuts, histograms, layout, nodes, context, best.device_ptr())?;
+    Ok(best.to_vec(gpu)?.iter().map(DeviceSplit::split).collect())
+}
+
+/// [`evaluate_splits`] without the wait: the best splits go to `best`, the device address of
+/// `nodes.len()` [`DeviceSplit`]s, for the caller to read with whatever else it reads.
+fn enqueue_evaluation(
+    gpu: &Gpu,
+    cuts: &DeviceCuts,
+    histograms: &DeviceBuffer<Fixed>,
+    layout: HistogramLayout,
+    nodes: &[NodeToEvaluate],
+    context: &SplitContext,
+    best: u64,
+) -> Result<()> {
     let (node_stride, feature_stride) = match layout {
         HistogramLayout::Global => (cuts.total_bins, 0),
         HistogramLayout::Padded { bins_per_feature } => {
@@ -132,7 +151,7 @@ pub fn evaluate_splits(
         offsets.push((pairs.len() / 2) as u32);
     }
     if nodes.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let num_pairs = pairs.len() / 2;
     // One upload for the batch (each is an operation on the stream, and the host enqueues a
@@ -153,7 +172,6 @@ pub fn evaluate_splits(
     let arena_buffer = gpu.upload(&arena)?;
     let at = |words: usize| arena_buffer.device_ptr() + (words * size_of::<u32>()) as u64;
     let candidates = gpu.alloc_uninitialized::<DeviceSplit>(num_pairs.max(1))?;
-    let best = gpu.alloc_uninitialized::<DeviceSplit>(nodes.len())?;
     let module = crate::KERNELS;
     let config = |items: usize| LaunchConfig {
         grid_dim: (blocks(items), 1, 1),
@@ -180,10 +198,11 @@ pub fn evaluate_splits(
         // warp per pair, whole warps (the block size is a multiple of 32).
         unsafe { gpu.launch(module, "boost_split_features", config(num_pairs * 32), &args)? };
     }
-    let args = [candidates.device_ptr(), at(offsets_at), nodes.len() as u64, at(0), best.device_ptr()];
-    // SAFETY: `offsets` has `nodes + 1` entries up to `num_pairs`, the candidates that many.
-    unsafe { gpu.launch(module, "boost_split_nodes", config(nodes.len()), &args)? };
-    Ok(best.to_vec(gpu)?.iter().map(DeviceSplit::split).collect())
+    let args = [candidates.device_ptr(), at(offsets_at), nodes.len() as u64, at(0), best];
+    // SAFETY: `offsets` has `nodes + 1` entries up to `num_pairs`, the candidates that many; `best`
+    // has room for a split per node (caller).
+    unsafe { gpu.launch(module, "boost_split_nodes", config(nodes.len()), &args) }?;
+    Ok(())
 }
 
 /// The bins of every row and feature as the device builds histograms from them: row-major, one
@@ -295,13 +314,14 @@ impl HistogramStore {
     }
 }
 
-/// The GPU backend of the expansion driver ([`grow::grow`]): per batch of nodes, the smaller
-/// children's histograms built in one launch (`DeviceHistogram::multi_feature_ranges`) and their
+/// The GPU backend of the expansion driver ([`grow::grow`]): per batch of nodes, rows partitioned
+/// on the device (flags, scan, scatter and counts: four launches, over the span of the batch's
+/// rows), the smaller children's histograms built in one launch
+/// (`DeviceHistogram::multi_feature_device_ranges`, from ranges the counts kernel wrote) and their
 /// siblings' derived by subtraction (one launch), splits evaluated on the device
-/// ([`evaluate_splits`], two launches), rows partitioned on the device (flags, scan, scatter:
-/// four launches). The host waits twice a batch: for the partition's counts of left rows and for
-/// the splits, which the driver needs. Gradient sums are exact fixed-point integers, so the trees are
-/// the CPU builder's, bit for bit.
+/// ([`evaluate_splits`], two launches). The host waits once a batch, for the splits, which the
+/// driver needs; the counts of left rows come back with them. Gradient sums are exact fixed-point
+/// integers, so the trees are the CPU builder's, bit for bit.
 pub struct GpuBackend<'a> {
     gpu: &'a Gpu,
     cuts: &'a DeviceCuts,
@@ -317,10 +337,52 @@ pub struct GpuBackend<'a> {
     order: RowOrder,
     buffers: &'a mut RowBuffers,
     histograms: HistogramStore,
+    /// The last partition, until its counts are read back.
+    pending: Option<PendingPartition>,
     /// The histogram kernel's check of the row indices, read once a tree.
     bad_row: DeviceBuffer<u32>,
     /// Wall time of each step (each ends in a host synchronisation or is host work).
     phases: PhaseTimes,
+}
+
+/// A partition enqueued on the device whose counts of left rows the host has not read yet.
+struct PendingPartition {
+    expanded: Vec<Expansion<Fixed>>,
+    /// Each split of the batch (sorted by position), as its index in `expanded`.
+    sorted: Vec<usize>,
+    /// In 8-byte words: the counts (a `u32` per sorted split), then room for the best splits of
+    /// the children ([`PendingPartition::splits_at`]), then each pair's [`SubtractionPlan`]
+    /// ([`PendingPartition::plans_at`]). One read brings back the counts and the splits.
+    words: DeviceBuffer<u64>,
+    /// Per child slot (`2e`, `2e + 1` for expansion `e`), its rows' positions `[begin, end]`.
+    ranges: DeviceBuffer<u32>,
+}
+
+/// 8-byte words of a [`DeviceSplit`].
+const SPLIT_WORDS: usize = size_of::<DeviceSplit>() / 8;
+
+impl PendingPartition {
+    fn splits_at(&self) -> usize {
+        self.sorted.len().div_ceil(2)
+    }
+
+    fn plans_at(&self) -> usize {
+        self.splits_at() + 2 * self.expanded.len() * SPLIT_WORDS
+    }
+
+    fn words_for(expansions: usize) -> usize {
+        expansions.div_ceil(2) + 2 * expansions * SPLIT_WORDS + expansions * size_of::<SubtractionPlan>() / 8
+    }
+
+    /// The counts of left rows per expansion, from the read-back words.
+    fn lefts(&self, words: &[u64]) -> Vec<usize> {
+        let counts: &[u32] = bytemuck::cast_slice(&words[..self.splits_at()]);
+        let mut lefts = vec![0usize; self.expanded.len()];
+        for (&e, &count) in self.sorted.iter().zip(counts) {
+            lefts[e] = count as usize;
+        }
+        lefts
+    }
 }
 
 impl<'a> GpuBackend<'a> {
@@ -356,6 +418,7 @@ impl<'a> GpuBackend<'a> {
             order: RowOrder::ranges_only(rows),
             buffers,
             histograms: HistogramStore::default(),
+            pending: None,
             bad_row: gpu.upload(&[u32::MAX])?,
             phases: PhaseTimes::default(),
         })
@@ -388,9 +451,12 @@ impl<'a> GpuBackend<'a> {
         Ok(histograms)
     }
 
-    /// Moves each expanded node's left rows before its right rows, stably, on the device; returns
-    /// the counts of left rows (the one wait).
-    fn partition_on_device(&mut self, expanded: &[Expansion<Fixed>]) -> Result<Vec<usize>> {
+    /// Moves each expanded node's left rows before its right rows, stably, on the device, and
+    /// counts them there (read back with the next batch's splits, [`Self::settle`]), with the plan
+    /// of the children's histograms.
+    fn partition_on_device(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
+        // The nodes' ranges come from the last partition's counts.
+        self.settle(None)?;
         let mut splits: Vec<(PartitionSplit, usize)> = Vec::with_capacity(expanded.len());
         for (i, e) in expanded.iter().enumerate() {
             let (begin, end) = self.order.range(e.node);
@@ -409,20 +475,46 @@ impl<'a> GpuBackend<'a> {
         // a depthwise level's leaves may lie outside it): positions are rebased to the span.
         let span = match (splits.first(), splits.last()) {
             (Some(first), Some(last)) => first.0.begin as usize..last.0.end as usize,
-            _ => return Ok(Vec::new()),
+            _ => return Ok(()),
         };
-        let sorted: Vec<PartitionSplit> = splits
-            .iter()
-            .map(|&(split, _)| PartitionSplit {
-                begin: split.begin - span.start as u32,
-                end: split.end - span.start as u32,
-                ..split
-            })
-            .collect();
+        // One upload: the rebased splits, then each one's children's slots (where the plan of their
+        // histograms goes; the parent's sums are in its batch's buffer).
+        let mut upload: Vec<u64> = Vec::with_capacity(splits.len() * 5);
+        for &(split, _) in &splits {
+            let rebased =
+                PartitionSplit { begin: split.begin - span.start as u32, end: split.end - span.start as u32, ..split };
+            upload.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&rebased)));
+        }
+        let children_at = upload.len();
+        let slot_bytes = (self.slot_len() * size_of::<Fixed>()) as u64;
+        for &(_, i) in &splits {
+            let node = expanded[i].node;
+            let (batch, slot) = self
+                .histograms
+                .slot(node)
+                .ok_or_else(|| Error::InvalidData(format!("node {node} is split before its histogram is built")))?;
+            let parent = self
+                .histograms
+                .buffer(batch)
+                .ok_or_else(|| {
+                    Error::InvalidData(format!("histogram batch {batch} was freed while node {node} needs it"))
+                })?
+                .device_ptr()
+                + slot as u64 * slot_bytes;
+            let child = ChildSlots { pair: i as u32, padding: 0, parent };
+            upload.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&child)));
+        }
+        let uploaded = self.gpu.upload(&upload)?;
+        let (splits_ptr, children_ptr) = (uploaded.device_ptr(), uploaded.device_ptr() + 8 * children_at as u64);
+        let pending = PendingPartition {
+            expanded: expanded.to_vec(),
+            sorted: splits.iter().map(|&(_, i)| i).collect(),
+            words: self.gpu.alloc_uninitialized::<u64>(PendingPartition::words_for(expanded.len()))?,
+            ranges: self.gpu.alloc_uninitialized::<u32>(4 * expanded.len())?,
+        };
         let (n, whole) = (span.len(), span.len() == self.gradients.len());
         let offset = (span.start * size_of::<u32>()) as u64;
-        let splits_buffer = self.gpu.upload(&sorted)?;
-        let lefts_buffer = self.gpu.alloc_uninitialized::<u32>(sorted.len())?;
+        let num_splits = splits.len() as u64;
         let module = crate::KERNELS;
         let b = &mut *self.buffers;
         // The flags and their sums of the span: the whole buffers, or span-sized ones (the scan
@@ -442,8 +534,8 @@ impl<'a> GpuBackend<'a> {
             self.bins.device_ptr(),
             self.features as u64,
             self.bins_per_feature as u64,
-            splits_buffer.device_ptr(),
-            sorted.len() as u64,
+            splits_ptr,
+            num_splits,
             flags.device_ptr(),
         ];
         // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (`features` bins
@@ -454,8 +546,8 @@ impl<'a> GpuBackend<'a> {
         let args = [
             b.rows.device_ptr() + offset,
             n as u64,
-            splits_buffer.device_ptr(),
-            sorted.len() as u64,
+            splits_ptr,
+            num_splits,
             flags.device_ptr(),
             scan.device_ptr(),
             b.spare.device_ptr() + offset,
@@ -469,73 +561,110 @@ impl<'a> GpuBackend<'a> {
         } else {
             b.rows.copy_range_from_device(self.gpu, &b.spare, span.clone(), span.start)?;
         }
-        let args = [scan.device_ptr(), splits_buffer.device_ptr(), sorted.len() as u64, lefts_buffer.device_ptr()];
-        // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; `lefts` has a slot
-        // per split.
-        unsafe { self.gpu.launch(module, "boost_partition_counts", element_config(sorted.len())?, &args)? };
-        let counts = lefts_buffer.to_vec(self.gpu)?;
-        let mut lefts = vec![0usize; expanded.len()];
-        for (&(_, i), &count) in splits.iter().zip(&counts) {
-            lefts[i] = count as usize;
-        }
-        self.order.split(expanded, &lefts);
-        Ok(lefts)
+        let args = [
+            scan.device_ptr(),
+            splits_ptr,
+            num_splits,
+            pending.words.device_ptr(),
+            children_ptr,
+            span.start as u64,
+            pending.ranges.device_ptr(),
+            pending.words.device_ptr() + 8 * pending.plans_at() as u64,
+        ];
+        // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; the words have room
+        // for a count per split and a plan per expansion, the ranges two per expansion; each child
+        // slot's pair is its split's expansion, so the pairs are distinct.
+        unsafe { self.gpu.launch(module, "boost_partition_counts", element_config(splits.len())?, &args)? };
+        self.pending = Some(pending);
+        Ok(())
     }
 
-    /// The smaller children's histograms from their rows, the larger ones' by subtraction from the
-    /// parents' (which are released): slots `2i` and `2i + 1` of one new buffer.
+    /// Records the last partition's children's ranges, from `words` read back with other results or
+    /// else read now (a wait).
+    fn settle(&mut self, words: Option<&[u64]>) -> Result<()> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let lefts = match words {
+            Some(words) => pending.lefts(words),
+            None => pending.lefts(&pending.words.to_vec(self.gpu)?),
+        };
+        self.order.split(&pending.expanded, &lefts);
+        Ok(())
+    }
+
+    /// The children's histograms of the pending partition's expansions (all of them: a batch's
+    /// children share a depth), slots `2e` (left) and `2e + 1` (right) of one new buffer: the
+    /// smaller's built from its rows within its half of the parent's range, the other's by
+    /// subtraction from the parent's (which is released), as the counts kernel planned.
     fn children_on_device(&mut self, children: &[ChildHistograms]) -> Result<()> {
-        let built: Vec<(usize, u32)> = children.iter().enumerate().map(|(i, c)| (c.small, 2 * i as u32)).collect();
-        let histograms = self.build_histograms(&built, 2 * children.len())?;
-        // Parents by batch: one subtraction launch per parents' buffer (depthwise: one).
-        let mut by_batch: Vec<(usize, Vec<u32>)> = Vec::new();
-        for (i, c) in children.iter().enumerate() {
-            let (batch, slot) = self.histograms.slot(c.parent).ok_or_else(|| {
-                Error::InvalidData(format!("node {}: its children are built before its own histogram", c.parent))
-            })?;
-            let triple = [2 * i as u32, 2 * i as u32 + 1, slot];
-            match by_batch.iter_mut().find(|(b, _)| *b == batch) {
-                Some((_, triples)) => triples.extend(triple),
-                None => by_batch.push((batch, triple.to_vec())),
-            }
+        let pending = self
+            .pending
+            .as_ref()
+            .ok_or_else(|| Error::InvalidData("children's histograms asked for before their partition".into()))?;
+        let pairs = pending.expanded.len();
+        let all = children.len() == pairs
+            && children
+                .iter()
+                .zip(&pending.expanded)
+                .all(|(c, e)| (c.left, c.right, c.parent) == (e.left, e.right, e.node));
+        if !all {
+            return Err(Error::InvalidData(
+                "the children's histograms of a batch are asked for some of its expansions, not all".into(),
+            ));
         }
-        for (batch, triples) in &by_batch {
-            let parents = self.histograms.buffer(*batch).ok_or_else(|| {
-                Error::InvalidData(format!("histogram batch {batch} was freed while a node still needs it"))
-            })?;
-            let triples_buffer = self.gpu.upload(triples)?;
-            let num = triples.len() / 3;
-            let args = [
-                histograms.device_ptr(),
-                parents.device_ptr(),
-                self.slot_len() as u64,
-                triples_buffer.device_ptr(),
-                num as u64,
-            ];
-            // SAFETY: small and large slots are below `2 * children` (the new buffer's slots), the
-            // parents' slots within their buffer, every slot `slot_len` sums; each large slot is
-            // written once and no small slot is written.
-            unsafe {
-                self.gpu.launch(
-                    crate::KERNELS,
-                    "boost_histogram_subtract",
-                    element_config(num * self.slot_len())?,
-                    &args,
-                )?
-            };
+        // The smaller child has at most half the parent's rows: the left one lies in the first
+        // half of its range, the right one in the second.
+        let mut bounds = Vec::with_capacity(2 * pairs);
+        for e in &pending.expanded {
+            let (begin, end) = self.order.range(e.node);
+            let half = (end - begin) / 2;
+            bounds.extend([(begin as u32, (begin + half) as u32), ((end - half) as u32, end as u32)]);
         }
+        let mut histograms = self.gpu.alloc_zeroed::<Fixed>(2 * pairs * self.slot_len())?;
+        let matrix =
+            MultiFeatureMatrix { bins: self.bins, features: self.features, bins_per_feature: self.bins_per_feature };
+        DeviceHistogram::multi_feature_device_ranges(
+            self.gpu,
+            matrix,
+            self.gradients,
+            &self.buffers.rows,
+            &bounds,
+            &pending.ranges,
+            &mut histograms,
+            &mut self.bad_row,
+        )?;
+        let args = [
+            histograms.device_ptr(),
+            self.slot_len() as u64,
+            pending.words.device_ptr() + 8 * pending.plans_at() as u64,
+            pairs as u64,
+        ];
+        // SAFETY: each plan's small and large slots are its pair's two (below `2 * pairs`, every slot
+        // `slot_len` sums), its parent the address of a live histogram's slot (the parents are
+        // released below, after the enqueue: frees are stream-ordered).
+        unsafe {
+            self.gpu.launch(
+                crate::KERNELS,
+                "boost_histogram_subtract",
+                element_config(pairs * self.slot_len())?,
+                &args,
+            )?
+        };
         for c in children {
             self.histograms.release(c.parent);
         }
         let nodes: Vec<(usize, u32)> = children
             .iter()
             .enumerate()
-            .flat_map(|(i, c)| [(c.small, 2 * i as u32), (c.large, 2 * i as u32 + 1)])
+            .flat_map(|(i, c)| [(c.left, 2 * i as u32), (c.right, 2 * i as u32 + 1)])
             .collect();
         self.histograms.insert(histograms, &nodes);
         Ok(())
     }
 
+    /// The best splits of `nodes`; when they are the pending partition's children, read back
+    /// with its counts (one wait).
     fn evaluate_batch(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
         if nodes.is_empty() {
             return Ok(Vec::new());
@@ -557,12 +686,24 @@ impl<'a> GpuBackend<'a> {
             .and_then(|b| self.histograms.buffer(b))
             .ok_or_else(|| Error::InvalidData("the batch's histograms were freed".into()))?;
         let layout = HistogramLayout::Padded { bins_per_feature: self.bins_per_feature };
-        evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context)
+        let fits = self.pending.as_ref().is_some_and(|p| nodes.len() <= 2 * p.expanded.len());
+        let Some(pending) = self.pending.as_ref().filter(|_| fits) else {
+            return evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context);
+        };
+        let best = pending.words.device_ptr() + 8 * pending.splits_at() as u64;
+        enqueue_evaluation(self.gpu, self.cuts, histograms, layout, &batch, &self.context, best)?;
+        let words = pending.words.to_vec(self.gpu)?;
+        let at = pending.splits_at();
+        let splits: &[DeviceSplit] = bytemuck::cast_slice(&words[at..at + nodes.len() * SPLIT_WORDS]);
+        let splits = splits.iter().map(DeviceSplit::split).collect();
+        self.settle(Some(&words))?;
+        Ok(splits)
     }
 
     /// Reads the row check and, when `read_rows`, the row order (each row's leaf follows from the
     /// nodes' ranges).
     fn finish(&mut self, read_rows: bool) -> Result<()> {
+        self.settle(None)?;
         if read_rows {
             self.order.rows = self.buffers.rows.to_vec(self.gpu)?;
         }
@@ -589,11 +730,11 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
         Ok(())
     }
 
-    fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<Vec<usize>> {
+    fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
         let start = Instant::now();
-        let lefts = self.partition_on_device(expanded)?;
+        self.partition_on_device(expanded)?;
         self.phases.add("tree: partitions", start.elapsed());
-        Ok(lefts)
+        Ok(())
     }
 
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {

@@ -25,12 +25,13 @@ pub struct Expansion<S> {
     pub right: usize,
 }
 
-/// Children whose histograms a batch needs: `small`'s built from its rows, `large`'s as the
-/// parent's minus `small`'s (the subtraction trick).
+/// Children whose histograms a batch needs: the smaller one's built from its rows, the other's as
+/// the parent's minus it (the subtraction trick); which is smaller is the backend's to tell
+/// ([`boost_kernels::partition::build_left`]), since it holds the rows.
 #[derive(Clone, Copy, Debug)]
 pub struct ChildHistograms {
-    pub small: usize,
-    pub large: usize,
+    pub left: usize,
+    pub right: usize,
     pub parent: usize,
 }
 
@@ -123,10 +124,11 @@ pub trait GrowBackend<S: GradientSum> {
     fn total(&mut self) -> Result<S, Self::Error>;
     /// Builds the root's histogram (node 0, every row).
     fn root_histogram(&mut self) -> Result<(), Self::Error>;
-    /// Splits the rows of each expanded node between its children (stably: rows keep their order);
-    /// returns how many rows went left, per expansion.
-    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<Vec<usize>, Self::Error>;
-    /// Builds the histograms of these children and releases their parents'.
+    /// Splits the rows of each expanded node between its children (stably: rows keep their order).
+    /// The driver never asks how many went where, so a GPU backend need not wait for the counts.
+    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<(), Self::Error>;
+    /// Builds the histograms of these children and releases their parents'. A batch's children
+    /// are all its expansions' or none (they share a depth).
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Self::Error>;
     /// The best split of each node over its features (increasing), if one passes the limits; the
     /// node's gradient sum is given.
@@ -174,7 +176,6 @@ pub(crate) fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Siz
 /// What the driver knows of a node.
 struct NodeState<S> {
     sum: S,
-    rows: usize,
     depth: u32,
 }
 
@@ -194,7 +195,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     let total = backend.total()?;
     let root = to_f(total);
     let mut tree = Tree::leaf(leaf_value(&sp, root.grad, root.hess), root.hess as f32);
-    let mut nodes = vec![NodeState { sum: total, rows, depth: 0 }];
+    let mut nodes = vec![NodeState { sum: total, depth: 0 }];
     let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
     let mut level_sample = |depth: u32, rng: &mut dyn rand::RngCore| -> Vec<u32> {
         if let Some((_, f)) = level_features.iter().find(|(d, _)| *d == depth) {
@@ -258,19 +259,16 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         if expanded.is_empty() {
             continue;
         }
-        let lefts = backend.partition(&expanded)?;
-        for (e, &n_left) in expanded.iter().zip(&lefts) {
-            let (parent_rows, depth) = (nodes[e.node].rows, nodes[e.node].depth + 1);
-            nodes.push(NodeState { sum: e.split.left, rows: n_left, depth });
-            nodes.push(NodeState { sum: e.split.right, rows: parent_rows - n_left, depth });
+        backend.partition(&expanded)?;
+        for e in &expanded {
+            let depth = nodes[e.node].depth + 1;
+            nodes.push(NodeState { sum: e.split.left, depth });
+            nodes.push(NodeState { sum: e.split.right, depth });
         }
-        // Children's histograms: the smaller child's built, its sibling's by subtraction.
         let mut children = Vec::new();
         for e in &expanded {
             if can_split(nodes[e.left].depth) {
-                let (small, large) =
-                    if nodes[e.left].rows <= nodes[e.right].rows { (e.left, e.right) } else { (e.right, e.left) };
-                children.push(ChildHistograms { small, large, parent: e.node });
+                children.push(ChildHistograms { left: e.left, right: e.right, parent: e.node });
             } else {
                 backend.release(e.node);
             }

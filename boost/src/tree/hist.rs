@@ -56,6 +56,7 @@ impl HistogramPrecision {
     }
 }
 
+use boost_kernels::partition::build_left;
 /// The sum types of the builder (`boost_kernels::split::GradientSum`): fixed point in training,
 /// floats for the precision experiment.
 pub use boost_kernels::split::GradientSum as HistogramSum;
@@ -280,6 +281,21 @@ struct CpuBackend<'b, 'a, S> {
     hists: Vec<Option<Vec<S>>>,
 }
 
+impl<S> CpuBackend<'_, '_, S> {
+    /// A pair's children, the one built from rows first (the one derived by subtraction second).
+    fn smaller_first(&self, c: &ChildHistograms) -> (usize, usize) {
+        let rows = |node| {
+            let (begin, end) = self.order.range(node);
+            (end - begin) as u64
+        };
+        if build_left(rows(c.left), rows(c.right)) {
+            (c.left, c.right)
+        } else {
+            (c.right, c.left)
+        }
+    }
+}
+
 impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
     type Error = Infallible;
 
@@ -292,7 +308,7 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
         Ok(())
     }
 
-    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<Vec<usize>, Infallible> {
+    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<(), Infallible> {
         // Every expanded node's rows (disjoint ranges of `rows`) in parallel.
         let mut ranges: Vec<(usize, usize, usize)> = expanded
             .iter()
@@ -322,7 +338,7 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
         if self.hists.len() < slots {
             self.hists.resize(slots, None);
         }
-        Ok(lefts)
+        Ok(())
     }
 
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Infallible> {
@@ -332,20 +348,22 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
             .par_iter()
             .zip(parents)
             .map(|(c, parent)| {
-                let small = this.builder.histogram(this.gradients, this.order.node_rows(c.small));
-                let large = match parent {
+                let (small, large) = this.smaller_first(c);
+                let small_hist = this.builder.histogram(this.gradients, this.order.node_rows(small));
+                let large_hist = match parent {
                     Some(mut h) => {
-                        h.iter_mut().zip(&small).for_each(|(a, &b)| *a = S::sub(*a, b));
+                        h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = S::sub(*a, b));
                         h
                     }
-                    None => this.builder.histogram(this.gradients, this.order.node_rows(c.large)),
+                    None => this.builder.histogram(this.gradients, this.order.node_rows(large)),
                 };
-                (small, large)
+                (small_hist, large_hist)
             })
             .collect();
-        for (c, (small, large)) in children.iter().zip(built) {
-            self.hists[c.small] = Some(small);
-            self.hists[c.large] = Some(large);
+        for (c, (small_hist, large_hist)) in children.iter().zip(built) {
+            let (small, large) = self.smaller_first(c);
+            self.hists[small] = Some(small_hist);
+            self.hists[large] = Some(large_hist);
         }
         Ok(())
     }

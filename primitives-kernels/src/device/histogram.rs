@@ -403,6 +403,10 @@ pub const fn multi_shared_bytes<C>(group_features: u32, bins_per_feature: u32, l
 /// is skipped and the smallest such position is written to `*bad_row` (atomic minimum; the host
 /// initialises it to `u32::MAX`).
 ///
+/// When `node_ranges` is not null, it holds a position range per node (`[begin, end]`, written on
+/// the device by an earlier kernel) and a work item covers only the positions of its `start..end`
+/// within its node's range: a block whose intersection is empty exits at once.
+///
 /// Launch one block of [`MULTI_BLOCK_THREADS`] threads per work item, with
 /// [`multi_shared_bytes`]`::<C>(group_features, bins_per_feature, layout)` bytes of dynamic shared
 /// memory, `layout` a [`BlockHistogramLayout::code`] for `group_features * bins_per_feature` bins.
@@ -410,8 +414,9 @@ pub const fn multi_shared_bytes<C>(group_features: u32, bins_per_feature: u32, l
 /// # Safety
 /// `bins` valid for `matrix_rows * features` reads, `gradients` for `matrix_rows`; `rows` for every
 /// `start..end` of the work; every work item's node below the histogram's node count and its group's
-/// first feature below `features`; `histogram` valid for `nodes * features * bins_per_feature`
-/// elements and `bad_row` for one, touched only by atomics while the kernel runs.
+/// first feature below `features`; `node_ranges` null or valid for a range per node; `histogram`
+/// valid for `nodes * features * bins_per_feature` elements and `bad_row` for one, touched only by
+/// atomics while the kernel runs.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn multi_feature_kernel<B: BinId, C: HistogramCounter<Wide = C>>(
@@ -422,13 +427,24 @@ pub unsafe fn multi_feature_kernel<B: BinId, C: HistogramCounter<Wide = C>>(
     gradients: *const C,
     rows: *const u32,
     work: *const MultiWork,
+    node_ranges: *const [u32; 2],
     group_features: u32,
     layout: u32,
     histogram: *mut C,
     bad_row: *mut u32,
 ) {
     // SAFETY: one work item per block (caller).
-    let item = unsafe { arch::load(work.add(arch::block_idx_x() as usize)) };
+    let mut item = unsafe { arch::load(work.add(arch::block_idx_x() as usize)) };
+    if !node_ranges.is_null() {
+        // SAFETY: a range per node (caller).
+        let [begin, end] = unsafe { arch::load(node_ranges.add(item.node as usize)) };
+        item.start = item.start.max(begin);
+        item.end = item.end.min(end);
+        // The same in every thread of the block, so the whole block leaves, before any barrier.
+        if item.start >= item.end {
+            return;
+        }
+    }
     let first_feature = item.group * group_features;
     let group = group_features.min(features - first_feature);
     let mut shared = DynamicShared::new();

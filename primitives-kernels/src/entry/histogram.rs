@@ -92,11 +92,11 @@ macro_rules! multi_entry_points {
             kernel! {
                 /// Multi-feature histogram keyed by (node, feature, bin); see
                 /// [`histogram::multi_feature_kernel`].
-                pub unsafe fn $name(bins: *const $b, matrix_rows: u64, features: u32, bins_per_feature: u32, gradients: *const $g, rows: *const u32, work: *const MultiWork, group_features: u32, layout: u32, histogram: *mut $g, bad_row: *mut u32) {
+                pub unsafe fn $name(bins: *const $b, matrix_rows: u64, features: u32, bins_per_feature: u32, gradients: *const $g, rows: *const u32, work: *const MultiWork, node_ranges: *const [u32; 2], group_features: u32, layout: u32, histogram: *mut $g, bad_row: *mut u32) {
                     // SAFETY: as above.
                     unsafe {
                         histogram::multi_feature_kernel::<$b, $g>(
-                            bins, matrix_rows, features, bins_per_feature, gradients, rows, work, group_features, layout, histogram, bad_row,
+                            bins, matrix_rows, features, bins_per_feature, gradients, rows, work, node_ranges, group_features, layout, histogram, bad_row,
                         )
                     }
                 }

@@ -421,6 +421,46 @@ impl DeviceHistogram {
         histogram: &mut DeviceBuffer<G>,
         bad_row: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
+        Self::multi_feature_bounded(gpu, matrix, gradients, rows, ranges, None, histogram, bad_row)
+    }
+
+    /// [`Self::multi_feature_ranges`] for nodes whose ranges an earlier kernel wrote on the device
+    /// (so the host need not wait for them): node `n`'s rows are the positions of
+    /// `rows[bounds[n].0..bounds[n].1]` that lie in `device_ranges[2n]..device_ranges[2n + 1]`. The
+    /// host's `bounds` size the launch; blocks over positions outside a node's range exit at once.
+    /// A gradient booster knows a child's rows lie in one half of its parent's range before the
+    /// device has counted them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn multi_feature_device_ranges<B: BinIndex, G: MultiFeatureGradient>(
+        gpu: &Gpu,
+        matrix: MultiFeatureMatrix<'_, B>,
+        gradients: &DeviceBuffer<G>,
+        rows: &DeviceBuffer<u32>,
+        bounds: &[(u32, u32)],
+        device_ranges: &DeviceBuffer<u32>,
+        histogram: &mut DeviceBuffer<G>,
+        bad_row: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        if device_ranges.len() < 2 * bounds.len() {
+            return Err(Error::InvalidArgument {
+                name: "device_ranges",
+                reason: format!("{} entries for {} nodes; a node needs two", device_ranges.len(), bounds.len()),
+            });
+        }
+        Self::multi_feature_bounded(gpu, matrix, gradients, rows, bounds, Some(device_ranges), histogram, bad_row)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn multi_feature_bounded<B: BinIndex, G: MultiFeatureGradient>(
+        gpu: &Gpu,
+        matrix: MultiFeatureMatrix<'_, B>,
+        gradients: &DeviceBuffer<G>,
+        rows: &DeviceBuffer<u32>,
+        ranges: &[(u32, u32)],
+        device_ranges: Option<&DeviceBuffer<u32>>,
+        histogram: &mut DeviceBuffer<G>,
+        bad_row: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
         let MultiFeatureMatrix { bins, features, bins_per_feature } = matrix;
         if features == 0 || features > u32::MAX as usize {
             return Err(Error::InvalidArgument { name: "features", reason: format!("{features}; 1 to 2^32 - 1") });
@@ -529,6 +569,7 @@ impl DeviceHistogram {
             gradients.device_ptr(),
             rows.device_ptr(),
             work_buffer.device_ptr(),
+            device_ranges.map_or(0, DeviceBuffer::device_ptr),
             group_features as u64,
             layout as u64,
             histogram.device_ptr(),
@@ -539,7 +580,8 @@ impl DeviceHistogram {
         // SAFETY: the matrix holds `matrix_rows * features` bin ids and the gradients `matrix_rows`
         // pairs (checked); every work item's rows lie in a range within `rows` (checked), its
         // node below `nodes` and its group's first feature below `features`; the histogram holds
-        // `nodes * features * bins_per_feature` elements (checked); the shared memory is what
+        // `nodes * features * bins_per_feature` elements (checked); `device_ranges`, when given, has
+        // a range per node (checked), and the kernel keeps within the bounds; the shared memory is what
         // `multi_shared_bytes` says, at most the device's limit.
         unsafe { gpu.launch(PRIMITIVES_MODULE, G::MULTI[B::TABLE_INDEX], config, &args)? };
         Ok(())

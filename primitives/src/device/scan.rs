@@ -45,6 +45,9 @@ scan_kernels! {
 pub(crate) struct ScanTemp {
     buffer: Option<DeviceBuffer<u8>>,
     epoch: u32,
+    /// The initial value last copied to the buffer, so that scans from the same value (every
+    /// exclusive sum) skip the copy, an operation on the stream.
+    initial: Option<Vec<u8>>,
 }
 
 /// Epochs live in the top 30 bits of a flag.
@@ -60,6 +63,7 @@ impl ScanTemp {
             // Zeroed: the tile counter starts at 0 and no flag carries a live epoch.
             self.buffer = Some(DeviceBuffer::zeroed(gpu, bytes.next_multiple_of(1 << 20))?);
             self.epoch = 0;
+            self.initial = None;
         }
         self.epoch += 1;
         let epoch = self.epoch;
@@ -228,11 +232,16 @@ impl DeviceScan {
         let needed =
             kernel::TEMP_HEADER + 16 + tiles * 4 + 2 * (tiles * primitives_kernels::arch::MAX_ELEMENT_BYTES + 16);
         let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
-        let (buffer, epoch) = temp.prepare(gpu, needed)?;
+        let (_, epoch) = temp.prepare(gpu, needed)?;
         if let Some(initial) = initial {
-            buffer.copy_from_host_at(gpu, kernel::INITIAL_OFFSET, bytemuck::bytes_of(&initial))?;
+            let bytes = bytemuck::bytes_of(&initial);
+            if temp.initial.as_deref() != Some(bytes) {
+                let buffer = temp.buffer.as_mut().expect("prepared above");
+                buffer.copy_from_host_at(gpu, kernel::INITIAL_OFFSET, bytes)?;
+                temp.initial = Some(bytes.to_vec());
+            }
         }
-        let base = buffer.device_ptr();
+        let base = temp.buffer.as_ref().expect("prepared above").device_ptr();
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
             block_dim: (block_threads, 1, 1),

@@ -563,6 +563,56 @@ fn multi_feature_over_ranges_apart_and_out_of_order_is_the_offsets_histogram_per
 }
 
 #[test]
+fn multi_feature_over_device_ranges_is_the_ranges_histogram_within_the_bounds() {
+    let gpu = gpu();
+    let case = multi_case::<u16, _>(6000, 7, 64, 5000, 1, 4700, fixed_gradient);
+    let bins = gpu.upload(&case.bins).unwrap();
+    let matrix = MultiFeatureMatrix { bins: &bins, features: 7, bins_per_feature: 64 };
+    let gradients = gpu.upload(&case.gradients).unwrap();
+    let rows = gpu.upload(&case.rows).unwrap();
+    let slot = 7 * 64;
+    // Host bounds and device ranges: inside, overlapping the bound's start and its end, empty, and
+    // disjoint from the bound (nothing); what counts is their intersection.
+    let bounds = [(0u32, 2500u32), (1000, 3000), (3000, 4000), (100, 200), (4000, 5000)];
+    let device = [(10u32, 2400u32), (500, 1500), (3500, 4200), (150, 150), (0, 4000)];
+    let want = [(10u32, 2400u32), (1000, 1500), (3500, 4000), (150, 150), (4000, 4000)];
+    let flat: Vec<u32> = device.iter().flat_map(|&(b, e)| [b, e]).collect();
+    let device_ranges = gpu.upload(&flat).unwrap();
+    let mut histogram = DeviceBuffer::<GradientPair<i64>>::zeroed(&gpu, bounds.len() * slot).unwrap();
+    let mut bad_row = gpu.upload(&[u32::MAX]).unwrap();
+    DeviceHistogram::multi_feature_device_ranges(
+        &gpu,
+        matrix,
+        &gradients,
+        &rows,
+        &bounds,
+        &device_ranges,
+        &mut histogram,
+        &mut bad_row,
+    )
+    .unwrap();
+    let got = histogram.to_vec(&gpu).unwrap();
+    for (n, &(begin, end)) in want.iter().enumerate() {
+        let single =
+            MultiCase { node_offsets: vec![begin, end], ..case.with_gradients(case.gradients.iter().copied()) };
+        assert!(got[n * slot..(n + 1) * slot] == single.want()[..], "node {n}: rows {begin}..{end}");
+    }
+    assert_eq!(bad_row.to_vec(&gpu).unwrap(), [u32::MAX]);
+    let short = gpu.upload(&flat[..8]).unwrap();
+    let result = DeviceHistogram::multi_feature_device_ranges(
+        &gpu,
+        matrix,
+        &gradients,
+        &rows,
+        &bounds,
+        &short,
+        &mut histogram,
+        &mut bad_row,
+    );
+    assert!(matches!(result, Err(Error::InvalidArgument { name: "device_ranges", .. })), "{result:?}");
+}
+
+#[test]
 fn device_to_device_copies_overwrite_the_front_of_the_destination() {
     let gpu = gpu();
     let source = gpu.upload(&[1u32, 2, 3]).unwrap();
