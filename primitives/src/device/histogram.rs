@@ -26,6 +26,11 @@ const MULTI_BLOCKS_PER_MULTIPROCESSOR: usize = 2;
 const MULTI_WAVES: usize = 2;
 /// Fewest rows a multi-feature work item covers (its flush costs one atomic per bin).
 const MULTI_MIN_CHUNK_ROWS: usize = 1024;
+/// How much finer a launch over device ranges cuts its bounds: the ranges are usually a fraction
+/// of the bounds (a smaller child in its half of its parent's range: a third of the bounded rows on
+/// average), and a block over rows outside them exits at once, so the blocks that do work stay
+/// about as many as with host ranges.
+const MULTI_DEVICE_RANGE_SPLIT: usize = 4;
 /// Shared memory the driver keeps for itself in every block.
 const RESERVED_SHARED_BYTES: usize = 1024;
 
@@ -540,7 +545,8 @@ impl DeviceHistogram {
             return Ok(());
         }
         let resident = gpu.properties().multiprocessors.max(1) as usize * MULTI_BLOCKS_PER_MULTIPROCESSOR;
-        let chunk = total_rows.div_ceil(resident * MULTI_WAVES).max(MULTI_MIN_CHUNK_ROWS);
+        let split = if device_ranges.is_some() { MULTI_DEVICE_RANGE_SPLIT } else { 1 };
+        let chunk = total_rows.div_ceil(resident * MULTI_WAVES * split).max(MULTI_MIN_CHUNK_ROWS);
         let mut work = Vec::new();
         for (n, &(begin, range_end)) in ranges.iter().enumerate() {
             let mut start = begin as usize;
