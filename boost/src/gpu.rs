@@ -85,6 +85,46 @@ pub struct NodeToEvaluate {
     pub features: Vec<u32>,
 }
 
+/// A device buffer kept between uses and grown when one needs more (a lossguide tree runs hundreds
+/// of batches, and each allocation and free is a driver call the host makes while the device
+/// waits). Reuse is safe because every use is ordered on the one stream.
+pub struct Kept<T>(Option<DeviceBuffer<T>>);
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept(None)
+    }
+}
+
+impl<T: primitives::ops::Element> Kept<T> {
+    /// At least `len` elements, their values whatever the last use left.
+    fn at_least(&mut self, gpu: &Gpu, len: usize) -> Result<&mut DeviceBuffer<T>> {
+        if self.0.as_ref().is_none_or(|buffer| buffer.len() < len) {
+            self.0 = Some(gpu.alloc_uninitialized::<T>(len.max(1).next_power_of_two())?);
+        }
+        Ok(self.0.as_mut().expect("allocated above"))
+    }
+
+    /// The buffer, once a use has made it.
+    fn get(&self) -> Option<&DeviceBuffer<T>> {
+        self.0.as_ref()
+    }
+
+    /// `data` at the buffer's start.
+    fn upload(&mut self, gpu: &Gpu, data: &[T]) -> Result<&DeviceBuffer<T>> {
+        let buffer = self.at_least(gpu, data.len())?;
+        buffer.copy_from_host(gpu, data)?;
+        Ok(buffer)
+    }
+}
+
+/// The split evaluation's device scratch: its uploaded arena and its per-pair candidates.
+#[derive(Default)]
+pub struct EvaluationScratch {
+    arena: Kept<u32>,
+    candidates: Kept<DeviceSplit>,
+}
+
 fn blocks(items: usize) -> u32 {
     items.div_ceil(EVALUATE_THREADS as usize).max(1) as u32
 }
@@ -103,7 +143,8 @@ pub fn evaluate_splits(
         return Ok(Vec::new());
     }
     let best = gpu.alloc_uninitialized::<DeviceSplit>(nodes.len())?;
-    enqueue_evaluation(gpu, cuts, histograms, layout, nodes, context, best.device_ptr())?;
+    let mut scratch = EvaluationScratch::default();
+    enqueue_evaluation(gpu, cuts, histograms, (layout, nodes), context, &mut scratch, best.device_ptr())?;
     Ok(best.to_vec(gpu)?.iter().map(DeviceSplit::split).collect())
 }
 
@@ -113,9 +154,9 @@ fn enqueue_evaluation(
     gpu: &Gpu,
     cuts: &DeviceCuts,
     histograms: &DeviceBuffer<Fixed>,
-    layout: HistogramLayout,
-    nodes: &[NodeToEvaluate],
+    (layout, nodes): (HistogramLayout, &[NodeToEvaluate]),
     context: &SplitContext,
+    scratch: &mut EvaluationScratch,
     best: u64,
 ) -> Result<()> {
     let (node_stride, feature_stride) = match layout {
@@ -169,9 +210,9 @@ fn enqueue_evaluation(
     arena.extend_from_slice(&offsets);
     let pairs_at = arena.len();
     arena.extend_from_slice(&pairs);
-    let arena_buffer = gpu.upload(&arena)?;
-    let at = |words: usize| arena_buffer.device_ptr() + (words * size_of::<u32>()) as u64;
-    let candidates = gpu.alloc_uninitialized::<DeviceSplit>(num_pairs.max(1))?;
+    let arena_at = scratch.arena.upload(gpu, &arena)?.device_ptr();
+    let at = |words: usize| arena_at + (words * size_of::<u32>()) as u64;
+    let candidates = scratch.candidates.at_least(gpu, num_pairs)?;
     let module = crate::KERNELS;
     let config = |items: usize| LaunchConfig {
         grid_dim: (blocks(items), 1, 1),
@@ -243,14 +284,19 @@ fn element_config(items: usize) -> Result<LaunchConfig> {
 
 /// The device buffers of the row order, kept for a training run: the order itself, its double (the
 /// partition scatters into it, then the two swap), the partition's flags and their exclusive sum
-/// (`rows + 1` each: the last flag stays 0, so the last sum is the count of left rows), and the
-/// identity order each tree starts from.
+/// (`rows + 1` each: the flag after a span's last stays 0, so the last sum is the count of left
+/// rows), and the identity order each tree starts from; with the batches' scratch.
 pub struct RowBuffers {
     rows: DeviceBuffer<u32>,
     spare: DeviceBuffer<u32>,
     flags: DeviceBuffer<u32>,
     scan: DeviceBuffer<u32>,
     identity: DeviceBuffer<u32>,
+    /// The partition's splits and children's slots.
+    partition_upload: Kept<u64>,
+    /// A batch's plan and results ([`PendingPartition`]).
+    batch: Kept<u32>,
+    evaluation: EvaluationScratch,
 }
 
 impl RowBuffers {
@@ -266,6 +312,9 @@ impl RowBuffers {
             flags: gpu.alloc_zeroed(rows + 1)?,
             scan: gpu.alloc_zeroed(rows + 1)?,
             identity: gpu.upload(&identity)?,
+            partition_upload: Kept::default(),
+            batch: Kept::default(),
+            evaluation: EvaluationScratch::default(),
         })
     }
 }
@@ -345,40 +394,42 @@ pub struct GpuBackend<'a> {
     phases: PhaseTimes,
 }
 
-/// A partition enqueued on the device whose counts of left rows the host has not read yet.
+/// A partition enqueued on the device whose counts of left rows the host has not read yet. Its
+/// plan and results live in [`RowBuffers::batch`], as 32-bit words: each child slot's range
+/// (`[begin, end]`, slots `2e` and `2e + 1` for expansion `e`), the counts (a word per sorted
+/// split), room for the best splits of the children, and each pair's [`SubtractionPlan`]. One read
+/// brings back the counts and the splits.
 struct PendingPartition {
     expanded: Vec<Expansion<Fixed>>,
     /// Each split of the batch (sorted by position), as its index in `expanded`.
     sorted: Vec<usize>,
-    /// In 8-byte words: the counts (a `u32` per sorted split), then room for the best splits of
-    /// the children ([`PendingPartition::splits_at`]), then each pair's [`SubtractionPlan`]
-    /// ([`PendingPartition::plans_at`]). One read brings back the counts and the splits.
-    words: DeviceBuffer<u64>,
-    /// Per child slot (`2e`, `2e + 1` for expansion `e`), its rows' positions `[begin, end]`.
-    ranges: DeviceBuffer<u32>,
 }
 
-/// 8-byte words of a [`DeviceSplit`].
-const SPLIT_WORDS: usize = size_of::<DeviceSplit>() / 8;
+/// 32-bit words of a [`DeviceSplit`] and of a [`SubtractionPlan`] (both 8-byte aligned).
+const SPLIT_WORDS: usize = size_of::<DeviceSplit>() / 4;
+const PLAN_WORDS: usize = size_of::<SubtractionPlan>() / 4;
 
 impl PendingPartition {
+    fn counts_at(&self) -> usize {
+        4 * self.expanded.len()
+    }
+
     fn splits_at(&self) -> usize {
-        self.sorted.len().div_ceil(2)
+        self.counts_at() + self.expanded.len().next_multiple_of(2)
     }
 
     fn plans_at(&self) -> usize {
         self.splits_at() + 2 * self.expanded.len() * SPLIT_WORDS
     }
 
-    fn words_for(expansions: usize) -> usize {
-        expansions.div_ceil(2) + 2 * expansions * SPLIT_WORDS + expansions * size_of::<SubtractionPlan>() / 8
+    fn words(&self) -> usize {
+        self.plans_at() + self.expanded.len() * PLAN_WORDS
     }
 
-    /// The counts of left rows per expansion, from the read-back words.
-    fn lefts(&self, words: &[u64]) -> Vec<usize> {
-        let counts: &[u32] = bytemuck::cast_slice(&words[..self.splits_at()]);
+    /// The counts of left rows per expansion, from the batch's words read back.
+    fn lefts(&self, words: &[u32]) -> Vec<usize> {
         let mut lefts = vec![0usize; self.expanded.len()];
-        for (&e, &count) in self.sorted.iter().zip(counts) {
+        for (&e, &count) in self.sorted.iter().zip(&words[self.counts_at()..]) {
             lefts[e] = count as usize;
         }
         lefts
@@ -504,30 +555,19 @@ impl<'a> GpuBackend<'a> {
             let child = ChildSlots { pair: i as u32, padding: 0, parent };
             upload.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&child)));
         }
-        let uploaded = self.gpu.upload(&upload)?;
-        let (splits_ptr, children_ptr) = (uploaded.device_ptr(), uploaded.device_ptr() + 8 * children_at as u64);
-        let pending = PendingPartition {
-            expanded: expanded.to_vec(),
-            sorted: splits.iter().map(|&(_, i)| i).collect(),
-            words: self.gpu.alloc_uninitialized::<u64>(PendingPartition::words_for(expanded.len()))?,
-            ranges: self.gpu.alloc_uninitialized::<u32>(4 * expanded.len())?,
-        };
+        let b = &mut *self.buffers;
+        let uploaded = b.partition_upload.upload(self.gpu, &upload)?.device_ptr();
+        let (splits_ptr, children_ptr) = (uploaded, uploaded + 8 * children_at as u64);
+        let pending =
+            PendingPartition { expanded: expanded.to_vec(), sorted: splits.iter().map(|&(_, i)| i).collect() };
+        let batch = b.batch.at_least(self.gpu, pending.words())?.device_ptr();
+        let word = |at: usize| batch + (at * size_of::<u32>()) as u64;
         let (n, whole) = (span.len(), span.len() == self.gradients.len());
         let offset = (span.start * size_of::<u32>()) as u64;
         let num_splits = splits.len() as u64;
         let module = crate::KERNELS;
-        let b = &mut *self.buffers;
-        // The flags and their sums of the span: the whole buffers, or span-sized ones (the scan
-        // takes whole buffers); the flags kernel writes every flag, the one after the last 0.
-        let mut span_buffers = None;
-        if !whole {
-            span_buffers =
-                Some((self.gpu.alloc_uninitialized::<u32>(n + 1)?, self.gpu.alloc_uninitialized::<u32>(n + 1)?));
-        }
-        let (flags, scan) = match &mut span_buffers {
-            Some((flags, scan)) => (flags, scan),
-            None => (&mut b.flags, &mut b.scan),
-        };
+        // The span's flags and their sums in the first `n + 1` entries of the whole buffers; the
+        // flags kernel writes every flag, the one after the last 0.
         let args = [
             b.rows.device_ptr() + offset,
             n as u64,
@@ -536,20 +576,21 @@ impl<'a> GpuBackend<'a> {
             self.bins_per_feature as u64,
             splits_ptr,
             num_splits,
-            flags.device_ptr(),
+            b.flags.device_ptr(),
         ];
         // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (`features` bins
         // each), the splits are sorted by `begin` and rebased to the span, with features below
-        // `features`; `flags` holds `n + 1` flags, one thread each.
+        // `features`; `flags` holds at least `n + 1` flags (the whole order's `rows + 1`), one
+        // thread each.
         unsafe { self.gpu.launch(module, "boost_partition_flags", element_config(n + 1)?, &args)? };
-        DeviceScan::exclusive_sum(self.gpu, flags, scan)?;
+        DeviceScan::exclusive_sum_n(self.gpu, &b.flags, &mut b.scan, n + 1)?;
         let args = [
             b.rows.device_ptr() + offset,
             n as u64,
             splits_ptr,
             num_splits,
-            flags.device_ptr(),
-            scan.device_ptr(),
+            b.flags.device_ptr(),
+            b.scan.device_ptr(),
             b.spare.device_ptr() + offset,
         ];
         // SAFETY: as above; `scan` holds the `n + 1` exclusive sums of the flags, `spare` from the
@@ -562,32 +603,35 @@ impl<'a> GpuBackend<'a> {
             b.rows.copy_range_from_device(self.gpu, &b.spare, span.clone(), span.start)?;
         }
         let args = [
-            scan.device_ptr(),
+            b.scan.device_ptr(),
             splits_ptr,
             num_splits,
-            pending.words.device_ptr(),
+            word(pending.counts_at()),
             children_ptr,
             span.start as u64,
-            pending.ranges.device_ptr(),
-            pending.words.device_ptr() + 8 * pending.plans_at() as u64,
+            word(0),
+            word(pending.plans_at()),
         ];
-        // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; the words have room
-        // for a count per split and a plan per expansion, the ranges two per expansion; each child
-        // slot's pair is its split's expansion, so the pairs are distinct.
+        // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; the batch's words
+        // have room for two ranges and a plan per expansion and a count per split (`words()`); each
+        // child slot's pair is its split's expansion, so the pairs are distinct.
         unsafe { self.gpu.launch(module, "boost_partition_counts", element_config(splits.len())?, &args)? };
         self.pending = Some(pending);
         Ok(())
     }
 
-    /// Records the last partition's children's ranges, from `words` read back with other results or
-    /// else read now (a wait).
-    fn settle(&mut self, words: Option<&[u64]>) -> Result<()> {
+    /// Records the last partition's children's ranges, from the batch's words read back with other
+    /// results or else read now (a wait).
+    fn settle(&mut self, words: Option<&[u32]>) -> Result<()> {
         let Some(pending) = self.pending.take() else {
             return Ok(());
         };
         let lefts = match words {
             Some(words) => pending.lefts(words),
-            None => pending.lefts(&pending.words.to_vec(self.gpu)?),
+            None => {
+                let batch = self.buffers.batch.at_least(self.gpu, pending.words())?;
+                pending.lefts(&batch.range_to_vec(self.gpu, 0..pending.splits_at())?)
+            }
         };
         self.order.split(&pending.expanded, &lefts);
         Ok(())
@@ -621,6 +665,8 @@ impl<'a> GpuBackend<'a> {
             let half = (end - begin) / 2;
             bounds.extend([(begin as u32, (begin + half) as u32), ((end - half) as u32, end as u32)]);
         }
+        let plans = pending.plans_at();
+        let batch = self.buffers.batch.get().ok_or_else(|| Error::InvalidData("the batch's plan is missing".into()))?;
         let mut histograms = self.gpu.alloc_zeroed::<Fixed>(2 * pairs * self.slot_len())?;
         let matrix =
             MultiFeatureMatrix { bins: self.bins, features: self.features, bins_per_feature: self.bins_per_feature };
@@ -630,14 +676,14 @@ impl<'a> GpuBackend<'a> {
             self.gradients,
             &self.buffers.rows,
             &bounds,
-            &pending.ranges,
+            batch,
             &mut histograms,
             &mut self.bad_row,
         )?;
         let args = [
             histograms.device_ptr(),
             self.slot_len() as u64,
-            pending.words.device_ptr() + 8 * pending.plans_at() as u64,
+            batch.device_ptr() + (plans * size_of::<u32>()) as u64,
             pairs as u64,
         ];
         // SAFETY: each plan's small and large slots are its pair's two (below `2 * pairs`, every slot
@@ -687,15 +733,21 @@ impl<'a> GpuBackend<'a> {
             .ok_or_else(|| Error::InvalidData("the batch's histograms were freed".into()))?;
         let layout = HistogramLayout::Padded { bins_per_feature: self.bins_per_feature };
         let fits = self.pending.as_ref().is_some_and(|p| nodes.len() <= 2 * p.expanded.len());
-        let Some(pending) = self.pending.as_ref().filter(|_| fits) else {
+        let b = &mut *self.buffers;
+        let (Some(pending), Some(words)) = (self.pending.as_ref().filter(|_| fits), b.batch.get()) else {
             return evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context);
         };
-        let best = pending.words.device_ptr() + 8 * pending.splits_at() as u64;
-        enqueue_evaluation(self.gpu, self.cuts, histograms, layout, &batch, &self.context, best)?;
-        let words = pending.words.to_vec(self.gpu)?;
         let at = pending.splits_at();
-        let splits: &[DeviceSplit] = bytemuck::cast_slice(&words[at..at + nodes.len() * SPLIT_WORDS]);
-        let splits = splits.iter().map(DeviceSplit::split).collect();
+        let best = words.device_ptr() + (at * size_of::<u32>()) as u64;
+        let evaluation = &mut b.evaluation;
+        enqueue_evaluation(self.gpu, self.cuts, histograms, (layout, &batch), &self.context, evaluation, best)?;
+        let words = words.range_to_vec(self.gpu, 0..at + nodes.len() * SPLIT_WORDS)?;
+        // Read unaligned: a `Vec<u32>` need not be 8-byte aligned.
+        let bytes: &[u8] = bytemuck::cast_slice(&words[at..]);
+        let splits = bytes
+            .chunks_exact(size_of::<DeviceSplit>())
+            .map(|chunk| bytemuck::pod_read_unaligned::<DeviceSplit>(chunk).split())
+            .collect();
         self.settle(Some(&words))?;
         Ok(splits)
     }

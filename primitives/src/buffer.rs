@@ -188,13 +188,25 @@ impl<T: Element> DeviceBuffer<T> {
 
     /// Copies the buffer to the host, waiting for the work enqueued before.
     pub fn to_vec(&self, gpu: &Gpu) -> Result<Vec<T>> {
-        let mut host = vec![T::zeroed(); self.len];
+        self.range_to_vec(gpu, 0..self.len)
+    }
+
+    /// Copies elements `range` to the host, waiting for the work enqueued before (a buffer kept
+    /// larger than one use needs is read only as far as that use wrote it).
+    pub fn range_to_vec(&self, gpu: &Gpu, range: std::ops::Range<usize>) -> Result<Vec<T>> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::InvalidArgument {
+                name: "range",
+                reason: format!("{}..{} of a buffer of {}", range.start, range.end, self.len),
+            });
+        }
+        let mut host = vec![T::zeroed(); range.len()];
         let destination: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
-        let bytes = destination.len();
+        let (start, bytes) = (range.start * size_of::<T>(), destination.len());
         match (&self.storage, &gpu.backend) {
             (Storage::Cuda(slice), Backend::Cuda(device)) => {
                 if bytes > 0 {
-                    let source = slice.slice(..bytes);
+                    let source = slice.slice(start..start + bytes);
                     device
                         .stream
                         .memcpy_dtoh(&source, destination)
@@ -202,7 +214,7 @@ impl<T: Element> DeviceBuffer<T> {
                 }
                 gpu.synchronize()?;
             }
-            (Storage::Emulated(memory), Backend::Emulated(_)) => memory.read_bytes(destination),
+            (Storage::Emulated(memory), Backend::Emulated(_)) => memory.read_bytes_at(start, destination),
             _ => return Err(foreign_buffer()),
         }
         Ok(host)

@@ -210,6 +210,16 @@ pub(crate) struct CudaDevice {
     pub(crate) context: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// What each kernel has been given so far, set once each rather than a driver call per launch
+    /// (a lossguide tree launches the multi-feature histogram hundreds of times).
+    attributes: Mutex<HashMap<&'static str, FunctionAttributes>>,
+}
+
+/// Attributes set on a kernel: its dynamic shared memory opt-in (bytes) and the largest carveout.
+#[derive(Clone, Copy, Default)]
+struct FunctionAttributes {
+    shared_opt_in: u32,
+    carveout: bool,
 }
 
 pub(crate) enum Backend {
@@ -232,6 +242,9 @@ pub struct Gpu {
     properties: DeviceProperties,
     pub(crate) reduce_temp: Mutex<Option<DeviceBuffer<u8>>>,
     pub(crate) scan_temp: Mutex<crate::device::ScanTemp>,
+    /// The multi-feature histogram's work items, kept between calls (a gradient booster builds
+    /// histograms hundreds of times a tree; one copy instead of an allocation, a copy and a free).
+    pub(crate) multi_work: Mutex<Option<DeviceBuffer<u32>>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -267,6 +280,7 @@ impl Gpu {
             backend: Backend::Emulated(Emulator::new(schedule)),
             properties,
             reduce_temp: Mutex::default(),
+            multi_work: Mutex::default(),
             scan_temp: Mutex::default(),
         }
     }
@@ -337,11 +351,12 @@ impl Gpu {
             return Err(Error::UnsupportedDevice { compute_capability: (major, minor) });
         }
         let stream = context.default_stream();
-        let device = CudaDevice { context, stream, functions: Mutex::default() };
+        let device = CudaDevice { context, stream, functions: Mutex::default(), attributes: Mutex::default() };
         Ok(Self {
             backend: Backend::Cuda(device),
             properties,
             reduce_temp: Mutex::default(),
+            multi_work: Mutex::default(),
             scan_temp: Mutex::default(),
         })
     }
@@ -378,9 +393,14 @@ impl Gpu {
     /// multiprocessor, while for the segmented sort it helped some segment sizes and hurt others.
     pub(crate) fn prefer_shared_memory(&self, module: KernelModule, kernel: &'static str) -> Result<()> {
         if let Backend::Cuda(device) = &self.backend {
-            self.cuda_function(device, module, kernel)?
-                .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
-                .map_err(Error::driver("preferring shared memory", 0))?;
+            let mut attributes = device.attributes.lock().unwrap_or_else(|p| p.into_inner());
+            let set = attributes.entry(kernel).or_default();
+            if !set.carveout {
+                self.cuda_function(device, module, kernel)?
+                    .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+                    .map_err(Error::driver("preferring shared memory", 0))?;
+                set.carveout = true;
+            }
         }
         Ok(())
     }
@@ -570,15 +590,20 @@ impl Gpu {
                 let function = self.cuda_function(device, module, kernel)?;
                 if config.shared_mem_bytes > DEFAULT_SHARED_BYTES {
                     // Dynamic shared memory beyond 48 KiB needs the function's opt-in.
-                    function
-                        .set_attribute(
-                            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            config.shared_mem_bytes as i32,
-                        )
-                        .map_err(Error::driver(
-                            "allowing the kernel's shared memory",
-                            config.shared_mem_bytes as usize,
-                        ))?;
+                    let mut attributes = device.attributes.lock().unwrap_or_else(|p| p.into_inner());
+                    let set = attributes.entry(kernel).or_default();
+                    if set.shared_opt_in < config.shared_mem_bytes {
+                        function
+                            .set_attribute(
+                                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                config.shared_mem_bytes as i32,
+                            )
+                            .map_err(Error::driver(
+                                "allowing the kernel's shared memory",
+                                config.shared_mem_bytes as usize,
+                            ))?;
+                        set.shared_opt_in = config.shared_mem_bytes;
+                    }
                 }
                 let mut builder = device.stream.launch_builder(&function);
                 for arg in args {

@@ -561,7 +561,15 @@ impl DeviceHistogram {
         if work.len() > i32::MAX as usize {
             return Err(Error::InvalidArgument { name: "rows", reason: format!("{total_rows} rows are too many") });
         }
-        let work_buffer = gpu.upload(&work)?;
+        // The lock is held until the launch is enqueued; a later call's copy is ordered after it on
+        // the one stream.
+        let words: &[u32] = bytemuck::cast_slice(&work);
+        let mut kept = gpu.multi_work.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.as_ref().is_none_or(|buffer| buffer.len() < words.len()) {
+            *kept = Some(gpu.alloc_uninitialized::<u32>(words.len().next_multiple_of(4096))?);
+        }
+        let work_buffer = kept.as_mut().expect("allocated above");
+        work_buffer.copy_from_host(gpu, words)?;
         let config = LaunchConfig {
             grid_dim: (work.len() as u32, 1, 1),
             block_dim: (kernel::MULTI_BLOCK_THREADS, 1, 1),

@@ -150,7 +150,8 @@ impl DeviceScan {
         }
         let timeline = timeline.map(|t| t.device_ptr());
         let shared = shared + shared_padding;
-        Self::launch_with::<f32>(gpu, name, block_threads, tile_items, shared, input, output, None, timeline)
+        let n = input.len();
+        Self::launch_with::<f32>(gpu, name, block_threads, tile_items, shared, input, output, n, None, timeline)
     }
 
     /// `output[i] = input[0] ⊕ ... ⊕ input[i]`.
@@ -170,6 +171,22 @@ impl DeviceScan {
         initial: T,
     ) -> Result<()> {
         Self::launch::<T>(gpu, Op::EXCLUSIVE, input, output, Some(initial))
+    }
+
+    /// [`Self::exclusive_sum`] of the first `num_items` elements of `input` into the first
+    /// `num_items` of `output` (CUB's `num_items`), so that buffers sized for the largest scan serve
+    /// smaller ones without an allocation each.
+    pub fn exclusive_sum_n<T: Element>(
+        gpu: &Gpu,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+        num_items: usize,
+    ) -> Result<()>
+    where
+        Sum: ScanKernel<T>,
+    {
+        let zero = <Sum as AssociativeOp<T>>::identity();
+        Self::launch_n::<T>(gpu, <Sum as ScanKernel<T>>::EXCLUSIVE, input, output, num_items, Some(zero))
     }
 
     /// Inclusive prefix sum.
@@ -195,9 +212,21 @@ impl DeviceScan {
         output: &mut DeviceBuffer<T>,
         initial: Option<T>,
     ) -> Result<()> {
+        Self::launch_n(gpu, kernel_name, input, output, input.len(), initial)
+    }
+
+    fn launch_n<T: Element>(
+        gpu: &Gpu,
+        kernel_name: &'static str,
+        input: &DeviceBuffer<T>,
+        output: &mut DeviceBuffer<T>,
+        num_items: usize,
+        initial: Option<T>,
+    ) -> Result<()> {
         let threads = kernel::staged_block_threads::<T>();
         let shared = kernel::staged_shared_bytes::<T>(threads as usize, kernel::STAGED_ROW_VECTORS);
-        Self::launch_with(gpu, kernel_name, threads, Self::tile_items::<T>(), shared, input, output, initial, None)
+        let tile = Self::tile_items::<T>();
+        Self::launch_with(gpu, kernel_name, threads, tile, shared, input, output, num_items, initial, None)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -209,24 +238,28 @@ impl DeviceScan {
         shared_bytes: usize,
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
+        num_items: usize,
         initial: Option<T>,
         timeline: Option<u64>,
     ) -> Result<()> {
-        if output.len() < input.len() {
+        if num_items > input.len() {
+            return Err(Error::InvalidArgument {
+                name: "num_items",
+                reason: format!("{num_items} items; the input holds {}", input.len()),
+            });
+        }
+        if output.len() < num_items {
             return Err(Error::InvalidArgument {
                 name: "output",
-                reason: format!("holds {} elements, the input {}", output.len(), input.len()),
+                reason: format!("holds {} elements for {num_items} items", output.len()),
             });
         }
-        if input.is_empty() {
+        if num_items == 0 {
             return Ok(());
         }
-        let tiles = input.len().div_ceil(tile_items);
+        let tiles = num_items.div_ceil(tile_items);
         if tiles > u32::MAX as usize {
-            return Err(Error::InvalidArgument {
-                name: "input",
-                reason: format!("{} elements are too many", input.len()),
-            });
+            return Err(Error::InvalidArgument { name: "input", reason: format!("{num_items} elements are too many") });
         }
         // Sized for the largest element, so one buffer serves every type.
         let needed =
@@ -250,7 +283,7 @@ impl DeviceScan {
         let args = [
             input.device_ptr(),
             output.device_ptr(),
-            input.len() as u64,
+            num_items as u64,
             timeline.unwrap_or(base + kernel::INITIAL_OFFSET as u64),
             base,
             tiles as u64,

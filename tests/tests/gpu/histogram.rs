@@ -626,6 +626,15 @@ fn device_to_device_copies_overwrite_the_front_of_the_destination() {
 }
 
 #[test]
+fn range_reads_bring_back_only_their_range() {
+    let gpu = gpu();
+    let buffer = gpu.upload(&[1u64, 2, 3, 4, 5]).unwrap();
+    assert_eq!(buffer.range_to_vec(&gpu, 1..4).unwrap(), [2, 3, 4]);
+    assert_eq!(buffer.range_to_vec(&gpu, 5..5).unwrap(), [] as [u64; 0]);
+    assert!(matches!(buffer.range_to_vec(&gpu, 3..6), Err(Error::InvalidArgument { name: "range", .. })));
+}
+
+#[test]
 fn device_to_device_range_copies_touch_only_their_range() {
     let gpu = gpu();
     let source = gpu.upload(&[1u32, 2, 3, 4, 5]).unwrap();

@@ -239,6 +239,27 @@ fn empty_input_and_short_output() {
     assert!(matches!(error, Error::InvalidArgument { name: "output", .. }), "{error:?}");
 }
 
+#[test]
+fn a_prefix_of_the_buffers_is_scanned_and_the_rest_left_alone() {
+    let gpu = gpu();
+    let n = 3 * DeviceScan::tile_items::<u32>() + 17;
+    let values: Vec<u32> = (0..n as u32 + 1000).map(|i| i.wrapping_mul(2654435761) % 7).collect();
+    let input = gpu.upload(&values).unwrap();
+    let mut output = gpu.upload(&vec![u32::MAX; values.len()]).unwrap();
+    // After a scan from another initial value, so the cached initial value is exercised too.
+    DeviceScan::exclusive_scan::<u32, Sum>(&gpu, &input, &mut output, 5).unwrap();
+    let mut output = gpu.upload(&vec![u32::MAX; values.len()]).unwrap();
+    DeviceScan::exclusive_sum_n(&gpu, &input, &mut output, n).unwrap();
+    let mut want = vec![u32::MAX; values.len()];
+    cpu::exclusive_scan::<u32, Sum>(&values[..n], &mut want[..n], 0);
+    assert!(output.to_vec(&gpu).unwrap() == want);
+    let error = DeviceScan::exclusive_sum_n(&gpu, &input, &mut output, values.len() + 1).unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument { name: "num_items", .. }), "{error:?}");
+    let mut short = gpu.alloc_zeroed::<u32>(4).unwrap();
+    let error = DeviceScan::exclusive_sum_n(&gpu, &input, &mut short, 5).unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument { name: "output", .. }), "{error:?}");
+}
+
 mod segmented {
     use super::*;
     use primitives::{SegmentHeads, SegmentedScanKernel};
