@@ -43,6 +43,13 @@ fn assert_same_model(
     gpu: &Arc<primitives::Gpu>,
     expected: OnDevice,
 ) {
+    let on_device = compare(case, params, data, rounds, gpu);
+    assert_eq!(on_device, expected, "{case}: what ran on the device");
+}
+
+/// Trains on the CPU and on the device; asserts equal model bytes and logs; says what the device
+/// computed itself.
+fn compare(case: &str, params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: &Arc<primitives::Gpu>) -> OnDevice {
     let cpu = run(params, data, rounds, None);
     let device = run(params, data, rounds, Some(gpu.clone()));
     let phase = |wanted: &str| device.phases.entries.iter().any(|(name, _)| *name == wanted);
@@ -51,7 +58,6 @@ fn assert_same_model(
         (true, false) => OnDevice::Rounds,
         (true, true) => OnDevice::RoundsAndMetrics,
     };
-    assert_eq!(on_device, expected, "{case}: what ran on the device");
     assert_eq!(cpu.device, "cpu");
     assert_eq!(device.device, gpu.properties().name.clone() + &cuda_suffix(gpu), "{case}");
     let (cpu_json, device_json) = (cpu.model.to_json_string().unwrap(), device.model.to_json_string().unwrap());
@@ -65,6 +71,7 @@ fn assert_same_model(
         None => assert!(gpu.is_emulated(), "{case}: no peak device memory from a CUDA device"),
     }
     assert_eq!(cpu.history, device.history, "{case}");
+    on_device
 }
 
 fn cuda_suffix(gpu: &primitives::Gpu) -> String {
@@ -199,4 +206,100 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &gpu,
         OnDevice::Trees,
     );
+}
+
+/// A shipped dataset (`data/`), its label column, its categorical columns and the parameters it
+/// trains with.
+struct Shipped {
+    file: &'static str,
+    label: &'static str,
+    categorical: &'static [usize],
+    params: &'static [(&'static str, &'static str)],
+}
+
+const SHIPPED: &[Shipped] = &[
+    Shipped {
+        file: "higgs_lgbm_sample/binary.train",
+        label: "0",
+        categorical: &[],
+        params: &[("objective", "binary:logistic")],
+    },
+    Shipped {
+        file: "lgbm_multiclass/multiclass.train",
+        label: "0",
+        categorical: &[],
+        params: &[("objective", "multi:softprob"), ("num_class", "5")],
+    },
+    Shipped { file: "lgbm_rank/rank.train", label: "0", categorical: &[], params: &[("objective", "rank:ndcg")] },
+    Shipped {
+        file: "lgbm_categorical/categorical.train",
+        label: "0",
+        categorical: &[],
+        params: &[("objective", "binary:logistic")],
+    },
+    Shipped {
+        file: "agaricus/agaricus.txt.train",
+        label: "0",
+        categorical: &[],
+        params: &[("objective", "binary:logistic")],
+    },
+    Shipped {
+        file: "dermatology/dermatology.train.data",
+        label: "34",
+        categorical: &[],
+        params: &[("objective", "multi:softmax"), ("num_class", "7")],
+    },
+    Shipped {
+        file: "cpu_machine/machine.train.data",
+        label: "8",
+        categorical: &[0, 1],
+        params: &[("objective", "reg:squarederror")],
+    },
+    Shipped {
+        file: "adult/adult_train.csv",
+        label: "income",
+        categorical: &[],
+        params: &[("objective", "binary:logistic")],
+    },
+    Shipped {
+        file: "dna/dna.train.csv",
+        label: "LABEL",
+        categorical: &[],
+        params: &[("objective", "multi:softprob"), ("num_class", "3")],
+    },
+    Shipped {
+        file: "iris/iris.train.csv",
+        label: "class",
+        categorical: &[],
+        params: &[("objective", "multi:softprob"), ("num_class", "3")],
+    },
+    Shipped {
+        file: "california_housing/housing.train.csv",
+        label: "median_house_value",
+        categorical: &[],
+        params: &[("objective", "reg:squarederror"), ("grow_policy", "lossguide"), ("max_leaves", "24")],
+    },
+];
+
+#[test]
+fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
+    use boost::data::{read_data, Column, CsvOptions, ReadOptions};
+    let gpu = Arc::new(gpu());
+    let (depth, rounds) = if gpu.is_emulated() { ("4", 3) } else { ("6", 20) };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+    let folders = std::fs::read_dir(&dir)
+        .expect("the shipped data")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir()))
+        .count();
+    assert_eq!(folders, SHIPPED.len(), "a case for every folder of {}", dir.display());
+    for case in SHIPPED {
+        let label = case.label.parse().map_or_else(|_| Column::Name(case.label.into()), Column::Index);
+        let categorical = case.categorical.iter().map(|&c| Column::Index(c)).collect();
+        let options =
+            ReadOptions { csv: CsvOptions { label, categorical, ..Default::default() }, ..Default::default() };
+        let (data, _) = read_data(&dir.join(case.file), &options).expect(case.file);
+        let mut params = vec![("max_depth", depth), ("eta", "0.3"), ("seed", "3"), ("colsample_bynode", "0.8")];
+        params.extend_from_slice(case.params);
+        compare(case.file, &params, &data, rounds, &gpu);
+    }
 }
