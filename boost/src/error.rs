@@ -27,7 +27,11 @@ pub enum Error {
     /// The GPU ran out of memory during a phase of training.
     #[error("GPU out of memory while {phase}: {bytes} bytes asked, {free_bytes} free")]
     DeviceMemory { phase: String, bytes: usize, free_bytes: u64 },
-    /// A failure of the GPU backend.
+    /// A step of training on a GPU failed (a kernel fault, a lost device, a driver error): which
+    /// device and which phase. No model file is written.
+    #[error("GPU {device} failed while {phase}: {source}")]
+    DeviceStep { device: String, phase: String, source: Box<primitives::Error> },
+    /// A failure of the GPU backend outside a named phase.
     #[error("GPU: {0}")]
     Gpu(#[from] primitives::Error),
 }

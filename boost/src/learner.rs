@@ -171,7 +171,7 @@ pub fn train_with_precision(
     phases.add("ellpack", start.elapsed());
     let start = Instant::now();
     if let Some(gpu) = gpu {
-        gpu.reset_peak_memory()?;
+        on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
     }
     let mut backend = match gpu {
         Some(gpu) => TreeBackend::Gpu(Box::new(on_device(gpu, "uploading the quantised matrix", || {
@@ -281,7 +281,7 @@ pub fn train_with_precision(
             phases.add("trees", start.elapsed());
             if train_margins_read {
                 let start = Instant::now();
-                margins = trainer.margins()?;
+                margins = on_device(trainer.gpu(), "reading the margins back", || trainer.margins())?;
                 phases.add("margins", start.elapsed());
             }
         } else {
@@ -421,7 +421,8 @@ pub fn train_with_precision(
     let mut peak_device_bytes = None;
     if let TreeBackend::Gpu(trainer) = &backend {
         phases.merge(trainer.phases());
-        peak_device_bytes = trainer.gpu().memory_usage()?.map(|usage| usage.peak_bytes);
+        let usage = on_device(trainer.gpu(), "reading the peak memory", || Ok(trainer.gpu().memory_usage()?))?;
+        peak_device_bytes = usage.map(|usage| usage.peak_bytes);
     }
     Ok(Trained {
         phases,
@@ -437,12 +438,16 @@ pub fn train_with_precision(
     })
 }
 
-/// Runs a step on `gpu`, naming `phase` (and the free memory) when it runs out of device memory.
+/// Runs a step on `gpu`; a device failure becomes an error naming the device and `phase` (with
+/// the bytes asked and free when it ran out of memory).
 fn on_device<T>(gpu: &Gpu, phase: &str, step: impl FnOnce() -> Result<T>) -> Result<T> {
     match step() {
         Err(Error::Gpu(primitives::Error::OutOfMemory { bytes })) => {
             let free_bytes = gpu.memory_usage().ok().flatten().map_or(0, |usage| usage.free_bytes);
             Err(Error::DeviceMemory { phase: phase.into(), bytes, free_bytes })
+        }
+        Err(Error::Gpu(source)) => {
+            Err(Error::DeviceStep { device: describe(gpu), phase: phase.into(), source: Box::new(source) })
         }
         other => other,
     }
@@ -564,6 +569,27 @@ mod tests {
         let too_big = on_device(&gpu, "uploading the quantised matrix", || Ok(gpu.alloc_zeroed::<u8>(1 << 41)?));
         assert!(matches!(too_big, Err(Error::DeviceMemory { bytes, .. }) if bytes == 1 << 41));
         assert_eq!(on_device(&gpu, "x", || Ok(3)).unwrap(), 3);
+    }
+
+    #[test]
+    fn a_failing_device_step_names_the_device_and_the_phase() {
+        let gpu = Gpu::emulated(primitives::Schedule::Deterministic);
+        // A launch of a kernel the module does not have, through the same path as any device failure.
+        let failed = on_device(&gpu, "growing a tree", || -> Result<()> {
+            let config = primitives::LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: the kernel does not exist, so nothing runs.
+            unsafe { gpu.launch(crate::KERNELS, "boost_no_such_kernel", config, &[])? };
+            Ok(())
+        });
+        match failed {
+            Err(e @ Error::DeviceStep { .. }) => {
+                let message = e.to_string();
+                assert!(message.starts_with("GPU SIMT emulator"), "{message}");
+                assert!(message.contains("failed while growing a tree: "), "{message}");
+                assert!(message.contains("boost_no_such_kernel"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
