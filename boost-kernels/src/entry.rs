@@ -10,6 +10,7 @@ use crate::metric::{self, ElementwiseMetric, LossSum, Transform};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::partition::{self, ChildPlanArgs, ChildSlots, PartitionArgs, PartitionSplit, SubtractionPlan};
 use crate::quantise;
+use crate::sampling::RowSampler;
 use crate::subtract;
 
 kernel! {
@@ -147,13 +148,15 @@ kernel! {
         margins: *const f32,
         labels: *const f32,
         weights: *const f32,
-        keep: *const u8,
+        sample_key: u64,
+        sample_threshold: u64,
         n: u64,
         objective: *const ElementwiseObjective,
         out: *mut GradientPair<f32>,
     ) {
+        let sampler = RowSampler { key: sample_key, threshold: sample_threshold };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { objective::gradients_kernel(margins, labels, weights, keep, n, objective, out) }
+        unsafe { objective::gradients_kernel(margins, labels, weights, sampler, n, objective, out) }
     }
 }
 

@@ -8,7 +8,7 @@
 //! of split nodes, [`subtract`] the subtraction trick on histograms, [`quantise`] the gradient
 //! quantiser over the fixed-order sums of [`reduce`], [`objective`] the element-wise objectives'
 //! gradients and the margin update,
-//! [`metric`] the row-wise evaluation metrics.
+//! [`metric`] the row-wise evaluation metrics, [`sampling`] row sampling as a stateless draw.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
@@ -19,6 +19,7 @@ pub mod objective;
 pub mod partition;
 pub mod quantise;
 pub mod reduce;
+pub mod sampling;
 pub mod split;
 pub mod subtract;
 

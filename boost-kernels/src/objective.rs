@@ -10,6 +10,7 @@ use primitives_kernels::arch;
 use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::global_thread;
+use crate::sampling::RowSampler;
 
 /// `1 / (1 + e^-x)`, with the exponent capped at 88.7 as XGBoost does (so it never overflows).
 #[inline]
@@ -106,17 +107,16 @@ impl ElementwiseObjective {
     }
 }
 
-/// `out[i]`: row `i`'s gradient pair, zero where `keep` (when not null) holds 0 (the rows row
-/// sampling left out). `weights` may be null (every weight 1). One thread per row.
+/// `out[i]`: row `i`'s gradient pair, zero where `sampler` leaves the row out (row sampling).
+/// `weights` may be null (every weight 1). One thread per row.
 ///
 /// # Safety
-/// `margins`, `labels`, `out` (and `weights`, `keep` when not null) hold `n` elements; `objective`
-/// one.
+/// `margins`, `labels`, `out` (and `weights` when not null) hold `n` elements; `objective` one.
 pub unsafe fn gradients_kernel(
     margins: *const f32,
     labels: *const f32,
     weights: *const f32,
-    keep: *const u8,
+    sampler: RowSampler,
     n: u64,
     objective: *const ElementwiseObjective,
     out: *mut GradientPair<f32>,
@@ -128,8 +128,7 @@ pub unsafe fn gradients_kernel(
     let i = i as usize;
     // SAFETY: `i < n`; the contract covers the buffers.
     unsafe {
-        let kept = keep.is_null() || arch::load(keep.add(i)) != 0;
-        let g = if kept {
+        let g = if sampler.keeps(i as u64) {
             let weight = if weights.is_null() { 1.0 } else { arch::load(weights.add(i)) };
             arch::load(objective).gradient(arch::load(margins.add(i)), arch::load(labels.add(i)), weight)
         } else {

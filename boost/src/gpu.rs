@@ -20,6 +20,7 @@ use boost_kernels::metric::{ElementwiseMetric, LossSum, Transform};
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
 use boost_kernels::partition::{ChildSlots, PartitionSplit, SubtractionPlan};
 use boost_kernels::reduce::{self, BlockSum};
+pub use boost_kernels::sampling::RowSampler;
 use boost_kernels::split::Split;
 
 use crate::data::MetaInfo;
@@ -985,12 +986,12 @@ impl<'g> GpuTrainer<'g> {
     }
 
     /// One boosting round on the device for the rows [`GpuTrainer::keep_rows_on_device`] keeps: the
-    /// gradients (zero where `keep` holds 0: row sampling), the tree, and each row's leaf value added
+    /// gradients (zero for the rows `sampler` leaves out), the tree, and each row's leaf value added
     /// to its margin. Returns the tree, as the CPU builder grows it from the same gradients.
     pub fn boost_round(
         &mut self,
         params: &TreeParams,
-        keep: Option<&[u8]>,
+        sampler: RowSampler,
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
@@ -1000,20 +1001,17 @@ impl<'g> GpuTrainer<'g> {
             .device_rows
             .as_ref()
             .ok_or_else(|| Error::InvalidData("boost_round before keep_rows_on_device".into()))?;
-        if keep.is_some_and(|k| k.len() != n) {
-            return Err(Error::InvalidData(format!("a row-sampling mask for {n} rows has another length")));
-        }
-        let keep_buffer = keep.map(|k| self.gpu.upload(k)).transpose()?;
         let args = [
             rows.margins.device_ptr(),
             rows.labels.device_ptr(),
             rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            keep_buffer.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            sampler.key,
+            sampler.threshold,
             n as u64,
             rows.objective.device_ptr(),
             rows.gradients.device_ptr(),
         ];
-        // SAFETY: margins, labels, gradients (and the weights and mask when given) hold `n` values.
+        // SAFETY: margins, labels, gradients (and the weights when given) hold `n` values.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_gradients", element_config(n)?, &args)? };
         let (quantiser, fixed, root) = self.quantise_on_device(&rows.gradients)?;
         self.phases.add("tree: gradients and quantise", start.elapsed());

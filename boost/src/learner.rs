@@ -9,8 +9,10 @@ use primitives::ops::GradientPair;
 use primitives::{DeviceKind, Gpu};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use boost_kernels::metric::ElementwiseMetric;
+use boost_kernels::sampling::RowSampler;
 
 use crate::data::Dataset;
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
@@ -268,14 +270,13 @@ pub fn train_with_precision(
         if let (true, TreeBackend::Gpu(trainer)) = (device_rounds, &mut backend) {
             let start = Instant::now();
             // The same draws, in the same order, as the host path below.
-            let keep: Option<Vec<u8>> = (tree_params.subsample < 1.0)
-                .then(|| (0..n).map(|_| rng.gen_bool(tree_params.subsample as f64) as u8).collect());
+            let sampler = row_sampler(tree_params.subsample, &mut rng);
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
             phases.add("gradients", start.elapsed());
             let start = Instant::now();
             let gpu = trainer.gpu();
             let tree = on_device(gpu, "growing a tree", || {
-                trainer.boost_round(tree_params, keep.as_deref(), &tree_features, &mut rng)
+                trainer.boost_round(tree_params, sampler, &tree_features, &mut rng)
             })?;
             new_trees.push((tree, 0));
             phases.add("trees", start.elapsed());
@@ -292,14 +293,11 @@ pub fn train_with_precision(
         // On the host: each output's tree from the host's gradients (none left when the device did the round).
         for k in 0..if device_rounds { 0 } else { outputs } {
             let start = Instant::now();
-            let mut column: Vec<GradientPair<f32>> = (0..n).map(|i| gradients[i * outputs + k]).collect();
-            if tree_params.subsample < 1.0 {
-                for g in column.iter_mut() {
-                    if !rng.gen_bool(tree_params.subsample as f64) {
-                        *g = GradientPair::new(0.0, 0.0);
-                    }
-                }
-            }
+            let sampler = row_sampler(tree_params.subsample, &mut rng);
+            let column: Vec<GradientPair<f32>> = (0..n)
+                .into_par_iter()
+                .map(|i| if sampler.keeps(i as u64) { gradients[i * outputs + k] } else { GradientPair::new(0.0, 0.0) })
+                .collect();
             let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
             phases.add("gradients", start.elapsed());
             let start = Instant::now();
@@ -436,6 +434,16 @@ pub fn train_with_precision(
         dense_f32_bytes: train.rows() * train.cols() * 4,
         device,
     })
+}
+
+/// Row sampling of one tree (`subsample`): a key drawn from the run's generator when sampling, so
+/// that the draws of both backends are one stateless function of it ([`RowSampler`]).
+fn row_sampler(subsample: f32, rng: &mut impl Rng) -> RowSampler {
+    if subsample < 1.0 {
+        RowSampler::new(rng.gen(), subsample)
+    } else {
+        RowSampler::ALL
+    }
 }
 
 /// Runs a step on `gpu`; a device failure becomes an error naming the device and `phase` (with
