@@ -244,7 +244,7 @@ impl Model {
             if k > 0 {
                 w.push(',');
             }
-            let _ = write!(w, "{b:E}");
+            write_float(&mut w, b);
         }
         let _ = write!(
             w,
@@ -508,6 +508,43 @@ fn write_ints<T: std::fmt::Display>(w: &mut String, v: &[T]) {
     w.push(']');
 }
 
+/// A finite `f32` as XGBoost writes it: the shortest decimal that reads back to the same value,
+/// chosen as Ryu chooses (XGBoost's `to_chars` is Ryu's: of two equally short candidates equally
+/// near the exact value, the even last digit; Rust's `{:E}` takes the other one), in scientific
+/// notation (`-6.253355E-1`, `1.6535312E3` for 1653.53125, `0E0`).
+pub(crate) fn write_float(w: &mut String, x: f32) {
+    if x == 0.0 {
+        w.push_str(if x.is_sign_negative() { "-0E0" } else { "0E0" });
+        return;
+    }
+    let mut buffer = ryu::Buffer::new();
+    let text = buffer.format_finite(x);
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    // Ryu writes `1653.5312`, `1.0E-7` or `1e30`-like forms: split into digits and exponent.
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = whole.chars().chain(fraction.chars()).collect();
+    let leading = digits.len() - digits.trim_start_matches('0').len();
+    let digits = digits.trim_start_matches('0').trim_end_matches('0');
+    // The first significant digit's power of ten.
+    let power = exponent + whole.len() as i32 - 1 - leading as i32;
+    if negative {
+        w.push('-');
+    }
+    w.push_str(&digits[..1]);
+    if digits.len() > 1 {
+        w.push('.');
+        w.push_str(&digits[1..]);
+    }
+    let _ = write!(w, "E{power}");
+}
+
 /// Floats as XGBoost writes them: the shortest decimal that reads back to the same `f32`, in
 /// scientific notation (`-6.253355E-1`, `0E0`).
 fn write_floats(w: &mut String, v: &[f32], tree: usize, field: &str) -> Result<()> {
@@ -519,7 +556,7 @@ fn write_floats(w: &mut String, v: &[f32], tree: usize, field: &str) -> Result<(
         if i > 0 {
             w.push(',');
         }
-        let _ = write!(w, "{x:E}");
+        write_float(w, x);
     }
     w.push(']');
     Ok(())

@@ -159,7 +159,8 @@ fn f32_text_round_trip_is_exact() {
     let mut checked = 0;
     while bits < 0x7f80_0000 {
         for x in [f32::from_bits(bits), -f32::from_bits(bits)] {
-            let text = format!("{x:E}");
+            let mut text = String::new();
+            super::json::write_float(&mut text, x);
             let back = serde_json::from_str::<serde_json::Value>(&text).unwrap().as_f64().unwrap() as f32;
             assert_eq!(back.to_bits(), x.to_bits(), "{text}");
             checked += 1;
@@ -167,9 +168,40 @@ fn f32_text_round_trip_is_exact() {
         bits += 7919; // prime stride: every exponent, varied mantissas
     }
     assert!(checked > 500_000);
-    assert_eq!(format!("{:E}", 0.44f32), "4.4E-1");
-    assert_eq!(format!("{:E}", 0f32), "0E0");
-    assert_eq!(format!("{:E}", 12.5f32), "1.25E1");
+    let written = |x: f32| {
+        let mut text = String::new();
+        super::json::write_float(&mut text, x);
+        text
+    };
+    for (x, want) in [
+        (0.44f32, "4.4E-1"),
+        (0.0, "0E0"),
+        (-0.0, "-0E0"),
+        (12.5, "1.25E1"),
+        (1.0, "1E0"),
+        (-6.253355E-1, "-6.253355E-1"),
+        (1e-7, "1E-7"),
+        (1.5e30, "1.5E30"),
+        (123456790.0, "1.2345679E8"),
+        (f32::MIN_POSITIVE / 8.0, "1.469368E-39"),
+        // Exactly between two shortest candidates: Ryu's (and XGBoost's) even digit, where Rust's
+        // `{:E}` writes 1.6535313E3.
+        (1653.53125, "1.6535312E3"),
+    ] {
+        assert_eq!(written(x), want, "{x:E}");
+    }
+    // Elsewhere the same digits as Rust's shortest form, for a spread of bit patterns.
+    let mut bits = 0x0000_0001u32;
+    while bits < 0x7f80_0000 {
+        let x = f32::from_bits(bits);
+        let (ours, rust) = (written(x), format!("{x:E}"));
+        if ours != rust {
+            // Only the tie case may differ: the same length, one unit apart in the last digit.
+            let back = |t: &str| t.parse::<f32>().unwrap();
+            assert!(ours.len() == rust.len() && back(&ours) == x, "{ours} against {rust}");
+        }
+        bits += 104_729;
+    }
 }
 
 #[test]
