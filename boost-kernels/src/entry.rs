@@ -6,7 +6,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
-use crate::metric::{self, ElementwiseMetric, LossSum, Transform};
+use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::partition::{self, ChildPlanArgs, ChildSlots, PartitionArgs, PartitionSplit, SubtractionPlan};
 use crate::quantise;
@@ -191,6 +191,53 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Every row's softmax gradient pairs, class-major; see [`objective::softmax_gradients_kernel`].
+    pub unsafe fn boost_objective_softmax_gradients(
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        n: u64,
+        classes: u64,
+        out: *mut GradientPair<f32>,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { objective::softmax_gradients_kernel(margins, labels, weights, n, classes, out) }
+    }
+}
+
+kernel! {
+    /// One output's gradients with the rows a tree leaves out zeroed; see [`objective::sample_kernel`].
+    pub unsafe fn boost_objective_sample(
+        gradients: *const GradientPair<f32>,
+        sample_key: u64,
+        sample_threshold: u64,
+        n: u64,
+        out: *mut GradientPair<f32>,
+    ) {
+        let sampler = RowSampler { key: sample_key, threshold: sample_threshold };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { objective::sample_kernel(gradients, sampler, n, out) }
+    }
+}
+
+kernel! {
+    pub unsafe fn boost_metric_multiclass(
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        n: u64,
+        classes: u64,
+        metric: u64,
+        block_sums: *mut LossSum,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe {
+            metric::multiclass_kernel(margins, labels, weights, n, classes, MultiClassMetric(metric as u32), block_sums)
+        }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -206,6 +253,9 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_objective_gradients" => Some(boost_objective_gradients::raw),
         "boost_objective_add_leaves" => Some(boost_objective_add_leaves::raw),
         "boost_metric_elementwise" => Some(boost_metric_elementwise::raw),
+        "boost_objective_softmax_gradients" => Some(boost_objective_softmax_gradients::raw),
+        "boost_objective_sample" => Some(boost_objective_sample::raw),
+        "boost_metric_multiclass" => Some(boost_metric_multiclass::raw),
         _ => None,
     }
 }

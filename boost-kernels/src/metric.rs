@@ -1,5 +1,5 @@
 //! The row-wise evaluation metrics (`rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
-//! `poisson-nloglik`), written once: `boost`'s metrics call [`ElementwiseMetric::row_term`] on the
+//! `poisson-nloglik`) and the multi-class ones (`merror`, `mlogloss`), written once: `boost`'s metrics call [`ElementwiseMetric::row_term`] on the
 //! CPU over the predictions, and [`elementwise_kernel`] runs it on the device over the margins
 //! (applying the objective's [`Transform`] first, the same function the host's transform calls).
 //! The weighted losses and weights are summed with the fixed-order blocked sums of [`reduce`], so the
@@ -10,7 +10,7 @@
 use primitives_kernels::arch;
 
 use crate::evaluate::global_thread;
-use crate::objective::sigmoid;
+use crate::objective::{sigmoid, softmax_normaliser, softmax_probability};
 use crate::reduce::{self, BlockSum};
 
 /// A margin-to-prediction transform of an element-wise objective.
@@ -155,6 +155,93 @@ pub unsafe fn elementwise_kernel(
         unsafe {
             let w = if weights.is_null() { 1.0 } else { arch::load(weights.add(i)) };
             metric.row_term(arch::load(labels.add(i)), transform.apply(arch::load(margins.add(i))), w)
+        }
+    });
+    if arch::lane_id() == 0 {
+        // SAFETY: `block` is below the block count.
+        unsafe { arch::store(block_sums.add(block), sum) };
+    }
+}
+
+/// `merror` or `mlogloss` over a row's class probabilities.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct MultiClassMetric(pub u32);
+
+impl MultiClassMetric {
+    /// Whether the first largest probability is not the label's.
+    pub const ERROR: MultiClassMetric = MultiClassMetric(0);
+    /// `-log(max(p_y, 1e-16))`.
+    pub const LOG_LOSS: MultiClassMetric = MultiClassMetric(1);
+
+    /// The unweighted loss of a row with label `label < classes` whose class `c` has probability
+    /// `probability(c)`.
+    #[inline]
+    pub fn row_loss(self, label: usize, classes: usize, probability: impl Fn(usize) -> f32) -> f32 {
+        if self == Self::ERROR {
+            let (mut best, mut best_p) = (0, probability(0));
+            for c in 1..classes {
+                let p = probability(c);
+                if p > best_p {
+                    (best, best_p) = (c, p);
+                }
+            }
+            if best == label {
+                0.0
+            } else {
+                1.0
+            }
+        } else {
+            -libm::logf(probability(label).max(1e-16))
+        }
+    }
+
+    /// One row's term of the sums: its loss times its weight (in `f32`), and the weight.
+    #[inline]
+    pub fn row_term(self, label: usize, classes: usize, weight: f32, probability: impl Fn(usize) -> f32) -> LossSum {
+        LossSum { loss: (self.row_loss(label, classes, probability) * weight) as f64, weight: weight as f64 }
+    }
+
+    /// The metric from the sums: `Σ loss / Σ w` (the undivided sum when no weight).
+    pub fn finish(self, sums: LossSum) -> f64 {
+        if sums.weight == 0.0 {
+            sums.loss
+        } else {
+            sums.loss / sums.weight
+        }
+    }
+}
+
+/// `block_sums[b]`: block `b`'s [`LossSum`] of `metric` over the `n` rows, each row's probabilities
+/// the softmax of its `classes` margins (row-major). `weights` may be null (every weight 1). One warp
+/// per block of [`reduce::SUM_BLOCK`] rows.
+///
+/// # Safety
+/// `margins` holds `n * classes` values, `labels` `n` class ids below `classes` (and `weights` `n`
+/// values when not null), `block_sums` room for a sum per block; the grid has whole warps.
+pub unsafe fn multiclass_kernel(
+    margins: *const f32,
+    labels: *const f32,
+    weights: *const f32,
+    n: u64,
+    classes: u64,
+    metric: MultiClassMetric,
+    block_sums: *mut LossSum,
+) {
+    let block = (global_thread() / arch::WARP_SIZE as u64) as usize;
+    if block >= reduce::blocks(n as usize) {
+        return;
+    }
+    let classes = classes as usize;
+    let sum = reduce::warp_block_sum(n as usize, block, |i| {
+        // SAFETY: `lane_partial` passes only indices below `n`; row `i`'s margins are
+        // `i * classes..(i + 1) * classes`.
+        unsafe {
+            let row = margins.add(i * classes);
+            let normaliser = softmax_normaliser(|c| arch::load(row.add(c)), classes);
+            let w = if weights.is_null() { 1.0 } else { arch::load(weights.add(i)) };
+            let label = arch::load(labels.add(i)) as usize;
+            metric.row_term(label, classes, w, |c| softmax_probability(arch::load(row.add(c)), normaliser))
         }
     });
     if arch::lane_id() == 0 {

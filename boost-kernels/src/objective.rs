@@ -1,6 +1,7 @@
 //! The per-row gradients of the element-wise objectives (squared error, the logistic family,
-//! pseudo-Huber, absolute error, Poisson), written once: `boost`'s objectives call these functions
-//! on the CPU, and [`gradients_kernel`] runs them on the device, so both give the same bits
+//! pseudo-Huber, absolute error, Poisson) and of the softmax cross-entropy, written once: `boost`'s
+//! objectives call these functions on the CPU, and [`gradients_kernel`] and
+//! [`softmax_gradients_kernel`] run them on the device, so both give the same bits
 //! (plain `f32` arithmetic and `libm`, no fused multiply-adds on either side). Also the margin
 //! update after a tree ([`add_leaves_kernel`]): each row's leaf value added to its margin.
 //!
@@ -135,6 +136,94 @@ pub unsafe fn gradients_kernel(
             GradientPair::new(0.0, 0.0)
         };
         arch::store(out.add(i), g);
+    }
+}
+
+/// A row's softmax normaliser, as XGBoost's `common::Softmax` computes it: the row's largest margin
+/// (which the exponentials are shifted by) and the sum of the shifted exponentials (accumulated in
+/// `f64`, then rounded to `f32`). `margin(c)` is the row's margin of class `c < classes`.
+#[inline]
+pub fn softmax_normaliser(margin: impl Fn(usize) -> f32, classes: usize) -> (f32, f32) {
+    let mut largest = f32::NEG_INFINITY;
+    for c in 0..classes {
+        largest = largest.max(margin(c));
+    }
+    let mut sum = 0.0f64;
+    for c in 0..classes {
+        sum += libm::expf(margin(c) - largest) as f64;
+    }
+    (largest, sum as f32)
+}
+
+/// The softmax probability of a class with margin `margin` in a row of normaliser `normaliser`
+/// ([`softmax_normaliser`]).
+#[inline]
+pub fn softmax_probability(margin: f32, (largest, sum): (f32, f32)) -> f32 {
+    libm::expf(margin - largest) / sum
+}
+
+/// The softmax cross-entropy's gradient pair for a class of probability `p` (`is_label`: the row's
+/// label is that class), weight `weight`: `(p - [y = k]) w` and XGBoost's diagonal bound
+/// `max(2 p (1 - p) w, 1e-16)`.
+#[inline]
+pub fn softmax_gradient(p: f32, is_label: bool, weight: f32) -> GradientPair<f32> {
+    let h = 2.0 * p * (1.0 - p) * weight;
+    let g = if is_label { p - 1.0 } else { p };
+    GradientPair::new(g * weight, if h > 1e-16 { h } else { 1e-16 })
+}
+
+/// `out[c * n + i]`: row `i`'s softmax gradient pair of class `c` (class-major, so that each class's
+/// tree reads its gradients contiguously), from the row-major `margins` (`classes` a row). `weights`
+/// may be null (every weight 1). One thread per row.
+///
+/// # Safety
+/// `margins` and `out` hold `n * classes` values, `labels` (and `weights` when not null) `n`.
+pub unsafe fn softmax_gradients_kernel(
+    margins: *const f32,
+    labels: *const f32,
+    weights: *const f32,
+    n: u64,
+    classes: u64,
+    out: *mut GradientPair<f32>,
+) {
+    let i = global_thread();
+    if i >= n {
+        return;
+    }
+    let (i, n, classes) = (i as usize, n as usize, classes as usize);
+    // SAFETY: `i < n`; the row's margins are `i * classes..(i + 1) * classes`; the contract covers the
+    // buffers.
+    unsafe {
+        let row = margins.add(i * classes);
+        let normaliser = softmax_normaliser(|c| arch::load(row.add(c)), classes);
+        let label = arch::load(labels.add(i));
+        let weight = if weights.is_null() { 1.0 } else { arch::load(weights.add(i)) };
+        for c in 0..classes {
+            let p = softmax_probability(arch::load(row.add(c)), normaliser);
+            arch::store(out.add(c * n + i), softmax_gradient(p, label == c as f32, weight));
+        }
+    }
+}
+
+/// `out[i] = gradients[i]` for the rows `sampler` keeps, zero for the others: one output's column of
+/// a multi-output objective's gradients, sampled for its tree. One thread per row.
+///
+/// # Safety
+/// `gradients` and `out` hold `n` values.
+pub unsafe fn sample_kernel(
+    gradients: *const GradientPair<f32>,
+    sampler: RowSampler,
+    n: u64,
+    out: *mut GradientPair<f32>,
+) {
+    let i = global_thread();
+    if i >= n {
+        return;
+    }
+    // SAFETY: `i < n`.
+    unsafe {
+        let g = if sampler.keeps(i) { arch::load(gradients.add(i as usize)) } else { GradientPair::new(0.0, 0.0) };
+        arch::store(out.add(i as usize), g);
     }
 }
 

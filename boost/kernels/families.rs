@@ -70,8 +70,11 @@
         name: "objective",
         entry_points: &[
             "boost_metric_elementwise",
+            "boost_metric_multiclass",
             "boost_objective_add_leaves",
             "boost_objective_gradients",
+            "boost_objective_sample",
+            "boost_objective_softmax_gradients",
         ],
         ptx: include_bytes!("objective.compute_80.ptx.zst"),
         sass: &[

@@ -1,7 +1,7 @@
 //! The GPU backend of `boost`: [`GpuTrainer`] keeps the cuts, the bins and the row order on the
 //! device for a training run and grows each tree there ([`GpuBackend`]: histograms with the
 //! subtraction trick, split evaluation, row partitions), with the gradient quantiser and, for
-//! element-wise objectives, the gradients and margins on the device too. The kernels are
+//! element-wise and softmax objectives, the gradients, margins and row-wise metrics on the device too. The kernels are
 //! `boost-kernels`', whose arithmetic is the CPU builder's, so both write the same trees. Runs on a
 //! CUDA device or, in tests, on the SIMT emulator; the GPU test suite (`tests/tests/gpu/boost_split.rs`,
 //! `boost_train.rs`) checks it against the CPU backend, on the emulator in `cargo test` and on a GPU
@@ -16,7 +16,7 @@ use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, M
 
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
-use boost_kernels::metric::{ElementwiseMetric, LossSum, Transform};
+use boost_kernels::metric::{LossSum, Transform};
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
 use boost_kernels::partition::{ChildSlots, PartitionSplit, SubtractionPlan};
 use boost_kernels::reduce::{self, BlockSum};
@@ -26,6 +26,8 @@ use boost_kernels::split::Split;
 use crate::data::MetaInfo;
 use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
+use crate::metric::DeviceMetric;
+use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
@@ -863,19 +865,23 @@ impl<'g> GpuTrainer<'g> {
         gradients: &[GradientPair<f32>],
     ) -> Result<(GradientQuantiser, DeviceBuffer<Fixed>, Fixed)> {
         let device_gradients = self.gpu.upload(gradients)?;
-        self.quantise_on_device(&device_gradients)
+        // SAFETY: the buffer holds `gradients.len()` pairs.
+        unsafe { self.quantise_on_device(device_gradients.device_ptr(), gradients.len()) }
     }
 
-    /// [`GpuTrainer::quantise`] of gradients already on the device.
-    fn quantise_on_device(
+    /// [`GpuTrainer::quantise`] of the `n` gradients already on the device at `gradients`.
+    ///
+    /// # Safety
+    /// `gradients` is the device address of `n` gradient pairs that outlive the call.
+    unsafe fn quantise_on_device(
         &self,
-        device_gradients: &DeviceBuffer<GradientPair<f32>>,
+        gradients: u64,
+        n: usize,
     ) -> Result<(GradientQuantiser, DeviceBuffer<Fixed>, Fixed)> {
-        let n = device_gradients.len();
         let blocks = reduce::blocks(n);
         let block_sums = self.gpu.alloc_zeroed::<QuantiserSums>(blocks.max(1))?;
         let config = warp_per_block_config(blocks)?;
-        let args = [device_gradients.device_ptr(), n as u64, block_sums.device_ptr()];
+        let args = [gradients, n as u64, block_sums.device_ptr()];
         // SAFETY: `n` gradients, a sum per block; the grid is whole warps, one per block.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_sums", config, &args)? };
         let sums = block_sums.to_vec(self.gpu)?.into_iter().take(blocks).fold(QuantiserSums::zero(), BlockSum::plus);
@@ -883,13 +889,7 @@ impl<'g> GpuTrainer<'g> {
         let quantiser_buffer = self.gpu.upload(std::slice::from_ref(&quantiser))?;
         let fixed = self.gpu.alloc_zeroed::<Fixed>(n)?;
         let block_totals = self.gpu.alloc_zeroed::<Fixed>(blocks.max(1))?;
-        let args = [
-            device_gradients.device_ptr(),
-            n as u64,
-            quantiser_buffer.device_ptr(),
-            fixed.device_ptr(),
-            block_totals.device_ptr(),
-        ];
+        let args = [gradients, n as u64, quantiser_buffer.device_ptr(), fixed.device_ptr(), block_totals.device_ptr()];
         // SAFETY: `n` gradients and fixed-point slots, one quantiser, a total per block; whole warps.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_fixed", config, &args)? };
         let root = block_totals.to_vec(self.gpu)?.into_iter().take(blocks).fold(Fixed::zero(), BlockSum::plus);
@@ -957,63 +957,122 @@ impl<'g> GpuTrainer<'g> {
         Ok((tree, order))
     }
 
-    /// Keeps the training rows' labels, weights and `margins` on the device, so that
-    /// [`GpuTrainer::boost_round`] computes the gradients of `objective` there and updates the
-    /// margins itself.
-    pub fn keep_rows_on_device(
-        &mut self,
-        objective: ElementwiseObjective,
-        info: &MetaInfo,
-        margins: &[f32],
-    ) -> Result<()> {
+    /// Keeps the training rows' labels, weights and `margins` (row-major, one per output) on the
+    /// device, so that [`GpuTrainer::compute_gradients`] and [`GpuTrainer::boost_tree`] compute the
+    /// gradients of `objective` there and update the margins themselves.
+    pub fn keep_rows_on_device(&mut self, objective: DeviceObjective, info: &MetaInfo, margins: &[f32]) -> Result<()> {
         let n = self.rows;
-        if info.labels.len() != n || margins.len() != n || !(info.weights.is_empty() || info.weights.len() == n) {
+        let outputs = match objective {
+            DeviceObjective::Elementwise(_) => 1,
+            DeviceObjective::Softmax { classes } => classes,
+        };
+        if info.labels.len() != n
+            || margins.len() != n * outputs
+            || !(info.weights.is_empty() || info.weights.len() == n)
+        {
             return Err(Error::InvalidData(format!(
-                "{} labels, {} weights and {} margins for {n} rows",
+                "{} labels, {} weights and {} margins for {n} rows of {outputs} outputs",
                 info.labels.len(),
                 info.weights.len(),
                 margins.len()
             )));
         }
+        let gradients = match objective {
+            DeviceObjective::Elementwise(objective) => RowGradients::Elementwise(self.gpu.upload(&[objective])?),
+            DeviceObjective::Softmax { classes } => {
+                RowGradients::Softmax { classes, all: self.gpu.alloc_zeroed(n * classes)? }
+            }
+        };
         self.device_rows = Some(DeviceRows {
             labels: self.gpu.upload(&info.labels)?,
             weights: (!info.weights.is_empty()).then(|| self.gpu.upload(&info.weights)).transpose()?,
             margins: self.gpu.upload(margins)?,
-            gradients: self.gpu.alloc_zeroed(n)?,
-            objective: self.gpu.upload(std::slice::from_ref(&objective))?,
+            tree_gradients: self.gpu.alloc_zeroed(n)?,
+            gradients,
         });
         Ok(())
     }
 
-    /// One boosting round on the device for the rows [`GpuTrainer::keep_rows_on_device`] keeps: the
-    /// gradients (zero for the rows `sampler` leaves out), the tree, and each row's leaf value added
-    /// to its margin. Returns the tree, as the CPU builder grows it from the same gradients.
-    pub fn boost_round(
+    fn device_rows(&self) -> Result<&DeviceRows> {
+        self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no training rows on the device".into()))
+    }
+
+    /// The round's gradients of every output, from the margins at the round's start, for an objective
+    /// of several outputs (the softmax); an element-wise objective's come with its tree
+    /// ([`GpuTrainer::boost_tree`]), sampled as they are computed.
+    pub fn compute_gradients(&mut self) -> Result<()> {
+        let start = Instant::now();
+        let rows = self.device_rows()?;
+        if let RowGradients::Softmax { classes, all } = &rows.gradients {
+            let n = self.rows;
+            let args = [
+                rows.margins.device_ptr(),
+                rows.labels.device_ptr(),
+                rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+                n as u64,
+                *classes as u64,
+                all.device_ptr(),
+            ];
+            // SAFETY: margins and the gradients hold `n * classes` values, labels (and the weights when
+            // given) `n`.
+            unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_softmax_gradients", element_config(n)?, &args)? };
+        }
+        self.phases.add("tree: gradients and quantise", start.elapsed());
+        Ok(())
+    }
+
+    /// Output `output`'s tree of a boosting round on the device, for the rows
+    /// [`GpuTrainer::keep_rows_on_device`] keeps: its gradients (zero for the rows `sampler` leaves
+    /// out), the tree, and each row's leaf value added to its margin of that output. Returns the tree,
+    /// as the CPU builder grows it from the same gradients. Call [`GpuTrainer::compute_gradients`]
+    /// first in each round.
+    pub fn boost_tree(
         &mut self,
         params: &TreeParams,
+        output: usize,
         sampler: RowSampler,
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
         let n = self.rows;
         let start = Instant::now();
-        let rows = self
-            .device_rows
-            .as_ref()
-            .ok_or_else(|| Error::InvalidData("boost_round before keep_rows_on_device".into()))?;
-        let args = [
-            rows.margins.device_ptr(),
-            rows.labels.device_ptr(),
-            rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            sampler.key,
-            sampler.threshold,
-            n as u64,
-            rows.objective.device_ptr(),
-            rows.gradients.device_ptr(),
-        ];
-        // SAFETY: margins, labels, gradients (and the weights when given) hold `n` values.
-        unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_gradients", element_config(n)?, &args)? };
-        let (quantiser, fixed, root) = self.quantise_on_device(&rows.gradients)?;
+        let rows = self.device_rows()?;
+        let outputs = rows.gradients.outputs();
+        if output >= outputs {
+            return Err(Error::InvalidData(format!("output {output} of an objective with {outputs}")));
+        }
+        let weights = rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr);
+        let gradients = match &rows.gradients {
+            RowGradients::Elementwise(objective) => {
+                let args = [
+                    rows.margins.device_ptr(),
+                    rows.labels.device_ptr(),
+                    weights,
+                    sampler.key,
+                    sampler.threshold,
+                    n as u64,
+                    objective.device_ptr(),
+                    rows.tree_gradients.device_ptr(),
+                ];
+                // SAFETY: margins, labels, gradients (and the weights when given) hold `n` values.
+                unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_gradients", element_config(n)?, &args)? };
+                rows.tree_gradients.device_ptr()
+            }
+            // Output `output`'s gradients are the `n` pairs from `output * n`.
+            RowGradients::Softmax { all, .. } => {
+                let column = all.device_ptr() + (output * n * std::mem::size_of::<GradientPair<f32>>()) as u64;
+                if sampler == RowSampler::ALL {
+                    column
+                } else {
+                    let args = [column, sampler.key, sampler.threshold, n as u64, rows.tree_gradients.device_ptr()];
+                    // SAFETY: the column and the tree's gradients hold `n` pairs.
+                    unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_sample", element_config(n)?, &args)? };
+                    rows.tree_gradients.device_ptr()
+                }
+            }
+        };
+        // SAFETY: `gradients` is `n` pairs of `rows`' buffers, kept for the training run.
+        let (quantiser, fixed, root) = unsafe { self.quantise_on_device(gradients, n)? };
         self.phases.add("tree: gradients and quantise", start.elapsed());
         let (tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
         let start = Instant::now();
@@ -1026,63 +1085,108 @@ impl<'g> GpuTrainer<'g> {
             .collect();
         leaves.sort_unstable_by_key(|leaf| leaf.begin);
         let leaves_buffer = self.gpu.upload(&leaves)?;
-        let rows = self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no rows on the device".into()))?;
+        let rows = self.device_rows()?;
         let args = [
             self.buffers.rows.device_ptr(),
             n as u64,
             leaves_buffer.device_ptr(),
             leaves.len() as u64,
             rows.margins.device_ptr(),
-            1,
-            0,
+            outputs as u64,
+            output as u64,
         ];
         // SAFETY: the row order holds `n` distinct rows; the leaves' ranges, sorted, partition `0..n`;
-        // one margin per row.
+        // `outputs` margins per row.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_add_leaves", element_config(n)?, &args)? };
         self.phases.add("tree: margins", start.elapsed());
         Ok(tree)
     }
 
-    /// `metric` of the training rows' predictions (`transform` of the margins kept on the device), as
-    /// the host's metric computes it from the same predictions: the same row terms, summed in the same
-    /// fixed order (the device sums each block, the host adds the block sums in order). Reads back a
-    /// sum per 1024 rows instead of the margins.
-    pub fn evaluate(&self, metric: ElementwiseMetric, transform: Transform) -> Result<f64> {
-        let rows = self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no rows on the device".into()))?;
+    /// `metric` of the training rows' predictions (for an element-wise metric, `transform` of the
+    /// margins kept on the device; for a multi-class one, their softmax), as the host's metric
+    /// computes it from the same predictions: the same row terms, summed in the same fixed order
+    /// (the device sums each block, the host adds the block sums in order). Reads back a sum per 1024
+    /// rows instead of the margins.
+    pub fn evaluate(&self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        let rows = self.device_rows()?;
         let n = self.rows;
+        let outputs = rows.gradients.outputs();
         let blocks = reduce::blocks(n);
         let block_sums = self.gpu.alloc_zeroed::<LossSum>(blocks.max(1))?;
-        let metric_buffer = self.gpu.upload(std::slice::from_ref(&metric))?;
-        let args = [
-            rows.margins.device_ptr(),
-            rows.labels.device_ptr(),
-            rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            n as u64,
-            transform.0 as u64,
-            metric_buffer.device_ptr(),
-            block_sums.device_ptr(),
-        ];
-        // SAFETY: margins and labels (and weights when given) hold `n` values, one metric, a sum per
-        // block; the grid is whole warps, one per block.
-        unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_elementwise", warp_per_block_config(blocks)?, &args)? };
-        let sums = block_sums.to_vec(self.gpu)?.into_iter().take(blocks).fold(LossSum::zero(), BlockSum::plus);
-        Ok(metric.finish(sums))
+        let weights = rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr);
+        let config = warp_per_block_config(blocks)?;
+        let sums = |block_sums: &DeviceBuffer<LossSum>| -> Result<LossSum> {
+            Ok(block_sums.to_vec(self.gpu)?.into_iter().take(blocks).fold(LossSum::zero(), BlockSum::plus))
+        };
+        match metric {
+            DeviceMetric::Elementwise(metric) if outputs == 1 => {
+                let metric_buffer = self.gpu.upload(std::slice::from_ref(&metric))?;
+                let args = [
+                    rows.margins.device_ptr(),
+                    rows.labels.device_ptr(),
+                    weights,
+                    n as u64,
+                    transform.0 as u64,
+                    metric_buffer.device_ptr(),
+                    block_sums.device_ptr(),
+                ];
+                // SAFETY: margins and labels (and weights when given) hold `n` values, one metric, a
+                // sum per block; the grid is whole warps, one per block.
+                unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_elementwise", config, &args)? };
+                Ok(metric.finish(sums(&block_sums)?))
+            }
+            DeviceMetric::MultiClass(metric) if matches!(rows.gradients, RowGradients::Softmax { .. }) => {
+                let args = [
+                    rows.margins.device_ptr(),
+                    rows.labels.device_ptr(),
+                    weights,
+                    n as u64,
+                    outputs as u64,
+                    metric.0 as u64,
+                    block_sums.device_ptr(),
+                ];
+                // SAFETY: `outputs` margins a row, labels the host checked to be class ids below it
+                // (the softmax objective's validation), (weights when given), a sum per block; whole
+                // warps, one per block.
+                unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
+                Ok(metric.finish(sums(&block_sums)?))
+            }
+            _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
+        }
     }
 
     /// The training rows' margins, read back from the device.
     pub fn margins(&self) -> Result<Vec<f32>> {
-        let rows = self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no rows on the device".into()))?;
-        Ok(rows.margins.to_vec(self.gpu)?)
+        Ok(self.device_rows()?.margins.to_vec(self.gpu)?)
     }
 }
 
-/// The training rows as [`GpuTrainer::boost_round`] keeps them on the device.
+/// The training rows as [`GpuTrainer::keep_rows_on_device`] keeps them on the device.
 struct DeviceRows {
     labels: DeviceBuffer<f32>,
     weights: Option<DeviceBuffer<f32>>,
+    /// `outputs` a row, row-major.
     margins: DeviceBuffer<f32>,
-    gradients: DeviceBuffer<GradientPair<f32>>,
-    objective: DeviceBuffer<ElementwiseObjective>,
+    /// One tree's gradients (sampled).
+    tree_gradients: DeviceBuffer<GradientPair<f32>>,
+    gradients: RowGradients,
+}
+
+/// How the device computes the gradients.
+enum RowGradients {
+    /// An element-wise objective's kernel, for each tree.
+    Elementwise(DeviceBuffer<ElementwiseObjective>),
+    /// The softmax's kernel, once a round: `all` holds every class's gradients, class-major.
+    Softmax { classes: usize, all: DeviceBuffer<GradientPair<f32>> },
+}
+
+impl RowGradients {
+    fn outputs(&self) -> usize {
+        match self {
+            RowGradients::Elementwise(_) => 1,
+            RowGradients::Softmax { classes, .. } => *classes,
+        }
+    }
 }
 
 /// One warp per block of [`reduce::SUM_BLOCK`] items, four warps a block.

@@ -11,16 +11,16 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use boost_kernels::metric::ElementwiseMetric;
+use boost_kernels::metric::Transform;
 use boost_kernels::sampling::RowSampler;
 
 use crate::data::Dataset;
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
 use crate::gpu::GpuTrainer;
-use crate::metric::{self, Metric};
+use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
-use crate::objective::{self, Objective};
+use crate::objective::{self, DeviceObjective, Objective};
 use crate::param::{Device, Params};
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
@@ -242,10 +242,11 @@ pub fn train_with_precision(
     let tree_params = &params.tree;
     phases.add("base score and initial margins", start.elapsed());
 
-    // Element-wise objectives keep the training rows on the device: gradients, trees and margins there,
-    // the margins read back only for the evaluation log.
-    let device_rounds = match (&mut backend, objective.device_objective()) {
-        (TreeBackend::Gpu(trainer), Some(device_objective)) if outputs == 1 && !objective.refreshes_leaves() => {
+    // Objectives whose gradients the device computes keep the training rows there: gradients, trees
+    // and margins on the device, the margins read back only for the evaluation log.
+    let device_objective = objective.device_objective().filter(|_| !objective.refreshes_leaves());
+    let device_rounds = match (&mut backend, device_objective) {
+        (TreeBackend::Gpu(trainer), Some(device_objective)) => {
             let gpu = trainer.gpu();
             let start = Instant::now();
             on_device(gpu, "uploading the labels and margins", || {
@@ -256,10 +257,18 @@ pub fn train_with_precision(
         }
         _ => false,
     };
-    // The training set's metrics on the device when all of them are row-wise (and the objective's
-    // eval transform too): then the margins never come back.
-    let device_metrics: Option<Vec<ElementwiseMetric>> = match objective.device_eval_transform() {
-        Some(_) if device_rounds => metrics.iter().map(|m| m.device_metric()).collect(),
+    // The training set's metrics on the device when all of them are row-wise: then the margins never
+    // come back.
+    let transform = objective.device_eval_transform();
+    let device_metrics: Option<Vec<DeviceMetric>> = match (device_rounds, device_objective) {
+        (true, Some(device_objective)) => metrics
+            .iter()
+            .map(|m| match (m.device_metric()?, device_objective) {
+                (d @ DeviceMetric::Elementwise(_), DeviceObjective::Elementwise(_)) if transform.is_some() => Some(d),
+                (d @ DeviceMetric::MultiClass(_), DeviceObjective::Softmax { .. }) => Some(d),
+                _ => None,
+            })
+            .collect(),
         _ => None,
     };
     let train_margins_read = evals.iter().any(|(d, _)| is_train(d)) && !metrics.is_empty() && device_metrics.is_none();
@@ -269,17 +278,22 @@ pub fn train_with_precision(
         let mut new_trees = Vec::with_capacity(outputs);
         if let (true, TreeBackend::Gpu(trainer)) = (device_rounds, &mut backend) {
             let start = Instant::now();
-            // The same draws, in the same order, as the host path below.
-            let sampler = row_sampler(tree_params.subsample, &mut rng);
-            let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
+            on_device(trainer.gpu(), "computing the gradients", || trainer.compute_gradients())?;
             phases.add("gradients", start.elapsed());
-            let start = Instant::now();
-            let gpu = trainer.gpu();
-            let tree = on_device(gpu, "growing a tree", || {
-                trainer.boost_round(tree_params, sampler, &tree_features, &mut rng)
-            })?;
-            new_trees.push((tree, 0));
-            phases.add("trees", start.elapsed());
+            for k in 0..outputs {
+                let start = Instant::now();
+                // The same draws, in the same order, as the host path below.
+                let sampler = row_sampler(tree_params.subsample, &mut rng);
+                let tree_features = sample_features(&all_features, tree_params.colsample_bytree, &mut rng);
+                phases.add("gradients", start.elapsed());
+                let start = Instant::now();
+                let gpu = trainer.gpu();
+                let tree = on_device(gpu, "growing a tree", || {
+                    trainer.boost_tree(tree_params, k, sampler, &tree_features, &mut rng)
+                })?;
+                new_trees.push((tree, k as u32));
+                phases.add("trees", start.elapsed());
+            }
             if train_margins_read {
                 let start = Instant::now();
                 margins = on_device(trainer.gpu(), "reading the margins back", || trainer.margins())?;
@@ -362,14 +376,13 @@ pub fn train_with_precision(
         let mut log = RoundLog { round, values: Vec::new() };
         let mut metrics_on_device = false;
         for ((data, name), m) in evals.iter().zip(&eval_margins) {
-            if let (true, Some(kernel_metrics), Some(transform), TreeBackend::Gpu(trainer)) =
-                (is_train(data), &device_metrics, objective.device_eval_transform(), &backend)
+            if let (true, Some(kernel_metrics), TreeBackend::Gpu(trainer)) = (is_train(data), &device_metrics, &backend)
             {
                 for (metric, &kernel_metric) in metrics.iter().zip(kernel_metrics) {
                     // NaN where the data does not fit the metric, as `Metric::evaluate` gives.
-                    let value = match metric.check(n, &data.info, outputs) {
+                    let value = match metric.check(n * outputs, &data.info, outputs) {
                         Ok(()) => on_device(trainer.gpu(), "evaluating the training metrics", || {
-                            trainer.evaluate(kernel_metric, transform)
+                            trainer.evaluate(kernel_metric, transform.unwrap_or(Transform::IDENTITY))
                         })?,
                         Err(_) => f64::NAN,
                     };

@@ -6,7 +6,7 @@
 
 use boost_kernels::metric::ElementwiseMetric;
 
-use super::{check_prediction_count, check_row_weights, fixed_order_sum, format_threshold, Metric};
+use super::{check_prediction_count, check_row_weights, fixed_order_sum, format_threshold, DeviceMetric, Metric};
 use crate::data::MetaInfo;
 use crate::objective::weight_of;
 use crate::{Error, Result};
@@ -98,8 +98,8 @@ impl Metric for Elementwise {
         metric.finish(sums)
     }
 
-    fn device_metric(&self) -> Option<ElementwiseMetric> {
-        Some(self.kernel_metric())
+    fn device_metric(&self) -> Option<DeviceMetric> {
+        Some(DeviceMetric::Elementwise(self.kernel_metric()))
     }
 }
 

@@ -18,7 +18,8 @@
 //! Like XGBoost, the per-row loss is computed in `f32` (with `libm`) and summed in `f64`; a zero
 //! total weight leaves the sum undivided. Sums are `boost_kernels::reduce`'s fixed-order blocked
 //! sums (blocks in parallel, combined in order), so results depend neither on the number of threads
-//! nor on the backend: the GPU computes the row-wise metrics of the training set on the device
+//! nor on the backend: the GPU computes the row-wise metrics (multi-class ones included) of the
+//! training set on the device
 //! ([`Metric::device_metric`]) with the same arithmetic and gets the same value.
 //!
 //! Two XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`) and
@@ -31,7 +32,7 @@ mod elementwise;
 mod multiclass;
 mod rank;
 
-use boost_kernels::metric::{ElementwiseMetric, LossSum};
+use boost_kernels::metric::{ElementwiseMetric, MultiClassMetric};
 use boost_kernels::reduce::{self, BlockSum};
 use rayon::prelude::*;
 
@@ -64,9 +65,18 @@ pub trait Metric: Send + Sync {
     }
     /// The metric as the device computes it from the margins, for the row-wise metrics (the same
     /// arithmetic and summation order as `evaluate`, so the same value); `None` for the others.
-    fn device_metric(&self) -> Option<ElementwiseMetric> {
+    fn device_metric(&self) -> Option<DeviceMetric> {
         None
     }
+}
+
+/// A metric the device computes from the margins, row by row, with the host's arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DeviceMetric {
+    /// One prediction a row, the objective's element-wise eval transform of the margin.
+    Elementwise(ElementwiseMetric),
+    /// The softmax probabilities of a row's margins (`merror`, `mlogloss`).
+    MultiClass(MultiClassMetric),
 }
 
 /// The metric called `name` (`ndcg@10`, `map@5-`, `error@0.7`, ... included), with XGBoost's
@@ -188,15 +198,6 @@ pub(crate) fn fixed_order_sum<T: BlockSum + Send>(n: usize, f: impl Fn(usize) ->
     blocks.into_iter().fold(T::zero(), BlockSum::plus)
 }
 
-/// `(Σ a_i, Σ b_i)` over `i < n` of `f(i) = (a_i, b_i)`, in `f64`, as [`fixed_order_sum`] adds.
-pub(crate) fn block_sum(n: usize, f: impl Fn(usize) -> (f64, f64) + Sync) -> (f64, f64) {
-    let sums = fixed_order_sum(n, |i| {
-        let (loss, weight) = f(i);
-        LossSum { loss, weight }
-    });
-    (sums.loss, sums.weight)
-}
-
 /// Weights per row must match the rows and be finite and non-negative.
 pub(crate) fn check_row_weights(info: &MetaInfo) -> Result<()> {
     let rows = info.labels.len();
@@ -315,11 +316,12 @@ mod tests {
     }
 
     #[test]
-    fn block_sum_is_exact_for_integers_and_ordered() {
+    fn fixed_order_sum_is_exact_for_integers_and_ordered() {
+        use boost_kernels::metric::LossSum;
         let n = 3 * reduce::SUM_BLOCK + 17;
-        let (a, b) = block_sum(n, |i| (i as f64, 1.0));
-        assert_eq!(a, (n * (n - 1) / 2) as f64);
-        assert_eq!(b, n as f64);
-        assert_eq!(block_sum(0, |_| (1.0, 1.0)), (0.0, 0.0));
+        let sums = fixed_order_sum(n, |i| LossSum { loss: i as f64, weight: 1.0 });
+        assert_eq!(sums.loss, (n * (n - 1) / 2) as f64);
+        assert_eq!(sums.weight, n as f64);
+        assert_eq!(fixed_order_sum(0, |_| LossSum { loss: 1.0, weight: 1.0 }), LossSum::default());
     }
 }

@@ -2,7 +2,9 @@
 //! first largest probability is not the label's) and `mlogloss` (`-log(max(p_y, 1e-16))`, weighted
 //! mean).
 
-use super::{block_sum, check_prediction_count, check_row_weights, Metric};
+use boost_kernels::metric::MultiClassMetric;
+
+use super::{check_prediction_count, check_row_weights, fixed_order_sum, DeviceMetric, Metric};
 use crate::data::MetaInfo;
 use crate::objective::weight_of;
 use crate::{Error, Result};
@@ -23,6 +25,14 @@ pub struct MultiClass {
 impl MultiClass {
     pub fn new(kind: MultiClassKind) -> Self {
         Self { kind }
+    }
+
+    /// The row arithmetic, shared with the device.
+    fn kernel_metric(&self) -> MultiClassMetric {
+        match self.kind {
+            MultiClassKind::Error => MultiClassMetric::ERROR,
+            MultiClassKind::LogLoss => MultiClassMetric::LOG_LOSS,
+        }
     }
 }
 
@@ -57,33 +67,15 @@ impl Metric for MultiClass {
             return f64::NAN;
         }
         let k = outputs.max(1);
-        let (loss, weight) = block_sum(info.labels.len(), |i| {
+        let metric = self.kernel_metric();
+        metric.finish(fixed_order_sum(info.labels.len(), |i| {
             let row = &predictions[i * k..(i + 1) * k];
-            let label = info.labels[i] as usize;
-            let w = weight_of(info, i);
-            let loss = match self.kind {
-                MultiClassKind::Error => {
-                    let mut best = 0;
-                    for (c, &p) in row.iter().enumerate() {
-                        if p > row[best] {
-                            best = c;
-                        }
-                    }
-                    if best == label {
-                        0.0
-                    } else {
-                        1.0
-                    }
-                }
-                MultiClassKind::LogLoss => -libm::logf(row[label].max(1e-16)),
-            };
-            ((loss * w) as f64, w as f64)
-        });
-        if weight == 0.0 {
-            loss
-        } else {
-            loss / weight
-        }
+            metric.row_term(info.labels[i] as usize, k, weight_of(info, i), |c| row[c])
+        }))
+    }
+
+    fn device_metric(&self) -> Option<DeviceMetric> {
+        Some(DeviceMetric::MultiClass(self.kernel_metric()))
     }
 }
 

@@ -85,6 +85,16 @@ pub const OBJECTIVE_NAMES: &[&str] = &[
     "rank:map",
 ];
 
+/// An objective whose gradients the device computes, row by row, with the host's arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DeviceObjective {
+    /// One margin a row: `boost_kernels::objective::gradients_kernel`.
+    Elementwise(boost_kernels::objective::ElementwiseObjective),
+    /// The softmax cross-entropy of `classes` margins a row:
+    /// `boost_kernels::objective::softmax_gradients_kernel`.
+    Softmax { classes: usize },
+}
+
 /// A learning objective.
 pub trait Objective: Send + Sync {
     /// XGBoost's name (`binary:logistic`, ...).
@@ -122,10 +132,10 @@ pub trait Objective: Send + Sync {
     fn refreshes_leaves(&self) -> bool {
         false
     }
-    /// The objective as the GPU backend's gradient kernel takes it, for the element-wise objectives
-    /// whose [`Objective::gradients`] is that kernel's arithmetic row by row (`None`: the gradients
-    /// are computed on the host).
-    fn device_objective(&self) -> Option<boost_kernels::objective::ElementwiseObjective> {
+    /// The objective as the GPU backend's gradient kernels take it, for the objectives whose
+    /// [`Objective::gradients`] is a kernel's arithmetic row by row (`None`: the gradients are
+    /// computed on the host).
+    fn device_objective(&self) -> Option<DeviceObjective> {
         None
     }
     /// [`Objective::eval_transform`] as the device applies it to each margin, for the objectives

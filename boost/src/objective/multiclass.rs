@@ -9,28 +9,24 @@
 //! which cannot underflow to `0/0` and differs from XGBoost by rounding only. The sum of the
 //! exponentials is accumulated in `f64`, as XGBoost does.
 
+use boost_kernels::objective::{softmax_gradient, softmax_normaliser, softmax_probability};
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
-use super::{validate_rows, weight_of, Objective};
+use super::{validate_rows, weight_of, DeviceObjective, Objective};
 use crate::data::MetaInfo;
 use crate::{Error, Result};
 
 /// Rows per parallel task of the gradient loop.
 const ROWS_PER_TASK: usize = 1 << 12;
 
-/// Softmax probabilities of one row, written into `out` (XGBoost's `common::Softmax`).
+/// Softmax probabilities of one row, written into `out` (XGBoost's `common::Softmax`; the device's
+/// arithmetic, [`boost_kernels::objective::softmax_normaliser`]).
 #[inline]
 pub fn softmax_row(margins: &[f32], out: &mut [f32]) {
-    let wmax = margins.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0f64;
+    let normaliser = softmax_normaliser(|c| margins[c], margins.len());
     for (o, &m) in out.iter_mut().zip(margins) {
-        *o = libm::expf(m - wmax);
-        sum += *o as f64;
-    }
-    let sum = sum as f32;
-    for o in out.iter_mut() {
-        *o /= sum;
+        *o = softmax_probability(m, normaliser);
     }
 }
 
@@ -91,9 +87,7 @@ impl Objective for Softmax {
                 let label = info.labels.get(r).copied().unwrap_or(-1.0);
                 let w = weight_of(info, r);
                 for (c, (o, &pc)) in row_out.iter_mut().zip(&p).enumerate() {
-                    let h = 2.0 * pc * (1.0 - pc) * w;
-                    let g = if label == c as f32 { pc - 1.0 } else { pc };
-                    *o = GradientPair::new(g * w, if h > 1e-16 { h } else { 1e-16 });
+                    *o = softmax_gradient(pc, label == c as f32, w);
                 }
             }
         });
@@ -120,6 +114,9 @@ impl Objective for Softmax {
     }
     fn eval_transform(&self, margins: &[f32]) -> Vec<f32> {
         self.probabilities(margins)
+    }
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Softmax { classes: self.classes })
     }
     /// XGBoost before 3.1 used the constant 0.5 for every class; 3.2 estimates one value per
     /// class, see [`Objective::initial_base_scores`].

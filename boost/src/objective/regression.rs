@@ -12,7 +12,8 @@ use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
 use super::{
-    format_f32, newton_intercept, sigmoid, validate_rows, weight_of, weighted_label_mean, weighted_quantile, Objective,
+    format_f32, newton_intercept, sigmoid, validate_rows, weight_of, weighted_label_mean, weighted_quantile,
+    DeviceObjective, Objective,
 };
 use crate::data::MetaInfo;
 use crate::{Error, Result};
@@ -71,8 +72,11 @@ impl Objective for SquaredError {
         let spw = self.scale_pos_weight;
         elementwise(margins, info, out, |m, y, w| squared_error_gradient(m, y, w, spw));
     }
-    fn device_objective(&self) -> Option<ElementwiseObjective> {
-        Some(ElementwiseObjective { kind: ElementwiseObjective::SQUARED_ERROR, parameter: self.scale_pos_weight })
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Elementwise(ElementwiseObjective {
+            kind: ElementwiseObjective::SQUARED_ERROR,
+            parameter: self.scale_pos_weight,
+        }))
     }
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(Transform::IDENTITY)
@@ -142,8 +146,11 @@ impl Objective for Logistic {
         let spw = self.scale_pos_weight;
         elementwise(margins, info, out, |m, y, w| logistic_gradient(m, y, w, spw));
     }
-    fn device_objective(&self) -> Option<ElementwiseObjective> {
-        Some(ElementwiseObjective { kind: ElementwiseObjective::LOGISTIC, parameter: self.scale_pos_weight })
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Elementwise(ElementwiseObjective {
+            kind: ElementwiseObjective::LOGISTIC,
+            parameter: self.scale_pos_weight,
+        }))
     }
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(if self.kind == LogisticKind::Raw { Transform::IDENTITY } else { Transform::SIGMOID })
@@ -220,8 +227,11 @@ impl Objective for PseudoHuber {
         let slope = self.slope;
         elementwise(margins, info, out, |m, y, w| pseudo_huber_gradient(m, y, w, slope));
     }
-    fn device_objective(&self) -> Option<ElementwiseObjective> {
-        Some(ElementwiseObjective { kind: ElementwiseObjective::PSEUDO_HUBER, parameter: self.slope })
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Elementwise(ElementwiseObjective {
+            kind: ElementwiseObjective::PSEUDO_HUBER,
+            parameter: self.slope,
+        }))
     }
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(Transform::IDENTITY)
@@ -326,8 +336,11 @@ impl Objective for Poisson {
         let step = self.max_delta_step;
         elementwise(margins, info, out, |m, y, w| poisson_gradient(m, y, w, step));
     }
-    fn device_objective(&self) -> Option<ElementwiseObjective> {
-        Some(ElementwiseObjective { kind: ElementwiseObjective::POISSON, parameter: self.max_delta_step })
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Elementwise(ElementwiseObjective {
+            kind: ElementwiseObjective::POISSON,
+            parameter: self.max_delta_step,
+        }))
     }
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(Transform::EXP)

@@ -63,7 +63,19 @@ fn compare(case: &str, params: &[(&str, &str)], data: &Dataset, rounds: usize, g
     let (cpu_json, device_json) = (cpu.model.to_json_string().unwrap(), device.model.to_json_string().unwrap());
     let nodes: usize = cpu.model.trees.iter().map(|t| t.len()).sum();
     assert!(nodes > 3 * cpu.model.trees.len(), "{case}: real trees ({nodes} nodes in {})", cpu.model.trees.len());
-    assert!(cpu_json == device_json, "{case}: the device's model differs from the CPU's");
+    if cpu_json != device_json {
+        let first = cpu.model.trees.iter().zip(&device.model.trees).position(|(c, d)| c != d);
+        let at = cpu_json.bytes().zip(device_json.bytes()).position(|(c, d)| c != d).unwrap_or(0);
+        let around = |json: &str| json.get(at.saturating_sub(80)..(at + 80).min(json.len())).unwrap_or("").to_string();
+        panic!(
+            "{case}: the device's model differs from the CPU's (first in tree {first:?}, {} and {} trees), \
+             at byte {at}: {} | {}",
+            cpu.model.trees.len(),
+            device.model.trees.len(),
+            around(&cpu_json),
+            around(&device_json)
+        );
+    }
     assert_eq!(cpu.peak_device_bytes, None);
     match device.peak_device_bytes {
         // At least the bins (two bytes a value) and the row order were on the device.
@@ -192,7 +204,33 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &multiclass,
         rounds,
         &gpu,
-        OnDevice::Trees,
+        OnDevice::RoundsAndMetrics,
+    );
+    multiclass.info.weights = (0..rows).map(|i| 0.25 + (i % 5) as f32 / 2.0).collect();
+    assert_same_model(
+        "multi:softmax, 3 classes, sampling, weights, lossguide",
+        &[
+            ("objective", "multi:softmax"),
+            ("num_class", "3"),
+            ("grow_policy", "lossguide"),
+            ("max_leaves", "12"),
+            ("subsample", "0.7"),
+            ("colsample_bynode", "0.8"),
+            ("eval_metric", "merror"),
+            ("eval_metric", "mlogloss"),
+        ],
+        &multiclass,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    assert_same_model(
+        "multi:softprob with a metric of the host (auc)",
+        &[("objective", "multi:softprob"), ("num_class", "3"), ("max_depth", "3"), ("eval_metric", "auc")],
+        &multiclass,
+        rounds,
+        &gpu,
+        OnDevice::Rounds,
     );
 
     let mut ranking = dataset(rows, cols, SyntheticTask::Regression, 9);
