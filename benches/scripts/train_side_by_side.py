@@ -6,7 +6,8 @@ target), the same parameters, the same thread count and device, in one run.
 usage: train_side_by_side.py PATH/TO/boost [ROWS (default 1000000)] [ROUNDS (default 100)] [THREADS]
                              [DEVICE: cpu (default) or cuda] [MAX_DEPTH (default 8)] [ETA (default 0.3)]
                              [NAME=VALUE ...]  (more parameters for both, e.g. grow_policy=lossguide
-                             max_leaves=255 max_depth=0)
+                             max_leaves=255 max_depth=0; objective=multi:softprob num_class=K makes the
+                             labels K classes of about equal size, ordered by the margin)
 
 Both sides are timed from data in memory to a trained model, the quantile cuts and quantised matrix
 included (XGBoost builds them inside its first `train` round, from a host `DMatrix`); reading the
@@ -75,8 +76,10 @@ with tempfile.TemporaryDirectory() as tmp:
     data, raw = os.path.join(tmp, "train.csv"), os.path.join(tmp, "train.f32")
     test, test_raw = os.path.join(tmp, "test.csv"), os.path.join(tmp, "test.f32")
     # The same tables as raw f32 for NumPy: parsing the CSV with NumPy takes minutes at 10M rows.
-    subprocess.run([boost, "generate", data, "--rows", str(rows), "--raw", raw], check=True)
-    subprocess.run([boost, "generate", test, "--rows", str(test_rows), "--seed", "1", "--raw", test_raw], check=True)
+    classes = ["--classes", params["num_class"]] if "num_class" in params else []
+    subprocess.run([boost, "generate", data, "--rows", str(rows), "--raw", raw] + classes, check=True)
+    subprocess.run([boost, "generate", test, "--rows", str(test_rows), "--seed", "1", "--raw", test_raw] + classes,
+                   check=True)
     model = os.path.join(tmp, "model.json")
     args = [boost, "train", data, "--rounds", str(rounds), "--verbose-eval", str(rounds), "-o", model]
     args += [f"{k}={v}" for k, v in params.items()] + ["verbosity=2"]
@@ -119,7 +122,8 @@ print(f"rows {rows}, features 28, depth {depth}, eta {eta}, {rounds} rounds, {th
       f"xgboost {xgb.__version__} {extra}")
 print(f"boost   {ours:8.2f} s   last log line: {ours_log}   (on {ours_device})   test auc {ours_auc:.5f}")
 print(f"boost phases: {ours_phases}")
-print(f"xgboost {theirs:8.2f} s   train-logloss {history['train']['logloss'][-1]:.5f}   test auc {theirs_auc:.5f}")
+metric, values = next(iter(history["train"].items()))
+print(f"xgboost {theirs:8.2f} s   train-{metric} {values[-1]:.5f}   test auc {theirs_auc:.5f}")
 print(f"boost / xgboost speed, whole run: {theirs / ours:.3f}x")
 if theirs_quantised is not None:
     print(f"from the quantised matrix on the device: boost {ours - setup:.2f} s, xgboost {theirs_quantised:.2f} s, "

@@ -61,8 +61,11 @@ struct GenerateArgs {
     #[arg(long, default_value_t = 1.0)]
     noise: f64,
     /// Regression target (the margin) instead of a 0/1 label.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "classes")]
     regression: bool,
+    /// Class ids `0..K` (classes of about equal size, ordered by the margin) instead of a 0/1 label.
+    #[arg(long, value_name = "K")]
+    classes: Option<u32>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Also write the same table as little-endian `f32`, row after row (label first, NaN where a value
@@ -395,7 +398,11 @@ fn generate(args: GenerateArgs) -> Result<()> {
         rows: args.rows,
         cols: args.cols,
         noise: args.noise,
-        task: if args.regression { SyntheticTask::Regression } else { SyntheticTask::Binary },
+        task: match (args.regression, args.classes) {
+            (true, _) => SyntheticTask::Regression,
+            (false, Some(classes)) => SyntheticTask::MultiClass { classes },
+            (false, None) => SyntheticTask::Binary,
+        },
         seed: args.seed,
         ..Default::default()
     };

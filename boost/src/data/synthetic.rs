@@ -48,6 +48,9 @@ pub enum SyntheticTask {
     Binary,
     /// The margin itself.
     Regression,
+    /// `classes` classes of about equal size: class `k` where the margin's approximate normal CDF
+    /// falls in `[k / classes, (k + 1) / classes)`, so the classes are ordered by the margin.
+    MultiClass { classes: u32 },
 }
 
 /// What [`generate`] makes.
@@ -102,6 +105,9 @@ pub fn generate(spec: &SyntheticSpec) -> Result<Dataset> {
             format!("{} is more than the {} columns", spec.missing_columns, spec.cols),
         ));
     }
+    if matches!(spec.task, SyntheticTask::MultiClass { classes } if classes < 2) {
+        return Err(Error::param("classes", "a multi-class task has at least 2 classes"));
+    }
     if !(spec.noise.is_finite() && spec.noise >= 0.0) {
         return Err(Error::param("noise", format!("{} is not a finite number >= 0", spec.noise)));
     }
@@ -139,6 +145,13 @@ fn fill_chunk(spec: &SyntheticSpec, missing_columns: &[usize], chunk: u64, value
         *label = match spec.task {
             SyntheticTask::Binary => f32::from(u8::from(m > 0.0)),
             SyntheticTask::Regression => m as f32,
+            SyntheticTask::MultiClass { classes } => {
+                // Φ(m / sd) through the logistic approximation Φ(z) ≈ σ(1.702 z); the margin's other
+                // terms have a variance of about 4.
+                let sd = (4.0 + spec.noise * spec.noise).sqrt();
+                let cdf = 1.0 / (1.0 + (-1.702 * m / sd).exp());
+                ((cdf * classes as f64) as u32).min(classes.saturating_sub(1)) as f32
+            }
         };
     }
 }
@@ -300,6 +313,24 @@ mod tests {
         let noisy = SyntheticSpec { noise: 2.0, task: SyntheticTask::Regression, ..exact };
         let loud = variance(&generate(&noisy).unwrap());
         assert!((7.6..8.5).contains(&loud), "{loud}");
+    }
+
+    #[test]
+    fn multi_class_labels_are_ordered_by_the_margin_and_about_balanced() {
+        let base = SyntheticSpec { rows: 20_000, ..spec(3) };
+        let regression = generate(&SyntheticSpec { task: SyntheticTask::Regression, ..base.clone() }).unwrap();
+        let classes =
+            generate(&SyntheticSpec { task: SyntheticTask::MultiClass { classes: 5 }, ..base.clone() }).unwrap();
+        let mut by_margin: Vec<(f32, f32)> =
+            regression.info.labels.iter().copied().zip(classes.info.labels.iter().copied()).collect();
+        by_margin.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(by_margin.windows(2).all(|w| w[0].1 <= w[1].1), "classes rise with the margin");
+        for k in 0..5 {
+            let share = classes.info.labels.iter().filter(|&&l| l == k as f32).count() as f64 / 20_000.0;
+            assert!((0.15..0.25).contains(&share), "class {k}: {share}");
+        }
+        let one = SyntheticSpec { task: SyntheticTask::MultiClass { classes: 1 }, ..base };
+        assert!(generate(&one).is_err());
     }
 
     #[test]
