@@ -826,6 +826,7 @@ pub struct GpuTrainer<'g> {
     buffers: RowBuffers,
     /// Labels, weights and margins when the device computes the gradients.
     device_rows: Option<DeviceRows>,
+    quantise_scratch: QuantiseScratch,
     /// The steps of every tree built so far.
     phases: PhaseTimes,
 }
@@ -843,6 +844,7 @@ impl<'g> GpuTrainer<'g> {
             bins_per_feature,
             buffers: RowBuffers::new(gpu, matrix.rows)?,
             device_rows: None,
+            quantise_scratch: QuantiseScratch::default(),
             phases: PhaseTimes::default(),
         })
     }
@@ -874,25 +876,32 @@ impl<'g> GpuTrainer<'g> {
     /// # Safety
     /// `gradients` is the device address of `n` gradient pairs that outlive the call.
     unsafe fn quantise_on_device(
-        &self,
+        &mut self,
         gradients: u64,
         n: usize,
     ) -> Result<(GradientQuantiser, DeviceBuffer<Fixed>, Fixed)> {
         let blocks = reduce::blocks(n);
-        let block_sums = self.gpu.alloc_zeroed::<QuantiserSums>(blocks.max(1))?;
         let config = warp_per_block_config(blocks)?;
+        let scratch = &mut self.quantise_scratch;
+        let block_sums = scratch.sums.at_least(self.gpu, blocks)?;
         let args = [gradients, n as u64, block_sums.device_ptr()];
         // SAFETY: `n` gradients, a sum per block; the grid is whole warps, one per block.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_sums", config, &args)? };
-        let sums = block_sums.to_vec(self.gpu)?.into_iter().take(blocks).fold(QuantiserSums::zero(), BlockSum::plus);
+        let sums =
+            block_sums.range_to_vec(self.gpu, 0..blocks)?.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
         let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, n);
-        let quantiser_buffer = self.gpu.upload(std::slice::from_ref(&quantiser))?;
-        let fixed = self.gpu.alloc_zeroed::<Fixed>(n)?;
-        let block_totals = self.gpu.alloc_zeroed::<Fixed>(blocks.max(1))?;
-        let args = [gradients, n as u64, quantiser_buffer.device_ptr(), fixed.device_ptr(), block_totals.device_ptr()];
+        let quantiser_buffer = scratch.quantiser.upload(self.gpu, std::slice::from_ref(&quantiser))?.device_ptr();
+        // The fixed-point gradients of the last tree, when their buffer has the length (the kernel
+        // writes every element).
+        let fixed = match scratch.fixed.take() {
+            Some(fixed) if fixed.len() == n => fixed,
+            _ => self.gpu.alloc_zeroed::<Fixed>(n)?,
+        };
+        let block_totals = scratch.totals.at_least(self.gpu, blocks)?;
+        let args = [gradients, n as u64, quantiser_buffer, fixed.device_ptr(), block_totals.device_ptr()];
         // SAFETY: `n` gradients and fixed-point slots, one quantiser, a total per block; whole warps.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_fixed", config, &args)? };
-        let root = block_totals.to_vec(self.gpu)?.into_iter().take(blocks).fold(Fixed::zero(), BlockSum::plus);
+        let root = block_totals.range_to_vec(self.gpu, 0..blocks)?.into_iter().fold(Fixed::zero(), BlockSum::plus);
         Ok((quantiser, fixed, root))
     }
 
@@ -917,6 +926,7 @@ impl<'g> GpuTrainer<'g> {
         let (quantiser, fixed, root) = self.quantise(gradients)?;
         self.phases.add("tree: quantise", start.elapsed());
         let (tree, order) = self.grow(params, quantiser, &fixed, root, features, true, rng)?;
+        self.quantise_scratch.fixed = Some(fixed);
         let start = Instant::now();
         let positions = order.positions(&tree);
         self.phases.add("tree: positions", start.elapsed());
@@ -1075,6 +1085,7 @@ impl<'g> GpuTrainer<'g> {
         let (quantiser, fixed, root) = unsafe { self.quantise_on_device(gradients, n)? };
         self.phases.add("tree: gradients and quantise", start.elapsed());
         let (tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
+        self.quantise_scratch.fixed = Some(fixed);
         let start = Instant::now();
         let mut leaves: Vec<LeafRange> = (0..tree.len().min(order.nodes()))
             .filter(|&id| tree.is_leaf(id))
@@ -1159,6 +1170,16 @@ impl<'g> GpuTrainer<'g> {
     pub fn margins(&self) -> Result<Vec<f32>> {
         Ok(self.device_rows()?.margins.to_vec(self.gpu)?)
     }
+}
+
+/// The quantiser's device scratch, kept for the training run: each tree's block sums, quantiser and
+/// fixed-point gradients reuse the last tree's buffers (no allocation or memset a tree).
+#[derive(Default)]
+struct QuantiseScratch {
+    sums: Kept<QuantiserSums>,
+    quantiser: Kept<GradientQuantiser>,
+    totals: Kept<Fixed>,
+    fixed: Option<DeviceBuffer<Fixed>>,
 }
 
 /// The training rows as [`GpuTrainer::keep_rows_on_device`] keeps them on the device.

@@ -271,6 +271,12 @@ pub fn train_with_precision(
             .collect(),
         _ => None,
     };
+    // Whether the training data fits each metric, checked once (the data does not change); NaN
+    // where it does not, as `Metric::evaluate` gives.
+    let fits_device_metric: Vec<bool> = match &device_metrics {
+        Some(_) => metrics.iter().map(|m| m.check(n * outputs, &train.info, outputs).is_ok()).collect(),
+        None => Vec::new(),
+    };
     let train_margins_read = evals.iter().any(|(d, _)| is_train(d)) && !metrics.is_empty() && device_metrics.is_none();
 
     let first_round = model.num_rounds();
@@ -378,13 +384,13 @@ pub fn train_with_precision(
         for ((data, name), m) in evals.iter().zip(&eval_margins) {
             if let (true, Some(kernel_metrics), TreeBackend::Gpu(trainer)) = (is_train(data), &device_metrics, &backend)
             {
-                for (metric, &kernel_metric) in metrics.iter().zip(kernel_metrics) {
-                    // NaN where the data does not fit the metric, as `Metric::evaluate` gives.
-                    let value = match metric.check(n * outputs, &data.info, outputs) {
-                        Ok(()) => on_device(trainer.gpu(), "evaluating the training metrics", || {
+                for ((metric, &kernel_metric), &fits) in metrics.iter().zip(kernel_metrics).zip(&fits_device_metric) {
+                    let value = if fits {
+                        on_device(trainer.gpu(), "evaluating the training metrics", || {
                             trainer.evaluate(kernel_metric, transform.unwrap_or(Transform::IDENTITY))
-                        })?,
-                        Err(_) => f64::NAN,
+                        })?
+                    } else {
+                        f64::NAN
                     };
                     log.values.push((name.to_string(), metric.name(), value));
                 }

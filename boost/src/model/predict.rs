@@ -67,9 +67,18 @@ impl Model {
             }
             None => {
                 let base = self.base_margins(prob_to_margin);
-                (0..rows).flat_map(|_| base.iter().copied()).collect()
+                let mut out = vec![0f32; rows * outputs];
+                out.par_chunks_mut(outputs.max(1) << 12).for_each(|block| {
+                    for row in block.chunks_mut(outputs.max(1)) {
+                        row.copy_from_slice(&base[..row.len()]);
+                    }
+                });
+                out
             }
         };
+        if trees.is_empty() {
+            return Ok(out);
+        }
         let first_tree = trees.start;
         let groups = &self.tree_info[trees.clone()];
         let trees = &self.trees[trees];
