@@ -4,6 +4,7 @@
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
+use crate::auc::{self, AucCurve, Positives};
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
@@ -238,6 +239,49 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Each row's prediction and index, for the sort; see [`auc::keys_kernel`].
+    pub unsafe fn boost_metric_auc_keys(margins: *const f32, n: u64, transform: u64, keys: *mut f32, rows: *mut u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { auc::keys_kernel(margins, n, Transform(transform as u32), keys, rows) }
+    }
+}
+
+kernel! {
+    /// Each sorted position's positives and group head; see [`auc::positives_kernel`].
+    pub unsafe fn boost_metric_auc_positives(
+        keys: *const f32,
+        rows: *const u32,
+        labels: *const f32,
+        weights: *const f32,
+        n: u64,
+        scale: u64,
+        positives: *mut Positives,
+        heads: *mut u32,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { auc::positives_kernel(keys, rows, labels, weights, n, f64::from_bits(scale), positives, heads) }
+    }
+}
+
+kernel! {
+    /// The block sums of the curve's segment areas; see [`auc::area_kernel`].
+    pub unsafe fn boost_metric_auc_area(
+        keys: *const f32,
+        prefixes: *const Positives,
+        group_starts: *const u32,
+        n: u64,
+        curve: u64,
+        scale: u64,
+        block_sums: *mut LossSum,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe {
+            auc::area_kernel(keys, prefixes, group_starts, n, AucCurve(curve as u32), f64::from_bits(scale), block_sums)
+        }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -256,6 +300,9 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_objective_softmax_gradients" => Some(boost_objective_softmax_gradients::raw),
         "boost_objective_sample" => Some(boost_objective_sample::raw),
         "boost_metric_multiclass" => Some(boost_metric_multiclass::raw),
+        "boost_metric_auc_keys" => Some(boost_metric_auc_keys::raw),
+        "boost_metric_auc_positives" => Some(boost_metric_auc_positives::raw),
+        "boost_metric_auc_area" => Some(boost_metric_auc_area::raw),
         _ => None,
     }
 }

@@ -8,10 +8,12 @@
 //! of split nodes, [`subtract`] the subtraction trick on histograms, [`quantise`] the gradient
 //! quantiser over the fixed-order sums of [`reduce`], [`objective`] the element-wise objectives'
 //! gradients and the margin update,
-//! [`metric`] the row-wise evaluation metrics, [`sampling`] row sampling as a stateless draw.
+//! [`metric`] the row-wise evaluation metrics, [`auc`] the areas under the ROC and PR curves,
+//! [`sampling`] row sampling as a stateless draw.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
+pub mod auc;
 pub mod evaluate;
 pub mod fixed_point;
 pub mod metric;

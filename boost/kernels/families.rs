@@ -69,6 +69,9 @@
     KernelFamily {
         name: "objective",
         entry_points: &[
+            "boost_metric_auc_area",
+            "boost_metric_auc_keys",
+            "boost_metric_auc_positives",
             "boost_metric_elementwise",
             "boost_metric_multiclass",
             "boost_objective_add_leaves",

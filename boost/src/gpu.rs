@@ -12,8 +12,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use primitives::ops::GradientPair;
-use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, MultiFeatureMatrix};
+use primitives::ops::Max;
+use primitives::{
+    DeviceBuffer, DeviceHistogram, DeviceRadixSort, DeviceScan, Gpu, LaunchConfig, MultiFeatureMatrix, SortOrder,
+};
 
+use boost_kernels::auc::{AucCurve, Positives};
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
 use boost_kernels::metric::{LossSum, Transform};
@@ -827,6 +831,8 @@ pub struct GpuTrainer<'g> {
     /// Labels, weights and margins when the device computes the gradients.
     device_rows: Option<DeviceRows>,
     quantise_scratch: QuantiseScratch,
+    /// The AUC's sort and scans, made at the first evaluation.
+    auc_scratch: Option<AucScratch>,
     /// The steps of every tree built so far.
     phases: PhaseTimes,
 }
@@ -845,6 +851,7 @@ impl<'g> GpuTrainer<'g> {
             buffers: RowBuffers::new(gpu, matrix.rows)?,
             device_rows: None,
             quantise_scratch: QuantiseScratch::default(),
+            auc_scratch: None,
             phases: PhaseTimes::default(),
         })
     }
@@ -994,6 +1001,7 @@ impl<'g> GpuTrainer<'g> {
             }
         };
         self.device_rows = Some(DeviceRows {
+            auc_scale: crate::metric::auc_scale(info),
             labels: self.gpu.upload(&info.labels)?,
             weights: (!info.weights.is_empty()).then(|| self.gpu.upload(&info.weights)).transpose()?,
             margins: self.gpu.upload(margins)?,
@@ -1118,7 +1126,7 @@ impl<'g> GpuTrainer<'g> {
     /// computes it from the same predictions: the same row terms, summed in the same fixed order
     /// (the device sums each block, the host adds the block sums in order). Reads back a sum per 1024
     /// rows instead of the margins.
-    pub fn evaluate(&self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+    pub fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
         let rows = self.device_rows()?;
         let n = self.rows;
         let outputs = rows.gradients.outputs();
@@ -1162,8 +1170,73 @@ impl<'g> GpuTrainer<'g> {
                 unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
                 Ok(metric.finish(sums(&block_sums)?))
             }
+            DeviceMetric::Auc(curve) if outputs == 1 => self.auc(curve, transform),
             _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
         }
+    }
+
+    /// `auc` or `aucpr` of the training rows' predictions (`transform` of the margins), as the host's
+    /// walk computes it (`boost_kernels::auc`): the predictions sorted descending with their rows
+    /// (our radix sort), each position's fixed-point positives and tie-group head, their inclusive
+    /// sum and max scans, and each tie group's segment area summed in the fixed order. Reads back
+    /// the total positives and a sum per 1024 rows.
+    fn auc(&mut self, curve: AucCurve, transform: Transform) -> Result<f64> {
+        let n = self.rows;
+        let gpu = self.gpu;
+        let rows =
+            self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no training rows on the device".into()))?;
+        if self.auc_scratch.as_ref().is_none_or(|scratch| scratch.keys.len() != n) {
+            self.auc_scratch = Some(AucScratch::new(gpu, n)?);
+        }
+        let scratch = self.auc_scratch.as_mut().expect("made above");
+        let scale = rows.auc_scale;
+        let args = [
+            rows.margins.device_ptr(),
+            n as u64,
+            transform.0 as u64,
+            scratch.keys.device_ptr(),
+            scratch.rows.device_ptr(),
+        ];
+        // SAFETY: margins, keys and row indices hold `n` values.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_keys", element_config(n)?, &args)? };
+        DeviceRadixSort::sort_pairs(
+            gpu,
+            &scratch.keys,
+            &mut scratch.sorted_keys,
+            &scratch.rows,
+            &mut scratch.sorted_rows,
+            SortOrder::descending(),
+        )?;
+        let args = [
+            scratch.sorted_keys.device_ptr(),
+            scratch.sorted_rows.device_ptr(),
+            rows.labels.device_ptr(),
+            rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            n as u64,
+            scale.to_bits(),
+            scratch.positives.device_ptr(),
+            scratch.heads.device_ptr(),
+        ];
+        // SAFETY: every buffer holds `n` values; the sorted rows are a permutation of `0..n`.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_positives", element_config(n)?, &args)? };
+        DeviceScan::inclusive_sum(gpu, &scratch.positives, &mut scratch.prefixes)?;
+        DeviceScan::inclusive_scan::<u32, Max>(gpu, &scratch.heads, &mut scratch.group_starts)?;
+        let blocks = reduce::blocks(n);
+        let args = [
+            scratch.sorted_keys.device_ptr(),
+            scratch.prefixes.device_ptr(),
+            scratch.group_starts.device_ptr(),
+            n as u64,
+            curve.0 as u64,
+            scale.to_bits(),
+            scratch.block_sums.device_ptr(),
+        ];
+        // SAFETY: keys, prefixes and group starts (positions up to their own) hold `n >= 1` values, a
+        // sum per block; whole warps, one per block.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_area", warp_per_block_config(blocks)?, &args)? };
+        let total = scratch.prefixes.range_to_vec(gpu, n - 1..n)?[0];
+        let area = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus).loss;
+        Ok(boost_kernels::auc::finish(curve, total, area, scale))
     }
 
     /// The training rows' margins, read back from the device.
@@ -1182,8 +1255,43 @@ struct QuantiseScratch {
     fixed: Option<DeviceBuffer<Fixed>>,
 }
 
+/// The device buffers of [`GpuTrainer::auc`], one value a training row (the sort takes whole
+/// buffers) and a sum per block.
+struct AucScratch {
+    keys: DeviceBuffer<f32>,
+    sorted_keys: DeviceBuffer<f32>,
+    rows: DeviceBuffer<u32>,
+    sorted_rows: DeviceBuffer<u32>,
+    positives: DeviceBuffer<Positives>,
+    prefixes: DeviceBuffer<Positives>,
+    heads: DeviceBuffer<u32>,
+    group_starts: DeviceBuffer<u32>,
+    block_sums: DeviceBuffer<LossSum>,
+}
+
+impl AucScratch {
+    fn new(gpu: &Gpu, n: usize) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::InvalidData("AUC of no rows".into()));
+        }
+        Ok(AucScratch {
+            keys: gpu.alloc_uninitialized(n)?,
+            sorted_keys: gpu.alloc_uninitialized(n)?,
+            rows: gpu.alloc_uninitialized(n)?,
+            sorted_rows: gpu.alloc_uninitialized(n)?,
+            positives: gpu.alloc_uninitialized(n)?,
+            prefixes: gpu.alloc_uninitialized(n)?,
+            heads: gpu.alloc_uninitialized(n)?,
+            group_starts: gpu.alloc_uninitialized(n)?,
+            block_sums: gpu.alloc_uninitialized(reduce::blocks(n))?,
+        })
+    }
+}
+
 /// The training rows as [`GpuTrainer::keep_rows_on_device`] keeps them on the device.
 struct DeviceRows {
+    /// The fixed-point scale of the AUC walk over these rows (the host's, from the same labels).
+    auc_scale: f64,
     labels: DeviceBuffer<f32>,
     weights: Option<DeviceBuffer<f32>>,
     /// `outputs` a row, row-major.
@@ -1266,6 +1374,51 @@ mod tests {
             assert_eq!(fixed.to_vec(&gpu).unwrap(), host_fixed, "{n} gradients");
             let host_root = host_fixed.iter().fold(Fixed::default(), |a, &b| crate::fixed_point::add(a, b));
             assert_eq!(root, host_root, "{n} gradients");
+        }
+    }
+
+    #[test]
+    fn the_device_auc_is_the_hosts_bit_for_bit() {
+        use crate::metric::from_name;
+        use rand::{Rng, SeedableRng};
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 7 });
+        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        let objective =
+            DeviceObjective::Elementwise(ElementwiseObjective { kind: ElementwiseObjective::LOGISTIC, parameter: 1.0 });
+        // Sizes around a block and a sort tile; margins from a few values (large tie groups) or
+        // continuous; labels 0/1 or fractional; with and without weights; one class only (NaN).
+        for (case, n) in [1usize, 2, 33, 1025, 5000, 20_000].into_iter().enumerate() {
+            let distinct = if case % 2 == 0 { 5 } else { 1 << 20 };
+            let margins: Vec<f32> =
+                (0..n).map(|_| rng.gen_range(0..distinct) as f32 / distinct as f32 * 8.0 - 4.0).collect();
+            let labels: Vec<f32> = (0..n)
+                .map(|i| {
+                    if case == 3 {
+                        rng.gen_range(0..5) as f32 / 4.0
+                    } else if n == 2 {
+                        1.0
+                    } else {
+                        (i % 3 == 0) as u8 as f32
+                    }
+                })
+                .collect();
+            let weights: Vec<f32> =
+                if case % 3 == 1 { Vec::new() } else { (0..n).map(|_| rng.gen_range(0.1..3.0)).collect() };
+            let info = MetaInfo { labels, weights, ..Default::default() };
+            let matrix = EllpackMatrix::new(
+                &crate::data::FeatureMatrix::Dense(crate::data::DenseMatrix::new(n, 1, vec![1.0; n])),
+                &cuts,
+            );
+            let mut trainer = GpuTrainer::new(&gpu, &matrix, &cuts).unwrap();
+            trainer.keep_rows_on_device(objective, &info, &margins).unwrap();
+            let predictions: Vec<f32> = margins.iter().map(|&m| Transform::SIGMOID.apply(m)).collect();
+            for (name, curve) in [("auc", AucCurve::ROC), ("aucpr", AucCurve::PR)] {
+                let host = from_name(name).unwrap().evaluate(&predictions, &info, 1);
+                let device = trainer.evaluate(DeviceMetric::Auc(curve), Transform::SIGMOID).unwrap();
+                assert_eq!(device.to_bits(), host.to_bits(), "{name}, case {case}, {n} rows: {device} vs {host}");
+                assert_eq!(host.is_nan(), n <= 2, "{name}, case {case}");
+            }
         }
     }
 

@@ -266,6 +266,12 @@ pub fn train_with_precision(
             .map(|m| match (m.device_metric()?, device_objective) {
                 (d @ DeviceMetric::Elementwise(_), DeviceObjective::Elementwise(_)) if transform.is_some() => Some(d),
                 (d @ DeviceMetric::MultiClass(_), DeviceObjective::Softmax { .. }) => Some(d),
+                // The binary case; ranking's per group and multi-class one-vs-rest stay on the host.
+                (d @ DeviceMetric::Auc(_), DeviceObjective::Elementwise(_))
+                    if transform.is_some() && train.info.group_ptr.is_empty() =>
+                {
+                    Some(d)
+                }
                 _ => None,
             })
             .collect(),
@@ -382,11 +388,13 @@ pub fn train_with_precision(
         let mut log = RoundLog { round, values: Vec::new() };
         let mut metrics_on_device = false;
         for ((data, name), m) in evals.iter().zip(&eval_margins) {
-            if let (true, Some(kernel_metrics), TreeBackend::Gpu(trainer)) = (is_train(data), &device_metrics, &backend)
+            if let (true, Some(kernel_metrics), TreeBackend::Gpu(trainer)) =
+                (is_train(data), &device_metrics, &mut backend)
             {
                 for ((metric, &kernel_metric), &fits) in metrics.iter().zip(kernel_metrics).zip(&fits_device_metric) {
                     let value = if fits {
-                        on_device(trainer.gpu(), "evaluating the training metrics", || {
+                        let gpu = trainer.gpu();
+                        on_device(gpu, "evaluating the training metrics", || {
                             trainer.evaluate(kernel_metric, transform.unwrap_or(Transform::IDENTITY))
                         })?
                     } else {

@@ -7,7 +7,11 @@
 //!   Tied predictions therefore form one segment: the trapezoid `|ΔFP| (TP₀ + TP₁) / 2` for ROC,
 //!   normalised by `FP · TP` at the end; for PR the exact area under the interpolated curve of Davis
 //!   & Goadrich (`pr = TP / P`, precision `TP / (TP + FP)` interpolated linearly in counts), already
-//!   normalised. No positives or no negatives: NaN.
+//!   normalised. No positives or no negatives: NaN. The positives are summed in fixed point (one
+//!   power-of-two scale for the walk, exact prefixes) and the segments in a fixed order by position
+//!   (`boost_kernels::auc`), where XGBoost sums both in `f64` in the sort's order: the value differs
+//!   from XGBoost's in the last bits only, and the device's (sort, scans, the same segment
+//!   function) is this one, bit for bit.
 //! - **multi-class** (`K > 1` predictions per row): one-vs-rest binary AUC per class, averaged with
 //!   weights `TP_k` (the class's weighted prevalence) for ROC; for PR XGBoost's weights are all 1 (an
 //!   unweighted mean of the classes). Any degenerate class makes the result NaN.
@@ -20,9 +24,13 @@
 
 use rayon::prelude::*;
 
-use super::{check_prediction_count, check_row_weights, Metric};
+use boost_kernels::auc::{self, fixed_scale, position_area, row_positives, term_bound, to_f64, AucCurve, Positives};
+use boost_kernels::fixed_point;
+use boost_kernels::metric::LossSum;
+
+use super::{check_prediction_count, check_row_weights, fixed_order_sum, DeviceMetric, Metric};
 use crate::data::MetaInfo;
-use crate::objective::{argsort_desc, check_weights, weight_of};
+use crate::objective::{argsort_desc, check_weights, cmp_desc, weight_of};
 use crate::{Error, Result};
 
 /// ROC or PR.
@@ -44,83 +52,71 @@ impl Auc {
     }
 }
 
-/// The ROC segment between two points: a trapezoid.
-fn trapezoid(fp_prev: f64, fp: f64, tp_prev: f64, tp: f64) -> f64 {
-    (fp_prev - fp).abs() * (tp_prev + tp) / 2.0
-}
-
-/// The PR segment between two points of the ROC-space walk, integrated exactly along the
-/// interpolation of Davis & Goadrich (precision as a function of recall when TP and FP grow
-/// linearly together).
-fn pr_segment(fp_prev: f64, fp: f64, tp_prev: f64, tp: f64, total_pos: f64) -> f64 {
-    let pr_prev = tp_prev / total_pos;
-    let pr = tp / total_pos;
-    let (a, b) = if tp == tp_prev {
-        (1.0, 0.0)
-    } else {
-        let h = (fp - fp_prev) / (tp - tp_prev);
-        (1.0 + h, (fp_prev - h * tp_prev) / total_pos)
-    };
-    if b != 0.0 {
-        (pr - pr_prev - b / a * (libm::log(a * pr + b) - libm::log(a * pr_prev + b))) / a
-    } else {
-        (pr - pr_prev) / a
-    }
-}
-
-/// XGBoost's `BinaryAUC`: `(FP, TP, area)` of the walk over predictions sorted descending, with
-/// `segment` the area between two points; `(0, 0, 0)` when there are no positives or no negatives.
-fn binary_walk(
+/// The walk of XGBoost's `BinaryAUC` as `boost_kernels::auc` defines it (the device's
+/// `GpuTrainer::evaluate` computes the same): rows sorted by prediction, descending; fixed-point
+/// prefixes of the false and true positives; a tie group's segment at its last position; the
+/// segments summed by position in the fixed order. Returns the total positives, the summed area and
+/// the fixed-point scale.
+fn walk(
+    curve: AucCurve,
     predictions: &[f32],
-    label: impl Fn(usize) -> f32,
-    weight: impl Fn(usize) -> f32,
-    segment: impl Fn(f64, f64, f64, f64) -> f64,
-) -> (f64, f64, f64) {
-    if predictions.is_empty() {
-        return (0.0, 0.0, 0.0);
-    }
-    let sorted = argsort_desc(predictions);
-    let (y, w) = (label(sorted[0]), weight(sorted[0]));
-    let mut fp = (1.0 - y as f64) * w as f64;
-    let mut tp = (y * w) as f64;
-    let (mut fp_prev, mut tp_prev) = (0.0, 0.0);
-    let mut area = 0.0;
-    for k in 1..sorted.len() {
-        if predictions[sorted[k]] != predictions[sorted[k - 1]] {
-            area += segment(fp_prev, fp, tp_prev, tp);
-            tp_prev = tp;
-            fp_prev = fp;
+    label: impl Fn(usize) -> f32 + Sync,
+    weight: impl Fn(usize) -> f32 + Sync,
+) -> (Positives, f64, f64) {
+    let n = predictions.len();
+    let scale = scale_of(n, &label, &weight);
+    // Any order within a tie group gives the same prefixes at its ends.
+    let mut sorted: Vec<usize> = (0..n).collect();
+    sorted.par_sort_unstable_by(|&a, &b| cmp_desc(predictions[a], predictions[b]));
+    let mut prefixes = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(n);
+    let (mut prefix, mut start) = (Positives::new(0, 0), 0);
+    for (p, &row) in sorted.iter().enumerate() {
+        if p > 0 && predictions[row] != predictions[sorted[p - 1]] {
+            start = p;
         }
-        let (y, w) = (label(sorted[k]), weight(sorted[k]));
-        fp += ((1.0 - y) * w) as f64;
-        tp += (y * w) as f64;
+        prefix = fixed_point::add(prefix, row_positives(label(row), weight(row), scale));
+        prefixes.push(prefix);
+        starts.push(start);
     }
-    area += segment(fp_prev, fp, tp_prev, tp);
-    if fp <= 0.0 || tp <= 0.0 {
-        return (0.0, 0.0, 0.0);
-    }
-    (fp, tp, area)
+    let total = prefix;
+    let area = fixed_order_sum(n, |p| {
+        let ends_group = p + 1 == n || predictions[sorted[p]] != predictions[sorted[p + 1]];
+        let area = position_area(curve, p, ends_group, starts[p], |q| prefixes[q], total, scale);
+        LossSum { loss: area, weight: 0.0 }
+    });
+    (total, area.loss, scale)
 }
 
-/// `(FP, TP, unnormalised area)` of the ROC curve.
-fn binary_roc(predictions: &[f32], label: impl Fn(usize) -> f32, weight: impl Fn(usize) -> f32) -> (f64, f64, f64) {
-    binary_walk(predictions, label, weight, trapezoid)
+/// The fixed-point scale of a walk over `n` rows: `n` times the largest term bounds every prefix.
+fn scale_of(n: usize, label: impl Fn(usize) -> f32 + Sync, weight: impl Fn(usize) -> f32 + Sync) -> f64 {
+    // The largest is order-independent: the device's rows get the host's scale.
+    let largest = (0..n).into_par_iter().map(|i| term_bound(label(i), weight(i))).reduce(|| 0.0, f64::max);
+    fixed_scale(n as f64 * largest)
 }
 
-/// `(1, 1, area)` of the PR curve (XGBoost's shape: already normalised); NaN area without positives
-/// or negatives.
-fn binary_pr(predictions: &[f32], label: impl Fn(usize) -> f32, weight: impl Fn(usize) -> f32) -> (f64, f64, f64) {
-    let (mut pos, mut neg) = (0.0f64, 0.0f64);
-    for i in 0..predictions.len() {
-        let (y, w) = (label(i), weight(i));
-        pos += (w * y) as f64;
-        neg += (w * (1.0 - y)) as f64;
+/// The fixed-point scale of the binary walk over `info`'s rows (what the device's AUC takes).
+pub(crate) fn auc_scale(info: &MetaInfo) -> f64 {
+    scale_of(info.labels.len(), |i| info.labels[i], |i| weight_of(info, i))
+}
+
+/// `(FP, TP, area)` of one curve, as the multi-class average takes them: ROC's unnormalised area,
+/// `(0, 0, 0)` without positives or negatives; PR's `(1, 1, area)` (already normalised), NaN area
+/// without positives or negatives.
+fn binary_curve(
+    curve: AucCurve,
+    predictions: &[f32],
+    label: impl Fn(usize) -> f32 + Sync,
+    weight: impl Fn(usize) -> f32 + Sync,
+) -> (f64, f64, f64) {
+    let (total, area, scale) = walk(curve, predictions, label, weight);
+    let (fp, tp) = to_f64(total, scale);
+    match (curve, fp <= 0.0 || tp <= 0.0) {
+        (AucCurve::PR, true) => (1.0, 1.0, f64::NAN),
+        (AucCurve::PR, false) => (1.0, 1.0, area),
+        (_, true) => (0.0, 0.0, 0.0),
+        (_, false) => (fp, tp, area),
     }
-    if pos <= 0.0 || neg <= 0.0 {
-        return (1.0, 1.0, f64::NAN);
-    }
-    let (_, _, area) = binary_walk(predictions, label, weight, |a, b, c, d| pr_segment(a, b, c, d, pos));
-    (1.0, 1.0, area)
 }
 
 /// AUC of one query group by pair counting (ROC).
@@ -149,15 +145,16 @@ fn group_ranking_roc(predictions: &[f32], labels: &[f32]) -> f64 {
 }
 
 impl Auc {
+    fn curve(&self) -> AucCurve {
+        match self.kind {
+            AucKind::Roc => AucCurve::ROC,
+            AucKind::Pr => AucCurve::PR,
+        }
+    }
+
     fn binary(&self, predictions: &[f32], info: &MetaInfo) -> f64 {
-        let label = |i: usize| info.labels[i];
-        let weight = |i: usize| weight_of(info, i);
-        let (fp, tp, area) = match self.kind {
-            AucKind::Roc => binary_roc(predictions, label, weight),
-            AucKind::Pr => binary_pr(predictions, label, weight),
-        };
-        // 0 / 0 for a degenerate ROC walk: NaN, XGBoost's "only positive or negative samples".
-        area / (fp * tp)
+        let (total, area, scale) = walk(self.curve(), predictions, |i| info.labels[i], |i| weight_of(info, i));
+        auc::finish(self.curve(), total, area, scale)
     }
 
     fn multi_class(&self, predictions: &[f32], info: &MetaInfo, k: usize) -> f64 {
@@ -167,11 +164,7 @@ impl Auc {
             .map(|c| {
                 let column: Vec<f32> = (0..rows).map(|i| predictions[i * k + c]).collect();
                 let label = |i: usize| if info.labels[i] == c as f32 { 1.0 } else { 0.0 };
-                let weight = |i: usize| weight_of(info, i);
-                match self.kind {
-                    AucKind::Roc => binary_roc(&column, label, weight),
-                    AucKind::Pr => binary_pr(&column, label, weight),
-                }
+                binary_curve(self.curve(), &column, label, |i| weight_of(info, i))
             })
             .collect();
         let (mut sum, mut tp_sum) = (0.0f64, 0.0f64);
@@ -203,7 +196,7 @@ impl Auc {
                     AucKind::Roc => group_ranking_roc(p, y),
                     AucKind::Pr => {
                         let gw = info.weights.get(g).copied().unwrap_or(1.0);
-                        binary_pr(p, |i| y[i], |_| gw).2
+                        binary_curve(AucCurve::PR, p, |i| y[i], |_| gw).2
                     }
                 };
                 (!auc.is_nan()).then_some(auc)
@@ -257,6 +250,11 @@ impl Metric for Auc {
             }
         }
         Ok(())
+    }
+
+    /// The device computes the binary case (one prediction a row, no query groups).
+    fn device_metric(&self) -> Option<DeviceMetric> {
+        Some(DeviceMetric::Auc(self.curve()))
     }
 
     fn evaluate(&self, predictions: &[f32], info: &MetaInfo, outputs: usize) -> f64 {

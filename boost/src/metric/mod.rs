@@ -18,8 +18,8 @@
 //! Like XGBoost, the per-row loss is computed in `f32` (with `libm`) and summed in `f64`; a zero
 //! total weight leaves the sum undivided. Sums are `boost_kernels::reduce`'s fixed-order blocked
 //! sums (blocks in parallel, combined in order), so results depend neither on the number of threads
-//! nor on the backend: the GPU computes the row-wise metrics (multi-class ones included) of the
-//! training set on the device
+//! nor on the backend: the GPU computes the row-wise metrics (multi-class ones included) and the
+//! binary `auc`/`aucpr` (sorted with our radix sort, see `auc.rs`) of the training set on the device
 //! ([`Metric::device_metric`]) with the same arithmetic and gets the same value.
 //!
 //! Two XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`) and
@@ -32,6 +32,7 @@ mod elementwise;
 mod multiclass;
 mod rank;
 
+use boost_kernels::auc::AucCurve;
 use boost_kernels::metric::{ElementwiseMetric, MultiClassMetric};
 use boost_kernels::reduce::{self, BlockSum};
 use rayon::prelude::*;
@@ -40,6 +41,7 @@ use crate::data::MetaInfo;
 use crate::objective::{format_g, Objective, Params};
 use crate::{Error, Result};
 
+pub(crate) use auc::auc_scale;
 pub use auc::{Auc, AucKind};
 pub use elementwise::{Elementwise, ElementwiseKind};
 pub use multiclass::{MultiClass, MultiClassKind};
@@ -77,6 +79,8 @@ pub enum DeviceMetric {
     Elementwise(ElementwiseMetric),
     /// The softmax probabilities of a row's margins (`merror`, `mlogloss`).
     MultiClass(MultiClassMetric),
+    /// `auc` or `aucpr` of one prediction a row without query groups (the binary case).
+    Auc(AucCurve),
 }
 
 /// The metric called `name` (`ndcg@10`, `map@5-`, `error@0.7`, ... included), with XGBoost's

@@ -120,7 +120,16 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &binary,
         rounds,
         &gpu,
-        OnDevice::Rounds,
+        OnDevice::RoundsAndMetrics,
+    );
+    // Trees of depth 2 give a few distinct predictions: large tie groups in the AUC walks.
+    assert_same_model(
+        "binary:logitraw, depth 2, auc and aucpr over ties",
+        &[("objective", "binary:logitraw"), ("max_depth", "2"), ("eval_metric", "aucpr"), ("eval_metric", "auc")],
+        &binary,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
     );
 
     let mut regression = dataset(rows, cols, SyntheticTask::Regression, 5);
