@@ -21,6 +21,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::global_thread;
 use crate::metric::{LossSum, Transform};
+use crate::objective::{softmax_normaliser, softmax_probability};
 use crate::reduce;
 
 /// Weighted false and true positives in fixed point (`grad`: false, `hess`: true).
@@ -130,27 +131,58 @@ pub fn finish(curve: AucCurve, total: Positives, area: f64, scale: f64) -> f64 {
     }
 }
 
-/// `keys[i]`: row `i`'s prediction (`transform` of its margin), `rows[i] = i`: the pairs the radix
-/// sort orders, largest prediction first. One thread per row.
+/// `keys[i]`: row `i`'s prediction, `rows[i] = i`: the pairs the radix sort orders, largest
+/// prediction first. With one margin a row (`classes = 1`) the prediction is `transform` of it; with
+/// `classes > 1` margins a row (row-major) it is the softmax probability of class `class` (one walk
+/// of the one-vs-rest AUC). One thread per row.
 ///
 /// # Safety
-/// `margins`, `keys` and `rows` hold `n` values.
-pub unsafe fn keys_kernel(margins: *const f32, n: u64, transform: Transform, keys: *mut f32, rows: *mut u32) {
+/// `margins` holds `n * classes` values, `keys` and `rows` `n`; `class < classes`.
+pub unsafe fn keys_kernel(
+    margins: *const f32,
+    n: u64,
+    classes: u64,
+    class: u64,
+    transform: Transform,
+    keys: *mut f32,
+    rows: *mut u32,
+) {
     let i = global_thread();
     if i >= n {
         return;
     }
-    // SAFETY: `i < n`.
+    let (i, classes) = (i as usize, classes as usize);
+    // SAFETY: `i < n`; row `i`'s margins are `i * classes..(i + 1) * classes`.
     unsafe {
-        arch::store(keys.add(i as usize), transform.apply(arch::load(margins.add(i as usize))));
-        arch::store(rows.add(i as usize), i as u32);
+        let key = if classes > 1 {
+            let row = margins.add(i * classes);
+            let normaliser = softmax_normaliser(|c| arch::load(row.add(c)), classes);
+            softmax_probability(arch::load(row.add(class as usize)), normaliser)
+        } else {
+            transform.apply(arch::load(margins.add(i)))
+        };
+        arch::store(keys.add(i), key);
+        arch::store(rows.add(i), i as u32);
     }
 }
 
-/// At sorted position `p`: `positives[p]`, the terms of row `rows[p]`, and `heads[p]`, `p` where a
-/// tie group starts (`p = 0` or another prediction than at `p - 1`), else 0; an inclusive max-scan
-/// of `heads` gives each position its group's start. `weights` may be null (every weight 1). One
-/// thread per position.
+/// A row's label in the walk: the label itself for one output, `[y = class]` for a class's
+/// one-vs-rest walk (`classes > 1`).
+#[inline]
+pub fn walk_label(label: f32, classes: u64, class: u64) -> f32 {
+    if classes <= 1 {
+        label
+    } else if label == class as f32 {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// At sorted position `p`: `positives[p]`, the terms of row `rows[p]` (its [`walk_label`]), and
+/// `heads[p]`, `p` where a tie group starts (`p = 0` or another prediction than at `p - 1`), else 0;
+/// an inclusive max-scan of `heads` gives each position its group's start. `weights` may be null
+/// (every weight 1). One thread per position.
 ///
 /// # Safety
 /// `keys`, `rows` (row indices below `n`), `labels`, `positives` and `heads` hold `n` values, and
@@ -162,6 +194,8 @@ pub unsafe fn positives_kernel(
     labels: *const f32,
     weights: *const f32,
     n: u64,
+    classes: u64,
+    class: u64,
     scale: f64,
     positives: *mut Positives,
     heads: *mut u32,
@@ -175,7 +209,8 @@ pub unsafe fn positives_kernel(
     unsafe {
         let row = arch::load(rows.add(p)) as usize;
         let weight = if weights.is_null() { 1.0 } else { arch::load(weights.add(row)) };
-        arch::store(positives.add(p), row_positives(arch::load(labels.add(row)), weight, scale));
+        let label = walk_label(arch::load(labels.add(row)), classes, class);
+        arch::store(positives.add(p), row_positives(label, weight, scale));
         let head = p == 0 || arch::load(keys.add(p)) != arch::load(keys.add(p - 1));
         arch::store(heads.add(p), if head { p as u32 } else { 0 });
     }

@@ -241,9 +241,17 @@ kernel! {
 
 kernel! {
     /// Each row's prediction and index, for the sort; see [`auc::keys_kernel`].
-    pub unsafe fn boost_metric_auc_keys(margins: *const f32, n: u64, transform: u64, keys: *mut f32, rows: *mut u32) {
+    pub unsafe fn boost_metric_auc_keys(
+        margins: *const f32,
+        n: u64,
+        classes: u64,
+        class: u64,
+        transform: u64,
+        keys: *mut f32,
+        rows: *mut u32,
+    ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { auc::keys_kernel(margins, n, Transform(transform as u32), keys, rows) }
+        unsafe { auc::keys_kernel(margins, n, classes, class, Transform(transform as u32), keys, rows) }
     }
 }
 
@@ -255,12 +263,16 @@ kernel! {
         labels: *const f32,
         weights: *const f32,
         n: u64,
+        classes: u64,
+        class: u64,
         scale: u64,
         positives: *mut Positives,
         heads: *mut u32,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { auc::positives_kernel(keys, rows, labels, weights, n, f64::from_bits(scale), positives, heads) }
+        unsafe {
+            auc::positives_kernel(keys, rows, labels, weights, n, classes, class, f64::from_bits(scale), positives, heads)
+        }
     }
 }
 

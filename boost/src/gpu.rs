@@ -1001,7 +1001,7 @@ impl<'g> GpuTrainer<'g> {
             }
         };
         self.device_rows = Some(DeviceRows {
-            auc_scale: crate::metric::auc_scale(info),
+            auc_scales: crate::metric::auc_scales(info, outputs),
             labels: self.gpu.upload(&info.labels)?,
             weights: (!info.weights.is_empty()).then(|| self.gpu.upload(&info.weights)).transpose()?,
             margins: self.gpu.upload(margins)?,
@@ -1170,73 +1170,32 @@ impl<'g> GpuTrainer<'g> {
                 unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
                 Ok(metric.finish(sums(&block_sums)?))
             }
-            DeviceMetric::Auc(curve) if outputs == 1 => self.auc(curve, transform),
+            DeviceMetric::Auc(curve) => self.auc(curve, transform),
             _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
         }
     }
 
-    /// `auc` or `aucpr` of the training rows' predictions (`transform` of the margins), as the host's
-    /// walk computes it (`boost_kernels::auc`): the predictions sorted descending with their rows
-    /// (our radix sort), each position's fixed-point positives and tie-group head, their inclusive
-    /// sum and max scans, and each tie group's segment area summed in the fixed order. Reads back
-    /// the total positives and a sum per 1024 rows.
+    /// `auc` or `aucpr` of the training rows' predictions (`transform` of the margins; for a softmax,
+    /// one-vs-rest over its classes), as the host computes it (`boost_kernels::auc`): for each walk the
+    /// predictions sorted descending with their rows (our radix sort), each position's fixed-point
+    /// positives and tie-group head, their inclusive sum and max scans, and each tie group's segment
+    /// area summed in the fixed order. Reads back the total positives and a sum per 1024 rows a walk.
     fn auc(&mut self, curve: AucCurve, transform: Transform) -> Result<f64> {
         let n = self.rows;
-        let gpu = self.gpu;
+        if self.auc_scratch.as_ref().is_none_or(|scratch| scratch.keys.len() != n) {
+            self.auc_scratch = Some(AucScratch::new(self.gpu, n)?);
+        }
         let rows =
             self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no training rows on the device".into()))?;
-        if self.auc_scratch.as_ref().is_none_or(|scratch| scratch.keys.len() != n) {
-            self.auc_scratch = Some(AucScratch::new(gpu, n)?);
-        }
         let scratch = self.auc_scratch.as_mut().expect("made above");
-        let scale = rows.auc_scale;
-        let args = [
-            rows.margins.device_ptr(),
-            n as u64,
-            transform.0 as u64,
-            scratch.keys.device_ptr(),
-            scratch.rows.device_ptr(),
-        ];
-        // SAFETY: margins, keys and row indices hold `n` values.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_keys", element_config(n)?, &args)? };
-        DeviceRadixSort::sort_pairs(
-            gpu,
-            &scratch.keys,
-            &mut scratch.sorted_keys,
-            &scratch.rows,
-            &mut scratch.sorted_rows,
-            SortOrder::descending(),
-        )?;
-        let args = [
-            scratch.sorted_keys.device_ptr(),
-            scratch.sorted_rows.device_ptr(),
-            rows.labels.device_ptr(),
-            rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            n as u64,
-            scale.to_bits(),
-            scratch.positives.device_ptr(),
-            scratch.heads.device_ptr(),
-        ];
-        // SAFETY: every buffer holds `n` values; the sorted rows are a permutation of `0..n`.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_positives", element_config(n)?, &args)? };
-        DeviceScan::inclusive_sum(gpu, &scratch.positives, &mut scratch.prefixes)?;
-        DeviceScan::inclusive_scan::<u32, Max>(gpu, &scratch.heads, &mut scratch.group_starts)?;
-        let blocks = reduce::blocks(n);
-        let args = [
-            scratch.sorted_keys.device_ptr(),
-            scratch.prefixes.device_ptr(),
-            scratch.group_starts.device_ptr(),
-            n as u64,
-            curve.0 as u64,
-            scale.to_bits(),
-            scratch.block_sums.device_ptr(),
-        ];
-        // SAFETY: keys, prefixes and group starts (positions up to their own) hold `n >= 1` values, a
-        // sum per block; whole warps, one per block.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_area", warp_per_block_config(blocks)?, &args)? };
-        let total = scratch.prefixes.range_to_vec(gpu, n - 1..n)?[0];
-        let area = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus).loss;
-        Ok(boost_kernels::auc::finish(curve, total, area, scale))
+        let classes = rows.gradients.outputs();
+        let walks = (0..classes)
+            .map(|class| auc_walk(self.gpu, rows, scratch, curve, transform, classes, class))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(match walks[..] {
+            [(total, area, scale)] => boost_kernels::auc::finish(curve, total, area, scale),
+            _ => crate::metric::one_vs_rest(curve, &walks),
+        })
     }
 
     /// The training rows' margins, read back from the device.
@@ -1253,6 +1212,73 @@ struct QuantiseScratch {
     quantiser: Kept<GradientQuantiser>,
     totals: Kept<Fixed>,
     fixed: Option<DeviceBuffer<Fixed>>,
+}
+
+/// One walk of [`GpuTrainer::auc`] (class `class` of `classes`, or the binary walk when `classes` is
+/// 1): its total positives, summed area and scale.
+fn auc_walk(
+    gpu: &Gpu,
+    rows: &DeviceRows,
+    scratch: &mut AucScratch,
+    curve: AucCurve,
+    transform: Transform,
+    classes: usize,
+    class: usize,
+) -> Result<(Positives, f64, f64)> {
+    let n = scratch.keys.len();
+    let scale = rows.auc_scales[class];
+    let args = [
+        rows.margins.device_ptr(),
+        n as u64,
+        classes as u64,
+        class as u64,
+        transform.0 as u64,
+        scratch.keys.device_ptr(),
+        scratch.rows.device_ptr(),
+    ];
+    // SAFETY: `classes` margins a row, `class < classes`; keys and row indices hold `n` values.
+    unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_keys", element_config(n)?, &args)? };
+    let order = SortOrder::descending();
+    DeviceRadixSort::sort_pairs(
+        gpu,
+        &scratch.keys,
+        &mut scratch.sorted_keys,
+        &scratch.rows,
+        &mut scratch.sorted_rows,
+        order,
+    )?;
+    let args = [
+        scratch.sorted_keys.device_ptr(),
+        scratch.sorted_rows.device_ptr(),
+        rows.labels.device_ptr(),
+        rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+        n as u64,
+        classes as u64,
+        class as u64,
+        scale.to_bits(),
+        scratch.positives.device_ptr(),
+        scratch.heads.device_ptr(),
+    ];
+    // SAFETY: every buffer holds `n` values; the sorted rows are a permutation of `0..n`.
+    unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_positives", element_config(n)?, &args)? };
+    DeviceScan::inclusive_sum(gpu, &scratch.positives, &mut scratch.prefixes)?;
+    DeviceScan::inclusive_scan::<u32, Max>(gpu, &scratch.heads, &mut scratch.group_starts)?;
+    let blocks = reduce::blocks(n);
+    let args = [
+        scratch.sorted_keys.device_ptr(),
+        scratch.prefixes.device_ptr(),
+        scratch.group_starts.device_ptr(),
+        n as u64,
+        curve.0 as u64,
+        scale.to_bits(),
+        scratch.block_sums.device_ptr(),
+    ];
+    // SAFETY: keys, prefixes and group starts (positions up to their own) hold `n >= 1` values, a sum
+    // per block; whole warps, one per block.
+    unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_area", warp_per_block_config(blocks)?, &args)? };
+    let total = scratch.prefixes.range_to_vec(gpu, n - 1..n)?[0];
+    let area = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus).loss;
+    Ok((total, area, scale))
 }
 
 /// The device buffers of [`GpuTrainer::auc`], one value a training row (the sort takes whole
@@ -1290,8 +1316,9 @@ impl AucScratch {
 
 /// The training rows as [`GpuTrainer::keep_rows_on_device`] keeps them on the device.
 struct DeviceRows {
-    /// The fixed-point scale of the AUC walk over these rows (the host's, from the same labels).
-    auc_scale: f64,
+    /// The fixed-point scales of the AUC walks over these rows (the host's, from the same labels):
+    /// the binary walk's, or each class's one-vs-rest walk's.
+    auc_scales: Vec<f64>,
     labels: DeviceBuffer<f32>,
     weights: Option<DeviceBuffer<f32>>,
     /// `outputs` a row, row-major.
@@ -1418,6 +1445,28 @@ mod tests {
                 let device = trainer.evaluate(DeviceMetric::Auc(curve), Transform::SIGMOID).unwrap();
                 assert_eq!(device.to_bits(), host.to_bits(), "{name}, case {case}, {n} rows: {device} vs {host}");
                 assert_eq!(host.is_nan(), n <= 2, "{name}, case {case}");
+            }
+        }
+        // One-vs-rest over a softmax's 4 classes (class 3 has no rows in the first case: NaN).
+        for (case, n) in [40usize, 3000].into_iter().enumerate() {
+            let classes = 4;
+            let margins: Vec<f32> = (0..n * classes).map(|_| rng.gen_range(0..6) as f32 - 3.0).collect();
+            let labels: Vec<f32> = (0..n).map(|i| (i % (classes - 1 + case)) as f32).collect();
+            let weights: Vec<f32> = (0..n).map(|_| rng.gen_range(0.5..2.0)).collect();
+            let info = MetaInfo { labels, weights, ..Default::default() };
+            let matrix = EllpackMatrix::new(
+                &crate::data::FeatureMatrix::Dense(crate::data::DenseMatrix::new(n, 1, vec![1.0; n])),
+                &cuts,
+            );
+            let mut trainer = GpuTrainer::new(&gpu, &matrix, &cuts).unwrap();
+            trainer.keep_rows_on_device(DeviceObjective::Softmax { classes }, &info, &margins).unwrap();
+            let predictions =
+                crate::objective::Objective::eval_transform(&crate::objective::Softmax::new(classes, true), &margins);
+            for (name, curve) in [("auc", AucCurve::ROC), ("aucpr", AucCurve::PR)] {
+                let host = from_name(name).unwrap().evaluate(&predictions, &info, classes);
+                let device = trainer.evaluate(DeviceMetric::Auc(curve), Transform::IDENTITY).unwrap();
+                assert_eq!(device.to_bits(), host.to_bits(), "{name}, {classes} classes, {n} rows: {device} vs {host}");
+                assert_eq!(host.is_nan(), case == 0, "{name}, case {case}");
             }
         }
     }

@@ -266,10 +266,13 @@ pub fn train_with_precision(
             .map(|m| match (m.device_metric()?, device_objective) {
                 (d @ DeviceMetric::Elementwise(_), DeviceObjective::Elementwise(_)) if transform.is_some() => Some(d),
                 (d @ DeviceMetric::MultiClass(_), DeviceObjective::Softmax { .. }) => Some(d),
-                // The binary case; ranking's per group and multi-class one-vs-rest stay on the host.
+                // Binary and one-vs-rest; ranking's, per query group, stays on the host.
                 (d @ DeviceMetric::Auc(_), DeviceObjective::Elementwise(_))
                     if transform.is_some() && train.info.group_ptr.is_empty() =>
                 {
+                    Some(d)
+                }
+                (d @ DeviceMetric::Auc(_), DeviceObjective::Softmax { .. }) if train.info.group_ptr.is_empty() => {
                     Some(d)
                 }
                 _ => None,

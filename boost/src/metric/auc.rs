@@ -95,9 +95,14 @@ fn scale_of(n: usize, label: impl Fn(usize) -> f32 + Sync, weight: impl Fn(usize
     fixed_scale(n as f64 * largest)
 }
 
-/// The fixed-point scale of the binary walk over `info`'s rows (what the device's AUC takes).
-pub(crate) fn auc_scale(info: &MetaInfo) -> f64 {
-    scale_of(info.labels.len(), |i| info.labels[i], |i| weight_of(info, i))
+/// The fixed-point scales of the walks over `info`'s rows (what the device's AUC takes): the binary
+/// walk's for one output, each class's one-vs-rest walk's for `outputs > 1`.
+pub(crate) fn auc_scales(info: &MetaInfo, outputs: usize) -> Vec<f64> {
+    let n = info.labels.len();
+    if outputs <= 1 {
+        return vec![scale_of(n, |i| info.labels[i], |i| weight_of(info, i))];
+    }
+    (0..outputs).map(|c| scale_of(n, |i| class_label(info, outputs, c, i), |i| weight_of(info, i))).collect()
 }
 
 /// `(FP, TP, area)` of one curve, as the multi-class average takes them: ROC's unnormalised area,
@@ -109,13 +114,42 @@ fn binary_curve(
     label: impl Fn(usize) -> f32 + Sync,
     weight: impl Fn(usize) -> f32 + Sync,
 ) -> (f64, f64, f64) {
-    let (total, area, scale) = walk(curve, predictions, label, weight);
+    curve_of_walk(curve, walk(curve, predictions, label, weight))
+}
+
+/// [`binary_curve`] from a walk's total positives, summed area and scale.
+fn curve_of_walk(curve: AucCurve, (total, area, scale): (Positives, f64, f64)) -> (f64, f64, f64) {
     let (fp, tp) = to_f64(total, scale);
     match (curve, fp <= 0.0 || tp <= 0.0) {
         (AucCurve::PR, true) => (1.0, 1.0, f64::NAN),
         (AucCurve::PR, false) => (1.0, 1.0, area),
         (_, true) => (0.0, 0.0, 0.0),
         (_, false) => (fp, tp, area),
+    }
+}
+
+/// Row `i`'s label in class `c`'s one-vs-rest walk (of `classes > 1`).
+fn class_label(info: &MetaInfo, classes: usize, c: usize, i: usize) -> f32 {
+    auc::walk_label(info.labels[i], classes as u64, c as u64)
+}
+
+/// The multi-class AUC from each class's one-vs-rest walk: the classes' AUCs averaged with weights
+/// `TP_k` for ROC, unweighted for PR (XGBoost's weights); NaN when a class is degenerate.
+pub(crate) fn one_vs_rest(curve: AucCurve, walks: &[(Positives, f64, f64)]) -> f64 {
+    let (mut sum, mut tp_sum) = (0.0f64, 0.0f64);
+    for &walk in walks {
+        let (fp, tp, area) = curve_of_walk(curve, walk);
+        let local = fp * tp;
+        if local == 0.0 {
+            return f64::NAN;
+        }
+        sum += area / local * tp;
+        tp_sum += tp;
+    }
+    if tp_sum == 0.0 || sum.is_nan() {
+        f64::NAN
+    } else {
+        sum / tp_sum
     }
 }
 
@@ -159,28 +193,14 @@ impl Auc {
 
     fn multi_class(&self, predictions: &[f32], info: &MetaInfo, k: usize) -> f64 {
         let rows = info.labels.len();
-        let per_class: Vec<(f64, f64, f64)> = (0..k)
+        let walks: Vec<(Positives, f64, f64)> = (0..k)
             .into_par_iter()
             .map(|c| {
                 let column: Vec<f32> = (0..rows).map(|i| predictions[i * k + c]).collect();
-                let label = |i: usize| if info.labels[i] == c as f32 { 1.0 } else { 0.0 };
-                binary_curve(self.curve(), &column, label, |i| weight_of(info, i))
+                walk(self.curve(), &column, |i| class_label(info, k, c, i), |i| weight_of(info, i))
             })
             .collect();
-        let (mut sum, mut tp_sum) = (0.0f64, 0.0f64);
-        for &(fp, tp, area) in &per_class {
-            let local = fp * tp;
-            if local == 0.0 {
-                return f64::NAN;
-            }
-            sum += area / local * tp;
-            tp_sum += tp;
-        }
-        if tp_sum == 0.0 || sum.is_nan() {
-            f64::NAN
-        } else {
-            sum / tp_sum
-        }
+        one_vs_rest(self.curve(), &walks)
     }
 
     fn ranking(&self, predictions: &[f32], info: &MetaInfo) -> f64 {
@@ -252,7 +272,7 @@ impl Metric for Auc {
         Ok(())
     }
 
-    /// The device computes the binary case (one prediction a row, no query groups).
+    /// The device computes the binary and multi-class cases (not the ranking one).
     fn device_metric(&self) -> Option<DeviceMetric> {
         Some(DeviceMetric::Auc(self.curve()))
     }

@@ -41,7 +41,7 @@ use crate::data::MetaInfo;
 use crate::objective::{format_g, Objective, Params};
 use crate::{Error, Result};
 
-pub(crate) use auc::auc_scale;
+pub(crate) use auc::{auc_scales, one_vs_rest};
 pub use auc::{Auc, AucKind};
 pub use elementwise::{Elementwise, ElementwiseKind};
 pub use multiclass::{MultiClass, MultiClassKind};
@@ -79,7 +79,7 @@ pub enum DeviceMetric {
     Elementwise(ElementwiseMetric),
     /// The softmax probabilities of a row's margins (`merror`, `mlogloss`).
     MultiClass(MultiClassMetric),
-    /// `auc` or `aucpr` of one prediction a row without query groups (the binary case).
+    /// `auc` or `aucpr` without query groups: binary, or one-vs-rest over a softmax's classes.
     Auc(AucCurve),
 }
 

@@ -234,9 +234,23 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         OnDevice::RoundsAndMetrics,
     );
     assert_same_model(
-        "multi:softprob with a metric of the host (auc)",
-        &[("objective", "multi:softprob"), ("num_class", "3"), ("max_depth", "3"), ("eval_metric", "auc")],
+        "multi:softprob, one-vs-rest auc and aucpr",
+        &[
+            ("objective", "multi:softprob"),
+            ("num_class", "3"),
+            ("max_depth", "3"),
+            ("eval_metric", "auc"),
+            ("eval_metric", "aucpr"),
+        ],
         &multiclass,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    assert_same_model(
+        "binary:logistic with a metric of the host (map@8)",
+        &[("objective", "binary:logistic"), ("max_depth", "3"), ("eval_metric", "map@8")],
+        &dataset(rows, cols, SyntheticTask::Binary, 4),
         rounds,
         &gpu,
         OnDevice::Rounds,
