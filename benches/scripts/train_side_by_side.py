@@ -7,7 +7,9 @@ usage: train_side_by_side.py PATH/TO/boost [ROWS (default 1000000)] [ROUNDS (def
                              [DEVICE: cpu (default) or cuda] [MAX_DEPTH (default 8)] [ETA (default 0.3)]
                              [NAME=VALUE ...]  (more parameters for both, e.g. grow_policy=lossguide
                              max_leaves=255 max_depth=0; objective=multi:softprob num_class=K makes the
-                             labels K classes of about equal size, ordered by the margin)
+                             labels K classes of about equal size, ordered by the margin; evals=test
+                             evaluates the test set after every round on both sides, as a second
+                             evaluation set)
 
 Both sides are timed from data in memory to a trained model, the quantile cuts and quantised matrix
 included (XGBoost builds them inside its first `train` round, from a host `DMatrix`); reading the
@@ -39,6 +41,7 @@ eta = sys.argv[7] if len(sys.argv) > 7 else "0.3"
 params = {"objective": "binary:logistic", "max_depth": depth, "eta": eta, "max_bin": "256",
           "tree_method": "hist", "nthread": str(threads), "device": device}
 params.update(dict(arg.split("=", 1) for arg in sys.argv[8:]))
+evaluate_test = params.pop("evals", None) == "test"
 test_rows = min(rows, 1_000_000)
 
 
@@ -83,6 +86,8 @@ with tempfile.TemporaryDirectory() as tmp:
     model = os.path.join(tmp, "model.json")
     args = [boost, "train", data, "--rounds", str(rounds), "--verbose-eval", str(rounds), "-o", model]
     args += [f"{k}={v}" for k, v in params.items()] + ["verbosity=2"]
+    if evaluate_test:
+        args += ["--eval", f"test={test}"]
     with MemoryPeak() as ours_memory:
         run = subprocess.run(args, check=True, capture_output=True, text=True)
     ours = float(re.search(r"trees in ([0-9.]+) s", run.stderr).group(1))
@@ -101,10 +106,10 @@ with tempfile.TemporaryDirectory() as tmp:
     dtrain = xgb.DMatrix(features, label=label, nthread=threads)
     dtest = xgb.DMatrix(test_features, label=test_label, nthread=threads)
     history = {}
+    evals = [(dtrain, "train")] + ([(dtest, "test")] if evaluate_test else [])
     with MemoryPeak() as theirs_memory:
         start = time.perf_counter()
-        booster = xgb.train(dict(params), dtrain, rounds, evals=[(dtrain, "train")], evals_result=history,
-                            verbose_eval=False)
+        booster = xgb.train(dict(params), dtrain, rounds, evals=evals, evals_result=history, verbose_eval=False)
         theirs = time.perf_counter() - start
     booster.set_param({"eval_metric": "auc"})
     theirs_auc = float(booster.eval(dtest, "test").split(":")[-1])
@@ -113,8 +118,12 @@ with tempfile.TemporaryDirectory() as tmp:
     if device == "cuda":
         import cupy
         quantised = xgb.QuantileDMatrix(cupy.asarray(features), label=cupy.asarray(label), max_bin=256)
+        evals = [(quantised, "train")]
+        if evaluate_test:
+            evals.append((xgb.QuantileDMatrix(cupy.asarray(test_features), label=cupy.asarray(test_label),
+                                              ref=quantised), "test"))
         start = time.perf_counter()
-        xgb.train(dict(params), quantised, rounds, evals=[(quantised, "train")], verbose_eval=False)
+        xgb.train(dict(params), quantised, rounds, evals=evals, verbose_eval=False)
         theirs_quantised = time.perf_counter() - start
 
 extra = " ".join(sys.argv[8:])
@@ -122,8 +131,8 @@ print(f"rows {rows}, features 28, depth {depth}, eta {eta}, {rounds} rounds, {th
       f"xgboost {xgb.__version__} {extra}")
 print(f"boost   {ours:8.2f} s   last log line: {ours_log}   (on {ours_device})   test auc {ours_auc:.5f}")
 print(f"boost phases: {ours_phases}")
-metric, values = next(iter(history["train"].items()))
-print(f"xgboost {theirs:8.2f} s   train-{metric} {values[-1]:.5f}   test auc {theirs_auc:.5f}")
+last = "   ".join(f"{name}-{metric} {values[-1]:.5f}" for name, log in history.items() for metric, values in log.items())
+print(f"xgboost {theirs:8.2f} s   {last}   test auc {theirs_auc:.5f}")
 print(f"boost / xgboost speed, whole run: {theirs / ours:.3f}x")
 if theirs_quantised is not None:
     print(f"from the quantised matrix on the device: boost {ours - setup:.2f} s, xgboost {theirs_quantised:.2f} s, "

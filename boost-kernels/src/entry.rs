@@ -10,6 +10,7 @@ use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::partition::{self, ChildPlanArgs, ChildSlots, PartitionArgs, PartitionSplit, SubtractionPlan};
+use crate::predict::{self, PredictNode, PredictTree};
 use crate::quantise;
 use crate::sampling::RowSampler;
 use crate::subtract;
@@ -294,6 +295,42 @@ kernel! {
     }
 }
 
+kernel! {
+    /// The leaf values of a round's trees added to the margins of dense rows; see
+    /// [`predict::dense_kernel`].
+    pub unsafe fn boost_predict_dense(
+        values: *const f32,
+        rows: u64,
+        cols: u64,
+        trees: *const PredictTree,
+        num_trees: u64,
+        nodes: *const PredictNode,
+        margins: *mut f32,
+        outputs: u64,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs) }
+    }
+}
+
+kernel! {
+    /// [`boost_predict_dense`] over CSR rows; see [`predict::csr_kernel`].
+    pub unsafe fn boost_predict_csr(
+        row_ptr: *const u64,
+        col_indices: *const u32,
+        values: *const f32,
+        rows: u64,
+        trees: *const PredictTree,
+        num_trees: u64,
+        nodes: *const PredictNode,
+        margins: *mut f32,
+        outputs: u64,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { predict::csr_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs) }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -315,6 +352,8 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_metric_auc_keys" => Some(boost_metric_auc_keys::raw),
         "boost_metric_auc_positives" => Some(boost_metric_auc_positives::raw),
         "boost_metric_auc_area" => Some(boost_metric_auc_area::raw),
+        "boost_predict_dense" => Some(boost_predict_dense::raw),
+        "boost_predict_csr" => Some(boost_predict_csr::raw),
         _ => None,
     }
 }

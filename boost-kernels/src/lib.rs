@@ -9,7 +9,8 @@
 //! quantiser over the fixed-order sums of [`reduce`], [`objective`] the element-wise objectives'
 //! gradients and the margin update,
 //! [`metric`] the row-wise evaluation metrics, [`auc`] the areas under the ROC and PR curves,
-//! [`sampling`] row sampling as a stateless draw.
+//! [`sampling`] row sampling as a stateless draw, [`predict`] the walk from a tree's root to a leaf
+//! (the CPU predictor's step, and the kernels that keep evaluation sets' margins on the device).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
@@ -19,6 +20,7 @@ pub mod fixed_point;
 pub mod metric;
 pub mod objective;
 pub mod partition;
+pub mod predict;
 pub mod quantise;
 pub mod reduce;
 pub mod sampling;

@@ -89,4 +89,20 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("objective.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "predict",
+        entry_points: &[
+            "boost_predict_csr",
+            "boost_predict_dense",
+        ],
+        ptx: include_bytes!("predict.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("predict.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("predict.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("predict.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("predict.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("predict.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("predict.sm_120.cubin.zst") },
+        ],
+    },
 ]

@@ -14,10 +14,10 @@ use rayon::prelude::*;
 use boost_kernels::metric::Transform;
 use boost_kernels::sampling::RowSampler;
 
-use crate::data::Dataset;
+use crate::data::{Dataset, MetaInfo};
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
-use crate::gpu::GpuTrainer;
+use crate::gpu::{DeviceEvalSet, DeviceTrees, GpuTrainer};
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
 use crate::objective::{self, DeviceObjective, Objective};
@@ -257,35 +257,41 @@ pub fn train_with_precision(
         }
         _ => false,
     };
-    // The training set's metrics on the device when all of them are row-wise: then the margins never
-    // come back.
+    // The training set's metrics on the device when the device computes all of them: then the
+    // margins never come back.
     let transform = objective.device_eval_transform();
-    let device_metrics: Option<Vec<DeviceMetric>> = match (device_rounds, device_objective) {
-        (true, Some(device_objective)) => metrics
-            .iter()
-            .map(|m| match (m.device_metric()?, device_objective) {
-                (d @ DeviceMetric::Elementwise(_), DeviceObjective::Elementwise(_)) if transform.is_some() => Some(d),
-                (d @ DeviceMetric::MultiClass(_), DeviceObjective::Softmax { .. }) => Some(d),
-                // Binary and one-vs-rest; ranking's, per query group, stays on the host.
-                (d @ DeviceMetric::Auc(_), DeviceObjective::Elementwise(_))
-                    if transform.is_some() && train.info.group_ptr.is_empty() =>
-                {
-                    Some(d)
-                }
-                (d @ DeviceMetric::Auc(_), DeviceObjective::Softmax { .. }) if train.info.group_ptr.is_empty() => {
-                    Some(d)
-                }
-                _ => None,
-            })
-            .collect(),
-        _ => None,
-    };
+    let device_metrics = device_objective
+        .filter(|_| device_rounds)
+        .and_then(|objective| device_metrics_of(&metrics, objective, transform, &train.info));
     // Whether the training data fits each metric, checked once (the data does not change); NaN
     // where it does not, as `Metric::evaluate` gives.
     let fits_device_metric: Vec<bool> = match &device_metrics {
         Some(_) => metrics.iter().map(|m| m.check(n * outputs, &train.info, outputs).is_ok()).collect(),
         None => Vec::new(),
     };
+    // The other evaluation sets on the device too when the rounds are: the round's trees walk their
+    // rows there, and their metrics are computed there when the device computes all of them.
+    let mut device_evals: Vec<Option<DeviceEval>> = Vec::with_capacity(evals.len());
+    for ((data, _), initial) in evals.iter().zip(&eval_margins) {
+        let on_device = match (&backend, device_objective) {
+            (TreeBackend::Gpu(trainer), Some(device_objective))
+                if device_rounds && !is_train(data) && data.rows() > 0 =>
+            {
+                let gpu = trainer.gpu();
+                let start = Instant::now();
+                let set = on_device(gpu, "uploading an evaluation set", || {
+                    DeviceEvalSet::new(gpu, data, device_objective, initial)
+                })?;
+                phases.add("evaluation sets to the device", start.elapsed());
+                let metrics_on_device = device_metrics_of(&metrics, device_objective, transform, &data.info);
+                let fits =
+                    metrics.iter().map(|m| m.check(data.rows() * outputs, &data.info, outputs).is_ok()).collect();
+                Some(DeviceEval { set, metrics: metrics_on_device, fits })
+            }
+            _ => None,
+        };
+        device_evals.push(on_device);
+    }
     let train_margins_read = evals.iter().any(|(d, _)| is_train(d)) && !metrics.is_empty() && device_metrics.is_none();
 
     let first_round = model.num_rounds();
@@ -375,10 +381,17 @@ pub fn train_with_precision(
             phases.add("margins", start.elapsed());
             new_trees.push((built.tree, k as u32));
         }
-        model.push_round(new_trees)?;
         let start = Instant::now();
-        for ((data, _), m) in evals.iter().zip(eval_margins.iter_mut()) {
-            if !is_train(data) {
+        if let (true, TreeBackend::Gpu(trainer)) = (device_evals.iter().any(Option::is_some), &backend) {
+            let gpu = trainer.gpu();
+            on_device(gpu, "predicting the evaluation sets", || {
+                let trees = DeviceTrees::upload(gpu, &new_trees)?;
+                device_evals.iter_mut().flatten().try_for_each(|eval| eval.set.add_trees(gpu, &trees))
+            })?;
+        }
+        model.push_round(new_trees)?;
+        for (((data, _), m), on_device) in evals.iter().zip(eval_margins.iter_mut()).zip(&device_evals) {
+            if !is_train(data) && on_device.is_none() {
                 *m = model.predict_margin(&data.features, Some(m), prob_to_margin, (round, round + 1))?;
             }
         }
@@ -390,7 +403,26 @@ pub fn train_with_precision(
         let start = Instant::now();
         let mut log = RoundLog { round, values: Vec::new() };
         let mut metrics_on_device = false;
-        for ((data, name), m) in evals.iter().zip(&eval_margins) {
+        for (((data, name), m), device_eval) in evals.iter().zip(eval_margins.iter_mut()).zip(&mut device_evals) {
+            if let (Some(eval), TreeBackend::Gpu(trainer)) = (device_eval, &backend) {
+                let gpu = trainer.gpu();
+                if let Some(kernel_metrics) = &eval.metrics {
+                    for ((metric, &kernel_metric), &fits) in metrics.iter().zip(kernel_metrics).zip(&eval.fits) {
+                        let value = if fits {
+                            on_device(gpu, "evaluating an evaluation set", || {
+                                eval.set.evaluate(gpu, kernel_metric, transform.unwrap_or(Transform::IDENTITY))
+                            })?
+                        } else {
+                            f64::NAN
+                        };
+                        log.values.push((name.to_string(), metric.name(), value));
+                    }
+                    metrics_on_device = true;
+                    continue;
+                }
+                // A metric of the host's: the margins come back.
+                *m = on_device(gpu, "reading an evaluation set's margins", || eval.set.margins(gpu))?;
+            }
             if let (true, Some(kernel_metrics), TreeBackend::Gpu(trainer)) =
                 (is_train(data), &device_metrics, &mut backend)
             {
@@ -408,7 +440,7 @@ pub fn train_with_precision(
                 metrics_on_device = true;
                 continue;
             }
-            let predictions = objective.eval_transform(if is_train(data) { &margins } else { m });
+            let predictions = objective.eval_transform(if is_train(data) { &margins } else { &*m });
             for metric in &metrics {
                 log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, &data.info, outputs)));
             }
@@ -464,6 +496,40 @@ pub fn train_with_precision(
         dense_f32_bytes: train.rows() * train.cols() * 4,
         device,
     })
+}
+
+/// An evaluation set on the device, with the metrics the device computes for it (all of the run's,
+/// or `None`: then its margins come back for the host's) and whether its data fits each.
+struct DeviceEval {
+    set: DeviceEvalSet,
+    metrics: Option<Vec<DeviceMetric>>,
+    fits: Vec<bool>,
+}
+
+/// The metrics of a set with `info` in the device's form, when the device computes every one of them
+/// for predictions of `objective`: row-wise ones of an element-wise objective with a transform,
+/// multi-class ones of a softmax, and AUC (binary and one-vs-rest; ranking's, per query group,
+/// stays on the host).
+fn device_metrics_of(
+    metrics: &[Box<dyn Metric>],
+    objective: DeviceObjective,
+    transform: Option<Transform>,
+    info: &MetaInfo,
+) -> Option<Vec<DeviceMetric>> {
+    metrics
+        .iter()
+        .map(|m| match (m.device_metric()?, objective) {
+            (d @ DeviceMetric::Elementwise(_), DeviceObjective::Elementwise(_)) if transform.is_some() => Some(d),
+            (d @ DeviceMetric::MultiClass(_), DeviceObjective::Softmax { .. }) => Some(d),
+            (d @ DeviceMetric::Auc(_), DeviceObjective::Elementwise(_))
+                if transform.is_some() && info.group_ptr.is_empty() =>
+            {
+                Some(d)
+            }
+            (d @ DeviceMetric::Auc(_), DeviceObjective::Softmax { .. }) if info.group_ptr.is_empty() => Some(d),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Row sampling of one tree (`subsample`): a key drawn from the run's generator when sampling, so

@@ -76,6 +76,8 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("quantise", &["boost_quantise_"]),
             // The per-row kernels of a round: gradients, the margin update, the metrics.
             ("objective", &["boost_objective_", "boost_metric_"]),
+            // Tree walks over feature values: evaluation sets' margins during training.
+            ("predict", &["boost_predict_"]),
         ],
     },
 ];

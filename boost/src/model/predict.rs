@@ -3,12 +3,14 @@
 //! Margins are accumulated as XGBoost's CPU predictor does, so that they match it bit for bit: each
 //! output starts at its base margin (`base_margin` of the data when given, else
 //! `prob_to_margin(base_score)`) and the trees' leaf values are added one tree after the other in
-//! model order, in `f32`. Every row is computed by one thread, so the result does not depend on
+//! model order, in `f32`. Each step of a walk is [`goes_left`], the step the device's prediction
+//! kernels take. Every row is computed by one thread, so the result does not depend on
 //! the thread count. (When several blocks of rows hit a corrupt tree, which one's error is returned
 //! may vary; predictions never do.)
 
 use std::ops::Range;
 
+use boost_kernels::predict::goes_left;
 use rayon::prelude::*;
 
 use super::Model;
@@ -269,7 +271,7 @@ fn leaf_of(tree: &Tree, index: usize, row: &Row<'_>) -> Result<usize> {
             return Ok(node);
         }
         let v = row.value(tree.split_indices[node] as usize);
-        let go_left = if v.is_nan() { tree.default_left[node] } else { v < tree.split_conditions[node] };
+        let go_left = goes_left(v, tree.split_conditions[node], tree.default_left[node]);
         let child = if go_left { left } else { tree.right_children[node] };
         node = usize::try_from(child).ok().filter(|&c| c < n).ok_or_else(|| {
             Error::Model(format!("tree {index}: node {node} has child {child}, not one of its {n} nodes"))

@@ -16,10 +16,22 @@ fn dataset(rows: usize, cols: usize, task: SyntheticTask, seed: u64) -> Dataset 
     generate(&spec).expect("synthetic data")
 }
 
-fn run(params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: Option<Arc<primitives::Gpu>>) -> Trained {
+/// Trains on `data`, evaluating it as `train` and `valid` (when given) as `valid`, stopping early on
+/// `valid` (after 2 rounds without improvement).
+fn run(
+    params: &[(&str, &str)],
+    data: &Dataset,
+    valid: Option<&Dataset>,
+    rounds: usize,
+    gpu: Option<Arc<primitives::Gpu>>,
+) -> Trained {
     let params = Params::from_pairs(params).expect("params");
-    let options = TrainOptions { num_boost_round: rounds, verbose_eval: 1, gpu, ..Default::default() };
-    train(&params, data, &[(data, "train")], &options, |_| {}).expect("training")
+    let early_stopping_rounds = valid.map(|_| 2);
+    let options =
+        TrainOptions { num_boost_round: rounds, verbose_eval: 1, gpu, early_stopping_rounds, ..Default::default() };
+    let mut evals = vec![(data, "train")];
+    evals.extend(valid.map(|v| (v, "valid")));
+    train(&params, data, &evals, &options, |_| {}).expect("training")
 }
 
 /// Where a training run on the device computes what.
@@ -43,17 +55,46 @@ fn assert_same_model(
     gpu: &Arc<primitives::Gpu>,
     expected: OnDevice,
 ) {
-    let on_device = compare(case, params, data, rounds, gpu);
+    let on_device = compare(case, params, data, None, rounds, gpu);
     assert_eq!(on_device, expected, "{case}: what ran on the device");
 }
 
-/// Trains on the CPU and on the device; asserts equal model bytes and logs; says what the device
+/// [`assert_same_model`] with an evaluation set `valid` (early stopping on it): on the device when
+/// the rounds are.
+fn assert_same_model_with_valid(
+    case: &str,
+    params: &[(&str, &str)],
+    data: &Dataset,
+    valid: &Dataset,
+    rounds: usize,
+    gpu: &Arc<primitives::Gpu>,
+    expected: OnDevice,
+) {
+    let on_device = compare(case, params, data, Some(valid), rounds, gpu);
+    assert_eq!(on_device, expected, "{case}: what ran on the device");
+}
+
+/// Trains on the CPU and on the device; asserts equal model bytes and logs (with `valid`, when
+/// given, as a second evaluation set: on the device whenever the rounds are); says what the device
 /// computed itself.
-fn compare(case: &str, params: &[(&str, &str)], data: &Dataset, rounds: usize, gpu: &Arc<primitives::Gpu>) -> OnDevice {
-    let cpu = run(params, data, rounds, None);
-    let device = run(params, data, rounds, Some(gpu.clone()));
+fn compare(
+    case: &str,
+    params: &[(&str, &str)],
+    data: &Dataset,
+    valid: Option<&Dataset>,
+    rounds: usize,
+    gpu: &Arc<primitives::Gpu>,
+) -> OnDevice {
+    let cpu = run(params, data, valid, rounds, None);
+    let device = run(params, data, valid, rounds, Some(gpu.clone()));
     let phase = |wanted: &str| device.phases.entries.iter().any(|(name, _)| *name == wanted);
-    let on_device = match (phase("tree: gradients and quantise"), phase("metrics on the device")) {
+    let rounds_on_device = phase("tree: gradients and quantise");
+    assert_eq!(
+        phase("evaluation sets to the device"),
+        valid.is_some_and(|v| v.rows() > 0) && rounds_on_device,
+        "{case}: the evaluation set is on the device exactly when the rounds are"
+    );
+    let on_device = match (rounds_on_device, phase("metrics on the device")) {
         (false, _) => OnDevice::Trees,
         (true, false) => OnDevice::Rounds,
         (true, true) => OnDevice::RoundsAndMetrics,
@@ -99,8 +140,10 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
     let (rows, cols, rounds) = if gpu.is_emulated() { (4000, 9, 5) } else { (200_000, 28, 20) };
     let mut binary = dataset(rows, cols, SyntheticTask::Binary, 3);
     binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
-    assert_same_model(
-        "binary:logistic, depthwise, sampling, weights",
+    let mut binary_valid = dataset(rows / 2, cols, SyntheticTask::Binary, 13);
+    binary_valid.info.weights = (0..rows / 2).map(|i| 0.5 + (i % 3) as f32).collect();
+    assert_same_model_with_valid(
+        "binary:logistic, depthwise, sampling, weights, a weighted evaluation set",
         &[
             ("objective", "binary:logistic"),
             ("max_depth", "5"),
@@ -118,6 +161,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
             ("eval_metric", "auc"),
         ],
         &binary,
+        &binary_valid,
         rounds,
         &gpu,
         OnDevice::RoundsAndMetrics,
@@ -233,8 +277,8 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
-    assert_same_model(
-        "multi:softprob, one-vs-rest auc and aucpr",
+    assert_same_model_with_valid(
+        "multi:softprob, one-vs-rest auc and aucpr, an evaluation set",
         &[
             ("objective", "multi:softprob"),
             ("num_class", "3"),
@@ -243,14 +287,16 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
             ("eval_metric", "aucpr"),
         ],
         &multiclass,
+        &dataset(rows / 2, cols, SyntheticTask::MultiClass { classes: 3 }, 17),
         rounds,
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
-    assert_same_model(
-        "binary:logistic with a metric of the host (map@8)",
+    assert_same_model_with_valid(
+        "binary:logistic with a metric of the host (map@8): the margins come back",
         &[("objective", "binary:logistic"), ("max_depth", "3"), ("eval_metric", "map@8")],
         &dataset(rows, cols, SyntheticTask::Binary, 4),
+        &dataset(rows / 3, cols - 2, SyntheticTask::Binary, 14),
         rounds,
         &gpu,
         OnDevice::Rounds,
@@ -344,7 +390,7 @@ const SHIPPED: &[Shipped] = &[
 
 #[test]
 fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
-    use boost::data::{read_data, Column, CsvOptions, ReadOptions};
+    use boost::data::{read_data, Column, CsvOptions, LibsvmOptions, ReadOptions};
     let gpu = Arc::new(gpu());
     let (depth, rounds) = if gpu.is_emulated() { ("4", 3) } else { ("6", 20) };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
@@ -359,8 +405,12 @@ fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
         let options =
             ReadOptions { csv: CsvOptions { label, categorical, ..Default::default() }, ..Default::default() };
         let (data, _) = read_data(&dir.join(case.file), &options).expect(case.file);
+        // The folder's test file, with the training file's columns, as the evaluation set.
+        let test = dir.join(case.file.replace("train", "test"));
+        let options = ReadOptions { libsvm: LibsvmOptions { num_features: Some(data.cols()) }, ..options };
+        let (test, _) = read_data(&test, &options).expect("the test file");
         let mut params = vec![("max_depth", depth), ("eta", "0.3"), ("seed", "3"), ("colsample_bynode", "0.8")];
         params.extend_from_slice(case.params);
-        compare(case.file, &params, &data, rounds, &gpu);
+        compare(case.file, &params, &data, Some(&test), rounds, &gpu);
     }
 }

@@ -7,20 +7,19 @@
 //! `boost_train.rs`) checks it against the CPU backend, on the emulator in `cargo test` and on a GPU
 //! with `--features gpu`.
 
+mod eval;
+mod metrics;
+
 use std::time::Instant;
 
 use rayon::prelude::*;
 
 use primitives::ops::GradientPair;
-use primitives::ops::Max;
-use primitives::{
-    DeviceBuffer, DeviceHistogram, DeviceRadixSort, DeviceScan, Gpu, LaunchConfig, MultiFeatureMatrix, SortOrder,
-};
+use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, MultiFeatureMatrix};
 
-use boost_kernels::auc::{AucCurve, Positives};
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
-use boost_kernels::metric::{LossSum, Transform};
+use boost_kernels::metric::Transform;
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
 use boost_kernels::partition::{ChildSlots, PartitionSplit, SubtractionPlan};
 use boost_kernels::reduce::{self, BlockSum};
@@ -38,6 +37,8 @@ use crate::quantile::QuantileCuts;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::Tree;
 use crate::{Error, Result};
+pub use eval::{DeviceEvalSet, DeviceTrees};
+use metrics::MetricRows;
 
 type Fixed = GradientPair<i64>;
 
@@ -831,8 +832,6 @@ pub struct GpuTrainer<'g> {
     /// Labels, weights and margins when the device computes the gradients.
     device_rows: Option<DeviceRows>,
     quantise_scratch: QuantiseScratch,
-    /// The AUC's sort and scans, made at the first evaluation.
-    auc_scratch: Option<AucScratch>,
     /// The steps of every tree built so far.
     phases: PhaseTimes,
 }
@@ -851,7 +850,6 @@ impl<'g> GpuTrainer<'g> {
             buffers: RowBuffers::new(gpu, matrix.rows)?,
             device_rows: None,
             quantise_scratch: QuantiseScratch::default(),
-            auc_scratch: None,
             phases: PhaseTimes::default(),
         })
     }
@@ -979,40 +977,22 @@ impl<'g> GpuTrainer<'g> {
     /// gradients of `objective` there and update the margins themselves.
     pub fn keep_rows_on_device(&mut self, objective: DeviceObjective, info: &MetaInfo, margins: &[f32]) -> Result<()> {
         let n = self.rows;
-        let outputs = match objective {
-            DeviceObjective::Elementwise(_) => 1,
-            DeviceObjective::Softmax { classes } => classes,
-        };
-        if info.labels.len() != n
-            || margins.len() != n * outputs
-            || !(info.weights.is_empty() || info.weights.len() == n)
-        {
-            return Err(Error::InvalidData(format!(
-                "{} labels, {} weights and {} margins for {n} rows of {outputs} outputs",
-                info.labels.len(),
-                info.weights.len(),
-                margins.len()
-            )));
+        if info.labels.len() != n {
+            return Err(Error::InvalidData(format!("{} labels for {n} rows", info.labels.len())));
         }
+        let set = MetricRows::new(self.gpu, objective, info, margins)?;
         let gradients = match objective {
             DeviceObjective::Elementwise(objective) => RowGradients::Elementwise(self.gpu.upload(&[objective])?),
             DeviceObjective::Softmax { classes } => {
                 RowGradients::Softmax { classes, all: self.gpu.alloc_zeroed(n * classes)? }
             }
         };
-        self.device_rows = Some(DeviceRows {
-            auc_scales: crate::metric::auc_scales(info, outputs),
-            labels: self.gpu.upload(&info.labels)?,
-            weights: (!info.weights.is_empty()).then(|| self.gpu.upload(&info.weights)).transpose()?,
-            margins: self.gpu.upload(margins)?,
-            tree_gradients: self.gpu.alloc_zeroed(n)?,
-            gradients,
-        });
+        self.device_rows = Some(DeviceRows { set, tree_gradients: self.gpu.alloc_zeroed(n)?, gradients });
         Ok(())
     }
 
     fn device_rows(&self) -> Result<&DeviceRows> {
-        self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no training rows on the device".into()))
+        self.device_rows.as_ref().ok_or_else(no_device_rows)
     }
 
     /// The round's gradients of every output, from the margins at the round's start, for an objective
@@ -1024,9 +1004,9 @@ impl<'g> GpuTrainer<'g> {
         if let RowGradients::Softmax { classes, all } = &rows.gradients {
             let n = self.rows;
             let args = [
-                rows.margins.device_ptr(),
-                rows.labels.device_ptr(),
-                rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+                rows.set.margins.device_ptr(),
+                rows.set.labels.device_ptr(),
+                rows.set.weights_ptr(),
                 n as u64,
                 *classes as u64,
                 all.device_ptr(),
@@ -1059,12 +1039,12 @@ impl<'g> GpuTrainer<'g> {
         if output >= outputs {
             return Err(Error::InvalidData(format!("output {output} of an objective with {outputs}")));
         }
-        let weights = rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr);
+        let weights = rows.set.weights_ptr();
         let gradients = match &rows.gradients {
             RowGradients::Elementwise(objective) => {
                 let args = [
-                    rows.margins.device_ptr(),
-                    rows.labels.device_ptr(),
+                    rows.set.margins.device_ptr(),
+                    rows.set.labels.device_ptr(),
                     weights,
                     sampler.key,
                     sampler.threshold,
@@ -1110,7 +1090,7 @@ impl<'g> GpuTrainer<'g> {
             n as u64,
             leaves_buffer.device_ptr(),
             leaves.len() as u64,
-            rows.margins.device_ptr(),
+            rows.set.margins.device_ptr(),
             outputs as u64,
             output as u64,
         ];
@@ -1121,86 +1101,16 @@ impl<'g> GpuTrainer<'g> {
         Ok(tree)
     }
 
-    /// `metric` of the training rows' predictions (for an element-wise metric, `transform` of the
-    /// margins kept on the device; for a multi-class one, their softmax), as the host's metric
-    /// computes it from the same predictions: the same row terms, summed in the same fixed order
-    /// (the device sums each block, the host adds the block sums in order). Reads back a sum per 1024
-    /// rows instead of the margins.
+    /// `metric` of the training rows' predictions; see [`MetricRows::evaluate`].
     pub fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
-        let rows = self.device_rows()?;
-        let n = self.rows;
-        let outputs = rows.gradients.outputs();
-        let blocks = reduce::blocks(n);
-        let block_sums = self.gpu.alloc_zeroed::<LossSum>(blocks.max(1))?;
-        let weights = rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr);
-        let config = warp_per_block_config(blocks)?;
-        let sums = |block_sums: &DeviceBuffer<LossSum>| -> Result<LossSum> {
-            Ok(block_sums.to_vec(self.gpu)?.into_iter().take(blocks).fold(LossSum::zero(), BlockSum::plus))
-        };
-        match metric {
-            DeviceMetric::Elementwise(metric) if outputs == 1 => {
-                let metric_buffer = self.gpu.upload(std::slice::from_ref(&metric))?;
-                let args = [
-                    rows.margins.device_ptr(),
-                    rows.labels.device_ptr(),
-                    weights,
-                    n as u64,
-                    transform.0 as u64,
-                    metric_buffer.device_ptr(),
-                    block_sums.device_ptr(),
-                ];
-                // SAFETY: margins and labels (and weights when given) hold `n` values, one metric, a
-                // sum per block; the grid is whole warps, one per block.
-                unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_elementwise", config, &args)? };
-                Ok(metric.finish(sums(&block_sums)?))
-            }
-            DeviceMetric::MultiClass(metric) if matches!(rows.gradients, RowGradients::Softmax { .. }) => {
-                let args = [
-                    rows.margins.device_ptr(),
-                    rows.labels.device_ptr(),
-                    weights,
-                    n as u64,
-                    outputs as u64,
-                    metric.0 as u64,
-                    block_sums.device_ptr(),
-                ];
-                // SAFETY: `outputs` margins a row, labels the host checked to be class ids below it
-                // (the softmax objective's validation), (weights when given), a sum per block; whole
-                // warps, one per block.
-                unsafe { self.gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
-                Ok(metric.finish(sums(&block_sums)?))
-            }
-            DeviceMetric::Auc(curve) => self.auc(curve, transform),
-            _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
-        }
-    }
-
-    /// `auc` or `aucpr` of the training rows' predictions (`transform` of the margins; for a softmax,
-    /// one-vs-rest over its classes), as the host computes it (`boost_kernels::auc`): for each walk the
-    /// predictions sorted descending with their rows (our radix sort), each position's fixed-point
-    /// positives and tie-group head, their inclusive sum and max scans, and each tie group's segment
-    /// area summed in the fixed order. Reads back the total positives and a sum per 1024 rows a walk.
-    fn auc(&mut self, curve: AucCurve, transform: Transform) -> Result<f64> {
-        let n = self.rows;
-        if self.auc_scratch.as_ref().is_none_or(|scratch| scratch.keys.len() != n) {
-            self.auc_scratch = Some(AucScratch::new(self.gpu, n)?);
-        }
-        let rows =
-            self.device_rows.as_ref().ok_or_else(|| Error::InvalidData("no training rows on the device".into()))?;
-        let scratch = self.auc_scratch.as_mut().expect("made above");
-        let classes = rows.gradients.outputs();
-        let walks = (0..classes)
-            .map(|class| auc_walk(self.gpu, rows, scratch, curve, transform, classes, class))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(match walks[..] {
-            [(total, area, scale)] => boost_kernels::auc::finish(curve, total, area, scale),
-            _ => crate::metric::one_vs_rest(curve, &walks),
-        })
+        let gpu = self.gpu;
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        rows.set.evaluate(gpu, metric, transform)
     }
 
     /// The training rows' margins, read back from the device.
     pub fn margins(&self) -> Result<Vec<f32>> {
-        Ok(self.device_rows()?.margins.to_vec(self.gpu)?)
+        self.device_rows()?.set.read_margins(self.gpu)
     }
 }
 
@@ -1214,118 +1124,17 @@ struct QuantiseScratch {
     fixed: Option<DeviceBuffer<Fixed>>,
 }
 
-/// One walk of [`GpuTrainer::auc`] (class `class` of `classes`, or the binary walk when `classes` is
-/// 1): its total positives, summed area and scale.
-fn auc_walk(
-    gpu: &Gpu,
-    rows: &DeviceRows,
-    scratch: &mut AucScratch,
-    curve: AucCurve,
-    transform: Transform,
-    classes: usize,
-    class: usize,
-) -> Result<(Positives, f64, f64)> {
-    let n = scratch.keys.len();
-    let scale = rows.auc_scales[class];
-    let args = [
-        rows.margins.device_ptr(),
-        n as u64,
-        classes as u64,
-        class as u64,
-        transform.0 as u64,
-        scratch.keys.device_ptr(),
-        scratch.rows.device_ptr(),
-    ];
-    // SAFETY: `classes` margins a row, `class < classes`; keys and row indices hold `n` values.
-    unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_keys", element_config(n)?, &args)? };
-    let order = SortOrder::descending();
-    DeviceRadixSort::sort_pairs(
-        gpu,
-        &scratch.keys,
-        &mut scratch.sorted_keys,
-        &scratch.rows,
-        &mut scratch.sorted_rows,
-        order,
-    )?;
-    let args = [
-        scratch.sorted_keys.device_ptr(),
-        scratch.sorted_rows.device_ptr(),
-        rows.labels.device_ptr(),
-        rows.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
-        n as u64,
-        classes as u64,
-        class as u64,
-        scale.to_bits(),
-        scratch.positives.device_ptr(),
-        scratch.heads.device_ptr(),
-    ];
-    // SAFETY: every buffer holds `n` values; the sorted rows are a permutation of `0..n`.
-    unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_positives", element_config(n)?, &args)? };
-    DeviceScan::inclusive_sum(gpu, &scratch.positives, &mut scratch.prefixes)?;
-    DeviceScan::inclusive_scan::<u32, Max>(gpu, &scratch.heads, &mut scratch.group_starts)?;
-    let blocks = reduce::blocks(n);
-    let args = [
-        scratch.sorted_keys.device_ptr(),
-        scratch.prefixes.device_ptr(),
-        scratch.group_starts.device_ptr(),
-        n as u64,
-        curve.0 as u64,
-        scale.to_bits(),
-        scratch.block_sums.device_ptr(),
-    ];
-    // SAFETY: keys, prefixes and group starts (positions up to their own) hold `n >= 1` values, a sum
-    // per block; whole warps, one per block.
-    unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_area", warp_per_block_config(blocks)?, &args)? };
-    let total = scratch.prefixes.range_to_vec(gpu, n - 1..n)?[0];
-    let area = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus).loss;
-    Ok((total, area, scale))
-}
-
-/// The device buffers of [`GpuTrainer::auc`], one value a training row (the sort takes whole
-/// buffers) and a sum per block.
-struct AucScratch {
-    keys: DeviceBuffer<f32>,
-    sorted_keys: DeviceBuffer<f32>,
-    rows: DeviceBuffer<u32>,
-    sorted_rows: DeviceBuffer<u32>,
-    positives: DeviceBuffer<Positives>,
-    prefixes: DeviceBuffer<Positives>,
-    heads: DeviceBuffer<u32>,
-    group_starts: DeviceBuffer<u32>,
-    block_sums: DeviceBuffer<LossSum>,
-}
-
-impl AucScratch {
-    fn new(gpu: &Gpu, n: usize) -> Result<Self> {
-        if n == 0 {
-            return Err(Error::InvalidData("AUC of no rows".into()));
-        }
-        Ok(AucScratch {
-            keys: gpu.alloc_uninitialized(n)?,
-            sorted_keys: gpu.alloc_uninitialized(n)?,
-            rows: gpu.alloc_uninitialized(n)?,
-            sorted_rows: gpu.alloc_uninitialized(n)?,
-            positives: gpu.alloc_uninitialized(n)?,
-            prefixes: gpu.alloc_uninitialized(n)?,
-            heads: gpu.alloc_uninitialized(n)?,
-            group_starts: gpu.alloc_uninitialized(n)?,
-            block_sums: gpu.alloc_uninitialized(reduce::blocks(n))?,
-        })
-    }
-}
-
 /// The training rows as [`GpuTrainer::keep_rows_on_device`] keeps them on the device.
 struct DeviceRows {
-    /// The fixed-point scales of the AUC walks over these rows (the host's, from the same labels):
-    /// the binary walk's, or each class's one-vs-rest walk's.
-    auc_scales: Vec<f64>,
-    labels: DeviceBuffer<f32>,
-    weights: Option<DeviceBuffer<f32>>,
-    /// `outputs` a row, row-major.
-    margins: DeviceBuffer<f32>,
+    /// Labels, weights and margins, with the metrics' scratch.
+    set: MetricRows,
     /// One tree's gradients (sampled).
     tree_gradients: DeviceBuffer<GradientPair<f32>>,
     gradients: RowGradients,
+}
+
+fn no_device_rows() -> Error {
+    Error::InvalidData("no training rows on the device".into())
 }
 
 /// How the device computes the gradients.
@@ -1407,6 +1216,7 @@ mod tests {
     #[test]
     fn the_device_auc_is_the_hosts_bit_for_bit() {
         use crate::metric::from_name;
+        use boost_kernels::auc::AucCurve;
         use rand::{Rng, SeedableRng};
         let gpu = Gpu::emulated(Schedule::Shuffled { seed: 7 });
         let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };

@@ -1,0 +1,258 @@
+//! Evaluation sets on the device during a training run: [`DeviceEvalSet`] keeps a set's features,
+//! labels, weights and margins there; after each round the round's trees ([`DeviceTrees`]) walk its
+//! rows (`boost_kernels::predict`, the CPU predictor's step) and add their leaf values to the
+//! margins, and its metrics are computed from them there ([`MetricRows`]). Margins, and so the
+//! evaluation log and early stopping, are the host's bit for bit.
+
+use primitives::{DeviceBuffer, Gpu};
+
+use boost_kernels::metric::Transform;
+use boost_kernels::predict::{PredictNode, PredictTree};
+
+use super::element_config;
+use super::metrics::MetricRows;
+use crate::data::{Dataset, FeatureMatrix};
+use crate::metric::DeviceMetric;
+use crate::objective::DeviceObjective;
+use crate::tree::Tree;
+use crate::{Error, Result};
+
+/// The trees of a boosting round, laid out for the prediction kernels: their nodes one after the
+/// other, and each tree's first node and output.
+pub struct DeviceTrees {
+    trees: DeviceBuffer<PredictTree>,
+    nodes: DeviceBuffer<PredictNode>,
+    count: usize,
+    /// The largest output a tree adds to, plus one.
+    outputs: usize,
+}
+
+impl DeviceTrees {
+    /// Uploads `trees` (each with the output it adds to). A child index outside its tree is an
+    /// error, so the kernels' walks stay inside the trees.
+    pub fn upload(gpu: &Gpu, trees: &[(Tree, u32)]) -> Result<Self> {
+        let mut nodes = Vec::with_capacity(trees.iter().map(|(t, _)| t.len()).sum());
+        let mut table = Vec::with_capacity(trees.len());
+        for (index, (tree, output)) in trees.iter().enumerate() {
+            let n = tree.len();
+            let child = |c: i32| c == -1 || (c >= 0 && (c as usize) < n);
+            if n == 0
+                || n > u32::MAX as usize
+                || !tree.left_children.iter().chain(&tree.right_children).all(|&c| child(c))
+            {
+                return Err(Error::Model(format!("tree {index} of the round: {n} nodes, or a child outside them")));
+            }
+            table.push(PredictTree { first_node: nodes.len() as u32, nodes: n as u32, output: *output, padding: 0 });
+            nodes.extend((0..n).map(|i| PredictNode {
+                left: tree.left_children[i],
+                right: tree.right_children[i],
+                feature: tree.split_indices[i],
+                value: tree.split_conditions[i],
+                default_left: tree.default_left[i] as u32,
+            }));
+        }
+        if nodes.len() > u32::MAX as usize {
+            return Err(Error::Model(format!("{} nodes in one round", nodes.len())));
+        }
+        Ok(DeviceTrees {
+            trees: gpu.upload(&table)?,
+            nodes: gpu.upload(&nodes)?,
+            count: trees.len(),
+            outputs: trees.iter().map(|&(_, output)| output as usize + 1).max().unwrap_or(0),
+        })
+    }
+}
+
+/// A dataset's features as the prediction kernels read them.
+enum DeviceFeatures {
+    Dense { values: DeviceBuffer<f32>, cols: usize },
+    Csr { row_ptr: DeviceBuffer<u64>, col_indices: DeviceBuffer<u32>, values: DeviceBuffer<f32> },
+}
+
+/// An evaluation set kept on the device for a training run (see the module).
+pub struct DeviceEvalSet {
+    features: DeviceFeatures,
+    set: MetricRows,
+}
+
+impl DeviceEvalSet {
+    /// Uploads `data` and its `margins` (row-major, one per output of `objective`) as the model
+    /// predicts them before the run's first round.
+    pub fn new(gpu: &Gpu, data: &Dataset, objective: DeviceObjective, margins: &[f32]) -> Result<Self> {
+        if data.info.labels.len() != data.rows() {
+            return Err(Error::InvalidData(format!(
+                "{} labels for {} rows of an evaluation set",
+                data.info.labels.len(),
+                data.rows()
+            )));
+        }
+        let features = match &data.features {
+            FeatureMatrix::Dense(m) => {
+                if m.values.len() != m.rows * m.cols {
+                    return Err(Error::InvalidData(format!(
+                        "dense matrix of {} x {} holds {} values",
+                        m.rows,
+                        m.cols,
+                        m.values.len()
+                    )));
+                }
+                DeviceFeatures::Dense { values: gpu.upload(&m.values)?, cols: m.cols }
+            }
+            FeatureMatrix::Sparse(m) => {
+                // The kernel reads each row's entries between its offsets: they must be in bounds.
+                let nnz = m.values.len();
+                let ordered = m.row_ptr.len() == m.rows + 1
+                    && m.row_ptr.first() == Some(&0)
+                    && m.row_ptr.windows(2).all(|w| w[0] <= w[1])
+                    && m.row_ptr.last() == Some(&nnz)
+                    && m.col_indices.len() == nnz;
+                if !ordered {
+                    return Err(Error::InvalidData(format!("CSR matrix of {} rows: malformed row offsets", m.rows)));
+                }
+                let row_ptr: Vec<u64> = m.row_ptr.iter().map(|&p| p as u64).collect();
+                DeviceFeatures::Csr {
+                    row_ptr: gpu.upload(&row_ptr)?,
+                    col_indices: gpu.upload(&m.col_indices)?,
+                    values: gpu.upload(&m.values)?,
+                }
+            }
+        };
+        Ok(DeviceEvalSet { features, set: MetricRows::new(gpu, objective, &data.info, margins)? })
+    }
+
+    /// Adds the leaf values of `trees` to the margins (one launch).
+    pub fn add_trees(&mut self, gpu: &Gpu, trees: &DeviceTrees) -> Result<()> {
+        let (rows, outputs) = (self.set.rows, self.set.outputs);
+        if trees.outputs > outputs {
+            return Err(Error::InvalidData(format!("a tree of output {} for {outputs} outputs", trees.outputs - 1)));
+        }
+        if rows == 0 || trees.count == 0 {
+            return Ok(());
+        }
+        let tail = [
+            trees.trees.device_ptr(),
+            trees.count as u64,
+            trees.nodes.device_ptr(),
+            self.set.margins.device_ptr(),
+            outputs as u64,
+        ];
+        let config = element_config(rows)?;
+        match &self.features {
+            DeviceFeatures::Dense { values, cols } => {
+                let mut args = vec![values.device_ptr(), rows as u64, *cols as u64];
+                args.extend(tail);
+                // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
+                // outputs were checked when uploaded and above.
+                unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
+            }
+            DeviceFeatures::Csr { row_ptr, col_indices, values } => {
+                let mut args = vec![row_ptr.device_ptr(), col_indices.device_ptr(), values.device_ptr(), rows as u64];
+                args.extend(tail);
+                // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked when
+                // uploaded), `rows * outputs` margins; the trees as above.
+                unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
+            }
+        }
+        Ok(())
+    }
+
+    /// `metric` of the set's predictions; see [`MetricRows::evaluate`].
+    pub fn evaluate(&mut self, gpu: &Gpu, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        self.set.evaluate(gpu, metric, transform)
+    }
+
+    /// The set's margins, read back (for the metrics the device does not compute).
+    pub fn margins(&self, gpu: &Gpu) -> Result<Vec<f32>> {
+        self.set.read_margins(gpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+    use crate::data::{CsrMatrix, DenseMatrix};
+    use crate::learner::{train, TrainOptions};
+    use crate::param::Params;
+    use primitives::Schedule;
+
+    /// A model's later rounds added on the device to the margins of its first equal the host's
+    /// prediction of the whole model, bit for bit: dense rows with missing values and fewer columns
+    /// than the model, and the same rows as CSR (missing entries left out, a column given twice).
+    #[test]
+    fn the_devices_walks_give_the_hosts_margins() {
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 3 });
+        for (name, classes) in [("reg:squarederror", 1usize), ("multi:softprob", 3)] {
+            let task = if classes > 1 {
+                SyntheticTask::MultiClass { classes: classes as u32 }
+            } else {
+                SyntheticTask::Regression
+            };
+            let spec = SyntheticSpec { rows: 800, cols: 9, task, seed: 2, missing_columns: 3, ..Default::default() };
+            let data = generate(&spec).unwrap();
+            let num_class = classes.to_string();
+            let mut pairs = vec![("objective", name), ("max_depth", "4"), ("eta", "0.5")];
+            if classes > 1 {
+                pairs.push(("num_class", &num_class));
+            }
+            let params = Params::from_pairs(&pairs).unwrap();
+            let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
+            let trained = train(&params, &data, &[], &options, |_| {}).unwrap();
+            let (model, objective) = (trained.model, trained.objective);
+            let device_objective = objective.device_objective().unwrap();
+
+            // Rows of another draw with one column fewer than the model, more of them missing.
+            let spec = SyntheticSpec { rows: 300, seed: 9, missing_columns: 6, missing_fraction: 0.3, ..spec };
+            let test = generate(&spec).unwrap();
+            let FeatureMatrix::Dense(full) = &test.features else { panic!("synthetic data is dense") };
+            let cols = full.cols - 1;
+            let values: Vec<f32> = (0..full.rows).flat_map(|i| full.values[i * full.cols..][..cols].to_vec()).collect();
+            let dense = DenseMatrix::new(full.rows, cols, values.clone());
+            let mut csr =
+                CsrMatrix { rows: full.rows, cols, row_ptr: vec![0], col_indices: Vec::new(), values: Vec::new() };
+            for i in 0..full.rows {
+                for c in 0..cols {
+                    let v = values[i * cols + c];
+                    if !v.is_nan() {
+                        if i % 5 == 0 && c == 2 {
+                            // A first entry of the column that the later one overrides.
+                            csr.col_indices.push(2);
+                            csr.values.push(v + 100.0);
+                        }
+                        csr.col_indices.push(c as u32);
+                        csr.values.push(v);
+                    }
+                }
+                csr.row_ptr.push(csr.values.len());
+            }
+            let to_margin = |b| objective.prob_to_margin(b);
+            for features in [FeatureMatrix::Dense(dense), FeatureMatrix::Sparse(csr)] {
+                let set = Dataset { features, info: test.info.clone() };
+                let first = model.predict_margin(&set.features, None, to_margin, (0, 1)).unwrap();
+                let mut device = DeviceEvalSet::new(&gpu, &set, device_objective, &first).unwrap();
+                for round in 1..model.num_rounds() {
+                    let range = model.iteration_indptr[round]..model.iteration_indptr[round + 1];
+                    let trees: Vec<(Tree, u32)> = range.map(|t| (model.trees[t].clone(), model.tree_info[t])).collect();
+                    device.add_trees(&gpu, &DeviceTrees::upload(&gpu, &trees).unwrap()).unwrap();
+                }
+                let host = model.predict_margin(&set.features, None, to_margin, (0, 0)).unwrap();
+                let device = device.margins(&gpu).unwrap();
+                assert_eq!(device.len(), host.len());
+                let differ = host.iter().zip(&device).position(|(h, d)| h.to_bits() != d.to_bits());
+                assert_eq!(differ, None, "{name}: margin {differ:?} differs");
+                assert_ne!(host, first, "{name}: the later rounds changed the margins");
+            }
+        }
+    }
+
+    #[test]
+    fn a_tree_with_a_child_outside_it_is_an_error() {
+        let gpu = Gpu::emulated(Schedule::Deterministic);
+        let mut tree = Tree::leaf(0.5, 1.0);
+        assert!(DeviceTrees::upload(&gpu, &[(tree.clone(), 0)]).is_ok());
+        tree.left_children[0] = 3;
+        tree.right_children[0] = 4;
+        assert!(matches!(DeviceTrees::upload(&gpu, &[(tree, 0)]), Err(Error::Model(_))));
+        assert!(matches!(DeviceTrees::upload(&gpu, &[(Tree::default(), 0)]), Err(Error::Model(_))));
+    }
+}

@@ -1,0 +1,246 @@
+//! The evaluation log's metrics on the device: [`MetricRows`] keeps a set's labels, weights and
+//! margins there (the training rows, or an evaluation set's) and computes the row-wise,
+//! multi-class and AUC metrics from them as the host computes them from the same predictions, bit
+//! for bit, reading back block sums instead of the margins.
+
+use primitives::ops::Max;
+use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, Gpu, SortOrder};
+
+use boost_kernels::auc::{AucCurve, Positives};
+use boost_kernels::metric::{LossSum, Transform};
+use boost_kernels::reduce::{self, BlockSum};
+
+use super::{element_config, warp_per_block_config};
+use crate::data::MetaInfo;
+use crate::metric::DeviceMetric;
+use crate::objective::DeviceObjective;
+use crate::{Error, Result};
+
+/// A set of rows whose metrics the device computes from their margins.
+pub(crate) struct MetricRows {
+    pub(crate) rows: usize,
+    /// The margins of a row: 1, or a softmax's classes.
+    pub(crate) outputs: usize,
+    softmax: bool,
+    pub(crate) labels: DeviceBuffer<f32>,
+    pub(crate) weights: Option<DeviceBuffer<f32>>,
+    /// `outputs` a row, row-major.
+    pub(crate) margins: DeviceBuffer<f32>,
+    /// The fixed-point scales of the AUC walks over these rows (the host's, from the same labels):
+    /// the binary walk's, or each class's one-vs-rest walk's.
+    auc_scales: Vec<f64>,
+    /// The AUC's sort and scans, made at the first AUC.
+    auc_scratch: Option<AucScratch>,
+}
+
+impl MetricRows {
+    /// Uploads the labels, the row weights and the `margins` of rows that `objective`'s margins
+    /// predict.
+    pub(crate) fn new(gpu: &Gpu, objective: DeviceObjective, info: &MetaInfo, margins: &[f32]) -> Result<Self> {
+        let n = info.labels.len();
+        let (outputs, softmax) = match objective {
+            DeviceObjective::Elementwise(_) => (1, false),
+            DeviceObjective::Softmax { classes } => (classes, true),
+        };
+        if margins.len() != n * outputs || !(info.weights.is_empty() || info.weights.len() == n) {
+            return Err(Error::InvalidData(format!(
+                "{n} labels, {} weights and {} margins for rows of {outputs} outputs",
+                info.weights.len(),
+                margins.len()
+            )));
+        }
+        Ok(MetricRows {
+            rows: n,
+            outputs,
+            softmax,
+            labels: gpu.upload(&info.labels)?,
+            weights: (!info.weights.is_empty()).then(|| gpu.upload(&info.weights)).transpose()?,
+            margins: gpu.upload(margins)?,
+            auc_scales: crate::metric::auc_scales(info, outputs),
+            auc_scratch: None,
+        })
+    }
+
+    /// The device address of the weights, or 0 (every weight 1).
+    pub(crate) fn weights_ptr(&self) -> u64 {
+        self.weights.as_ref().map_or(0, DeviceBuffer::device_ptr)
+    }
+
+    /// `metric` of the rows' predictions (for an element-wise metric, `transform` of the margins; for
+    /// a multi-class one, their softmax), as the host's metric computes it from the same predictions:
+    /// the same row terms, summed in the same fixed order (the device sums each block, the host adds
+    /// the block sums in order). Reads back a sum per 1024 rows instead of the margins.
+    pub(crate) fn evaluate(&mut self, gpu: &Gpu, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        let n = self.rows;
+        let outputs = self.outputs;
+        let blocks = reduce::blocks(n);
+        let block_sums = gpu.alloc_zeroed::<LossSum>(blocks.max(1))?;
+        let config = warp_per_block_config(blocks)?;
+        let sums = |block_sums: &DeviceBuffer<LossSum>| -> Result<LossSum> {
+            Ok(block_sums.to_vec(gpu)?.into_iter().take(blocks).fold(LossSum::zero(), BlockSum::plus))
+        };
+        match metric {
+            DeviceMetric::Elementwise(metric) if outputs == 1 => {
+                let metric_buffer = gpu.upload(std::slice::from_ref(&metric))?;
+                let args = [
+                    self.margins.device_ptr(),
+                    self.labels.device_ptr(),
+                    self.weights_ptr(),
+                    n as u64,
+                    transform.0 as u64,
+                    metric_buffer.device_ptr(),
+                    block_sums.device_ptr(),
+                ];
+                // SAFETY: margins and labels (and weights when given) hold `n` values, one metric, a
+                // sum per block; the grid is whole warps, one per block.
+                unsafe { gpu.launch(crate::KERNELS, "boost_metric_elementwise", config, &args)? };
+                Ok(metric.finish(sums(&block_sums)?))
+            }
+            DeviceMetric::MultiClass(metric) if self.softmax => {
+                let args = [
+                    self.margins.device_ptr(),
+                    self.labels.device_ptr(),
+                    self.weights_ptr(),
+                    n as u64,
+                    outputs as u64,
+                    metric.0 as u64,
+                    block_sums.device_ptr(),
+                ];
+                // SAFETY: `outputs` margins a row, labels the host checked to be class ids below it
+                // (the softmax objective's validation), (weights when given), a sum per block; whole
+                // warps, one per block.
+                unsafe { gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
+                Ok(metric.finish(sums(&block_sums)?))
+            }
+            DeviceMetric::Auc(curve) if outputs == 1 || self.softmax => self.auc(gpu, curve, transform),
+            _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
+        }
+    }
+
+    /// `auc` or `aucpr` of the rows' predictions (`transform` of the margins; for a softmax,
+    /// one-vs-rest over its classes), as the host computes it (`boost_kernels::auc`): for each walk the
+    /// predictions sorted descending with their rows (our radix sort), each position's fixed-point
+    /// positives and tie-group head, their inclusive sum and max scans, and each tie group's segment
+    /// area summed in the fixed order. Reads back the total positives and a sum per 1024 rows a walk.
+    fn auc(&mut self, gpu: &Gpu, curve: AucCurve, transform: Transform) -> Result<f64> {
+        let n = self.rows;
+        let mut scratch = match self.auc_scratch.take() {
+            Some(scratch) => scratch,
+            None => AucScratch::new(gpu, n)?,
+        };
+        let walks = (0..self.outputs)
+            .map(|class| self.auc_walk(gpu, &mut scratch, curve, transform, class))
+            .collect::<Result<Vec<_>>>();
+        self.auc_scratch = Some(scratch);
+        let walks = walks?;
+        Ok(match walks[..] {
+            [(total, area, scale)] => boost_kernels::auc::finish(curve, total, area, scale),
+            _ => crate::metric::one_vs_rest(curve, &walks),
+        })
+    }
+
+    /// One walk of [`MetricRows::auc`] (class `class` of a softmax, or the binary walk): its total
+    /// positives, summed area and scale.
+    fn auc_walk(
+        &self,
+        gpu: &Gpu,
+        scratch: &mut AucScratch,
+        curve: AucCurve,
+        transform: Transform,
+        class: usize,
+    ) -> Result<(Positives, f64, f64)> {
+        let n = self.rows;
+        let classes = self.outputs;
+        let scale = self.auc_scales[class];
+        let args = [
+            self.margins.device_ptr(),
+            n as u64,
+            classes as u64,
+            class as u64,
+            transform.0 as u64,
+            scratch.keys.device_ptr(),
+            scratch.rows.device_ptr(),
+        ];
+        // SAFETY: `classes` margins a row, `class < classes`; keys and row indices hold `n` values.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_keys", element_config(n)?, &args)? };
+        let order = SortOrder::descending();
+        DeviceRadixSort::sort_pairs(
+            gpu,
+            &scratch.keys,
+            &mut scratch.sorted_keys,
+            &scratch.rows,
+            &mut scratch.sorted_rows,
+            order,
+        )?;
+        let args = [
+            scratch.sorted_keys.device_ptr(),
+            scratch.sorted_rows.device_ptr(),
+            self.labels.device_ptr(),
+            self.weights_ptr(),
+            n as u64,
+            classes as u64,
+            class as u64,
+            scale.to_bits(),
+            scratch.positives.device_ptr(),
+            scratch.heads.device_ptr(),
+        ];
+        // SAFETY: every buffer holds `n` values; the sorted rows are a permutation of `0..n`.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_positives", element_config(n)?, &args)? };
+        DeviceScan::inclusive_sum(gpu, &scratch.positives, &mut scratch.prefixes)?;
+        DeviceScan::inclusive_scan::<u32, Max>(gpu, &scratch.heads, &mut scratch.group_starts)?;
+        let blocks = reduce::blocks(n);
+        let args = [
+            scratch.sorted_keys.device_ptr(),
+            scratch.prefixes.device_ptr(),
+            scratch.group_starts.device_ptr(),
+            n as u64,
+            curve.0 as u64,
+            scale.to_bits(),
+            scratch.block_sums.device_ptr(),
+        ];
+        // SAFETY: keys, prefixes and group starts (positions up to their own) hold `n >= 1` values, a
+        // sum per block; whole warps, one per block.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_area", warp_per_block_config(blocks)?, &args)? };
+        let total = scratch.prefixes.range_to_vec(gpu, n - 1..n)?[0];
+        let area = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus).loss;
+        Ok((total, area, scale))
+    }
+
+    /// The margins, read back from the device.
+    pub(crate) fn read_margins(&self, gpu: &Gpu) -> Result<Vec<f32>> {
+        Ok(self.margins.to_vec(gpu)?)
+    }
+}
+
+/// The device buffers of [`MetricRows::auc`], one value a row (the sort takes whole buffers) and a
+/// sum per block.
+struct AucScratch {
+    keys: DeviceBuffer<f32>,
+    sorted_keys: DeviceBuffer<f32>,
+    rows: DeviceBuffer<u32>,
+    sorted_rows: DeviceBuffer<u32>,
+    positives: DeviceBuffer<Positives>,
+    prefixes: DeviceBuffer<Positives>,
+    heads: DeviceBuffer<u32>,
+    group_starts: DeviceBuffer<u32>,
+    block_sums: DeviceBuffer<LossSum>,
+}
+
+impl AucScratch {
+    fn new(gpu: &Gpu, n: usize) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::InvalidData("AUC of no rows".into()));
+        }
+        Ok(AucScratch {
+            keys: gpu.alloc_uninitialized(n)?,
+            sorted_keys: gpu.alloc_uninitialized(n)?,
+            rows: gpu.alloc_uninitialized(n)?,
+            sorted_rows: gpu.alloc_uninitialized(n)?,
+            positives: gpu.alloc_uninitialized(n)?,
+            prefixes: gpu.alloc_uninitialized(n)?,
+            heads: gpu.alloc_uninitialized(n)?,
+            group_starts: gpu.alloc_uninitialized(n)?,
+            block_sums: gpu.alloc_uninitialized(reduce::blocks(n))?,
+        })
+    }
+}
