@@ -179,6 +179,14 @@ kernel! {
 }
 
 kernel! {
+    /// Every row's margins at the base margins; see [`objective::fill_margins_kernel`].
+    pub unsafe fn boost_objective_fill_margins(base: *const f32, outputs: u64, count: u64, margins: *mut f32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { objective::fill_margins_kernel(base, outputs, count, margins) }
+    }
+}
+
+kernel! {
     pub unsafe fn boost_metric_elementwise(
         margins: *const f32,
         labels: *const f32,
@@ -345,6 +353,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_quantise_fixed" => Some(boost_quantise_fixed::raw),
         "boost_objective_gradients" => Some(boost_objective_gradients::raw),
         "boost_objective_add_leaves" => Some(boost_objective_add_leaves::raw),
+        "boost_objective_fill_margins" => Some(boost_objective_fill_margins::raw),
         "boost_metric_elementwise" => Some(boost_metric_elementwise::raw),
         "boost_objective_softmax_gradients" => Some(boost_objective_softmax_gradients::raw),
         "boost_objective_sample" => Some(boost_objective_sample::raw),

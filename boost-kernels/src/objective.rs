@@ -3,7 +3,8 @@
 //! objectives call these functions on the CPU, and [`gradients_kernel`] and
 //! [`softmax_gradients_kernel`] run them on the device, so both give the same bits
 //! (plain `f32` arithmetic and `libm`, no fused multiply-adds on either side). Also the margin
-//! update after a tree ([`add_leaves_kernel`]): each row's leaf value added to its margin.
+//! update after a tree ([`add_leaves_kernel`]): each row's leaf value added to its margin; and the
+//! margins before the first tree ([`fill_margins_kernel`]).
 //!
 //! Memory is read and written through `arch`, so the emulator checks every access.
 
@@ -225,6 +226,20 @@ pub unsafe fn sample_kernel(
         let g = if sampler.keeps(i) { arch::load(gradients.add(i as usize)) } else { GradientPair::new(0.0, 0.0) };
         arch::store(out.add(i as usize), g);
     }
+}
+
+/// `margins[i] = base[i % outputs]` for `i < count`: every row's margins at the model's base margins
+/// (before the first tree), without sending them from the host. One thread per margin.
+///
+/// # Safety
+/// `base` holds `outputs >= 1` values, `margins` `count`.
+pub unsafe fn fill_margins_kernel(base: *const f32, outputs: u64, count: u64, margins: *mut f32) {
+    let i = global_thread();
+    if i >= count {
+        return;
+    }
+    // SAFETY: `i < count` and `i % outputs < outputs`.
+    unsafe { arch::store(margins.add(i as usize), arch::load(base.add((i % outputs) as usize))) }
 }
 
 /// A leaf of a grown tree: its rows are positions `begin..end` of the row order; `value` is added to

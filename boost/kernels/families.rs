@@ -75,6 +75,7 @@
             "boost_metric_elementwise",
             "boost_metric_multiclass",
             "boost_objective_add_leaves",
+            "boost_objective_fill_margins",
             "boost_objective_gradients",
             "boost_objective_sample",
             "boost_objective_softmax_gradients",

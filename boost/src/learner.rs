@@ -17,7 +17,7 @@ use boost_kernels::sampling::RowSampler;
 use crate::data::{Dataset, MetaInfo};
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
-use crate::gpu::{DeviceEvalSet, DeviceTrees, GpuTrainer};
+use crate::gpu::{DeviceEvalSet, DeviceTrees, GpuTrainer, InitialMargins};
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
 use crate::objective::{self, DeviceObjective, Objective};
@@ -227,36 +227,46 @@ pub fn train_with_precision(
         let base = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
         model.predict_margin(&data.features, base, prob_to_margin, (0, 0))
     };
-    let mut margins = margins_of(train)?;
+    // Objectives whose gradients the device computes keep the training rows there: gradients, trees
+    // and margins on the device, the margins read back only for the evaluation log.
+    let device_objective = objective.device_objective().filter(|_| !objective.refreshes_leaves());
+    let device_rounds = matches!(backend, TreeBackend::Gpu(_)) && device_objective.is_some();
+    // Rows start at the model's base margins unless the data gives its own or a model's trees are
+    // continued; the device then makes such margins itself instead of receiving them.
+    let base_margins = model.base_margins(prob_to_margin);
+    let at_base = |data: &Dataset| {
+        device_rounds && data.info.base_margin.is_empty() && model.trees.is_empty() && base_margins.len() == outputs
+    };
+    let mut margins = if at_base(train) { Vec::new() } else { margins_of(train)? };
     // An evaluation set that is the training data itself (`train` in the log) reads the training
     // margins, which the rows' leaves keep up to date: the same values prediction would give.
     let is_train = |data: &Dataset| std::ptr::eq(data, train);
-    let mut eval_margins: Vec<Vec<f32>> =
-        evals.iter().map(|(d, _)| if is_train(d) { Ok(Vec::new()) } else { margins_of(d) }).collect::<Result<_>>()?;
+    let mut eval_margins: Vec<Vec<f32>> = evals
+        .iter()
+        .map(|(d, _)| if is_train(d) || at_base(d) { Ok(Vec::new()) } else { margins_of(d) })
+        .collect::<Result<_>>()?;
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let all_features: Vec<u32> = (0..train.cols() as u32).collect();
     let n = train.rows();
-    let mut gradients = vec![GradientPair::new(0f32, 0f32); n * outputs];
+    // The host's gradients, when the host computes them.
+    let mut gradients = if device_rounds { Vec::new() } else { vec![GradientPair::new(0f32, 0f32); n * outputs] };
     let mut history = Vec::new();
     let (mut best_iteration, mut best_score) = (None, None::<f64>);
     let tree_params = &params.tree;
     phases.add("base score and initial margins", start.elapsed());
 
-    // Objectives whose gradients the device computes keep the training rows there: gradients, trees
-    // and margins on the device, the margins read back only for the evaluation log.
-    let device_objective = objective.device_objective().filter(|_| !objective.refreshes_leaves());
-    let device_rounds = match (&mut backend, device_objective) {
-        (TreeBackend::Gpu(trainer), Some(device_objective)) => {
-            let gpu = trainer.gpu();
-            let start = Instant::now();
-            on_device(gpu, "uploading the labels and margins", || {
-                trainer.keep_rows_on_device(device_objective, &train.info, &margins)
-            })?;
-            phases.add("labels and margins to the device", start.elapsed());
-            true
-        }
-        _ => false,
-    };
+    if let (TreeBackend::Gpu(trainer), Some(device_objective), true) = (&mut backend, device_objective, device_rounds) {
+        let gpu = trainer.gpu();
+        let start = Instant::now();
+        on_device(gpu, "uploading the labels and margins", || {
+            trainer.keep_rows_on_device(
+                device_objective,
+                &train.info,
+                initial_margins(at_base(train), &base_margins, &margins),
+            )
+        })?;
+        phases.add("labels and margins to the device", start.elapsed());
+    }
     // The training set's metrics on the device when the device computes all of them: then the
     // margins never come back.
     let transform = objective.device_eval_transform();
@@ -272,7 +282,7 @@ pub fn train_with_precision(
     // The other evaluation sets on the device too when the rounds are: the round's trees walk their
     // rows there, and their metrics are computed there when the device computes all of them.
     let mut device_evals: Vec<Option<DeviceEval>> = Vec::with_capacity(evals.len());
-    for ((data, _), initial) in evals.iter().zip(&eval_margins) {
+    for ((data, _), margins) in evals.iter().zip(&eval_margins) {
         let on_device = match (&backend, device_objective) {
             (TreeBackend::Gpu(trainer), Some(device_objective))
                 if device_rounds && !is_train(data) && data.rows() > 0 =>
@@ -280,7 +290,12 @@ pub fn train_with_precision(
                 let gpu = trainer.gpu();
                 let start = Instant::now();
                 let set = on_device(gpu, "uploading an evaluation set", || {
-                    DeviceEvalSet::new(gpu, data, device_objective, initial)
+                    DeviceEvalSet::new(
+                        gpu,
+                        data,
+                        device_objective,
+                        initial_margins(at_base(data), &base_margins, margins),
+                    )
                 })?;
                 phases.add("evaluation sets to the device", start.elapsed());
                 let metrics_on_device = device_metrics_of(&metrics, device_objective, transform, &data.info);
@@ -530,6 +545,15 @@ fn device_metrics_of(
             _ => None,
         })
         .collect()
+}
+
+/// A set's margins before the first round: every row at `base` (made on the device), or `margins`.
+fn initial_margins<'a>(at_base: bool, base: &'a [f32], margins: &'a [f32]) -> InitialMargins<'a> {
+    if at_base {
+        InitialMargins::Base(base)
+    } else {
+        InitialMargins::Rows(margins)
+    }
 }
 
 /// Row sampling of one tree (`subsample`): a key drawn from the run's generator when sampling, so

@@ -10,7 +10,7 @@ use boost_kernels::metric::Transform;
 use boost_kernels::predict::{PredictNode, PredictTree};
 
 use super::element_config;
-use super::metrics::MetricRows;
+use super::metrics::{InitialMargins, MetricRows};
 use crate::data::{Dataset, FeatureMatrix};
 use crate::metric::DeviceMetric;
 use crate::objective::DeviceObjective;
@@ -76,9 +76,8 @@ pub struct DeviceEvalSet {
 }
 
 impl DeviceEvalSet {
-    /// Uploads `data` and its `margins` (row-major, one per output of `objective`) as the model
-    /// predicts them before the run's first round.
-    pub fn new(gpu: &Gpu, data: &Dataset, objective: DeviceObjective, margins: &[f32]) -> Result<Self> {
+    /// Uploads `data` with its margins (one per output of `objective`) before the run's first round.
+    pub fn new(gpu: &Gpu, data: &Dataset, objective: DeviceObjective, margins: InitialMargins<'_>) -> Result<Self> {
         if data.info.labels.len() != data.rows() {
             return Err(Error::InvalidData(format!(
                 "{} labels for {} rows of an evaluation set",
@@ -229,7 +228,8 @@ mod tests {
             for features in [FeatureMatrix::Dense(dense), FeatureMatrix::Sparse(csr)] {
                 let set = Dataset { features, info: test.info.clone() };
                 let first = model.predict_margin(&set.features, None, to_margin, (0, 1)).unwrap();
-                let mut device = DeviceEvalSet::new(&gpu, &set, device_objective, &first).unwrap();
+                let mut device =
+                    DeviceEvalSet::new(&gpu, &set, device_objective, InitialMargins::Rows(&first)).unwrap();
                 for round in 1..model.num_rounds() {
                     let range = model.iteration_indptr[round]..model.iteration_indptr[round + 1];
                     let trees: Vec<(Tree, u32)> = range.map(|t| (model.trees[t].clone(), model.tree_info[t])).collect();

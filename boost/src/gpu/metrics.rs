@@ -16,6 +16,37 @@ use crate::metric::DeviceMetric;
 use crate::objective::DeviceObjective;
 use crate::{Error, Result};
 
+/// A set's margins before a training run's first round.
+#[derive(Clone, Copy, Debug)]
+pub enum InitialMargins<'a> {
+    /// Every row's, row-major (base margins given with the data, or a model's trees continued).
+    Rows(&'a [f32]),
+    /// Every row at these base margins, one per output (made on the device, not uploaded).
+    Base(&'a [f32]),
+}
+
+impl InitialMargins<'_> {
+    /// The margins of `rows` rows of `outputs` on the device.
+    fn to_device(self, gpu: &Gpu, rows: usize, outputs: usize) -> Result<DeviceBuffer<f32>> {
+        let count = rows * outputs;
+        match self {
+            InitialMargins::Rows(margins) if margins.len() == count => Ok(gpu.upload(margins)?),
+            InitialMargins::Base(base) if base.len() == outputs && outputs > 0 => {
+                let margins = gpu.alloc_uninitialized::<f32>(count)?;
+                let base = gpu.upload(base)?;
+                let args = [base.device_ptr(), outputs as u64, count as u64, margins.device_ptr()];
+                // SAFETY: `outputs >= 1` base margins, `count` margins.
+                unsafe { gpu.launch(crate::KERNELS, "boost_objective_fill_margins", element_config(count)?, &args)? };
+                Ok(margins)
+            }
+            InitialMargins::Rows(m) | InitialMargins::Base(m) => Err(Error::InvalidData(format!(
+                "{} initial margins for {rows} rows of {outputs} outputs ({self:?})",
+                m.len()
+            ))),
+        }
+    }
+}
+
 /// A set of rows whose metrics the device computes from their margins.
 pub(crate) struct MetricRows {
     pub(crate) rows: usize,
@@ -34,20 +65,21 @@ pub(crate) struct MetricRows {
 }
 
 impl MetricRows {
-    /// Uploads the labels, the row weights and the `margins` of rows that `objective`'s margins
-    /// predict.
-    pub(crate) fn new(gpu: &Gpu, objective: DeviceObjective, info: &MetaInfo, margins: &[f32]) -> Result<Self> {
+    /// Uploads the labels and the row weights of rows that `objective`'s margins predict, with their
+    /// margins before the run's first round.
+    pub(crate) fn new(
+        gpu: &Gpu,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<Self> {
         let n = info.labels.len();
         let (outputs, softmax) = match objective {
             DeviceObjective::Elementwise(_) => (1, false),
             DeviceObjective::Softmax { classes } => (classes, true),
         };
-        if margins.len() != n * outputs || !(info.weights.is_empty() || info.weights.len() == n) {
-            return Err(Error::InvalidData(format!(
-                "{n} labels, {} weights and {} margins for rows of {outputs} outputs",
-                info.weights.len(),
-                margins.len()
-            )));
+        if !(info.weights.is_empty() || info.weights.len() == n) {
+            return Err(Error::InvalidData(format!("{n} labels and {} weights", info.weights.len())));
         }
         Ok(MetricRows {
             rows: n,
@@ -55,7 +87,7 @@ impl MetricRows {
             softmax,
             labels: gpu.upload(&info.labels)?,
             weights: (!info.weights.is_empty()).then(|| gpu.upload(&info.weights)).transpose()?,
-            margins: gpu.upload(margins)?,
+            margins: margins.to_device(gpu, n, outputs)?,
             auc_scales: crate::metric::auc_scales(info, outputs),
             auc_scratch: None,
         })

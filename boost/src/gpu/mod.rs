@@ -38,6 +38,7 @@ use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder}
 use crate::tree::Tree;
 use crate::{Error, Result};
 pub use eval::{DeviceEvalSet, DeviceTrees};
+pub use metrics::InitialMargins;
 use metrics::MetricRows;
 
 type Fixed = GradientPair<i64>;
@@ -972,10 +973,15 @@ impl<'g> GpuTrainer<'g> {
         Ok((tree, order))
     }
 
-    /// Keeps the training rows' labels, weights and `margins` (row-major, one per output) on the
+    /// Keeps the training rows' labels, weights and `margins` (one per output) on the
     /// device, so that [`GpuTrainer::compute_gradients`] and [`GpuTrainer::boost_tree`] compute the
     /// gradients of `objective` there and update the margins themselves.
-    pub fn keep_rows_on_device(&mut self, objective: DeviceObjective, info: &MetaInfo, margins: &[f32]) -> Result<()> {
+    pub fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()> {
         let n = self.rows;
         if info.labels.len() != n {
             return Err(Error::InvalidData(format!("{} labels for {n} rows", info.labels.len())));
@@ -1248,7 +1254,7 @@ mod tests {
                 &cuts,
             );
             let mut trainer = GpuTrainer::new(&gpu, &matrix, &cuts).unwrap();
-            trainer.keep_rows_on_device(objective, &info, &margins).unwrap();
+            trainer.keep_rows_on_device(objective, &info, InitialMargins::Rows(&margins)).unwrap();
             let predictions: Vec<f32> = margins.iter().map(|&m| Transform::SIGMOID.apply(m)).collect();
             for (name, curve) in [("auc", AucCurve::ROC), ("aucpr", AucCurve::PR)] {
                 let host = from_name(name).unwrap().evaluate(&predictions, &info, 1);
@@ -1269,7 +1275,9 @@ mod tests {
                 &cuts,
             );
             let mut trainer = GpuTrainer::new(&gpu, &matrix, &cuts).unwrap();
-            trainer.keep_rows_on_device(DeviceObjective::Softmax { classes }, &info, &margins).unwrap();
+            trainer
+                .keep_rows_on_device(DeviceObjective::Softmax { classes }, &info, InitialMargins::Rows(&margins))
+                .unwrap();
             let predictions =
                 crate::objective::Objective::eval_transform(&crate::objective::Softmax::new(classes, true), &margins);
             for (name, curve) in [("auc", AucCurve::ROC), ("aucpr", AucCurve::PR)] {
