@@ -64,9 +64,10 @@ kernel! {
         missing: u64,
         splits: *const PartitionSplit,
         num_splits: u64,
+        split_index: *const u32,
         flags: *mut u32,
     ) {
-        let args = PartitionArgs { rows, n, bins, features, missing, splits, num_splits };
+        let args = PartitionArgs { rows, n, bins, features, missing, splits, num_splits, split_index };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { partition::flags_kernel(&args, flags) }
     }
@@ -79,12 +80,13 @@ kernel! {
         n: u64,
         splits: *const PartitionSplit,
         num_splits: u64,
+        split_index: *const u32,
         flags: *const u32,
         scan: *const u32,
         out: *mut u32,
     ) {
         let args = PartitionArgs {
-            rows, n, bins: core::ptr::null(), features: 0, missing: 0, splits, num_splits,
+            rows, n, bins: core::ptr::null(), features: 0, missing: 0, splits, num_splits, split_index,
         };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { partition::scatter_kernel(&args, flags, scan, out) }

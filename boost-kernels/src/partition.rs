@@ -38,13 +38,36 @@ pub fn goes_left(split: &PartitionSplit, bin: u32, missing: u32) -> bool {
     }
 }
 
-/// The split whose range holds `position`, if one does (binary search over the batch).
+/// Positions per entry of a batch's split index ([`PartitionArgs::split_index`]).
+pub const SPLIT_INDEX_SHIFT: u32 = 12;
+
+/// Entry `b` of a batch's split index: the index of the last split that begins at or before
+/// position `b << SPLIT_INDEX_SHIFT` (0 when none does), for `b` in `0..=n >> SPLIT_INDEX_SHIFT`
+/// plus one (`n` the span's positions). Both launchers of the kernels that read it use this.
+pub fn split_index_entry(begins: &[u32], b: usize) -> u32 {
+    let position = (b as u64) << SPLIT_INDEX_SHIFT;
+    (begins.partition_point(|&begin| begin as u64 <= position).max(1) - 1) as u32
+}
+
+/// The split whose range holds `position`, if one does: a binary search over the batch, or over
+/// the few splits between two entries of its split index when there is one (a depthwise level's
+/// many nodes would otherwise cost every thread a chain of dependent loads).
 ///
 /// # Safety
-/// `splits` holds `num_splits` splits sorted by `begin`.
+/// `a.splits` holds `a.num_splits` splits sorted by `begin`; `a.split_index` is null or holds the
+/// entries of [`split_index_entry`] for `position`'s entry and the next.
 #[inline(always)]
-unsafe fn split_at(splits: *const PartitionSplit, num_splits: usize, position: u32) -> Option<PartitionSplit> {
-    let (mut lo, mut hi) = (0usize, num_splits);
+unsafe fn split_at(a: &PartitionArgs, position: u32) -> Option<PartitionSplit> {
+    let (splits, num_splits) = (a.splits, a.num_splits as usize);
+    let (mut lo, mut hi) = if a.split_index.is_null() {
+        (0usize, num_splits)
+    } else {
+        let b = (position >> SPLIT_INDEX_SHIFT) as usize;
+        // SAFETY: entries `b` and `b + 1` exist (caller). The answer, the last split beginning at
+        // or before `position`, is at least entry `b`'s split and at most entry `b + 1`'s.
+        unsafe { (arch::load(a.split_index.add(b)) as usize, arch::load(a.split_index.add(b + 1)) as usize + 1) }
+    };
+    hi = hi.min(num_splits);
     // The last split that begins at or before `position`.
     while lo < hi {
         let mid = (lo + hi) / 2;
@@ -75,6 +98,9 @@ pub struct PartitionArgs {
     pub missing: u64,
     pub splits: *const PartitionSplit,
     pub num_splits: u64,
+    /// Null, or the batch's split index ([`split_index_entry`]: `(n >> SPLIT_INDEX_SHIFT) + 2`
+    /// entries).
+    pub split_index: *const u32,
 }
 
 /// `flags[p]` = 1 when the row at position `p` of the row order goes left, 0 when it goes right or
@@ -95,7 +121,7 @@ pub unsafe fn flags_kernel(a: &PartitionArgs, flags: *mut u32) {
     }
     // SAFETY: `p < n`; the contract covers the rest.
     unsafe {
-        let flag = match split_at(a.splits, a.num_splits as usize, p as u32) {
+        let flag = match split_at(a, p as u32) {
             Some(split) => {
                 let row = arch::load(a.rows.add(p as usize)) as usize;
                 let bin = arch::load(a.bins.add(row * a.features as usize + split.feature as usize));
@@ -122,7 +148,7 @@ pub unsafe fn scatter_kernel(a: &PartitionArgs, flags: *const u32, scan: *const 
     // SAFETY: `p < n`, every `begin`/`end` at most `n`; the contract covers the rest.
     unsafe {
         let row = arch::load(a.rows.add(p));
-        let destination = match split_at(a.splits, a.num_splits as usize, p as u32) {
+        let destination = match split_at(a, p as u32) {
             Some(split) => {
                 let base = arch::load(scan.add(split.begin as usize));
                 let left_rank = (arch::load(scan.add(p)) - base) as usize;
@@ -220,5 +246,77 @@ pub unsafe fn counts_kernel(
         let (small, large) =
             if left { (2 * child.pair, 2 * child.pair + 1) } else { (2 * child.pair + 1, 2 * child.pair) };
         arch::store(plan.plans.add(pair), SubtractionPlan { small, large, parent: child.parent });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::vec::Vec;
+
+    use primitives_kernels::emu::{Emulator, LaunchConfig, Schedule};
+
+    use super::*;
+
+    /// With the split index, every position finds the split a search over the whole batch finds:
+    /// nodes smaller and larger than an index entry's positions, gaps between them, a batch that
+    /// starts after position 0.
+    #[test]
+    fn the_split_index_finds_what_the_whole_search_finds() {
+        let sizes = [5u32, 9000, 1, 1, 4096, 4095, 20000, 3, 70, 8192, 2];
+        let mut splits = Vec::new();
+        let mut at = 100u32;
+        for (i, &size) in sizes.iter().enumerate() {
+            splits.push(PartitionSplit { begin: at, end: at + size, feature: i as u32, ..Default::default() });
+            at += size + if i % 3 == 0 { 17 } else { 0 };
+        }
+        let n = at + 50;
+        let begins: Vec<u32> = splits.iter().map(|s| s.begin).collect();
+        let index: Vec<u32> =
+            (0..((n >> SPLIT_INDEX_SHIFT) + 2) as usize).map(|b| split_index_entry(&begins, b)).collect();
+        // On the emulator (the searches read through `arch`): each position's split, or u32::MAX,
+        // by the whole search and by the index.
+        let device = Emulator::new(Schedule::Deterministic);
+        let upload = |bytes: &[u8]| {
+            let mut memory = device.alloc(bytes.len());
+            memory.write_bytes(bytes);
+            memory
+        };
+        let (splits_memory, index_memory) =
+            (upload(bytemuck::cast_slice(&splits)), upload(bytemuck::cast_slice(&index)));
+        let found_memory = device.alloc(8 * n as usize);
+        let (splits_at, index_at, found_at) = (splits_memory.address(), index_memory.address(), found_memory.address());
+        let config = LaunchConfig { grid_dim: 1, block_dim: 1, shared_mem_bytes: 0 };
+        let search = || {
+            let args = |split_index: u64| PartitionArgs {
+                rows: core::ptr::null(),
+                n: n as u64,
+                bins: core::ptr::null(),
+                features: 0,
+                missing: 0,
+                splits: splits_at as *const PartitionSplit,
+                num_splits: sizes.len() as u64,
+                split_index: split_index as *const u32,
+            };
+            let (whole, indexed) = (args(0), args(index_at));
+            let feature = |split: Option<PartitionSplit>| split.map_or(u32::MAX, |s| s.feature);
+            for p in 0..n {
+                // SAFETY: the splits are sorted by `begin`; the index has an entry for `p`'s and the
+                // next; two results a position.
+                unsafe {
+                    let out = (found_at as *mut u32).add(2 * p as usize);
+                    arch::store(out, feature(split_at(&whole, p)));
+                    arch::store(out.add(1), feature(split_at(&indexed, p)));
+                }
+            }
+        };
+        device.launch("split_at", config, &search).unwrap();
+        let mut found = std::vec![0u32; 2 * n as usize];
+        found_memory.read_bytes(bytemuck::cast_slice_mut(&mut found));
+        for (p, pair) in found.chunks(2).enumerate() {
+            assert_eq!(pair[0], pair[1], "position {p}");
+        }
+        let found = found.chunks(2).filter(|pair| pair[0] != u32::MAX).count() as u32;
+        assert_eq!(found, sizes.iter().sum::<u32>());
     }
 }

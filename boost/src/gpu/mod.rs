@@ -21,7 +21,7 @@ pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
 use boost_kernels::metric::Transform;
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
-use boost_kernels::partition::{ChildSlots, PartitionSplit, SubtractionPlan};
+use boost_kernels::partition::{split_index_entry, ChildSlots, PartitionSplit, SubtractionPlan, SPLIT_INDEX_SHIFT};
 use boost_kernels::reduce::{self, BlockSum};
 pub use boost_kernels::sampling::RowSampler;
 use boost_kernels::split::Split;
@@ -545,6 +545,16 @@ impl<'a> GpuBackend<'a> {
                 PartitionSplit { begin: split.begin - span.start as u32, end: split.end - span.start as u32, ..split };
             upload.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&rebased)));
         }
+        // The split index when the batch has more than a few splits (a depthwise level): a few
+        // kilobytes that spare every position a binary search over the batch.
+        let index_at = upload.len();
+        let index_entries = if splits.len() > 4 { (span.len() >> SPLIT_INDEX_SHIFT) + 2 } else { 0 };
+        if index_entries > 0 {
+            let begins: Vec<u32> = splits.iter().map(|(split, _)| split.begin - span.start as u32).collect();
+            let mut entries: Vec<u32> = (0..index_entries).map(|b| split_index_entry(&begins, b)).collect();
+            entries.resize(index_entries.next_multiple_of(2), 0);
+            upload.extend_from_slice(bytemuck::cast_slice(&entries));
+        }
         let children_at = upload.len();
         let slot_bytes = (self.slot_len() * size_of::<Fixed>()) as u64;
         for &(_, i) in &splits {
@@ -567,6 +577,7 @@ impl<'a> GpuBackend<'a> {
         let b = &mut *self.buffers;
         let uploaded = b.partition_upload.upload(self.gpu, &upload)?.device_ptr();
         let (splits_ptr, children_ptr) = (uploaded, uploaded + 8 * children_at as u64);
+        let index_ptr = if index_entries > 0 { uploaded + 8 * index_at as u64 } else { 0 };
         let pending =
             PendingPartition { expanded: expanded.to_vec(), sorted: splits.iter().map(|&(_, i)| i).collect() };
         let batch = b.batch.at_least(self.gpu, pending.words())?.device_ptr();
@@ -585,12 +596,14 @@ impl<'a> GpuBackend<'a> {
             self.bins_per_feature as u64,
             splits_ptr,
             num_splits,
+            index_ptr,
             b.flags.device_ptr(),
         ];
         // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (`features` bins
         // each), the splits are sorted by `begin` and rebased to the span, with features below
-        // `features`; `flags` holds at least `n + 1` flags (the whole order's `rows + 1`), one
-        // thread each.
+        // `features`, their index (when given) the `(n >> SPLIT_INDEX_SHIFT) + 2` entries of
+        // `split_index_entry`; `flags` holds at least `n + 1` flags (the whole order's `rows + 1`),
+        // one thread each.
         unsafe { self.gpu.launch(module, "boost_partition_flags", element_config(n + 1)?, &args)? };
         DeviceScan::exclusive_sum_n(self.gpu, &b.flags, &mut b.scan, n + 1)?;
         let args = [
@@ -598,6 +611,7 @@ impl<'a> GpuBackend<'a> {
             n as u64,
             splits_ptr,
             num_splits,
+            index_ptr,
             b.flags.device_ptr(),
             b.scan.device_ptr(),
             b.spare.device_ptr() + offset,
