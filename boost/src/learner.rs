@@ -422,16 +422,11 @@ pub fn train_with_precision(
             if let (Some(eval), TreeBackend::Gpu(trainer)) = (device_eval, &backend) {
                 let gpu = trainer.gpu();
                 if let Some(kernel_metrics) = &eval.metrics {
-                    for ((metric, &kernel_metric), &fits) in metrics.iter().zip(kernel_metrics).zip(&eval.fits) {
-                        let value = if fits {
-                            on_device(gpu, "evaluating an evaluation set", || {
-                                eval.set.evaluate(gpu, kernel_metric, transform.unwrap_or(Transform::IDENTITY))
-                            })?
-                        } else {
-                            f64::NAN
-                        };
-                        log.values.push((name.to_string(), metric.name(), value));
-                    }
+                    log_device_metrics(&mut log, name, &metrics, kernel_metrics, &eval.fits, |kernel_metric| {
+                        on_device(gpu, "evaluating an evaluation set", || {
+                            eval.set.evaluate(gpu, kernel_metric, transform.unwrap_or(Transform::IDENTITY))
+                        })
+                    })?;
                     metrics_on_device = true;
                     continue;
                 }
@@ -441,17 +436,12 @@ pub fn train_with_precision(
             if let (true, Some(kernel_metrics), TreeBackend::Gpu(trainer)) =
                 (is_train(data), &device_metrics, &mut backend)
             {
-                for ((metric, &kernel_metric), &fits) in metrics.iter().zip(kernel_metrics).zip(&fits_device_metric) {
-                    let value = if fits {
-                        let gpu = trainer.gpu();
-                        on_device(gpu, "evaluating the training metrics", || {
-                            trainer.evaluate(kernel_metric, transform.unwrap_or(Transform::IDENTITY))
-                        })?
-                    } else {
-                        f64::NAN
-                    };
-                    log.values.push((name.to_string(), metric.name(), value));
-                }
+                let gpu = trainer.gpu();
+                log_device_metrics(&mut log, name, &metrics, kernel_metrics, &fits_device_metric, |kernel_metric| {
+                    on_device(gpu, "evaluating the training metrics", || {
+                        trainer.evaluate(kernel_metric, transform.unwrap_or(Transform::IDENTITY))
+                    })
+                })?;
                 metrics_on_device = true;
                 continue;
             }
@@ -519,6 +509,23 @@ struct DeviceEval {
     set: DeviceEvalSet,
     metrics: Option<Vec<DeviceMetric>>,
     fits: Vec<bool>,
+}
+
+/// Appends set `name`'s values of `metrics` to the log, each computed on the device by `evaluate`
+/// from its device form, or NaN where the set's data does not fit it (as `Metric::evaluate` gives).
+fn log_device_metrics(
+    log: &mut RoundLog,
+    name: &str,
+    metrics: &[Box<dyn Metric>],
+    kernel_metrics: &[DeviceMetric],
+    fits: &[bool],
+    mut evaluate: impl FnMut(DeviceMetric) -> Result<f64>,
+) -> Result<()> {
+    for ((metric, &kernel_metric), &fits) in metrics.iter().zip(kernel_metrics).zip(fits) {
+        let value = if fits { evaluate(kernel_metric)? } else { f64::NAN };
+        log.values.push((name.to_string(), metric.name(), value));
+    }
+    Ok(())
 }
 
 /// The metrics of a set with `info` in the device's form, when the device computes every one of them

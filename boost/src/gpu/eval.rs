@@ -13,6 +13,7 @@ use super::element_config;
 use super::metrics::{InitialMargins, MetricRows};
 use crate::data::{Dataset, FeatureMatrix};
 use crate::metric::DeviceMetric;
+use crate::model::check_features;
 use crate::objective::DeviceObjective;
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -85,29 +86,12 @@ impl DeviceEvalSet {
                 data.rows()
             )));
         }
+        // The kernels read each dense row's values, or each CSR row's entries between its offsets:
+        // the host predictor's checks keep them in bounds.
+        check_features(&data.features, data.cols())?;
         let features = match &data.features {
-            FeatureMatrix::Dense(m) => {
-                if m.values.len() != m.rows * m.cols {
-                    return Err(Error::InvalidData(format!(
-                        "dense matrix of {} x {} holds {} values",
-                        m.rows,
-                        m.cols,
-                        m.values.len()
-                    )));
-                }
-                DeviceFeatures::Dense { values: gpu.upload(&m.values)?, cols: m.cols }
-            }
+            FeatureMatrix::Dense(m) => DeviceFeatures::Dense { values: gpu.upload(&m.values)?, cols: m.cols },
             FeatureMatrix::Sparse(m) => {
-                // The kernel reads each row's entries between its offsets: they must be in bounds.
-                let nnz = m.values.len();
-                let ordered = m.row_ptr.len() == m.rows + 1
-                    && m.row_ptr.first() == Some(&0)
-                    && m.row_ptr.windows(2).all(|w| w[0] <= w[1])
-                    && m.row_ptr.last() == Some(&nnz)
-                    && m.col_indices.len() == nnz;
-                if !ordered {
-                    return Err(Error::InvalidData(format!("CSR matrix of {} rows: malformed row offsets", m.rows)));
-                }
                 let row_ptr: Vec<u64> = m.row_ptr.iter().map(|&p| p as u64).collect();
                 DeviceFeatures::Csr {
                     row_ptr: gpu.upload(&row_ptr)?,

@@ -20,6 +20,7 @@
 mod importance;
 mod json;
 mod predict;
+pub(crate) use predict::check_features;
 
 use std::collections::BTreeMap;
 

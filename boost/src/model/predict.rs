@@ -161,7 +161,7 @@ impl Model {
 
 /// The prediction data must be a well-formed matrix with at most the model's features (XGBoost's
 /// rule: fewer columns are missing values, more are an error).
-fn check_features(features: &FeatureMatrix, num_feature: usize) -> Result<()> {
+pub(crate) fn check_features(features: &FeatureMatrix, num_feature: usize) -> Result<()> {
     if features.cols() > num_feature {
         return Err(Error::InvalidData(format!("the data has {} features, the model {num_feature}", features.cols())));
     }
