@@ -4,6 +4,7 @@
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
+use crate::adaptive::{self, Residuals};
 use crate::auc::{self, AucCurve, Positives};
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
@@ -12,6 +13,7 @@ use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::partition::{self, ChildPlanArgs, ChildSlots, PartitionArgs, PartitionSplit, SubtractionPlan};
 use crate::predict::{self, PredictNode, PredictTree};
 use crate::quantise;
+use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::sampling::RowSampler;
 use crate::subtract;
 
@@ -219,6 +221,81 @@ kernel! {
 }
 
 kernel! {
+    /// A sort key per position of the row order; see [`adaptive::residual_keys_kernel`].
+    pub unsafe fn boost_objective_residual_keys(
+        rows: *const u32,
+        n: u64,
+        labels: *const f32,
+        margins: *const f32,
+        outputs: u64,
+        output: u64,
+        gradients: *const GradientPair<f32>,
+        keys: *mut u64,
+    ) {
+        let residuals = Residuals { labels, margins, outputs, output };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { adaptive::residual_keys_kernel(rows, n, residuals, gradients, keys) }
+    }
+}
+
+kernel! {
+    /// Each leaf's quantile of its residuals; see [`adaptive::leaf_quantiles_kernel`]. `alpha` is an
+    /// `f64`'s bits.
+    pub unsafe fn boost_objective_leaf_quantiles(
+        keys: *const u64,
+        rows: *const u32,
+        offsets: *const u32,
+        num_leaves: u64,
+        labels: *const f32,
+        margins: *const f32,
+        outputs: u64,
+        output: u64,
+        weights: *const f32,
+        alpha: u64,
+        out: *mut f32,
+    ) {
+        let residuals = Residuals { labels, margins, outputs, output };
+        let alpha = f64::from_bits(alpha);
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { adaptive::leaf_quantiles_kernel(keys, rows, offsets, num_leaves, residuals, weights, alpha, out) }
+    }
+}
+
+kernel! {
+    /// Sort keys that rank values descending; see [`rank::descending_keys_kernel`].
+    pub unsafe fn boost_objective_descending_keys(values: *const f32, rows: *const u32, n: u64, keys: *mut u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { rank::descending_keys_kernel(values, rows, n, keys) }
+    }
+}
+
+kernel! {
+    /// Every row's LambdaMART gradient pair; see [`rank::lambdarank_kernel`]. `weight_norm` is an
+    /// `f64`'s bits.
+    pub unsafe fn boost_objective_lambdarank(
+        params: *const LambdaRankParams,
+        group_ptr: *const u32,
+        groups: u64,
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        inv_idcg: *const f64,
+        discount: *const f64,
+        ranked: *const u32,
+        by_label: *const u32,
+        map_stats: *mut f64,
+        seed_base: u64,
+        weight_norm: u64,
+        out: *mut GradientPair<f32>,
+    ) {
+        let rows = RankRows { group_ptr, groups, margins, labels, weights, inv_idcg, discount };
+        let (seed_base, weight_norm) = (seed_base as u32, f64::from_bits(weight_norm));
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { rank::lambdarank_kernel(params, rows, ranked, by_label, map_stats, seed_base, weight_norm, out) }
+    }
+}
+
+kernel! {
     /// One output's gradients with the rows a tree leaves out zeroed; see [`objective::sample_kernel`].
     pub unsafe fn boost_objective_sample(
         gradients: *const GradientPair<f32>,
@@ -359,6 +436,10 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_metric_elementwise" => Some(boost_metric_elementwise::raw),
         "boost_objective_softmax_gradients" => Some(boost_objective_softmax_gradients::raw),
         "boost_objective_sample" => Some(boost_objective_sample::raw),
+        "boost_objective_residual_keys" => Some(boost_objective_residual_keys::raw),
+        "boost_objective_descending_keys" => Some(boost_objective_descending_keys::raw),
+        "boost_objective_lambdarank" => Some(boost_objective_lambdarank::raw),
+        "boost_objective_leaf_quantiles" => Some(boost_objective_leaf_quantiles::raw),
         "boost_metric_multiclass" => Some(boost_metric_multiclass::raw),
         "boost_metric_auc_keys" => Some(boost_metric_auc_keys::raw),
         "boost_metric_auc_positives" => Some(boost_metric_auc_positives::raw),

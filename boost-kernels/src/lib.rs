@@ -10,10 +10,13 @@
 //! gradients and the margin update,
 //! [`metric`] the row-wise evaluation metrics, [`auc`] the areas under the ROC and PR curves,
 //! [`sampling`] row sampling as a stateless draw, [`predict`] the walk from a tree's root to a leaf
-//! (the CPU predictor's step, and the kernels that keep evaluation sets' margins on the device).
+//! (the CPU predictor's step, and the kernels that keep evaluation sets' margins on the device),
+//! [`adaptive`] leaf values recomputed as quantiles of the rows' residuals (`reg:absoluteerror`),
+//! [`rank`] LambdaMART's gradients of a query group.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
+pub mod adaptive;
 pub mod auc;
 pub mod evaluate;
 pub mod fixed_point;
@@ -22,6 +25,7 @@ pub mod objective;
 pub mod partition;
 pub mod predict;
 pub mod quantise;
+pub mod rank;
 pub mod reduce;
 pub mod sampling;
 pub mod split;

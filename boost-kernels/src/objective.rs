@@ -95,6 +95,13 @@ impl ElementwiseObjective {
     pub const ABSOLUTE_ERROR: u32 = 3;
     pub const POISSON: u32 = 4;
 
+    /// The `α` of the quantile of a leaf's residuals that replaces its value after the tree is built
+    /// (`reg:absoluteerror`: the median; see [`crate::adaptive`]), if the objective refreshes leaves.
+    #[inline]
+    pub fn leaf_quantile(&self) -> Option<f64> {
+        (self.kind == Self::ABSOLUTE_ERROR).then_some(0.5)
+    }
+
     /// One row's gradient pair.
     #[inline]
     pub fn gradient(&self, margin: f32, label: f32, weight: f32) -> GradientPair<f32> {

@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use boost_kernels::adaptive;
 use boost_kernels::metric::Transform;
 use boost_kernels::sampling::RowSampler;
 
@@ -229,7 +230,7 @@ pub fn train_with_precision(
     };
     // Objectives whose gradients the device computes keep the training rows there: gradients, trees
     // and margins on the device, the margins read back only for the evaluation log.
-    let device_objective = objective.device_objective().filter(|_| !objective.refreshes_leaves());
+    let device_objective = objective.device_objective();
     let device_rounds = matches!(backend, TreeBackend::Gpu(_)) && device_objective.is_some();
     // Rows start at the model's base margins unless the data gives its own or a model's trees are
     // continued; the device then makes such margins itself instead of receiving them.
@@ -314,7 +315,7 @@ pub fn train_with_precision(
         let mut new_trees = Vec::with_capacity(outputs);
         if let (true, TreeBackend::Gpu(trainer)) = (device_rounds, &mut backend) {
             let start = Instant::now();
-            on_device(trainer.gpu(), "computing the gradients", || trainer.compute_gradients())?;
+            on_device(trainer.gpu(), "computing the gradients", || trainer.compute_gradients(round))?;
             phases.add("gradients", start.elapsed());
             for k in 0..outputs {
                 let start = Instant::now();
@@ -376,11 +377,12 @@ pub fn train_with_precision(
                     }
                 }
             };
-            if objective.refreshes_leaves() {
+            if let Some(alpha) = objective.leaf_quantile() {
                 refresh_leaves(
-                    objective.as_ref(),
+                    alpha,
                     &mut built.tree,
                     &built.positions,
+                    &column,
                     &margins,
                     train,
                     outputs,
@@ -654,12 +656,15 @@ fn sample_features(features: &[u32], fraction: f32, rng: &mut ChaCha8Rng) -> Vec
 }
 
 /// For objectives that recompute leaf values after the tree is built (absolute error): each leaf's
-/// value from its rows' residuals, times `eta`.
+/// value from the residuals of its rows that took part in the tree (a non-zero hessian in
+/// `gradients`, the tree's column), times `eta` (`boost_kernels::adaptive::refreshed_leaf`). The
+/// leaves' base weights stay the builder's, as in XGBoost's models.
 #[allow(clippy::too_many_arguments)]
 fn refresh_leaves(
-    objective: &dyn Objective,
+    alpha: f64,
     tree: &mut Tree,
     positions: &[u32],
+    gradients: &[GradientPair<f32>],
     margins: &[f32],
     data: &Dataset,
     outputs: usize,
@@ -668,18 +673,17 @@ fn refresh_leaves(
 ) {
     let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); tree.len()];
     for (i, &leaf) in positions.iter().enumerate() {
-        rows_of[leaf as usize].push(i as u32);
+        if gradients[i].hess != 0.0 {
+            rows_of[leaf as usize].push(i as u32);
+        }
     }
     let own_margins: Vec<f32> =
         if outputs == 1 { Vec::new() } else { (0..data.rows()).map(|i| margins[i * outputs + output]).collect() };
     let margins = if outputs == 1 { margins } else { &own_margins };
     for (leaf, rows) in rows_of.iter().enumerate() {
-        if !tree.is_leaf(leaf) || rows.is_empty() {
-            continue;
-        }
-        if let Some(value) = objective.refresh_leaf(rows, margins, &data.info) {
-            tree.split_conditions[leaf] = value * eta;
-            tree.base_weights[leaf] = value * eta;
+        if tree.is_leaf(leaf) {
+            let quantile = objective::residual_quantile(alpha, rows, margins, &data.info);
+            tree.split_conditions[leaf] = adaptive::refreshed_leaf(quantile, tree.split_conditions[leaf], eta);
         }
     }
 }
@@ -724,6 +728,43 @@ mod tests {
                 assert!(message.contains("boost_no_such_kernel"), "{message}");
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn absolute_error_leaves_are_xgboosts() {
+        // xgboost 3.2.0, hist, max_depth 1, eta 0.5, min_child_weight 0, 2 rounds: the leaves are the
+        // residuals' (weighted) medians times eta; the base weights stay the builder's.
+        let x: Vec<f32> = (0..12).map(|i| i as f32).collect();
+        let y = vec![0.5f32, -1.0, 3.0, 2.0, 0.1, 7.0, -3.0, 0.0, 1.0, 4.0, 2.5, -0.5];
+        let w = vec![1.0f32, 0.5, 2.0, 1.5, 1.0, 0.25, 3.0, 0.0, 0.7, 0.9, 1.0, 2.0];
+        let params = Params::from_pairs(&[
+            ("objective", "reg:absoluteerror"),
+            ("max_depth", "1"),
+            ("eta", "0.5"),
+            ("min_child_weight", "0"),
+            ("device", "cpu"),
+        ])
+        .unwrap();
+        let options = TrainOptions { num_boost_round: 2, verbose_eval: 0, ..Default::default() };
+        let expected: [[[f32; 3]; 4]; 2] = [
+            [[2.0, -0.5, 0.375], [-0.0, -0.33333334, 0.09090909], [4.0, 0.28125, -0.2875], [-0.0, 0.2, -0.11111111]],
+            [
+                [4.0, 0.75, -0.5],
+                [-0.010101013, 0.25, -0.15989847],
+                [6.0, 0.375, -0.25],
+                [0.057239056, 0.22413793, -0.13953489],
+            ],
+        ];
+        for (weights, expected) in [(vec![], expected[0]), (w, expected[1])] {
+            let features = crate::data::FeatureMatrix::Dense(crate::data::DenseMatrix::new(12, 1, x.clone()));
+            let info = MetaInfo { labels: y.clone(), weights, ..Default::default() };
+            let data = Dataset { features, info };
+            let model = train(&params, &data, &[], &options, |_| {}).unwrap().model;
+            for (round, tree) in model.trees.iter().enumerate() {
+                assert_eq!(tree.split_conditions, expected[2 * round], "round {round}");
+                assert_eq!(tree.base_weights, expected[2 * round + 1], "round {round}");
+            }
         }
     }
 

@@ -74,11 +74,10 @@ impl MetricRows {
         margins: InitialMargins<'_>,
     ) -> Result<Self> {
         let n = info.labels.len();
-        let (outputs, softmax) = match objective {
-            DeviceObjective::Elementwise(_) => (1, false),
-            DeviceObjective::Softmax { classes } => (classes, true),
-        };
-        if !(info.weights.is_empty() || info.weights.len() == n) {
+        let (outputs, softmax) = (objective.outputs(), matches!(objective, DeviceObjective::Softmax { .. }));
+        // Ranking's weights are per query group, and its metrics the host's.
+        let ranking = matches!(objective, DeviceObjective::LambdaRank(_));
+        if !(ranking || info.weights.is_empty() || info.weights.len() == n) {
             return Err(Error::InvalidData(format!("{n} labels and {} weights", info.weights.len())));
         }
         Ok(MetricRows {
@@ -86,7 +85,7 @@ impl MetricRows {
             outputs,
             softmax,
             labels: gpu.upload(&info.labels)?,
-            weights: (!info.weights.is_empty()).then(|| gpu.upload(&info.weights)).transpose()?,
+            weights: (!ranking && !info.weights.is_empty()).then(|| gpu.upload(&info.weights)).transpose()?,
             margins: margins.to_device(gpu, n, outputs)?,
             auc_scales: crate::metric::auc_scales(info, outputs),
             auc_scratch: None,

@@ -7,8 +7,10 @@
 //! `boost_train.rs`) checks it against the CPU backend, on the emulator in `cargo test` and on a GPU
 //! with `--features gpu`.
 
+mod adaptive;
 mod eval;
 mod metrics;
+mod rank;
 
 use std::time::Instant;
 
@@ -37,9 +39,11 @@ use crate::quantile::QuantileCuts;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::Tree;
 use crate::{Error, Result};
+use adaptive::{AdaptiveScratch, ResidualInputs};
 pub use eval::{DeviceEvalSet, DeviceTrees};
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
+use rank::RankGradients;
 
 type Fixed = GradientPair<i64>;
 
@@ -1001,13 +1005,26 @@ impl<'g> GpuTrainer<'g> {
             return Err(Error::InvalidData(format!("{} labels for {n} rows", info.labels.len())));
         }
         let set = MetricRows::new(self.gpu, objective, info, margins)?;
-        let gradients = match objective {
-            DeviceObjective::Elementwise(objective) => RowGradients::Elementwise(self.gpu.upload(&[objective])?),
-            DeviceObjective::Softmax { classes } => {
-                RowGradients::Softmax { classes, all: self.gpu.alloc_zeroed(n * classes)? }
+        let (gradients, leaf_quantile) = match objective {
+            DeviceObjective::Elementwise(objective) => {
+                (RowGradients::Elementwise(self.gpu.upload(&[objective])?), objective.leaf_quantile())
+            }
+            DeviceObjective::Softmax { classes } => (
+                RowGradients::PerRound { outputs: classes, all: self.gpu.alloc_zeroed(n * classes)?, rank: None },
+                None,
+            ),
+            DeviceObjective::LambdaRank(params) => {
+                let rank = Some(Box::new(RankGradients::new(self.gpu, params, info)?));
+                (RowGradients::PerRound { outputs: 1, all: self.gpu.alloc_zeroed(n)?, rank }, None)
             }
         };
-        self.device_rows = Some(DeviceRows { set, tree_gradients: self.gpu.alloc_zeroed(n)?, gradients });
+        self.device_rows = Some(DeviceRows {
+            set,
+            tree_gradients: self.gpu.alloc_zeroed(n)?,
+            gradients,
+            leaf_quantile,
+            adaptive: AdaptiveScratch::default(),
+        });
         Ok(())
     }
 
@@ -1015,13 +1032,16 @@ impl<'g> GpuTrainer<'g> {
         self.device_rows.as_ref().ok_or_else(no_device_rows)
     }
 
-    /// The round's gradients of every output, from the margins at the round's start, for an objective
-    /// of several outputs (the softmax); an element-wise objective's come with its tree
+    /// The gradients of round `iteration` of every output, from the margins at the round's start,
+    /// for the softmax and ranking objectives; an element-wise objective's come with its tree
     /// ([`GpuTrainer::boost_tree`]), sampled as they are computed.
-    pub fn compute_gradients(&mut self) -> Result<()> {
+    pub fn compute_gradients(&mut self, iteration: usize) -> Result<()> {
         let start = Instant::now();
-        let rows = self.device_rows()?;
-        if let RowGradients::Softmax { classes, all } = &rows.gradients {
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        if let RowGradients::PerRound { all, rank: Some(rank), .. } = &mut rows.gradients {
+            rank.compute(self.gpu, &rows.set.margins, &rows.set.labels, &self.buffers.identity, iteration, all)?;
+        }
+        if let RowGradients::PerRound { outputs: classes, all, rank: None } = &rows.gradients {
             let n = self.rows;
             let args = [
                 rows.set.margins.device_ptr(),
@@ -1076,9 +1096,9 @@ impl<'g> GpuTrainer<'g> {
                 unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_gradients", element_config(n)?, &args)? };
                 rows.tree_gradients.device_ptr()
             }
-            // Output `output`'s gradients are the `n` pairs from `output * n`.
-            RowGradients::Softmax { all, .. } => {
-                let column = all.device_ptr() + (output * n * std::mem::size_of::<GradientPair<f32>>()) as u64;
+            // Output `output`'s gradients are the `n` pairs from `output * n` of the round's.
+            RowGradients::PerRound { all: round, .. } => {
+                let column = round.device_ptr() + (output * n * std::mem::size_of::<GradientPair<f32>>()) as u64;
                 if sampler == RowSampler::ALL {
                     column
                 } else {
@@ -1095,14 +1115,37 @@ impl<'g> GpuTrainer<'g> {
         let (tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
         self.quantise_scratch.fixed = Some(fixed);
         let start = Instant::now();
-        let mut leaves: Vec<LeafRange> = (0..tree.len().min(order.nodes()))
+        let mut tree = tree;
+        let mut leaves: Vec<(usize, LeafRange)> = (0..tree.len().min(order.nodes()))
             .filter(|&id| tree.is_leaf(id))
             .map(|id| {
                 let (begin, end) = order.range(id);
-                LeafRange { begin: begin as u32, end: end as u32, value: tree.split_conditions[id], padding: 0 }
+                (id, LeafRange { begin: begin as u32, end: end as u32, value: tree.split_conditions[id], padding: 0 })
             })
             .collect();
-        leaves.sort_unstable_by_key(|leaf| leaf.begin);
+        leaves.sort_unstable_by_key(|(_, leaf)| leaf.begin);
+        let mut leaves: (Vec<usize>, Vec<LeafRange>) = leaves.into_iter().unzip();
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        if let Some(alpha) = rows.leaf_quantile {
+            let inputs = ResidualInputs {
+                labels: rows.set.labels.device_ptr(),
+                weights: rows.set.weights_ptr(),
+                margins: rows.set.margins.device_ptr(),
+                outputs,
+                output,
+                gradients,
+            };
+            let quantiles =
+                adaptive::leaf_quantiles(self.gpu, &mut rows.adaptive, &self.buffers.rows, &leaves.1, &inputs, alpha)?;
+            for ((&id, leaf), q) in leaves.0.iter().zip(&mut leaves.1).zip(quantiles) {
+                tree.split_conditions[id] =
+                    boost_kernels::adaptive::refreshed_leaf(q, tree.split_conditions[id], params.eta);
+                leaf.value = tree.split_conditions[id];
+            }
+            self.phases.add("tree: leaves refreshed", start.elapsed());
+        }
+        let start = Instant::now();
+        let leaves = leaves.1;
         let leaves_buffer = self.gpu.upload(&leaves)?;
         let rows = self.device_rows()?;
         let args = [
@@ -1151,6 +1194,9 @@ struct DeviceRows {
     /// One tree's gradients (sampled).
     tree_gradients: DeviceBuffer<GradientPair<f32>>,
     gradients: RowGradients,
+    /// The quantile of the residuals that each tree's leaves are refreshed to (absolute error).
+    leaf_quantile: Option<f64>,
+    adaptive: AdaptiveScratch,
 }
 
 fn no_device_rows() -> Error {
@@ -1161,15 +1207,16 @@ fn no_device_rows() -> Error {
 enum RowGradients {
     /// An element-wise objective's kernel, for each tree.
     Elementwise(DeviceBuffer<ElementwiseObjective>),
-    /// The softmax's kernel, once a round: `all` holds every class's gradients, class-major.
-    Softmax { classes: usize, all: DeviceBuffer<GradientPair<f32>> },
+    /// Every output's gradients once a round (`all`, class-major): the softmax's kernel, or with
+    /// `rank`, the ranking kernels.
+    PerRound { outputs: usize, all: DeviceBuffer<GradientPair<f32>>, rank: Option<Box<RankGradients>> },
 }
 
 impl RowGradients {
     fn outputs(&self) -> usize {
         match self {
             RowGradients::Elementwise(_) => 1,
-            RowGradients::Softmax { classes, .. } => *classes,
+            RowGradients::PerRound { outputs, .. } => *outputs,
         }
     }
 }

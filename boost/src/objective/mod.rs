@@ -40,9 +40,10 @@
 //!   is XGBoost's old constant 0.5.
 
 mod multiclass;
-mod ranking;
+pub(crate) mod ranking;
 mod regression;
 
+use boost_kernels::adaptive;
 use primitives::ops::GradientPair;
 
 pub use multiclass::Softmax;
@@ -85,7 +86,7 @@ pub const OBJECTIVE_NAMES: &[&str] = &[
     "rank:map",
 ];
 
-/// An objective whose gradients the device computes, row by row, with the host's arithmetic.
+/// An objective whose gradients the device computes with the host's arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DeviceObjective {
     /// One margin a row: `boost_kernels::objective::gradients_kernel`.
@@ -93,6 +94,18 @@ pub enum DeviceObjective {
     /// The softmax cross-entropy of `classes` margins a row:
     /// `boost_kernels::objective::softmax_gradients_kernel`.
     Softmax { classes: usize },
+    /// LambdaMART over query groups: `boost_kernels::rank::lambdarank_kernel`, a thread per group.
+    LambdaRank(boost_kernels::rank::LambdaRankParams),
+}
+
+impl DeviceObjective {
+    /// Margins a row.
+    pub fn outputs(&self) -> usize {
+        match self {
+            DeviceObjective::Softmax { classes } => *classes,
+            _ => 1,
+        }
+    }
 }
 
 /// A learning objective.
@@ -122,15 +135,10 @@ pub trait Objective: Send + Sync {
     /// XGBoost's default metric for this objective.
     fn default_metric(&self) -> &'static str;
     /// For objectives whose leaf values XGBoost recomputes after each tree (`reg:absoluteerror`):
-    /// the new raw leaf value (before `eta`) of the leaf holding `rows`, given the margins before the
-    /// tree. `None` keeps the tree builder's value.
-    fn refresh_leaf(&self, _rows: &[u32], _margins: &[f32], _info: &MetaInfo) -> Option<f32> {
+    /// the `α` of the quantile of a leaf's residuals `label - margin` that becomes its value (see
+    /// [`residual_quantile`] and `boost_kernels::adaptive`). `None` keeps the tree builder's values.
+    fn leaf_quantile(&self) -> Option<f64> {
         None
-    }
-    /// Whether [`Objective::refresh_leaf`] ever changes a leaf, so that the trainer gathers each
-    /// leaf's rows only for objectives that use them.
-    fn refreshes_leaves(&self) -> bool {
-        false
     }
     /// The objective as the GPU backend's gradient kernels take it, for the objectives whose
     /// [`Objective::gradients`] is a kernel's arithmetic row by row (`None`: the gradients are
@@ -319,43 +327,28 @@ pub(crate) fn argsort_desc(values: &[f32]) -> Vec<usize> {
 /// - weighted: no interpolation: the first sorted value whose cumulative weight (summed in `f32`) is
 ///   at least `α` times the total.
 ///
-/// NaN for no values. `weights`, when given, has one weight per value.
+/// Values sort ascending, `-0 == +0`, NaN last, ties in their order here (the device's order, see
+/// `boost_kernels::adaptive`, whose functions compute the quantile of the sorted values). NaN for
+/// no values. `weights`, when given, has one weight per value.
 pub fn weighted_quantile(alpha: f64, values: &[f32], weights: Option<&[f32]>) -> f32 {
-    let n = values.len();
-    if n == 0 {
-        return f32::NAN;
-    }
-    let mut idx: Vec<usize> = (0..n).collect();
-    idx.sort_by(|&a, &b| cmp_desc(values[b], values[a]));
+    let mut idx: Vec<usize> = (0..values.len()).collect();
+    idx.sort_by_key(|&i| adaptive::ascending_key(values[i]));
+    let value = |i: usize| values[idx[i]];
     match weights {
-        None => {
-            let nf = n as f64;
-            if alpha <= 1.0 / (nf + 1.0) {
-                return values[idx[0]];
-            }
-            if alpha >= nf / (nf + 1.0) {
-                return values[idx[n - 1]];
-            }
-            let x = alpha * (nf + 1.0);
-            let k = libm::floor(x) - 1.0;
-            let d = (x - 1.0) - k;
-            let k = k as usize;
-            let v0 = values[idx[k]];
-            let v1 = values[idx[(k + 1).min(n - 1)]];
-            (v0 as f64 + d * (v1 - v0) as f64) as f32
-        }
+        None => adaptive::sorted_quantile(alpha, idx.len(), value),
         Some(w) => {
-            let mut cdf = Vec::with_capacity(n);
-            let mut acc = 0.0f32;
-            for &i in &idx {
-                acc += w.get(i).copied().unwrap_or(1.0);
-                cdf.push(acc);
-            }
-            let thresh = (acc as f64 * alpha) as f32;
-            let pos = cdf.partition_point(|&c| c < thresh).min(n - 1);
-            values[idx[pos]]
+            adaptive::sorted_weighted_quantile(alpha, idx.len(), value, |i| w.get(idx[i]).copied().unwrap_or(1.0))
         }
     }
+}
+
+/// The `alpha`-quantile of the residuals `label - margin` over `rows` (in increasing order), weighted
+/// by the rows' weights when the data has weights: the value [`Objective::leaf_quantile`]'s
+/// objectives give the leaf of these rows (before `eta`). NaN for no rows.
+pub fn residual_quantile(alpha: f64, rows: &[u32], margins: &[f32], info: &MetaInfo) -> f32 {
+    let residuals: Vec<f32> = rows.iter().map(|&r| info.labels[r as usize] - margins[r as usize]).collect();
+    let weights: Vec<f32> = rows.iter().map(|&r| weight_of(info, r as usize)).collect();
+    weighted_quantile(alpha, &residuals, (!info.weights.is_empty()).then_some(weights.as_slice()))
 }
 
 /// One Newton step from margin 0, XGBoost's `FitIntercept`: `-ΣG / max(ΣH, 1e-6)` over all

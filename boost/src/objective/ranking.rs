@@ -31,10 +31,12 @@
 //!
 //! `lambdarank_unbiased` (position-debiasing from click data) is not supported: `true` is an error.
 
+use boost_kernels::rank::{self, LambdaRankParams, QueryGroup, MAX_REL};
+pub(crate) use boost_kernels::rank::{ndcg_discount, ndcg_gain};
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
-use super::{argsort_desc, check_weights, cmp_desc, format_g, newton_intercept, Objective, Params};
+use super::{argsort_desc, check_weights, cmp_desc, format_g, newton_intercept, DeviceObjective, Objective, Params};
 use crate::data::MetaInfo;
 use crate::{Error, Result};
 
@@ -44,8 +46,6 @@ const NOT_SET: u32 = u32::MAX;
 const DEFAULT_TOP_K: u32 = 32;
 /// Default partners per document of `mean`.
 const DEFAULT_SAMPLE_PAIRS: u32 = 1;
-/// Largest relevance degree with the exponential gain (`2^31 - 1` still fits `u32`).
-const MAX_REL: u32 = 31;
 /// XGBoost's `kRtEps`, the tolerance of its label checks.
 const RT_EPS: f32 = 1e-6;
 
@@ -148,164 +148,55 @@ impl LambdaRank {
         self.ndcg_exp_gain
     }
 
-    /// Gradients of one query group into `out` (same length as `predt` and `labels`), before the
-    /// group weight.
+    /// The parameters as the shared gradient code (`boost_kernels::rank`) takes them.
+    pub fn device_params(&self) -> LambdaRankParams {
+        LambdaRankParams {
+            kind: match self.kind {
+                RankKind::Pairwise => LambdaRankParams::PAIRWISE,
+                RankKind::Ndcg => LambdaRankParams::NDCG,
+                RankKind::Map => LambdaRankParams::MAP,
+            },
+            mean: (self.pair_method == PairMethod::Mean) as u32,
+            num_pair: self.num_pair(),
+            normalization: self.normalization as u32,
+            score_normalization: self.score_normalization as u32,
+            exp_gain: self.ndcg_exp_gain as u32,
+        }
+    }
+
+    /// Gradients of one query group into `out` (same length as `predt` and `labels`), times the
+    /// group's `weight` and `weight_norm`: `boost_kernels::rank::group_gradients`, the device's code,
+    /// over the group ranked here.
+    #[allow(clippy::too_many_arguments)]
     fn group_gradients(
         &self,
         seed: u32,
         predt: &[f32],
         labels: &[f32],
         discount: &[f64],
+        weight: f32,
+        weight_norm: f64,
         out: &mut [GradientPair<f32>],
     ) {
-        out.fill(GradientPair::new(0.0, 0.0));
         let cnt = predt.len();
-        if cnt == 0 {
-            return;
-        }
         let rank = argsort_desc(predt);
-        let label_at = |pos: usize| labels[rank[pos]];
-        let gain = |y: f32| ndcg_gain(y, self.ndcg_exp_gain);
-
-        // Per-group statistics of the metric being optimised.
-        let mut inv_idcg = 0.0f64;
-        let mut n_rel = Vec::new();
-        let mut acc = Vec::new();
-        match self.kind {
-            RankKind::Pairwise => {}
-            RankKind::Ndcg => {
-                let mut sorted: Vec<f32> = labels.to_vec();
-                sorted.sort_by(|a, b| cmp_desc(*a, *b));
-                let k = self.top_k().map_or(cnt, |k| (k as usize).min(cnt));
-                let idcg: f64 = sorted.iter().take(k).zip(discount).map(|(&y, &d)| d * gain(y)).sum();
-                inv_idcg = if idcg == 0.0 { 0.0 } else { 1.0 / idcg };
-            }
-            RankKind::Map => {
-                // Relevant documents up to each position and Σ_{i<=k} y_i / (i + 1).
-                let (mut hits, mut sum) = (0.0f64, 0.0f64);
-                for pos in 0..cnt {
-                    let y = label_at(pos) as f64;
-                    hits += y;
-                    sum += y / (pos as f64 + 1.0);
-                    n_rel.push(hits);
-                    acc.push(sum);
-                }
-            }
-        }
-        let delta = |y_high: f32, y_low: f32, rank_high: usize, rank_low: usize| -> f64 {
-            match self.kind {
-                RankKind::Pairwise => 1.0,
-                RankKind::Ndcg => {
-                    let (gh, gl) = (gain(y_high), gain(y_low));
-                    let (dh, dl) = (discount[rank_high], discount[rank_low]);
-                    let original = gh * dh + gl * dl;
-                    let changed = gl * dh + gh * dl;
-                    (original - changed) * inv_idcg
-                }
-                RankKind::Map => {
-                    // Change of average precision when the documents at the two positions swap.
-                    let (mut rh, mut rl, mut yh, mut yl) = (rank_high, rank_low, y_high, y_low);
-                    if rh > rl {
-                        std::mem::swap(&mut rh, &mut rl);
-                        std::mem::swap(&mut yh, &mut yl);
-                    }
-                    let total = n_rel[cnt - 1];
-                    let (r_h, r_l) = (rh as f64 + 1.0, rl as f64 + 1.0);
-                    let (n, m) = (n_rel[rh], n_rel[rl]);
-                    let b = acc[rl - 1] - acc[rh];
-                    if yh < yl {
-                        (m / r_l - (n + 1.0) / r_h - b) / total
-                    } else {
-                        (n / r_h - m / r_l + b) / total
-                    }
-                }
-            }
-        };
-
-        let best = predt[rank[0]];
-        let worst = predt[rank[cnt - 1]];
-        let norm_by_diff = self.score_normalization && best != worst;
-        let mut sum_lambda = 0.0f64;
-        let mut pair = |i: usize, j: usize| {
-            let (mut rank_high, mut rank_low) = (i, j);
-            let (yi, yj) = (label_at(i), label_at(j));
-            if yi == yj {
-                return;
-            }
-            if yi < yj {
-                std::mem::swap(&mut rank_high, &mut rank_low);
-            }
-            let (idx_high, idx_low) = (rank[rank_high], rank[rank_low]);
-            let diff = predt[idx_high] - predt[idx_low];
-            let sigmoid = super::sigmoid(diff) as f64;
-            let mut delta_metric = delta(labels[idx_high], labels[idx_low], rank_high, rank_low).abs();
-            if norm_by_diff {
-                delta_metric /= (diff as f64).abs() + 0.01;
-            }
-            let lambda = ((sigmoid - 1.0) * delta_metric) as f32;
-            let hessian = ((sigmoid * (1.0 - sigmoid)).max(1e-16) * delta_metric * 2.0) as f32;
-            out[idx_high].grad += lambda;
-            out[idx_high].hess += hessian;
-            out[idx_low].grad -= lambda;
-            out[idx_low].hess += hessian;
-            sum_lambda += -2.0 * lambda as f64;
-        };
-
-        let k = self.num_pair() as usize;
-        match self.pair_method {
-            PairMethod::TopK => {
-                for i in 0..k.min(cnt) {
-                    for j in i + 1..cnt {
-                        pair(i, j);
-                    }
-                }
-            }
+        let by_label = match self.pair_method {
             PairMethod::Mean => {
-                // Positions of the rank list ordered by label (descending, stable): documents of
-                // one label form a bucket; each is paired with random documents outside it.
                 let mut by_label: Vec<usize> = (0..cnt).collect();
-                by_label.sort_by(|&a, &b| cmp_desc(label_at(a), label_at(b)));
-                let mut rng = MinStd::new(seed);
-                let mut i = 0;
-                while i < cnt {
-                    let mut j = i + 1;
-                    while j < cnt && label_at(by_label[i]) == label_at(by_label[j]) {
-                        j += 1;
-                    }
-                    let (n_left, n_right) = (i, cnt - j);
-                    if n_left + n_right > 0 {
-                        for _ in 0..k {
-                            for doc in i..j {
-                                let mut r = rng.uniform((n_left + n_right) as u64) as usize;
-                                if r >= n_left {
-                                    r = r - i + j;
-                                }
-                                pair(by_label[doc], by_label[r]);
-                            }
-                        }
-                    }
-                    i = j;
-                }
+                by_label.sort_by(|&a, &b| cmp_desc(labels[rank[a]], labels[rank[b]]));
+                by_label
             }
-        }
-
-        if self.normalization {
-            let norm = match self.pair_method {
-                PairMethod::Mean => 1.0 / k as f64,
-                PairMethod::TopK if sum_lambda > 0.0 => libm::log2(1.0 + sum_lambda) / sum_lambda,
-                PairMethod::TopK => 1.0,
-            };
-            if norm != 1.0 {
-                for g in out.iter_mut() {
-                    *g = GradientPair::new((g.grad as f64 * norm) as f32, (g.hess as f64 * norm) as f32);
-                }
-            }
-        }
+            PairMethod::TopK => Vec::new(),
+        };
+        let map_stats = vec![(0.0, 0.0); if self.kind == RankKind::Map { cnt } else { 0 }];
+        let mut group = HostGroup { margins: predt, labels, rank, by_label, discount, map_stats, out };
+        let params = self.device_params();
+        rank::group_gradients(&params, seed, inv_idcg(&params, labels), weight, weight_norm, &mut group);
     }
 
     /// Query groups as offsets: `info.group_ptr` when it is a valid partition of `rows`, else one
     /// group of everything (XGBoost's behaviour without groups; `validate` rejects that case).
-    fn groups(info: &MetaInfo, rows: usize) -> Vec<usize> {
+    pub(crate) fn groups(info: &MetaInfo, rows: usize) -> Vec<usize> {
         let g = &info.group_ptr;
         let valid = g.len() >= 2 && g[0] == 0 && g[g.len() - 1] == rows && g.windows(2).all(|w| w[0] <= w[1]);
         if valid {
@@ -316,59 +207,85 @@ impl LambdaRank {
     }
 }
 
-/// The DCG gain of label `y`: `2^y - 1` with the exponential gain (the label converted to an
-/// unsigned relevance degree first, truncating, as XGBoost; capped at 31), else `y`.
-#[inline]
-pub(crate) fn ndcg_gain(y: f32, exp_gain: bool) -> f64 {
-    if exp_gain {
-        let rel = (y as u32).min(MAX_REL);
-        ((1u32 << rel) - 1) as f64
+/// `1 / IDCG` of a group with labels `labels`, over the truncation of the list (the whole list for
+/// `mean`); 0 unless `rank:ndcg`, the only objective that reads it.
+pub(crate) fn inv_idcg(params: &LambdaRankParams, labels: &[f32]) -> f64 {
+    if params.kind != LambdaRankParams::NDCG {
+        return 0.0;
+    }
+    let mut sorted = labels.to_vec();
+    sorted.sort_by(|a, b| cmp_desc(*a, *b));
+    let k = if params.mean != 0 { sorted.len() } else { params.num_pair as usize };
+    rank::inv_idcg(sorted.len(), k, |i| sorted[i], params.exp_gain != 0)
+}
+
+/// [`ndcg_discount`] of every position of the largest of the groups `gptr` (offsets).
+pub(crate) fn discount_table(gptr: &[usize]) -> Vec<f64> {
+    let max_group = gptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    (0..max_group).map(ndcg_discount).collect()
+}
+
+/// The factor of every gradient that keeps the total scale of an unweighted dataset: `groups / Σ w`
+/// when the weights are per group (and sum above 0), else 1.
+pub(crate) fn weight_norm(info: &MetaInfo, groups: usize) -> f64 {
+    if info.weights.len() != groups {
+        return 1.0;
+    }
+    let sum: f64 = info.weights.iter().map(|&w| w as f64).sum();
+    if sum > 0.0 {
+        groups as f64 / sum
     } else {
-        y as f64
+        1.0
     }
 }
 
-/// The DCG discount of the document ranked `i`-th (from 0): `1 / log2(i + 2)`.
-#[inline]
-pub(crate) fn ndcg_discount(i: usize) -> f64 {
-    1.0 / libm::log2(i as f64 + 2.0)
+/// The seed of group 0's `mean` draws in round `iteration` (group `g`'s is this plus `g`, wrapping):
+/// `(iteration + 1) · groups`, as xgboost 3.2.0 was observed to seed them.
+pub(crate) fn seed_base(iteration: usize, groups: usize) -> u32 {
+    (iteration as u32).wrapping_add(1).wrapping_mul(groups as u32)
 }
 
-/// `std::minstd_rand` and libstdc++'s `uniform_int_distribution` on it, which is what XGBoost's CPU
-/// `mean` pair sampling draws from.
-struct MinStd(u64);
+/// One query group as the shared gradient code reads it, ranked on the host.
+struct HostGroup<'a> {
+    margins: &'a [f32],
+    labels: &'a [f32],
+    rank: Vec<usize>,
+    by_label: Vec<usize>,
+    discount: &'a [f64],
+    map_stats: Vec<(f64, f64)>,
+    out: &'a mut [GradientPair<f32>],
+}
 
-impl MinStd {
-    const MODULUS: u64 = 2_147_483_647;
-
-    fn new(seed: u32) -> Self {
-        let s = seed as u64 % Self::MODULUS;
-        MinStd(if s == 0 { 1 } else { s })
+impl QueryGroup for HostGroup<'_> {
+    fn documents(&self) -> usize {
+        self.margins.len()
     }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0 * 48_271 % Self::MODULUS;
-        self.0
+    fn margin(&self, doc: usize) -> f32 {
+        self.margins[doc]
     }
-
-    /// Uniform in `[0, n)`, `n >= 1`: libstdc++ rejects draws at or above the largest multiple of
-    /// `n` within the generator's range `[1, 2^31 - 2]` and divides (it never takes a modulo).
-    fn uniform(&mut self, n: u64) -> u64 {
-        const RANGE: u64 = MinStd::MODULUS - 3; // max() - min()
-        let urange = n.max(1) - 1;
-        if urange >= RANGE {
-            // Lists of 2^31 documents and more do not fit in memory; keep the draw in range.
-            return (self.next() - 1) % n.max(1);
-        }
-        let uerange = urange + 1;
-        let scaling = RANGE / uerange;
-        let past = uerange * scaling;
-        loop {
-            let r = self.next() - 1;
-            if r < past {
-                return r / scaling;
-            }
-        }
+    fn label(&self, doc: usize) -> f32 {
+        self.labels[doc]
+    }
+    fn ranked(&self, pos: usize) -> usize {
+        self.rank[pos]
+    }
+    fn by_label(&self, i: usize) -> usize {
+        self.by_label[i]
+    }
+    fn discount(&self, pos: usize) -> f64 {
+        self.discount[pos]
+    }
+    fn map_stats(&self, pos: usize) -> (f64, f64) {
+        self.map_stats[pos]
+    }
+    fn set_map_stats(&mut self, pos: usize, hits: f64, sum: f64) {
+        self.map_stats[pos] = (hits, sum);
+    }
+    fn gradient(&self, doc: usize) -> GradientPair<f32> {
+        self.out[doc]
+    }
+    fn set_gradient(&mut self, doc: usize, gradient: GradientPair<f32>) {
+        self.out[doc] = gradient;
     }
 }
 
@@ -453,20 +370,9 @@ impl Objective for LambdaRank {
         }
         let gptr = Self::groups(info, rows);
         let n_groups = gptr.len() - 1;
-        let max_group = gptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        let discount: Vec<f64> = (0..max_group).map(ndcg_discount).collect();
-        // Weights are per group; `groups / Σ w` keeps the total scale of an unweighted dataset.
+        let discount = discount_table(&gptr);
         let per_group_weights = info.weights.len() == n_groups;
-        let w_norm = if per_group_weights {
-            let sum: f64 = info.weights.iter().map(|&w| w as f64).sum();
-            if sum > 0.0 {
-                n_groups as f64 / sum
-            } else {
-                1.0
-            }
-        } else {
-            1.0
-        };
+        let w_norm = weight_norm(info, n_groups);
         let mut slices = Vec::with_capacity(n_groups);
         let mut rest = &mut out[..rows];
         for w in gptr.windows(2) {
@@ -474,16 +380,17 @@ impl Objective for LambdaRank {
             slices.push(head);
             rest = tail;
         }
-        let seed_base = (iteration as u32).wrapping_add(1).wrapping_mul(n_groups as u32);
+        let seed_base = seed_base(iteration, n_groups);
         slices.into_par_iter().enumerate().for_each(|(g, slice)| {
             let (b, e) = (gptr[g], gptr[g + 1]);
             let seed = seed_base.wrapping_add(g as u32);
-            self.group_gradients(seed, &margins[b..e], &info.labels[b..e], &discount, slice);
             let w = if per_group_weights { info.weights[g] } else { 1.0 };
-            for p in slice.iter_mut() {
-                *p = GradientPair::new(((p.grad * w) as f64 * w_norm) as f32, ((p.hess * w) as f64 * w_norm) as f32);
-            }
+            self.group_gradients(seed, &margins[b..e], &info.labels[b..e], &discount, w, w_norm, slice);
         });
+    }
+
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::LambdaRank(self.device_params()))
     }
 
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
@@ -558,20 +465,21 @@ mod tests {
 
     #[test]
     fn minstd_and_uniform_follow_the_standard_library() {
+        use boost_kernels::rank::MinStd;
         // minstd_rand: x1 = 48271 for seed 1 (and seed 0 behaves as 1); the 10000th value of a
         // default-seeded generator is 399268537 (C++11, [rand.predef]).
         let mut r = MinStd::new(0);
-        assert_eq!(r.next(), 48_271);
+        assert_eq!(r.draw(), 48_271);
         let mut r = MinStd::new(1);
         let mut last = 0;
         for _ in 0..10_000 {
-            last = r.next();
+            last = r.draw();
         }
         assert_eq!(last, 399_268_537);
         // uniform over [0, 0] consumes one draw and returns 0.
         let mut r = MinStd::new(5);
         assert_eq!(r.uniform(1), 0);
-        assert_eq!(r.0, 5 * 48_271);
+        assert_eq!(r.draw(), 5 * 48_271 * 48_271 % 2_147_483_647);
         // [0, 2]: (48271 - 1) / (2147483645 / 3) = 0.
         let mut r = MinStd::new(1);
         assert_eq!(r.uniform(3), 0);

@@ -3,9 +3,10 @@
 //! parent module's table); the per-row functions are `boost_kernels::objective`'s, plain `f32` code
 //! with `libm` that the GPU backend's gradient kernel runs too.
 //!
-//! `reg:absoluteerror` has a zero hessian almost everywhere, so its tree leaves are meaningless as
-//! Newton steps: XGBoost (`hist`/`approx`) replaces each leaf by the weighted median of the residuals
-//! `y - m` of its rows ([`Objective::refresh_leaf`]), which is the exact minimiser of the leaf's loss.
+//! `reg:absoluteerror`'s loss has no curvature (its hessian is only the weight), so its tree leaves
+//! are poor Newton steps: XGBoost (`hist`/`approx`) replaces each leaf by the weighted median of the
+//! residuals `y - m` of its rows ([`Objective::leaf_quantile`]; rows left out by sampling take no
+//! part), which is the exact minimiser of the leaf's loss.
 //! (XGBoost's `exact` tree method does not refresh: its absolute-error leaves stay `-ΣG/ΣH`.)
 
 use primitives::ops::GradientPair;
@@ -265,6 +266,15 @@ impl Objective for AbsoluteError {
     fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
         elementwise(margins, info, out, absolute_error_gradient);
     }
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Elementwise(ElementwiseObjective {
+            kind: ElementwiseObjective::ABSOLUTE_ERROR,
+            parameter: 0.0,
+        }))
+    }
+    fn device_eval_transform(&self) -> Option<Transform> {
+        Some(Transform::IDENTITY)
+    }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         margins.to_vec()
     }
@@ -281,25 +291,9 @@ impl Objective for AbsoluteError {
     fn default_metric(&self) -> &'static str {
         "mae"
     }
-    fn refreshes_leaves(&self) -> bool {
-        true
-    }
-    /// The weighted median of `label - margin` over `rows` (`f32` residuals, as XGBoost); `None`
-    /// for an empty leaf, where XGBoost also keeps the builder's value.
-    fn refresh_leaf(&self, rows: &[u32], margins: &[f32], info: &MetaInfo) -> Option<f32> {
-        let mut residuals = Vec::with_capacity(rows.len());
-        let mut weights = Vec::with_capacity(rows.len());
-        for &r in rows {
-            let r = r as usize;
-            let (Some(&y), Some(&m)) = (info.labels.get(r), margins.get(r)) else { continue };
-            residuals.push(y - m);
-            weights.push(weight_of(info, r));
-        }
-        if residuals.is_empty() {
-            return None;
-        }
-        let w = (!info.weights.is_empty()).then_some(weights.as_slice());
-        Some(weighted_quantile(0.5, &residuals, w))
+    /// The weighted median of `label - margin` over a leaf's rows (`f32` residuals, as XGBoost).
+    fn leaf_quantile(&self) -> Option<f64> {
+        Some(0.5)
     }
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({"name": self.name()})
@@ -374,7 +368,7 @@ impl Objective for Poisson {
 #[allow(clippy::excessive_precision)]
 mod tests {
     use super::*;
-    use crate::objective::from_name;
+    use crate::objective::{from_name, residual_quantile};
     use rand::{Rng, SeedableRng};
 
     fn info(labels: &[f32], weights: &[f32]) -> MetaInfo {
@@ -527,6 +521,7 @@ mod tests {
             "binary:logistic",
             "binary:logitraw",
             "reg:pseudohubererror",
+            "reg:absoluteerror",
             "count:poisson",
         ] {
             let o = obj(name, &[]);
@@ -607,15 +602,17 @@ mod tests {
         let y = [0.5f32, -1.0, 3.0, 2.0, 0.1, 7.0, -3.0, 0.0, 1.0, 4.0];
         let m = [0.0f32, 1.0, -2.0, 2.0, 0.3, 1.0, -1.0, 0.0, 0.5, 0.5];
         let w = [1.0f32, 0.5, 2.0, 1.5, 1.0, 0.25, 3.0, 1.0, 0.7, 0.9];
-        let o = obj("reg:absoluteerror", &[]);
+        let alpha = obj("reg:absoluteerror", &[]).leaf_quantile().unwrap();
+        assert_eq!(alpha, 0.5);
+        let q = |rows: &[u32], w: &[f32]| residual_quantile(alpha, rows, &m, &info(&y, w));
         let left = [0u32, 1, 2, 3];
         let right = [4u32, 5, 6, 7, 8, 9];
-        assert_eq!(o.refresh_leaf(&left, &m, &info(&y, &[])), Some(0.25));
-        assert_eq!(o.refresh_leaf(&right, &m, &info(&y, &[])), Some(0.25));
-        assert_eq!(o.refresh_leaf(&left, &m, &info(&y, &w)), Some(0.5));
-        assert!((o.refresh_leaf(&right, &m, &info(&y, &w)).unwrap() + 0.2).abs() < 1e-6);
-        assert_eq!(o.refresh_leaf(&[], &m, &info(&y, &w)), None);
-        assert_eq!(obj("reg:squarederror", &[]).refresh_leaf(&left, &m, &info(&y, &[])), None);
+        assert_eq!(q(&left, &[]), 0.25);
+        assert_eq!(q(&right, &[]), 0.25);
+        assert_eq!(q(&left, &w), 0.5);
+        assert!((q(&right, &w) + 0.2).abs() < 1e-6);
+        assert!(q(&[], &w).is_nan());
+        assert_eq!(obj("reg:squarederror", &[]).leaf_quantile(), None);
     }
 
     #[test]

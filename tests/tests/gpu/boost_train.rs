@@ -186,13 +186,31 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
+    // Leaves refreshed to the median residual of their sampled rows, on the device.
     assert_same_model(
-        "reg:absoluteerror (leaves refreshed from the rows' positions)",
-        &[("objective", "reg:absoluteerror"), ("max_depth", "4")],
+        "reg:absoluteerror, sampling, base margin",
+        &[("objective", "reg:absoluteerror"), ("max_depth", "4"), ("subsample", "0.7"), ("seed", "5")],
         &regression,
         rounds,
         &gpu,
-        OnDevice::Trees,
+        OnDevice::RoundsAndMetrics,
+    );
+    let mut weighted = regression.clone();
+    // Zero weights too: rows with a zero hessian take no part in their leaf's quantile.
+    weighted.info.weights = (0..rows).map(|i| (i % 5) as f32 * 0.5).collect();
+    assert_same_model(
+        "reg:absoluteerror, lossguide, weights (some zero), sampling",
+        &[
+            ("objective", "reg:absoluteerror"),
+            ("grow_policy", "lossguide"),
+            ("max_leaves", "10"),
+            ("subsample", "0.8"),
+            ("min_child_weight", "0"),
+        ],
+        &weighted,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
     );
 
     assert_same_model(
@@ -311,7 +329,58 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &ranking,
         rounds,
         &gpu,
-        OnDevice::Trees,
+        OnDevice::Rounds,
+    );
+    // Groups of many sizes (empty, one document, long ones), a weight per group.
+    let mut offsets = vec![0];
+    for size in [0usize, 1, 37, 5, 80, 13, 2].into_iter().cycle() {
+        let last = *offsets.last().unwrap();
+        if last + size >= rows {
+            break;
+        }
+        offsets.push(last + size);
+    }
+    offsets.push(rows);
+    ranking.info.group_ptr = offsets;
+    let groups = ranking.info.group_ptr.len() - 1;
+    ranking.info.weights = (0..groups).map(|g| 0.5 + (g % 4) as f32 * 0.5).collect();
+    assert_same_model(
+        "rank:ndcg, mean pairs, groups of many sizes, group weights, sampling",
+        &[
+            ("objective", "rank:ndcg"),
+            ("lambdarank_pair_method", "mean"),
+            ("lambdarank_num_pair_per_sample", "3"),
+            ("max_depth", "4"),
+            ("subsample", "0.8"),
+        ],
+        &ranking,
+        rounds,
+        &gpu,
+        OnDevice::Rounds,
+    );
+    assert_same_model(
+        "rank:ndcg, top 8 pairs, linear gain",
+        &[
+            ("objective", "rank:ndcg"),
+            ("lambdarank_num_pair_per_sample", "8"),
+            ("ndcg_exp_gain", "false"),
+            ("lambdarank_score_normalization", "false"),
+            ("max_depth", "3"),
+        ],
+        &ranking,
+        rounds,
+        &gpu,
+        OnDevice::Rounds,
+    );
+    let mut binary_ranking = ranking.clone();
+    binary_ranking.info.labels = ranking.info.labels.iter().map(|&y| (y >= 2.0) as u8 as f32).collect();
+    assert_same_model(
+        "rank:map, lossguide",
+        &[("objective", "rank:map"), ("grow_policy", "lossguide"), ("max_leaves", "9")],
+        &binary_ranking,
+        rounds,
+        &gpu,
+        OnDevice::Rounds,
     );
 }
 

@@ -1,0 +1,131 @@
+//! LambdaMART's gradients on the device (`rank:pairwise`, `rank:ndcg`, `rank:map`): each round,
+//! every query group's documents ranked by margin with our segmented radix sort, (for `mean`) its
+//! positions by label likewise, then `boost_kernels::rank::lambdarank_kernel`, the CPU backend's
+//! code, a thread per group.
+
+use primitives::ops::GradientPair;
+use primitives::{DeviceBuffer, DeviceSegmentedSort, Gpu, SortOrder};
+
+use boost_kernels::rank::LambdaRankParams;
+
+use super::element_config;
+use crate::data::MetaInfo;
+use crate::objective::ranking::{discount_table, inv_idcg, seed_base, weight_norm, LambdaRank};
+use crate::{Error, Result};
+
+/// The query groups and the per-round buffers, kept for a training run.
+pub(super) struct RankGradients {
+    params_buffer: DeviceBuffer<LambdaRankParams>,
+    /// `groups + 1` row offsets: the segments of the sorts.
+    group_ptr: DeviceBuffer<u32>,
+    groups: usize,
+    /// A weight per group, when the data has them.
+    weights: Option<DeviceBuffer<f32>>,
+    weight_norm: f64,
+    inv_idcg: DeviceBuffer<f64>,
+    discount: DeviceBuffer<f64>,
+    keys: DeviceBuffer<u32>,
+    sorted_keys: DeviceBuffer<u32>,
+    /// Each group's rows by rank.
+    ranked: DeviceBuffer<u32>,
+    /// Each group's positions in label order (`mean`).
+    by_label: Option<DeviceBuffer<u32>>,
+    /// Two values a row (`rank:map`).
+    map_stats: Option<DeviceBuffer<f64>>,
+}
+
+impl RankGradients {
+    /// The groups of `info` (its labels' rows) on the device, with the buffers of a round.
+    pub(super) fn new(gpu: &Gpu, params: LambdaRankParams, info: &MetaInfo) -> Result<Self> {
+        let n = info.labels.len();
+        if n == 0 {
+            return Err(Error::InvalidData("ranking without rows".into()));
+        }
+        let gptr = LambdaRank::groups(info, n);
+        let groups = gptr.len() - 1;
+        let inv_idcg: Vec<f64> = gptr.windows(2).map(|w| inv_idcg(&params, &info.labels[w[0]..w[1]])).collect();
+        let offsets: Vec<u32> = gptr.iter().map(|&o| o as u32).collect();
+        let mean = params.mean != 0;
+        let map = params.kind == LambdaRankParams::MAP;
+        Ok(RankGradients {
+            params_buffer: gpu.upload(&[params])?,
+            group_ptr: gpu.upload(&offsets)?,
+            groups,
+            weights: (info.weights.len() == groups).then(|| gpu.upload(&info.weights)).transpose()?,
+            weight_norm: weight_norm(info, groups),
+            inv_idcg: gpu.upload(&inv_idcg)?,
+            discount: gpu.upload(&discount_table(&gptr).into_iter().chain([0.0]).collect::<Vec<_>>())?,
+            keys: gpu.alloc_uninitialized(n)?,
+            sorted_keys: gpu.alloc_uninitialized(n)?,
+            ranked: gpu.alloc_uninitialized(n)?,
+            by_label: mean.then(|| gpu.alloc_uninitialized(n)).transpose()?,
+            map_stats: map.then(|| gpu.alloc_uninitialized(2 * n)).transpose()?,
+        })
+    }
+
+    /// Every row's gradient pair of round `iteration` into `out`, from `margins` and `labels` (a
+    /// value a row each); `identity` holds `0..n`.
+    pub(super) fn compute(
+        &mut self,
+        gpu: &Gpu,
+        margins: &DeviceBuffer<f32>,
+        labels: &DeviceBuffer<f32>,
+        identity: &DeviceBuffer<u32>,
+        iteration: usize,
+        out: &DeviceBuffer<GradientPair<f32>>,
+    ) -> Result<()> {
+        let n = self.keys.len();
+        let config = element_config(n)?;
+        // Each group's rows by margin, descending, ties in row order.
+        let args = [margins.device_ptr(), 0, n as u64, self.keys.device_ptr()];
+        // SAFETY: margins and keys hold `n` values.
+        unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", config, &args)? };
+        let ascending = SortOrder::ascending();
+        DeviceSegmentedSort::sort_pairs(
+            gpu,
+            &self.keys,
+            &mut self.sorted_keys,
+            identity,
+            &mut self.ranked,
+            &self.group_ptr,
+            ascending,
+        )?;
+        if let Some(by_label) = &mut self.by_label {
+            // Each group's positions by the label of the document there, descending, stable.
+            let args = [labels.device_ptr(), self.ranked.device_ptr(), n as u64, self.keys.device_ptr()];
+            // SAFETY: the ranked rows and the keys hold `n` values, each row below `n`.
+            unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", config, &args)? };
+            DeviceSegmentedSort::sort_pairs(
+                gpu,
+                &self.keys,
+                &mut self.sorted_keys,
+                identity,
+                by_label,
+                &self.group_ptr,
+                ascending,
+            )?;
+        }
+        let args = [
+            self.params_buffer.device_ptr(),
+            self.group_ptr.device_ptr(),
+            self.groups as u64,
+            margins.device_ptr(),
+            labels.device_ptr(),
+            self.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            self.inv_idcg.device_ptr(),
+            self.discount.device_ptr(),
+            self.ranked.device_ptr(),
+            self.by_label.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            self.map_stats.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            seed_base(iteration, self.groups) as u64,
+            self.weight_norm.to_bits(),
+            out.device_ptr(),
+        ];
+        let groups = element_config(self.groups)?;
+        // SAFETY: the offsets are the groups' (`groups + 1`, non-decreasing, the last `n`); every
+        // row-wise buffer holds `n` values (the statistics `2 n`), the discounts a value per position
+        // of the largest group; the sorts map each group's positions to its own rows and positions.
+        unsafe { gpu.launch(crate::KERNELS, "boost_objective_lambdarank", groups, &args)? };
+        Ok(())
+    }
+}
