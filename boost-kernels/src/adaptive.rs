@@ -13,6 +13,7 @@
 
 use primitives_kernels::arch;
 use primitives_kernels::ops::GradientPair;
+use primitives_kernels::radix_key::RadixKey;
 
 use crate::evaluate::global_thread;
 
@@ -89,18 +90,11 @@ pub fn refreshed_leaf(quantile: f32, current: f32, eta: f32) -> f32 {
 }
 
 /// The ascending order of `f32` as `u32` keys: `-0.0` equal to `+0.0`, every NaN after `+inf` (equal
-/// to each other), the order [`sorted_quantile`]'s callers sort residuals in.
+/// to each other), the order [`sorted_quantile`]'s callers sort residuals in: the radix sorts'
+/// order-preserving image of the key.
 #[inline]
 pub fn ascending_key(x: f32) -> u32 {
-    if x.is_nan() {
-        return u32::MAX;
-    }
-    let bits = if x == 0.0 { 0 } else { x.to_bits() };
-    if bits >> 31 == 1 {
-        !bits
-    } else {
-        bits | 0x8000_0000
-    }
+    x.image()
 }
 
 /// The sort key of a row of residual `residual` and gradient `gradient`: [`ascending_key`], or
