@@ -14,6 +14,7 @@ use crate::partition::{self, ChildPlanArgs, ChildSlots, PartitionArgs, Partition
 use crate::predict::{self, PredictNode, PredictTree};
 use crate::quantise;
 use crate::rank::{self, LambdaRankParams, RankRows};
+use crate::rank_metric::{self, RankMetricParams};
 use crate::sampling::RowSampler;
 use crate::subtract;
 
@@ -202,6 +203,31 @@ kernel! {
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { metric::elementwise_kernel(margins, labels, weights, n, Transform(transform as u32), metric, block_sums) }
+    }
+}
+
+kernel! {
+    /// Each query group's term of a ranking metric; see [`rank_metric::groups_kernel`].
+    pub unsafe fn boost_metric_rank_groups(
+        params: *const RankMetricParams,
+        group_ptr: *const u32,
+        groups: u64,
+        labels: *const f32,
+        weights: *const f32,
+        ranked: *const u32,
+        ideal: *const u32,
+        terms: *mut LossSum,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { rank_metric::groups_kernel(params, group_ptr, groups, labels, weights, ranked, ideal, terms) }
+    }
+}
+
+kernel! {
+    /// The block sums of precomputed metric terms; see [`metric::terms_kernel`].
+    pub unsafe fn boost_metric_sum_terms(terms: *const LossSum, n: u64, block_sums: *mut LossSum) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { metric::terms_kernel(terms, n, block_sums) }
     }
 }
 
@@ -444,6 +470,8 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_metric_auc_keys" => Some(boost_metric_auc_keys::raw),
         "boost_metric_auc_positives" => Some(boost_metric_auc_positives::raw),
         "boost_metric_auc_area" => Some(boost_metric_auc_area::raw),
+        "boost_metric_rank_groups" => Some(boost_metric_rank_groups::raw),
+        "boost_metric_sum_terms" => Some(boost_metric_sum_terms::raw),
         "boost_predict_dense" => Some(boost_predict_dense::raw),
         "boost_predict_csr" => Some(boost_predict_csr::raw),
         _ => None,

@@ -163,6 +163,24 @@ pub unsafe fn elementwise_kernel(
     }
 }
 
+/// `block_sums[b]`: block `b`'s sum of the `n` precomputed `terms` (a ranking metric's group
+/// terms), in the fixed order of [`reduce`]. One warp per block of [`reduce::SUM_BLOCK`] terms.
+///
+/// # Safety
+/// `terms` holds `n` values, `block_sums` room for a sum per block; the grid has whole warps.
+pub unsafe fn terms_kernel(terms: *const LossSum, n: u64, block_sums: *mut LossSum) {
+    let block = (global_thread() / arch::WARP_SIZE as u64) as usize;
+    if block >= reduce::blocks(n as usize) {
+        return;
+    }
+    // SAFETY: `lane_partial` passes only indices below `n`.
+    let sum = reduce::warp_block_sum(n as usize, block, |i| unsafe { arch::load(terms.add(i)) });
+    if arch::lane_id() == 0 {
+        // SAFETY: `block` is below the block count.
+        unsafe { arch::store(block_sums.add(block), sum) };
+    }
+}
+
 /// `merror` or `mlogloss` over a row's class probabilities.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]

@@ -74,6 +74,8 @@
             "boost_metric_auc_positives",
             "boost_metric_elementwise",
             "boost_metric_multiclass",
+            "boost_metric_rank_groups",
+            "boost_metric_sum_terms",
             "boost_objective_add_leaves",
             "boost_objective_descending_keys",
             "boost_objective_fill_margins",

@@ -532,8 +532,9 @@ fn log_device_metrics(
 
 /// The metrics of a set with `info` in the device's form, when the device computes every one of them
 /// for predictions of `objective`: row-wise ones of an element-wise objective with a transform,
-/// multi-class ones of a softmax, and AUC (binary and one-vs-rest; ranking's, per query group,
-/// stays on the host).
+/// multi-class ones of a softmax, AUC (binary and one-vs-rest; ranking's, per query group,
+/// stays on the host), and `ndcg`/`map` of a ranking objective (ranked by its margins; of another
+/// objective's transformed predictions, on the host).
 fn device_metrics_of(
     metrics: &[Box<dyn Metric>],
     objective: DeviceObjective,
@@ -551,6 +552,7 @@ fn device_metrics_of(
                 Some(d)
             }
             (d @ DeviceMetric::Auc(_), DeviceObjective::Softmax { .. }) if info.group_ptr.is_empty() => Some(d),
+            (d @ DeviceMetric::Rank(_), DeviceObjective::LambdaRank(_)) => Some(d),
             _ => None,
         })
         .collect()

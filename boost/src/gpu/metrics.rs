@@ -1,18 +1,20 @@
 //! The evaluation log's metrics on the device: [`MetricRows`] keeps a set's labels, weights and
 //! margins there (the training rows, or an evaluation set's) and computes the row-wise,
-//! multi-class and AUC metrics from them as the host computes them from the same predictions, bit
-//! for bit, reading back block sums instead of the margins.
+//! multi-class, AUC and ranking metrics from them as the host computes them from the same
+//! predictions, bit for bit, reading back block sums instead of the margins.
 
 use primitives::ops::Max;
-use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, Gpu, SortOrder};
+use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort, Gpu, SortOrder};
 
 use boost_kernels::auc::{AucCurve, Positives};
 use boost_kernels::metric::{LossSum, Transform};
+use boost_kernels::rank_metric::{self, RankMetricParams};
 use boost_kernels::reduce::{self, BlockSum};
 
 use super::{element_config, warp_per_block_config};
 use crate::data::MetaInfo;
 use crate::metric::DeviceMetric;
+use crate::objective::ranking::LambdaRank;
 use crate::objective::DeviceObjective;
 use crate::{Error, Result};
 
@@ -62,6 +64,8 @@ pub(crate) struct MetricRows {
     auc_scales: Vec<f64>,
     /// The AUC's sort and scans, made at the first AUC.
     auc_scratch: Option<AucScratch>,
+    /// A ranking objective's query groups, for `ndcg` and `map`.
+    groups: Option<QueryGroups>,
 }
 
 impl MetricRows {
@@ -89,6 +93,7 @@ impl MetricRows {
             margins: margins.to_device(gpu, n, outputs)?,
             auc_scales: crate::metric::auc_scales(info, outputs),
             auc_scratch: None,
+            groups: ranking.then(|| QueryGroups::new(gpu, info)).transpose()?,
         })
     }
 
@@ -144,6 +149,7 @@ impl MetricRows {
                 Ok(metric.finish(sums(&block_sums)?))
             }
             DeviceMetric::Auc(curve) if outputs == 1 || self.softmax => self.auc(gpu, curve, transform),
+            DeviceMetric::Rank(params) if self.groups.is_some() => self.rank(gpu, params),
             _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
         }
     }
@@ -237,6 +243,54 @@ impl MetricRows {
         Ok((total, area, scale))
     }
 
+    /// `ndcg` or `map` of the margins, as the host computes it (`boost_kernels::rank_metric`): each
+    /// query group's rows ranked by margin with our segmented sort, a thread a group for its term,
+    /// the terms summed in the fixed order. Reads back a sum per 1024 groups.
+    fn rank(&mut self, gpu: &Gpu, params: RankMetricParams) -> Result<f64> {
+        let n = self.rows;
+        let groups =
+            self.groups.as_mut().ok_or_else(|| Error::InvalidData("a ranking metric without groups".into()))?;
+        let scratch = match groups.scratch.take() {
+            Some(scratch) => scratch,
+            None => RankScratch::new(gpu, n, &groups.offsets, &self.labels)?,
+        };
+        let scratch = groups.scratch.insert(scratch);
+        let args = [self.margins.device_ptr(), 0, n as u64, scratch.keys.device_ptr()];
+        // SAFETY: margins and keys hold `n` values.
+        unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", element_config(n)?, &args)? };
+        DeviceSegmentedSort::sort_pairs(
+            gpu,
+            &scratch.keys,
+            &mut scratch.sorted_keys,
+            &scratch.identity,
+            &mut scratch.ranked,
+            &groups.offsets,
+            SortOrder::ascending(),
+        )?;
+        let params = gpu.upload(&[params])?;
+        let count = groups.count;
+        let args = [
+            params.device_ptr(),
+            groups.offsets.device_ptr(),
+            count as u64,
+            self.labels.device_ptr(),
+            groups.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
+            scratch.ranked.device_ptr(),
+            scratch.ideal.device_ptr(),
+            scratch.terms.device_ptr(),
+        ];
+        // SAFETY: one parameter set; the offsets are the groups' (`count + 1`, non-decreasing, the
+        // last `n`); labels and both orders hold `n` values, and the segmented sorts map each group's
+        // positions to its own rows; (the weights and) the terms hold `count` values.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_rank_groups", element_config(count)?, &args)? };
+        let blocks = reduce::blocks(count);
+        let args = [scratch.terms.device_ptr(), count as u64, scratch.block_sums.device_ptr()];
+        // SAFETY: `count` terms, a sum per block; whole warps, one per block.
+        unsafe { gpu.launch(crate::KERNELS, "boost_metric_sum_terms", warp_per_block_config(blocks)?, &args)? };
+        let sums = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus);
+        Ok(rank_metric::finish(sums))
+    }
+
     /// The margins, read back from the device.
     pub(crate) fn read_margins(&self, gpu: &Gpu) -> Result<Vec<f32>> {
         Ok(self.margins.to_vec(gpu)?)
@@ -273,5 +327,77 @@ impl AucScratch {
             group_starts: gpu.alloc_uninitialized(n)?,
             block_sums: gpu.alloc_uninitialized(reduce::blocks(n))?,
         })
+    }
+}
+
+/// A ranking set's query groups on the device, with what its metrics sort (made at the first).
+struct QueryGroups {
+    /// `count + 1` row offsets (one group of every row when the set has none): the sorts' segments.
+    offsets: DeviceBuffer<u32>,
+    count: usize,
+    /// A weight per group, when the set has them.
+    weights: Option<DeviceBuffer<f32>>,
+    scratch: Option<RankScratch>,
+}
+
+impl QueryGroups {
+    fn new(gpu: &Gpu, info: &MetaInfo) -> Result<Self> {
+        let offsets = LambdaRank::groups(info, info.labels.len());
+        let count = offsets.len() - 1;
+        let offsets: Vec<u32> = offsets.into_iter().map(|o| o as u32).collect();
+        Ok(QueryGroups {
+            offsets: gpu.upload(&offsets)?,
+            count,
+            weights: (info.weights.len() == count).then(|| gpu.upload(&info.weights)).transpose()?,
+            scratch: None,
+        })
+    }
+}
+
+/// The device buffers of [`MetricRows::rank`]: sort keys and orders a row, a term a group and a sum
+/// per block of terms.
+struct RankScratch {
+    keys: DeviceBuffer<u32>,
+    sorted_keys: DeviceBuffer<u32>,
+    /// `0..n`: the values the sorts carry.
+    identity: DeviceBuffer<u32>,
+    /// Each group's rows by margin, descending (this round's).
+    ranked: DeviceBuffer<u32>,
+    /// Each group's rows by label, descending: sorted once, the labels do not change.
+    ideal: DeviceBuffer<u32>,
+    terms: DeviceBuffer<LossSum>,
+    block_sums: DeviceBuffer<LossSum>,
+}
+
+impl RankScratch {
+    fn new(gpu: &Gpu, n: usize, offsets: &DeviceBuffer<u32>, labels: &DeviceBuffer<f32>) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::InvalidData("a ranking metric of no rows".into()));
+        }
+        let count = offsets.len() - 1;
+        let identity: Vec<u32> = (0..n as u32).collect();
+        let mut scratch = RankScratch {
+            keys: gpu.alloc_uninitialized(n)?,
+            sorted_keys: gpu.alloc_uninitialized(n)?,
+            identity: gpu.upload(&identity)?,
+            ranked: gpu.alloc_uninitialized(n)?,
+            ideal: gpu.alloc_uninitialized(n)?,
+            terms: gpu.alloc_uninitialized(count)?,
+            block_sums: gpu.alloc_uninitialized(reduce::blocks(count))?,
+        };
+        let args = [labels.device_ptr(), 0, n as u64, scratch.keys.device_ptr()];
+        // SAFETY: labels and keys hold `n` values.
+        unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", element_config(n)?, &args)? };
+        let s = &mut scratch;
+        DeviceSegmentedSort::sort_pairs(
+            gpu,
+            &s.keys,
+            &mut s.sorted_keys,
+            &s.identity,
+            &mut s.ideal,
+            offsets,
+            SortOrder::ascending(),
+        )?;
+        Ok(scratch)
     }
 }

@@ -1351,6 +1351,84 @@ mod tests {
     }
 
     #[test]
+    fn the_device_ranking_metrics_are_the_hosts_bit_for_bit() {
+        use crate::metric::{from_name, from_name_with_params, Metric, RankMetric, RankMetricKind};
+        use boost_kernels::rank::LambdaRankParams;
+        use rand::{Rng, SeedableRng};
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 4 });
+        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(8);
+        let params = LambdaRankParams {
+            kind: LambdaRankParams::NDCG,
+            mean: 0,
+            num_pair: 1,
+            normalization: 1,
+            score_normalization: 1,
+            exp_gain: 1,
+        };
+        // Groups of many sizes (empty, one document, longer than the truncations), or no groups (one
+        // group of every row, beyond a sort tile); margins from a few values (ties ranked in row
+        // order) or continuous; graded labels for NDCG, binary ones for MAP (some groups without a
+        // relevant document); with and without group weights.
+        for (case, n) in [60usize, 1500, 5000].into_iter().enumerate() {
+            let mut group_ptr = vec![0];
+            if case < 2 {
+                for size in [0usize, 1, 37, 5, 80, 13, 2, 3].into_iter().cycle() {
+                    let last = *group_ptr.last().unwrap();
+                    if last + size >= n {
+                        break;
+                    }
+                    group_ptr.push(last + size);
+                }
+                group_ptr.push(n);
+            } else {
+                group_ptr.clear();
+            }
+            let groups = group_ptr.len().max(2) - 1;
+            let distinct = if case == 1 { 1 << 20 } else { 4 };
+            let margins: Vec<f32> = (0..n).map(|_| rng.gen_range(0..distinct) as f32 / distinct as f32 - 0.5).collect();
+            let graded: Vec<f32> = (0..n).map(|i| if i % 11 < 3 { 0.0 } else { rng.gen_range(0..5) as f32 }).collect();
+            let binary: Vec<f32> = graded.iter().map(|&y| (y >= 3.0) as u8 as f32).collect();
+            let weights: Vec<f32> =
+                if case == 0 { Vec::new() } else { (0..groups).map(|_| rng.gen_range(0.1..3.0)).collect() };
+            let matrix = EllpackMatrix::new(
+                &crate::data::FeatureMatrix::Dense(crate::data::DenseMatrix::new(n, 1, vec![1.0; n])),
+                &cuts,
+            );
+            for labels in [graded, binary] {
+                let map = labels.iter().all(|&y| y <= 1.0);
+                let info =
+                    MetaInfo { labels, weights: weights.clone(), group_ptr: group_ptr.clone(), ..Default::default() };
+                let mut trainer = GpuTrainer::new(&gpu, &matrix, &cuts).unwrap();
+                let objective = DeviceObjective::LambdaRank(params);
+                trainer.keep_rows_on_device(objective, &info, InitialMargins::Rows(&margins)).unwrap();
+                let mut metrics: Vec<Box<dyn Metric>> = if map {
+                    ["map", "map@2", "map@3-", "map@100"].iter().map(|m| from_name(m).unwrap()).collect()
+                } else {
+                    ["ndcg", "ndcg@3", "ndcg@5-", "ndcg-"].iter().map(|m| from_name(m).unwrap()).collect()
+                };
+                if !map {
+                    let linear = [("ndcg_exp_gain".to_string(), "false".to_string())];
+                    metrics.push(from_name_with_params("ndcg@4", &linear).unwrap());
+                    metrics.push(Box::new(RankMetric::new(RankMetricKind::Ndcg, None, None, false, true)));
+                } else {
+                    metrics.push(Box::new(RankMetric::new(RankMetricKind::Map, None, None, true, true)));
+                }
+                for metric in &metrics {
+                    let host = metric.evaluate(&margins, &info, 1);
+                    let Some(device_metric) = metric.device_metric() else {
+                        panic!("{}: not on the device", metric.name())
+                    };
+                    let device = trainer.evaluate(device_metric, Transform::IDENTITY).unwrap();
+                    let name = metric.name();
+                    assert_eq!(device.to_bits(), host.to_bits(), "{name}, case {case}, {n} rows: {device} vs {host}");
+                    assert!((0.0..=1.0).contains(&host), "{name}, case {case}: {host}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn bad_batches_are_errors_not_faults() {
         let gpu = Gpu::emulated(Schedule::Deterministic);
         let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };

@@ -19,8 +19,10 @@
 //! total weight leaves the sum undivided. Sums are `boost_kernels::reduce`'s fixed-order blocked
 //! sums (blocks in parallel, combined in order), so results depend neither on the number of threads
 //! nor on the backend: the GPU computes the row-wise metrics (multi-class ones included) and the
-//! binary `auc`/`aucpr` (sorted with our radix sort, see `auc.rs`) of the training set on the device
-//! ([`Metric::device_metric`]) with the same arithmetic and gets the same value.
+//! binary `auc`/`aucpr` (sorted with our radix sort, see `auc.rs`) and a ranking objective's `ndcg`
+//! and `map` (each query group ranked by our segmented sort, see `rank.rs`) of the training and
+//! evaluation sets on the device ([`Metric::device_metric`]) with the same arithmetic and gets the
+//! same value.
 //!
 //! Two XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`) and
 //! `ndcg_exp_gain` (`ndcg`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
@@ -34,6 +36,7 @@ mod rank;
 
 use boost_kernels::auc::AucCurve;
 use boost_kernels::metric::{ElementwiseMetric, MultiClassMetric};
+use boost_kernels::rank_metric::RankMetricParams;
 use boost_kernels::reduce::{self, BlockSum};
 use rayon::prelude::*;
 
@@ -65,8 +68,8 @@ pub trait Metric: Send + Sync {
     fn check(&self, _predictions: usize, _info: &MetaInfo, _outputs: usize) -> Result<()> {
         Ok(())
     }
-    /// The metric as the device computes it from the margins, for the row-wise metrics (the same
-    /// arithmetic and summation order as `evaluate`, so the same value); `None` for the others.
+    /// The metric as the device computes it from the margins (the same arithmetic and summation
+    /// order as `evaluate`, so the same value); `None` for those the host computes.
     fn device_metric(&self) -> Option<DeviceMetric> {
         None
     }
@@ -81,6 +84,8 @@ pub enum DeviceMetric {
     MultiClass(MultiClassMetric),
     /// `auc` or `aucpr` without query groups: binary, or one-vs-rest over a softmax's classes.
     Auc(AucCurve),
+    /// `ndcg` or `map` of a ranking objective's margins, per query group.
+    Rank(RankMetricParams),
 }
 
 /// The metric called `name` (`ndcg@10`, `map@5-`, `error@0.7`, ... included), with XGBoost's

@@ -15,12 +15,15 @@
 //!   document: 1, or 0 for the `-` variants.
 //!
 //! The result is the mean over groups weighted by the group weights (one per group), capped at 1.
+//! A group's term is `boost_kernels::rank_metric::group_term`, which the device runs too, and the
+//! terms are summed in the fixed order of `boost_kernels::reduce`, so the device's value is this one.
 
-use rayon::prelude::*;
+use boost_kernels::metric::LossSum;
+use boost_kernels::rank_metric::{finish, group_term, RankMetricParams};
 
-use super::{check_prediction_count, Metric};
+use super::{check_prediction_count, fixed_order_sum, DeviceMetric, Metric};
 use crate::data::MetaInfo;
-use crate::objective::{argsort_desc, check_weights, cmp_desc, ndcg_discount, ndcg_gain};
+use crate::objective::{argsort_desc, check_weights, cmp_desc};
 use crate::{Error, Result};
 
 /// Truncation of a bare `ndcg`/`map` (XGBoost's `LambdaRankParam` default for `topk`).
@@ -66,52 +69,26 @@ impl RankMetric {
         }
     }
 
-    /// The group's score and whether the group weight applies to it.
-    fn group_value(&self, predictions: &[f32], labels: &[f32]) -> (f64, bool) {
-        let n = labels.len();
-        let k = self.truncation.map_or(n, |k| (k as usize).min(n));
-        let rank = argsort_desc(predictions);
-        let empty = if self.minus { 0.0 } else { 1.0 };
-        match self.kind {
-            RankMetricKind::Ndcg => {
-                let mut ideal = labels.to_vec();
-                ideal.sort_by(|a, b| cmp_desc(*a, *b));
-                let idcg: f64 = ideal
-                    .iter()
-                    .take(k)
-                    .enumerate()
-                    .map(|(i, &y)| ndcg_discount(i) * ndcg_gain(y, self.exp_gain))
-                    .sum();
-                let inv_idcg = if idcg == 0.0 { 0.0 } else { 1.0 / idcg };
-                if inv_idcg <= 0.0 {
-                    // XGBoost stores this group's 1 (or 0) without its weight, while the weight
-                    // still counts in the denominator.
-                    return (empty, false);
-                }
-                let mut ndcg = 0.0;
-                for (i, &r) in rank.iter().take(k).enumerate() {
-                    ndcg += ndcg_discount(i) * ndcg_gain(labels[r], self.exp_gain) * inv_idcg;
-                }
-                (ndcg, true)
-            }
-            RankMetricKind::Map => {
-                let (mut hits, mut ap) = (0.0f64, 0.0f64);
-                for (i, &r) in rank.iter().take(k).enumerate() {
-                    let y = labels[r] as f64;
-                    hits += y;
-                    ap += hits / (i as f64 + 1.0) * y;
-                }
-                for &r in rank.iter().skip(k) {
-                    hits += labels[r] as f64;
-                }
-                if hits > 0.0 {
-                    let cap = self.truncation.map_or(f64::INFINITY, |t| t as f64);
-                    (ap / hits.min(cap), true)
-                } else {
-                    (empty, true)
-                }
-            }
+    /// The metric as the device takes it.
+    pub(crate) fn kernel_params(&self) -> RankMetricParams {
+        RankMetricParams {
+            kind: match self.kind {
+                RankMetricKind::Ndcg => RankMetricParams::NDCG,
+                RankMetricKind::Map => RankMetricParams::MAP,
+            },
+            truncation: self.truncation.unwrap_or(RankMetricParams::WHOLE),
+            minus: self.minus as u32,
+            exp_gain: self.exp_gain as u32,
         }
+    }
+
+    /// The group's term of the sums ([`group_term`]: the device's arithmetic), its documents ranked
+    /// by prediction and its labels sorted, both descending and stable.
+    fn group_term(&self, predictions: &[f32], labels: &[f32], weight: f32) -> LossSum {
+        let rank = argsort_desc(predictions);
+        let mut ideal = labels.to_vec();
+        ideal.sort_by(|a, b| cmp_desc(*a, *b));
+        group_term(&self.kernel_params(), labels.len(), |i| labels[rank[i]], |i| ideal[i], weight)
     }
 }
 
@@ -185,16 +162,16 @@ impl Metric for RankMetric {
             return f64::NAN;
         }
         let g = Self::groups(info);
-        let values: Vec<(f64, bool)> =
-            g.par_windows(2).map(|w| self.group_value(&predictions[w[0]..w[1]], &info.labels[w[0]..w[1]])).collect();
-        let (mut sum, mut sum_w) = (0.0f64, 0.0f64);
-        for (i, &(v, weighted)) in values.iter().enumerate() {
-            let w = info.weights.get(i).copied().unwrap_or(1.0) as f64;
-            sum += if weighted { v * w } else { v };
-            sum_w += w;
-        }
-        let score = if sum_w > 0.0 { sum / sum_w } else { sum };
-        score.min(1.0)
+        let weight = |i: usize| info.weights.get(i).copied().unwrap_or(1.0);
+        let sums = fixed_order_sum(g.len() - 1, |i| {
+            let rows = g[i]..g[i + 1];
+            self.group_term(&predictions[rows.clone()], &info.labels[rows], weight(i))
+        });
+        finish(sums)
+    }
+
+    fn device_metric(&self) -> Option<DeviceMetric> {
+        Some(DeviceMetric::Rank(self.kernel_params()))
     }
 }
 

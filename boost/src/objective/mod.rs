@@ -47,7 +47,6 @@ use boost_kernels::adaptive;
 use primitives::ops::GradientPair;
 
 pub use multiclass::Softmax;
-pub(crate) use ranking::{ndcg_discount, ndcg_gain};
 pub use ranking::{LambdaRank, PairMethod, RankKind};
 pub use regression::{AbsoluteError, Logistic, LogisticKind, Poisson, PseudoHuber, SquaredError};
 

@@ -31,8 +31,8 @@
 //!
 //! `lambdarank_unbiased` (position-debiasing from click data) is not supported: `true` is an error.
 
+use boost_kernels::rank::ndcg_discount;
 use boost_kernels::rank::{self, LambdaRankParams, QueryGroup, MAX_REL};
-pub(crate) use boost_kernels::rank::{ndcg_discount, ndcg_gain};
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 

@@ -323,13 +323,17 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
     let mut ranking = dataset(rows, cols, SyntheticTask::Regression, 9);
     ranking.info.labels = ranking.info.labels.iter().map(|&m| (m.clamp(-2.0, 2.0) + 2.0).floor()).collect();
     ranking.info.group_ptr = (0..rows).step_by(25).chain([rows]).collect();
-    assert_same_model(
-        "rank:pairwise, groups of 25",
-        &[("objective", "rank:pairwise"), ("max_depth", "4"), ("eval_metric", "ndcg@10")],
+    let mut ranking_valid = dataset(rows / 2, cols, SyntheticTask::Regression, 19);
+    ranking_valid.info.labels = ranking_valid.info.labels.iter().map(|&m| (m.clamp(-2.0, 2.0) + 2.0).floor()).collect();
+    ranking_valid.info.group_ptr = (0..rows / 2).step_by(10).chain([rows / 2]).collect();
+    assert_same_model_with_valid(
+        "rank:pairwise, groups of 25, an evaluation set in groups of 10",
+        &[("objective", "rank:pairwise"), ("max_depth", "4"), ("eval_metric", "ndcg@10"), ("eval_metric", "ndcg-")],
         &ranking,
+        &ranking_valid,
         rounds,
         &gpu,
-        OnDevice::Rounds,
+        OnDevice::RoundsAndMetrics,
     );
     // Groups of many sizes (empty, one document, long ones), a weight per group.
     let mut offsets = vec![0];
@@ -356,7 +360,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &ranking,
         rounds,
         &gpu,
-        OnDevice::Rounds,
+        OnDevice::RoundsAndMetrics,
     );
     assert_same_model(
         "rank:ndcg, top 8 pairs, linear gain",
@@ -370,7 +374,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &ranking,
         rounds,
         &gpu,
-        OnDevice::Rounds,
+        OnDevice::RoundsAndMetrics,
     );
     let mut binary_ranking = ranking.clone();
     binary_ranking.info.labels = ranking.info.labels.iter().map(|&y| (y >= 2.0) as u8 as f32).collect();
@@ -380,7 +384,7 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &binary_ranking,
         rounds,
         &gpu,
-        OnDevice::Rounds,
+        OnDevice::RoundsAndMetrics,
     );
 }
 
