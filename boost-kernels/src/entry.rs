@@ -322,6 +322,29 @@ kernel! {
 }
 
 kernel! {
+    /// Every row's LambdaMART gradient pair with `topk` pairs, a warp per group; see
+    /// [`rank::lambdarank_topk_kernel`]. `weight_norm` is an `f64`'s bits.
+    pub unsafe fn boost_objective_lambdarank_topk(
+        params: *const LambdaRankParams,
+        group_ptr: *const u32,
+        groups: u64,
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        inv_idcg: *const f64,
+        discount: *const f64,
+        ranked: *const u32,
+        map_stats: *mut f64,
+        weight_norm: u64,
+        out: *mut GradientPair<f32>,
+    ) {
+        let rows = RankRows { group_ptr, groups, margins, labels, weights, inv_idcg, discount };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { rank::lambdarank_topk_kernel(params, rows, ranked, map_stats, f64::from_bits(weight_norm), out) }
+    }
+}
+
+kernel! {
     /// One output's gradients with the rows a tree leaves out zeroed; see [`objective::sample_kernel`].
     pub unsafe fn boost_objective_sample(
         gradients: *const GradientPair<f32>,
@@ -465,6 +488,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_objective_residual_keys" => Some(boost_objective_residual_keys::raw),
         "boost_objective_descending_keys" => Some(boost_objective_descending_keys::raw),
         "boost_objective_lambdarank" => Some(boost_objective_lambdarank::raw),
+        "boost_objective_lambdarank_topk" => Some(boost_objective_lambdarank_topk::raw),
         "boost_objective_leaf_quantiles" => Some(boost_objective_leaf_quantiles::raw),
         "boost_metric_multiclass" => Some(boost_metric_multiclass::raw),
         "boost_metric_auc_keys" => Some(boost_metric_auc_keys::raw),

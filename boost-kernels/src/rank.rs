@@ -115,7 +115,40 @@ struct Pairs<'a> {
     norm_by_diff: bool,
 }
 
-impl Pairs<'_> {
+/// One pair's lambda and hessian, and which of its two positions holds the higher label.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PairTerm {
+    /// 1 when the pair's first position holds its higher-labelled document.
+    first_high: u32,
+    lambda: f32,
+    hessian: f32,
+}
+
+impl PairTerm {
+    /// `g`, the gradient of the document at the pair's first (`first`) or second position, with
+    /// the pair added: `+λ` for the higher-labelled document, `-λ` for the other, the hessian to both.
+    #[inline(always)]
+    fn add_to(self, g: GradientPair<f32>, first: bool) -> GradientPair<f32> {
+        let high = first == (self.first_high != 0);
+        GradientPair::new(if high { g.grad + self.lambda } else { g.grad - self.lambda }, g.hess + self.hessian)
+    }
+
+    /// The pair's term of the normaliser's sum: `-2 λ`.
+    #[inline(always)]
+    fn sum_term(self) -> f64 {
+        -2.0 * self.lambda as f64
+    }
+}
+
+impl<'a> Pairs<'a> {
+    /// The pairs of `group`, whose documents are ranked already.
+    fn new(params: &'a LambdaRankParams, inv_idcg: f64, group: &impl QueryGroup) -> Self {
+        let best = group.margin(group.ranked(0));
+        let worst = group.margin(group.ranked(group.documents() - 1));
+        Pairs { params, inv_idcg, norm_by_diff: params.score_normalization != 0 && best != worst }
+    }
+
     /// `|ΔZ|` of swapping the documents at positions `rank_high` (label `y_high`) and `rank_low`.
     fn delta(&self, group: &impl QueryGroup, y_high: f32, y_low: f32, rank_high: usize, rank_low: usize) -> f64 {
         match self.params.kind {
@@ -148,9 +181,9 @@ impl Pairs<'_> {
         }
     }
 
-    /// The pair of positions `i` and `j`: its lambda and hessian added to both documents' gradients;
-    /// `-2 λ`, or `None` when their labels tie (no pair).
-    fn apply(&self, group: &mut impl QueryGroup, i: usize, j: usize) -> Option<f64> {
+    /// The pair of positions `i` and `j`, or `None` when their labels tie (no pair).
+    #[inline(always)]
+    fn term(&self, group: &impl QueryGroup, i: usize, j: usize) -> Option<PairTerm> {
         let (mut rank_high, mut rank_low) = (i, j);
         let (yi, yj) = (group.label(group.ranked(i)), group.label(group.ranked(j)));
         if yi == yj {
@@ -168,12 +201,51 @@ impl Pairs<'_> {
         }
         let lambda = ((sigmoid - 1.0) * delta) as f32;
         let hessian = (libm::fmax(sigmoid * (1.0 - sigmoid), 1e-16) * delta * 2.0) as f32;
-        let g = group.gradient(high);
-        group.set_gradient(high, GradientPair::new(g.grad + lambda, g.hess + hessian));
-        let g = group.gradient(low);
-        group.set_gradient(low, GradientPair::new(g.grad - lambda, g.hess + hessian));
-        Some(-2.0 * lambda as f64)
+        Some(PairTerm { first_high: (rank_high == i) as u32, lambda, hessian })
     }
+
+    /// The pair of positions `i` and `j` added to both documents' gradients; its term of the
+    /// normaliser's sum, or `None` when their labels tie (no pair).
+    fn apply(&self, group: &mut impl QueryGroup, i: usize, j: usize) -> Option<f64> {
+        let term = self.term(group, i, j)?;
+        let (a, b) = (group.ranked(i), group.ranked(j));
+        group.set_gradient(a, term.add_to(group.gradient(a), true));
+        group.set_gradient(b, term.add_to(group.gradient(b), false));
+        Some(term.sum_term())
+    }
+}
+
+/// `rank:map`'s statistics of every position of a ranked group ([`QueryGroup::map_stats`]).
+fn set_map_stats(group: &mut impl QueryGroup) {
+    let (mut hits, mut sum) = (0.0f64, 0.0f64);
+    for pos in 0..group.documents() {
+        let y = group.label(group.ranked(pos)) as f64;
+        hits += y;
+        sum += y / (pos as f64 + 1.0);
+        group.set_map_stats(pos, hits, sum);
+    }
+}
+
+/// The factor of `lambdarank_normalization` for a group whose pairs' `-2 λ` sum to `sum_lambda`.
+fn normaliser(params: &LambdaRankParams, sum_lambda: f64) -> f64 {
+    if params.normalization == 0 {
+        1.0
+    } else if params.mean != 0 {
+        1.0 / params.num_pair as f64
+    } else if sum_lambda > 0.0 {
+        libm::log2(1.0 + sum_lambda) / sum_lambda
+    } else {
+        1.0
+    }
+}
+
+/// A document's accumulated gradient, normalised by `norm`, times its group's `weight` and the
+/// dataset's `weight_norm`.
+#[inline(always)]
+fn finish_gradient(g: GradientPair<f32>, norm: f64, weight: f32, weight_norm: f64) -> GradientPair<f32> {
+    let g =
+        if norm != 1.0 { GradientPair::new((g.grad as f64 * norm) as f32, (g.hess as f64 * norm) as f32) } else { g };
+    GradientPair::new(((g.grad * weight) as f64 * weight_norm) as f32, ((g.hess * weight) as f64 * weight_norm) as f32)
 }
 
 /// A query group's gradients, written into the group: every pair's lambda accumulated document by
@@ -196,17 +268,9 @@ pub fn group_gradients(
         return;
     }
     if params.kind == LambdaRankParams::MAP {
-        let (mut hits, mut sum) = (0.0f64, 0.0f64);
-        for pos in 0..cnt {
-            let y = group.label(group.ranked(pos)) as f64;
-            hits += y;
-            sum += y / (pos as f64 + 1.0);
-            group.set_map_stats(pos, hits, sum);
-        }
+        set_map_stats(group);
     }
-    let best = group.margin(group.ranked(0));
-    let worst = group.margin(group.ranked(cnt - 1));
-    let pairs = Pairs { params, inv_idcg, norm_by_diff: params.score_normalization != 0 && best != worst };
+    let pairs = Pairs::new(params, inv_idcg, group);
     let k = params.num_pair as usize;
     let mut sum_lambda = 0.0f64;
     if params.mean == 0 {
@@ -247,25 +311,9 @@ pub fn group_gradients(
             i = j;
         }
     }
-    let norm = if params.normalization == 0 {
-        1.0
-    } else if params.mean != 0 {
-        1.0 / k as f64
-    } else if sum_lambda > 0.0 {
-        libm::log2(1.0 + sum_lambda) / sum_lambda
-    } else {
-        1.0
-    };
+    let norm = normaliser(params, sum_lambda);
     for doc in 0..cnt {
-        let mut g = group.gradient(doc);
-        if norm != 1.0 {
-            g = GradientPair::new((g.grad as f64 * norm) as f32, (g.hess as f64 * norm) as f32);
-        }
-        let g = GradientPair::new(
-            ((g.grad * weight) as f64 * weight_norm) as f32,
-            ((g.hess * weight) as f64 * weight_norm) as f32,
-        );
-        group.set_gradient(doc, g);
+        group.set_gradient(doc, finish_gradient(group.gradient(doc), norm, weight, weight_norm));
     }
 }
 
@@ -441,6 +489,103 @@ pub unsafe fn lambdarank_kernel(
         };
         let seed = seed_base.wrapping_add(g as u32);
         group_gradients(&params, seed, inv_idcg, weight, weight_norm, &mut group);
+    }
+}
+
+/// [`lambdarank_kernel`] for `topk` pairs (`params.mean == 0`), one warp per group: the same
+/// gradients, bit for bit. Lane `l` owns the documents at positions `l, l + 32, ...` (it alone reads
+/// and writes their gradients). For each of the first `k` positions `i`, the lanes compute the pairs
+/// `(i, j)` of 32 positions `j` at once and add each to their own document `j`; every lane then
+/// adds the present pairs, in the order of `j`, to position `i`'s gradient and to the normaliser's
+/// sum, which is the order [`group_gradients`] adds them in, pair by pair.
+///
+/// # Safety
+/// As [`lambdarank_kernel`] (`by_label` is not read); the grid has a warp per group.
+pub unsafe fn lambdarank_topk_kernel(
+    params: *const LambdaRankParams,
+    rows: RankRows,
+    ranked: *const u32,
+    map_stats: *mut f64,
+    weight_norm: f64,
+    out: *mut GradientPair<f32>,
+) {
+    let g = global_thread() / arch::WARP_SIZE as u64;
+    if g >= rows.groups {
+        return;
+    }
+    let (g, lane) = (g as usize, arch::lane_id() as usize);
+    let lanes = arch::WARP_SIZE as usize;
+    // SAFETY: `g < groups`; the contract covers the rest.
+    unsafe {
+        let params = arch::load(params);
+        let begin = arch::load(rows.group_ptr.add(g)) as usize;
+        let end = arch::load(rows.group_ptr.add(g + 1)) as usize;
+        let weight = if rows.weights.is_null() { 1.0 } else { arch::load(rows.weights.add(g)) };
+        let inv_idcg = arch::load(rows.inv_idcg.add(g));
+        let mut group = DeviceGroup {
+            begin,
+            len: end - begin,
+            margins: rows.margins,
+            labels: rows.labels,
+            ranked,
+            by_label: core::ptr::null(),
+            map_stats,
+            discount: rows.discount,
+            out,
+        };
+        let cnt = group.len;
+        if cnt == 0 {
+            return;
+        }
+        let mut p = lane;
+        while p < cnt {
+            group.set_gradient(group.ranked(p), GradientPair::new(0.0, 0.0));
+            p += lanes;
+        }
+        if params.kind == LambdaRankParams::MAP && lane == 0 {
+            set_map_stats(&mut group);
+        }
+        // Lane 0's statistics, for every lane.
+        arch::sync_warp(arch::FULL_MASK);
+        let pairs = Pairs::new(&params, inv_idcg, &group);
+        let k = params.num_pair as usize;
+        let mut sum_lambda = 0.0f64;
+        for i in 0..if k < cnt { k } else { cnt } {
+            let owner = i % lanes;
+            let doc_i = group.ranked(i);
+            let own = if lane == owner { group.gradient(doc_i) } else { GradientPair::new(0.0, 0.0) };
+            let mut gradient_i = arch::shfl_idx_sync(arch::FULL_MASK, own, owner as u32);
+            // Chunks of 32 positions, lane `l` at position `base + l`: every lane's own document.
+            let mut base = (i + 1) / lanes * lanes;
+            while base < cnt {
+                let j = base + lane;
+                let term = if j > i && j < cnt { pairs.term(&group, i, j) } else { None };
+                if let Some(term) = term {
+                    let doc_j = group.ranked(j);
+                    group.set_gradient(doc_j, term.add_to(group.gradient(doc_j), false));
+                }
+                let mut present = arch::ballot_sync(arch::FULL_MASK, term.is_some());
+                let term = term.unwrap_or(PairTerm { first_high: 0, lambda: 0.0, hessian: 0.0 });
+                while present != 0 {
+                    let from = present.trailing_zeros();
+                    present &= present - 1;
+                    let term = arch::shfl_idx_sync(arch::FULL_MASK, term, from);
+                    gradient_i = term.add_to(gradient_i, true);
+                    sum_lambda += term.sum_term();
+                }
+                base += lanes;
+            }
+            if lane == owner {
+                group.set_gradient(doc_i, gradient_i);
+            }
+        }
+        let norm = normaliser(&params, sum_lambda);
+        let mut p = lane;
+        while p < cnt {
+            let doc = group.ranked(p);
+            group.set_gradient(doc, finish_gradient(group.gradient(doc), norm, weight, weight_norm));
+            p += lanes;
+        }
     }
 }
 

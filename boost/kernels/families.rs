@@ -81,6 +81,7 @@
             "boost_objective_fill_margins",
             "boost_objective_gradients",
             "boost_objective_lambdarank",
+            "boost_objective_lambdarank_topk",
             "boost_objective_leaf_quantiles",
             "boost_objective_residual_keys",
             "boost_objective_sample",

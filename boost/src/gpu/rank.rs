@@ -1,7 +1,9 @@
 //! LambdaMART's gradients on the device (`rank:pairwise`, `rank:ndcg`, `rank:map`): each round,
 //! every query group's documents ranked by margin with our segmented radix sort, (for `mean`) its
-//! positions by label likewise, then `boost_kernels::rank::lambdarank_kernel`, the CPU backend's
-//! code, a thread per group.
+//! positions by label likewise, then the CPU backend's code: `boost_kernels::rank`'s
+//! `lambdarank_topk_kernel`, a warp per group that computes 32 pairs at once and adds them in the
+//! CPU's order, or for `mean` (whose partners are drawn in sequence) `lambdarank_kernel`, a thread
+//! per group.
 
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, DeviceSegmentedSort, Gpu, SortOrder};
@@ -105,7 +107,7 @@ impl RankGradients {
                 ascending,
             )?;
         }
-        let args = [
+        let rows = [
             self.params_buffer.device_ptr(),
             self.group_ptr.device_ptr(),
             self.groups as u64,
@@ -115,17 +117,33 @@ impl RankGradients {
             self.inv_idcg.device_ptr(),
             self.discount.device_ptr(),
             self.ranked.device_ptr(),
-            self.by_label.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            self.map_stats.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            seed_base(iteration, self.groups) as u64,
-            self.weight_norm.to_bits(),
-            out.device_ptr(),
         ];
-        let groups = element_config(self.groups)?;
-        // SAFETY: the offsets are the groups' (`groups + 1`, non-decreasing, the last `n`); every
-        // row-wise buffer holds `n` values (the statistics `2 n`), the discounts a value per position
-        // of the largest group; the sorts map each group's positions to its own rows and positions.
-        unsafe { gpu.launch(crate::KERNELS, "boost_objective_lambdarank", groups, &args)? };
+        let map_stats = self.map_stats.as_ref().map_or(0, DeviceBuffer::device_ptr);
+        let weight_norm = self.weight_norm.to_bits();
+        // Both launches: the offsets are the groups' (`groups + 1`, non-decreasing, the last
+        // `n`); every row-wise buffer holds `n` values (the statistics `2 n`), the discounts a value
+        // per position of the largest group; the sorts map each group's positions to its own rows
+        // and positions.
+        match &self.by_label {
+            // `topk`: a warp per group, its pairs 32 at a time.
+            None => {
+                let args: Vec<u64> = rows.into_iter().chain([map_stats, weight_norm, out.device_ptr()]).collect();
+                let warps = super::warp_per_block_config(self.groups)?;
+                // SAFETY: as above; a warp per group.
+                unsafe { gpu.launch(crate::KERNELS, "boost_objective_lambdarank_topk", warps, &args)? };
+            }
+            // `mean`: a thread per group, which draws the partners in sequence.
+            Some(by_label) => {
+                let seed_base = seed_base(iteration, self.groups) as u64;
+                let args: Vec<u64> = rows
+                    .into_iter()
+                    .chain([by_label.device_ptr(), map_stats, seed_base, weight_norm, out.device_ptr()])
+                    .collect();
+                let threads = element_config(self.groups)?;
+                // SAFETY: as above.
+                unsafe { gpu.launch(crate::KERNELS, "boost_objective_lambdarank", threads, &args)? };
+            }
+        }
         Ok(())
     }
 }

@@ -379,8 +379,13 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
     let mut binary_ranking = ranking.clone();
     binary_ranking.info.labels = ranking.info.labels.iter().map(|&y| (y >= 2.0) as u8 as f32).collect();
     assert_same_model(
-        "rank:map, lossguide",
-        &[("objective", "rank:map"), ("grow_policy", "lossguide"), ("max_leaves", "9")],
+        "rank:map, lossguide, top 40 pairs",
+        &[
+            ("objective", "rank:map"),
+            ("grow_policy", "lossguide"),
+            ("max_leaves", "9"),
+            ("lambdarank_num_pair_per_sample", "40"),
+        ],
         &binary_ranking,
         rounds,
         &gpu,
