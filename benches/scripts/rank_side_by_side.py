@@ -12,8 +12,9 @@ rows from the same distribution. Both sides train from the libsvm file (`qid:` f
 is timed from its data in memory to a trained model (XGBoost's `train` from a `DMatrix`; ours the
 "trees in ... s" line of `boost train`, which covers opening the device, the cuts and the quantised
 matrix too, with `disable_default_eval_metric=1`: neither side evaluates anything while training).
-Reports each side's ndcg@10 on the test set (XGBoost's from `Booster.eval`, ours from
-`boost eval`): the same model up to the last bits of `expf` (XGBoost's C library, our `libm`).
+With KEEP_DATA=DIR in the environment the libsvm files and our model stay in DIR (for a profiler's
+run of `boost train` on the same data). Reports each side's ndcg@10 on the test set (XGBoost's from
+`Booster.eval`, ours from `boost eval`): the same model up to the last bits of `expf` (XGBoost's C library, our `libm`).
 """
 import os
 import re
@@ -54,7 +55,9 @@ def write_libsvm(path, x, labels, qid):
     np.savetxt(path, np.column_stack([labels, qid, x]), fmt=f"%d qid:%d {cols}")
 
 
-with tempfile.TemporaryDirectory() as tmp:
+with tempfile.TemporaryDirectory() as scratch:
+    tmp = os.environ.get("KEEP_DATA") or scratch
+    os.makedirs(tmp, exist_ok=True)
     train_path, test_path = os.path.join(tmp, "rank.train"), os.path.join(tmp, "rank.test")
     x, y, sizes, qid = make(rows, 0)
     tx, ty, tsizes, tqid = make(max(rows // 5, group), 1)

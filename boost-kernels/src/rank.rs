@@ -116,8 +116,7 @@ struct Pairs<'a> {
 }
 
 /// One pair's lambda and hessian, and which of its two positions holds the higher label.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy)]
 struct PairTerm {
     /// 1 when the pair's first position holds its higher-labelled document.
     first_high: u32,
@@ -564,12 +563,18 @@ pub unsafe fn lambdarank_topk_kernel(
                     let doc_j = group.ranked(j);
                     group.set_gradient(doc_j, term.add_to(group.gradient(doc_j), false));
                 }
+                // The terms travel as two ballots and two word shuffles a pair.
                 let mut present = arch::ballot_sync(arch::FULL_MASK, term.is_some());
-                let term = term.unwrap_or(PairTerm { first_high: 0, lambda: 0.0, hessian: 0.0 });
+                let first_high = arch::ballot_sync(arch::FULL_MASK, term.is_some_and(|t| t.first_high != 0));
+                let (lambda, hessian) = term.map_or((0.0, 0.0), |t| (t.lambda, t.hessian));
                 while present != 0 {
                     let from = present.trailing_zeros();
                     present &= present - 1;
-                    let term = arch::shfl_idx_sync(arch::FULL_MASK, term, from);
+                    let term = PairTerm {
+                        first_high: (first_high >> from) & 1,
+                        lambda: arch::shfl_idx_sync(arch::FULL_MASK, lambda, from),
+                        hessian: arch::shfl_idx_sync(arch::FULL_MASK, hessian, from),
+                    };
                     gradient_i = term.add_to(gradient_i, true);
                     sum_lambda += term.sum_term();
                 }
