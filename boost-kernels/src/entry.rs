@@ -224,6 +224,30 @@ kernel! {
 }
 
 kernel! {
+    /// Each query group's term of the ranking `auc` or `aucpr`; see [`rank_metric::auc_groups_kernel`].
+    pub unsafe fn boost_metric_rank_auc(
+        curve: u64,
+        group_ptr: *const u32,
+        groups: u64,
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        ranked: *const u32,
+        ideal: *const u32,
+        prefixes: *mut Positives,
+        terms: *mut LossSum,
+    ) {
+        let curve = AucCurve(curve as u32);
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe {
+            rank_metric::auc_groups_kernel(
+                curve, group_ptr, groups, margins, labels, weights, ranked, ideal, prefixes, terms,
+            )
+        }
+    }
+}
+
+kernel! {
     /// The block sums of precomputed metric terms; see [`metric::terms_kernel`].
     pub unsafe fn boost_metric_sum_terms(terms: *const LossSum, n: u64, block_sums: *mut LossSum) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
@@ -495,6 +519,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_metric_auc_positives" => Some(boost_metric_auc_positives::raw),
         "boost_metric_auc_area" => Some(boost_metric_auc_area::raw),
         "boost_metric_rank_groups" => Some(boost_metric_rank_groups::raw),
+        "boost_metric_rank_auc" => Some(boost_metric_rank_auc::raw),
         "boost_metric_sum_terms" => Some(boost_metric_sum_terms::raw),
         "boost_predict_dense" => Some(boost_predict_dense::raw),
         "boost_predict_csr" => Some(boost_predict_csr::raw),

@@ -74,6 +74,7 @@
             "boost_metric_auc_positives",
             "boost_metric_elementwise",
             "boost_metric_multiclass",
+            "boost_metric_rank_auc",
             "boost_metric_rank_groups",
             "boost_metric_sum_terms",
             "boost_objective_add_leaves",

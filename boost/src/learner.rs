@@ -532,8 +532,8 @@ fn log_device_metrics(
 
 /// The metrics of a set with `info` in the device's form, when the device computes every one of them
 /// for predictions of `objective`: row-wise ones of an element-wise objective with a transform,
-/// multi-class ones of a softmax, AUC (binary and one-vs-rest; ranking's, per query group,
-/// stays on the host), and `ndcg`/`map` of a ranking objective (ranked by its margins; of another
+/// multi-class ones of a softmax, AUC (binary, one-vs-rest, and per query group for a ranking
+/// objective), and `ndcg`/`map` of a ranking objective (ranked by its margins; of another
 /// objective's transformed predictions, on the host).
 fn device_metrics_of(
     metrics: &[Box<dyn Metric>],
@@ -553,6 +553,13 @@ fn device_metrics_of(
             }
             (d @ DeviceMetric::Auc(_), DeviceObjective::Softmax { .. }) if info.group_ptr.is_empty() => Some(d),
             (d @ DeviceMetric::Rank(_), DeviceObjective::LambdaRank(_)) => Some(d),
+            // Per group with groups; without, the binary AUC, whose row weights a ranking set's
+            // device rows do not keep.
+            (d @ DeviceMetric::Auc(_), DeviceObjective::LambdaRank(_))
+                if !info.group_ptr.is_empty() || info.weights.is_empty() =>
+            {
+                Some(d)
+            }
             _ => None,
         })
         .collect()

@@ -8,7 +8,7 @@ use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort,
 
 use boost_kernels::auc::{AucCurve, Positives};
 use boost_kernels::metric::{LossSum, Transform};
-use boost_kernels::rank_metric::{self, RankMetricParams};
+use boost_kernels::rank_metric;
 use boost_kernels::reduce::{self, BlockSum};
 
 use super::{element_config, warp_per_block_config};
@@ -148,8 +148,9 @@ impl MetricRows {
                 unsafe { gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
                 Ok(metric.finish(sums(&block_sums)?))
             }
+            DeviceMetric::Auc(_) if self.groups.as_ref().is_some_and(|g| g.explicit) => self.rank(gpu, metric),
             DeviceMetric::Auc(curve) if outputs == 1 || self.softmax => self.auc(gpu, curve, transform),
-            DeviceMetric::Rank(params) if self.groups.is_some() => self.rank(gpu, params),
+            DeviceMetric::Rank(_) if self.groups.is_some() => self.rank(gpu, metric),
             _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
         }
     }
@@ -243,10 +244,11 @@ impl MetricRows {
         Ok((total, area, scale))
     }
 
-    /// `ndcg` or `map` of the margins, as the host computes it (`boost_kernels::rank_metric`): each
-    /// query group's rows ranked by margin with our segmented sort, a thread a group for its term,
-    /// the terms summed in the fixed order. Reads back a sum per 1024 groups.
-    fn rank(&mut self, gpu: &Gpu, params: RankMetricParams) -> Result<f64> {
+    /// A ranking metric of the margins, as the host computes it (`boost_kernels::rank_metric`): `ndcg`
+    /// and `map`, or `auc` and `aucpr` per query group. Each group's rows ranked by margin with our
+    /// segmented sort, a thread a group for its term, the terms summed in the fixed order. Reads back
+    /// a sum per 1024 groups.
+    fn rank(&mut self, gpu: &Gpu, metric: DeviceMetric) -> Result<f64> {
         let n = self.rows;
         let groups =
             self.groups.as_mut().ok_or_else(|| Error::InvalidData("a ranking metric without groups".into()))?;
@@ -267,28 +269,57 @@ impl MetricRows {
             &groups.offsets,
             SortOrder::ascending(),
         )?;
-        let params = gpu.upload(&[params])?;
         let count = groups.count;
-        let args = [
-            params.device_ptr(),
-            groups.offsets.device_ptr(),
-            count as u64,
-            self.labels.device_ptr(),
-            groups.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            scratch.ranked.device_ptr(),
-            scratch.ideal.device_ptr(),
-            scratch.terms.device_ptr(),
-        ];
-        // SAFETY: one parameter set; the offsets are the groups' (`count + 1`, non-decreasing, the
-        // last `n`); labels and both orders hold `n` values, and the segmented sorts map each group's
-        // positions to its own rows; (the weights and) the terms hold `count` values.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_rank_groups", element_config(count)?, &args)? };
+        let weights = groups.weights.as_ref().map_or(0, DeviceBuffer::device_ptr);
+        match metric {
+            DeviceMetric::Rank(params) => {
+                let params = gpu.upload(&[params])?;
+                let args = [
+                    params.device_ptr(),
+                    groups.offsets.device_ptr(),
+                    count as u64,
+                    self.labels.device_ptr(),
+                    weights,
+                    scratch.ranked.device_ptr(),
+                    scratch.ideal.device_ptr(),
+                    scratch.terms.device_ptr(),
+                ];
+                // SAFETY: one parameter set; the offsets are the groups' (`count + 1`, non-decreasing,
+                // the last `n`); labels and both orders hold `n` values, and the segmented sorts map
+                // each group's positions to its own rows; (the weights and) the terms hold `count`.
+                unsafe { gpu.launch(crate::KERNELS, "boost_metric_rank_groups", element_config(count)?, &args)? };
+            }
+            DeviceMetric::Auc(curve) => {
+                if scratch.prefixes.is_none() {
+                    scratch.prefixes = Some(gpu.alloc_uninitialized(n)?);
+                }
+                let prefixes = scratch.prefixes.as_ref().map_or(0, DeviceBuffer::device_ptr);
+                let args = [
+                    curve.0 as u64,
+                    groups.offsets.device_ptr(),
+                    count as u64,
+                    self.margins.device_ptr(),
+                    self.labels.device_ptr(),
+                    weights,
+                    scratch.ranked.device_ptr(),
+                    scratch.ideal.device_ptr(),
+                    prefixes,
+                    scratch.terms.device_ptr(),
+                ];
+                // SAFETY: as above, and the margins and prefixes hold `n` values.
+                unsafe { gpu.launch(crate::KERNELS, "boost_metric_rank_auc", element_config(count)?, &args)? };
+            }
+            _ => return Err(Error::InvalidData(format!("{metric:?} is not a ranking metric"))),
+        }
         let blocks = reduce::blocks(count);
         let args = [scratch.terms.device_ptr(), count as u64, scratch.block_sums.device_ptr()];
         // SAFETY: `count` terms, a sum per block; whole warps, one per block.
         unsafe { gpu.launch(crate::KERNELS, "boost_metric_sum_terms", warp_per_block_config(blocks)?, &args)? };
         let sums = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus);
-        Ok(rank_metric::finish(sums))
+        Ok(match metric {
+            DeviceMetric::Auc(_) => rank_metric::finish_auc(sums),
+            _ => rank_metric::finish(sums),
+        })
     }
 
     /// The margins, read back from the device.
@@ -335,6 +366,9 @@ struct QueryGroups {
     /// `count + 1` row offsets (one group of every row when the set has none): the sorts' segments.
     offsets: DeviceBuffer<u32>,
     count: usize,
+    /// Whether the set has query groups (else one group of every row: the ranking `auc` does not
+    /// apply, the binary one does).
+    explicit: bool,
     /// A weight per group, when the set has them.
     weights: Option<DeviceBuffer<f32>>,
     scratch: Option<RankScratch>,
@@ -348,6 +382,7 @@ impl QueryGroups {
         Ok(QueryGroups {
             offsets: gpu.upload(&offsets)?,
             count,
+            explicit: !info.group_ptr.is_empty(),
             weights: (info.weights.len() == count).then(|| gpu.upload(&info.weights)).transpose()?,
             scratch: None,
         })
@@ -367,6 +402,8 @@ struct RankScratch {
     ideal: DeviceBuffer<u32>,
     terms: DeviceBuffer<LossSum>,
     block_sums: DeviceBuffer<LossSum>,
+    /// The PR walks' prefixes, a value a row (made at the first `aucpr`).
+    prefixes: Option<DeviceBuffer<Positives>>,
 }
 
 impl RankScratch {
@@ -384,6 +421,7 @@ impl RankScratch {
             ideal: gpu.alloc_uninitialized(n)?,
             terms: gpu.alloc_uninitialized(count)?,
             block_sums: gpu.alloc_uninitialized(reduce::blocks(count))?,
+            prefixes: None,
         };
         let args = [labels.device_ptr(), 0, n as u64, scratch.keys.device_ptr()];
         // SAFETY: labels and keys hold `n` values.

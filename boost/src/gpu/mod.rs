@@ -1368,8 +1368,8 @@ mod tests {
         };
         // Groups of many sizes (empty, one document, longer than the truncations), or no groups (one
         // group of every row, beyond a sort tile); margins from a few values (ties ranked in row
-        // order) or continuous; graded labels for NDCG, binary ones for MAP (some groups without a
-        // relevant document); with and without group weights.
+        // order) or continuous; graded labels for NDCG, binary ones for MAP and the PR curve (some
+        // groups without a relevant document); with and without group weights.
         for (case, n) in [60usize, 1500, 5000].into_iter().enumerate() {
             let mut group_ptr = vec![0];
             if case < 2 {
@@ -1413,6 +1413,13 @@ mod tests {
                     metrics.push(Box::new(RankMetric::new(RankMetricKind::Ndcg, None, None, false, true)));
                 } else {
                     metrics.push(Box::new(RankMetric::new(RankMetricKind::Map, None, None, true, true)));
+                }
+                // The ranking AUC, per group (PR takes labels in [0, 1]).
+                if !group_ptr.is_empty() {
+                    metrics.push(from_name("auc").unwrap());
+                    if map {
+                        metrics.push(from_name("aucpr").unwrap());
+                    }
                 }
                 for metric in &metrics {
                     let host = metric.evaluate(&margins, &info, 1);

@@ -20,13 +20,17 @@
 //!   higher, ½ on a tie, 0 otherwise; the group's AUC is the mean over its pairs. Groups of fewer
 //!   than 3 documents are skipped. PR: the binary PR AUC of the group. The result is the unweighted
 //!   mean over the valid groups (a group weight scales numerator and denominator alike), NaN when
-//!   none is valid.
+//!   none is valid, the groups' AUCs summed in `reduce`'s fixed order. A group's AUC is
+//!   `boost_kernels::rank_metric`'s, which the device runs too, a thread a group.
+
+use std::cell::RefCell;
 
 use rayon::prelude::*;
 
 use boost_kernels::auc::{self, fixed_scale, position_area, row_positives, term_bound, to_f64, AucCurve, Positives};
 use boost_kernels::fixed_point;
 use boost_kernels::metric::LossSum;
+use boost_kernels::rank_metric::{finish_auc, group_auc_term, group_pr, group_roc};
 
 use super::{check_prediction_count, check_row_weights, fixed_order_sum, DeviceMetric, Metric};
 use crate::data::MetaInfo;
@@ -105,19 +109,9 @@ pub(crate) fn auc_scales(info: &MetaInfo, outputs: usize) -> Vec<f64> {
     (0..outputs).map(|c| scale_of(n, |i| class_label(info, outputs, c, i), |i| weight_of(info, i))).collect()
 }
 
-/// `(FP, TP, area)` of one curve, as the multi-class average takes them: ROC's unnormalised area,
-/// `(0, 0, 0)` without positives or negatives; PR's `(1, 1, area)` (already normalised), NaN area
-/// without positives or negatives.
-fn binary_curve(
-    curve: AucCurve,
-    predictions: &[f32],
-    label: impl Fn(usize) -> f32 + Sync,
-    weight: impl Fn(usize) -> f32 + Sync,
-) -> (f64, f64, f64) {
-    curve_of_walk(curve, walk(curve, predictions, label, weight))
-}
-
-/// [`binary_curve`] from a walk's total positives, summed area and scale.
+/// `(FP, TP, area)` of one curve from a walk's total positives, summed area and scale, as the
+/// multi-class average takes them: ROC's unnormalised area, `(0, 0, 0)` without positives or
+/// negatives; PR's `(1, 1, area)` (already normalised), NaN area without positives or negatives.
 fn curve_of_walk(curve: AucCurve, (total, area, scale): (Positives, f64, f64)) -> (f64, f64, f64) {
     let (fp, tp) = to_f64(total, scale);
     match (curve, fp <= 0.0 || tp <= 0.0) {
@@ -153,31 +147,6 @@ pub(crate) fn one_vs_rest(curve: AucCurve, walks: &[(Positives, f64, f64)]) -> f
     }
 }
 
-/// AUC of one query group by pair counting (ROC).
-fn group_ranking_roc(predictions: &[f32], labels: &[f32]) -> f64 {
-    let sorted = argsort_desc(labels);
-    let n = sorted.len();
-    let (mut auc, mut pairs) = (0.0f64, 0.0f64);
-    for i in 0..n {
-        for j in i + 1..n {
-            let d = predictions[sorted[i]] - predictions[sorted[j]];
-            auc += if d > 0.0 {
-                1.0
-            } else if d == 0.0 {
-                0.5
-            } else {
-                0.0
-            };
-            pairs += 1.0;
-        }
-    }
-    if pairs != 0.0 {
-        auc / pairs
-    } else {
-        auc
-    }
-}
-
 impl Auc {
     fn curve(&self) -> AucCurve {
         match self.kind {
@@ -203,30 +172,34 @@ impl Auc {
         one_vs_rest(self.curve(), &walks)
     }
 
+    /// The ranking case, each group's AUC by `boost_kernels::rank_metric` (the device's code):
+    /// ROC by pair counting over the group's documents in label order, PR the group's binary walk.
     fn ranking(&self, predictions: &[f32], info: &MetaInfo) -> f64 {
         let gptr = &info.group_ptr;
-        let per_group: Vec<Option<f64>> = gptr
-            .par_windows(2)
-            .enumerate()
-            .map(|(g, w)| {
-                let (b, e) = (w[0], w[1]);
-                let (p, y) = (&predictions[b..e], &info.labels[b..e]);
-                let auc = match self.kind {
-                    AucKind::Roc if e - b < 3 => return None,
-                    AucKind::Roc => group_ranking_roc(p, y),
-                    AucKind::Pr => {
-                        let gw = info.weights.get(g).copied().unwrap_or(1.0);
-                        binary_curve(AucCurve::PR, p, |i| y[i], |_| gw).2
-                    }
-                };
-                (!auc.is_nan()).then_some(auc)
-            })
-            .collect();
-        let valid = per_group.iter().flatten().count();
-        if valid == 0 {
-            return f64::NAN;
-        }
-        per_group.iter().flatten().sum::<f64>() / valid as f64
+        let sums = fixed_order_sum(gptr.len() - 1, |g| {
+            let (p, y) = (&predictions[gptr[g]..gptr[g + 1]], &info.labels[gptr[g]..gptr[g + 1]]);
+            let auc = match self.kind {
+                AucKind::Roc => {
+                    let by_label = argsort_desc(y);
+                    group_roc(p.len(), |i| p[by_label[i]])
+                }
+                AucKind::Pr => {
+                    let ranked = argsort_desc(p);
+                    let prefixes = RefCell::new(vec![Positives::new(0, 0); p.len()]);
+                    let weight = info.weights.get(g).copied().unwrap_or(1.0);
+                    group_pr(
+                        p.len(),
+                        |r| p[ranked[r]],
+                        |r| y[ranked[r]],
+                        weight,
+                        |r, prefix| prefixes.borrow_mut()[r] = prefix,
+                        |r| prefixes.borrow()[r],
+                    )
+                }
+            };
+            group_auc_term(auc)
+        });
+        finish_auc(sums)
     }
 }
 
@@ -272,7 +245,7 @@ impl Metric for Auc {
         Ok(())
     }
 
-    /// The device computes the binary and multi-class cases (not the ranking one).
+    /// The device computes every case (the ranking one for a ranking objective's margins).
     fn device_metric(&self) -> Option<DeviceMetric> {
         Some(DeviceMetric::Auc(self.curve()))
     }

@@ -328,7 +328,13 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
     ranking_valid.info.group_ptr = (0..rows / 2).step_by(10).chain([rows / 2]).collect();
     assert_same_model_with_valid(
         "rank:pairwise, groups of 25, an evaluation set in groups of 10",
-        &[("objective", "rank:pairwise"), ("max_depth", "4"), ("eval_metric", "ndcg@10"), ("eval_metric", "ndcg-")],
+        &[
+            ("objective", "rank:pairwise"),
+            ("max_depth", "4"),
+            ("eval_metric", "ndcg@10"),
+            ("eval_metric", "auc"),
+            ("eval_metric", "ndcg-"),
+        ],
         &ranking,
         &ranking_valid,
         rounds,
@@ -385,6 +391,8 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
             ("grow_policy", "lossguide"),
             ("max_leaves", "9"),
             ("lambdarank_num_pair_per_sample", "40"),
+            ("eval_metric", "aucpr"),
+            ("eval_metric", "map@5"),
         ],
         &binary_ranking,
         rounds,
