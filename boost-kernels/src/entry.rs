@@ -6,6 +6,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::adaptive::{self, Residuals};
 use crate::auc::{self, AucCurve, Positives};
+use crate::bins::{self, Cuts};
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
@@ -17,6 +18,42 @@ use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::rank_metric::{self, RankMetricParams};
 use crate::sampling::RowSampler;
 use crate::subtract;
+
+kernel! {
+    /// The bins of dense row-major features; see [`bins::dense_kernel`].
+    pub unsafe fn boost_bins_dense(
+        values: *const f32,
+        n: u64,
+        features: u64,
+        cut_ptrs: *const u32,
+        cut_values: *const f32,
+        missing: u64,
+        out: *mut u16,
+    ) {
+        let cuts = Cuts { cut_ptrs, cut_values };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { bins::dense_kernel(values, n, features, cuts, missing as u32, out) }
+    }
+}
+
+kernel! {
+    /// The bins of CSR rows; see [`bins::csr_kernel`].
+    pub unsafe fn boost_bins_csr(
+        row_ptr: *const u64,
+        col_indices: *const u32,
+        values: *const f32,
+        rows: u64,
+        features: u64,
+        cut_ptrs: *const u32,
+        cut_values: *const f32,
+        missing: u64,
+        out: *mut u16,
+    ) {
+        let cuts = Cuts { cut_ptrs, cut_values };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { bins::csr_kernel(row_ptr, col_indices, values, rows, features, cuts, missing as u32, out) }
+    }
+}
 
 kernel! {
     /// Best split of each (node, feature) pair; see [`evaluate::split_features_kernel`].
@@ -495,6 +532,8 @@ kernel! {
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
     match name {
+        "boost_bins_dense" => Some(boost_bins_dense::raw),
+        "boost_bins_csr" => Some(boost_bins_csr::raw),
         "boost_split_features" => Some(boost_split_features::raw),
         "boost_split_nodes" => Some(boost_split_nodes::raw),
         "boost_partition_flags" => Some(boost_partition_flags::raw),

@@ -4,7 +4,8 @@
 //! feature's bins in both missing directions, tie-breaking). The CPU backend in `boost` calls these
 //! functions; the GPU backend's kernels, compiled from this crate to PTX, call the same ones, so
 //! that both choose the same splits by construction. [`evaluate`] is split evaluation for a batch
-//! of nodes on the device, over those functions; [`partition`] the stable row partition of a batch
+//! of nodes on the device, over those functions; [`bins`] a value's bin among the cuts (the CPU's
+//! ELLPACK search, and the kernels that quantise the features on the device); [`partition`] the stable row partition of a batch
 //! of split nodes, [`subtract`] the subtraction trick on histograms, [`quantise`] the gradient
 //! quantiser over the fixed-order sums of [`reduce`], [`objective`] the element-wise objectives'
 //! gradients and the margin update,
@@ -18,6 +19,7 @@
 
 pub mod adaptive;
 pub mod auc;
+pub mod bins;
 pub mod evaluate;
 pub mod fixed_point;
 pub mod metric;

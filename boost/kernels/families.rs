@@ -114,4 +114,20 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("predict.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "bins",
+        entry_points: &[
+            "boost_bins_csr",
+            "boost_bins_dense",
+        ],
+        ptx: include_bytes!("bins.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("bins.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("bins.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("bins.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("bins.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("bins.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("bins.sm_120.cubin.zst") },
+        ],
+    },
 ]

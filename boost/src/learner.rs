@@ -76,8 +76,9 @@ pub struct Trained {
     /// The round with the best score of the early-stopping metric (when evaluation sets were given).
     pub best_iteration: Option<usize>,
     pub best_score: Option<f64>,
-    /// Bytes of the training data's quantised ELLPACK matrix, and of the same matrix as dense `f32`
-    /// (Mitchell et al. 2018's comparison).
+    /// Bytes of the training data's quantised matrix (the CPU's bit-packed ELLPACK, or the GPU
+    /// builder's `u16` a row and feature), and of the same matrix as dense `f32` (Mitchell et al.
+    /// 2018's comparison).
     pub ellpack_bytes: usize,
     pub dense_f32_bytes: usize,
     /// Where the trees were built: `cpu`, or the GPU's name and kind; with `device=auto` and no usable
@@ -169,20 +170,30 @@ pub fn train_with_precision(
     let row_weights = row_weights(train)?;
     let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
     phases.add("cuts", start.elapsed());
-    let start = Instant::now();
-    let matrix = EllpackMatrix::new(&train.features, &cuts);
-    phases.add("ellpack", start.elapsed());
-    let start = Instant::now();
-    if let Some(gpu) = gpu {
-        on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-    }
-    let mut backend = match gpu {
-        Some(gpu) => TreeBackend::Gpu(Box::new(on_device(gpu, "uploading the quantised matrix", || {
-            GpuTrainer::new(gpu, &matrix, &cuts)
-        })?)),
-        None => TreeBackend::Cpu(matrix.unpack(&cuts)),
+    // The CPU quantises the features into its ELLPACK matrix; a GPU quantises them itself, with
+    // the same search, into the bins its builder reads.
+    let (mut backend, quantised_bytes) = match gpu {
+        Some(gpu) => {
+            let start = Instant::now();
+            on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
+            let trainer = on_device(gpu, "quantising the features on the device", || {
+                GpuTrainer::from_features(gpu, &train.features, &cuts)
+            })?;
+            phases.add("matrix for the tree builder", start.elapsed());
+            let bytes = trainer.bins_bytes();
+            (TreeBackend::Gpu(Box::new(trainer)), bytes)
+        }
+        None => {
+            let start = Instant::now();
+            let matrix = EllpackMatrix::new(&train.features, &cuts);
+            phases.add("ellpack", start.elapsed());
+            let start = Instant::now();
+            let bins = matrix.unpack(&cuts);
+            phases.add("matrix for the tree builder", start.elapsed());
+            let bytes = matrix.bytes();
+            (TreeBackend::Cpu { matrix, bins }, bytes)
+        }
     };
-    phases.add("matrix for the tree builder", start.elapsed());
 
     let start = Instant::now();
     let num_class = if outputs > 1 { outputs } else { 0 };
@@ -360,12 +371,11 @@ pub fn train_with_precision(
                         trainer.build_tree(tree_params, &column, &tree_features, &mut rng)
                     })?
                 }
-                TreeBackend::Cpu(bins) => {
+                TreeBackend::Cpu { matrix, bins } => {
                     let quantiser = GradientQuantiser::new(&column);
                     let fixed =
                         || -> Vec<GradientPair<i64>> { column.iter().map(|&g| quantiser.to_fixed(g)).collect() };
-                    let builder =
-                        HistBuilder { matrix: &matrix, bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
+                    let builder = HistBuilder { matrix, bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
                     match precision {
                         HistogramPrecision::FixedPoint => builder.build(&fixed(), &tree_features, &mut rng),
                         HistogramPrecision::F64 => {
@@ -499,7 +509,7 @@ pub fn train_with_precision(
         history,
         best_iteration,
         best_score,
-        ellpack_bytes: matrix.bytes(),
+        ellpack_bytes: quantised_bytes,
         dense_f32_bytes: train.rows() * train.cols() * 4,
         device,
     })
@@ -601,8 +611,11 @@ fn on_device<T>(gpu: &Gpu, phase: &str, step: impl FnOnce() -> Result<T>) -> Res
 
 /// Where a run's trees are grown, with what each backend keeps for the whole run.
 enum TreeBackend<'g> {
-    /// The quantised matrix unpacked for the CPU builder.
-    Cpu(UnpackedBins),
+    /// The quantised matrix, and unpacked for the CPU builder.
+    Cpu {
+        matrix: EllpackMatrix,
+        bins: UnpackedBins,
+    },
     Gpu(Box<GpuTrainer<'g>>),
 }
 

@@ -281,7 +281,7 @@ fn train(args: TrainArgs) -> Result<()> {
     }
     model.save_json(&args.output)?;
     eprintln!(
-        "boost: quantised matrix (ELLPACK) {:.1} MB, the same data as dense f32 {:.1} MB",
+        "boost: quantised matrix {:.1} MB, the same data as dense f32 {:.1} MB",
         trained.ellpack_bytes as f64 / 1e6,
         trained.dense_f32_bytes as f64 / 1e6
     );

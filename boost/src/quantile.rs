@@ -78,7 +78,8 @@ impl QuantileCuts {
             return None;
         }
         let bounds = &self.cut_values[begin..end];
-        let local = bounds.partition_point(|&c| c <= v).min(bounds.len() - 1);
+        // The device's search too (`boost_kernels::bins`), so its quantised matrix is this one.
+        let local = boost_kernels::bins::local_bin(bounds.len(), |i| bounds[i], v);
         Some((begin + local) as u32)
     }
 

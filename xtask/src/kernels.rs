@@ -78,6 +78,8 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("objective", &["boost_objective_", "boost_metric_"]),
             // Tree walks over feature values: evaluation sets' margins during training.
             ("predict", &["boost_predict_"]),
+            // The training features quantised on the device, once a run.
+            ("bins", &["boost_bins_"]),
         ],
     },
 ];

@@ -28,7 +28,7 @@ use boost_kernels::reduce::{self, BlockSum};
 pub use boost_kernels::sampling::RowSampler;
 use boost_kernels::split::Split;
 
-use crate::data::MetaInfo;
+use crate::data::{CsrMatrix, FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
 use crate::metric::DeviceMetric;
@@ -264,13 +264,7 @@ fn enqueue_evaluation(
 /// Made from the CPU's quantised matrix (the device will build it itself later).
 pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u16>, usize)> {
     let features = cuts.features();
-    let bins_per_feature = (0..features).map(|f| cuts.bins(f)).max().unwrap_or(0).max(1);
-    if bins_per_feature >= u16::MAX as usize {
-        return Err(Error::param(
-            "max_bin",
-            format!("{bins_per_feature} bins: the GPU builder takes fewer than 65535"),
-        ));
-    }
+    let bins_per_feature = bins_per_feature(cuts)?;
     let mut bins = vec![bins_per_feature as u16; matrix.rows * features];
     if features > 0 {
         bins.par_chunks_mut(features).enumerate().for_each(|(row, row_bins)| {
@@ -282,6 +276,75 @@ pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u1
         });
     }
     Ok((bins, bins_per_feature))
+}
+
+/// The most bins of a feature (at least 1): a row of the padded histograms, and the missing bin.
+fn bins_per_feature(cuts: &QuantileCuts) -> Result<usize> {
+    let bins_per_feature = (0..cuts.features()).map(|f| cuts.bins(f)).max().unwrap_or(0).max(1);
+    if bins_per_feature >= u16::MAX as usize {
+        return Err(Error::param(
+            "max_bin",
+            format!("{bins_per_feature} bins: the GPU builder takes fewer than 65535"),
+        ));
+    }
+    Ok(bins_per_feature)
+}
+
+/// [`local_bins`] made on the device from the features (`boost_kernels::bins`: the CPU's search, so
+/// the same bins): the dense values or the CSR entries uploaded, a thread a value or a row. CSR rows
+/// whose columns do not increase strictly (which the readers never make) take the host's path.
+fn device_bins(gpu: &Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Result<DeviceBuffer<u16>> {
+    let (rows, nf) = (features.rows(), cuts.features());
+    let missing = bins_per_feature(cuts)? as u64;
+    if features.cols() != nf {
+        return Err(Error::InvalidData(format!("{} feature columns for cuts of {nf} features", features.cols())));
+    }
+    let increasing = |m: &CsrMatrix| {
+        (0..m.rows).into_par_iter().all(|i| {
+            let cols = &m.col_indices[m.row_ptr[i]..m.row_ptr[i + 1]];
+            cols.windows(2).all(|w| w[0] < w[1]) && cols.last().is_none_or(|&c| (c as usize) < nf)
+        })
+    };
+    let host_path = match features {
+        FeatureMatrix::Sparse(m) => rows * nf == 0 || !increasing(m),
+        FeatureMatrix::Dense(_) => rows * nf == 0,
+    };
+    if host_path {
+        return Ok(gpu.upload(&local_bins(&EllpackMatrix::new(features, cuts), cuts)?.0)?);
+    }
+    let device_cuts = (gpu.upload(&cuts.cut_ptrs)?, gpu.upload(&cuts.cut_values)?);
+    let (cut_ptrs, cut_values) = (device_cuts.0.device_ptr(), device_cuts.1.device_ptr());
+    let bins = gpu.alloc_uninitialized::<u16>(rows * nf)?;
+    match features {
+        FeatureMatrix::Dense(m) => {
+            let values = gpu.upload(&m.values)?;
+            let n = rows * nf;
+            let args = [values.device_ptr(), n as u64, nf as u64, cut_ptrs, cut_values, missing, bins.device_ptr()];
+            // SAFETY: `n` values and bins, a multiple of `nf >= 1` features; the cuts' `nf + 1`
+            // offsets lie within their bounds, fewer than `missing` a feature.
+            unsafe { gpu.launch(crate::KERNELS, "boost_bins_dense", element_config(n)?, &args)? };
+        }
+        FeatureMatrix::Sparse(m) => {
+            let row_ptr: Vec<u64> = m.row_ptr.iter().map(|&p| p as u64).collect();
+            let (row_ptr, col_indices, values) =
+                (gpu.upload(&row_ptr)?, gpu.upload(&m.col_indices)?, gpu.upload(&m.values)?);
+            let args = [
+                row_ptr.device_ptr(),
+                col_indices.device_ptr(),
+                values.device_ptr(),
+                rows as u64,
+                nf as u64,
+                cut_ptrs,
+                cut_values,
+                missing,
+                bins.device_ptr(),
+            ];
+            // SAFETY: `rows + 1` offsets into the entries, whose columns (checked above) are below
+            // `nf`; `rows * nf` bins; the cuts as for the dense kernel.
+            unsafe { gpu.launch(crate::KERNELS, "boost_bins_csr", element_config(rows)?, &args)? };
+        }
+    }
+    Ok(bins)
 }
 
 /// Threads per block of the partition and subtraction kernels (one thread per element).
@@ -858,15 +921,30 @@ pub struct GpuTrainer<'g> {
 impl<'g> GpuTrainer<'g> {
     /// Uploads the cuts and the bins of `matrix`.
     pub fn new(gpu: &'g Gpu, matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<Self> {
-        let (host_bins, bins_per_feature) = local_bins(matrix, cuts)?;
+        let (host_bins, _) = local_bins(matrix, cuts)?;
+        Self::with_bins(gpu, cuts, matrix.rows, gpu.upload(&host_bins)?)
+    }
+
+    /// Uploads the cuts and quantises `features` with them on the device: the bins
+    /// [`GpuTrainer::new`] uploads from the CPU's matrix of the same features, without that matrix.
+    pub fn from_features(gpu: &'g Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Result<Self> {
+        Self::with_bins(gpu, cuts, features.rows(), device_bins(gpu, features, cuts)?)
+    }
+
+    /// Bytes of the quantised matrix on the device (a `u16` a row and feature).
+    pub fn bins_bytes(&self) -> usize {
+        self.bins.len() * std::mem::size_of::<u16>()
+    }
+
+    fn with_bins(gpu: &'g Gpu, cuts: &QuantileCuts, rows: usize, bins: DeviceBuffer<u16>) -> Result<Self> {
         Ok(GpuTrainer {
             gpu,
             cuts: DeviceCuts::upload(gpu, cuts)?,
             first_bins: cuts.cut_ptrs.clone(),
-            rows: matrix.rows,
-            bins: gpu.upload(&host_bins)?,
-            bins_per_feature,
-            buffers: RowBuffers::new(gpu, matrix.rows)?,
+            rows,
+            bins,
+            bins_per_feature: bins_per_feature(cuts)?,
+            buffers: RowBuffers::new(gpu, rows)?,
             device_rows: None,
             quantise_scratch: QuantiseScratch::default(),
             phases: PhaseTimes::default(),
@@ -1346,6 +1424,55 @@ mod tests {
                 let device = trainer.evaluate(DeviceMetric::Auc(curve), Transform::IDENTITY).unwrap();
                 assert_eq!(device.to_bits(), host.to_bits(), "{name}, {classes} classes, {n} rows: {device} vs {host}");
                 assert_eq!(host.is_nan(), case == 0, "{name}, case {case}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_device_quantises_the_features_as_the_cpu() {
+        use crate::data::{CsrMatrix, DenseMatrix};
+        use rand::{Rng, SeedableRng};
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 6 });
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(2);
+        // Columns: continuous with missing values, all missing, constant, two values, heavy ties,
+        // a column whose rows all have weight 0 in the cuts (no bins, values present).
+        let (rows, cols) = (700, 6);
+        let mut values = vec![0f32; rows * cols];
+        for i in 0..rows {
+            let row = &mut values[i * cols..(i + 1) * cols];
+            row[0] = if i % 7 == 0 { f32::NAN } else { rng.gen_range(-3.0..3.0) };
+            row[1] = f32::NAN;
+            row[2] = 4.5;
+            row[3] = if i % 2 == 0 { -1.0 } else { 1.0 };
+            row[4] = rng.gen_range(0..5) as f32;
+            row[5] = rng.gen_range(0.0..1.0);
+        }
+        let dense = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values.clone()));
+        for max_bin in [256usize, 3] {
+            let cuts = QuantileCuts::build(&dense, &[], max_bin);
+            let mut zero_weight_column = cuts.clone();
+            zero_weight_column.cut_values.truncate(zero_weight_column.cut_ptrs[5] as usize);
+            zero_weight_column.cut_ptrs[6] = zero_weight_column.cut_ptrs[5];
+            for cuts in [cuts, zero_weight_column] {
+                let want = local_bins(&EllpackMatrix::new(&dense, &cuts), &cuts).unwrap().0;
+                let got = device_bins(&gpu, &dense, &cuts).unwrap().to_vec(&gpu).unwrap();
+                assert_eq!(got, want, "dense, max_bin {max_bin}");
+                // The same rows as CSR without their missing entries, and a few rows left empty.
+                let mut csr = CsrMatrix { rows, cols, row_ptr: vec![0], col_indices: Vec::new(), values: Vec::new() };
+                for i in 0..rows {
+                    for c in 0..cols {
+                        let v = values[i * cols + c];
+                        if !v.is_nan() && i % 50 != 3 {
+                            csr.col_indices.push(c as u32);
+                            csr.values.push(v);
+                        }
+                    }
+                    csr.row_ptr.push(csr.values.len());
+                }
+                let sparse = FeatureMatrix::Sparse(csr);
+                let want = local_bins(&EllpackMatrix::new(&sparse, &cuts), &cuts).unwrap().0;
+                let got = device_bins(&gpu, &sparse, &cuts).unwrap().to_vec(&gpu).unwrap();
+                assert_eq!(got, want, "CSR, max_bin {max_bin}");
             }
         }
     }
