@@ -290,8 +290,13 @@ fn bins_per_feature(cuts: &QuantileCuts) -> Result<usize> {
     Ok(bins_per_feature)
 }
 
+/// Bytes of features uploaded at a time to be quantised: a run's peak memory holds one such chunk,
+/// not the whole `f32` matrix. (Small in the unit tests, so that they quantise in many chunks.)
+const BIN_CHUNK_BYTES: usize = if cfg!(test) { 1000 } else { 64 << 20 };
+
 /// [`local_bins`] made on the device from the features (`boost_kernels::bins`: the CPU's search, so
-/// the same bins): the dense values or the CSR entries uploaded, a thread a value or a row. CSR rows
+/// the same bins): the dense values or the CSR entries uploaded a chunk at a time
+/// ([`BIN_CHUNK_BYTES`]), a thread a value or a row. CSR rows
 /// whose columns do not increase strictly (which the readers never make) take the host's path.
 fn device_bins(gpu: &Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Result<DeviceBuffer<u16>> {
     let (rows, nf) = (features.rows(), cuts.features());
@@ -315,33 +320,56 @@ fn device_bins(gpu: &Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Resu
     let device_cuts = (gpu.upload(&cuts.cut_ptrs)?, gpu.upload(&cuts.cut_values)?);
     let (cut_ptrs, cut_values) = (device_cuts.0.device_ptr(), device_cuts.1.device_ptr());
     let bins = gpu.alloc_uninitialized::<u16>(rows * nf)?;
+    // Row `row`'s first bin.
+    let bins_at = |row: usize| bins.device_ptr() + (row * nf * size_of::<u16>()) as u64;
     match features {
         FeatureMatrix::Dense(m) => {
-            let values = gpu.upload(&m.values)?;
-            let n = rows * nf;
-            let args = [values.device_ptr(), n as u64, nf as u64, cut_ptrs, cut_values, missing, bins.device_ptr()];
-            // SAFETY: `n` values and bins, a multiple of `nf >= 1` features; the cuts' `nf + 1`
-            // offsets lie within their bounds, fewer than `missing` a feature.
-            unsafe { gpu.launch(crate::KERNELS, "boost_bins_dense", element_config(n)?, &args)? };
+            let chunk_rows = (BIN_CHUNK_BYTES / (nf * size_of::<f32>())).clamp(1, rows);
+            let mut staging = gpu.alloc_uninitialized::<f32>(chunk_rows * nf)?;
+            for first in (0..rows).step_by(chunk_rows) {
+                let end = (first + chunk_rows).min(rows);
+                let n = (end - first) * nf;
+                staging.copy_from_host(gpu, &m.values[first * nf..end * nf])?;
+                let args = [staging.device_ptr(), n as u64, nf as u64, cut_ptrs, cut_values, missing, bins_at(first)];
+                // SAFETY: `n` values staged and as many bins from row `first` on, a multiple of
+                // `nf >= 1` features; the cuts' `nf + 1` offsets lie within their bounds, fewer than
+                // `missing` a feature.
+                unsafe { gpu.launch(crate::KERNELS, "boost_bins_dense", element_config(n)?, &args)? };
+            }
         }
         FeatureMatrix::Sparse(m) => {
-            let row_ptr: Vec<u64> = m.row_ptr.iter().map(|&p| p as u64).collect();
-            let (row_ptr, col_indices, values) =
-                (gpu.upload(&row_ptr)?, gpu.upload(&m.col_indices)?, gpu.upload(&m.values)?);
-            let args = [
-                row_ptr.device_ptr(),
-                col_indices.device_ptr(),
-                values.device_ptr(),
-                rows as u64,
-                nf as u64,
-                cut_ptrs,
-                cut_values,
-                missing,
-                bins.device_ptr(),
-            ];
-            // SAFETY: `rows + 1` offsets into the entries, whose columns (checked above) are below
-            // `nf`; `rows * nf` bins; the cuts as for the dense kernel.
-            unsafe { gpu.launch(crate::KERNELS, "boost_bins_csr", element_config(rows)?, &args)? };
+            let entry_bytes = size_of::<u32>() + size_of::<f32>();
+            let mut first = 0;
+            while first < rows {
+                // Rows up to a chunk's worth of entries (at least one row).
+                let base = m.row_ptr[first];
+                let mut end = first + 1;
+                while end < rows && (m.row_ptr[end + 1] - base) * entry_bytes <= BIN_CHUNK_BYTES {
+                    end += 1;
+                }
+                let row_ptr: Vec<u64> = m.row_ptr[first..=end].iter().map(|&p| (p - base) as u64).collect();
+                let entries = base..m.row_ptr[end];
+                let (row_ptr, col_indices, values) = (
+                    gpu.upload(&row_ptr)?,
+                    gpu.upload(&m.col_indices[entries.clone()])?,
+                    gpu.upload(&m.values[entries])?,
+                );
+                let args = [
+                    row_ptr.device_ptr(),
+                    col_indices.device_ptr(),
+                    values.device_ptr(),
+                    (end - first) as u64,
+                    nf as u64,
+                    cut_ptrs,
+                    cut_values,
+                    missing,
+                    bins_at(first),
+                ];
+                // SAFETY: `end - first + 1` offsets into the chunk's entries, whose columns (checked
+                // above) are below `nf`; the bins of rows `first..end`; the cuts as for the dense kernel.
+                unsafe { gpu.launch(crate::KERNELS, "boost_bins_csr", element_config(end - first)?, &args)? };
+                first = end;
+            }
         }
     }
     Ok(bins)
