@@ -126,5 +126,14 @@ mod tests {
         assert_eq!(bin(5.0), 2, "at or above the last bound: the last bin");
         assert_eq!(bin(f32::INFINITY), 2);
         assert_eq!(local_bin(1, |_| 7.0, -1.0), 0);
+        // Against a linear count, for every size up to 40 and values at, between and beyond bounds.
+        for bins in 1..40usize {
+            let bounds = |i: usize| i as f32 * 2.0;
+            for v in -2..(2 * bins as i32 + 2) {
+                let v = v as f32;
+                let want = (0..bins).filter(|&i| bounds(i) <= v).count().min(bins - 1);
+                assert_eq!(local_bin(bins, bounds, v), want, "bins {bins}, value {v}");
+            }
+        }
     }
 }

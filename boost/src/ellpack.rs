@@ -27,26 +27,27 @@ pub struct EllpackMatrix {
     words: Vec<u64>,
 }
 
-/// Rows quantised per chunk in parallel (a chunk's symbols are packed into whole words).
+/// Rows quantised per chunk in parallel: a multiple of 64, so that a chunk's symbols fill whole
+/// 64-bit words whatever their width.
 const ROWS_PER_CHUNK: usize = 4096;
+const _: () = assert!(ROWS_PER_CHUNK.is_multiple_of(64));
 
 impl EllpackMatrix {
     /// Quantises `features` with `cuts`.
     pub fn new(features: &FeatureMatrix, cuts: &QuantileCuts) -> Self {
         let rows = features.rows();
+        let chunks = rows.div_ceil(ROWS_PER_CHUNK);
+        // A present value has a bin unless its feature has none.
+        let has_bins = |j: usize| cuts.cut_ptrs[j] != cuts.cut_ptrs[j + 1];
         // The widest row and whether any row misses a value (a maximum and an `or`: the same on
         // any thread count).
-        let (mut row_stride, any_missing) = (0..rows.div_ceil(ROWS_PER_CHUNK))
+        let (mut row_stride, any_missing) = (0..chunks)
             .into_par_iter()
             .map(|chunk| {
                 let (mut widest, mut missing) = (0usize, false);
                 for i in chunk * ROWS_PER_CHUNK..((chunk + 1) * ROWS_PER_CHUNK).min(rows) {
                     let mut present = 0;
-                    features.for_each_present(i, |j, v| {
-                        if cuts.search_bin(j, v).is_some() {
-                            present += 1;
-                        }
-                    });
+                    features.for_each_present(i, |j, _| present += has_bins(j) as usize);
                     widest = widest.max(present);
                     missing |= present < features.cols();
                 }
@@ -61,45 +62,32 @@ impl EllpackMatrix {
         let symbol_bits = (32 - null_symbol.leading_zeros()).max(1);
         let bits_per_row = row_stride as u64 * symbol_bits as u64;
         let total_words = ((rows as u64 * bits_per_row).div_ceil(64) + 1) as usize;
-        let mut matrix = Self { rows, row_stride, is_dense, symbol_bits, null_symbol, words: vec![0; total_words] };
-
-        // Chunks of rows whose bit ranges start on a word boundary when bits_per_row allows; to stay
-        // simple and exact, quantise in parallel into symbol arrays and pack sequentially.
-        let symbols: Vec<Vec<u32>> = (0..rows.div_ceil(ROWS_PER_CHUNK))
-            .into_par_iter()
-            .map(|chunk| {
-                let begin = chunk * ROWS_PER_CHUNK;
-                let end = (begin + ROWS_PER_CHUNK).min(rows);
-                let mut out = Vec::with_capacity((end - begin) * row_stride);
-                for i in begin..end {
-                    let start = out.len();
-                    features.for_each_present(i, |j, v| {
-                        if let Some(bin) = cuts.search_bin(j, v) {
-                            out.push(bin);
+        let mut words = vec![0u64; total_words];
+        // A chunk's rows (a multiple of 64) start on a word boundary and end on one: the chunks pack
+        // into disjoint words, in parallel (the spare last word, a piece of its own when the rows
+        // fill the chunks, stays zero).
+        let words_per_chunk = (ROWS_PER_CHUNK as u64 * bits_per_row / 64) as usize;
+        if words_per_chunk > 0 {
+            words.par_chunks_mut(words_per_chunk).enumerate().filter(|(chunk, _)| *chunk < chunks).for_each(
+                |(chunk, out)| {
+                    let mut bit = 0u64;
+                    for i in chunk * ROWS_PER_CHUNK..((chunk + 1) * ROWS_PER_CHUNK).min(rows) {
+                        let row_end = bit + bits_per_row;
+                        features.for_each_present(i, |j, v| {
+                            if let Some(bin) = cuts.search_bin(j, v) {
+                                put(out, bit, bin, symbol_bits);
+                                bit += symbol_bits as u64;
+                            }
+                        });
+                        while bit < row_end {
+                            put(out, bit, null_symbol, symbol_bits);
+                            bit += symbol_bits as u64;
                         }
-                    });
-                    out.resize(start + row_stride, null_symbol);
-                }
-                out
-            })
-            .collect();
-        let mut index = 0u64;
-        for chunk in symbols {
-            for s in chunk {
-                matrix.put(index, s);
-                index += 1;
-            }
+                    }
+                },
+            );
         }
-        matrix
-    }
-
-    fn put(&mut self, index: u64, symbol: u32) {
-        let bit = index * self.symbol_bits as u64;
-        let (word, shift) = ((bit / 64) as usize, (bit % 64) as u32);
-        self.words[word] |= (symbol as u64) << shift;
-        if shift + self.symbol_bits > 64 {
-            self.words[word + 1] |= (symbol as u64) >> (64 - shift);
-        }
+        Self { rows, row_stride, is_dense, symbol_bits, null_symbol, words }
     }
 
     /// Entry `k` of row `row` (a global bin id, or the null symbol).
@@ -145,6 +133,15 @@ impl EllpackMatrix {
     /// Bytes the packed symbols take.
     pub fn bytes(&self) -> usize {
         self.words.len() * 8
+    }
+}
+
+/// Writes `symbol` (`bits` wide) at bit `bit` of `words`, low bits first, into zeroed bits.
+fn put(words: &mut [u64], bit: u64, symbol: u32, bits: u32) {
+    let (word, shift) = ((bit / 64) as usize, (bit % 64) as u32);
+    words[word] |= (symbol as u64) << shift;
+    if shift + bits > 64 {
+        words[word + 1] |= (symbol as u64) >> (64 - shift);
     }
 }
 
@@ -204,6 +201,29 @@ mod tests {
     use super::*;
     use crate::data::{CsrMatrix, DenseMatrix};
     use rand::{Rng, SeedableRng};
+
+    /// Rows over several chunks (packed in parallel), symbols of a width that straddles words,
+    /// rows of every width up to the widest: every symbol reads back, in row and feature order.
+    #[test]
+    fn chunks_pack_into_their_own_words() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(4);
+        let (rows, cols) = (2 * ROWS_PER_CHUNK + 777, 5);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| if rng.gen_bool(0.2) && i % cols != 0 { f32::NAN } else { rng.gen_range(0..40) as f32 })
+            .collect();
+        let features = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values.clone()));
+        let cuts = QuantileCuts::build(&features, &[], 13);
+        let m = EllpackMatrix::new(&features, &cuts);
+        assert_eq!((m.row_stride, m.symbol_bits), (cols, 7), "65 bins + null: 7 bits, straddling words");
+        for i in 0..rows {
+            let mut seen = Vec::new();
+            m.for_each_bin(i, |s| seen.push(s));
+            let present = |j: &usize| !values[i * cols + j].is_nan();
+            let want: Vec<u32> =
+                (0..cols).filter(present).filter_map(|j| cuts.search_bin(j, values[i * cols + j])).collect();
+            assert_eq!(seen, want, "row {i}");
+        }
+    }
 
     #[test]
     fn dense_and_sparse_matrices_pack_and_unpack() {
