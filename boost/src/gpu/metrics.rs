@@ -64,7 +64,7 @@ pub(crate) struct MetricRows {
     auc_scales: Vec<f64>,
     /// The AUC's sort and scans, made at the first AUC.
     auc_scratch: Option<AucScratch>,
-    /// A ranking objective's query groups, for `ndcg` and `map`.
+    /// A ranking objective's query groups, for `ndcg`, `map` and the per-group `auc`.
     groups: Option<QueryGroups>,
 }
 
