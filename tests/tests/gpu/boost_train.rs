@@ -500,3 +500,41 @@ fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
         compare(case.file, &params, &data, Some(&test), rounds, &gpu);
     }
 }
+
+/// Training on the device twice writes the same model bytes and evaluation log: on a GPU, whatever
+/// order its blocks and atomics take; on the emulator, under a second, shuffled schedule.
+#[test]
+fn training_twice_on_the_device_writes_the_same_model() {
+    let first = Arc::new(gpu());
+    let second = if first.is_emulated() {
+        Arc::new(primitives::Gpu::emulated(primitives::Schedule::Shuffled { seed: 17 }))
+    } else {
+        first.clone()
+    };
+    let (rows, cols, rounds) = if first.is_emulated() { (3000, 8, 4) } else { (200_000, 28, 20) };
+    let binary = dataset(rows, cols, SyntheticTask::Binary, 21);
+    let mut ranking = dataset(rows, cols, SyntheticTask::Regression, 22);
+    ranking.info.labels = ranking.info.labels.iter().map(|&m| (m.clamp(-2.0, 2.0) + 2.0).floor()).collect();
+    ranking.info.group_ptr = (0..rows).step_by(60).chain([rows]).collect();
+    let cases: [(&[(&str, &str)], &Dataset); 3] = [
+        (
+            &[
+                ("objective", "binary:logistic"),
+                ("max_depth", "6"),
+                ("subsample", "0.7"),
+                ("colsample_bynode", "0.8"),
+                ("eval_metric", "auc"),
+            ],
+            &binary,
+        ),
+        (&[("objective", "reg:squarederror"), ("grow_policy", "lossguide"), ("max_leaves", "31")], &binary),
+        (&[("objective", "rank:ndcg"), ("max_depth", "5"), ("eval_metric", "ndcg@10")], &ranking),
+    ];
+    for (params, data) in cases {
+        let a = run(params, data, None, rounds, Some(first.clone()));
+        let b = run(params, data, None, rounds, Some(second.clone()));
+        assert_eq!(a.model.to_json_string().unwrap(), b.model.to_json_string().unwrap(), "{params:?}");
+        assert_eq!(a.history, b.history, "{params:?}");
+        assert!(a.model.trees.iter().map(|t| t.len()).sum::<usize>() > 3 * a.model.trees.len(), "real trees");
+    }
+}
