@@ -621,7 +621,7 @@ enum TreeBackend<'g> {
 
 /// The device `device` names, opened (`None`: the CPU), and how [`Trained::device`] describes it.
 /// `PRIMITIVES_DEVICE` overrides which device `cuda`/`auto` open (the tests' SIMT emulator).
-fn open_device(device: Device) -> Result<(Option<Gpu>, String)> {
+pub fn open_device(device: Device) -> Result<(Option<Gpu>, String)> {
     let open = |ordinal| Gpu::with_kind(DeviceKind::from_env_or(DeviceKind::Cuda { ordinal })?);
     match device {
         Device::Cpu => Ok((None, "cpu".into())),

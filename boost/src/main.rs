@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use boost::data::{read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions};
+use boost::gpu::DeviceModel;
 use boost::learner::{self, RoundLog, TrainOptions};
 use boost::model::Model;
 use boost::param::{Device, Params};
@@ -141,6 +142,10 @@ struct PredictArgs {
     /// Boosting rounds BEGIN:END to use (XGBoost's iteration_range; 0:0 = all).
     #[arg(long, default_value = "0:0")]
     iteration_range: String,
+    /// Where to predict, in XGBoost's spelling: cpu, cuda, cuda:N, gpu, auto (a GPU when one is
+    /// usable). The values are the same bits on either; leaf indices are the CPU's only.
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 #[derive(Args)]
@@ -332,12 +337,31 @@ fn predict(args: PredictArgs) -> Result<()> {
     let categories = previous_categories(Some(&model))?;
     let (data, _) = read(&args.data, &args.input, categories.as_ref(), Some(model.num_feature))?;
     let range = parse_range(&args.iteration_range)?;
+    let device = Params::from_pairs(&[("device", args.device.as_str())])?.device;
+    let (gpu, device_name) = learner::open_device(device)?;
+    if device != Device::Cpu {
+        eprintln!("boost: predicting on {device_name}");
+    }
     let (values, per_row): (Vec<String>, usize) = if args.leaf {
+        if gpu.is_some() {
+            return Err(Error::InvalidParameter {
+                name: "device".into(),
+                reason: "leaf indices are computed on the CPU only: use --device cpu".into(),
+            });
+        }
         let leaves = model.predict_leaf(&data.features, range)?;
         let per_row = leaves.len() / data.rows().max(1);
         (leaves.iter().map(u32::to_string).collect(), per_row)
     } else {
-        let margins = model.predict_dataset_margin(&data, objective.as_ref(), range)?;
+        let margins = match &gpu {
+            Some(gpu) => {
+                model.check_objective(objective.as_ref())?;
+                let base_margin = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
+                let to_margin = |b| objective.prob_to_margin(b);
+                DeviceModel::upload(gpu, &model)?.predict_margin(gpu, &data.features, base_margin, to_margin, range)?
+            }
+            None => model.predict_dataset_margin(&data, objective.as_ref(), range)?,
+        };
         let out = if args.margin { margins } else { objective.transform(&margins) };
         let per_row = out.len() / data.rows().max(1);
         (out.iter().map(f32::to_string).collect(), per_row)

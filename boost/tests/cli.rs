@@ -30,6 +30,11 @@ fn train_to(args: Vec<String>, model: &Path) -> (Vec<String>, Output) {
     (all, out)
 }
 
+/// `boost predict -m MODEL DATA` on the CPU.
+fn out_predictions(model: &Path, data: &Path) -> Output {
+    boost(&["predict", "-m", model.to_str().unwrap(), data.to_str().unwrap()])
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -76,6 +81,19 @@ fn train_predict_eval_and_continue() {
     assert!(predictions.iter().all(|&p| (0.0..=1.0).contains(&p)));
     let out = boost(&["predict", "-m", model.to_str().unwrap(), "--leaf", test.to_str().unwrap()]);
     assert_eq!(text(&out.stdout).lines().next().unwrap().split(',').count(), 12, "a leaf per tree");
+    // On the device (the SIMT emulator here): the same digits; leaf indices are refused there.
+    let on_device = |extra: &[&str]| {
+        let mut args = vec!["predict", "-m", model.to_str().unwrap(), "--device", "cuda"];
+        args.extend(extra);
+        args.push(test.to_str().unwrap());
+        Command::new(env!("CARGO_BIN_EXE_boost")).args(&args).env("PRIMITIVES_DEVICE", "emulator").output().unwrap()
+    };
+    let device = on_device(&[]);
+    assert!(device.status.success(), "{}", text(&device.stderr));
+    assert!(text(&device.stderr).contains("predicting on"), "{}", text(&device.stderr));
+    assert_eq!(text(&device.stdout), text(&out_predictions(&model, &test).stdout));
+    let leaves = on_device(&["--leaf"]);
+    assert!(!leaves.status.success() && text(&leaves.stderr).contains("device"), "{}", text(&leaves.stderr));
 
     let out = boost(&["eval", "-m", model.to_str().unwrap(), test.to_str().unwrap(), "--metric", "auc"]);
     let reported: f64 = text(&out.stdout).trim().strip_prefix("auc:").expect("auc:value").parse().unwrap();

@@ -4,6 +4,8 @@
 //! margins, and its metrics are computed from them there ([`MetricRows`]). Margins, and so the
 //! evaluation log and early stopping, are the host's bit for bit.
 
+use std::ops::Range;
+
 use primitives::{DeviceBuffer, Gpu};
 
 use boost_kernels::metric::Transform;
@@ -18,8 +20,8 @@ use crate::objective::DeviceObjective;
 use crate::tree::Tree;
 use crate::{Error, Result};
 
-/// The trees of a boosting round, laid out for the prediction kernels: their nodes one after the
-/// other, and each tree's first node and output.
+/// Trees laid out for the prediction kernels (a boosting round's, or a whole model's): their nodes
+/// one after the other, and each tree's first node and output.
 pub struct DeviceTrees {
     trees: DeviceBuffer<PredictTree>,
     nodes: DeviceBuffer<PredictNode>,
@@ -65,9 +67,72 @@ impl DeviceTrees {
 }
 
 /// A dataset's features as the prediction kernels read them.
-enum DeviceFeatures {
+pub(super) enum DeviceFeatures {
     Dense { values: DeviceBuffer<f32>, cols: usize },
     Csr { row_ptr: DeviceBuffer<u64>, col_indices: DeviceBuffer<u32>, values: DeviceBuffer<f32> },
+}
+
+impl DeviceFeatures {
+    /// Uploads `features`, which the caller checked with `check_features` (the kernels read each
+    /// dense row's values, or each CSR row's entries between its offsets).
+    pub(super) fn upload(gpu: &Gpu, features: &FeatureMatrix) -> Result<Self> {
+        Ok(match features {
+            FeatureMatrix::Dense(m) => DeviceFeatures::Dense { values: gpu.upload(&m.values)?, cols: m.cols },
+            FeatureMatrix::Sparse(m) => {
+                let row_ptr: Vec<u64> = m.row_ptr.iter().map(|&p| p as u64).collect();
+                DeviceFeatures::Csr {
+                    row_ptr: gpu.upload(&row_ptr)?,
+                    col_indices: gpu.upload(&m.col_indices)?,
+                    values: gpu.upload(&m.values)?,
+                }
+            }
+        })
+    }
+
+    /// Adds the leaf values of the trees `range` of `trees` to the `margins` of the `rows` rows
+    /// (`outputs` a row), tree after tree: one launch.
+    pub(super) fn add_trees(
+        &self,
+        gpu: &Gpu,
+        rows: usize,
+        trees: &DeviceTrees,
+        range: Range<usize>,
+        margins: &DeviceBuffer<f32>,
+        outputs: usize,
+    ) -> Result<()> {
+        if trees.outputs > outputs || range.end > trees.count || range.start > range.end {
+            return Err(Error::InvalidData(format!(
+                "trees {range:?} of {} (outputs up to {}) for {outputs} outputs",
+                trees.count, trees.outputs
+            )));
+        }
+        if margins.len() != rows * outputs {
+            return Err(Error::InvalidData(format!("{} margins for {rows} rows of {outputs}", margins.len())));
+        }
+        if rows == 0 || range.is_empty() {
+            return Ok(());
+        }
+        let first = trees.trees.device_ptr() + (range.start * size_of::<PredictTree>()) as u64;
+        let tail = [first, range.len() as u64, trees.nodes.device_ptr(), margins.device_ptr(), outputs as u64];
+        let config = element_config(rows)?;
+        match self {
+            DeviceFeatures::Dense { values, cols } => {
+                let mut args = vec![values.device_ptr(), rows as u64, *cols as u64];
+                args.extend(tail);
+                // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
+                // outputs were checked when uploaded and above.
+                unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
+            }
+            DeviceFeatures::Csr { row_ptr, col_indices, values } => {
+                let mut args = vec![row_ptr.device_ptr(), col_indices.device_ptr(), values.device_ptr(), rows as u64];
+                args.extend(tail);
+                // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked before the
+                // upload), `rows * outputs` margins; the trees as above.
+                unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
+            }
+        }
+        Ok(())
+    }
 }
 
 /// An evaluation set kept on the device for a training run (see the module).
@@ -89,54 +154,14 @@ impl DeviceEvalSet {
         // The kernels read each dense row's values, or each CSR row's entries between its offsets:
         // the host predictor's checks keep them in bounds.
         check_features(&data.features, data.cols())?;
-        let features = match &data.features {
-            FeatureMatrix::Dense(m) => DeviceFeatures::Dense { values: gpu.upload(&m.values)?, cols: m.cols },
-            FeatureMatrix::Sparse(m) => {
-                let row_ptr: Vec<u64> = m.row_ptr.iter().map(|&p| p as u64).collect();
-                DeviceFeatures::Csr {
-                    row_ptr: gpu.upload(&row_ptr)?,
-                    col_indices: gpu.upload(&m.col_indices)?,
-                    values: gpu.upload(&m.values)?,
-                }
-            }
-        };
+        let features = DeviceFeatures::upload(gpu, &data.features)?;
         Ok(DeviceEvalSet { features, set: MetricRows::new(gpu, objective, &data.info, margins)? })
     }
 
     /// Adds the leaf values of `trees` to the margins (one launch).
     pub fn add_trees(&mut self, gpu: &Gpu, trees: &DeviceTrees) -> Result<()> {
         let (rows, outputs) = (self.set.rows, self.set.outputs);
-        if trees.outputs > outputs {
-            return Err(Error::InvalidData(format!("a tree of output {} for {outputs} outputs", trees.outputs - 1)));
-        }
-        if rows == 0 || trees.count == 0 {
-            return Ok(());
-        }
-        let tail = [
-            trees.trees.device_ptr(),
-            trees.count as u64,
-            trees.nodes.device_ptr(),
-            self.set.margins.device_ptr(),
-            outputs as u64,
-        ];
-        let config = element_config(rows)?;
-        match &self.features {
-            DeviceFeatures::Dense { values, cols } => {
-                let mut args = vec![values.device_ptr(), rows as u64, *cols as u64];
-                args.extend(tail);
-                // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
-                // outputs were checked when uploaded and above.
-                unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
-            }
-            DeviceFeatures::Csr { row_ptr, col_indices, values } => {
-                let mut args = vec![row_ptr.device_ptr(), col_indices.device_ptr(), values.device_ptr(), rows as u64];
-                args.extend(tail);
-                // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked when
-                // uploaded), `rows * outputs` margins; the trees as above.
-                unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
-            }
-        }
-        Ok(())
+        self.features.add_trees(gpu, rows, trees, 0..trees.count, &self.set.margins, outputs)
     }
 
     /// `metric` of the set's predictions; see [`MetricRows::evaluate`].

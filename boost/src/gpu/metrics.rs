@@ -29,7 +29,7 @@ pub enum InitialMargins<'a> {
 
 impl InitialMargins<'_> {
     /// The margins of `rows` rows of `outputs` on the device.
-    fn to_device(self, gpu: &Gpu, rows: usize, outputs: usize) -> Result<DeviceBuffer<f32>> {
+    pub(super) fn to_device(self, gpu: &Gpu, rows: usize, outputs: usize) -> Result<DeviceBuffer<f32>> {
         let count = rows * outputs;
         match self {
             InitialMargins::Rows(margins) if margins.len() == count => Ok(gpu.upload(margins)?),

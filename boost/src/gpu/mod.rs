@@ -10,6 +10,7 @@
 mod adaptive;
 mod eval;
 mod metrics;
+mod predict;
 mod rank;
 
 use std::time::Instant;
@@ -43,6 +44,7 @@ use adaptive::{AdaptiveScratch, ResidualInputs};
 pub use eval::{DeviceEvalSet, DeviceTrees};
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
+pub use predict::DeviceModel;
 use rank::RankGradients;
 
 type Fixed = GradientPair<i64>;

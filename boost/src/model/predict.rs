@@ -146,7 +146,8 @@ impl Model {
         Ok(out)
     }
 
-    fn check_objective(&self, objective: &dyn Objective) -> Result<()> {
+    /// Checks that `objective` predicts as many outputs as the model has.
+    pub fn check_objective(&self, objective: &dyn Objective) -> Result<()> {
         if objective.outputs() != self.num_outputs() {
             return Err(Error::Model(format!(
                 "objective `{}` has {} outputs, the model {}",

@@ -2,6 +2,7 @@
 //! bundle small). They run on the SIMT emulator in `cargo test` and on a GPU with `--features gpu`
 //! (see `tests::gpu`).
 
+mod boost_predict;
 mod boost_split;
 mod boost_train;
 mod histogram;

@@ -1,0 +1,118 @@
+//! Prediction on the device (`boost::gpu::DeviceModel`) gives the CPU predictor's margins, bit for
+//! bit: models XGBoost 3.2 wrote (`boost/tests/data/xgboost/`, binary, regression, multi-class, an
+//! exact-method forest, a 2.x-style file) and one trained here, over dense rows (missing values,
+//! fewer columns than the model) and the same rows as CSR, whole models and iteration ranges, with
+//! and without base margins.
+
+use std::path::Path;
+
+use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+use boost::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
+use boost::gpu::DeviceModel;
+use boost::learner::{train, TrainOptions};
+use boost::model::Model;
+use boost::param::Params;
+use tests::gpu;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../boost/tests/data/xgboost").join(name)
+}
+
+/// A fixture's rows (CSV with a header, an empty field is missing).
+fn rows(case: &str) -> DenseMatrix {
+    let text = std::fs::read_to_string(fixture(&format!("{case}.rows.csv"))).expect("fixture rows");
+    let mut lines = text.lines();
+    let cols = lines.next().expect("header").split(',').count();
+    let values: Vec<f32> = lines
+        .flat_map(|line| line.split(',').map(|f| if f.is_empty() { f32::NAN } else { f.parse().expect("a number") }))
+        .collect();
+    DenseMatrix::new(values.len() / cols, cols, values)
+}
+
+fn csr(m: &DenseMatrix) -> CsrMatrix {
+    let mut csr = CsrMatrix { rows: m.rows, cols: m.cols, row_ptr: vec![0], ..Default::default() };
+    for i in 0..m.rows {
+        for (j, &v) in m.row(i).iter().enumerate() {
+            if !v.is_nan() {
+                csr.col_indices.push(j as u32);
+                csr.values.push(v);
+            }
+        }
+        csr.row_ptr.push(csr.values.len());
+    }
+    csr
+}
+
+/// Asserts the device's margins are the host's for every iteration range of interest, dense and CSR.
+fn assert_same_margins(case: &str, model: &Model, dense: DenseMatrix, gpu: &primitives::Gpu) {
+    let objective = boost::objective::from_json(&model.objective).expect("objective");
+    let to_margin = |b| objective.prob_to_margin(b);
+    let device = DeviceModel::upload(gpu, model).expect("upload");
+    let rounds = model.num_rounds();
+    let outputs = model.num_outputs();
+    let base_margin: Vec<f32> = (0..dense.rows * outputs).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+    for features in [FeatureMatrix::Sparse(csr(&dense)), FeatureMatrix::Dense(dense)] {
+        let mut ranges = vec![(0, 0), (0, 1), (rounds / 2, rounds)];
+        if rounds >= 2 {
+            ranges.push((1, rounds - 1));
+        }
+        for &range in &ranges {
+            for base in [None, Some(base_margin.as_slice())] {
+                let host = model.predict_margin(&features, base, to_margin, range).expect("host");
+                let got = device.predict_margin(gpu, &features, base, to_margin, range).expect("device");
+                assert_eq!(got.len(), host.len(), "{case} {range:?}");
+                let differ = host.iter().zip(&got).position(|(h, d)| h.to_bits() != d.to_bits());
+                assert_eq!(
+                    differ,
+                    None,
+                    "{case}, range {range:?}, base margin {}: row-output {differ:?}",
+                    base.is_some()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn device_predictions_are_the_cpu_predictors() {
+    let gpu = gpu();
+    for case in ["binary_logistic", "reg_squarederror", "multi_softprob", "reg_exact_forest", "legacy_2x_multi"] {
+        let model = Model::load_json(fixture(&format!("{case}.model.json"))).expect("model");
+        assert_same_margins(case, &model, rows(case), &gpu);
+    }
+    // A model of ours, 3 classes, predicted on rows of one column fewer than it was trained on.
+    let spec = SyntheticSpec {
+        rows: if gpu.is_emulated() { 1500 } else { 100_000 },
+        cols: 9,
+        task: SyntheticTask::MultiClass { classes: 3 },
+        seed: 5,
+        missing_columns: 3,
+        ..Default::default()
+    };
+    let data = generate(&spec).expect("synthetic data");
+    let params =
+        Params::from_pairs(&[("objective", "multi:softprob"), ("num_class", "3"), ("max_depth", "5")]).unwrap();
+    let options = TrainOptions { num_boost_round: 6, verbose_eval: 0, ..Default::default() };
+    let model = train(&params, &data, &[], &options, |_| {}).expect("training").model;
+    let FeatureMatrix::Dense(full) = &data.features else { panic!("synthetic data is dense") };
+    let cols = full.cols - 1;
+    let values: Vec<f32> = (0..full.rows).flat_map(|i| full.row(i)[..cols].to_vec()).collect();
+    assert_same_margins("ours, multi:softprob", &model, DenseMatrix::new(full.rows, cols, values), &gpu);
+}
+
+#[test]
+fn device_prediction_refuses_what_the_host_refuses() {
+    let gpu = gpu();
+    let model = Model::load_json(fixture("binary_logistic.model.json")).expect("model");
+    let device = DeviceModel::upload(&gpu, &model).expect("upload");
+    let dense = rows("binary_logistic");
+    let features = FeatureMatrix::Dense(dense);
+    let identity = |b: f32| b;
+    assert!(device.predict_margin(&gpu, &features, None, identity, (0, model.num_rounds() + 1)).is_err());
+    assert!(device.predict_margin(&gpu, &features, Some(&[0.0]), identity, (0, 0)).is_err());
+    let wide = FeatureMatrix::Dense(DenseMatrix::new(1, model.num_feature + 1, vec![0.0; model.num_feature + 1]));
+    assert!(device.predict_margin(&gpu, &wide, None, identity, (0, 0)).is_err());
+    let mut broken = model.clone();
+    broken.trees[0].left_children[0] = 0;
+    assert!(DeviceModel::upload(&gpu, &broken).is_err(), "a cycle is refused at upload");
+}
