@@ -493,7 +493,7 @@ kernel! {
 }
 
 kernel! {
-    /// The leaf values of a round's trees added to the margins of dense rows; see
+    /// Trees walked for dense rows: their leaf values added to the margins, or their leaf indices; see
     /// [`predict::dense_kernel`].
     pub unsafe fn boost_predict_dense(
         values: *const f32,
@@ -504,9 +504,10 @@ kernel! {
         nodes: *const PredictNode,
         margins: *mut f32,
         outputs: u64,
+        leaves: *mut u32,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs) }
+        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs, leaves) }
     }
 }
 
@@ -522,9 +523,12 @@ kernel! {
         nodes: *const PredictNode,
         margins: *mut f32,
         outputs: u64,
+        leaves: *mut u32,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::csr_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs) }
+        unsafe {
+            predict::csr_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs, leaves)
+        }
     }
 }
 

@@ -46,20 +46,17 @@ pub struct PredictTree {
     pub padding: u32,
 }
 
-/// The leaf value that a row reaches in `tree`, `value(feature)` giving the row's values (NaN when
-/// missing). A child outside the tree or a path longer than the tree ends the walk at its node
-/// (the host checks the trees it uploads, so neither happens); a tree of no nodes adds 0.
+/// The leaf that a row reaches in `tree` (its index within the tree, and the node), `value(feature)`
+/// giving the row's values (NaN when missing). A child outside the tree or a path longer than the
+/// tree ends the walk at its node (the host checks the trees it uploads, so neither happens).
 ///
 /// # Safety
-/// `nodes` holds the tree's `tree.first_node + tree.nodes` nodes.
+/// `tree.nodes >= 1`, and `nodes` holds the tree's `tree.first_node + tree.nodes` nodes.
 #[inline]
-unsafe fn leaf_value(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32) -> f32) -> f32 {
-    if tree.nodes == 0 {
-        return 0.0;
-    }
+unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32) -> f32) -> (u32, PredictNode) {
     let first = tree.first_node as usize;
     // SAFETY: every index loaded is below `tree.nodes` (the root, and children checked before).
-    let mut node = unsafe { arch::load(nodes.add(first)) };
+    let (mut index, mut node) = (0u32, unsafe { arch::load(nodes.add(first)) });
     for _ in 0..tree.nodes {
         if node.left < 0 {
             break;
@@ -69,19 +66,21 @@ unsafe fn leaf_value(nodes: *const PredictNode, tree: PredictTree, value: impl F
         if child < 0 || child as u32 >= tree.nodes {
             break;
         }
+        index = child as u32;
         // SAFETY: `child < tree.nodes`.
         node = unsafe { arch::load(nodes.add(first + child as usize)) };
     }
-    node.value
+    (index, node)
 }
 
 /// `margins[row * outputs + tree.output] += ` the leaf value of each of the `num_trees` trees, in
 /// order, for every row of a dense row-major matrix of `rows x cols` values (a feature at or past
-/// `cols` is missing). One thread per row.
+/// `cols` is missing); or, when `leaves` is not null, `leaves[row * num_trees + t]` = the index of
+/// the leaf the row reaches in tree `t` (`margins` is then not read). One thread per row.
 ///
 /// # Safety
-/// `values` holds `rows * cols` values, `margins` `rows * outputs`; every tree's `output` is below
-/// `outputs` and its nodes are within `nodes`.
+/// `values` holds `rows * cols` values, `margins` `rows * outputs` (or `leaves` `rows * num_trees`);
+/// every tree has nodes, all within `nodes`, and an `output` below `outputs`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn dense_kernel(
     values: *const f32,
@@ -92,6 +91,7 @@ pub unsafe fn dense_kernel(
     nodes: *const PredictNode,
     margins: *mut f32,
     outputs: u64,
+    leaves: *mut u32,
 ) {
     let row = global_thread();
     if row >= rows {
@@ -106,8 +106,9 @@ pub unsafe fn dense_kernel(
             f32::NAN
         }
     };
+    let out = Walks { margins, outputs, leaves };
     // SAFETY: as the caller promises.
-    unsafe { add_trees(row, trees, num_trees, nodes, margins, outputs, value) }
+    unsafe { walk_trees(row, trees, num_trees, nodes, out, value) }
 }
 
 /// [`dense_kernel`] over a CSR matrix: row `row`'s entries are `row_ptr[row]..row_ptr[row + 1]` of
@@ -129,6 +130,7 @@ pub unsafe fn csr_kernel(
     nodes: *const PredictNode,
     margins: *mut f32,
     outputs: u64,
+    leaves: *mut u32,
 ) {
     let row = global_thread();
     if row >= rows {
@@ -147,31 +149,45 @@ pub unsafe fn csr_kernel(
         }
         found
     };
+    let out = Walks { margins, outputs, leaves };
     // SAFETY: as the caller promises.
-    unsafe { add_trees(row, trees, num_trees, nodes, margins, outputs, value) }
+    unsafe { walk_trees(row, trees, num_trees, nodes, out, value) }
 }
 
-/// Adds the leaf value of each tree to the row's margin of the tree's output, tree after tree.
+/// Where the walks of a row go: its margins (`outputs` a row), or, when `leaves` is not null, a leaf
+/// index a tree.
+#[derive(Clone, Copy)]
+struct Walks {
+    margins: *mut f32,
+    outputs: u64,
+    leaves: *mut u32,
+}
+
+/// Walks each tree for the row, tree after tree: adds the leaf value to the row's margin of the
+/// tree's output (in `f32`, as the CPU predictor adds them), or writes the leaf's index.
 ///
 /// # Safety
 /// As [`dense_kernel`]'s, for the row `row`.
 #[inline]
-unsafe fn add_trees(
+unsafe fn walk_trees(
     row: u64,
     trees: *const PredictTree,
     num_trees: u64,
     nodes: *const PredictNode,
-    margins: *mut f32,
-    outputs: u64,
+    out: Walks,
     value: impl Fn(u32) -> f32,
 ) {
     for t in 0..num_trees as usize {
         // SAFETY: `t < num_trees`; the tree's nodes and output are within bounds (the caller).
         unsafe {
             let tree = arch::load(trees.add(t));
-            let leaf = leaf_value(nodes, tree, &value);
-            let at = margins.add(row as usize * outputs as usize + tree.output as usize);
-            arch::store(at, arch::load(at) + leaf);
+            let (index, leaf) = leaf(nodes, tree, &value);
+            if out.leaves.is_null() {
+                let at = out.margins.add(row as usize * out.outputs as usize + tree.output as usize);
+                arch::store(at, arch::load(at) + leaf.value);
+            } else {
+                arch::store(out.leaves.add(row as usize * num_trees as usize + t), index);
+            }
         }
     }
 }

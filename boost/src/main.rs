@@ -143,7 +143,7 @@ struct PredictArgs {
     #[arg(long, default_value = "0:0")]
     iteration_range: String,
     /// Where to predict, in XGBoost's spelling: cpu, cuda, cuda:N, gpu, auto (a GPU when one is
-    /// usable). The values are the same bits on either; leaf indices are the CPU's only.
+    /// usable). The values are the same bits on either.
     #[arg(long, default_value = "cpu")]
     device: String,
 }
@@ -342,25 +342,23 @@ fn predict(args: PredictArgs) -> Result<()> {
     if device != Device::Cpu {
         eprintln!("boost: predicting on {device_name}");
     }
+    let device_model = gpu.as_ref().map(|gpu| DeviceModel::upload(gpu, &model)).transpose()?;
     let (values, per_row): (Vec<String>, usize) = if args.leaf {
-        if gpu.is_some() {
-            return Err(Error::InvalidParameter {
-                name: "device".into(),
-                reason: "leaf indices are computed on the CPU only: use --device cpu".into(),
-            });
-        }
-        let leaves = model.predict_leaf(&data.features, range)?;
+        let leaves = match (&gpu, &device_model) {
+            (Some(gpu), Some(device_model)) => device_model.predict_leaf(gpu, &data.features, range)?,
+            _ => model.predict_leaf(&data.features, range)?,
+        };
         let per_row = leaves.len() / data.rows().max(1);
         (leaves.iter().map(u32::to_string).collect(), per_row)
     } else {
-        let margins = match &gpu {
-            Some(gpu) => {
+        let margins = match (&gpu, &device_model) {
+            (Some(gpu), Some(device_model)) => {
                 model.check_objective(objective.as_ref())?;
                 let base_margin = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
                 let to_margin = |b| objective.prob_to_margin(b);
-                DeviceModel::upload(gpu, &model)?.predict_margin(gpu, &data.features, base_margin, to_margin, range)?
+                device_model.predict_margin(gpu, &data.features, base_margin, to_margin, range)?
             }
-            None => model.predict_dataset_margin(&data, objective.as_ref(), range)?,
+            _ => model.predict_dataset_margin(&data, objective.as_ref(), range)?,
         };
         let out = if args.margin { margins } else { objective.transform(&margins) };
         let per_row = out.len() / data.rows().max(1);

@@ -89,50 +89,69 @@ impl DeviceFeatures {
         })
     }
 
-    /// Adds the leaf values of the trees `range` of `trees` to the `margins` of the `rows` rows
-    /// (`outputs` a row), tree after tree: one launch.
-    pub(super) fn add_trees(
+    /// Walks the trees `range` of `trees` for each of the `rows` rows (one launch): adds their leaf
+    /// values to the margins, tree after tree, or writes their leaf indices.
+    pub(super) fn walk_trees(
         &self,
         gpu: &Gpu,
         rows: usize,
         trees: &DeviceTrees,
         range: Range<usize>,
-        margins: &DeviceBuffer<f32>,
-        outputs: usize,
+        out: Walks<'_>,
     ) -> Result<()> {
-        if trees.outputs > outputs || range.end > trees.count || range.start > range.end {
-            return Err(Error::InvalidData(format!(
-                "trees {range:?} of {} (outputs up to {}) for {outputs} outputs",
-                trees.count, trees.outputs
-            )));
+        if range.end > trees.count || range.start > range.end {
+            return Err(Error::InvalidData(format!("trees {range:?} of {}", trees.count)));
         }
-        if margins.len() != rows * outputs {
-            return Err(Error::InvalidData(format!("{} margins for {rows} rows of {outputs}", margins.len())));
-        }
+        let (margins, outputs, leaves) = match out {
+            Walks::Margins { margins, outputs } => {
+                if trees.outputs > outputs || margins.len() != rows * outputs {
+                    return Err(Error::InvalidData(format!(
+                        "{} margins for {rows} rows of {outputs} outputs, trees of outputs up to {}",
+                        margins.len(),
+                        trees.outputs
+                    )));
+                }
+                (margins.device_ptr(), outputs, 0)
+            }
+            Walks::Leaves(leaves) => {
+                if leaves.len() != rows * range.len() {
+                    return Err(Error::InvalidData(format!("{} leaves for {rows} rows of {range:?}", leaves.len())));
+                }
+                (0, trees.outputs, leaves.device_ptr())
+            }
+        };
         if rows == 0 || range.is_empty() {
             return Ok(());
         }
         let first = trees.trees.device_ptr() + (range.start * size_of::<PredictTree>()) as u64;
-        let tail = [first, range.len() as u64, trees.nodes.device_ptr(), margins.device_ptr(), outputs as u64];
+        let tail = [first, range.len() as u64, trees.nodes.device_ptr(), margins, outputs as u64, leaves];
         let config = element_config(rows)?;
         match self {
             DeviceFeatures::Dense { values, cols } => {
                 let mut args = vec![values.device_ptr(), rows as u64, *cols as u64];
                 args.extend(tail);
-                // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
-                // outputs were checked when uploaded and above.
+                // SAFETY: `rows * cols` values and `rows * outputs` margins (or a leaf a row and tree);
+                // the trees' nodes and outputs were checked when uploaded and above.
                 unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
             }
             DeviceFeatures::Csr { row_ptr, col_indices, values } => {
                 let mut args = vec![row_ptr.device_ptr(), col_indices.device_ptr(), values.device_ptr(), rows as u64];
                 args.extend(tail);
                 // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked before the
-                // upload), `rows * outputs` margins; the trees as above.
+                // upload), the margins or leaves and the trees as above.
                 unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
             }
         }
         Ok(())
     }
+}
+
+/// What [`DeviceFeatures::walk_trees`] writes.
+pub(super) enum Walks<'a> {
+    /// The rows' margins, `outputs` a row: the leaf values are added.
+    Margins { margins: &'a DeviceBuffer<f32>, outputs: usize },
+    /// A leaf index a row and tree, row-major.
+    Leaves(&'a DeviceBuffer<u32>),
 }
 
 /// An evaluation set kept on the device for a training run (see the module).
@@ -161,7 +180,8 @@ impl DeviceEvalSet {
     /// Adds the leaf values of `trees` to the margins (one launch).
     pub fn add_trees(&mut self, gpu: &Gpu, trees: &DeviceTrees) -> Result<()> {
         let (rows, outputs) = (self.set.rows, self.set.outputs);
-        self.features.add_trees(gpu, rows, trees, 0..trees.count, &self.set.margins, outputs)
+        let walks = Walks::Margins { margins: &self.set.margins, outputs };
+        self.features.walk_trees(gpu, rows, trees, 0..trees.count, walks)
     }
 
     /// `metric` of the set's predictions; see [`MetricRows::evaluate`].

@@ -1,12 +1,15 @@
 //! Prediction on the device: [`DeviceModel`] lays a model's trees out for the prediction kernels
 //! once (`boost_kernels::predict`, the CPU predictor's step), and each call uploads the rows, walks
 //! every tree of the iteration range a thread a row, adding the leaf values tree after tree in `f32`
-//! as the CPU predictor adds them, and reads the margins back: [`Model::predict_margin`]'s values,
-//! bit for bit, for any model the CPU predictor takes (ours, and XGBoost's JSON).
+//! as the CPU predictor adds them (or writing the leaves' indices), and reads the result back:
+//! [`Model::predict_margin`]'s and [`Model::predict_leaf`]'s values, bit for bit, for any model
+//! the CPU predictor takes (ours, and XGBoost's JSON).
+
+use std::ops::Range;
 
 use primitives::Gpu;
 
-use super::eval::{DeviceFeatures, DeviceTrees};
+use super::eval::{DeviceFeatures, DeviceTrees, Walks};
 use super::metrics::InitialMargins;
 use crate::data::FeatureMatrix;
 use crate::model::{check_features, Model};
@@ -49,6 +52,50 @@ impl DeviceModel {
         iteration_range: (usize, usize),
     ) -> Result<Vec<f32>> {
         check_features(features, self.num_feature)?;
+        let trees = self.tree_range(iteration_range)?;
+        let (rows, outputs) = (features.rows(), self.outputs);
+        if let Some(b) = base_margin.filter(|b| b.len() != rows * outputs) {
+            return Err(Error::InvalidData(format!(
+                "base_margin has {} values for {rows} rows of {outputs} outputs",
+                b.len()
+            )));
+        }
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let base: Vec<f32> = self.base_score.iter().take(outputs).map(|&b| prob_to_margin(b)).collect();
+        let initial = match base_margin {
+            Some(margins) => InitialMargins::Rows(margins),
+            None => InitialMargins::Base(&base),
+        };
+        let margins = initial.to_device(gpu, rows, outputs)?;
+        let device_features = DeviceFeatures::upload(gpu, features)?;
+        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Margins { margins: &margins, outputs })?;
+        Ok(margins.to_vec(gpu)?)
+    }
+
+    /// [`Model::predict_leaf`] on the device: the index of the leaf each row reaches in each tree of
+    /// `iteration_range`, `rows * trees` row-major.
+    pub fn predict_leaf(
+        &self,
+        gpu: &Gpu,
+        features: &FeatureMatrix,
+        iteration_range: (usize, usize),
+    ) -> Result<Vec<u32>> {
+        check_features(features, self.num_feature)?;
+        let trees = self.tree_range(iteration_range)?;
+        let rows = features.rows();
+        if rows == 0 || trees.is_empty() {
+            return Ok(vec![0; rows * trees.len()]);
+        }
+        let leaves = gpu.alloc_uninitialized::<u32>(rows * trees.len())?;
+        let device_features = DeviceFeatures::upload(gpu, features)?;
+        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Leaves(&leaves))?;
+        Ok(leaves.to_vec(gpu)?)
+    }
+
+    /// The trees of `iteration_range` (`(0, 0)`: all), as [`Model::tree_range`] takes it.
+    fn tree_range(&self, iteration_range: (usize, usize)) -> Result<Range<usize>> {
         let rounds = self.iteration_indptr.len() - 1;
         let (begin, end) = match iteration_range {
             (b, 0) => (b, rounds),
@@ -60,19 +107,6 @@ impl DeviceModel {
                 format!("({}, {}) for a model of {rounds} rounds", iteration_range.0, iteration_range.1),
             ));
         }
-        let (rows, outputs) = (features.rows(), self.outputs);
-        if rows == 0 {
-            return Ok(Vec::new());
-        }
-        let base: Vec<f32> = self.base_score.iter().take(outputs).map(|&b| prob_to_margin(b)).collect();
-        let initial = match base_margin {
-            Some(margins) => InitialMargins::Rows(margins),
-            None => InitialMargins::Base(&base),
-        };
-        let margins = initial.to_device(gpu, rows, outputs)?;
-        let device_features = DeviceFeatures::upload(gpu, features)?;
-        let trees = self.iteration_indptr[begin]..self.iteration_indptr[end];
-        device_features.add_trees(gpu, rows, &self.trees, trees, &margins, outputs)?;
-        Ok(margins.to_vec(gpu)?)
+        Ok(self.iteration_indptr[begin]..self.iteration_indptr[end])
     }
 }

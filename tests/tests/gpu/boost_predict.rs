@@ -2,7 +2,7 @@
 //! bit: models XGBoost 3.2 wrote (`boost/tests/data/xgboost/`, binary, regression, multi-class, an
 //! exact-method forest, a 2.x-style file) and one trained here, over dense rows (missing values,
 //! fewer columns than the model) and the same rows as CSR, whole models and iteration ranges, with
-//! and without base margins.
+//! and without base margins; and the leaf indices.
 
 use std::path::Path;
 
@@ -69,6 +69,8 @@ fn assert_same_margins(case: &str, model: &Model, dense: DenseMatrix, gpu: &prim
                     base.is_some()
                 );
             }
+            let host = model.predict_leaf(&features, range).expect("host leaves");
+            assert_eq!(device.predict_leaf(gpu, &features, range).expect("device leaves"), host, "{case} {range:?}");
         }
     }
 }
