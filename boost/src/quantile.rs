@@ -178,18 +178,24 @@ impl Entry {
     }
 }
 
-/// An exact summary of a queue of (value, weight): sorted, equal values merged.
-fn summarize(queue: &mut [(f32, f32)]) -> Vec<Entry> {
-    queue.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("no NaN in a sketch"));
+/// An exact summary of a queue of (value, weight): sorted, equal values merged (their weights
+/// summed in `f32` in queue order, as a stable sort leaves them).
+fn summarize(queue: &[(f32, f32)]) -> Vec<Entry> {
+    // The stable order by value as one unstable sort of `u64`s: the value's order-preserving bits
+    // (`-0` as `+0`, which compare equal) above the queue position.
+    // (A queue holds `2 limit` values at most, `limit` at most the column's length: positions fit
+    // in 32 bits for any column of fewer than 2^32 values, which memory bounds.)
+    let mut keys: Vec<u64> = queue.iter().enumerate().map(|(i, &(v, _))| (value_key(v) << 32) | i as u64).collect();
+    keys.sort_unstable();
+    let at = |k: usize| queue[(keys[k] & u32::MAX as u64) as usize];
     let mut out = Vec::with_capacity(queue.len());
     let mut wsum = 0f32;
     let mut i = 0;
-    while i < queue.len() {
-        let value = queue[i].0;
-        let mut w = queue[i].1;
+    while i < keys.len() {
+        let (value, mut w) = at(i);
         let mut j = i + 1;
-        while j < queue.len() && queue[j].0 == value {
-            w += queue[j].1;
+        while j < keys.len() && at(j).0 == value {
+            w += at(j).1;
             j += 1;
         }
         out.push(Entry { rmin: wsum, rmax: wsum + w, wmin: w, value });
@@ -197,6 +203,12 @@ fn summarize(queue: &mut [(f32, f32)]) -> Vec<Entry> {
         i = j;
     }
     out
+}
+
+/// A `u32` whose order is the order of the (non-NaN) values, `-0` and `+0` equal.
+fn value_key(v: f32) -> u64 {
+    let bits = if v == 0.0 { 0 } else { v.to_bits() };
+    (if bits >> 31 == 1 { !bits } else { bits | 0x8000_0000 }) as u64
 }
 
 /// `WQSummary::SetPrune`: at most `max_size` entries of `src`, the first and the last kept, the
@@ -328,7 +340,7 @@ impl Sketch {
             return;
         }
         if self.queue.len() == 2 * self.limit {
-            let summary = summarize(&mut self.queue);
+            let summary = summarize(&self.queue);
             self.queue.clear();
             self.push_summary(summary);
         }
@@ -361,8 +373,8 @@ impl Sketch {
     }
 
     /// `GetSummary`: the queue's summary merged with every level.
-    fn summary(mut self) -> Vec<Entry> {
-        let out = summarize(&mut self.queue);
+    fn summary(self) -> Vec<Entry> {
+        let out = summarize(&self.queue);
         if self.levels.is_empty() {
             return prune(&out, self.limit);
         }
@@ -382,6 +394,44 @@ mod tests {
 
     fn dense(cols: usize, values: Vec<f32>) -> FeatureMatrix {
         FeatureMatrix::Dense(DenseMatrix::new(values.len() / cols, cols, values))
+    }
+
+    /// The summary of a queue is the one a stable sort by value gives (equal values' weights added
+    /// in queue order, `-0` equal to `+0`), whatever the ties, signs and weights.
+    #[test]
+    fn summaries_follow_the_queue_order_of_equal_values() {
+        let stable = |queue: &[(f32, f32)]| {
+            let mut q = queue.to_vec();
+            q.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+            let mut out = Vec::new();
+            let (mut wsum, mut i) = (0f32, 0);
+            while i < q.len() {
+                let (value, mut w) = q[i];
+                let mut j = i + 1;
+                while j < q.len() && q[j].0 == value {
+                    w += q[j].1;
+                    j += 1;
+                }
+                out.push(Entry { rmin: wsum, rmax: wsum + w, wmin: w, value });
+                wsum += w;
+                i = j;
+            }
+            out
+        };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+        for len in [0usize, 1, 2, 17, 500] {
+            let queue: Vec<(f32, f32)> = (0..len)
+                .map(|_| {
+                    let v = [-0.0f32, 0.0, 1.5, -2.25, 3.0e-39, f32::MAX, f32::NEG_INFINITY][rng.gen_range(0..7)];
+                    (v, rng.gen_range(0.001f32..10.0))
+                })
+                .collect();
+            let (got, want) = (summarize(&queue), stable(&queue));
+            let bits = |e: &[Entry]| -> Vec<[u32; 4]> {
+                e.iter().map(|e| [e.rmin.to_bits(), e.rmax.to_bits(), e.wmin.to_bits(), e.value.to_bits()]).collect()
+            };
+            assert_eq!(bits(&got), bits(&want), "{len} values");
+        }
     }
 
     #[test]
