@@ -99,51 +99,81 @@ impl DeviceFeatures {
         range: Range<usize>,
         out: Walks<'_>,
     ) -> Result<()> {
-        if range.end > trees.count || range.start > range.end {
-            return Err(Error::InvalidData(format!("trees {range:?} of {}", trees.count)));
-        }
-        let (margins, outputs, leaves) = match out {
-            Walks::Margins { margins, outputs } => {
-                if trees.outputs > outputs || margins.len() != rows * outputs {
-                    return Err(Error::InvalidData(format!(
-                        "{} margins for {rows} rows of {outputs} outputs, trees of outputs up to {}",
-                        margins.len(),
-                        trees.outputs
-                    )));
-                }
-                (margins.device_ptr(), outputs, 0)
-            }
-            Walks::Leaves(leaves) => {
-                if leaves.len() != rows * range.len() {
-                    return Err(Error::InvalidData(format!("{} leaves for {rows} rows of {range:?}", leaves.len())));
-                }
-                (0, trees.outputs, leaves.device_ptr())
-            }
+        let view = match self {
+            DeviceFeatures::Dense { values, cols } => FeatureView::Dense { values: values.device_ptr(), cols: *cols },
+            DeviceFeatures::Csr { row_ptr, col_indices, values } => FeatureView::Csr {
+                row_ptr: row_ptr.device_ptr(),
+                col_indices: col_indices.device_ptr(),
+                values: values.device_ptr(),
+            },
         };
-        if rows == 0 || range.is_empty() {
-            return Ok(());
-        }
-        let first = trees.trees.device_ptr() + (range.start * size_of::<PredictTree>()) as u64;
-        let tail = [first, range.len() as u64, trees.nodes.device_ptr(), margins, outputs as u64, leaves];
-        let config = element_config(rows)?;
-        match self {
-            DeviceFeatures::Dense { values, cols } => {
-                let mut args = vec![values.device_ptr(), rows as u64, *cols as u64];
-                args.extend(tail);
-                // SAFETY: `rows * cols` values and `rows * outputs` margins (or a leaf a row and tree);
-                // the trees' nodes and outputs were checked when uploaded and above.
-                unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
-            }
-            DeviceFeatures::Csr { row_ptr, col_indices, values } => {
-                let mut args = vec![row_ptr.device_ptr(), col_indices.device_ptr(), values.device_ptr(), rows as u64];
-                args.extend(tail);
-                // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked before the
-                // upload), the margins or leaves and the trees as above.
-                unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
-            }
-        }
-        Ok(())
+        walk_trees(gpu, view, rows, trees, range, out)
     }
+}
+
+/// Where rows' features lie on the device, as the prediction kernels take them.
+#[derive(Clone, Copy)]
+pub(super) enum FeatureView {
+    /// `rows * cols` row-major values (NaN: missing).
+    Dense { values: u64, cols: usize },
+    /// `rows + 1` offsets into the entries' columns and values, checked.
+    Csr { row_ptr: u64, col_indices: u64, values: u64 },
+}
+
+/// Walks the trees `range` of `trees` for each of the `rows` rows of `view` (one launch): adds
+/// their leaf values to the margins, tree after tree, or writes their leaf indices.
+pub(super) fn walk_trees(
+    gpu: &Gpu,
+    view: FeatureView,
+    rows: usize,
+    trees: &DeviceTrees,
+    range: Range<usize>,
+    out: Walks<'_>,
+) -> Result<()> {
+    if range.end > trees.count || range.start > range.end {
+        return Err(Error::InvalidData(format!("trees {range:?} of {}", trees.count)));
+    }
+    let (margins, outputs, leaves) = match out {
+        Walks::Margins { margins, outputs } => {
+            if trees.outputs > outputs || margins.len() != rows * outputs {
+                return Err(Error::InvalidData(format!(
+                    "{} margins for {rows} rows of {outputs} outputs, trees of outputs up to {}",
+                    margins.len(),
+                    trees.outputs
+                )));
+            }
+            (margins.device_ptr(), outputs, 0)
+        }
+        Walks::Leaves(leaves) => {
+            if leaves.len() != rows * range.len() {
+                return Err(Error::InvalidData(format!("{} leaves for {rows} rows of {range:?}", leaves.len())));
+            }
+            (0, trees.outputs, leaves.device_ptr())
+        }
+    };
+    if rows == 0 || range.is_empty() {
+        return Ok(());
+    }
+    let first = trees.trees.device_ptr() + (range.start * size_of::<PredictTree>()) as u64;
+    let tail = [first, range.len() as u64, trees.nodes.device_ptr(), margins, outputs as u64, leaves];
+    let config = element_config(rows)?;
+    match view {
+        FeatureView::Dense { values, cols } => {
+            let mut args = vec![values, rows as u64, cols as u64];
+            args.extend(tail);
+            // SAFETY: `rows * cols` values and `rows * outputs` margins (or a leaf a row and tree);
+            // the trees' nodes and outputs were checked when uploaded and above.
+            unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
+        }
+        FeatureView::Csr { row_ptr, col_indices, values } => {
+            let mut args = vec![row_ptr, col_indices, values, rows as u64];
+            args.extend(tail);
+            // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked before the
+            // upload), the margins or leaves and the trees as above.
+            unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
+        }
+    }
+    Ok(())
 }
 
 /// What [`DeviceFeatures::walk_trees`] writes.

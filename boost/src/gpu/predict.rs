@@ -7,9 +7,9 @@
 
 use std::ops::Range;
 
-use primitives::Gpu;
+use primitives::{DeviceBuffer, Gpu};
 
-use super::eval::{DeviceFeatures, DeviceTrees, Walks};
+use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, Walks};
 use super::metrics::InitialMargins;
 use crate::data::FeatureMatrix;
 use crate::model::{check_features, Model};
@@ -54,6 +54,53 @@ impl DeviceModel {
         check_features(features, self.num_feature)?;
         let trees = self.tree_range(iteration_range)?;
         let (rows, outputs) = (features.rows(), self.outputs);
+        let margins = self.initial_margins(gpu, rows, base_margin, prob_to_margin)?;
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let device_features = DeviceFeatures::upload(gpu, features)?;
+        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Margins { margins: &margins, outputs })?;
+        Ok(margins.to_vec(gpu)?)
+    }
+
+    /// [`DeviceModel::predict_margin`] of rows already in device memory: `values` holds `rows x
+    /// cols` dense row-major `f32` (NaN: missing; `cols` at most the model's features). The margins
+    /// stay on the device.
+    pub fn predict_margin_on_device(
+        &self,
+        gpu: &Gpu,
+        values: &DeviceBuffer<f32>,
+        (rows, cols): (usize, usize),
+        base_margin: Option<&[f32]>,
+        prob_to_margin: impl Fn(f32) -> f32,
+        iteration_range: (usize, usize),
+    ) -> Result<DeviceBuffer<f32>> {
+        if rows.checked_mul(cols) != Some(values.len()) {
+            return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
+        }
+        if cols > self.num_feature {
+            return Err(Error::InvalidData(format!(
+                "{cols} feature columns for a model of {} features",
+                self.num_feature
+            )));
+        }
+        let trees = self.tree_range(iteration_range)?;
+        let margins = self.initial_margins(gpu, rows, base_margin, prob_to_margin)?;
+        let view = FeatureView::Dense { values: values.device_ptr(), cols };
+        walk_trees(gpu, view, rows, &self.trees, trees, Walks::Margins { margins: &margins, outputs: self.outputs })?;
+        Ok(margins)
+    }
+
+    /// Every row's margins before the trees: `base_margin`, or the base score through
+    /// `prob_to_margin`.
+    fn initial_margins(
+        &self,
+        gpu: &Gpu,
+        rows: usize,
+        base_margin: Option<&[f32]>,
+        prob_to_margin: impl Fn(f32) -> f32,
+    ) -> Result<DeviceBuffer<f32>> {
+        let outputs = self.outputs;
         if let Some(b) = base_margin.filter(|b| b.len() != rows * outputs) {
             return Err(Error::InvalidData(format!(
                 "base_margin has {} values for {rows} rows of {outputs} outputs",
@@ -61,17 +108,14 @@ impl DeviceModel {
             )));
         }
         if rows == 0 {
-            return Ok(Vec::new());
+            return Ok(gpu.alloc_zeroed(0)?);
         }
         let base: Vec<f32> = self.base_score.iter().take(outputs).map(|&b| prob_to_margin(b)).collect();
         let initial = match base_margin {
             Some(margins) => InitialMargins::Rows(margins),
             None => InitialMargins::Base(&base),
         };
-        let margins = initial.to_device(gpu, rows, outputs)?;
-        let device_features = DeviceFeatures::upload(gpu, features)?;
-        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Margins { margins: &margins, outputs })?;
-        Ok(margins.to_vec(gpu)?)
+        initial.to_device(gpu, rows, outputs)
     }
 
     /// [`Model::predict_leaf`] on the device: the index of the leaf each row reaches in each tree of

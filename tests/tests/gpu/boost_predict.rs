@@ -2,7 +2,7 @@
 //! bit: models XGBoost 3.2 wrote (`boost/tests/data/xgboost/`, binary, regression, multi-class, an
 //! exact-method forest, a 2.x-style file) and one trained here, over dense rows (missing values,
 //! fewer columns than the model) and the same rows as CSR, whole models and iteration ranges, with
-//! and without base margins; and the leaf indices.
+//! and without base margins, rows from the host or already on the device; and the leaf indices.
 
 use std::path::Path;
 
@@ -68,6 +68,20 @@ fn assert_same_margins(case: &str, model: &Model, dense: DenseMatrix, gpu: &prim
                     "{case}, range {range:?}, base margin {}: row-output {differ:?}",
                     base.is_some()
                 );
+            }
+            if let FeatureMatrix::Dense(m) = &features {
+                // The same rows already in device memory; the margins stay there.
+                let values = gpu.upload(&m.values).expect("upload");
+                let host = model.predict_margin(&features, None, to_margin, range).expect("host");
+                let got = device
+                    .predict_margin_on_device(gpu, &values, (m.rows, m.cols), None, to_margin, range)
+                    .and_then(|margins| Ok(margins.to_vec(gpu)?))
+                    .expect("device rows");
+                assert!(
+                    host.iter().zip(&got).all(|(h, d)| h.to_bits() == d.to_bits()),
+                    "{case} {range:?}, device rows"
+                );
+                assert_eq!(host.len(), got.len());
             }
             let host = model.predict_leaf(&features, range).expect("host leaves");
             assert_eq!(device.predict_leaf(gpu, &features, range).expect("device leaves"), host, "{case} {range:?}");
