@@ -214,7 +214,7 @@ impl DeviceEvalSet {
         self.features.walk_trees(gpu, rows, trees, 0..trees.count, walks)
     }
 
-    /// `metric` of the set's predictions; see [`MetricRows::evaluate`].
+    /// `metric` of the set's predictions; see `MetricRows::evaluate`.
     pub fn evaluate(&mut self, gpu: &Gpu, metric: DeviceMetric, transform: Transform) -> Result<f64> {
         self.set.evaluate(gpu, metric, transform)
     }

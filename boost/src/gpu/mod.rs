@@ -263,7 +263,8 @@ fn enqueue_evaluation(
 
 /// The bins of every row and feature as the device builds histograms from them: row-major, one
 /// `u16` per feature, the bin's index within its feature, `bins_per_feature` for a missing value.
-/// Made from the CPU's quantised matrix (the device will build it itself later).
+/// Made from the CPU's quantised matrix: the oracle of `device_bins`, which makes the same bins on
+/// the device from the features, and its path for CSR rows whose columns do not increase.
 pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u16>, usize)> {
     let features = cuts.features();
     let bins_per_feature = bins_per_feature(cuts)?;
@@ -1272,7 +1273,7 @@ impl<'g> GpuTrainer<'g> {
         Ok(tree)
     }
 
-    /// `metric` of the training rows' predictions; see [`MetricRows::evaluate`].
+    /// `metric` of the training rows' predictions; see `MetricRows::evaluate`.
     pub fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
         let gpu = self.gpu;
         let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;

@@ -93,7 +93,8 @@ pub enum DeviceObjective {
     /// The softmax cross-entropy of `classes` margins a row:
     /// `boost_kernels::objective::softmax_gradients_kernel`.
     Softmax { classes: usize },
-    /// LambdaMART over query groups: `boost_kernels::rank::lambdarank_kernel`, a thread per group.
+    /// LambdaMART over query groups: `boost_kernels::rank`'s `lambdarank_topk_kernel` (a warp per
+    /// group) or, for `mean` pairs, `lambdarank_kernel` (a thread per group).
     LambdaRank(boost_kernels::rank::LambdaRankParams),
 }
 
