@@ -301,7 +301,12 @@ const BIN_CHUNK_BYTES: usize = if cfg!(test) { 1000 } else { 64 << 20 };
 /// the same bins): the dense values or the CSR entries uploaded a chunk at a time
 /// ([`BIN_CHUNK_BYTES`]), a thread a value or a row. CSR rows
 /// whose columns do not increase strictly (which the readers never make) take the host's path.
-fn device_bins(gpu: &Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Result<DeviceBuffer<u16>> {
+fn device_bins(
+    gpu: &Gpu,
+    features: &FeatureMatrix,
+    cuts: &QuantileCuts,
+    device_cuts: &DeviceCuts,
+) -> Result<DeviceBuffer<u16>> {
     let (rows, nf) = (features.rows(), cuts.features());
     let missing = bins_per_feature(cuts)? as u64;
     if features.cols() != nf {
@@ -320,8 +325,7 @@ fn device_bins(gpu: &Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Resu
     if host_path {
         return Ok(gpu.upload(&local_bins(&EllpackMatrix::new(features, cuts), cuts)?.0)?);
     }
-    let device_cuts = (gpu.upload(&cuts.cut_ptrs)?, gpu.upload(&cuts.cut_values)?);
-    let (cut_ptrs, cut_values) = (device_cuts.0.device_ptr(), device_cuts.1.device_ptr());
+    let (cut_ptrs, cut_values) = (device_cuts.cut_ptrs.device_ptr(), device_cuts.cut_values.device_ptr());
     let bins = gpu.alloc_uninitialized::<u16>(rows * nf)?;
     // Row `row`'s first bin.
     let bins_at = |row: usize| bins.device_ptr() + (row * nf * size_of::<u16>()) as u64;
@@ -953,13 +957,15 @@ impl<'g> GpuTrainer<'g> {
     /// Uploads the cuts and the bins of `matrix`.
     pub fn new(gpu: &'g Gpu, matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<Self> {
         let (host_bins, _) = local_bins(matrix, cuts)?;
-        Self::with_bins(gpu, cuts, matrix.rows, gpu.upload(&host_bins)?)
+        Self::with_bins(gpu, DeviceCuts::upload(gpu, cuts)?, cuts, matrix.rows, gpu.upload(&host_bins)?)
     }
 
     /// Uploads the cuts and quantises `features` with them on the device: the bins
     /// [`GpuTrainer::new`] uploads from the CPU's matrix of the same features, without that matrix.
     pub fn from_features(gpu: &'g Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Result<Self> {
-        Self::with_bins(gpu, cuts, features.rows(), device_bins(gpu, features, cuts)?)
+        let device_cuts = DeviceCuts::upload(gpu, cuts)?;
+        let bins = device_bins(gpu, features, cuts, &device_cuts)?;
+        Self::with_bins(gpu, device_cuts, cuts, features.rows(), bins)
     }
 
     /// Bytes of the quantised matrix on the device (a `u16` a row and feature).
@@ -967,10 +973,16 @@ impl<'g> GpuTrainer<'g> {
         self.bins.len() * std::mem::size_of::<u16>()
     }
 
-    fn with_bins(gpu: &'g Gpu, cuts: &QuantileCuts, rows: usize, bins: DeviceBuffer<u16>) -> Result<Self> {
+    fn with_bins(
+        gpu: &'g Gpu,
+        device_cuts: DeviceCuts,
+        cuts: &QuantileCuts,
+        rows: usize,
+        bins: DeviceBuffer<u16>,
+    ) -> Result<Self> {
         Ok(GpuTrainer {
             gpu,
-            cuts: DeviceCuts::upload(gpu, cuts)?,
+            cuts: device_cuts,
             first_bins: cuts.cut_ptrs.clone(),
             rows,
             bins,
@@ -1486,7 +1498,10 @@ mod tests {
             zero_weight_column.cut_ptrs[6] = zero_weight_column.cut_ptrs[5];
             for cuts in [cuts, zero_weight_column] {
                 let want = local_bins(&EllpackMatrix::new(&dense, &cuts), &cuts).unwrap().0;
-                let got = device_bins(&gpu, &dense, &cuts).unwrap().to_vec(&gpu).unwrap();
+                let got = device_bins(&gpu, &dense, &cuts, &DeviceCuts::upload(&gpu, &cuts).unwrap())
+                    .unwrap()
+                    .to_vec(&gpu)
+                    .unwrap();
                 assert_eq!(got, want, "dense, max_bin {max_bin}");
                 // The same rows as CSR without their missing entries, and a few rows left empty.
                 let mut csr = CsrMatrix { rows, cols, row_ptr: vec![0], col_indices: Vec::new(), values: Vec::new() };
@@ -1502,7 +1517,10 @@ mod tests {
                 }
                 let sparse = FeatureMatrix::Sparse(csr);
                 let want = local_bins(&EllpackMatrix::new(&sparse, &cuts), &cuts).unwrap().0;
-                let got = device_bins(&gpu, &sparse, &cuts).unwrap().to_vec(&gpu).unwrap();
+                let got = device_bins(&gpu, &sparse, &cuts, &DeviceCuts::upload(&gpu, &cuts).unwrap())
+                    .unwrap()
+                    .to_vec(&gpu)
+                    .unwrap();
                 assert_eq!(got, want, "CSR, max_bin {max_bin}");
             }
         }

@@ -12,7 +12,7 @@ use primitives::{DeviceBuffer, Gpu};
 use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, Walks};
 use super::metrics::InitialMargins;
 use crate::data::FeatureMatrix;
-use crate::model::{check_features, Model};
+use crate::model::{check_features, trees_of_rounds, Model};
 use crate::{Error, Result};
 
 /// A model on the device: every tree, uploaded once, with what a prediction call needs.
@@ -140,17 +140,6 @@ impl DeviceModel {
 
     /// The trees of `iteration_range` (`(0, 0)`: all), as [`Model::tree_range`] takes it.
     fn tree_range(&self, iteration_range: (usize, usize)) -> Result<Range<usize>> {
-        let rounds = self.iteration_indptr.len() - 1;
-        let (begin, end) = match iteration_range {
-            (b, 0) => (b, rounds),
-            r => r,
-        };
-        if end > rounds || begin > end {
-            return Err(Error::param(
-                "iteration_range",
-                format!("({}, {}) for a model of {rounds} rounds", iteration_range.0, iteration_range.1),
-            ));
-        }
-        Ok(self.iteration_indptr[begin]..self.iteration_indptr[end])
+        trees_of_rounds(&self.iteration_indptr, iteration_range)
     }
 }

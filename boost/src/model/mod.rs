@@ -20,7 +20,7 @@
 mod importance;
 mod json;
 mod predict;
-pub(crate) use predict::check_features;
+pub(crate) use predict::{check_features, trees_of_rounds};
 
 use std::collections::BTreeMap;
 

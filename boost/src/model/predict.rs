@@ -22,22 +22,28 @@ use crate::{Error, Result};
 /// Rows per parallel task: enough to amortise the task, few enough to balance small inputs.
 const ROWS_PER_TASK: usize = 64;
 
+/// [`Model::tree_range`] over a model's `iteration_indptr` (`rounds + 1` offsets), for the device
+/// predictor, which keeps only those.
+pub(crate) fn trees_of_rounds(iteration_indptr: &[usize], iteration_range: (usize, usize)) -> Result<Range<usize>> {
+    let rounds = iteration_indptr.len().saturating_sub(1);
+    let (begin, end) = match iteration_range {
+        (b, 0) => (b, rounds),
+        r => r,
+    };
+    if end > rounds || begin > end {
+        return Err(Error::param(
+            "iteration_range",
+            format!("({}, {}) for a model of {rounds} rounds", iteration_range.0, iteration_range.1),
+        ));
+    }
+    Ok(iteration_indptr[begin]..iteration_indptr[end])
+}
+
 impl Model {
     /// The trees of boosting rounds `begin..end` (XGBoost's `iteration_range`; `end == 0` means the
     /// last round, so `(0, 0)` is the whole model).
     pub fn tree_range(&self, iteration_range: (usize, usize)) -> Result<Range<usize>> {
-        let rounds = self.num_rounds();
-        let (begin, end) = match iteration_range {
-            (b, 0) => (b, rounds),
-            r => r,
-        };
-        if end > rounds || begin > end {
-            return Err(Error::param(
-                "iteration_range",
-                format!("({}, {}) for a model of {rounds} rounds", iteration_range.0, iteration_range.1),
-            ));
-        }
-        Ok(self.iteration_indptr[begin]..self.iteration_indptr[end])
+        trees_of_rounds(&self.iteration_indptr, iteration_range)
     }
 
     /// Raw margins, `rows * num_outputs()` row-major. Each row starts at `base_margin` when given
