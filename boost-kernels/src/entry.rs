@@ -505,9 +505,10 @@ kernel! {
         margins: *mut f32,
         outputs: u64,
         leaves: *mut u32,
+        staging: u64,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs, leaves) }
+        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs, leaves, staging) }
     }
 }
 
@@ -524,11 +525,70 @@ kernel! {
         margins: *mut f32,
         outputs: u64,
         leaves: *mut u32,
+        staging: u64,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe {
-            predict::csr_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs, leaves)
+            predict::csr_kernel(
+                row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs, leaves, staging,
+            )
         }
+    }
+}
+
+kernel! {
+    /// A thread a (tree, row) of dense rows: leaf values or indices; see
+    /// [`predict::dense_trees_kernel`].
+    pub unsafe fn boost_predict_dense_trees(
+        values: *const f32,
+        rows: u64,
+        cols: u64,
+        trees: *const PredictTree,
+        num_trees: u64,
+        nodes: *const PredictNode,
+        leaf_values: *mut f32,
+        leaves: *mut u32,
+        leaf_stride: u64,
+    ) {
+        let out = predict::TreeWalks { values: leaf_values, leaves, leaf_stride };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { predict::dense_trees_kernel(values, rows, cols, trees, num_trees, nodes, out) }
+    }
+}
+
+kernel! {
+    /// [`boost_predict_dense_trees`] over CSR rows; see [`predict::csr_trees_kernel`].
+    pub unsafe fn boost_predict_csr_trees(
+        row_ptr: *const u64,
+        col_indices: *const u32,
+        values: *const f32,
+        rows: u64,
+        trees: *const PredictTree,
+        num_trees: u64,
+        nodes: *const PredictNode,
+        leaf_values: *mut f32,
+        leaves: *mut u32,
+        leaf_stride: u64,
+    ) {
+        let out = predict::TreeWalks { values: leaf_values, leaves, leaf_stride };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { predict::csr_trees_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, out) }
+    }
+}
+
+kernel! {
+    /// The tree kernels' leaf values added to the margins in tree order; see
+    /// [`predict::sum_kernel`].
+    pub unsafe fn boost_predict_sum(
+        leaf_values: *const f32,
+        rows: u64,
+        trees: *const PredictTree,
+        num_trees: u64,
+        margins: *mut f32,
+        outputs: u64,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { predict::sum_kernel(leaf_values, rows, trees, num_trees, margins, outputs) }
     }
 }
 
@@ -566,6 +626,9 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_metric_sum_terms" => Some(boost_metric_sum_terms::raw),
         "boost_predict_dense" => Some(boost_predict_dense::raw),
         "boost_predict_csr" => Some(boost_predict_csr::raw),
+        "boost_predict_dense_trees" => Some(boost_predict_dense_trees::raw),
+        "boost_predict_csr_trees" => Some(boost_predict_csr_trees::raw),
+        "boost_predict_sum" => Some(boost_predict_sum::raw),
         _ => None,
     }
 }

@@ -4,6 +4,12 @@
 //! in the same order (tree after tree, in `f32`), so that the device's margins are the host's bit
 //! for bit. A training run keeps its evaluation sets' margins up to date with these kernels.
 //!
+//! Two shapes of launch: a thread a row walking every tree ([`dense_kernel`], [`csr_kernel`]; the
+//! block's rows and margins staged in shared memory) for batches that fill the device, and a
+//! thread a (tree, row) pair ([`dense_trees_kernel`], [`csr_trees_kernel`]) writing leaf values that
+//! [`sum_kernel`] adds in tree order, for small batches, where a thread a row would leave most of
+//! the device idle and wait on one long chain of dependent loads a row.
+//!
 //! Memory is read and written through `arch`, so the emulator checks every access.
 
 use primitives_kernels::arch;
@@ -21,18 +27,33 @@ pub fn goes_left(value: f32, condition: f32, default_left: bool) -> bool {
     }
 }
 
-/// A tree node as the device walks it.
+/// The `left` of a leaf.
+pub const LEAF: u32 = u32::MAX;
+/// The bit of a split's `feature` that sends missing values left.
+pub const DEFAULT_LEFT: u32 = 1 << 31;
+
+/// A tree node as the device walks it: 16 bytes, read with one vector load. The host lays each
+/// tree out breadth first (`boost::gpu::DeviceTrees`), so a split's children are adjacent and after
+/// it: the left one at `left`, the right one at `left + 1`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct PredictNode {
-    /// The left child's index within its tree, or -1 for a leaf.
-    pub left: i32,
-    pub right: i32,
+    /// The left child's index within the laid-out tree, or [`LEAF`].
+    pub left: u32,
+    /// The split's feature, with [`DEFAULT_LEFT`] when a missing value goes left.
     pub feature: u32,
     /// The split condition, or the leaf value.
     pub value: f32,
-    /// 1 when a missing value goes left.
-    pub default_left: u32,
+    /// The node's index in the model's tree (what leaf prediction reports).
+    pub id: u32,
+}
+
+impl PredictNode {
+    /// The child of a split that a row with `value` of the split's feature goes to.
+    #[inline]
+    fn child(&self, value: f32) -> u32 {
+        self.left + u32::from(!goes_left(value, self.value, self.feature & DEFAULT_LEFT != 0))
+    }
 }
 
 /// A tree of one prediction launch: where its nodes start in the node buffer, how many it has, and
@@ -46,41 +67,240 @@ pub struct PredictTree {
     pub padding: u32,
 }
 
-/// The leaf that a row reaches in `tree` (its index within the tree, and the node), `value(feature)`
-/// giving the row's values (NaN when missing). A child outside the tree or a path longer than the
-/// tree ends the walk at its node (the host checks the trees it uploads, so neither happens).
+/// The leaf that a row reaches in `tree`, `value(feature)` giving the row's values (NaN when
+/// missing). A child outside the tree ends the walk at its parent, and no walk takes more steps
+/// than the tree has nodes (the host's layout allows neither).
 ///
 /// # Safety
-/// `tree.nodes >= 1`, and `nodes` holds the tree's `tree.first_node + tree.nodes` nodes.
+/// `tree.nodes >= 1`, `nodes` holds the tree's `tree.first_node + tree.nodes` nodes, 16-byte
+/// aligned.
 #[inline]
-unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32) -> f32) -> (u32, PredictNode) {
-    let first = tree.first_node as usize;
-    // SAFETY: every index loaded is below `tree.nodes` (the root, and children checked before).
-    let (mut index, mut node) = (0u32, unsafe { arch::load(nodes.add(first)) });
+unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32) -> f32) -> PredictNode {
+    let first = nodes.wrapping_add(tree.first_node as usize) as *const [u32; 4];
+    // SAFETY: the root and every child loaded are below `tree.nodes` (checked before the load); the
+    // nodes are read-only during the launch, so the non-coherent path is sound.
+    let load = |i: u32| -> PredictNode { bytemuck::cast(unsafe { arch::load_global_nc_v4(first.add(i as usize)) }) };
+    let mut node = load(0);
     for _ in 0..tree.nodes {
-        if node.left < 0 {
+        if node.left == LEAF {
             break;
         }
-        let child =
-            if goes_left(value(node.feature), node.value, node.default_left != 0) { node.left } else { node.right };
-        if child < 0 || child as u32 >= tree.nodes {
+        let child = node.child(value(node.feature & !DEFAULT_LEFT));
+        if child >= tree.nodes {
             break;
         }
-        index = child as u32;
-        // SAFETY: `child < tree.nodes`.
-        node = unsafe { arch::load(nodes.add(first + child as usize)) };
+        node = load(child);
     }
-    (index, node)
+    node
 }
 
-/// `margins[row * outputs + tree.output] += ` the leaf value of each of the `num_trees` trees, in
-/// order, for every row of a dense row-major matrix of `rows x cols` values (a feature at or past
-/// `cols` is missing); or, when `leaves` is not null, `leaves[row * num_trees + t]` = the index of
-/// the leaf the row reaches in tree `t` (`margins` is then not read). One thread per row.
+/// What the row kernels ([`dense_kernel`], [`csr_kernel`]) keep in the block's dynamic shared
+/// memory: the block's dense rows ([`STAGE_FEATURES`], each row `cols | 1` words apart so that the
+/// lanes reading one feature of their rows hit distinct banks) and after them its margins
+/// ([`STAGE_MARGINS`], `outputs` a row).
+pub const STAGE_FEATURES: u64 = 1;
+/// See [`STAGE_FEATURES`].
+pub const STAGE_MARGINS: u64 = 2;
+
+/// The dynamic shared memory, in bytes, that a row kernel block of `threads` needs for `staging`.
+pub fn staged_bytes(threads: usize, cols: usize, outputs: usize, staging: u64) -> usize {
+    let features = if staging & STAGE_FEATURES != 0 { cols | 1 } else { 0 };
+    let margins = if staging & STAGE_MARGINS != 0 { outputs } else { 0 };
+    threads * (features + margins) * 4
+}
+
+/// Where the walks of a launch go: the rows' margins (`outputs` a row), or, when `leaves` is not
+/// null, a leaf index a tree (`rows x num_trees`, row-major).
+#[derive(Clone, Copy)]
+struct Walks {
+    margins: *mut f32,
+    outputs: u64,
+    leaves: *mut u32,
+}
+
+/// A row's margins, in global memory or staged in shared memory.
+#[derive(Clone, Copy)]
+enum Margins {
+    Global(*mut f32),
+    /// The `.shared` address of the row's first margin.
+    Shared(u32),
+}
+
+impl Margins {
+    /// # Safety
+    /// `output` is below the launch's `outputs`.
+    unsafe fn load(self, output: u32) -> f32 {
+        // SAFETY: as the caller promises, within the row's margins.
+        unsafe {
+            match self {
+                Margins::Global(row) => arch::load(row.add(output as usize)),
+                Margins::Shared(row) => arch::load_shared(row + 4 * output),
+            }
+        }
+    }
+
+    /// # Safety
+    /// As [`Margins::load`].
+    unsafe fn store(self, output: u32, value: f32) {
+        // SAFETY: as the caller promises.
+        unsafe {
+            match self {
+                Margins::Global(row) => arch::store(row.add(output as usize), value),
+                Margins::Shared(row) => arch::store_shared(row + 4 * output, value),
+            }
+        }
+    }
+}
+
+/// The row kernels' walk of one row over the `num_trees` trees, in order: each leaf value added to
+/// the margin of its tree's output in `f32`, as the CPU predictor adds them (a run of trees of one
+/// output keeps its margin in a register), or each leaf's index written.
 ///
 /// # Safety
-/// `values` holds `rows * cols` values, `margins` `rows * outputs` (or `leaves` `rows * num_trees`);
-/// every tree has nodes, all within `nodes`, and an `output` below `outputs`.
+/// The trees' nodes and outputs are within bounds; `margins` (or `out.leaves`) is the row's.
+#[inline]
+unsafe fn walk_row(
+    row: u64,
+    trees: *const PredictTree,
+    num_trees: u64,
+    nodes: *const PredictNode,
+    out: Walks,
+    margins: Margins,
+    value: impl Fn(u32) -> f32,
+) {
+    let mut run: Option<(u32, f32)> = None;
+    for t in 0..num_trees as usize {
+        // SAFETY: `t < num_trees`; the tree's nodes and output are within bounds (the caller).
+        unsafe {
+            let tree = arch::load(trees.add(t));
+            let leaf = leaf(nodes, tree, &value);
+            if !out.leaves.is_null() {
+                arch::store(out.leaves.add(row as usize * num_trees as usize + t), leaf.id);
+                continue;
+            }
+            run = Some(match run {
+                Some((output, sum)) if output == tree.output => (output, sum + leaf.value),
+                previous => {
+                    if let Some((output, sum)) = previous {
+                        margins.store(output, sum);
+                    }
+                    (tree.output, margins.load(tree.output) + leaf.value)
+                }
+            });
+        }
+    }
+    if let Some((output, sum)) = run {
+        // SAFETY: as above.
+        unsafe { margins.store(output, sum) };
+    }
+}
+
+/// Copies `words` words between global memory and the block's shared memory at `shared`, the
+/// block's threads striding over them (coalesced); `to_shared` picks the direction. Word `k` sits
+/// at `shared + 4 * (k / cols * stride + k % cols)`.
+///
+/// # Safety
+/// Both ranges are valid for the copy.
+unsafe fn copy_block(global: *mut f32, shared: u32, words: u32, (cols, stride): (u32, u32), to_shared: bool) {
+    let mut k = arch::thread_idx_x();
+    while k < words {
+        let at = shared + 4 * (k / cols * stride + k % cols);
+        // SAFETY: `k < words`, within both ranges (the caller).
+        unsafe {
+            if to_shared {
+                arch::store_shared(at, arch::load(global.add(k as usize)));
+            } else {
+                arch::store(global.add(k as usize), arch::load_shared::<f32>(at));
+            }
+        }
+        k += arch::block_dim_x();
+    }
+}
+
+/// The block's staged rows and margins (see [`STAGE_FEATURES`]): their `.shared` addresses, after
+/// the copy in (and the barrier) when `staging` asks for them.
+struct Staged {
+    features: Option<u32>,
+    margins: Option<u32>,
+}
+
+/// Stages the block's rows `first_row..first_row + block_rows` (dense `values` when given) and
+/// margins as `staging` asks, then waits for the block.
+///
+/// # Safety
+/// The dynamic shared memory holds [`staged_bytes`]; `values` (when given) and `out.margins` hold
+/// the rows.
+unsafe fn stage_in(
+    values: Option<(*const f32, u64)>,
+    first_row: u64,
+    block_rows: u32,
+    out: Walks,
+    staging: u64,
+) -> Staged {
+    let threads = arch::block_dim_x();
+    let base = arch::shared_address(arch::dynamic_shared_memory());
+    let mut staged = Staged { features: None, margins: None };
+    let mut next = base;
+    if let (Some((values, cols)), true) = (values, staging & STAGE_FEATURES != 0) {
+        let cols = cols as u32;
+        // SAFETY: the block's rows are within `values`, the staged rows within the shared memory.
+        unsafe {
+            let global = values.add(first_row as usize * cols as usize) as *mut f32;
+            copy_block(global, next, block_rows * cols, (cols, cols | 1), true);
+        }
+        staged.features = Some(next);
+        next += 4 * threads * (cols | 1);
+    }
+    if staging & STAGE_MARGINS != 0 && out.leaves.is_null() {
+        let outputs = out.outputs as u32;
+        // SAFETY: as above, for the block's margins.
+        unsafe {
+            let global = out.margins.add(first_row as usize * outputs as usize);
+            copy_block(global, next, block_rows * outputs, (outputs, outputs), true);
+        }
+        staged.margins = Some(next);
+    }
+    if staging != 0 {
+        arch::sync_threads();
+    }
+    staged
+}
+
+/// Writes the block's staged margins back (after a barrier).
+///
+/// # Safety
+/// As [`stage_in`]'s, which returned `staged`.
+unsafe fn stage_out(staged: &Staged, first_row: u64, block_rows: u32, out: Walks) {
+    if let Some(shared) = staged.margins {
+        arch::sync_threads();
+        let outputs = out.outputs as u32;
+        // SAFETY: as the caller promises.
+        unsafe {
+            let global = out.margins.add(first_row as usize * outputs as usize);
+            copy_block(global, shared, block_rows * outputs, (outputs, outputs), false);
+        }
+    }
+}
+
+/// The block's first row, its row count and this thread's row (`None` past the last).
+fn block_rows(rows: u64) -> (u64, u32, Option<u64>) {
+    let threads = arch::block_dim_x() as u64;
+    let first = arch::block_idx_x() as u64 * threads;
+    let count = rows.saturating_sub(first).min(threads) as u32;
+    let row = first + arch::thread_idx_x() as u64;
+    (first, count, (row < rows).then_some(row))
+}
+
+/// A thread a row: `margins[row * outputs + tree.output] += ` the leaf value of each of the
+/// `num_trees` trees, in order, for every row of a dense row-major matrix of `rows x cols` values (a
+/// feature at or past `cols` is missing); or, when `leaves` is not null, `leaves[row * num_trees +
+/// t]` = the index of the leaf the row reaches in tree `t` (`margins` is then not read). The
+/// block's rows and margins are staged in shared memory as `staging` says.
+///
+/// # Safety
+/// `values` holds `rows * cols` values, `margins` `rows * outputs` (or `leaves` `rows *
+/// num_trees`); every tree has nodes, all within `nodes`, and an `output` below `outputs`; the
+/// dynamic shared memory holds [`staged_bytes`].
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn dense_kernel(
     values: *const f32,
@@ -92,33 +312,61 @@ pub unsafe fn dense_kernel(
     margins: *mut f32,
     outputs: u64,
     leaves: *mut u32,
+    staging: u64,
 ) {
-    let row = global_thread();
-    if row >= rows {
-        return;
-    }
-    let start = row as usize * cols as usize;
-    let value = |feature: u32| {
-        if (feature as u64) < cols {
-            // SAFETY: `row < rows` and `feature < cols`.
-            unsafe { arch::load(values.add(start + feature as usize)) }
-        } else {
-            f32::NAN
-        }
-    };
     let out = Walks { margins, outputs, leaves };
+    let (first, count, row) = block_rows(rows);
     // SAFETY: as the caller promises.
-    unsafe { walk_trees(row, trees, num_trees, nodes, out, value) }
+    let staged = unsafe { stage_in(Some((values, cols)), first, count, out, staging) };
+    if let Some(row) = row {
+        let local = (row - first) as u32;
+        let value = |feature: u32| {
+            if (feature as u64) >= cols {
+                return f32::NAN;
+            }
+            // SAFETY: `row < rows` and `feature < cols`; a staged row is within the shared memory.
+            unsafe {
+                match staged.features {
+                    Some(shared) => arch::load_shared(shared + 4 * (local * (cols as u32 | 1) + feature)),
+                    None => arch::load(values.add(row as usize * cols as usize + feature as usize)),
+                }
+            }
+        };
+        let row_margins = match staged.margins {
+            Some(shared) => Margins::Shared(shared + 4 * local * outputs as u32),
+            None => Margins::Global(margins.wrapping_add(row as usize * outputs as usize)),
+        };
+        // SAFETY: as the caller promises.
+        unsafe { walk_row(row, trees, num_trees, nodes, out, row_margins, value) }
+    }
+    // SAFETY: as `stage_in`.
+    unsafe { stage_out(&staged, first, count, out) }
+}
+
+/// A CSR row's value of `feature`: NaN without an entry; of two entries of one column the later
+/// one counts (as the host's expansion of the row).
+///
+/// # Safety
+/// `begin..end` are entries of both arrays.
+#[inline]
+unsafe fn csr_value(col_indices: *const u32, values: *const f32, (begin, end): (u64, u64), feature: u32) -> f32 {
+    let mut found = f32::NAN;
+    for entry in begin as usize..end as usize {
+        // SAFETY: the row's entries are within both arrays.
+        if unsafe { arch::load(col_indices.add(entry)) } == feature {
+            // SAFETY: as above.
+            found = unsafe { arch::load(values.add(entry)) };
+        }
+    }
+    found
 }
 
 /// [`dense_kernel`] over a CSR matrix: row `row`'s entries are `row_ptr[row]..row_ptr[row + 1]` of
-/// `col_indices` and `values`; a feature without an entry is missing, and of two entries of one
-/// column the later one counts (as the host's expansion of the row).
+/// `col_indices` and `values` (see [`csr_value`]). Only margins are staged.
 ///
 /// # Safety
-/// `row_ptr` holds `rows + 1` non-decreasing offsets into `col_indices` and `values`; `margins`
-/// holds `rows * outputs` values; every tree's `output` is below `outputs` and its nodes are within
-/// `nodes`.
+/// `row_ptr` holds `rows + 1` non-decreasing offsets into `col_indices` and `values`; the rest as
+/// [`dense_kernel`]'s.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn csr_kernel(
     row_ptr: *const u64,
@@ -131,64 +379,154 @@ pub unsafe fn csr_kernel(
     margins: *mut f32,
     outputs: u64,
     leaves: *mut u32,
+    staging: u64,
 ) {
-    let row = global_thread();
-    if row >= rows {
-        return;
-    }
-    // SAFETY: `row + 1 <= rows`.
-    let (begin, end) = unsafe { (arch::load(row_ptr.add(row as usize)), arch::load(row_ptr.add(row as usize + 1))) };
-    let value = |feature: u32| {
-        let mut found = f32::NAN;
-        for entry in begin as usize..end as usize {
-            // SAFETY: the row's entries are within both arrays.
-            if unsafe { arch::load(col_indices.add(entry)) } == feature {
-                // SAFETY: as above.
-                found = unsafe { arch::load(values.add(entry)) };
-            }
-        }
-        found
-    };
     let out = Walks { margins, outputs, leaves };
-    // SAFETY: as the caller promises.
-    unsafe { walk_trees(row, trees, num_trees, nodes, out, value) }
+    let (first, count, row) = block_rows(rows);
+    // SAFETY: as the caller promises (no dense rows to stage).
+    let staged = unsafe { stage_in(None, first, count, out, staging & STAGE_MARGINS) };
+    if let Some(row) = row {
+        // SAFETY: `row + 1 <= rows`.
+        let span = unsafe { (arch::load(row_ptr.add(row as usize)), arch::load(row_ptr.add(row as usize + 1))) };
+        // SAFETY: the row's entries are within both arrays (the caller).
+        let value = |feature: u32| unsafe { csr_value(col_indices, values, span, feature) };
+        let row_margins = match staged.margins {
+            Some(shared) => Margins::Shared(shared + 4 * (row - first) as u32 * outputs as u32),
+            None => Margins::Global(margins.wrapping_add(row as usize * outputs as usize)),
+        };
+        // SAFETY: as the caller promises.
+        unsafe { walk_row(row, trees, num_trees, nodes, out, row_margins, value) }
+    }
+    // SAFETY: as `stage_in`.
+    unsafe { stage_out(&staged, first, count, out) }
 }
 
-/// Where the walks of a row go: its margins (`outputs` a row), or, when `leaves` is not null, a leaf
-/// index a tree.
+/// Where the tree kernels write: a leaf value a tree and row (`values[t * rows + row]`), or, when
+/// `leaves` is not null, a leaf index (`leaves[row * leaf_stride + t]`).
 #[derive(Clone, Copy)]
-struct Walks {
-    margins: *mut f32,
-    outputs: u64,
-    leaves: *mut u32,
+pub struct TreeWalks {
+    pub values: *mut f32,
+    pub leaves: *mut u32,
+    pub leaf_stride: u64,
 }
 
-/// Walks each tree for the row, tree after tree: adds the leaf value to the row's margin of the
-/// tree's output (in `f32`, as the CPU predictor adds them), or writes the leaf's index.
+/// A thread a (tree, row) pair, for batches too small to fill the device a thread a row: the
+/// thread `t * rows + row` walks tree `t` for `row` of dense rows and writes its leaf value or
+/// index (see [`TreeWalks`]). [`sum_kernel`] then adds the values to the margins in tree order.
 ///
 /// # Safety
-/// As [`dense_kernel`]'s, for the row `row`.
-#[inline]
-unsafe fn walk_trees(
-    row: u64,
+/// `values` holds `rows * cols` values; the output as [`TreeWalks`] says for `num_trees` trees;
+/// the trees as [`dense_kernel`]'s.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dense_trees_kernel(
+    values: *const f32,
+    rows: u64,
+    cols: u64,
     trees: *const PredictTree,
     num_trees: u64,
     nodes: *const PredictNode,
-    out: Walks,
+    out: TreeWalks,
+) {
+    let index = global_thread();
+    if index >= rows * num_trees {
+        return;
+    }
+    let (t, row) = (index / rows, index % rows);
+    let value = |feature: u32| {
+        if (feature as u64) < cols {
+            // SAFETY: `row < rows` and `feature < cols`.
+            unsafe { arch::load(values.add(row as usize * cols as usize + feature as usize)) }
+        } else {
+            f32::NAN
+        }
+    };
+    // SAFETY: as the caller promises.
+    unsafe { walk_tree(t, row, rows, trees, nodes, out, value) }
+}
+
+/// [`dense_trees_kernel`] over CSR rows (as [`csr_kernel`] reads them).
+///
+/// # Safety
+/// As [`csr_kernel`]'s for the rows and [`dense_trees_kernel`]'s for the rest.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn csr_trees_kernel(
+    row_ptr: *const u64,
+    col_indices: *const u32,
+    values: *const f32,
+    rows: u64,
+    trees: *const PredictTree,
+    num_trees: u64,
+    nodes: *const PredictNode,
+    out: TreeWalks,
+) {
+    let index = global_thread();
+    if index >= rows * num_trees {
+        return;
+    }
+    let (t, row) = (index / rows, index % rows);
+    // SAFETY: `row + 1 <= rows`.
+    let span = unsafe { (arch::load(row_ptr.add(row as usize)), arch::load(row_ptr.add(row as usize + 1))) };
+    // SAFETY: the row's entries are within both arrays (the caller).
+    let value = |feature: u32| unsafe { csr_value(col_indices, values, span, feature) };
+    // SAFETY: as the caller promises.
+    unsafe { walk_tree(t, row, rows, trees, nodes, out, value) }
+}
+
+/// The tree kernels' walk of tree `t` for `row`.
+///
+/// # Safety
+/// As [`dense_trees_kernel`]'s.
+#[inline]
+unsafe fn walk_tree(
+    t: u64,
+    row: u64,
+    rows: u64,
+    trees: *const PredictTree,
+    nodes: *const PredictNode,
+    out: TreeWalks,
     value: impl Fn(u32) -> f32,
 ) {
-    for t in 0..num_trees as usize {
-        // SAFETY: `t < num_trees`; the tree's nodes and output are within bounds (the caller).
-        unsafe {
-            let tree = arch::load(trees.add(t));
-            let (index, leaf) = leaf(nodes, tree, &value);
-            if out.leaves.is_null() {
-                let at = out.margins.add(row as usize * out.outputs as usize + tree.output as usize);
-                arch::store(at, arch::load(at) + leaf.value);
-            } else {
-                arch::store(out.leaves.add(row as usize * num_trees as usize + t), index);
+    // SAFETY: `t < num_trees`, `row < rows`; the outputs as the caller promises.
+    unsafe {
+        let leaf = leaf(nodes, arch::load(trees.add(t as usize)), value);
+        if out.leaves.is_null() {
+            arch::store(out.values.add((t * rows + row) as usize), leaf.value);
+        } else {
+            arch::store(out.leaves.add((row * out.leaf_stride + t) as usize), leaf.id);
+        }
+    }
+}
+
+/// A thread a (output, row) pair: `margins[row * outputs + output] += values[t * rows + row]` for
+/// each of the `num_trees` trees `t` of that output, in tree order (the CPU predictor's `f32`
+/// sums).
+///
+/// # Safety
+/// `values` holds `num_trees * rows` leaf values, `margins` `rows * outputs`; every tree's output
+/// is below `outputs`.
+pub unsafe fn sum_kernel(
+    values: *const f32,
+    rows: u64,
+    trees: *const PredictTree,
+    num_trees: u64,
+    margins: *mut f32,
+    outputs: u64,
+) {
+    let index = global_thread();
+    if index >= rows * outputs {
+        return;
+    }
+    let (output, row) = ((index / rows) as u32, index % rows);
+    // SAFETY: `row < rows`, `output < outputs`, `t < num_trees`.
+    unsafe {
+        let at = margins.add((row * outputs) as usize + output as usize);
+        let mut sum = arch::load(at);
+        for t in 0..num_trees as usize {
+            if arch::load(trees.add(t)).output == output {
+                sum += arch::load(values.add(t * rows as usize + row as usize));
             }
         }
+        arch::store(at, sum);
     }
 }
 

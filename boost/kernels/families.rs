@@ -102,7 +102,10 @@
         name: "predict",
         entry_points: &[
             "boost_predict_csr",
+            "boost_predict_csr_trees",
             "boost_predict_dense",
+            "boost_predict_dense_trees",
+            "boost_predict_sum",
         ],
         ptx: include_bytes!("predict.compute_80.ptx.zst"),
         sass: &[

@@ -259,7 +259,8 @@ fn failed_save_keeps_the_old_file() {
     model.save_json(&path).unwrap();
     let before = std::fs::read(&path).unwrap();
     let mut broken = model.clone();
-    broken.trees[3].split_conditions[0] = f32::NAN;
+    // A child outside its tree: the model does not validate, so nothing is written.
+    broken.trees[3].left_children[0] = 1000;
     assert!(matches!(broken.save_json(&path), Err(Error::Model(m)) if m.contains("tree 3")));
     assert!(std::fs::read(&path).unwrap() == before);
     let missing_dir = dir.join("no/such/dir/model.json");

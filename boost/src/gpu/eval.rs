@@ -6,10 +6,10 @@
 
 use std::ops::Range;
 
-use primitives::{DeviceBuffer, Gpu};
+use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
 use boost_kernels::metric::Transform;
-use boost_kernels::predict::{PredictNode, PredictTree};
+use boost_kernels::predict::{self, PredictNode, PredictTree, DEFAULT_LEFT, LEAF, STAGE_FEATURES, STAGE_MARGINS};
 
 use super::element_config;
 use super::metrics::{InitialMargins, MetricRows};
@@ -20,8 +20,9 @@ use crate::objective::DeviceObjective;
 use crate::tree::Tree;
 use crate::{Error, Result};
 
-/// Trees laid out for the prediction kernels (a boosting round's, or a whole model's): their nodes
-/// one after the other, and each tree's first node and output.
+/// Trees laid out for the prediction kernels (a boosting round's, or a whole model's): each tree's
+/// reachable nodes breadth first (a split's children adjacent and after it, as
+/// [`PredictNode`] says), the trees one after the other, and each tree's first node and output.
 pub struct DeviceTrees {
     trees: DeviceBuffer<PredictTree>,
     nodes: DeviceBuffer<PredictNode>,
@@ -31,31 +32,25 @@ pub struct DeviceTrees {
 }
 
 impl DeviceTrees {
-    /// Uploads `trees` (each with the output it adds to). A child index outside its tree is an
-    /// error, so the kernels' walks stay inside the trees.
+    /// Uploads `trees` (each with the output it adds to). A child outside its tree, a node reached
+    /// twice or a feature index of 2^31 or more is an error, so the kernels' walks stay inside the
+    /// trees.
     pub fn upload(gpu: &Gpu, trees: &[(Tree, u32)]) -> Result<Self> {
         let mut nodes = Vec::with_capacity(trees.iter().map(|(t, _)| t.len()).sum());
         let mut table = Vec::with_capacity(trees.len());
         for (index, (tree, output)) in trees.iter().enumerate() {
-            let n = tree.len();
-            let child = |c: i32| c == -1 || (c >= 0 && (c as usize) < n);
-            if n == 0
-                || n > u32::MAX as usize
-                || !tree.left_children.iter().chain(&tree.right_children).all(|&c| child(c))
-            {
-                return Err(Error::Model(format!("tree {index} of the round: {n} nodes, or a child outside them")));
-            }
-            table.push(PredictTree { first_node: nodes.len() as u32, nodes: n as u32, output: *output, padding: 0 });
-            nodes.extend((0..n).map(|i| PredictNode {
-                left: tree.left_children[i],
-                right: tree.right_children[i],
-                feature: tree.split_indices[i],
-                value: tree.split_conditions[i],
-                default_left: tree.default_left[i] as u32,
-            }));
-        }
-        if nodes.len() > u32::MAX as usize {
-            return Err(Error::Model(format!("{} nodes in one round", nodes.len())));
+            let first_node = nodes.len();
+            lay_out(tree, index, &mut nodes)?;
+            let first = u32::try_from(first_node);
+            let Ok(first_node) = first else {
+                return Err(Error::Model(format!("{} nodes in one upload", nodes.len())));
+            };
+            table.push(PredictTree {
+                first_node,
+                nodes: (nodes.len() - first_node as usize) as u32,
+                output: *output,
+                padding: 0,
+            });
         }
         Ok(DeviceTrees {
             trees: gpu.upload(&table)?,
@@ -64,6 +59,49 @@ impl DeviceTrees {
             outputs: trees.iter().map(|&(_, output)| output as usize + 1).max().unwrap_or(0),
         })
     }
+}
+
+/// Appends the nodes of `tree` that the root reaches, breadth first: each split's children get the
+/// next two places, so the left one's index is all a node keeps (and every child comes after its
+/// parent). Each node keeps its index in `tree` for leaf prediction.
+fn lay_out(tree: &Tree, index: usize, nodes: &mut Vec<PredictNode>) -> Result<()> {
+    let n = tree.len();
+    let bad = |what: String| Error::Model(format!("tree {index} of {n} nodes: {what}"));
+    if n == 0 || n > (u32::MAX / 2) as usize {
+        return Err(bad("no nodes, or too many".into()));
+    }
+    let mut reached = vec![false; n];
+    reached[0] = true;
+    let mut order = vec![0usize];
+    let mut next = 0;
+    while let Some(&id) = order.get(next) {
+        next += 1;
+        let (left, right) = (tree.left_children[id], tree.right_children[id]);
+        if left == -1 {
+            let value = tree.split_conditions[id];
+            nodes.push(PredictNode { left: LEAF, feature: 0, value, id: id as u32 });
+            continue;
+        }
+        for child in [left, right] {
+            if child < 0 || child as usize >= n || std::mem::replace(&mut reached[child as usize], true) {
+                return Err(bad(format!("node {id} has a child {child} outside the tree or reached twice")));
+            }
+        }
+        let feature = tree.split_indices[id];
+        if feature >= DEFAULT_LEFT {
+            return Err(bad(format!("node {id} splits on feature {feature}")));
+        }
+        let flag = if tree.default_left[id] { DEFAULT_LEFT } else { 0 };
+        let first_child = order.len() as u32;
+        order.extend([left as usize, right as usize]);
+        nodes.push(PredictNode {
+            left: first_child,
+            feature: feature | flag,
+            value: tree.split_conditions[id],
+            id: id as u32,
+        });
+    }
+    Ok(())
 }
 
 /// A dataset's features as the prediction kernels read them.
@@ -89,8 +127,7 @@ impl DeviceFeatures {
         })
     }
 
-    /// Walks the trees `range` of `trees` for each of the `rows` rows (one launch): adds their leaf
-    /// values to the margins, tree after tree, or writes their leaf indices.
+    /// Walks the trees `range` of `trees` for each of the `rows` rows: see [`walk_trees`].
     pub(super) fn walk_trees(
         &self,
         gpu: &Gpu,
@@ -98,6 +135,7 @@ impl DeviceFeatures {
         trees: &DeviceTrees,
         range: Range<usize>,
         out: Walks<'_>,
+        launch: Option<PredictLaunch>,
     ) -> Result<()> {
         let view = match self {
             DeviceFeatures::Dense { values, cols } => FeatureView::Dense { values: values.device_ptr(), cols: *cols },
@@ -107,7 +145,7 @@ impl DeviceFeatures {
                 values: values.device_ptr(),
             },
         };
-        walk_trees(gpu, view, rows, trees, range, out)
+        walk_trees(gpu, view, rows, trees, range, out, launch)
     }
 }
 
@@ -120,8 +158,40 @@ pub(super) enum FeatureView {
     Csr { row_ptr: u64, col_indices: u64, values: u64 },
 }
 
-/// Walks the trees `range` of `trees` for each of the `rows` rows of `view` (one launch): adds
-/// their leaf values to the margins, tree after tree, or writes their leaf indices.
+/// The shape of a prediction launch (see `boost_kernels::predict`): a thread a row walking every
+/// tree, or a thread a (tree, row) pair whose leaf values a second kernel sums in tree order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredictLaunch {
+    Rows,
+    Trees,
+}
+
+impl PredictLaunch {
+    /// Fewer rows than this leave most of the device idle a thread a row (an H100 holds 270k
+    /// resident threads), and each row waits on its own long chain of dependent node loads: a
+    /// thread a (tree, row) pair answers sooner. Chosen by `benches/scripts/predict_side_by_side.py`
+    /// (docs/benchmarks.md).
+    const MIN_ROWS_FOR_ROWS: usize = 1 << 17;
+
+    fn for_rows(rows: usize) -> Self {
+        if rows >= Self::MIN_ROWS_FOR_ROWS {
+            PredictLaunch::Rows
+        } else {
+            PredictLaunch::Trees
+        }
+    }
+}
+
+/// The most leaf values the tree launch keeps at once (64 MiB): the trees go in chunks of about
+/// `LEAF_VALUES / rows`.
+const LEAF_VALUES: usize = 16 << 20;
+
+/// Dynamic shared memory a row launch may stage in (the default limit of a block).
+const STAGE_BYTES: usize = 48 << 10;
+
+/// Walks the trees `range` of `trees` for each of the `rows` rows of `view`: adds their leaf values
+/// to the margins, tree after tree, or writes their leaf indices. `launch` picks the kernels'
+/// shape (`None`: by the row count); leaf indices always take a thread a (tree, row).
 pub(super) fn walk_trees(
     gpu: &Gpu,
     view: FeatureView,
@@ -129,11 +199,12 @@ pub(super) fn walk_trees(
     trees: &DeviceTrees,
     range: Range<usize>,
     out: Walks<'_>,
+    launch: Option<PredictLaunch>,
 ) -> Result<()> {
     if range.end > trees.count || range.start > range.end {
         return Err(Error::InvalidData(format!("trees {range:?} of {}", trees.count)));
     }
-    let (margins, outputs, leaves) = match out {
+    match out {
         Walks::Margins { margins, outputs } => {
             if trees.outputs > outputs || margins.len() != rows * outputs {
                 return Err(Error::InvalidData(format!(
@@ -142,35 +213,148 @@ pub(super) fn walk_trees(
                     trees.outputs
                 )));
             }
-            (margins.device_ptr(), outputs, 0)
+            if rows == 0 || range.is_empty() {
+                return Ok(());
+            }
+            match launch.unwrap_or(PredictLaunch::for_rows(rows)) {
+                PredictLaunch::Rows => walk_rows(gpu, view, rows, trees, range, margins.device_ptr(), outputs),
+                PredictLaunch::Trees => sum_tree_walks(gpu, view, rows, trees, range, margins.device_ptr(), outputs),
+            }
         }
         Walks::Leaves(leaves) => {
             if leaves.len() != rows * range.len() {
                 return Err(Error::InvalidData(format!("{} leaves for {rows} rows of {range:?}", leaves.len())));
             }
-            (0, trees.outputs, leaves.device_ptr())
+            if rows == 0 || range.is_empty() {
+                return Ok(());
+            }
+            let stride = range.len() as u64;
+            walk_each_tree(gpu, view, rows, trees, range, (0, leaves.device_ptr(), stride))
         }
-    };
-    if rows == 0 || range.is_empty() {
-        return Ok(());
     }
-    let first = trees.trees.device_ptr() + (range.start * size_of::<PredictTree>()) as u64;
-    let tail = [first, range.len() as u64, trees.nodes.device_ptr(), margins, outputs as u64, leaves];
-    let config = element_config(rows)?;
+}
+
+/// The device address of tree `t` of `trees`.
+fn tree_address(trees: &DeviceTrees, t: usize) -> u64 {
+    trees.trees.device_ptr() + (t * size_of::<PredictTree>()) as u64
+}
+
+/// A thread a row: the row kernels, with the block's dense rows and (for several outputs) its
+/// margins staged in shared memory when they fit.
+fn walk_rows(
+    gpu: &Gpu,
+    view: FeatureView,
+    rows: usize,
+    trees: &DeviceTrees,
+    range: Range<usize>,
+    margins: u64,
+    outputs: usize,
+) -> Result<()> {
+    let cols = match view {
+        FeatureView::Dense { cols, .. } => Some(cols),
+        FeatureView::Csr { .. } => None,
+    };
+    let wanted = if cols.is_some() { STAGE_FEATURES } else { 0 } | if outputs > 1 { STAGE_MARGINS } else { 0 };
+    // The most threads a block (down to a warp) whose staging fits, dropping the rows' staging
+    // and then the margins' when nothing fits.
+    let fits = |threads: usize, staging: u64| {
+        predict::staged_bytes(threads, cols.unwrap_or(0), outputs, staging) <= STAGE_BYTES
+    };
+    let (threads, staging) = [wanted, wanted & STAGE_MARGINS, 0]
+        .into_iter()
+        .find_map(|staging| [256usize, 128, 64, 32].into_iter().find(|&t| fits(t, staging)).map(|t| (t, staging)))
+        .unwrap_or((256, 0));
+    let blocks = rows.div_ceil(threads);
+    if blocks > i32::MAX as usize {
+        return Err(Error::InvalidData(format!("{rows} rows are too many for one launch")));
+    }
+    let shared = predict::staged_bytes(threads, cols.unwrap_or(0), outputs, staging);
+    let config = LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: shared as u32,
+    };
+    let tail = [
+        tree_address(trees, range.start),
+        range.len() as u64,
+        trees.nodes.device_ptr(),
+        margins,
+        outputs as u64,
+        0,
+        staging,
+    ];
     match view {
         FeatureView::Dense { values, cols } => {
             let mut args = vec![values, rows as u64, cols as u64];
             args.extend(tail);
-            // SAFETY: `rows * cols` values and `rows * outputs` margins (or a leaf a row and tree);
-            // the trees' nodes and outputs were checked when uploaded and above.
+            // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
+            // outputs were checked when uploaded and by the caller; the staging fits `shared`.
             unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
         }
         FeatureView::Csr { row_ptr, col_indices, values } => {
             let mut args = vec![row_ptr, col_indices, values, rows as u64];
             args.extend(tail);
             // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked before the
-            // upload), the margins or leaves and the trees as above.
+            // upload), the margins and the trees as above.
             unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
+        }
+    }
+    Ok(())
+}
+
+/// A thread a (tree, row), the trees in chunks: each chunk's leaf values, then their sums into the
+/// margins in tree order.
+fn sum_tree_walks(
+    gpu: &Gpu,
+    view: FeatureView,
+    rows: usize,
+    trees: &DeviceTrees,
+    range: Range<usize>,
+    margins: u64,
+    outputs: usize,
+) -> Result<()> {
+    let chunk = (LEAF_VALUES / rows).clamp(1, range.len());
+    let values = gpu.alloc_uninitialized::<f32>(chunk * rows)?;
+    let config = element_config(rows * outputs)?;
+    for first in range.clone().step_by(chunk) {
+        let chunk = first..(first + chunk).min(range.end);
+        let count = chunk.len() as u64;
+        walk_each_tree(gpu, view, rows, trees, chunk.clone(), (values.device_ptr(), 0, 0))?;
+        let args = [values.device_ptr(), rows as u64, tree_address(trees, chunk.start), count, margins, outputs as u64];
+        // SAFETY: `count * rows` leaf values just written, `rows * outputs` margins, every tree's
+        // output below `outputs` (checked by the caller).
+        unsafe { gpu.launch(crate::KERNELS, "boost_predict_sum", config, &args)? };
+    }
+    Ok(())
+}
+
+/// A thread a (tree, row) of the trees `range`: `(values, leaves, leaf_stride)` as
+/// `boost_kernels::predict::TreeWalks` (`values` holds `range.len() * rows` floats, or `leaves`
+/// `rows * leaf_stride` indices, `leaf_stride >= range.len()`).
+fn walk_each_tree(
+    gpu: &Gpu,
+    view: FeatureView,
+    rows: usize,
+    trees: &DeviceTrees,
+    range: Range<usize>,
+    (values_out, leaves, stride): (u64, u64, u64),
+) -> Result<()> {
+    let config = element_config(rows * range.len())?;
+    let tail =
+        [tree_address(trees, range.start), range.len() as u64, trees.nodes.device_ptr(), values_out, leaves, stride];
+    match view {
+        FeatureView::Dense { values, cols } => {
+            let mut args = vec![values, rows as u64, cols as u64];
+            args.extend(tail);
+            // SAFETY: `rows * cols` values; the outputs as the caller sized them; the trees as
+            // `walk_trees` checked.
+            unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense_trees", config, &args)? };
+        }
+        FeatureView::Csr { row_ptr, col_indices, values } => {
+            let mut args = vec![row_ptr, col_indices, values, rows as u64];
+            args.extend(tail);
+            // SAFETY: checked CSR offsets (see `walk_rows`); the rest as above.
+            unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr_trees", config, &args)? };
         }
     }
     Ok(())
@@ -211,7 +395,7 @@ impl DeviceEvalSet {
     pub fn add_trees(&mut self, gpu: &Gpu, trees: &DeviceTrees) -> Result<()> {
         let (rows, outputs) = (self.set.rows, self.set.outputs);
         let walks = Walks::Margins { margins: &self.set.margins, outputs };
-        self.features.walk_trees(gpu, rows, trees, 0..trees.count, walks)
+        self.features.walk_trees(gpu, rows, trees, 0..trees.count, walks, None)
     }
 
     /// `metric` of the set's predictions; see `MetricRows::evaluate`.

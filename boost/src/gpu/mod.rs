@@ -41,7 +41,7 @@ use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder}
 use crate::tree::Tree;
 use crate::{Error, Result};
 use adaptive::{AdaptiveScratch, ResidualInputs};
-pub use eval::{DeviceEvalSet, DeviceTrees};
+pub use eval::{DeviceEvalSet, DeviceTrees, PredictLaunch};
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
 pub use predict::DeviceModel;

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use primitives::{DeviceBuffer, Gpu};
 
-use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, Walks};
+use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, PredictLaunch, Walks};
 use super::metrics::InitialMargins;
 use crate::data::FeatureMatrix;
 use crate::model::{check_features, trees_of_rounds, Model};
@@ -23,6 +23,7 @@ pub struct DeviceModel {
     outputs: usize,
     num_feature: usize,
     base_score: Vec<f32>,
+    launch: Option<PredictLaunch>,
 }
 
 impl DeviceModel {
@@ -37,7 +38,15 @@ impl DeviceModel {
             outputs: model.num_outputs(),
             num_feature: model.num_feature,
             base_score: model.base_score.clone(),
+            launch: None,
         })
+    }
+
+    /// Fixes the shape of the margin launches (`None`: by the batch's row count, the default).
+    /// For the benchmark that chose the threshold between them, and for tests.
+    #[doc(hidden)]
+    pub fn set_launch(&mut self, launch: Option<PredictLaunch>) {
+        self.launch = launch;
     }
 
     /// [`Model::predict_margin`] on the device: raw margins, `rows * outputs` row-major, each row
@@ -59,7 +68,8 @@ impl DeviceModel {
             return Ok(Vec::new());
         }
         let device_features = DeviceFeatures::upload(gpu, features)?;
-        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Margins { margins: &margins, outputs })?;
+        let walks = Walks::Margins { margins: &margins, outputs };
+        device_features.walk_trees(gpu, rows, &self.trees, trees, walks, self.launch)?;
         Ok(margins.to_vec(gpu)?)
     }
 
@@ -87,7 +97,8 @@ impl DeviceModel {
         let trees = self.tree_range(iteration_range)?;
         let margins = self.initial_margins(gpu, rows, base_margin, prob_to_margin)?;
         let view = FeatureView::Dense { values: values.device_ptr(), cols };
-        walk_trees(gpu, view, rows, &self.trees, trees, Walks::Margins { margins: &margins, outputs: self.outputs })?;
+        let walks = Walks::Margins { margins: &margins, outputs: self.outputs };
+        walk_trees(gpu, view, rows, &self.trees, trees, walks, self.launch)?;
         Ok(margins)
     }
 
@@ -134,7 +145,7 @@ impl DeviceModel {
         }
         let leaves = gpu.alloc_uninitialized::<u32>(rows * trees.len())?;
         let device_features = DeviceFeatures::upload(gpu, features)?;
-        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Leaves(&leaves))?;
+        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Leaves(&leaves), None)?;
         Ok(leaves.to_vec(gpu)?)
     }
 

@@ -25,6 +25,7 @@
 //! the reader here. Files without `iteration_indptr` (before 2.0) get one round per
 //! `num_parallel_tree * outputs` trees.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -52,7 +53,7 @@ impl Model {
     pub fn load_json(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let value: Value = serde_json::from_slice(&text)
+        let value: Value = serde_json::from_slice(&quote_non_finite(&text))
             .map_err(|e| Error::Model(format!("{}: not a JSON model: {e}", path.display())))?;
         Self::from_json_value(&value).map_err(|e| match e {
             Error::Model(m) => Error::Model(format!("{}: {m}", path.display())),
@@ -62,7 +63,8 @@ impl Model {
 
     /// A model from the text of an XGBoost JSON model.
     pub fn from_json_str(text: &str) -> Result<Self> {
-        let value: Value = serde_json::from_str(text).map_err(|e| Error::Model(format!("not a JSON model: {e}")))?;
+        let value: Value = serde_json::from_slice(&quote_non_finite(text.as_bytes()))
+            .map_err(|e| Error::Model(format!("not a JSON model: {e}")))?;
         Self::from_json_value(&value)
     }
 
@@ -206,8 +208,9 @@ impl Model {
     }
 
     /// The model as XGBoost 3.2's JSON text (compact, keys sorted, as XGBoost writes it: a file that
-    /// XGBoost wrote and this crate read is written back byte for byte). Fails with [`Error::Model`]
-    /// when the model does not validate or holds a non-finite float (JSON has none).
+    /// XGBoost wrote and this crate read is written back byte for byte; a non-finite float of a tree
+    /// as XGBoost writes it, `-Infinity`, `Infinity` or `NaN`). Fails with [`Error::Model`] when the
+    /// model does not validate or its base score is not finite.
     pub fn to_json_string(&self) -> Result<String> {
         self.validate()?;
         let mut w = String::with_capacity(256 + self.trees.iter().map(|t| t.len() * 120).sum::<usize>());
@@ -263,7 +266,7 @@ impl Model {
 
     /// The model as a parsed XGBoost JSON document (the text of [`Model::to_json_string`], parsed).
     pub fn to_json_value(&self) -> Result<Value> {
-        serde_json::from_str(&self.to_json_string()?).map_err(json_error)
+        serde_json::from_slice(&quote_non_finite(self.to_json_string()?.as_bytes())).map_err(json_error)
     }
 
     /// Writes the model as an XGBoost 3.2 JSON file. The text goes to a temporary file in the same
@@ -355,7 +358,50 @@ fn parse_base_score(v: &Value, outputs: usize) -> Result<Vec<f32>> {
     }
 }
 
+/// XGBoost writes a non-finite float as a bare `NaN`, `Infinity` or `-Infinity` (GPU-trained trees
+/// have `-Infinity` split conditions: every present value goes right), which JSON lacks: outside
+/// strings, these tokens are quoted so that serde_json reads them as strings, which [`float`] takes.
+fn quote_non_finite(text: &[u8]) -> Cow<'_, [u8]> {
+    const TOKENS: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
+    if !text.windows(3).any(|w| w == b"NaN" || w == b"Inf") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(text.len() + 64);
+    let (mut i, mut in_string) = (0, false);
+    while i < text.len() {
+        let byte = text[i];
+        if in_string {
+            out.push(byte);
+            if byte == b'\\' && i + 1 < text.len() {
+                out.push(text[i + 1]);
+                i += 1;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+            i += 1;
+            continue;
+        }
+        if let Some(token) = TOKENS.iter().find(|t| text[i..].starts_with(t)) {
+            out.push(b'"');
+            out.extend_from_slice(token);
+            out.push(b'"');
+            i += token.len();
+            continue;
+        }
+        in_string = byte == b'"';
+        out.push(byte);
+        i += 1;
+    }
+    Cow::Owned(out)
+}
+
 fn float(v: &Value, path: &str) -> Result<f32> {
+    match v.as_str() {
+        Some("NaN") => return Ok(f32::NAN),
+        Some("Infinity") => return Ok(f32::INFINITY),
+        Some("-Infinity") => return Ok(f32::NEG_INFINITY),
+        _ => {}
+    }
     let x = v.as_f64().ok_or_else(|| Error::Model(format!("`{path}` is {v}, not a number")))?;
     // Narrowing the parsed double gives back the `f32` that XGBoost printed (its shortest decimal).
     let f = x as f32;
@@ -546,26 +592,28 @@ pub(crate) fn write_float(w: &mut String, x: f32) {
 }
 
 /// Floats as XGBoost writes them: the shortest decimal that reads back to the same `f32`, in
-/// scientific notation (`-6.253355E-1`, `0E0`).
-fn write_floats(w: &mut String, v: &[f32], tree: usize, field: &str) -> Result<()> {
+/// scientific notation (`-6.253355E-1`, `0E0`); non-finite ones as XGBoost's bare `NaN`,
+/// `Infinity`, `-Infinity`.
+fn write_floats(w: &mut String, v: &[f32]) {
     w.push('[');
     for (i, &x) in v.iter().enumerate() {
-        if !x.is_finite() {
-            return Err(Error::Model(format!("tree {tree}: `{field}[{i}]` is {x}, which JSON cannot hold")));
-        }
         if i > 0 {
             w.push(',');
         }
-        write_float(w, x);
+        match x {
+            x if x.is_nan() => w.push_str("NaN"),
+            f32::INFINITY => w.push_str("Infinity"),
+            f32::NEG_INFINITY => w.push_str("-Infinity"),
+            x => write_float(w, x),
+        }
     }
     w.push(']');
-    Ok(())
 }
 
 fn write_tree(w: &mut String, tree: &Tree, id: usize, num_feature: usize) -> Result<()> {
     let n = tree.len();
     w.push_str("{\"base_weights\":");
-    write_floats(w, &tree.base_weights, id, "base_weights")?;
+    write_floats(w, &tree.base_weights);
     w.push_str(
         ",\"categories\":[],\"categories_nodes\":[],\"categories_segments\":[],\"categories_sizes\":[],\"default_left\":",
     );
@@ -573,19 +621,19 @@ fn write_tree(w: &mut String, tree: &Tree, id: usize, num_feature: usize) -> Res
     let _ = write!(w, ",\"id\":{id},\"left_children\":");
     write_ints(w, &tree.left_children);
     w.push_str(",\"loss_changes\":");
-    write_floats(w, &tree.loss_changes, id, "loss_changes")?;
+    write_floats(w, &tree.loss_changes);
     w.push_str(",\"parents\":");
     write_ints(w, &tree.parents);
     w.push_str(",\"right_children\":");
     write_ints(w, &tree.right_children);
     w.push_str(",\"split_conditions\":");
-    write_floats(w, &tree.split_conditions, id, "split_conditions")?;
+    write_floats(w, &tree.split_conditions);
     w.push_str(",\"split_indices\":");
     write_ints(w, &tree.split_indices);
     w.push_str(",\"split_type\":");
     write_ints(w, &vec![0u8; n]);
     w.push_str(",\"sum_hessian\":");
-    write_floats(w, &tree.sum_hessian, id, "sum_hessian")?;
+    write_floats(w, &tree.sum_hessian);
     // XGBoost counts the nodes its pruner deleted by their marker split index (never the root).
     let deleted = tree.split_indices.iter().skip(1).filter(|&&s| s == DELETED_SPLIT_INDEX).count();
     let _ = write!(

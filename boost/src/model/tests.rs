@@ -140,13 +140,30 @@ fn built_model_round_trips_through_json() {
     assert!(text.contains(r#""base_score":"[5E-1,-1E0]""#), "{text}");
 }
 
+/// XGBoost writes non-finite tree floats as bare `-Infinity`, `Infinity`, `NaN` (its GPU trees
+/// split at `-Infinity` when every present value goes right): read, predicted with, and written
+/// back the same; a non-finite base score stays an error, and the tokens inside strings are text.
 #[test]
-fn non_finite_values_cannot_be_written() {
+fn non_finite_tree_values_are_xgboosts_tokens() {
     let mut m = two_output_model();
+    m.trees[1].split_conditions[0] = f32::NEG_INFINITY;
     m.trees[1].loss_changes[0] = f32::INFINITY;
-    let err = m.to_json_string().unwrap_err().to_string();
-    assert!(err.contains("tree 1") && err.contains("loss_changes[0]"), "{err}");
-    m.trees[1].loss_changes[0] = 0.0;
+    m.trees[0].sum_hessian[1] = f32::NAN;
+    m.attributes.insert("note".into(), "NaN -Infinity \"Infinity\"".into());
+    let text = m.to_json_string().unwrap();
+    assert!(text.contains(r#""split_conditions":[-Infinity,"#), "{text}");
+    assert!(text.contains(r#""loss_changes":[Infinity,"#), "{text}");
+    let back = Model::from_json_str(&text).unwrap();
+    assert_eq!(back.trees[1].split_conditions[0], f32::NEG_INFINITY);
+    assert_eq!(back.trees[1].loss_changes[0], f32::INFINITY);
+    assert!(back.trees[0].sum_hessian[1].is_nan());
+    assert_eq!(back.attributes["note"], m.attributes["note"]);
+    assert_eq!(back.to_json_string().unwrap(), text);
+    // Tree 1 (output 1) at `-Infinity` sends every present value of feature 1 right (`-1e30` went
+    // left at 0), and missing ones too (its default); tree 0 (output 0) sends both rows left.
+    let x = dense(2, 2, vec![0.0, -1e30, f32::NAN, f32::NAN]);
+    let margins = back.predict_margin(&x, None, |b| b, (0, 1)).unwrap();
+    assert_eq!(margins, vec![0.5 - 1.0, -1.0 + 0.75, 0.5 - 1.0, -1.0 + 0.75]);
     m.base_score[1] = f32::NAN;
     assert!(m.to_json_string().unwrap_err().to_string().contains("base_score[1]"));
 }

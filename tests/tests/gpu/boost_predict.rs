@@ -8,7 +8,7 @@ use std::path::Path;
 
 use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
 use boost::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
-use boost::gpu::DeviceModel;
+use boost::gpu::{DeviceModel, PredictLaunch};
 use boost::learner::{train, TrainOptions};
 use boost::model::Model;
 use boost::param::Params;
@@ -43,11 +43,19 @@ fn csr(m: &DenseMatrix) -> CsrMatrix {
     csr
 }
 
-/// Asserts the device's margins are the host's for every iteration range of interest, dense and CSR.
+/// Asserts the device's margins are the host's for every iteration range of interest, dense and CSR,
+/// with either shape of launch.
 fn assert_same_margins(case: &str, model: &Model, dense: DenseMatrix, gpu: &primitives::Gpu) {
+    for launch in [None, Some(PredictLaunch::Rows), Some(PredictLaunch::Trees)] {
+        let mut device = DeviceModel::upload(gpu, model).expect("upload");
+        device.set_launch(launch);
+        assert_same_margins_of(&format!("{case}, launch {launch:?}"), model, &device, dense.clone(), gpu);
+    }
+}
+
+fn assert_same_margins_of(case: &str, model: &Model, device: &DeviceModel, dense: DenseMatrix, gpu: &primitives::Gpu) {
     let objective = boost::objective::from_json(&model.objective).expect("objective");
     let to_margin = |b| objective.prob_to_margin(b);
-    let device = DeviceModel::upload(gpu, model).expect("upload");
     let rounds = model.num_rounds();
     let outputs = model.num_outputs();
     let base_margin: Vec<f32> = (0..dense.rows * outputs).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
@@ -93,8 +101,14 @@ fn assert_same_margins(case: &str, model: &Model, dense: DenseMatrix, gpu: &prim
 fn device_predictions_are_the_cpu_predictors() {
     let gpu = gpu();
     for case in ["binary_logistic", "reg_squarederror", "multi_softprob", "reg_exact_forest", "legacy_2x_multi"] {
-        let model = Model::load_json(fixture(&format!("{case}.model.json"))).expect("model");
+        let mut model = Model::load_json(fixture(&format!("{case}.model.json"))).expect("model");
         assert_same_margins(case, &model, rows(case), &gpu);
+        // XGBoost's GPU trees split at -Infinity (every present value right); +Infinity sends
+        // every finite value left.
+        for (t, tree) in model.trees.iter_mut().enumerate().filter(|(_, tree)| tree.left_children[0] != -1) {
+            tree.split_conditions[0] = if t % 2 == 0 { f32::NEG_INFINITY } else { f32::INFINITY };
+        }
+        assert_same_margins(&format!("{case} at infinite roots"), &model, rows(case), &gpu);
     }
     // A model of ours, 3 classes, predicted on rows of one column fewer than it was trained on.
     let spec = SyntheticSpec {
