@@ -505,10 +505,10 @@ kernel! {
         margins: *mut f32,
         outputs: u64,
         leaves: *mut u32,
-        staging: u64,
+        stage: u64,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs, leaves, staging) }
+        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs, leaves, stage) }
     }
 }
 
@@ -525,13 +525,10 @@ kernel! {
         margins: *mut f32,
         outputs: u64,
         leaves: *mut u32,
-        staging: u64,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe {
-            predict::csr_kernel(
-                row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs, leaves, staging,
-            )
+            predict::csr_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs, leaves)
         }
     }
 }

@@ -5,7 +5,7 @@
 //! for bit. A training run keeps its evaluation sets' margins up to date with these kernels.
 //!
 //! Two shapes of launch: a thread a row walking every tree ([`dense_kernel`], [`csr_kernel`]; the
-//! block's rows and margins staged in shared memory) for batches that fill the device, and a
+//! block's dense rows staged in shared memory) for batches that fill the device, and a
 //! thread a (tree, row) pair ([`dense_trees_kernel`], [`csr_trees_kernel`]) writing leaf values that
 //! [`sum_kernel`] adds in tree order, for small batches, where a thread a row would leave most of
 //! the device idle and wait on one long chain of dependent loads a row.
@@ -94,78 +94,30 @@ unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32)
     node
 }
 
-/// What the row kernels ([`dense_kernel`], [`csr_kernel`]) keep in the block's dynamic shared
-/// memory: the block's dense rows ([`STAGE_FEATURES`], each row `cols | 1` words apart so that the
-/// lanes reading one feature of their rows hit distinct banks) and after them its margins
-/// ([`STAGE_MARGINS`], `outputs` a row).
-pub const STAGE_FEATURES: u64 = 1;
-/// See [`STAGE_FEATURES`].
-pub const STAGE_MARGINS: u64 = 2;
-
-/// The dynamic shared memory, in bytes, that a row kernel block of `threads` needs for `staging`.
-pub fn staged_bytes(threads: usize, cols: usize, outputs: usize, staging: u64) -> usize {
-    let features = if staging & STAGE_FEATURES != 0 { cols | 1 } else { 0 };
-    let margins = if staging & STAGE_MARGINS != 0 { outputs } else { 0 };
-    threads * (features + margins) * 4
-}
-
-/// Where the walks of a launch go: the rows' margins (`outputs` a row), or, when `leaves` is not
-/// null, a leaf index a tree (`rows x num_trees`, row-major).
-#[derive(Clone, Copy)]
-struct Walks {
-    margins: *mut f32,
-    outputs: u64,
-    leaves: *mut u32,
-}
-
-/// A row's margins, in global memory or staged in shared memory.
-#[derive(Clone, Copy)]
-enum Margins {
-    Global(*mut f32),
-    /// The `.shared` address of the row's first margin.
-    Shared(u32),
-}
-
-impl Margins {
-    /// # Safety
-    /// `output` is below the launch's `outputs`.
-    unsafe fn load(self, output: u32) -> f32 {
-        // SAFETY: as the caller promises, within the row's margins.
-        unsafe {
-            match self {
-                Margins::Global(row) => arch::load(row.add(output as usize)),
-                Margins::Shared(row) => arch::load_shared(row + 4 * output),
-            }
-        }
-    }
-
-    /// # Safety
-    /// As [`Margins::load`].
-    unsafe fn store(self, output: u32, value: f32) {
-        // SAFETY: as the caller promises.
-        unsafe {
-            match self {
-                Margins::Global(row) => arch::store(row.add(output as usize), value),
-                Margins::Shared(row) => arch::store_shared(row + 4 * output, value),
-            }
-        }
-    }
+/// The dynamic shared memory, in bytes, that a row kernel block of `threads` needs to stage its
+/// dense rows of `cols` values (each row `cols | 1` words apart, so that the lanes reading one
+/// feature of their rows hit distinct banks).
+pub fn staged_bytes(threads: usize, cols: usize) -> usize {
+    threads * (cols | 1) * 4
 }
 
 /// The row kernels' walk of one row over the `num_trees` trees, in order: each leaf value added to
-/// the margin of its tree's output in `f32`, as the CPU predictor adds them (a run of trees of one
-/// output keeps its margin in a register), or each leaf's index written.
+/// the margin of its tree's output in `f32`, as the CPU predictor adds them, or each leaf's index
+/// written. A run of trees of one output keeps its margin in a register: the host groups a
+/// launch's trees by output (keeping their order within an output, which is all the sums depend
+/// on), so each margin is read and written once.
 ///
 /// # Safety
-/// The trees' nodes and outputs are within bounds; `margins` (or `out.leaves`) is the row's.
+/// The trees' nodes and outputs are within bounds; `margins` points at the row's margins, or
+/// `leaves` (when not null) at `rows * num_trees` indices.
 #[inline]
 unsafe fn walk_row(
     row: u64,
     trees: *const PredictTree,
     num_trees: u64,
     nodes: *const PredictNode,
-    out: Walks,
-    margins: Margins,
+    leaves: *mut u32,
+    margins: *mut f32,
     value: impl Fn(u32) -> f32,
 ) {
     let mut run: Option<(u32, f32)> = None;
@@ -174,112 +126,45 @@ unsafe fn walk_row(
         unsafe {
             let tree = arch::load(trees.add(t));
             let leaf = leaf(nodes, tree, &value);
-            if !out.leaves.is_null() {
-                arch::store(out.leaves.add(row as usize * num_trees as usize + t), leaf.id);
+            if !leaves.is_null() {
+                arch::store(leaves.add(row as usize * num_trees as usize + t), leaf.id);
                 continue;
             }
             run = Some(match run {
                 Some((output, sum)) if output == tree.output => (output, sum + leaf.value),
                 previous => {
                     if let Some((output, sum)) = previous {
-                        margins.store(output, sum);
+                        arch::store(margins.add(output as usize), sum);
                     }
-                    (tree.output, margins.load(tree.output) + leaf.value)
+                    (tree.output, arch::load(margins.add(tree.output as usize)) + leaf.value)
                 }
             });
         }
     }
     if let Some((output, sum)) = run {
         // SAFETY: as above.
-        unsafe { margins.store(output, sum) };
+        unsafe { arch::store(margins.add(output as usize), sum) };
     }
 }
 
-/// Copies `words` words between global memory and the block's shared memory at `shared`, the
-/// block's threads striding over them (coalesced); `to_shared` picks the direction. Word `k` sits
-/// at `shared + 4 * (k / cols * stride + k % cols)`.
+/// Stages the block's dense rows `first_row..first_row + block_rows` in shared memory (see
+/// [`staged_bytes`]), the block's threads striding over the values (coalesced), and waits for the
+/// block: the rows' `.shared` address.
 ///
 /// # Safety
-/// Both ranges are valid for the copy.
-unsafe fn copy_block(global: *mut f32, shared: u32, words: u32, (cols, stride): (u32, u32), to_shared: bool) {
+/// The dynamic shared memory holds [`staged_bytes`] for the block; `values` holds the rows.
+unsafe fn stage_rows(values: *const f32, cols: u32, first_row: u64, block_rows: u32) -> u32 {
+    let shared = arch::shared_address(arch::dynamic_shared_memory());
+    let global = values.wrapping_add(first_row as usize * cols as usize);
     let mut k = arch::thread_idx_x();
-    while k < words {
-        let at = shared + 4 * (k / cols * stride + k % cols);
-        // SAFETY: `k < words`, within both ranges (the caller).
-        unsafe {
-            if to_shared {
-                arch::store_shared(at, arch::load(global.add(k as usize)));
-            } else {
-                arch::store(global.add(k as usize), arch::load_shared::<f32>(at));
-            }
-        }
+    while k < block_rows * cols {
+        let at = shared + 4 * (k / cols * (cols | 1) + k % cols);
+        // SAFETY: `k` is a value of the block's rows, and its place within the staged rows.
+        unsafe { arch::store_shared(at, arch::load(global.add(k as usize))) };
         k += arch::block_dim_x();
     }
-}
-
-/// The block's staged rows and margins (see [`STAGE_FEATURES`]): their `.shared` addresses, after
-/// the copy in (and the barrier) when `staging` asks for them.
-struct Staged {
-    features: Option<u32>,
-    margins: Option<u32>,
-}
-
-/// Stages the block's rows `first_row..first_row + block_rows` (dense `values` when given) and
-/// margins as `staging` asks, then waits for the block.
-///
-/// # Safety
-/// The dynamic shared memory holds [`staged_bytes`]; `values` (when given) and `out.margins` hold
-/// the rows.
-unsafe fn stage_in(
-    values: Option<(*const f32, u64)>,
-    first_row: u64,
-    block_rows: u32,
-    out: Walks,
-    staging: u64,
-) -> Staged {
-    let threads = arch::block_dim_x();
-    let base = arch::shared_address(arch::dynamic_shared_memory());
-    let mut staged = Staged { features: None, margins: None };
-    let mut next = base;
-    if let (Some((values, cols)), true) = (values, staging & STAGE_FEATURES != 0) {
-        let cols = cols as u32;
-        // SAFETY: the block's rows are within `values`, the staged rows within the shared memory.
-        unsafe {
-            let global = values.add(first_row as usize * cols as usize) as *mut f32;
-            copy_block(global, next, block_rows * cols, (cols, cols | 1), true);
-        }
-        staged.features = Some(next);
-        next += 4 * threads * (cols | 1);
-    }
-    if staging & STAGE_MARGINS != 0 && out.leaves.is_null() {
-        let outputs = out.outputs as u32;
-        // SAFETY: as above, for the block's margins.
-        unsafe {
-            let global = out.margins.add(first_row as usize * outputs as usize);
-            copy_block(global, next, block_rows * outputs, (outputs, outputs), true);
-        }
-        staged.margins = Some(next);
-    }
-    if staging != 0 {
-        arch::sync_threads();
-    }
-    staged
-}
-
-/// Writes the block's staged margins back (after a barrier).
-///
-/// # Safety
-/// As [`stage_in`]'s, which returned `staged`.
-unsafe fn stage_out(staged: &Staged, first_row: u64, block_rows: u32, out: Walks) {
-    if let Some(shared) = staged.margins {
-        arch::sync_threads();
-        let outputs = out.outputs as u32;
-        // SAFETY: as the caller promises.
-        unsafe {
-            let global = out.margins.add(first_row as usize * outputs as usize);
-            copy_block(global, shared, block_rows * outputs, (outputs, outputs), false);
-        }
-    }
+    arch::sync_threads();
+    shared
 }
 
 /// The block's first row, its row count and this thread's row (`None` past the last).
@@ -294,13 +179,13 @@ fn block_rows(rows: u64) -> (u64, u32, Option<u64>) {
 /// A thread a row: `margins[row * outputs + tree.output] += ` the leaf value of each of the
 /// `num_trees` trees, in order, for every row of a dense row-major matrix of `rows x cols` values (a
 /// feature at or past `cols` is missing); or, when `leaves` is not null, `leaves[row * num_trees +
-/// t]` = the index of the leaf the row reaches in tree `t` (`margins` is then not read). The
-/// block's rows and margins are staged in shared memory as `staging` says.
+/// t]` = the index of the leaf the row reaches in tree `t` (`margins` is then not read). With
+/// `stage` not 0, the block's rows are first staged in shared memory.
 ///
 /// # Safety
 /// `values` holds `rows * cols` values, `margins` `rows * outputs` (or `leaves` `rows *
-/// num_trees`); every tree has nodes, all within `nodes`, and an `output` below `outputs`; the
-/// dynamic shared memory holds [`staged_bytes`].
+/// num_trees`); every tree has nodes, all within `nodes`, and an `output` below `outputs`; with
+/// `stage`, the dynamic shared memory holds [`staged_bytes`].
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn dense_kernel(
     values: *const f32,
@@ -312,35 +197,28 @@ pub unsafe fn dense_kernel(
     margins: *mut f32,
     outputs: u64,
     leaves: *mut u32,
-    staging: u64,
+    stage: u64,
 ) {
-    let out = Walks { margins, outputs, leaves };
     let (first, count, row) = block_rows(rows);
     // SAFETY: as the caller promises.
-    let staged = unsafe { stage_in(Some((values, cols)), first, count, out, staging) };
-    if let Some(row) = row {
-        let local = (row - first) as u32;
-        let value = |feature: u32| {
-            if (feature as u64) >= cols {
-                return f32::NAN;
+    let staged = (stage != 0).then(|| unsafe { stage_rows(values, cols as u32, first, count) });
+    let Some(row) = row else { return };
+    let local = (row - first) as u32;
+    let value = |feature: u32| {
+        if (feature as u64) >= cols {
+            return f32::NAN;
+        }
+        // SAFETY: `row < rows` and `feature < cols`; a staged row is within the shared memory.
+        unsafe {
+            match staged {
+                Some(shared) => arch::load_shared(shared + 4 * (local * (cols as u32 | 1) + feature)),
+                None => arch::load(values.add(row as usize * cols as usize + feature as usize)),
             }
-            // SAFETY: `row < rows` and `feature < cols`; a staged row is within the shared memory.
-            unsafe {
-                match staged.features {
-                    Some(shared) => arch::load_shared(shared + 4 * (local * (cols as u32 | 1) + feature)),
-                    None => arch::load(values.add(row as usize * cols as usize + feature as usize)),
-                }
-            }
-        };
-        let row_margins = match staged.margins {
-            Some(shared) => Margins::Shared(shared + 4 * local * outputs as u32),
-            None => Margins::Global(margins.wrapping_add(row as usize * outputs as usize)),
-        };
-        // SAFETY: as the caller promises.
-        unsafe { walk_row(row, trees, num_trees, nodes, out, row_margins, value) }
-    }
-    // SAFETY: as `stage_in`.
-    unsafe { stage_out(&staged, first, count, out) }
+        }
+    };
+    let row_margins = margins.wrapping_add(row as usize * outputs as usize);
+    // SAFETY: as the caller promises.
+    unsafe { walk_row(row, trees, num_trees, nodes, leaves, row_margins, value) }
 }
 
 /// A CSR row's value of `feature`: NaN without an entry; of two entries of one column the later
@@ -362,7 +240,7 @@ unsafe fn csr_value(col_indices: *const u32, values: *const f32, (begin, end): (
 }
 
 /// [`dense_kernel`] over a CSR matrix: row `row`'s entries are `row_ptr[row]..row_ptr[row + 1]` of
-/// `col_indices` and `values` (see [`csr_value`]). Only margins are staged.
+/// `col_indices` and `values` (see [`csr_value`]); nothing is staged.
 ///
 /// # Safety
 /// `row_ptr` holds `rows + 1` non-decreasing offsets into `col_indices` and `values`; the rest as
@@ -379,26 +257,18 @@ pub unsafe fn csr_kernel(
     margins: *mut f32,
     outputs: u64,
     leaves: *mut u32,
-    staging: u64,
 ) {
-    let out = Walks { margins, outputs, leaves };
-    let (first, count, row) = block_rows(rows);
-    // SAFETY: as the caller promises (no dense rows to stage).
-    let staged = unsafe { stage_in(None, first, count, out, staging & STAGE_MARGINS) };
-    if let Some(row) = row {
-        // SAFETY: `row + 1 <= rows`.
-        let span = unsafe { (arch::load(row_ptr.add(row as usize)), arch::load(row_ptr.add(row as usize + 1))) };
-        // SAFETY: the row's entries are within both arrays (the caller).
-        let value = |feature: u32| unsafe { csr_value(col_indices, values, span, feature) };
-        let row_margins = match staged.margins {
-            Some(shared) => Margins::Shared(shared + 4 * (row - first) as u32 * outputs as u32),
-            None => Margins::Global(margins.wrapping_add(row as usize * outputs as usize)),
-        };
-        // SAFETY: as the caller promises.
-        unsafe { walk_row(row, trees, num_trees, nodes, out, row_margins, value) }
+    let row = global_thread();
+    if row >= rows {
+        return;
     }
-    // SAFETY: as `stage_in`.
-    unsafe { stage_out(&staged, first, count, out) }
+    // SAFETY: `row + 1 <= rows`.
+    let span = unsafe { (arch::load(row_ptr.add(row as usize)), arch::load(row_ptr.add(row as usize + 1))) };
+    // SAFETY: the row's entries are within both arrays (the caller).
+    let value = |feature: u32| unsafe { csr_value(col_indices, values, span, feature) };
+    let row_margins = margins.wrapping_add(row as usize * outputs as usize);
+    // SAFETY: as the caller promises.
+    unsafe { walk_row(row, trees, num_trees, nodes, leaves, row_margins, value) }
 }
 
 /// Where the tree kernels write: a leaf value a tree and row (`values[t * rows + row]`), or, when

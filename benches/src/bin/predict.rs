@@ -42,7 +42,9 @@ fn main() {
         let batch = if batch == 0 { rows } else { batch.min(rows) };
         let slice = &values[..batch * cols];
         let on_device = gpu.upload(slice).expect("uploading the rows");
-        for (name, launch) in [("auto", None), ("rows", Some(PredictLaunch::Rows)), ("trees", Some(PredictLaunch::Trees))] {
+        for (name, launch) in
+            [("auto", None), ("rows", Some(PredictLaunch::Rows)), ("trees", Some(PredictLaunch::Trees))]
+        {
             device_model.set_launch(launch);
             let device_seconds = best_of(&gpu, batch, || {
                 device_model

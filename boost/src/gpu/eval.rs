@@ -9,7 +9,7 @@ use std::ops::Range;
 use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
 use boost_kernels::metric::Transform;
-use boost_kernels::predict::{self, PredictNode, PredictTree, DEFAULT_LEFT, LEAF, STAGE_FEATURES, STAGE_MARGINS};
+use boost_kernels::predict::{self, PredictNode, PredictTree, DEFAULT_LEFT, LEAF};
 
 use super::element_config;
 use super::metrics::{InitialMargins, MetricRows};
@@ -25,6 +25,8 @@ use crate::{Error, Result};
 /// [`PredictNode`] says), the trees one after the other, and each tree's first node and output.
 pub struct DeviceTrees {
     trees: DeviceBuffer<PredictTree>,
+    /// The same table on the host, for launches that take the trees in another order.
+    table: Vec<PredictTree>,
     nodes: DeviceBuffer<PredictNode>,
     count: usize,
     /// The largest output a tree adds to, plus one.
@@ -54,6 +56,7 @@ impl DeviceTrees {
         }
         Ok(DeviceTrees {
             trees: gpu.upload(&table)?,
+            table,
             nodes: gpu.upload(&nodes)?,
             count: trees.len(),
             outputs: trees.iter().map(|&(_, output)| output as usize + 1).max().unwrap_or(0),
@@ -167,11 +170,13 @@ pub enum PredictLaunch {
 }
 
 impl PredictLaunch {
-    /// Fewer rows than this leave most of the device idle a thread a row (an H100 holds 270k
-    /// resident threads), and each row waits on its own long chain of dependent node loads: a
-    /// thread a (tree, row) pair answers sooner. Chosen by `benches/scripts/predict_side_by_side.py`
-    /// (docs/benchmarks.md).
-    const MIN_ROWS_FOR_ROWS: usize = 1 << 17;
+    /// Below this, a thread a row leaves most of the device idle (an H100 holds 270k resident
+    /// threads) and each row waits on its own long chain of dependent node loads, so a thread a
+    /// (tree, row) pair answers sooner. Chosen by `benches/scripts/predict_side_by_side.py`
+    /// (docs/benchmarks.md): on an H100 the row launch takes the same time from 1k to 100k rows
+    /// and the tree launch grows with the rows; they cross near 65k rows for 500 trees of depth 8
+    /// and near 90k for 2000 of depth 6.
+    const MIN_ROWS_FOR_ROWS: usize = 1 << 16;
 
     fn for_rows(rows: usize) -> Self {
         if rows >= Self::MIN_ROWS_FOR_ROWS {
@@ -239,8 +244,8 @@ fn tree_address(trees: &DeviceTrees, t: usize) -> u64 {
     trees.trees.device_ptr() + (t * size_of::<PredictTree>()) as u64
 }
 
-/// A thread a row: the row kernels, with the block's dense rows and (for several outputs) its
-/// margins staged in shared memory when they fit.
+/// A thread a row: the row kernels, with the block's dense rows staged in shared memory when they
+/// fit, and the trees grouped by output (see `boost_kernels::predict`'s `walk_row`).
 fn walk_rows(
     gpu: &Gpu,
     view: FeatureView,
@@ -250,45 +255,28 @@ fn walk_rows(
     margins: u64,
     outputs: usize,
 ) -> Result<()> {
-    let cols = match view {
-        FeatureView::Dense { cols, .. } => Some(cols),
-        FeatureView::Csr { .. } => None,
-    };
-    let wanted = if cols.is_some() { STAGE_FEATURES } else { 0 } | if outputs > 1 { STAGE_MARGINS } else { 0 };
-    // The most threads a block (down to a warp) whose staging fits, dropping the rows' staging
-    // and then the margins' when nothing fits.
-    let fits = |threads: usize, staging: u64| {
-        predict::staged_bytes(threads, cols.unwrap_or(0), outputs, staging) <= STAGE_BYTES
-    };
-    let (threads, staging) = [wanted, wanted & STAGE_MARGINS, 0]
-        .into_iter()
-        .find_map(|staging| [256usize, 128, 64, 32].into_iter().find(|&t| fits(t, staging)).map(|t| (t, staging)))
-        .unwrap_or((256, 0));
-    let blocks = rows.div_ceil(threads);
-    if blocks > i32::MAX as usize {
-        return Err(Error::InvalidData(format!("{rows} rows are too many for one launch")));
-    }
-    let shared = predict::staged_bytes(threads, cols.unwrap_or(0), outputs, staging);
-    let config = LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (threads as u32, 1, 1),
-        shared_mem_bytes: shared as u32,
-    };
-    let tail = [
-        tree_address(trees, range.start),
-        range.len() as u64,
-        trees.nodes.device_ptr(),
-        margins,
-        outputs as u64,
-        0,
-        staging,
-    ];
+    let grouped = grouped_by_output(gpu, trees, range.clone())?;
+    let first_tree = grouped.as_ref().map_or(tree_address(trees, range.start), |g| g.device_ptr());
+    let tail = [first_tree, range.len() as u64, trees.nodes.device_ptr(), margins, outputs as u64, 0];
     match view {
         FeatureView::Dense { values, cols } => {
+            // The most threads a block (down to a warp) whose rows fit in shared memory.
+            let staged = [256usize, 128, 64, 32].into_iter().find(|&t| predict::staged_bytes(t, cols) <= STAGE_BYTES);
+            let threads = staged.unwrap_or(256);
+            let blocks = rows.div_ceil(threads);
+            if blocks > i32::MAX as usize {
+                return Err(Error::InvalidData(format!("{rows} rows are too many for one launch")));
+            }
+            let config = LaunchConfig {
+                grid_dim: (blocks as u32, 1, 1),
+                block_dim: (threads as u32, 1, 1),
+                shared_mem_bytes: staged.map_or(0, |t| predict::staged_bytes(t, cols)) as u32,
+            };
             let mut args = vec![values, rows as u64, cols as u64];
             args.extend(tail);
+            args.push(u64::from(staged.is_some()));
             // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
-            // outputs were checked when uploaded and by the caller; the staging fits `shared`.
+            // outputs were checked when uploaded and by the caller; the staged rows fit.
             unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
         }
         FeatureView::Csr { row_ptr, col_indices, values } => {
@@ -296,10 +284,23 @@ fn walk_rows(
             args.extend(tail);
             // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked before the
             // upload), the margins and the trees as above.
-            unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", config, &args)? };
+            unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", element_config(rows)?, &args)? };
         }
     }
     Ok(())
+}
+
+/// The trees `range` grouped by output, in order within each output (a stable sort), uploaded;
+/// `None` when they already are (outputs non-decreasing: one output, or a single round's trees;
+/// a multi-class model's rounds alternate them). Each margin's sum keeps its order, so its bits.
+fn grouped_by_output(gpu: &Gpu, trees: &DeviceTrees, range: Range<usize>) -> Result<Option<DeviceBuffer<PredictTree>>> {
+    let table = &trees.table[range];
+    if table.windows(2).all(|pair| pair[0].output <= pair[1].output) {
+        return Ok(None);
+    }
+    let mut grouped = table.to_vec();
+    grouped.sort_by_key(|tree| tree.output);
+    Ok(Some(gpu.upload(&grouped)?))
 }
 
 /// A thread a (tree, row), the trees in chunks: each chunk's leaf values, then their sums into the
