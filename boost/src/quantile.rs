@@ -127,11 +127,7 @@ fn feature_cuts(column: Vec<(f32, f32)>, max_bin: usize) -> (Vec<f32>, f32) {
     }
     let n_bins = max_bin.min(n).max(1);
     let eps = 1.0 / (n_bins as f32 * SKETCH_FACTOR as f32) as f64;
-    let mut sketch = Sketch::new(n, eps);
-    for (v, w) in column {
-        sketch.push(v, w);
-    }
-    let summary = sketch.summary();
+    let summary = sketch(&column, limit_size(n, eps).max(1));
     // AllReduce's pruning to `max_bin * kFactor` entries, then MakeCuts' to `max_bin + 1`.
     let intermediate = n.min(max_bin * SKETCH_FACTOR);
     let reduced = prune(&summary, intermediate);
@@ -153,6 +149,94 @@ fn feature_cuts(column: Vec<(f32, f32)>, max_bin: usize) -> (Vec<f32>, f32) {
     let (lo, hi) = (first.value as f64, last.value as f64);
     bounds.push((hi + (hi.abs() + eps5)) as f32);
     (bounds, (lo - lo.abs() - eps5) as f32)
+}
+
+/// XGBoost's `WQuantileSketch` of one column, `limit` entries a level: the values are queued
+/// (zero weights skipped, a value equal to the last entry's merged into it); a full queue (`2
+/// limit` entries) becomes an exact summary, pruned to `limit` entries and merged up a hierarchy of
+/// levels as a binary counter; at the end the last queue's summary is merged with every level.
+///
+/// The queues' summaries are most of the work and independent of each other: where each queue
+/// starts is found first ([`queue_starts`]), and they are computed in parallel, a batch at a time,
+/// then merged in order, so the result is the sequential sketch's.
+fn sketch(column: &[(f32, f32)], limit: usize) -> Vec<Entry> {
+    let starts = queue_starts(column, limit);
+    let ends = starts.iter().skip(1).copied().chain([column.len()]);
+    let ranges: Vec<(usize, usize)> = starts.iter().copied().zip(ends).collect();
+    let queue_summary = |&(begin, end): &(usize, usize)| prune(&summarize(&queue(&column[begin..end])), limit);
+    let (last, full) = ranges.split_last().expect("one queue at least");
+    let mut levels: Vec<Vec<Entry>> = Vec::new();
+    // A batch bounds the summaries held at once (each of `limit` entries).
+    for batch in full.chunks(4 * rayon::current_num_threads()) {
+        let summaries: Vec<Vec<Entry>> = batch.par_iter().map(queue_summary).collect();
+        for summary in summaries {
+            push_summary(&mut levels, summary, limit);
+        }
+    }
+    // `GetSummary`: the last queue's summary merged with every level.
+    let mut merged = queue_summary(last);
+    for level in levels.iter().skip(1).filter(|l| !l.is_empty()) {
+        merged = if merged.is_empty() { level.clone() } else { prune(&combine(&merged, level), limit) };
+    }
+    merged
+}
+
+/// Where each queue of the sketch starts in `column`: a queue takes the values in order (zero
+/// weights skipped, a value equal to its last entry's merged into it) until it holds `2 limit`
+/// entries; the next value then starts the next queue (even one equal to the last entry's).
+fn queue_starts(column: &[(f32, f32)], limit: usize) -> Vec<usize> {
+    let mut starts = vec![0];
+    let (mut entries, mut last) = (0, None);
+    for (i, &(value, weight)) in column.iter().enumerate() {
+        if weight == 0.0 {
+            continue;
+        }
+        if entries == 2 * limit {
+            starts.push(i);
+            (entries, last) = (0, None);
+        }
+        if last != Some(value) {
+            entries += 1;
+            last = Some(value);
+        }
+    }
+    starts
+}
+
+/// The queue of a range of values that [`queue_starts`] gave: zero weights skipped, consecutive
+/// equal values merged (their weights summed in order, in `f32`).
+fn queue(values: &[(f32, f32)]) -> Vec<(f32, f32)> {
+    let mut queue: Vec<(f32, f32)> = Vec::with_capacity(values.len());
+    for &(value, weight) in values.iter().filter(|&&(_, w)| w != 0.0) {
+        match queue.last_mut() {
+            Some(last) if last.0 == value => last.1 += weight,
+            _ => queue.push((value, weight)),
+        }
+    }
+    queue
+}
+
+/// `PushTemp`: carries a queue's summary (pruned to `limit`) up the levels; `levels[l]` for `l >=
+/// 1` holds a summary of at most `limit` entries (empty: none).
+fn push_summary(levels: &mut Vec<Vec<Entry>>, mut summary: Vec<Entry>, limit: usize) {
+    let mut l = 1;
+    loop {
+        if levels.len() < l + 1 {
+            levels.resize(l + 1, Vec::new());
+        }
+        if levels[l].is_empty() {
+            levels[l] = prune(&summary, limit);
+            return;
+        }
+        summary = combine(&prune(&summary, limit), &levels[l]);
+        if summary.len() > limit {
+            levels[l].clear();
+            l += 1;
+        } else {
+            levels[l] = summary;
+            return;
+        }
+    }
 }
 
 /// An entry of XGBoost's weighted quantile summary (`WQSummary<float, float>::Entry`): a value with
@@ -181,13 +265,13 @@ impl Entry {
 /// An exact summary of a queue of (value, weight): sorted, equal values merged (their weights
 /// summed in `f32` in queue order, as a stable sort leaves them).
 fn summarize(queue: &[(f32, f32)]) -> Vec<Entry> {
-    // The stable order by value as one unstable sort of `u64`s: the value's order-preserving bits
-    // (`-0` as `+0`, which compare equal) above the queue position.
-    // (A queue holds `2 limit` values at most, `limit` at most the column's length: positions fit
-    // in 32 bits for any column of fewer than 2^32 values, which memory bounds.)
-    let mut keys: Vec<u64> = queue.iter().enumerate().map(|(i, &(v, _))| (value_key(v) << 32) | i as u64).collect();
-    keys.sort_unstable();
-    let at = |k: usize| queue[(keys[k] & u32::MAX as u64) as usize];
+    // The stable order by value: a stable radix sort of the values' order-preserving bits (`-0` as
+    // `+0`, which compare equal) with the queue positions alongside. (A queue holds `2 limit`
+    // values at most, `limit` at most the column's length: positions fit in 32 bits for any column
+    // of fewer than 2^32 values, which memory bounds.)
+    let mut keys: Vec<(u32, u32)> = queue.iter().enumerate().map(|(i, &(v, _))| (value_key(v), i as u32)).collect();
+    radsort::sort_by_key(&mut keys, |&(key, _)| key);
+    let at = |k: usize| queue[keys[k].1 as usize];
     let mut out = Vec::with_capacity(queue.len());
     let mut wsum = 0f32;
     let mut i = 0;
@@ -206,9 +290,13 @@ fn summarize(queue: &[(f32, f32)]) -> Vec<Entry> {
 }
 
 /// A `u32` whose order is the order of the (non-NaN) values, `-0` and `+0` equal.
-fn value_key(v: f32) -> u64 {
+fn value_key(v: f32) -> u32 {
     let bits = if v == 0.0 { 0 } else { v.to_bits() };
-    (if bits >> 31 == 1 { !bits } else { bits | 0x8000_0000 }) as u64
+    if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 0x8000_0000
+    }
 }
 
 /// `WQSummary::SetPrune`: at most `max_size` entries of `src`, the first and the last kept, the
@@ -316,73 +404,6 @@ fn limit_size(max_n: usize, eps: f64) -> usize {
             return limit;
         }
         levels += 1;
-    }
-}
-
-/// XGBoost's `WQuantileSketch` of one column: values are queued (consecutive equal values merged);
-/// a full queue (`2 limit` entries) becomes an exact summary that is pruned to `limit` entries and
-/// merged up a hierarchy of levels, as a binary counter.
-struct Sketch {
-    limit: usize,
-    queue: Vec<(f32, f32)>,
-    /// `levels[l]` for `l >= 1` holds a summary of at most `limit` entries (empty: none).
-    levels: Vec<Vec<Entry>>,
-}
-
-impl Sketch {
-    fn new(max_n: usize, eps: f64) -> Self {
-        let limit = limit_size(max_n, eps).max(1);
-        Sketch { limit, queue: Vec::with_capacity((2 * limit).min(max_n)), levels: Vec::new() }
-    }
-
-    fn push(&mut self, value: f32, weight: f32) {
-        if weight == 0.0 {
-            return;
-        }
-        if self.queue.len() == 2 * self.limit {
-            let summary = summarize(&self.queue);
-            self.queue.clear();
-            self.push_summary(summary);
-        }
-        match self.queue.last_mut() {
-            Some(last) if last.0 == value => last.1 += weight,
-            _ => self.queue.push((value, weight)),
-        }
-    }
-
-    /// `PushTemp`: carries a summary up the levels.
-    fn push_summary(&mut self, mut summary: Vec<Entry>) {
-        let mut l = 1;
-        loop {
-            if self.levels.len() < l + 1 {
-                self.levels.resize(l + 1, Vec::new());
-            }
-            if self.levels[l].is_empty() {
-                self.levels[l] = prune(&summary, self.limit);
-                return;
-            }
-            summary = combine(&prune(&summary, self.limit), &self.levels[l]);
-            if summary.len() > self.limit {
-                self.levels[l].clear();
-                l += 1;
-            } else {
-                self.levels[l] = summary;
-                return;
-            }
-        }
-    }
-
-    /// `GetSummary`: the queue's summary merged with every level.
-    fn summary(self) -> Vec<Entry> {
-        let out = summarize(&self.queue);
-        if self.levels.is_empty() {
-            return prune(&out, self.limit);
-        }
-        let mut merged = prune(&out, self.limit);
-        for level in self.levels.iter().skip(1).filter(|l| !l.is_empty()) {
-            merged = if merged.is_empty() { level.clone() } else { prune(&combine(&merged, level), self.limit) };
-        }
-        merged
     }
 }
 
