@@ -13,7 +13,8 @@
 //! [`sampling`] row sampling as a stateless draw, [`predict`] the walk from a tree's root to a leaf
 //! (the CPU predictor's step, and the kernels that keep evaluation sets' margins on the device),
 //! [`adaptive`] leaf values recomputed as quantiles of the rows' residuals (`reg:absoluteerror`),
-//! [`rank`] LambdaMART's gradients of a query group, [`rank_metric`] `ndcg` and `map` of one.
+//! [`rank`] LambdaMART's gradients of a query group, [`rank_metric`] `ndcg` and `map` of one,
+//! [`sketch`] the weighted quantile summaries of XGBoost's sketch (the quantile cuts).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
@@ -31,6 +32,7 @@ pub mod rank;
 pub mod rank_metric;
 pub mod reduce;
 pub mod sampling;
+pub mod sketch;
 pub mod split;
 pub mod subtract;
 

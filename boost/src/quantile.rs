@@ -21,6 +21,7 @@
 //! XGBoost's sketch has no randomness and each column is sketched alone, so the cuts depend neither
 //! on the thread count nor on the other columns.
 
+use boost_kernels::sketch::{self, SketchEntry as Entry};
 use rayon::prelude::*;
 
 use crate::data::FeatureMatrix;
@@ -239,29 +240,6 @@ fn push_summary(levels: &mut Vec<Vec<Entry>>, mut summary: Vec<Entry>, limit: us
     }
 }
 
-/// An entry of XGBoost's weighted quantile summary (`WQSummary<float, float>::Entry`): a value with
-/// bounds on the weight strictly below it (`rmin`), up to and including it (`rmax`), and its own
-/// weight (`wmin`). The ranks are `f32`, as XGBoost's; its pruning decisions depend on their
-/// rounding.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Entry {
-    rmin: f32,
-    rmax: f32,
-    wmin: f32,
-    value: f32,
-}
-
-impl Entry {
-    /// The smallest rank of a value above this one.
-    fn rmin_next(&self) -> f32 {
-        self.rmin + self.wmin
-    }
-    /// The largest rank of a value below this one.
-    fn rmax_prev(&self) -> f32 {
-        self.rmax - self.wmin
-    }
-}
-
 /// An exact summary of a queue of (value, weight): sorted, equal values merged (their weights
 /// summed in `f32` in queue order, as a stable sort leaves them).
 fn summarize(queue: &[(f32, f32)]) -> Vec<Entry> {
@@ -271,21 +249,8 @@ fn summarize(queue: &[(f32, f32)]) -> Vec<Entry> {
     // of fewer than 2^32 values, which memory bounds.)
     let mut keys: Vec<(u32, u32)> = queue.iter().enumerate().map(|(i, &(v, _))| (value_key(v), i as u32)).collect();
     radsort::sort_by_key(&mut keys, |&(key, _)| key);
-    let at = |k: usize| queue[keys[k].1 as usize];
     let mut out = Vec::with_capacity(queue.len());
-    let mut wsum = 0f32;
-    let mut i = 0;
-    while i < keys.len() {
-        let (value, mut w) = at(i);
-        let mut j = i + 1;
-        while j < keys.len() && at(j).0 == value {
-            w += at(j).1;
-            j += 1;
-        }
-        out.push(Entry { rmin: wsum, rmax: wsum + w, wmin: w, value });
-        wsum += w;
-        i = j;
-    }
+    sketch::summarize(keys.len(), |k| queue[keys[k].1 as usize], |e| out.push(e));
     out
 }
 
@@ -299,98 +264,17 @@ fn value_key(v: f32) -> u32 {
     }
 }
 
-/// `WQSummary::SetPrune`: at most `max_size` entries of `src`, the first and the last kept, the
-/// others picked nearest to evenly spaced ranks between the first entry's `rmax` and the last's
-/// `rmin`.
+/// `WQSummary::SetPrune` (`boost_kernels::sketch::prune`) of a summary.
 fn prune(src: &[Entry], max_size: usize) -> Vec<Entry> {
-    if src.len() <= max_size {
-        return src.to_vec();
-    }
-    if max_size <= 1 {
-        return src[..max_size].to_vec();
-    }
-    let last = src.len() - 1;
-    let begin = src[0].rmax;
-    let range = src[last].rmin - src[0].rmax;
-    let n = max_size - 1;
-    let mut out = Vec::with_capacity(max_size);
-    out.push(src[0]);
-    let (mut i, mut last_idx) = (1, 0);
-    for k in 1..n {
-        let dx2 = 2.0 * ((k as f32 * range) / n as f32 + begin);
-        while i < last && dx2 >= src[i + 1].rmax + src[i + 1].rmin {
-            i += 1;
-        }
-        if i == last {
-            break;
-        }
-        let pick = if dx2 < src[i].rmin_next() + src[i + 1].rmax_prev() { i } else { i + 1 };
-        if pick != last_idx {
-            out.push(src[pick]);
-            last_idx = pick;
-        }
-    }
-    if last_idx != last {
-        out.push(src[last]);
-    }
+    let mut out = Vec::with_capacity(src.len().min(max_size));
+    sketch::prune(src.len(), |i| src[i], max_size, |e| out.push(e));
     out
 }
 
-/// `WQSummary::SetCombine`: the merged summary of `a` and `b`, with `FixError`'s repair of the rank
-/// invariants.
+/// `WQSummary::SetCombine` with `FixError` (`boost_kernels::sketch::combine`) of two summaries.
 fn combine(a: &[Entry], b: &[Entry]) -> Vec<Entry> {
-    if a.is_empty() {
-        return b.to_vec();
-    }
-    if b.is_empty() {
-        return a.to_vec();
-    }
     let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    let (mut a_prev_rmin, mut b_prev_rmin) = (0f32, 0f32);
-    while i < a.len() && j < b.len() {
-        let (x, y) = (a[i], b[j]);
-        if x.value == y.value {
-            out.push(Entry { rmin: x.rmin + y.rmin, rmax: x.rmax + y.rmax, wmin: x.wmin + y.wmin, value: x.value });
-            a_prev_rmin = x.rmin_next();
-            b_prev_rmin = y.rmin_next();
-            i += 1;
-            j += 1;
-        } else if x.value < y.value {
-            out.push(Entry { rmin: x.rmin + b_prev_rmin, rmax: x.rmax + y.rmax_prev(), wmin: x.wmin, value: x.value });
-            a_prev_rmin = x.rmin_next();
-            i += 1;
-        } else {
-            out.push(Entry { rmin: y.rmin + a_prev_rmin, rmax: y.rmax + x.rmax_prev(), wmin: y.wmin, value: y.value });
-            b_prev_rmin = y.rmin_next();
-            j += 1;
-        }
-    }
-    let b_rmax = b[b.len() - 1].rmax;
-    for x in &a[i..] {
-        out.push(Entry { rmin: x.rmin + b_prev_rmin, rmax: x.rmax + b_rmax, wmin: x.wmin, value: x.value });
-    }
-    let a_rmax = a[a.len() - 1].rmax;
-    for y in &b[j..] {
-        out.push(Entry { rmin: y.rmin + a_prev_rmin, rmax: y.rmax + a_rmax, wmin: y.wmin, value: y.value });
-    }
-    // FixError: ranks non-decreasing, rmax at least rmin + wmin.
-    let (mut prev_rmin, mut prev_rmax) = (0f32, 0f32);
-    for e in &mut out {
-        if e.rmin < prev_rmin {
-            e.rmin = prev_rmin;
-        } else {
-            prev_rmin = e.rmin;
-        }
-        if e.rmax < prev_rmax {
-            e.rmax = prev_rmax;
-        }
-        let rmin_next = e.rmin_next();
-        if e.rmax < rmin_next {
-            e.rmax = rmin_next;
-        }
-        prev_rmax = e.rmax;
-    }
+    sketch::combine(a.len(), |i| a[i], b.len(), |j| b[j], |e| out.push(e));
     out
 }
 
