@@ -17,6 +17,7 @@ use crate::quantise;
 use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::rank_metric::{self, RankMetricParams};
 use crate::sampling::RowSampler;
+use crate::sketch::{self, ColumnMerges, DenseColumns, QueueEntries, QueueSummaries, SketchEntry, SketchQueue};
 use crate::subtract;
 
 kernel! {
@@ -589,6 +590,151 @@ kernel! {
     }
 }
 
+kernel! {
+    /// The sketch: each (piece, column)'s present and weighted values; see [`sketch::count_kernel`].
+    pub unsafe fn boost_sketch_count(
+        values: *const f32,
+        rows: u64,
+        cols: u64,
+        weights: *const f32,
+        piece_rows: u64,
+        present: *mut u32,
+        kept: *mut u32,
+    ) {
+        let data = DenseColumns { values, rows, cols, weights, piece_rows };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::count_kernel(data, present, kept) }
+    }
+}
+
+kernel! {
+    /// The sketch: the weighted values column after column; see [`sketch::scatter_kernel`].
+    pub unsafe fn boost_sketch_scatter(
+        values: *const f32,
+        rows: u64,
+        cols: u64,
+        weights: *const f32,
+        piece_rows: u64,
+        offsets: *const u64,
+        out_values: *mut f32,
+        out_weights: *mut f32,
+    ) {
+        let data = DenseColumns { values, rows, cols, weights, piece_rows };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::scatter_kernel(data, offsets, out_values, out_weights) }
+    }
+}
+
+kernel! {
+    /// The sketch: the first values of runs of equal values; see [`sketch::heads_kernel`].
+    pub unsafe fn boost_sketch_heads(values: *const f32, n: u64, col_starts: *const u64, cols: u64, heads: *mut u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::heads_kernel(values, n, col_starts, cols, heads) }
+    }
+}
+
+kernel! {
+    /// The sketch: each column's queues; see [`sketch::queues_kernel`].
+    pub unsafe fn boost_sketch_queues(
+        runs: *const u32,
+        col_starts: *const u64,
+        cols: u64,
+        limits: *const u32,
+        queue_offsets: *const u64,
+        queues: *mut SketchQueue,
+        counts: *mut u32,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::queues_kernel(runs, col_starts, cols, limits, queue_offsets, queues, counts) }
+    }
+}
+
+kernel! {
+    /// The sketch: each queue's entries; see [`sketch::entries_kernel`].
+    pub unsafe fn boost_sketch_entries(
+        values: *const f32,
+        weights: *const f32,
+        runs: *const u32,
+        n: u64,
+        queues: *const SketchQueue,
+        queues_len: u64,
+        entry_offsets: *const u32,
+        keys: *mut f32,
+        indices: *mut u32,
+        entry_weights: *mut f32,
+    ) {
+        let q = QueueEntries { values, weights, runs, n, queues, queues_len, entry_offsets, keys, indices, entry_weights };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::entries_kernel(q) }
+    }
+}
+
+kernel! {
+    /// The sketch: each queue's pruned summary; see [`sketch::summaries_kernel`].
+    pub unsafe fn boost_sketch_summaries(
+        sorted_keys: *const f32,
+        sorted_indices: *const u32,
+        entry_weights: *const f32,
+        entry_offsets: *const u32,
+        queues_len: u64,
+        limits: *const u32,
+        summary_offsets: *const u64,
+        exact: *mut SketchEntry,
+        summaries: *mut SketchEntry,
+        summary_lens: *mut u32,
+    ) {
+        let s = QueueSummaries {
+            sorted_keys,
+            sorted_indices,
+            entry_weights,
+            entry_offsets,
+            queues_len,
+            limits,
+            summary_offsets,
+            exact,
+            summaries,
+            summary_lens,
+        };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::summaries_kernel(s) }
+    }
+}
+
+kernel! {
+    /// The sketch: each column's summaries merged; see [`sketch::merge_kernel`].
+    pub unsafe fn boost_sketch_merge(
+        cols: u64,
+        summaries: *mut SketchEntry,
+        summary_lens: *const u32,
+        summary_offsets: *const u64,
+        column_queues: *const u64,
+        limits: *const u32,
+        scratch: *mut SketchEntry,
+        scratch_offsets: *const u64,
+        levels: *const u32,
+        merged: *mut SketchEntry,
+        merged_offsets: *const u64,
+        merged_lens: *mut u32,
+    ) {
+        let m = ColumnMerges {
+            cols,
+            summaries,
+            summary_lens,
+            summary_offsets,
+            column_queues,
+            limits,
+            scratch,
+            scratch_offsets,
+            levels,
+            merged,
+            merged_offsets,
+            merged_lens,
+        };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::merge_kernel(m) }
+    }
+}
+
 /// The host version of a kernel by name (the emulated device runs these).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
@@ -626,6 +772,13 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_predict_dense_trees" => Some(boost_predict_dense_trees::raw),
         "boost_predict_csr_trees" => Some(boost_predict_csr_trees::raw),
         "boost_predict_sum" => Some(boost_predict_sum::raw),
+        "boost_sketch_count" => Some(boost_sketch_count::raw),
+        "boost_sketch_scatter" => Some(boost_sketch_scatter::raw),
+        "boost_sketch_heads" => Some(boost_sketch_heads::raw),
+        "boost_sketch_queues" => Some(boost_sketch_queues::raw),
+        "boost_sketch_entries" => Some(boost_sketch_entries::raw),
+        "boost_sketch_summaries" => Some(boost_sketch_summaries::raw),
+        "boost_sketch_merge" => Some(boost_sketch_merge::raw),
         _ => None,
     }
 }

@@ -209,6 +209,454 @@ pub fn combine(
     }
 }
 
+// ---- the device's sketch (`boost::gpu::sketch` launches these; see its module for the steps) ----
+
+use primitives_kernels::arch;
+
+use crate::evaluate::global_thread;
+
+/// The first index of the sorted `len` values `at(i)` whose value is above `x` (`len` if none).
+#[inline]
+fn upper_bound<T: PartialOrd>(len: usize, at: impl Fn(usize) -> T, x: T) -> usize {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if at(mid) <= x {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The dense rows' shape and weights, as the compaction kernels read them.
+#[derive(Clone, Copy)]
+pub struct DenseColumns {
+    pub values: *const f32,
+    pub rows: u64,
+    pub cols: u64,
+    /// A weight a row, or null (every weight 1).
+    pub weights: *const f32,
+    /// Rows of one piece: a thread takes one column of one piece.
+    pub piece_rows: u64,
+}
+
+impl DenseColumns {
+    fn pieces(&self) -> u64 {
+        self.rows.div_ceil(self.piece_rows)
+    }
+
+    /// Visits the present values of column `col` in rows of piece `piece`, in row order, with
+    /// their weights.
+    ///
+    /// # Safety
+    /// `values` holds `rows * cols` values and `weights` (when not null) `rows`.
+    unsafe fn for_each_present(&self, piece: u64, col: u64, mut visit: impl FnMut(f32, f32)) {
+        let end = ((piece + 1) * self.piece_rows).min(self.rows);
+        for row in piece * self.piece_rows..end {
+            // SAFETY: `row < rows`, `col < cols`.
+            let value = unsafe { arch::load(self.values.add((row * self.cols + col) as usize)) };
+            if value.is_nan() {
+                continue;
+            }
+            let weight = if self.weights.is_null() {
+                1.0
+            } else {
+                // SAFETY: `row < rows`.
+                unsafe { arch::load(self.weights.add(row as usize)) }
+            };
+            visit(value, weight);
+        }
+    }
+}
+
+/// A thread a (piece, column): `present[col * pieces + piece]` the piece's present values of the
+/// column (what the sketch's size counts), `kept[...]` those of them with a weight (what it
+/// queues).
+///
+/// # Safety
+/// As [`DenseColumns::for_each_present`]; `present` and `kept` hold `cols * pieces` counts.
+pub unsafe fn count_kernel(data: DenseColumns, present: *mut u32, kept: *mut u32) {
+    let index = global_thread();
+    let pieces = data.pieces();
+    if index >= pieces * data.cols {
+        return;
+    }
+    let (piece, col) = (index / data.cols, index % data.cols);
+    let (mut all, mut weighted) = (0u32, 0u32);
+    // SAFETY: as the caller promises.
+    unsafe { data.for_each_present(piece, col, |_, w| (all, weighted) = (all + 1, weighted + u32::from(w != 0.0))) };
+    let at = (col * pieces + piece) as usize;
+    // SAFETY: `at < cols * pieces`.
+    unsafe {
+        arch::store(present.add(at), all);
+        arch::store(kept.add(at), weighted);
+    }
+}
+
+/// A thread a (piece, column): writes the piece's kept values of the column (and their weights,
+/// when `out_weights` is not null) from `offsets[col * pieces + piece]` on, in row order, so that
+/// each column's kept values lie together in row order (column after column).
+///
+/// # Safety
+/// As [`count_kernel`]; `offsets` the exclusive sums of its `kept`, within both outputs.
+pub unsafe fn scatter_kernel(data: DenseColumns, offsets: *const u64, out_values: *mut f32, out_weights: *mut f32) {
+    let index = global_thread();
+    let pieces = data.pieces();
+    if index >= pieces * data.cols {
+        return;
+    }
+    let (piece, col) = (index / data.cols, index % data.cols);
+    // SAFETY: `col * pieces + piece < cols * pieces`.
+    let mut at = unsafe { arch::load(offsets.add((col * pieces + piece) as usize)) } as usize;
+    // SAFETY: as the caller promises: the piece's kept values fit from its offset.
+    unsafe {
+        data.for_each_present(piece, col, |v, w| {
+            if w != 0.0 {
+                arch::store(out_values.add(at), v);
+                if !out_weights.is_null() {
+                    arch::store(out_weights.add(at), w);
+                }
+                at += 1;
+            }
+        })
+    };
+}
+
+/// A thread a kept value: `heads[i]` = 1 when value `i` starts a run of equal values (the first of
+/// its column, or not equal to the one before), else 0. Their inclusive sums number the runs.
+///
+/// # Safety
+/// `values` and `heads` hold `n` items; `col_starts` the `cols + 1` column offsets (the last `n`).
+pub unsafe fn heads_kernel(values: *const f32, n: u64, col_starts: *const u64, cols: u64, heads: *mut u32) {
+    let i = global_thread();
+    if i >= n {
+        return;
+    }
+    // SAFETY: `i < n`, the column offsets as promised.
+    unsafe {
+        let col = upper_bound(cols as usize, |c| arch::load(col_starts.add(c)), i) - 1;
+        let head = i == arch::load(col_starts.add(col))
+            || arch::load(values.add(i as usize)) != arch::load(values.add(i as usize - 1));
+        arch::store(heads.add(i as usize), u32::from(head));
+    }
+}
+
+/// A queue of the sketch: values `start..end` of the column-major kept values, whose first value
+/// lies in run `run` (a global run number); its entries are the runs `run..=` that of `end - 1`,
+/// the first from `start` on.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SketchQueue {
+    pub start: u32,
+    pub end: u32,
+    pub run: u32,
+    pub entries: u32,
+}
+
+/// A thread a column: the column's queues, as the host's sketch fills them (see
+/// `boost::quantile::queue_starts`): a queue takes entries (runs of equal values) until it holds
+/// `2 limit`, and the value after the start of its last entry starts the next one. `runs` are the
+/// inclusive sums of [`heads_kernel`]'s flags (run `r` of the column-major values is numbered `r +
+/// 1`); queue `q` of column `c` goes to `queues[queue_offsets[c] + q]`, the column's count to
+/// `counts[c]`.
+///
+/// # Safety
+/// `runs` holds the `col_starts[cols]` run numbers; `limits` a limit a column (at least 1);
+/// `queues` room for every column's queues from its offset.
+pub unsafe fn queues_kernel(
+    runs: *const u32,
+    col_starts: *const u64,
+    cols: u64,
+    limits: *const u32,
+    queue_offsets: *const u64,
+    queues: *mut SketchQueue,
+    counts: *mut u32,
+) {
+    let col = global_thread();
+    if col >= cols {
+        return;
+    }
+    // SAFETY: `col < cols`; every index loaded below lies in the column.
+    unsafe {
+        let (begin, end) =
+            (arch::load(col_starts.add(col as usize)) as u32, arch::load(col_starts.add(col as usize + 1)) as u32);
+        let full = 2 * arch::load(limits.add(col as usize));
+        let out = queues.add(arch::load(queue_offsets.add(col as usize)) as usize);
+        let run_at = |i: u32| arch::load(runs.add(i as usize));
+        let mut count = 0usize;
+        let mut start = begin;
+        while start < end {
+            let run = run_at(start);
+            let last_run = run_at(end - 1);
+            // The queue's last entry starts at the first value of run `run + full - 1`: the first
+            // value past it starts the next queue.
+            // (A queue of exactly `full` entries at the column's end is full too: a value after its
+            // last entry's first starts a new one.)
+            let next = if last_run - run + 1 >= full {
+                let target = run + full - 1;
+                let first =
+                    start + upper_bound((end - start) as usize, |k| run_at(start + k as u32), target - 1) as u32;
+                first + 1
+            } else {
+                end
+            };
+            let next = if next >= end { end } else { next };
+            let entries = run_at(next - 1) - run + 1;
+            arch::store(out.add(count), SketchQueue { start, end: next, run, entries });
+            count += 1;
+            start = next;
+        }
+        arch::store(counts.add(col as usize), count as u32);
+    }
+}
+
+/// Where the entries of a launch's queues go, and what they come from.
+#[derive(Clone, Copy)]
+pub struct QueueEntries {
+    /// The column-major kept values, their weights (null: all 1) and run numbers.
+    pub values: *const f32,
+    pub weights: *const f32,
+    pub runs: *const u32,
+    pub n: u64,
+    /// The launch's queues in column order, `queues_len` of them, and the first entry of each
+    /// (`queues_len + 1` offsets).
+    pub queues: *const SketchQueue,
+    pub queues_len: u64,
+    pub entry_offsets: *const u32,
+    /// A queue's entries: their values (the sort's keys), their index within the queue (its
+    /// values), their weights.
+    pub keys: *mut f32,
+    pub indices: *mut u32,
+    pub entry_weights: *mut f32,
+}
+
+/// A thread a kept value: a value that starts an entry of its queue (the queue's first, or a run's
+/// first) writes the entry: its value, its index within the queue, and its weight, the weights of
+/// the entry's values added in order in `f32` (as the host's queue adds them).
+///
+/// # Safety
+/// As [`QueueEntries`] says: the queues cover the `n` values in order; the entry arrays hold
+/// `entry_offsets[queues_len]` entries.
+pub unsafe fn entries_kernel(q: QueueEntries) {
+    let i = global_thread();
+    if i >= q.n {
+        return;
+    }
+    // SAFETY: `i < n`; the queue found covers `i`, its entries are within the arrays.
+    unsafe {
+        let at = |k: usize| arch::load(q.queues.add(k));
+        let queue_index = upper_bound(q.queues_len as usize, |k| at(k).start, i as u32) - 1;
+        let queue = at(queue_index);
+        let run_at = |k: u64| arch::load(q.runs.add(k as usize));
+        let run = run_at(i);
+        if i as u32 != queue.start && run == run_at(i - 1) {
+            return;
+        }
+        let weight_at = |k: u64| if q.weights.is_null() { 1.0 } else { arch::load(q.weights.add(k as usize)) };
+        let mut weight = weight_at(i);
+        let mut k = i + 1;
+        while k < queue.end as u64 && run_at(k) == run {
+            weight += weight_at(k);
+            k += 1;
+        }
+        let index = run - queue.run;
+        let entry = arch::load(q.entry_offsets.add(queue_index)) as usize + index as usize;
+        arch::store(q.keys.add(entry), arch::load(q.values.add(i as usize)));
+        arch::store(q.indices.add(entry), index);
+        arch::store(q.entry_weights.add(entry), weight);
+    }
+}
+
+/// What [`summaries_kernel`] reads and writes.
+#[derive(Clone, Copy)]
+pub struct QueueSummaries {
+    /// Each queue's entries sorted by value (stable): values, indices within the queue, and the
+    /// entries' weights by index (in queue order).
+    pub sorted_keys: *const f32,
+    pub sorted_indices: *const u32,
+    pub entry_weights: *const f32,
+    pub entry_offsets: *const u32,
+    pub queues_len: u64,
+    /// A limit a queue (its column's), and where its pruned summary goes (room for `limit`).
+    pub limits: *const u32,
+    pub summary_offsets: *const u64,
+    /// Room for every queue's exact summary (as many as its entries).
+    pub exact: *mut SketchEntry,
+    pub summaries: *mut SketchEntry,
+    pub summary_lens: *mut u32,
+}
+
+/// A thread a queue: its exact summary ([`summarize`]), pruned to its column's limit ([`prune`]),
+/// as the host's sketch makes it.
+///
+/// # Safety
+/// As [`QueueSummaries`] says.
+pub unsafe fn summaries_kernel(s: QueueSummaries) {
+    let q = global_thread();
+    if q >= s.queues_len {
+        return;
+    }
+    // SAFETY: the queue's entries, exact summary and pruned summary are within the arrays.
+    unsafe {
+        let (first, end) = (
+            arch::load(s.entry_offsets.add(q as usize)) as usize,
+            arch::load(s.entry_offsets.add(q as usize + 1)) as usize,
+        );
+        let exact = s.exact.add(first);
+        let mut len = 0;
+        let sorted = |k: usize| {
+            let index = arch::load(s.sorted_indices.add(first + k)) as usize;
+            (arch::load(s.sorted_keys.add(first + k)), arch::load(s.entry_weights.add(first + index)))
+        };
+        summarize(end - first, sorted, |e| {
+            arch::store(exact.add(len), e);
+            len += 1;
+        });
+        let out = s.summaries.add(arch::load(s.summary_offsets.add(q as usize)) as usize);
+        let mut kept = 0;
+        prune(
+            len,
+            |i| arch::load(exact.add(i)),
+            arch::load(s.limits.add(q as usize)) as usize,
+            |e| {
+                arch::store(out.add(kept), e);
+                kept += 1;
+            },
+        );
+        arch::store(s.summary_lens.add(q as usize), kept as u32);
+    }
+}
+
+/// A summary in device memory: `len` entries from `at`.
+#[derive(Clone, Copy)]
+struct Run {
+    at: *mut SketchEntry,
+    len: usize,
+}
+
+impl Run {
+    /// # Safety
+    /// `i < len`.
+    unsafe fn get(self, i: usize) -> SketchEntry {
+        // SAFETY: as the caller promises.
+        unsafe { arch::load(self.at.add(i)) }
+    }
+}
+
+/// Writes `f`'s pushes from `at`: the summary written.
+///
+/// # Safety
+/// Room for every push from `at`.
+unsafe fn write_into(at: *mut SketchEntry, f: impl FnOnce(&mut dyn FnMut(SketchEntry))) -> Run {
+    let mut len = 0;
+    f(&mut |e| {
+        // SAFETY: as the caller promises.
+        unsafe { arch::store(at.add(len), e) };
+        len += 1;
+    });
+    Run { at, len }
+}
+
+/// What [`merge_kernel`] reads and writes.
+#[derive(Clone, Copy)]
+pub struct ColumnMerges {
+    pub cols: u64,
+    /// The pruned summaries of the queues ([`summaries_kernel`]), column after column:
+    /// `column_queues[c]..column_queues[c + 1]` are column `c`'s.
+    pub summaries: *mut SketchEntry,
+    pub summary_lens: *const u32,
+    pub summary_offsets: *const u64,
+    pub column_queues: *const u64,
+    /// A limit a column.
+    pub limits: *const u32,
+    /// A column's scratch, from `scratch_offsets[c]`: `levels[c]` levels of `limit` entries, then
+    /// `3 limit` more.
+    pub scratch: *mut SketchEntry,
+    pub scratch_offsets: *const u64,
+    pub levels: *const u32,
+    /// A column's merged summary (room for `limit`), and its length.
+    pub merged: *mut SketchEntry,
+    pub merged_offsets: *const u64,
+    pub merged_lens: *mut u32,
+}
+
+/// A thread a column: the host's binary counter over the column's queue summaries, in order
+/// (`PushTemp`), then the last queue's summary merged with every level (`GetSummary`).
+///
+/// # Safety
+/// As [`ColumnMerges`] says; every level count is at least the binary counter's height.
+pub unsafe fn merge_kernel(m: ColumnMerges) {
+    let col = global_thread();
+    if col >= m.cols {
+        return;
+    }
+    // SAFETY: every summary read and written lies in the column's regions (the caller).
+    unsafe {
+        let c = col as usize;
+        let limit = arch::load(m.limits.add(c)) as usize;
+        let levels_len = arch::load(m.levels.add(c)) as usize;
+        let scratch = m.scratch.add(arch::load(m.scratch_offsets.add(c)) as usize);
+        let level_at = |l: usize| scratch.add(l * limit);
+        let mut level_lens = [0usize; 64];
+        let (combined, pruned) = (scratch.add(levels_len * limit), scratch.add((levels_len + 2) * limit));
+        let (first, end) =
+            (arch::load(m.column_queues.add(c)) as usize, arch::load(m.column_queues.add(c + 1)) as usize);
+        let queue = |q: usize| Run {
+            at: m.summaries.add(arch::load(m.summary_offsets.add(q)) as usize),
+            len: arch::load(m.summary_lens.add(q)) as usize,
+        };
+        for q in first..end.saturating_sub(1) {
+            let mut summary = queue(q);
+            let mut l = 1;
+            loop {
+                let level = Run { at: level_at(l), len: level_lens[l] };
+                if level.len == 0 {
+                    let written = write_into(level.at, |push| prune(summary.len, |i| summary.get(i), limit, push));
+                    level_lens[l] = written.len;
+                    break;
+                }
+                let small = write_into(pruned, |push| prune(summary.len, |i| summary.get(i), limit, push));
+                let merged = write_into(combined, |push| {
+                    combine(small.len, |i| small.get(i), level.len, |j| level.get(j), push)
+                });
+                if merged.len > limit {
+                    level_lens[l] = 0;
+                    summary = merged;
+                    l += 1;
+                    if l >= levels_len {
+                        // The host sized the levels for the binary counter: never reached.
+                        arch::trap();
+                    }
+                } else {
+                    let written = write_into(level.at, |push| (0..merged.len).for_each(|i| push(merged.get(i))));
+                    level_lens[l] = written.len;
+                    break;
+                }
+            }
+        }
+        let out = m.merged.add(arch::load(m.merged_offsets.add(c)) as usize);
+        let mut merged = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
+        merged = write_into(out, |push| (0..merged.len).for_each(|i| push(merged.get(i))));
+        for (l, &len) in level_lens.iter().enumerate().take(levels_len).skip(1) {
+            let level = Run { at: level_at(l), len };
+            if level.len == 0 {
+                continue;
+            }
+            merged = if merged.len == 0 {
+                write_into(out, |push| (0..level.len).for_each(|i| push(level.get(i))))
+            } else {
+                let both = write_into(combined, |push| {
+                    combine(merged.len, |i| merged.get(i), level.len, |j| level.get(j), push)
+                });
+                write_into(out, |push| prune(both.len, |i| both.get(i), limit, push))
+            };
+        }
+        arch::store(m.merged_lens.add(c), merged.len as u32);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -133,4 +133,25 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("bins.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "sketch",
+        entry_points: &[
+            "boost_sketch_count",
+            "boost_sketch_entries",
+            "boost_sketch_heads",
+            "boost_sketch_merge",
+            "boost_sketch_queues",
+            "boost_sketch_scatter",
+            "boost_sketch_summaries",
+        ],
+        ptx: include_bytes!("sketch.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("sketch.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("sketch.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("sketch.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("sketch.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("sketch.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("sketch.sm_120.cubin.zst") },
+        ],
+    },
 ]

@@ -21,7 +21,8 @@
 //! XGBoost's sketch has no randomness and each column is sketched alone, so the cuts depend neither
 //! on the thread count nor on the other columns.
 
-use boost_kernels::sketch::{self, SketchEntry as Entry};
+use boost_kernels::sketch;
+pub(crate) use boost_kernels::sketch::SketchEntry as Entry;
 use rayon::prelude::*;
 
 use crate::data::FeatureMatrix;
@@ -41,11 +42,15 @@ pub struct QuantileCuts {
 impl QuantileCuts {
     /// Cuts of every column of `features`, weighting row `i` by `weights[i]` (empty: all 1).
     pub fn build(features: &FeatureMatrix, weights: &[f32], max_bin: usize) -> Self {
-        let cols = features.cols();
         let columns = columns_of(features, weights);
         let per_feature: Vec<(Vec<f32>, f32)> =
             columns.into_par_iter().map(|column| feature_cuts(column, max_bin.max(1))).collect();
-        let mut cuts = QuantileCuts { cut_ptrs: Vec::with_capacity(cols + 1), ..Default::default() };
+        Self::from_features(per_feature)
+    }
+
+    /// The cuts of each feature's bounds and min value, in feature order.
+    pub(crate) fn from_features(per_feature: Vec<(Vec<f32>, f32)>) -> Self {
+        let mut cuts = QuantileCuts { cut_ptrs: Vec::with_capacity(per_feature.len() + 1), ..Default::default() };
         cuts.cut_ptrs.push(0);
         for (values, min) in per_feature {
             cuts.cut_values.extend_from_slice(&values);
@@ -91,7 +96,7 @@ impl QuantileCuts {
 }
 
 /// Each column's present values with their weights, in row order (the order XGBoost pushes them).
-fn columns_of(features: &FeatureMatrix, weights: &[f32]) -> Vec<Vec<(f32, f32)>> {
+pub(crate) fn columns_of(features: &FeatureMatrix, weights: &[f32]) -> Vec<Vec<(f32, f32)>> {
     let cols = features.cols();
     let weight = |i: usize| if weights.is_empty() { 1.0 } else { weights[i] };
     if let FeatureMatrix::Dense(dense) = features {
@@ -126,12 +131,23 @@ fn feature_cuts(column: Vec<(f32, f32)>, max_bin: usize) -> (Vec<f32>, f32) {
     if n == 0 {
         return (Vec::new(), 0.0);
     }
+    let summary = sketch(&column, sketch_limit(n, max_bin));
+    cuts_of_summary(&summary, n, max_bin)
+}
+
+/// The entries a level of the sketch of a column of `n` present values keeps, for `max_bin` bins
+/// (relative error `1 / (8 min(max_bin, n))`).
+pub(crate) fn sketch_limit(n: usize, max_bin: usize) -> usize {
     let n_bins = max_bin.min(n).max(1);
     let eps = 1.0 / (n_bins as f32 * SKETCH_FACTOR as f32) as f64;
-    let summary = sketch(&column, limit_size(n, eps).max(1));
+    limit_size(n, eps).max(1)
+}
+
+/// `MakeCuts` of a column's sketch summary (`n` present values): the bounds and the min value.
+pub(crate) fn cuts_of_summary(summary: &[Entry], n: usize, max_bin: usize) -> (Vec<f32>, f32) {
     // AllReduce's pruning to `max_bin * kFactor` entries, then MakeCuts' to `max_bin + 1`.
     let intermediate = n.min(max_bin * SKETCH_FACTOR);
-    let reduced = prune(&summary, intermediate);
+    let reduced = prune(summary, intermediate);
     let max_num_bins = intermediate.min(max_bin);
     let last_summary = prune(&reduced, max_num_bins + 1);
     let (Some(first), Some(last)) = (last_summary.first(), last_summary.last()) else {
@@ -160,7 +176,7 @@ fn feature_cuts(column: Vec<(f32, f32)>, max_bin: usize) -> (Vec<f32>, f32) {
 /// The queues' summaries are most of the work and independent of each other: where each queue
 /// starts is found first ([`queue_starts`]), and they are computed in parallel, a batch at a time,
 /// then merged in order, so the result is the sequential sketch's.
-fn sketch(column: &[(f32, f32)], limit: usize) -> Vec<Entry> {
+pub(crate) fn sketch(column: &[(f32, f32)], limit: usize) -> Vec<Entry> {
     let starts = queue_starts(column, limit);
     let ends = starts.iter().skip(1).copied().chain([column.len()]);
     let ranges: Vec<(usize, usize)> = starts.iter().copied().zip(ends).collect();

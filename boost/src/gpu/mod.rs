@@ -12,6 +12,7 @@ mod eval;
 mod metrics;
 mod predict;
 mod rank;
+mod sketch;
 
 use std::time::Instant;
 
@@ -46,6 +47,7 @@ pub use metrics::InitialMargins;
 use metrics::MetricRows;
 pub use predict::DeviceModel;
 use rank::RankGradients;
+pub use sketch::device_cuts;
 
 type Fixed = GradientPair<i64>;
 

@@ -403,14 +403,14 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
 
 /// A shipped dataset (`data/`), its label column, its categorical columns and the parameters it
 /// trains with.
-struct Shipped {
-    file: &'static str,
-    label: &'static str,
-    categorical: &'static [usize],
+pub(crate) struct Shipped {
+    pub(crate) file: &'static str,
+    pub(crate) label: &'static str,
+    pub(crate) categorical: &'static [usize],
     params: &'static [(&'static str, &'static str)],
 }
 
-const SHIPPED: &[Shipped] = &[
+pub(crate) const SHIPPED: &[Shipped] = &[
     Shipped {
         file: "higgs_lgbm_sample/binary.train",
         label: "0",

@@ -3,6 +3,7 @@
 //! (see `tests::gpu`).
 
 mod boost_predict;
+mod boost_sketch;
 mod boost_split;
 mod boost_train;
 mod histogram;

@@ -1,0 +1,377 @@
+//! The quantile cuts of dense rows in device memory: XGBoost 3.2's CPU sketch (what
+//! [`QuantileCuts::build`] computes on the host), on the device, giving the same cuts bit for bit.
+//!
+//! The steps (`boost_kernels::sketch`): each column's present values with a weight are gathered in
+//! row order, column after column (a thread a piece of rows and a column counts, then writes);
+//! runs of equal values are numbered (a head flag a value, an inclusive scan); a thread a column
+//! finds where each of its queues starts, as the host's queue fills (`2 limit` entries, the next
+//! value starting the next); a thread a value writes the entries of the queues (a run's weights
+//! added in order); each queue's entries are sorted by value (our stable segmented sort); a thread
+//! a queue makes its exact summary and prunes it; a thread a column carries the summaries up the
+//! sketch's levels in order, as the host does. The host reads each column's merged summary back
+//! and makes the cuts from it with the host's own code (`MakeCuts`).
+
+use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, SortOrder};
+
+use boost_kernels::sketch::{SketchEntry, SketchQueue};
+
+use super::element_config;
+use crate::quantile::{cuts_of_summary, sketch_limit, QuantileCuts};
+use crate::{Error, Result};
+
+/// Rows of a piece: a thread gathers one column of one piece.
+const PIECE_ROWS: usize = 1024;
+
+/// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing), weighting row
+/// `i` by `weights[i]` (`None`: all 1): [`QuantileCuts::build`]'s cuts of the same rows.
+pub fn device_cuts(
+    gpu: &Gpu,
+    values: &DeviceBuffer<f32>,
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+) -> Result<QuantileCuts> {
+    if rows.checked_mul(cols) != Some(values.len()) {
+        return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
+    }
+    if let Some(w) = weights.filter(|w| w.len() != rows) {
+        return Err(Error::InvalidData(format!("{} device weights for {rows} rows", w.len())));
+    }
+    let max_bin = max_bin.max(1);
+    let (merged, present) = column_summaries(gpu, values, (rows, cols), weights, max_bin)?;
+    let per_feature = (0..cols).map(|c| cuts_of_summary(&merged[c], present[c], max_bin)).collect();
+    Ok(QuantileCuts::from_features(per_feature))
+}
+
+/// Each column's sketch summary (the host's `quantile::sketch`) and its present values.
+fn column_summaries(
+    gpu: &Gpu,
+    values: &DeviceBuffer<f32>,
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+) -> Result<(Vec<Vec<SketchEntry>>, Vec<usize>)> {
+    let columns = gather_columns(gpu, values, (rows, cols), weights)?;
+    let total = columns.starts[cols] as usize;
+    if total == 0 {
+        return Ok((vec![Vec::new(); cols], columns.present));
+    }
+    if total >= u32::MAX as usize {
+        return Err(Error::InvalidData(format!("{total} present values: the device sketch takes fewer than 2^32")));
+    }
+    let limits: Vec<u32> = columns.present.iter().map(|&n| sketch_limit(n.max(1), max_bin) as u32).collect();
+    let queues = find_queues(gpu, &columns, &limits)?;
+    let summaries = queue_summaries(gpu, &columns, &queues, &limits)?;
+    Ok((merge_columns(gpu, &queues, &summaries, &limits)?, columns.present))
+}
+
+/// Each column's weighted present values in row order, column after column.
+struct Columns {
+    values: DeviceBuffer<f32>,
+    /// `None`: every weight 1.
+    weights: Option<DeviceBuffer<f32>>,
+    /// `cols + 1` offsets of the columns in `values`.
+    starts: Vec<u64>,
+    /// Present values a column (what the sketch's size counts, zero weights included).
+    present: Vec<usize>,
+    /// The run numbers of the values: inclusive sums of the run heads.
+    runs: DeviceBuffer<u32>,
+}
+
+fn gather_columns(
+    gpu: &Gpu,
+    values: &DeviceBuffer<f32>,
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+) -> Result<Columns> {
+    let pieces = rows.div_ceil(PIECE_ROWS);
+    let threads = pieces * cols;
+    let weights_ptr = weights.map_or(0, |w| w.device_ptr());
+    let data = [values.device_ptr(), rows as u64, cols as u64, weights_ptr, PIECE_ROWS as u64];
+    let (present, kept) = (gpu.alloc_zeroed::<u32>(threads.max(1))?, gpu.alloc_zeroed::<u32>(threads.max(1))?);
+    if threads > 0 {
+        let mut args = data.to_vec();
+        args.extend([present.device_ptr(), kept.device_ptr()]);
+        // SAFETY: `rows * cols` values, `rows` weights (checked by the caller), a count a thread.
+        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_count", element_config(threads)?, &args)? };
+    }
+    let (present, kept) = (present.to_vec(gpu)?, kept.to_vec(gpu)?);
+    let mut offsets = Vec::with_capacity(threads);
+    let mut starts = vec![0u64];
+    let mut total = 0u64;
+    for c in 0..cols {
+        for &k in &kept[c * pieces..(c + 1) * pieces] {
+            offsets.push(total);
+            total += u64::from(k);
+        }
+        starts.push(total);
+    }
+    let present: Vec<usize> =
+        (0..cols).map(|c| present[c * pieces..(c + 1) * pieces].iter().map(|&p| p as usize).sum()).collect();
+    let n = total as usize;
+    let out_values = gpu.alloc_uninitialized::<f32>(n.max(1))?;
+    let out_weights = weights.map(|_| gpu.alloc_uninitialized::<f32>(n.max(1))).transpose()?;
+    let runs = gpu.alloc_zeroed::<u32>(n.max(1))?;
+    if n > 0 {
+        let offsets = gpu.upload(&offsets)?;
+        let mut args = data.to_vec();
+        args.extend([
+            offsets.device_ptr(),
+            out_values.device_ptr(),
+            out_weights.as_ref().map_or(0, |w| w.device_ptr()),
+        ]);
+        // SAFETY: the counts' exclusive sums, within `n` values (and weights).
+        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_scatter", element_config(threads)?, &args)? };
+        let device_starts = gpu.upload(&starts)?;
+        let heads = gpu.alloc_uninitialized::<u32>(n)?;
+        let args = [out_values.device_ptr(), n as u64, device_starts.device_ptr(), cols as u64, heads.device_ptr()];
+        // SAFETY: `n` values and flags, `cols + 1` offsets ending at `n`.
+        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_heads", element_config(n)?, &args)? };
+        let mut runs = runs;
+        DeviceScan::inclusive_sum(gpu, &heads, &mut runs)?;
+        return Ok(Columns { values: out_values, weights: out_weights, starts, present, runs });
+    }
+    Ok(Columns { values: out_values, weights: out_weights, starts, present, runs })
+}
+
+/// The queues of every column, in column order.
+struct Queues {
+    /// On the device and the host.
+    device: DeviceBuffer<SketchQueue>,
+    host: Vec<SketchQueue>,
+    /// `cols + 1` offsets of each column's queues.
+    column_queues: Vec<u64>,
+    /// `queues + 1` offsets of each queue's entries.
+    entry_offsets: Vec<u32>,
+}
+
+fn find_queues(gpu: &Gpu, columns: &Columns, limits: &[u32]) -> Result<Queues> {
+    let cols = limits.len();
+    // A full queue holds `2 limit` entries, so at least as many values.
+    let capacity: Vec<u64> =
+        (0..cols).map(|c| (columns.starts[c + 1] - columns.starts[c]) / (2 * u64::from(limits[c])) + 2).collect();
+    let mut queue_offsets = vec![0u64];
+    for &c in &capacity {
+        queue_offsets.push(queue_offsets.last().unwrap_or(&0) + c);
+    }
+    let all = gpu.alloc_zeroed::<SketchQueue>(queue_offsets[cols] as usize)?;
+    let counts = gpu.alloc_zeroed::<u32>(cols)?;
+    let (device_starts, device_limits, device_offsets) =
+        (gpu.upload(&columns.starts)?, gpu.upload(limits)?, gpu.upload(&queue_offsets)?);
+    let args = [
+        columns.runs.device_ptr(),
+        device_starts.device_ptr(),
+        cols as u64,
+        device_limits.device_ptr(),
+        device_offsets.device_ptr(),
+        all.device_ptr(),
+        counts.device_ptr(),
+    ];
+    // SAFETY: the run numbers of the columns' values; room for each column's queues (its
+    // capacity bounds them).
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_queues", element_config(cols)?, &args)? };
+    let (counts, all) = (counts.to_vec(gpu)?, all.to_vec(gpu)?);
+    let mut host = Vec::new();
+    let mut column_queues = vec![0u64];
+    for c in 0..cols {
+        let first = queue_offsets[c] as usize;
+        host.extend_from_slice(&all[first..first + counts[c] as usize]);
+        column_queues.push(host.len() as u64);
+    }
+    let mut entry_offsets = vec![0u32];
+    for q in &host {
+        let last = *entry_offsets.last().unwrap_or(&0);
+        entry_offsets
+            .push(last.checked_add(q.entries).ok_or_else(|| Error::InvalidData("too many sketch entries".into()))?);
+    }
+    Ok(Queues { device: gpu.upload(&host)?, host, column_queues, entry_offsets })
+}
+
+/// Each queue's pruned summary, and where it lies.
+struct Summaries {
+    entries: DeviceBuffer<SketchEntry>,
+    lens: DeviceBuffer<u32>,
+    offsets: DeviceBuffer<u64>,
+}
+
+fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]) -> Result<Summaries> {
+    let n = columns.starts[limits.len()] as usize;
+    let count = queues.host.len();
+    let entries = *queues.entry_offsets.last().unwrap_or(&0) as usize;
+    let (keys, indices, weights) = (
+        gpu.alloc_uninitialized::<f32>(entries)?,
+        gpu.alloc_uninitialized::<u32>(entries)?,
+        gpu.alloc_uninitialized::<f32>(entries)?,
+    );
+    let entry_offsets = gpu.upload(&queues.entry_offsets)?;
+    let args = [
+        columns.values.device_ptr(),
+        columns.weights.as_ref().map_or(0, |w| w.device_ptr()),
+        columns.runs.device_ptr(),
+        n as u64,
+        queues.device.device_ptr(),
+        count as u64,
+        entry_offsets.device_ptr(),
+        keys.device_ptr(),
+        indices.device_ptr(),
+        weights.device_ptr(),
+    ];
+    // SAFETY: the queues cover the `n` values in order; `entries` entries.
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_entries", element_config(n)?, &args)? };
+    let (mut sorted_keys, mut sorted_indices) =
+        (gpu.alloc_uninitialized::<f32>(entries)?, gpu.alloc_uninitialized::<u32>(entries)?);
+    DeviceSegmentedSort::sort_pairs(
+        gpu,
+        &keys,
+        &mut sorted_keys,
+        &indices,
+        &mut sorted_indices,
+        &entry_offsets,
+        SortOrder::ascending(),
+    )?;
+    // A queue's limit (its column's) and the place of its pruned summary.
+    let mut queue_limits = Vec::with_capacity(count);
+    let mut offsets = Vec::with_capacity(count + 1);
+    let mut total = 0u64;
+    for (c, &limit) in limits.iter().enumerate() {
+        for _ in queues.column_queues[c]..queues.column_queues[c + 1] {
+            queue_limits.push(limit);
+            offsets.push(total);
+            total += u64::from(limit);
+        }
+    }
+    let (queue_limits, offsets) = (gpu.upload(&queue_limits)?, gpu.upload(&offsets)?);
+    let exact = gpu.alloc_uninitialized::<SketchEntry>(entries)?;
+    let summaries = gpu.alloc_uninitialized::<SketchEntry>(total as usize)?;
+    let lens = gpu.alloc_zeroed::<u32>(count)?;
+    let args = [
+        sorted_keys.device_ptr(),
+        sorted_indices.device_ptr(),
+        weights.device_ptr(),
+        entry_offsets.device_ptr(),
+        count as u64,
+        queue_limits.device_ptr(),
+        offsets.device_ptr(),
+        exact.device_ptr(),
+        summaries.device_ptr(),
+        lens.device_ptr(),
+    ];
+    // SAFETY: each queue's sorted entries and weights; room for its exact summary (as many as its
+    // entries) and its pruned one (its limit).
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_summaries", element_config(count)?, &args)? };
+    Ok(Summaries { entries: summaries, lens, offsets })
+}
+
+/// Each column's merged summary, read back.
+fn merge_columns(gpu: &Gpu, queues: &Queues, summaries: &Summaries, limits: &[u32]) -> Result<Vec<Vec<SketchEntry>>> {
+    let cols = limits.len();
+    let mut levels = Vec::with_capacity(cols);
+    let (mut scratch_offsets, mut merged_offsets) = (vec![], vec![]);
+    let (mut scratch, mut merged) = (0u64, 0u64);
+    for (c, &limit) in limits.iter().enumerate() {
+        let pushes = queues.column_queues[c + 1] - queues.column_queues[c];
+        // A binary counter of `pushes` carries to level `log2(pushes) + 1` at most.
+        let height = (u64::BITS - pushes.leading_zeros()) + 2;
+        levels.push(height);
+        scratch_offsets.push(scratch);
+        merged_offsets.push(merged);
+        scratch += u64::from(height + 3) * u64::from(limit);
+        merged += u64::from(limit);
+    }
+    let scratch_buffer = gpu.alloc_uninitialized::<SketchEntry>(scratch as usize)?;
+    let merged_buffer = gpu.alloc_uninitialized::<SketchEntry>(merged as usize)?;
+    let merged_lens = gpu.alloc_zeroed::<u32>(cols)?;
+    let (column_queues, device_limits, device_levels) =
+        (gpu.upload(&queues.column_queues)?, gpu.upload(limits)?, gpu.upload(&levels)?);
+    let (device_scratch_offsets, device_merged_offsets) = (gpu.upload(&scratch_offsets)?, gpu.upload(&merged_offsets)?);
+    let args = [
+        cols as u64,
+        summaries.entries.device_ptr(),
+        summaries.lens.device_ptr(),
+        summaries.offsets.device_ptr(),
+        column_queues.device_ptr(),
+        device_limits.device_ptr(),
+        scratch_buffer.device_ptr(),
+        device_scratch_offsets.device_ptr(),
+        device_levels.device_ptr(),
+        merged_buffer.device_ptr(),
+        device_merged_offsets.device_ptr(),
+        merged_lens.device_ptr(),
+    ];
+    // SAFETY: each column's queue summaries; its scratch sized for its levels; room for its
+    // merged summary (its limit).
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_merge", element_config(cols)?, &args)? };
+    let (all, lens) = (merged_buffer.to_vec(gpu)?, merged_lens.to_vec(gpu)?);
+    Ok((0..cols).map(|c| all[merged_offsets[c] as usize..][..lens[c] as usize].to_vec()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{DenseMatrix, FeatureMatrix};
+    use crate::quantile::{columns_of, sketch};
+    use primitives::Schedule;
+    use rand::{Rng, SeedableRng};
+
+    /// The device's cuts are the host's for columns of every kind: continuous with missing values,
+    /// constant, all missing, two values, heavy ties (runs across queue boundaries), a queue
+    /// filled by its last entry's first value; with and without weights (zeros among them), and bin counts
+    /// small enough for many queues a column.
+    #[test]
+    fn the_device_sketch_gives_the_hosts_cuts() {
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 5 });
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let rows = 3000;
+        let cols = 8;
+        let mut values = vec![0f32; rows * cols];
+        for i in 0..rows {
+            let row = &mut values[i * cols..(i + 1) * cols];
+            row[0] = if rng.gen_bool(0.1) { f32::NAN } else { rng.gen::<f32>() * 10.0 - 5.0 };
+            row[1] = 3.5;
+            row[2] = f32::NAN;
+            row[3] = if rng.gen_bool(0.5) { -1.0 } else { 2.0 };
+            row[4] = (rng.gen_range(0..40) as f32) * 0.25;
+            row[5] = if i < rows / 2 { 7.0 } else { (i % 13) as f32 };
+            row[6] = if i % 3 == 0 {
+                -0.0
+            } else if i % 3 == 1 {
+                0.0
+            } else {
+                rng.gen::<f32>()
+            };
+            // 193 distinct values, then one repeated: unweighted with 2 bins (a limit of 97), the
+            // first queue's 194th entry is the repeated value, whose second copy starts a queue.
+            row[7] = i.min(193) as f32;
+        }
+        let device_values = gpu.upload(&values).unwrap();
+        let features = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values));
+        let weights: Vec<f32> = (0..rows).map(|i| if i % 17 == 0 { 0.0 } else { rng.gen::<f32>() * 2.0 }).collect();
+        let device_weights = gpu.upload(&weights).unwrap();
+        for max_bin in [2, 3, 16, 256] {
+            for weighted in [false, true] {
+                let host_weights: &[f32] = if weighted { &weights } else { &[] };
+                let device_weights = weighted.then_some(&device_weights);
+                // The summaries themselves (the cuts keep few of their entries).
+                let (summaries, _) =
+                    column_summaries(&gpu, &device_values, (rows, cols), device_weights, max_bin).unwrap();
+                for (c, column) in columns_of(&features, host_weights).into_iter().enumerate() {
+                    let host = if column.is_empty() {
+                        Vec::new()
+                    } else {
+                        sketch(&column, sketch_limit(column.len(), max_bin))
+                    };
+                    assert_eq!(summaries[c], host, "column {c}, max_bin {max_bin}, weighted {weighted}");
+                }
+                let host = QuantileCuts::build(&features, host_weights, max_bin);
+                let device = device_cuts(&gpu, &device_values, (rows, cols), device_weights, max_bin).unwrap();
+                assert_eq!(device.cut_ptrs, host.cut_ptrs, "max_bin {max_bin}, weighted {weighted}");
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&device.cut_values), bits(&host.cut_values), "max_bin {max_bin}, weighted {weighted}");
+                assert_eq!(bits(&device.min_values), bits(&host.min_values), "max_bin {max_bin}, weighted {weighted}");
+            }
+        }
+        let empty = device_cuts(&gpu, &gpu.alloc_zeroed(0).unwrap(), (0, 3), None, 16).unwrap();
+        assert_eq!(empty, QuantileCuts::build(&FeatureMatrix::Dense(DenseMatrix::new(0, 3, vec![])), &[], 16));
+        assert!(device_cuts(&gpu, &device_values, (rows, cols + 1), None, 16).is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! The quantile cuts of rows in device memory (`boost::gpu::device_cuts`, XGBoost's sketch on the
+//! device) are the host's (`QuantileCuts::build`, XGBoost 3.2's CPU cuts), bit for bit: every
+//! shipped dataset (its rows as dense values, absent entries missing; its weights when it has
+//! them), at 256 and at 16 bins (many sketch queues a column). The unit test in
+//! `boost::gpu::sketch` covers the adversarial columns on the emulator.
+
+use boost::data::{read_data, Column, CsvOptions, DenseMatrix, FeatureMatrix, ReadOptions};
+use boost::gpu::device_cuts;
+use boost::quantile::QuantileCuts;
+use tests::gpu;
+
+use crate::boost_train::SHIPPED;
+
+#[test]
+fn device_cuts_are_the_hosts_on_every_shipped_dataset() {
+    let gpu = gpu();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+    for case in SHIPPED {
+        let label = case.label.parse().map_or_else(|_| Column::Name(case.label.into()), Column::Index);
+        let categorical = case.categorical.iter().map(|&c| Column::Index(c)).collect();
+        let options =
+            ReadOptions { csv: CsvOptions { label, categorical, ..Default::default() }, ..Default::default() };
+        let (data, _) = read_data(&dir.join(case.file), &options).expect(case.file);
+        // The emulator runs a thread at a time: a prefix of the rows there.
+        let rows = if gpu.is_emulated() { data.rows().min(1500) } else { data.rows() };
+        let cols = data.cols();
+        let mut values = vec![0f32; rows * cols];
+        for (i, row) in values.chunks_mut(cols.max(1)).enumerate().take(rows) {
+            data.features.fill_row(i, row);
+        }
+        let weights: Vec<f32> = data.info.weights.iter().take(rows).copied().collect();
+        let device_values = gpu.upload(&values).expect("upload");
+        let device_weights = (!weights.is_empty()).then(|| gpu.upload(&weights).expect("upload"));
+        let features = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values));
+        for max_bin in [256, 16] {
+            let host = QuantileCuts::build(&features, &weights, max_bin);
+            let device =
+                device_cuts(&gpu, &device_values, (rows, cols), device_weights.as_ref(), max_bin).expect(case.file);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(device.cut_ptrs, host.cut_ptrs, "{}, {max_bin} bins", case.file);
+            assert_eq!(bits(&device.cut_values), bits(&host.cut_values), "{}, {max_bin} bins", case.file);
+            assert_eq!(bits(&device.min_values), bits(&host.min_values), "{}, {max_bin} bins", case.file);
+        }
+    }
+}
