@@ -212,6 +212,8 @@ pub fn combine(
 // ---- the device's sketch (`boost::gpu::sketch` launches these; see its module for the steps) ----
 
 use primitives_kernels::arch;
+use primitives_kernels::block::{BlockScan, DynamicShared};
+use primitives_kernels::ops::{AssociativeOp, Sum};
 
 use crate::evaluate::global_thread;
 
@@ -539,24 +541,295 @@ struct Run {
 impl Run {
     /// # Safety
     /// `i < len`.
+    #[inline]
     unsafe fn get(self, i: usize) -> SketchEntry {
         // SAFETY: as the caller promises.
         unsafe { arch::load(self.at.add(i)) }
     }
 }
 
-/// Writes `f`'s pushes from `at`: the summary written.
-///
-/// # Safety
-/// Room for every push from `at`.
-unsafe fn write_into(at: *mut SketchEntry, f: impl FnOnce(&mut dyn FnMut(SketchEntry))) -> Run {
-    let mut len = 0;
-    f(&mut |e| {
-        // SAFETY: as the caller promises.
-        unsafe { arch::store(at.add(len), e) };
-        len += 1;
-    });
-    Run { at, len }
+/// `max` that keeps the later operand when neither is larger: `FixError`'s `if e < prev { prev }
+/// else { e }` as an associative operator, so that its running maxima are block scans.
+#[derive(Clone, Copy, Default)]
+struct LaterMax;
+
+impl AssociativeOp<f32> for LaterMax {
+    fn identity() -> f32 {
+        f32::NEG_INFINITY
+    }
+    fn combine(a: f32, b: f32) -> f32 {
+        if b < a {
+            a
+        } else {
+            b
+        }
+    }
+}
+
+/// The block's shared state for the merge: two block scans and a few broadcast words.
+struct Block {
+    counts: BlockScan<u32>,
+    maxima: BlockScan<f32>,
+    words: *mut u32,
+}
+
+impl Block {
+    fn new() -> Self {
+        let mut shared = DynamicShared::new();
+        Block {
+            counts: BlockScan::from_allocator(&mut shared),
+            maxima: BlockScan::from_allocator(&mut shared),
+            words: shared.take::<u32>(4),
+        }
+    }
+
+    /// Every thread's `value` of thread 0, after a barrier.
+    fn broadcast(&self, value: u32) -> u32 {
+        if arch::thread_idx_x() == 0 {
+            // SAFETY: the block's 4 words.
+            unsafe { arch::store(self.words, value) };
+        }
+        arch::sync_threads();
+        // SAFETY: written before the barrier.
+        let value = unsafe { arch::load(self.words) };
+        arch::sync_threads();
+        value
+    }
+
+    /// The indices `0..n` a thread each, strided, in tiles of the block (every thread runs every
+    /// tile, so that `body` may scan).
+    fn tiles(n: usize, mut body: impl FnMut(usize, bool)) {
+        let threads = arch::block_dim_x() as usize;
+        let mut first = 0;
+        while first < n {
+            let k = first + arch::thread_idx_x() as usize;
+            body(k, k < n);
+            first += threads;
+        }
+    }
+
+    /// Copies `src` to `dst` (other memory).
+    ///
+    /// # Safety
+    /// Room for `src.len` entries at `dst`.
+    unsafe fn copy(&self, src: Run, len: usize, dst: *mut SketchEntry) -> Run {
+        Block::tiles(len, |k, valid| {
+            if valid {
+                // SAFETY: `k < len <= src.len`, within `dst`.
+                unsafe { arch::store(dst.add(k), src.get(k)) };
+            }
+        });
+        arch::sync_threads();
+        Run { at: dst, len }
+    }
+
+    /// [`prune`] of `src` into `dst`, the block together: each rank target's entry found by a
+    /// binary search (the walk's position is monotone in the target), the picks kept where they
+    /// change. A summary whose targets decrease (a negative range) is pruned by thread 0 alone.
+    ///
+    /// # Safety
+    /// Room for `max_size` entries at `dst` and `max_size` words at `picks`; `src` elsewhere.
+    unsafe fn prune(&self, src: Run, max_size: usize, dst: *mut SketchEntry, picks: *mut u32) -> Run {
+        let len = src.len;
+        if len <= max_size || max_size <= 1 {
+            // SAFETY: as the caller promises.
+            return unsafe { self.copy(src, len.min(max_size), dst) };
+        }
+        let last = len - 1;
+        // SAFETY: `0, last < len`.
+        let (first, end) = unsafe { (src.get(0), src.get(last)) };
+        let (begin, range) = (first.rmax, end.rmin - first.rmax);
+        let n = max_size - 1;
+        if range.is_nan() || range < 0.0 {
+            let mut kept = 0;
+            if arch::thread_idx_x() == 0 {
+                // SAFETY: at most `max_size` entries pushed.
+                prune(
+                    len,
+                    |i| unsafe { src.get(i) },
+                    max_size,
+                    |e| {
+                        // SAFETY: as above.
+                        unsafe { arch::store(dst.add(kept), e) };
+                        kept += 1;
+                    },
+                );
+            }
+            return Run { at: dst, len: self.broadcast(kept as u32) as usize };
+        }
+        // The pick of target `k` (1..n) at `picks[k - 1]`, or `u32::MAX` past the walk's end.
+        Block::tiles(n - 1, |slot, valid| {
+            if !valid {
+                return;
+            }
+            let dx2 = prune_target(slot + 1, n, begin, range);
+            let (mut lo, mut hi) = (1, last);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                // SAFETY: `mid + 1 <= last`.
+                if prune_passes(dx2, unsafe { src.get(mid + 1) }) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            let pick = if lo == last {
+                u32::MAX
+            } else {
+                // SAFETY: `lo + 1 <= last`.
+                let first = unsafe { prune_picks_first(dx2, src.get(lo), src.get(lo + 1)) };
+                if first {
+                    lo as u32
+                } else {
+                    lo as u32 + 1
+                }
+            };
+            // SAFETY: `slot < n - 1 < max_size`.
+            unsafe { arch::store(picks.add(slot), pick) };
+        });
+        if arch::thread_idx_x() == 0 {
+            // SAFETY: `dst` has room; word 1 holds the last pick (0: none).
+            unsafe {
+                arch::store(dst, first);
+                arch::store(self.words.add(1), 0);
+            }
+        }
+        arch::sync_threads();
+        let mut kept = 0u32;
+        Block::tiles(n - 1, |slot, valid| {
+            // The picks of this target and its neighbours, `u32::MAX` outside them.
+            let pick_at = |at: usize| {
+                // SAFETY: `at < n - 1`; the picks were written before the barrier.
+                if at < n - 1 {
+                    unsafe { arch::load(picks.add(at)) }
+                } else {
+                    u32::MAX
+                }
+            };
+            let pick = if valid { pick_at(slot) } else { u32::MAX };
+            let previous = if valid && slot > 0 { pick_at(slot - 1) } else { u32::MAX };
+            let fresh = pick != u32::MAX && (slot == 0 || pick != previous);
+            let (position, total) = self.counts.exclusive_scan::<Sum>(u32::from(fresh));
+            if fresh {
+                // SAFETY: at most `n` kept after the first, within `max_size`.
+                unsafe { arch::store(dst.add(1 + (kept + position) as usize), src.get(pick as usize)) };
+            }
+            // The last valid target's pick: the walk's last index.
+            let next = pick_at(slot + 1);
+            if pick != u32::MAX && next == u32::MAX {
+                // SAFETY: word 1 of the block's words.
+                unsafe { arch::store(self.words.add(1), pick) };
+            }
+            kept += total;
+            arch::sync_threads();
+        });
+        // SAFETY: written before the barrier (the last tile's).
+        let last_idx = unsafe { arch::load(self.words.add(1)) } as usize;
+        let mut len = 1 + kept as usize;
+        if last_idx != last {
+            if arch::thread_idx_x() == 0 {
+                // SAFETY: `len < max_size` (the walk keeps at most `max_size - 1` before it).
+                unsafe { arch::store(dst.add(len), end) };
+            }
+            len += 1;
+        }
+        arch::sync_threads();
+        Run { at: dst, len }
+    }
+
+    /// [`combine`] of `a` and `b` into `dst`, the block together: each entry's place in the merge
+    /// by a binary search in the other summary and a scan of the shared values, its ranks from
+    /// its neighbours there ([`SketchEntry::merged_alone`]), then `FixError` as two max-scans.
+    ///
+    /// # Safety
+    /// Room for `a.len + b.len` entries at `dst` and as many words at `places`; `a`, `b`
+    /// elsewhere.
+    unsafe fn combine(&self, a: Run, b: Run, dst: *mut SketchEntry, places: *mut u32) -> Run {
+        if a.len == 0 || b.len == 0 {
+            let src = if a.len == 0 { b } else { a };
+            // SAFETY: as the caller promises.
+            return unsafe { self.copy(src, src.len, dst) };
+        }
+        // An entry of a summary, `i` below its length.
+        let at = |run: Run, i: usize| {
+            // SAFETY: every caller's `i` is below `run.len`.
+            unsafe { run.get(i) }
+        };
+        let (a_rmax, b_rmax) = (at(a, a.len - 1).rmax, at(b, b.len - 1).rmax);
+        // Each entry's count of smaller values in the other summary, with bit 31 when it holds the
+        // same value.
+        let place = |run: Run, other: Run, i: usize| {
+            let value = at(run, i).value;
+            let below = upper_bound(other.len, |k| at(other, k).value >= value, false);
+            let shared = below < other.len && at(other, below).value == value;
+            below as u32 | (u32::from(shared) << 31)
+        };
+        let b_places = places.wrapping_add(a.len);
+        Block::tiles(a.len + b.len, |k, valid| {
+            if valid {
+                let (word, at) = if k < a.len {
+                    (place(a, b, k), places.wrapping_add(k))
+                } else {
+                    (place(b, a, k - a.len), b_places.wrapping_add(k - a.len))
+                };
+                // SAFETY: `k < a.len + b.len` words.
+                unsafe { arch::store(at, word) };
+            }
+        });
+        arch::sync_threads();
+        let mut shared_total = 0;
+        for (run, other, words, from_a) in [(a, b, places, true), (b, a, b_places, false)] {
+            let other_rmax = if from_a { b_rmax } else { a_rmax };
+            let mut seen = 0u32;
+            Block::tiles(run.len, |i, valid| {
+                // SAFETY: `i < run.len` words, written before the barrier.
+                let word = if valid { unsafe { arch::load(words.add(i)) } } else { 0 };
+                let shared = word >> 31 == 1;
+                let below = (word & !(1 << 31)) as usize;
+                let (before, total) = self.counts.exclusive_scan::<Sum>(u32::from(shared && valid));
+                // A shared value is written once, from `a`.
+                if valid && (from_a || !shared) {
+                    let x = at(run, i);
+                    let entry = if shared {
+                        x.merged_with(at(other, below))
+                    } else {
+                        let lower = (below > 0).then(|| at(other, below - 1));
+                        let upper = (below < other.len).then(|| at(other, below));
+                        x.merged_alone(lower, upper, other_rmax)
+                    };
+                    let position = i + below - (seen + before) as usize;
+                    // SAFETY: a place below `a.len + b.len`.
+                    unsafe { arch::store(dst.add(position), entry) };
+                }
+                seen += total;
+                arch::sync_threads();
+            });
+            shared_total = seen as usize;
+        }
+        let len = a.len + b.len - shared_total;
+        // FixError: `rmin` the running `LaterMax` of the `rmin`s from 0, `rmax` that of
+        // `LaterMax(rmax, rmin + wmin)`.
+        let (mut prev_rmin, mut prev_rmax) = (0f32, 0f32);
+        Block::tiles(len, |k, valid| {
+            // SAFETY: `k < len`, written before the barrier.
+            let mut e = if valid { unsafe { arch::load(dst.add(k)) } } else { SketchEntry::default() };
+            let (rmin, rmin_total) =
+                self.maxima.inclusive_scan::<LaterMax>(if valid { e.rmin } else { f32::NEG_INFINITY });
+            e.rmin = LaterMax::combine(prev_rmin, rmin);
+            arch::sync_threads();
+            let t = if valid { LaterMax::combine(e.rmax, e.rmin_next()) } else { f32::NEG_INFINITY };
+            let (rmax, rmax_total) = self.maxima.inclusive_scan::<LaterMax>(t);
+            e.rmax = LaterMax::combine(prev_rmax, rmax);
+            if valid {
+                // SAFETY: `k < len`.
+                unsafe { arch::store(dst.add(k), e) };
+            }
+            prev_rmin = LaterMax::combine(prev_rmin, rmin_total);
+            prev_rmax = LaterMax::combine(prev_rmax, rmax_total);
+            arch::sync_threads();
+        });
+        Run { at: dst, len }
+    }
 }
 
 /// What [`merge_kernel`] reads and writes.
@@ -572,7 +845,7 @@ pub struct ColumnMerges {
     /// A limit a column.
     pub limits: *const u32,
     /// A column's scratch, from `scratch_offsets[c]`: `levels[c]` levels of `limit` entries, then
-    /// `3 limit` more.
+    /// `4 limit` more ([`MERGE_SCRATCH`]).
     pub scratch: *mut SketchEntry,
     pub scratch_offsets: *const u64,
     pub levels: *const u32,
@@ -582,27 +855,38 @@ pub struct ColumnMerges {
     pub merged_lens: *mut u32,
 }
 
-/// A thread a column: the host's binary counter over the column's queue summaries, in order
-/// (`PushTemp`), then the last queue's summary merged with every level (`GetSummary`).
+/// Scratch of a column's merge past its levels, in summaries of `limit` entries: the combined
+/// summary (2), the pruned one (1), and the words of the block's searches (1).
+pub const MERGE_SCRATCH: usize = 4;
+
+/// The dynamic shared memory of a [`merge_kernel`] block, in bytes.
+pub const MERGE_SHARED_BYTES: usize = BlockScan::<u32>::SHARED_BYTES + BlockScan::<f32>::SHARED_BYTES + 16 + 16;
+
+/// A block a column: the host's binary counter over the column's queue summaries, in order
+/// (`PushTemp`), then the last queue's summary merged with every level (`GetSummary`); each
+/// prune and combine done by the whole block (see [`Block::prune`], [`Block::combine`]).
 ///
 /// # Safety
-/// As [`ColumnMerges`] says; every level count is at least the binary counter's height.
+/// As [`ColumnMerges`] says; every level count is at least the binary counter's height, and at
+/// most 64; [`MERGE_SHARED_BYTES`] of dynamic shared memory.
 pub unsafe fn merge_kernel(m: ColumnMerges) {
-    let col = global_thread();
-    if col >= m.cols {
+    let col = arch::block_idx_x() as usize;
+    if col as u64 >= m.cols {
         return;
     }
+    let block = Block::new();
     // SAFETY: every summary read and written lies in the column's regions (the caller).
     unsafe {
-        let c = col as usize;
-        let limit = arch::load(m.limits.add(c)) as usize;
-        let levels_len = arch::load(m.levels.add(c)) as usize;
-        let scratch = m.scratch.add(arch::load(m.scratch_offsets.add(c)) as usize);
+        let limit = arch::load(m.limits.add(col)) as usize;
+        let levels_len = arch::load(m.levels.add(col)) as usize;
+        let scratch = m.scratch.add(arch::load(m.scratch_offsets.add(col)) as usize);
         let level_at = |l: usize| scratch.add(l * limit);
         let mut level_lens = [0usize; 64];
-        let (combined, pruned) = (scratch.add(levels_len * limit), scratch.add((levels_len + 2) * limit));
+        let combined = scratch.add(levels_len * limit);
+        let pruned = scratch.add((levels_len + 2) * limit);
+        let words = scratch.add((levels_len + 3) * limit) as *mut u32;
         let (first, end) =
-            (arch::load(m.column_queues.add(c)) as usize, arch::load(m.column_queues.add(c + 1)) as usize);
+            (arch::load(m.column_queues.add(col)) as usize, arch::load(m.column_queues.add(col + 1)) as usize);
         let queue = |q: usize| Run {
             at: m.summaries.add(arch::load(m.summary_offsets.add(q)) as usize),
             len: arch::load(m.summary_lens.add(q)) as usize,
@@ -613,14 +897,11 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
             loop {
                 let level = Run { at: level_at(l), len: level_lens[l] };
                 if level.len == 0 {
-                    let written = write_into(level.at, |push| prune(summary.len, |i| summary.get(i), limit, push));
-                    level_lens[l] = written.len;
+                    level_lens[l] = block.prune(summary, limit, level.at, words).len;
                     break;
                 }
-                let small = write_into(pruned, |push| prune(summary.len, |i| summary.get(i), limit, push));
-                let merged = write_into(combined, |push| {
-                    combine(small.len, |i| small.get(i), level.len, |j| level.get(j), push)
-                });
+                let small = block.prune(summary, limit, pruned, words);
+                let merged = block.combine(small, level, combined, words);
                 if merged.len > limit {
                     level_lens[l] = 0;
                     summary = merged;
@@ -630,30 +911,29 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
                         arch::trap();
                     }
                 } else {
-                    let written = write_into(level.at, |push| (0..merged.len).for_each(|i| push(merged.get(i))));
-                    level_lens[l] = written.len;
+                    level_lens[l] = block.copy(merged, merged.len, level.at).len;
                     break;
                 }
             }
         }
-        let out = m.merged.add(arch::load(m.merged_offsets.add(c)) as usize);
+        let out = m.merged.add(arch::load(m.merged_offsets.add(col)) as usize);
         let mut merged = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
-        merged = write_into(out, |push| (0..merged.len).for_each(|i| push(merged.get(i))));
+        merged = block.copy(merged, merged.len, out);
         for (l, &len) in level_lens.iter().enumerate().take(levels_len).skip(1) {
             let level = Run { at: level_at(l), len };
             if level.len == 0 {
                 continue;
             }
             merged = if merged.len == 0 {
-                write_into(out, |push| (0..level.len).for_each(|i| push(level.get(i))))
+                block.copy(level, level.len, out)
             } else {
-                let both = write_into(combined, |push| {
-                    combine(merged.len, |i| merged.get(i), level.len, |j| level.get(j), push)
-                });
-                write_into(out, |push| prune(both.len, |i| both.get(i), limit, push))
+                let both = block.combine(merged, level, combined, words);
+                block.prune(both, limit, out, words)
             };
         }
-        arch::store(m.merged_lens.add(c), merged.len as u32);
+        if arch::thread_idx_x() == 0 {
+            arch::store(m.merged_lens.add(col), merged.len as u32);
+        }
     }
 }
 

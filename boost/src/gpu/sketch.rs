@@ -7,13 +7,13 @@
 //! finds where each of its queues starts, as the host's queue fills (`2 limit` entries, the next
 //! value starting the next); a thread a value writes the entries of the queues (a run's weights
 //! added in order); each queue's entries are sorted by value (our stable segmented sort); a thread
-//! a queue makes its exact summary and prunes it; a thread a column carries the summaries up the
-//! sketch's levels in order, as the host does. The host reads each column's merged summary back
+//! a queue makes its exact summary and prunes it; a block a column carries the summaries up the
+//! sketch's levels in order, as the host does, the whole block on each prune and combine. The host reads each column's merged summary back
 //! and makes the cuts from it with the host's own code (`MakeCuts`).
 
-use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, SortOrder};
+use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
 
-use boost_kernels::sketch::{SketchEntry, SketchQueue};
+use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES};
 
 use super::element_config;
 use crate::quantile::{cuts_of_summary, sketch_limit, QuantileCuts};
@@ -21,6 +21,9 @@ use crate::{Error, Result};
 
 /// Rows of a piece: a thread gathers one column of one piece.
 const PIECE_ROWS: usize = 1024;
+
+/// Threads of a column's merge block.
+const MERGE_THREADS: u32 = 256;
 
 /// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing), weighting row
 /// `i` by `weights[i]` (`None`: all 1): [`QuantileCuts::build`]'s cuts of the same rows.
@@ -275,7 +278,7 @@ fn merge_columns(gpu: &Gpu, queues: &Queues, summaries: &Summaries, limits: &[u3
         levels.push(height);
         scratch_offsets.push(scratch);
         merged_offsets.push(merged);
-        scratch += u64::from(height + 3) * u64::from(limit);
+        scratch += (u64::from(height) + MERGE_SCRATCH as u64) * u64::from(limit);
         merged += u64::from(limit);
     }
     let scratch_buffer = gpu.alloc_uninitialized::<SketchEntry>(scratch as usize)?;
@@ -298,9 +301,15 @@ fn merge_columns(gpu: &Gpu, queues: &Queues, summaries: &Summaries, limits: &[u3
         device_merged_offsets.device_ptr(),
         merged_lens.device_ptr(),
     ];
-    // SAFETY: each column's queue summaries; its scratch sized for its levels; room for its
-    // merged summary (its limit).
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_merge", element_config(cols)?, &args)? };
+    let config = LaunchConfig {
+        grid_dim: (cols as u32, 1, 1),
+        block_dim: (MERGE_THREADS, 1, 1),
+        shared_mem_bytes: MERGE_SHARED_BYTES as u32,
+    };
+    // SAFETY: each column's queue summaries; its scratch sized for its levels (at most 66: a
+    // count of queues below 2^64); room for its merged summary (its limit); the block's shared
+    // memory.
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_merge", config, &args)? };
     let (all, lens) = (merged_buffer.to_vec(gpu)?, merged_lens.to_vec(gpu)?);
     Ok((0..cols).map(|c| all[merged_offsets[c] as usize..][..lens[c] as usize].to_vec()).collect())
 }
