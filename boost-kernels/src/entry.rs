@@ -676,24 +676,30 @@ kernel! {
         sorted_indices: *const u32,
         entry_weights: *const f32,
         entry_offsets: *const u32,
+        queues: *const SketchQueue,
         queues_len: u64,
+        unit_weights: u64,
         limits: *const u32,
         summary_offsets: *const u64,
         exact: *mut SketchEntry,
         summaries: *mut SketchEntry,
         summary_lens: *mut u32,
+        words: *mut u32,
     ) {
         let s = QueueSummaries {
             sorted_keys,
             sorted_indices,
             entry_weights,
             entry_offsets,
+            queues,
             queues_len,
+            unit_weights: unit_weights != 0,
             limits,
             summary_offsets,
             exact,
             summaries,
             summary_lens,
+            words,
         };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { sketch::summaries_kernel(s) }

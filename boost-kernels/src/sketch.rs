@@ -480,54 +480,97 @@ pub struct QueueSummaries {
     pub sorted_indices: *const u32,
     pub entry_weights: *const f32,
     pub entry_offsets: *const u32,
+    /// The queues (for their value counts), `queues_len` of them; whether every weight is 1.
+    pub queues: *const SketchQueue,
     pub queues_len: u64,
-    /// A limit a queue (its column's), and where its pruned summary goes (room for `limit`).
+    pub unit_weights: bool,
+    /// A limit a queue (its column's), and where its pruned summary goes (room for `limit`
+    /// entries; as many words of scratch at the same offset of `words`).
     pub limits: *const u32,
     pub summary_offsets: *const u64,
     /// Room for every queue's exact summary (as many as its entries).
     pub exact: *mut SketchEntry,
     pub summaries: *mut SketchEntry,
     pub summary_lens: *mut u32,
+    pub words: *mut u32,
 }
 
-/// A thread a queue: its exact summary ([`summarize`]), pruned to its column's limit ([`prune`]),
-/// as the host's sketch makes it.
+/// A block a queue: its exact summary ([`summarize`]), pruned to its column's limit ([`prune`]),
+/// as the host's sketch makes it. The equal values' groups are found by a scan of their first
+/// entries, each group's weight added in order by the thread of its first entry; the running sum
+/// of the groups' weights (the ranks) is a block scan when every partial sum is exact (unit
+/// weights, at most 2^24 values: any order gives the same bits), else thread 0's loop.
 ///
 /// # Safety
-/// As [`QueueSummaries`] says.
+/// As [`QueueSummaries`] says; [`MERGE_SHARED_BYTES`] of dynamic shared memory.
 pub unsafe fn summaries_kernel(s: QueueSummaries) {
-    let q = global_thread();
-    if q >= s.queues_len {
+    let q = arch::block_idx_x() as usize;
+    if q as u64 >= s.queues_len {
         return;
     }
-    // SAFETY: the queue's entries, exact summary and pruned summary are within the arrays.
+    let block = Block::new();
+    // SAFETY: the queue's entries, exact summary, pruned summary and words are within the arrays.
     unsafe {
-        let (first, end) = (
-            arch::load(s.entry_offsets.add(q as usize)) as usize,
-            arch::load(s.entry_offsets.add(q as usize + 1)) as usize,
-        );
+        let (first, end) =
+            (arch::load(s.entry_offsets.add(q)) as usize, arch::load(s.entry_offsets.add(q + 1)) as usize);
+        let len = end - first;
         let exact = s.exact.add(first);
-        let mut len = 0;
-        let sorted = |k: usize| {
-            let index = arch::load(s.sorted_indices.add(first + k)) as usize;
-            (arch::load(s.sorted_keys.add(first + k)), arch::load(s.entry_weights.add(first + index)))
-        };
-        summarize(end - first, sorted, |e| {
-            arch::store(exact.add(len), e);
-            len += 1;
+        let key = |k: usize| arch::load(s.sorted_keys.add(first + k));
+        let weight =
+            |k: usize| arch::load(s.entry_weights.add(first + arch::load(s.sorted_indices.add(first + k)) as usize));
+        let mut groups = 0u32;
+        Block::tiles(len, |k, valid| {
+            let head = valid && (k == 0 || key(k) != key(k - 1));
+            let (position, total) = block.counts.exclusive_scan::<Sum>(u32::from(head));
+            if head {
+                let value = key(k);
+                let mut w = weight(k);
+                let mut next = k + 1;
+                while next < len && key(next) == value {
+                    w += weight(next);
+                    next += 1;
+                }
+                arch::store(
+                    exact.add((groups + position) as usize),
+                    SketchEntry { rmin: 0.0, rmax: 0.0, wmin: w, value },
+                );
+            }
+            groups += total;
+            arch::sync_threads();
         });
-        let out = s.summaries.add(arch::load(s.summary_offsets.add(q as usize)) as usize);
-        let mut kept = 0;
-        prune(
-            len,
-            |i| arch::load(exact.add(i)),
-            arch::load(s.limits.add(q as usize)) as usize,
-            |e| {
-                arch::store(out.add(kept), e);
-                kept += 1;
-            },
-        );
-        arch::store(s.summary_lens.add(q as usize), kept as u32);
+        let groups = groups as usize;
+        let queue = arch::load(s.queues.add(q));
+        if s.unit_weights && queue.end - queue.start <= 1 << 24 {
+            let mut below = 0f32;
+            Block::tiles(groups, |g, valid| {
+                let mut e = if valid { arch::load(exact.add(g)) } else { SketchEntry::default() };
+                let (before, total) = block.maxima.exclusive_scan::<Sum>(if valid { e.wmin } else { 0.0 });
+                if valid {
+                    e.rmin = below + before;
+                    e.rmax = e.rmin + e.wmin;
+                    arch::store(exact.add(g), e);
+                }
+                below += total;
+                arch::sync_threads();
+            });
+        } else {
+            if arch::thread_idx_x() == 0 {
+                let mut wsum = 0f32;
+                for g in 0..groups {
+                    let mut e = arch::load(exact.add(g));
+                    (e.rmin, e.rmax) = (wsum, wsum + e.wmin);
+                    wsum += e.wmin;
+                    arch::store(exact.add(g), e);
+                }
+            }
+            arch::sync_threads();
+        }
+        let offset = arch::load(s.summary_offsets.add(q)) as usize;
+        let limit = arch::load(s.limits.add(q)) as usize;
+        let pruned = block.prune(Run { at: exact, len: groups }, limit, s.summaries.add(offset), s.words.add(offset));
+        if arch::thread_idx_x() == 0 {
+            arch::store(s.summary_lens.add(q), pruned.len as u32);
+        }
     }
 }
 
@@ -699,8 +742,8 @@ impl Block {
         Block::tiles(n - 1, |slot, valid| {
             // The picks of this target and its neighbours, `u32::MAX` outside them.
             let pick_at = |at: usize| {
-                // SAFETY: `at < n - 1`; the picks were written before the barrier.
                 if at < n - 1 {
+                    // SAFETY: `at < n - 1`; the picks were written before the barrier.
                     unsafe { arch::load(picks.add(at)) }
                 } else {
                     u32::MAX

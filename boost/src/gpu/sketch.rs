@@ -6,7 +6,7 @@
 //! runs of equal values are numbered (a head flag a value, an inclusive scan); a thread a column
 //! finds where each of its queues starts, as the host's queue fills (`2 limit` entries, the next
 //! value starting the next); a thread a value writes the entries of the queues (a run's weights
-//! added in order); each queue's entries are sorted by value (our stable segmented sort); a thread
+//! added in order); each queue's entries are sorted by value (our stable segmented sort); a block
 //! a queue makes its exact summary and prunes it; a block a column carries the summaries up the
 //! sketch's levels in order, as the host does, the whole block on each prune and combine. The host reads each column's merged summary back
 //! and makes the cuts from it with the host's own code (`MakeCuts`).
@@ -22,8 +22,19 @@ use crate::{Error, Result};
 /// Rows of a piece: a thread gathers one column of one piece.
 const PIECE_ROWS: usize = 1024;
 
-/// Threads of a column's merge block.
-const MERGE_THREADS: u32 = 256;
+/// Threads of a block of the summaries and the merge (a queue or a column a block).
+const BLOCK_THREADS: u32 = 256;
+
+/// A block a queue or column, with the block's shared memory.
+fn block_config(blocks: usize) -> Result<LaunchConfig> {
+    let grid = u32::try_from(blocks).ok().filter(|&b| b < i32::MAX as u32);
+    let grid = grid.ok_or_else(|| Error::InvalidData(format!("{blocks} sketch blocks are too many for one launch")))?;
+    Ok(LaunchConfig {
+        grid_dim: (grid.max(1), 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: MERGE_SHARED_BYTES as u32,
+    })
+}
 
 /// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing), weighting row
 /// `i` by `weights[i]` (`None`: all 1): [`QuantileCuts::build`]'s cuts of the same rows.
@@ -246,22 +257,26 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
     let (queue_limits, offsets) = (gpu.upload(&queue_limits)?, gpu.upload(&offsets)?);
     let exact = gpu.alloc_uninitialized::<SketchEntry>(entries)?;
     let summaries = gpu.alloc_uninitialized::<SketchEntry>(total as usize)?;
+    let words = gpu.alloc_uninitialized::<u32>(total as usize)?;
     let lens = gpu.alloc_zeroed::<u32>(count)?;
     let args = [
         sorted_keys.device_ptr(),
         sorted_indices.device_ptr(),
         weights.device_ptr(),
         entry_offsets.device_ptr(),
+        queues.device.device_ptr(),
         count as u64,
+        u64::from(columns.weights.is_none()),
         queue_limits.device_ptr(),
         offsets.device_ptr(),
         exact.device_ptr(),
         summaries.device_ptr(),
         lens.device_ptr(),
+        words.device_ptr(),
     ];
     // SAFETY: each queue's sorted entries and weights; room for its exact summary (as many as its
-    // entries) and its pruned one (its limit).
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_summaries", element_config(count)?, &args)? };
+    // entries), its pruned one and its words (its limit); the block's shared memory.
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_summaries", block_config(count)?, &args)? };
     Ok(Summaries { entries: summaries, lens, offsets })
 }
 
@@ -301,11 +316,7 @@ fn merge_columns(gpu: &Gpu, queues: &Queues, summaries: &Summaries, limits: &[u3
         device_merged_offsets.device_ptr(),
         merged_lens.device_ptr(),
     ];
-    let config = LaunchConfig {
-        grid_dim: (cols as u32, 1, 1),
-        block_dim: (MERGE_THREADS, 1, 1),
-        shared_mem_bytes: MERGE_SHARED_BYTES as u32,
-    };
+    let config = block_config(cols)?;
     // SAFETY: each column's queue summaries; its scratch sized for its levels (at most 66: a
     // count of queues below 2^64); room for its merged summary (its limit); the block's shared
     // memory.
