@@ -519,10 +519,12 @@ pub unsafe fn summaries_kernel(s: QueueSummaries) {
         let weight =
             |k: usize| arch::load(s.entry_weights.add(first + arch::load(s.sorted_indices.add(first + k)) as usize));
         let mut groups = 0u32;
-        Block::tiles(len, |k, valid| {
-            let head = valid && (k == 0 || key(k) != key(k - 1));
-            let (position, total) = block.counts.exclusive_scan::<Sum>(u32::from(head));
-            if head {
+        let head = |k: usize| k == 0 || key(k) != key(k - 1);
+        Block::tiles(len, |first, end| {
+            let here = (first..end).filter(|&k| head(k)).count() as u32;
+            let (before, total) = block.counts.exclusive_scan::<Sum>(here);
+            let heads = (first..end).filter(|&k| head(k));
+            for (at, k) in ((groups + before) as usize..).zip(heads) {
                 let value = key(k);
                 let mut w = weight(k);
                 let mut next = k + 1;
@@ -530,10 +532,7 @@ pub unsafe fn summaries_kernel(s: QueueSummaries) {
                     w += weight(next);
                     next += 1;
                 }
-                arch::store(
-                    exact.add((groups + position) as usize),
-                    SketchEntry { rmin: 0.0, rmax: 0.0, wmin: w, value },
-                );
+                arch::store(exact.add(at), SketchEntry { rmin: 0.0, rmax: 0.0, wmin: w, value });
             }
             groups += total;
             arch::sync_threads();
@@ -542,12 +541,14 @@ pub unsafe fn summaries_kernel(s: QueueSummaries) {
         let queue = arch::load(s.queues.add(q));
         if s.unit_weights && queue.end - queue.start <= 1 << 24 {
             let mut below = 0f32;
-            Block::tiles(groups, |g, valid| {
-                let mut e = if valid { arch::load(exact.add(g)) } else { SketchEntry::default() };
-                let (before, total) = block.maxima.exclusive_scan::<Sum>(if valid { e.wmin } else { 0.0 });
-                if valid {
-                    e.rmin = below + before;
-                    e.rmax = e.rmin + e.wmin;
+            Block::tiles(groups, |first, end| {
+                let here = (first..end).map(|g| arch::load(exact.add(g)).wmin).sum::<f32>();
+                let (before, total) = block.maxima.exclusive_scan::<Sum>(here);
+                let mut rmin = below + before;
+                for g in first..end {
+                    let mut e = arch::load(exact.add(g));
+                    (e.rmin, e.rmax) = (rmin, rmin + e.wmin);
+                    rmin += e.wmin;
                     arch::store(exact.add(g), e);
                 }
                 below += total;
@@ -609,6 +610,9 @@ impl AssociativeOp<f32> for LaterMax {
     }
 }
 
+/// Items a thread takes in each tile of a block-wide pass: fewer tiles, so fewer barriers.
+const ITEMS: usize = 8;
+
 /// The block's shared state for the merge: two block scans and a few broadcast words.
 struct Block {
     counts: BlockScan<u32>,
@@ -639,15 +643,16 @@ impl Block {
         value
     }
 
-    /// The indices `0..n` a thread each, strided, in tiles of the block (every thread runs every
-    /// tile, so that `body` may scan).
-    fn tiles(n: usize, mut body: impl FnMut(usize, bool)) {
+    /// The indices `0..n` in tiles of [`ITEMS`] a thread: `body(first, end)` gets this thread's
+    /// contiguous part of the tile (empty past `n`), in thread order. Every thread runs every
+    /// tile, so that `body` may scan the threads' parts.
+    fn tiles(n: usize, mut body: impl FnMut(usize, usize)) {
         let threads = arch::block_dim_x() as usize;
-        let mut first = 0;
-        while first < n {
-            let k = first + arch::thread_idx_x() as usize;
-            body(k, k < n);
-            first += threads;
+        let mut start = 0;
+        while start < n {
+            let first = (start + arch::thread_idx_x() as usize * ITEMS).min(n);
+            body(first, (first + ITEMS).min(n));
+            start += threads * ITEMS;
         }
     }
 
@@ -656,8 +661,8 @@ impl Block {
     /// # Safety
     /// Room for `src.len` entries at `dst`.
     unsafe fn copy(&self, src: Run, len: usize, dst: *mut SketchEntry) -> Run {
-        Block::tiles(len, |k, valid| {
-            if valid {
+        Block::tiles(len, |first, end| {
+            for k in first..end {
                 // SAFETY: `k < len <= src.len`, within `dst`.
                 unsafe { arch::store(dst.add(k), src.get(k)) };
             }
@@ -701,34 +706,33 @@ impl Block {
             return Run { at: dst, len: self.broadcast(kept as u32) as usize };
         }
         // The pick of target `k` (1..n) at `picks[k - 1]`, or `u32::MAX` past the walk's end.
-        Block::tiles(n - 1, |slot, valid| {
-            if !valid {
-                return;
-            }
-            let dx2 = prune_target(slot + 1, n, begin, range);
-            let (mut lo, mut hi) = (1, last);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                // SAFETY: `mid + 1 <= last`.
-                if prune_passes(dx2, unsafe { src.get(mid + 1) }) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
+        Block::tiles(n - 1, |first, end| {
+            for slot in first..end {
+                let dx2 = prune_target(slot + 1, n, begin, range);
+                let (mut lo, mut hi) = (1, last);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    // SAFETY: `mid + 1 <= last`.
+                    if prune_passes(dx2, unsafe { src.get(mid + 1) }) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
                 }
-            }
-            let pick = if lo == last {
-                u32::MAX
-            } else {
-                // SAFETY: `lo + 1 <= last`.
-                let first = unsafe { prune_picks_first(dx2, src.get(lo), src.get(lo + 1)) };
-                if first {
-                    lo as u32
+                let pick = if lo == last {
+                    u32::MAX
                 } else {
-                    lo as u32 + 1
-                }
-            };
-            // SAFETY: `slot < n - 1 < max_size`.
-            unsafe { arch::store(picks.add(slot), pick) };
+                    // SAFETY: `lo + 1 <= last`.
+                    let first = unsafe { prune_picks_first(dx2, src.get(lo), src.get(lo + 1)) };
+                    if first {
+                        lo as u32
+                    } else {
+                        lo as u32 + 1
+                    }
+                };
+                // SAFETY: `slot < n - 1 < max_size`.
+                unsafe { arch::store(picks.add(slot), pick) };
+            }
         });
         if arch::thread_idx_x() == 0 {
             // SAFETY: `dst` has room; word 1 holds the last pick (0: none).
@@ -739,29 +743,36 @@ impl Block {
         }
         arch::sync_threads();
         let mut kept = 0u32;
-        Block::tiles(n - 1, |slot, valid| {
-            // The picks of this target and its neighbours, `u32::MAX` outside them.
-            let pick_at = |at: usize| {
-                if at < n - 1 {
-                    // SAFETY: `at < n - 1`; the picks were written before the barrier.
-                    unsafe { arch::load(picks.add(at)) }
-                } else {
-                    u32::MAX
-                }
-            };
-            let pick = if valid { pick_at(slot) } else { u32::MAX };
-            let previous = if valid && slot > 0 { pick_at(slot - 1) } else { u32::MAX };
-            let fresh = pick != u32::MAX && (slot == 0 || pick != previous);
-            let (position, total) = self.counts.exclusive_scan::<Sum>(u32::from(fresh));
-            if fresh {
-                // SAFETY: at most `n` kept after the first, within `max_size`.
-                unsafe { arch::store(dst.add(1 + (kept + position) as usize), src.get(pick as usize)) };
+        // The picks of the targets, `u32::MAX` outside them.
+        let pick_at = |at: usize| {
+            if at < n - 1 {
+                // SAFETY: `at < n - 1`; the picks were written before the barrier.
+                unsafe { arch::load(picks.add(at)) }
+            } else {
+                u32::MAX
             }
-            // The last valid target's pick: the walk's last index.
-            let next = pick_at(slot + 1);
-            if pick != u32::MAX && next == u32::MAX {
-                // SAFETY: word 1 of the block's words.
-                unsafe { arch::store(self.words.add(1), pick) };
+        };
+        // A target whose pick the walk keeps: a valid one that differs from the one before.
+        let fresh = |slot: usize| {
+            let pick = pick_at(slot);
+            pick != u32::MAX && (slot == 0 || pick != pick_at(slot - 1))
+        };
+        Block::tiles(n - 1, |first, end| {
+            let here = (first..end).filter(|&slot| fresh(slot)).count() as u32;
+            let (before, total) = self.counts.exclusive_scan::<Sum>(here);
+            let mut at = 1 + (kept + before) as usize;
+            for slot in first..end {
+                let pick = pick_at(slot);
+                if fresh(slot) {
+                    // SAFETY: at most `n` kept after the first, within `max_size`.
+                    unsafe { arch::store(dst.add(at), src.get(pick as usize)) };
+                    at += 1;
+                }
+                // The last valid target's pick: the walk's last index.
+                if pick != u32::MAX && pick_at(slot + 1) == u32::MAX {
+                    // SAFETY: word 1 of the block's words.
+                    unsafe { arch::store(self.words.add(1), pick) };
+                }
             }
             kept += total;
             arch::sync_threads();
@@ -808,8 +819,8 @@ impl Block {
             below as u32 | (u32::from(shared) << 31)
         };
         let b_places = places.wrapping_add(a.len);
-        Block::tiles(a.len + b.len, |k, valid| {
-            if valid {
+        Block::tiles(a.len + b.len, |first, end| {
+            for k in first..end {
                 let (word, at) = if k < a.len {
                     (place(a, b, k), places.wrapping_add(k))
                 } else {
@@ -824,25 +835,30 @@ impl Block {
         for (run, other, words, from_a) in [(a, b, places, true), (b, a, b_places, false)] {
             let other_rmax = if from_a { b_rmax } else { a_rmax };
             let mut seen = 0u32;
-            Block::tiles(run.len, |i, valid| {
-                // SAFETY: `i < run.len` words, written before the barrier.
-                let word = if valid { unsafe { arch::load(words.add(i)) } } else { 0 };
-                let shared = word >> 31 == 1;
-                let below = (word & !(1 << 31)) as usize;
-                let (before, total) = self.counts.exclusive_scan::<Sum>(u32::from(shared && valid));
-                // A shared value is written once, from `a`.
-                if valid && (from_a || !shared) {
-                    let x = at(run, i);
-                    let entry = if shared {
-                        x.merged_with(at(other, below))
-                    } else {
-                        let lower = (below > 0).then(|| at(other, below - 1));
-                        let upper = (below < other.len).then(|| at(other, below));
-                        x.merged_alone(lower, upper, other_rmax)
-                    };
-                    let position = i + below - (seen + before) as usize;
-                    // SAFETY: a place below `a.len + b.len`.
-                    unsafe { arch::store(dst.add(position), entry) };
+            // SAFETY: `i < run.len` words, written before the barrier.
+            let word_at = |i: usize| unsafe { arch::load(words.add(i)) };
+            Block::tiles(run.len, |first, end| {
+                let here = (first..end).filter(|&i| word_at(i) >> 31 == 1).count() as u32;
+                let (before, total) = self.counts.exclusive_scan::<Sum>(here);
+                let mut shared_before = (seen + before) as usize;
+                for i in first..end {
+                    let word = word_at(i);
+                    let shared = word >> 31 == 1;
+                    let below = (word & !(1 << 31)) as usize;
+                    // A shared value is written once, from `a`.
+                    if from_a || !shared {
+                        let x = at(run, i);
+                        let entry = if shared {
+                            x.merged_with(at(other, below))
+                        } else {
+                            let lower = (below > 0).then(|| at(other, below - 1));
+                            let upper = (below < other.len).then(|| at(other, below));
+                            x.merged_alone(lower, upper, other_rmax)
+                        };
+                        // SAFETY: a place below `a.len + b.len`.
+                        unsafe { arch::store(dst.add(i + below - shared_before), entry) };
+                    }
+                    shared_before += usize::from(shared);
                 }
                 seen += total;
                 arch::sync_threads();
@@ -853,22 +869,33 @@ impl Block {
         // FixError: `rmin` the running `LaterMax` of the `rmin`s from 0, `rmax` that of
         // `LaterMax(rmax, rmin + wmin)`.
         let (mut prev_rmin, mut prev_rmax) = (0f32, 0f32);
-        Block::tiles(len, |k, valid| {
-            // SAFETY: `k < len`, written before the barrier.
-            let mut e = if valid { unsafe { arch::load(dst.add(k)) } } else { SketchEntry::default() };
-            let (rmin, rmin_total) =
-                self.maxima.inclusive_scan::<LaterMax>(if valid { e.rmin } else { f32::NEG_INFINITY });
-            e.rmin = LaterMax::combine(prev_rmin, rmin);
-            arch::sync_threads();
-            let t = if valid { LaterMax::combine(e.rmax, e.rmin_next()) } else { f32::NEG_INFINITY };
-            let (rmax, rmax_total) = self.maxima.inclusive_scan::<LaterMax>(t);
-            e.rmax = LaterMax::combine(prev_rmax, rmax);
-            if valid {
+        // SAFETY: `k < len` entries, written before the barrier.
+        let entry_at = |k: usize| unsafe { arch::load(dst.add(k)) };
+        Block::tiles(len, |first, end| {
+            let here = (first..end).fold(f32::NEG_INFINITY, |m, k| LaterMax::combine(m, entry_at(k).rmin));
+            let (before, total) = self.maxima.exclusive_scan::<LaterMax>(here);
+            let mut rmin = LaterMax::combine(prev_rmin, before);
+            let mut here_t = f32::NEG_INFINITY;
+            for k in first..end {
+                let mut e = entry_at(k);
+                rmin = LaterMax::combine(rmin, e.rmin);
+                e.rmin = rmin;
+                here_t = LaterMax::combine(here_t, LaterMax::combine(e.rmax, e.rmin_next()));
                 // SAFETY: `k < len`.
                 unsafe { arch::store(dst.add(k), e) };
             }
-            prev_rmin = LaterMax::combine(prev_rmin, rmin_total);
-            prev_rmax = LaterMax::combine(prev_rmax, rmax_total);
+            arch::sync_threads();
+            let (before_t, total_t) = self.maxima.exclusive_scan::<LaterMax>(here_t);
+            let mut rmax = LaterMax::combine(prev_rmax, before_t);
+            for k in first..end {
+                let mut e = entry_at(k);
+                rmax = LaterMax::combine(rmax, LaterMax::combine(e.rmax, e.rmin_next()));
+                e.rmax = rmax;
+                // SAFETY: `k < len`.
+                unsafe { arch::store(dst.add(k), e) };
+            }
+            prev_rmin = LaterMax::combine(prev_rmin, total);
+            prev_rmax = LaterMax::combine(prev_rmax, total_t);
             arch::sync_threads();
         });
         Run { at: dst, len }

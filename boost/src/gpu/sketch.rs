@@ -23,7 +23,7 @@ use crate::{Error, Result};
 const PIECE_ROWS: usize = 1024;
 
 /// Threads of a block of the summaries and the merge (a queue or a column a block).
-const BLOCK_THREADS: u32 = 256;
+const BLOCK_THREADS: u32 = 512;
 
 /// A block a queue or column, with the block's shared memory.
 fn block_config(blocks: usize) -> Result<LaunchConfig> {
