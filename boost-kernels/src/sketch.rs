@@ -611,7 +611,7 @@ impl AssociativeOp<f32> for LaterMax {
 }
 
 /// Items a thread takes in each tile of a block-wide pass: fewer tiles, so fewer barriers.
-const ITEMS: usize = 8;
+const ITEMS: usize = 16;
 
 /// The block's shared state for the merge: two block scans and a few broadcast words.
 struct Block {
@@ -705,30 +705,40 @@ impl Block {
             }
             return Run { at: dst, len: self.broadcast(kept as u32) as usize };
         }
-        // The pick of target `k` (1..n) at `picks[k - 1]`, or `u32::MAX` past the walk's end.
+        // The pick of target `k` (1..n) at `picks[k - 1]`, or `u32::MAX` past the walk's end. A
+        // thread finds the walk's place for its first target by a binary search, then walks on
+        // as the host does (the place only grows with the target).
         Block::tiles(n - 1, |first, end| {
+            if first == end {
+                return;
+            }
+            // An entry of `src`, `i` at most `last` (every caller's).
+            let entry = |i: usize| {
+                // SAFETY: `i <= last < len`.
+                unsafe { src.get(i) }
+            };
+            let passes = |dx2: f32, i: usize| prune_passes(dx2, entry(i + 1));
+            let (mut i, mut hi) = (1, last);
+            let dx2 = prune_target(first + 1, n, begin, range);
+            while i < hi {
+                let mid = i + (hi - i) / 2;
+                if passes(dx2, mid) {
+                    i = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
             for slot in first..end {
                 let dx2 = prune_target(slot + 1, n, begin, range);
-                let (mut lo, mut hi) = (1, last);
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    // SAFETY: `mid + 1 <= last`.
-                    if prune_passes(dx2, unsafe { src.get(mid + 1) }) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
+                while i < last && passes(dx2, i) {
+                    i += 1;
                 }
-                let pick = if lo == last {
+                let pick = if i == last {
                     u32::MAX
+                } else if prune_picks_first(dx2, entry(i), entry(i + 1)) {
+                    i as u32
                 } else {
-                    // SAFETY: `lo + 1 <= last`.
-                    let first = unsafe { prune_picks_first(dx2, src.get(lo), src.get(lo + 1)) };
-                    if first {
-                        lo as u32
-                    } else {
-                        lo as u32 + 1
-                    }
+                    i as u32 + 1
                 };
                 // SAFETY: `slot < n - 1 < max_size`.
                 unsafe { arch::store(picks.add(slot), pick) };
@@ -791,14 +801,15 @@ impl Block {
         Run { at: dst, len }
     }
 
-    /// [`combine`] of `a` and `b` into `dst`, the block together: each entry's place in the merge
-    /// by a binary search in the other summary and a scan of the shared values, its ranks from
-    /// its neighbours there ([`SketchEntry::merged_alone`]), then `FixError` as two max-scans.
+    /// [`combine`] of `a` and `b` into `dst`, the block together: the merge path of the two
+    /// (equal values `a`'s first) split by a binary search at each thread's first place, each
+    /// thread then merging its places in order, the entry of a value that both hold written once;
+    /// an entry's ranks come from its neighbours in the other summary
+    /// ([`SketchEntry::merged_alone`]); then `FixError` as two max-scans.
     ///
     /// # Safety
-    /// Room for `a.len + b.len` entries at `dst` and as many words at `places`; `a`, `b`
-    /// elsewhere.
-    unsafe fn combine(&self, a: Run, b: Run, dst: *mut SketchEntry, places: *mut u32) -> Run {
+    /// Room for `a.len + b.len` entries at `dst`; `a`, `b` elsewhere.
+    unsafe fn combine(&self, a: Run, b: Run, dst: *mut SketchEntry) -> Run {
         if a.len == 0 || b.len == 0 {
             let src = if a.len == 0 { b } else { a };
             // SAFETY: as the caller promises.
@@ -810,61 +821,68 @@ impl Block {
             unsafe { run.get(i) }
         };
         let (a_rmax, b_rmax) = (at(a, a.len - 1).rmax, at(b, b.len - 1).rmax);
-        // Each entry's count of smaller values in the other summary, with bit 31 when it holds the
-        // same value.
-        let place = |run: Run, other: Run, i: usize| {
-            let value = at(run, i).value;
-            let below = upper_bound(other.len, |k| at(other, k).value >= value, false);
-            let shared = below < other.len && at(other, below).value == value;
-            below as u32 | (u32::from(shared) << 31)
-        };
-        let b_places = places.wrapping_add(a.len);
-        Block::tiles(a.len + b.len, |first, end| {
-            for k in first..end {
-                let (word, at) = if k < a.len {
-                    (place(a, b, k), places.wrapping_add(k))
+        // Of the first `d` places of the merge, how many are `a`'s.
+        let split = |d: usize| {
+            let (mut lo, mut hi) = (d.saturating_sub(b.len), d.min(a.len));
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if at(a, mid).value <= at(b, d - mid - 1).value {
+                    lo = mid + 1;
                 } else {
-                    (place(b, a, k - a.len), b_places.wrapping_add(k - a.len))
-                };
-                // SAFETY: `k < a.len + b.len` words.
-                unsafe { arch::store(at, word) };
+                    hi = mid;
+                }
             }
-        });
-        arch::sync_threads();
-        let mut shared_total = 0;
-        for (run, other, words, from_a) in [(a, b, places, true), (b, a, b_places, false)] {
-            let other_rmax = if from_a { b_rmax } else { a_rmax };
-            let mut seen = 0u32;
-            // SAFETY: `i < run.len` words, written before the barrier.
-            let word_at = |i: usize| unsafe { arch::load(words.add(i)) };
-            Block::tiles(run.len, |first, end| {
-                let here = (first..end).filter(|&i| word_at(i) >> 31 == 1).count() as u32;
-                let (before, total) = self.counts.exclusive_scan::<Sum>(here);
-                let mut shared_before = (seen + before) as usize;
-                for i in first..end {
-                    let word = word_at(i);
-                    let shared = word >> 31 == 1;
-                    let below = (word & !(1 << 31)) as usize;
-                    // A shared value is written once, from `a`.
-                    if from_a || !shared {
-                        let x = at(run, i);
-                        let entry = if shared {
-                            x.merged_with(at(other, below))
+            lo
+        };
+        // Walks the places `first..end` of the merge, writing each entry (none for `b`'s copy of a
+        // value `a` holds) at its place less `skipped_before` and the copies skipped since, when
+        // `write`; returns the copies skipped.
+        let walk = |first: usize, end: usize, write: Option<usize>| {
+            let mut i = split(first);
+            let mut j = first - i;
+            let mut skipped = 0;
+            for place in first..end {
+                if i < a.len && (j >= b.len || at(a, i).value <= at(b, j).value) {
+                    let x = at(a, i);
+                    if let Some(skipped_before) = write {
+                        let entry = if j < b.len && at(b, j).value == x.value {
+                            x.merged_with(at(b, j))
                         } else {
-                            let lower = (below > 0).then(|| at(other, below - 1));
-                            let upper = (below < other.len).then(|| at(other, below));
-                            x.merged_alone(lower, upper, other_rmax)
+                            let lower = (j > 0).then(|| at(b, j - 1));
+                            let upper = (j < b.len).then(|| at(b, j));
+                            x.merged_alone(lower, upper, b_rmax)
                         };
                         // SAFETY: a place below `a.len + b.len`.
-                        unsafe { arch::store(dst.add(i + below - shared_before), entry) };
+                        unsafe { arch::store(dst.add(place - skipped_before - skipped), entry) };
                     }
-                    shared_before += usize::from(shared);
+                    i += 1;
+                } else {
+                    let y = at(b, j);
+                    if i > 0 && at(a, i - 1).value == y.value {
+                        skipped += 1;
+                    } else if let Some(skipped_before) = write {
+                        let lower = (i > 0).then(|| at(a, i - 1));
+                        let upper = (i < a.len).then(|| at(a, i));
+                        let entry = y.merged_alone(lower, upper, a_rmax);
+                        // SAFETY: a place below `a.len + b.len`.
+                        unsafe { arch::store(dst.add(place - skipped_before - skipped), entry) };
+                    }
+                    j += 1;
                 }
-                seen += total;
-                arch::sync_threads();
-            });
-            shared_total = seen as usize;
-        }
+            }
+            skipped
+        };
+        let mut skipped_before = 0u32;
+        Block::tiles(a.len + b.len, |first, end| {
+            let here = if first < end { walk(first, end, None) as u32 } else { 0 };
+            let (before, total) = self.counts.exclusive_scan::<Sum>(here);
+            if first < end {
+                walk(first, end, Some((skipped_before + before) as usize));
+            }
+            skipped_before += total;
+            arch::sync_threads();
+        });
+        let shared_total = skipped_before as usize;
         let len = a.len + b.len - shared_total;
         // FixError: `rmin` the running `LaterMax` of the `rmin`s from 0, `rmax` that of
         // `LaterMax(rmax, rmin + wmin)`.
@@ -971,7 +989,7 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
                     break;
                 }
                 let small = block.prune(summary, limit, pruned, words);
-                let merged = block.combine(small, level, combined, words);
+                let merged = block.combine(small, level, combined);
                 if merged.len > limit {
                     level_lens[l] = 0;
                     summary = merged;
@@ -997,7 +1015,7 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
             merged = if merged.len == 0 {
                 block.copy(level, level.len, out)
             } else {
-                let both = block.combine(merged, level, combined, words);
+                let both = block.combine(merged, level, combined);
                 block.prune(both, limit, out, words)
             };
         }
