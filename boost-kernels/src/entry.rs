@@ -17,7 +17,9 @@ use crate::quantise;
 use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::rank_metric::{self, RankMetricParams};
 use crate::sampling::RowSampler;
-use crate::sketch::{self, ColumnMerges, DenseColumns, QueueEntries, QueueSummaries, SketchEntry, SketchQueue};
+use crate::sketch::{
+    self, ColumnMerges, DenseColumns, QueueEntries, QueueSummaries, SketchEntry, SketchQueue, TreeRound,
+};
 use crate::subtract;
 
 kernel! {
@@ -721,6 +723,8 @@ kernel! {
         merged: *mut SketchEntry,
         merged_offsets: *const u64,
         merged_lens: *mut u32,
+        diverged: *const u32,
+        round_starts: *const u32,
     ) {
         let m = ColumnMerges {
             cols,
@@ -735,9 +739,30 @@ kernel! {
             merged,
             merged_offsets,
             merged_lens,
+            diverged,
+            round_starts,
         };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { sketch::merge_kernel(m) }
+    }
+}
+
+kernel! {
+    /// The sketch: a round of the columns' merge trees; see [`sketch::tree_kernel`].
+    pub unsafe fn boost_sketch_tree(
+        tasks: *const [u32; 4],
+        tasks_len: u64,
+        summaries: *mut SketchEntry,
+        offsets: *const u64,
+        lens: *mut u32,
+        limits: *const u32,
+        scratch: *mut SketchEntry,
+        scratch_offsets: *const u64,
+        diverged: *mut u32,
+    ) {
+        let t = TreeRound { tasks, tasks_len, summaries, offsets, lens, limits, scratch, scratch_offsets, diverged };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::tree_kernel(t) }
     }
 }
 
@@ -785,6 +810,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_sketch_entries" => Some(boost_sketch_entries::raw),
         "boost_sketch_summaries" => Some(boost_sketch_summaries::raw),
         "boost_sketch_merge" => Some(boost_sketch_merge::raw),
+        "boost_sketch_tree" => Some(boost_sketch_tree::raw),
         _ => None,
     }
 }

@@ -941,6 +941,71 @@ pub struct ColumnMerges {
     pub merged: *mut SketchEntry,
     pub merged_offsets: *const u64,
     pub merged_lens: *mut u32,
+    /// Whether a column's levels left the binary tree ([`tree_kernel`]): 0 when its merge takes
+    /// the tree's nodes, else the sequential merge. Its tree's first node of round `r` is
+    /// `round_starts[c * TREE_ROUNDS + r]` (the summaries' index, the queues' being round 0).
+    pub diverged: *const u32,
+    pub round_starts: *const u32,
+}
+
+/// The most rounds of a column's tree ([`tree_kernel`]): one a bit of a queue count.
+pub const TREE_ROUNDS: usize = 64;
+
+/// What [`tree_kernel`] reads and writes: one round of the columns' trees.
+#[derive(Clone, Copy)]
+pub struct TreeRound {
+    /// A task a node of the round: its older child, its newer child, itself (indices of the
+    /// summaries) and its column.
+    pub tasks: *const [u32; 4],
+    pub tasks_len: u64,
+    /// The summaries (queues' and nodes'), where each lies and its length.
+    pub summaries: *mut SketchEntry,
+    pub offsets: *const u64,
+    pub lens: *mut u32,
+    pub limits: *const u32,
+    /// A task's scratch (`3 limit` entries) from `scratch_offsets[task]`.
+    pub scratch: *mut SketchEntry,
+    pub scratch_offsets: *const u64,
+    /// Set for a column where a node's combined summary holds `limit` entries or fewer.
+    pub diverged: *mut u32,
+}
+
+/// A block a node of a round of the columns' merge trees. When every combine of a column's binary
+/// counter carries (more than `limit` entries: values rarely repeat), its levels are a binary tree
+/// over the queue summaries in order: a level-`r + 1` summary is `prune(combine(newer, older))` of
+/// two level-`r` summaries of consecutive blocks of pushes, so a round's nodes are independent
+/// and the tree is built a round at a time, every column's nodes at once. A combine of `limit`
+/// entries or fewer would have stayed at its level: the column is marked, and [`merge_kernel`]
+/// runs its binary counter in order instead.
+///
+/// # Safety
+/// As [`TreeRound`] says; the children are summaries of the task's column; [`MERGE_SHARED_BYTES`]
+/// of dynamic shared memory.
+pub unsafe fn tree_kernel(t: TreeRound) {
+    let task = arch::block_idx_x() as usize;
+    if task as u64 >= t.tasks_len {
+        return;
+    }
+    let block = Block::new();
+    // SAFETY: the children, the node and the scratch lie where the host put them.
+    unsafe {
+        let [older, newer, node, col] = arch::load(t.tasks.add(task));
+        let run = |s: u32| Run {
+            at: t.summaries.add(arch::load(t.offsets.add(s as usize)) as usize),
+            len: arch::load(t.lens.add(s as usize)) as usize,
+        };
+        let limit = arch::load(t.limits.add(col as usize)) as usize;
+        let scratch = t.scratch.add(arch::load(t.scratch_offsets.add(task)) as usize);
+        let combined = block.combine(run(newer), run(older), scratch);
+        if combined.len <= limit && arch::thread_idx_x() == 0 {
+            arch::store(t.diverged.add(col as usize), 1);
+        }
+        let out = run(node);
+        let pruned = block.prune(combined, limit, out.at, scratch.add(2 * limit) as *mut u32);
+        if arch::thread_idx_x() == 0 {
+            arch::store(t.lens.add(node as usize), pruned.len as u32);
+        }
+    }
 }
 
 /// Scratch of a column's merge past its levels, in summaries of `limit` entries: the combined
@@ -952,7 +1017,8 @@ pub const MERGE_SHARED_BYTES: usize = BlockScan::<u32>::SHARED_BYTES + BlockScan
 
 /// A block a column: the host's binary counter over the column's queue summaries, in order
 /// (`PushTemp`), then the last queue's summary merged with every level (`GetSummary`); each
-/// prune and combine done by the whole block (see [`Block::prune`], [`Block::combine`]).
+/// prune and combine done by the whole block (see [`Block::prune`], [`Block::combine`]). A
+/// column whose levels are [`tree_kernel`]'s tree takes them from there, with `GetSummary` only.
 ///
 /// # Safety
 /// As [`ColumnMerges`] says; every level count is at least the binary counter's height, and at
@@ -979,6 +1045,28 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
             at: m.summaries.add(arch::load(m.summary_offsets.add(q)) as usize),
             len: arch::load(m.summary_lens.add(q)) as usize,
         };
+        let out = m.merged.add(arch::load(m.merged_offsets.add(col)) as usize);
+        if arch::load(m.diverged.add(col)) == 0 {
+            // The tree's nodes are the levels: round `r`'s last node where bit `r` of the push
+            // count is set (`GetSummary` from the lowest level up).
+            let pushes = end.saturating_sub(first + 1);
+            let mut merged = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
+            merged = block.copy(merged, merged.len, out);
+            for r in (0..TREE_ROUNDS).filter(|&r| (pushes >> r) & 1 == 1) {
+                let node = arch::load(m.round_starts.add(col * TREE_ROUNDS + r)) as usize + (pushes >> r) - 1;
+                let level = queue(node);
+                merged = if merged.len == 0 {
+                    block.copy(level, level.len, out)
+                } else {
+                    let both = block.combine(merged, level, combined);
+                    block.prune(both, limit, out, words)
+                };
+            }
+            if arch::thread_idx_x() == 0 {
+                arch::store(m.merged_lens.add(col), merged.len as u32);
+            }
+            return;
+        }
         for q in first..end.saturating_sub(1) {
             let mut summary = queue(q);
             let mut l = 1;
@@ -1004,7 +1092,6 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
                 }
             }
         }
-        let out = m.merged.add(arch::load(m.merged_offsets.add(col)) as usize);
         let mut merged = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
         merged = block.copy(merged, merged.len, out);
         for (l, &len) in level_lens.iter().enumerate().take(levels_len).skip(1) {

@@ -143,6 +143,7 @@
             "boost_sketch_queues",
             "boost_sketch_scatter",
             "boost_sketch_summaries",
+            "boost_sketch_tree",
         ],
         ptx: include_bytes!("sketch.compute_80.ptx.zst"),
         sass: &[

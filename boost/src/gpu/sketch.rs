@@ -7,13 +7,16 @@
 //! finds where each of its queues starts, as the host's queue fills (`2 limit` entries, the next
 //! value starting the next); a thread a value writes the entries of the queues (a run's weights
 //! added in order); each queue's entries are sorted by value (our stable segmented sort); a block
-//! a queue makes its exact summary and prunes it; a block a column carries the summaries up the
-//! sketch's levels in order, as the host does, the whole block on each prune and combine. The host reads each column's merged summary back
+//! a queue makes its exact summary and prunes it; the summaries are carried up the sketch's levels
+//! as the host carries them: as a binary tree built a round at a time, every column's nodes of a
+//! round at once (a block a node), which is the host's binary counter while every combine carries,
+//! or else, for a column where one did not, by a block walking the column's binary counter in
+//! order; the whole block on each prune and combine. The host reads each column's merged summary back
 //! and makes the cuts from it with the host's own code (`MakeCuts`).
 
 use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
 
-use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES};
+use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES, TREE_ROUNDS};
 
 use super::element_config;
 use crate::quantile::{cuts_of_summary, sketch_limit, QuantileCuts};
@@ -76,7 +79,8 @@ fn column_summaries(
     let limits: Vec<u32> = columns.present.iter().map(|&n| sketch_limit(n.max(1), max_bin) as u32).collect();
     let queues = find_queues(gpu, &columns, &limits)?;
     let summaries = queue_summaries(gpu, &columns, &queues, &limits)?;
-    Ok((merge_columns(gpu, &queues, &summaries, &limits)?, columns.present))
+    let diverged = build_trees(gpu, &summaries, &limits)?;
+    Ok((merge_columns(gpu, &queues, &summaries, &limits, &diverged)?, columns.present))
 }
 
 /// Each column's weighted present values in row order, column after column.
@@ -201,11 +205,44 @@ fn find_queues(gpu: &Gpu, columns: &Columns, limits: &[u32]) -> Result<Queues> {
     Ok(Queues { device: gpu.upload(&host)?, host, column_queues, entry_offsets })
 }
 
-/// Each queue's pruned summary, and where it lies.
+/// Each queue's pruned summary, and where it lies; room for the merge trees' nodes after them.
 struct Summaries {
     entries: DeviceBuffer<SketchEntry>,
     lens: DeviceBuffer<u32>,
     offsets: DeviceBuffer<u64>,
+    tree: TreeLayout,
+}
+
+/// The rounds of the columns' merge trees, every column's nodes of a round in one launch: whether
+/// each column's binary counter left the tree (a combine that did not carry).
+fn build_trees(gpu: &Gpu, summaries: &Summaries, limits: &[u32]) -> Result<DeviceBuffer<u32>> {
+    let diverged = gpu.alloc_zeroed::<u32>(limits.len().max(1))?;
+    let device_limits = gpu.upload(limits)?;
+    for tasks in &summaries.tree.rounds {
+        let mut scratch_offsets = Vec::with_capacity(tasks.len());
+        let mut scratch = 0u64;
+        for task in tasks {
+            scratch_offsets.push(scratch);
+            scratch += 3 * u64::from(limits[task[3] as usize]);
+        }
+        let (device_tasks, device_offsets) = (gpu.upload(tasks)?, gpu.upload(&scratch_offsets)?);
+        let scratch = gpu.alloc_uninitialized::<SketchEntry>(scratch as usize)?;
+        let args = [
+            device_tasks.device_ptr(),
+            tasks.len() as u64,
+            summaries.entries.device_ptr(),
+            summaries.offsets.device_ptr(),
+            summaries.lens.device_ptr(),
+            device_limits.device_ptr(),
+            scratch.device_ptr(),
+            device_offsets.device_ptr(),
+            diverged.device_ptr(),
+        ];
+        // SAFETY: each task's children made before (the queues' summaries or the last round's
+        // nodes), its node's room (its column's limit), `3 limit` of scratch; the shared memory.
+        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_tree", block_config(tasks.len())?, &args)? };
+    }
+    Ok(diverged)
 }
 
 fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]) -> Result<Summaries> {
@@ -254,11 +291,13 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
             total += u64::from(limit);
         }
     }
+    let queue_entries = total;
+    let tree = TreeLayout::new(queues, limits, &mut offsets, &mut total);
     let (queue_limits, offsets) = (gpu.upload(&queue_limits)?, gpu.upload(&offsets)?);
     let exact = gpu.alloc_uninitialized::<SketchEntry>(entries)?;
     let summaries = gpu.alloc_uninitialized::<SketchEntry>(total as usize)?;
-    let words = gpu.alloc_uninitialized::<u32>(total as usize)?;
-    let lens = gpu.alloc_zeroed::<u32>(count)?;
+    let words = gpu.alloc_uninitialized::<u32>(queue_entries as usize)?;
+    let lens = gpu.alloc_zeroed::<u32>(tree.nodes)?;
     let args = [
         sorted_keys.device_ptr(),
         sorted_indices.device_ptr(),
@@ -277,11 +316,62 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
     // SAFETY: each queue's sorted entries and weights; room for its exact summary (as many as its
     // entries), its pruned one and its words (its limit); the block's shared memory.
     unsafe { gpu.launch(crate::KERNELS, "boost_sketch_summaries", block_config(count)?, &args)? };
-    Ok(Summaries { entries: summaries, lens, offsets })
+    Ok(Summaries { entries: summaries, lens, offsets, tree })
+}
+
+/// The nodes of the columns' merge trees (`boost_kernels::sketch::tree_kernel`), after the
+/// queues' summaries: round `r` of a column of `p` pushes (all its queues but the last) has `p >>
+/// r` nodes, node `m` made of nodes `2m` (older) and `2m + 1` (newer) of round `r - 1`.
+struct TreeLayout {
+    /// Summaries: the queues' and the nodes'.
+    nodes: usize,
+    /// A round's tasks (older, newer, node, column), rounds from 1.
+    rounds: Vec<Vec<[u32; 4]>>,
+    /// A column's first summary of each round ([`TREE_ROUNDS`] a column).
+    round_starts: Vec<u32>,
+}
+
+impl TreeLayout {
+    /// Places the nodes after the queues' summaries: their offsets appended to `offsets`, `total`
+    /// grown by a limit a node.
+    fn new(queues: &Queues, limits: &[u32], offsets: &mut Vec<u64>, total: &mut u64) -> Self {
+        let mut next = queues.host.len() as u32;
+        let mut rounds: Vec<Vec<[u32; 4]>> = Vec::new();
+        let mut round_starts = vec![0u32; limits.len() * TREE_ROUNDS];
+        for (c, &limit) in limits.iter().enumerate() {
+            let (first, end) = (queues.column_queues[c] as u32, queues.column_queues[c + 1] as u32);
+            round_starts[c * TREE_ROUNDS] = first;
+            let mut count = end.saturating_sub(first + 1);
+            for r in 1..TREE_ROUNDS {
+                count /= 2;
+                if count == 0 {
+                    break;
+                }
+                let below = round_starts[c * TREE_ROUNDS + r - 1];
+                round_starts[c * TREE_ROUNDS + r] = next;
+                if rounds.len() < r {
+                    rounds.push(Vec::new());
+                }
+                for m in 0..count {
+                    rounds[r - 1].push([below + 2 * m, below + 2 * m + 1, next, c as u32]);
+                    offsets.push(*total);
+                    *total += u64::from(limit);
+                    next += 1;
+                }
+            }
+        }
+        TreeLayout { nodes: next as usize, rounds, round_starts }
+    }
 }
 
 /// Each column's merged summary, read back.
-fn merge_columns(gpu: &Gpu, queues: &Queues, summaries: &Summaries, limits: &[u32]) -> Result<Vec<Vec<SketchEntry>>> {
+fn merge_columns(
+    gpu: &Gpu,
+    queues: &Queues,
+    summaries: &Summaries,
+    limits: &[u32],
+    diverged: &DeviceBuffer<u32>,
+) -> Result<Vec<Vec<SketchEntry>>> {
     let cols = limits.len();
     let mut levels = Vec::with_capacity(cols);
     let (mut scratch_offsets, mut merged_offsets) = (vec![], vec![]);
@@ -302,6 +392,7 @@ fn merge_columns(gpu: &Gpu, queues: &Queues, summaries: &Summaries, limits: &[u3
     let (column_queues, device_limits, device_levels) =
         (gpu.upload(&queues.column_queues)?, gpu.upload(limits)?, gpu.upload(&levels)?);
     let (device_scratch_offsets, device_merged_offsets) = (gpu.upload(&scratch_offsets)?, gpu.upload(&merged_offsets)?);
+    let round_starts = gpu.upload(&summaries.tree.round_starts)?;
     let args = [
         cols as u64,
         summaries.entries.device_ptr(),
@@ -315,6 +406,8 @@ fn merge_columns(gpu: &Gpu, queues: &Queues, summaries: &Summaries, limits: &[u3
         merged_buffer.device_ptr(),
         device_merged_offsets.device_ptr(),
         merged_lens.device_ptr(),
+        diverged.device_ptr(),
+        round_starts.device_ptr(),
     ];
     let config = block_config(cols)?;
     // SAFETY: each column's queue summaries; its scratch sized for its levels (at most 66: a
