@@ -240,7 +240,8 @@ unsafe fn csr_value(col_indices: *const u32, values: *const f32, (begin, end): (
 }
 
 /// [`dense_kernel`] over a CSR matrix: row `row`'s entries are `row_ptr[row]..row_ptr[row + 1]` of
-/// `col_indices` and `values` (see [`csr_value`]); nothing is staged.
+/// `col_indices` and `values` (a feature without an entry is missing; of two entries of one column
+/// the later counts); nothing is staged.
 ///
 /// # Safety
 /// `row_ptr` holds `rows + 1` non-decreasing offsets into `col_indices` and `values`; the rest as

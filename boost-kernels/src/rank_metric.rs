@@ -1,5 +1,5 @@
 //! The metrics of one query group, written once: `ndcg` and `map` ([`group_term`]) and the ranking
-//! case of `auc` and `aucpr` ([`group_auc`]). `boost`'s metrics call them for each group on the
+//! case of `auc` and `aucpr` ([`group_roc`], [`group_pr`], [`group_auc_term`]). `boost`'s metrics call them for each group on the
 //! CPU, and [`groups_kernel`] and [`auc_groups_kernel`] run them on the device, a thread per group,
 //! over the group's documents ranked by margin and by label with our segmented radix sort
 //! ([`crate::rank::descending_key`]: descending, ties in document order, NaN last). The group terms

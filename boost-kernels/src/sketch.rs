@@ -278,7 +278,8 @@ impl DenseColumns {
 /// queues).
 ///
 /// # Safety
-/// As [`DenseColumns::for_each_present`]; `present` and `kept` hold `cols * pieces` counts.
+/// `values` holds `rows * cols` values and `weights` (when not null) `rows`; `present` and `kept`
+/// hold `cols * pieces` counts.
 pub unsafe fn count_kernel(data: DenseColumns, present: *mut u32, kept: *mut u32) {
     let index = global_thread();
     let pieces = data.pieces();
@@ -1017,7 +1018,8 @@ pub const MERGE_SHARED_BYTES: usize = BlockScan::<u32>::SHARED_BYTES + BlockScan
 
 /// A block a column: the host's binary counter over the column's queue summaries, in order
 /// (`PushTemp`), then the last queue's summary merged with every level (`GetSummary`); each
-/// prune and combine done by the whole block (see [`Block::prune`], [`Block::combine`]). A
+/// prune and combine done by the whole block (the block's prune and combine, which give
+/// [`prune`]'s and [`combine`]'s entries). A
 /// column whose levels are [`tree_kernel`]'s tree takes them from there, with `GetSummary` only.
 ///
 /// # Safety

@@ -1,29 +1,45 @@
-//! GPU parallel primitives with kernels written in Rust: reduce now; scan, segmented and multi-
-//! variants, radix sort, histograms and select/partition to come, each at warp, block and device
-//! level like CUB.
+//! GPU parallel primitives with kernels written in Rust, in CUB's shape: device-wide algorithms
+//! over [`DeviceBuffer`]s, generic over the element type and the operator, each with a CPU oracle
+//! in [`cpu`], and the warp- and block-level algorithms under them in `primitives-kernels` for your
+//! own kernels.
 //!
-//! * [`Gpu`]: one CUDA device and stream; kernel modules load lazily from PTX embedded in this crate
-//!   (built from `primitives-kernels` by `cargo xtask kernels`), so users need no CUDA toolkit, only a
-//!   driver. Without a driver or device, [`Gpu::new`] returns an [`Error`], never panics.
+//! * [`Gpu`]: one CUDA device and stream, or the SIMT emulator ([`Gpu::emulated`]), which runs the
+//!   same kernels on the CPU with every memory access checked (tests run there without a GPU).
+//!   Kernels load lazily by family from machine code for sm_80 to sm_120 embedded in this crate
+//!   (PTX for newer devices), so users need no CUDA toolkit, only a driver. Without a driver or
+//!   device, [`Gpu::new`] returns an [`Error`], never panics.
 //! * [`DeviceBuffer`]: a typed array in device memory, for any [`ops::Element`] (`bytemuck::Pod`).
-//! * [`DeviceReduce`]: CUB's `DeviceReduce` in Rust terms, generic over the element type and the
-//!   operator ([`ops::Sum`], [`ops::Min`], [`ops::Max`]); unsupported pairs do not compile.
+//! * Device-wide algorithms: [`DeviceReduce`], [`DeviceScan`] (inclusive, exclusive and segmented
+//!   scans), [`DeviceSegmentedReduce`], [`DeviceMulti`] (multireduce and multiscan over buckets),
+//!   [`DeviceRadixSort`] and [`DeviceSegmentedSort`] (stable, keys or pairs, any bit range),
+//!   [`DeviceHistogram`] (even bins, and the multi-feature gradient histograms of tree boosting),
+//!   [`DeviceSelect`], [`DevicePartition`] and [`DeviceRunLengthEncode`]. The operators are
+//!   [`ops::Sum`], [`ops::Min`], [`ops::Max`]; unsupported pairs do not compile.
 //! * [`cpu`]: the oracles, the same function shapes on slices.
 //!
-//! ```no_run
-//! use primitives::{ops::Sum, Gpu};
+//! ```
+//! use primitives::{ops::Sum, DeviceRadixSort, DeviceScan, Gpu, Schedule, SortOrder};
 //! # fn main() -> primitives::Result<()> {
-//! let gpu = Gpu::new()?;
-//! let values: Vec<u64> = (1..=1_000_000).collect();
+//! // `Gpu::new()` for the first CUDA device; the emulator here, so that this runs anywhere.
+//! let gpu = Gpu::emulated(Schedule::Deterministic);
+//! let values: Vec<u32> = vec![5, 1, 4, 2, 3];
 //! let on_device = gpu.upload(&values)?;
-//! assert_eq!(gpu.reduce::<u64, Sum>(&on_device)?, 500_000_500_000);
-//! assert_eq!(primitives::cpu::reduce::<u64, Sum>(&values), 500_000_500_000);
+//! assert_eq!(gpu.reduce::<u32, Sum>(&on_device)?, 15);
+//!
+//! let mut prefix = gpu.alloc_zeroed::<u32>(values.len())?;
+//! DeviceScan::inclusive_sum(&gpu, &on_device, &mut prefix)?;
+//! assert_eq!(prefix.to_vec(&gpu)?, [5, 6, 10, 12, 15]);
+//!
+//! let mut sorted = gpu.alloc_zeroed::<u32>(values.len())?;
+//! DeviceRadixSort::sort_keys(&gpu, &on_device, &mut sorted, SortOrder::ascending())?;
+//! assert_eq!(sorted.to_vec(&gpu)?, [1, 2, 3, 4, 5]);
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! The warp and block algorithms, and the `arch` layer under them, live in `primitives-kernels`, which
-//! your own kernel crate can depend on to instantiate them for its own types and operators.
+//! The warp and block algorithms, and the `arch` layer under them (every device intrinsic, with
+//! the emulator's versions), live in `primitives-kernels`, which your own kernel crate can depend
+//! on to instantiate them for its own types and operators.
 
 mod buffer;
 pub mod cpu;
