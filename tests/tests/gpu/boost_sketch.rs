@@ -4,7 +4,7 @@
 //! them), at 256 and at 16 bins (many sketch queues a column). The unit test in
 //! `boost::gpu::sketch` covers the adversarial columns on the emulator.
 
-use boost::data::{read_data, Column, CsvOptions, DenseMatrix, FeatureMatrix, ReadOptions};
+use boost::data::{read_data, DenseMatrix, FeatureMatrix};
 use boost::gpu::device_cuts;
 use boost::quantile::QuantileCuts;
 use tests::gpu;
@@ -16,11 +16,7 @@ fn device_cuts_are_the_hosts_on_every_shipped_dataset() {
     let gpu = gpu();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
     for case in SHIPPED {
-        let label = case.label.parse().map_or_else(|_| Column::Name(case.label.into()), Column::Index);
-        let categorical = case.categorical.iter().map(|&c| Column::Index(c)).collect();
-        let options =
-            ReadOptions { csv: CsvOptions { label, categorical, ..Default::default() }, ..Default::default() };
-        let (data, _) = read_data(&dir.join(case.file), &options).expect(case.file);
+        let (data, _) = read_data(&dir.join(case.file), &case.read_options()).expect(case.file);
         // The emulator runs a thread at a time: a prefix of the rows there.
         let rows = if gpu.is_emulated() { data.rows().min(1500) } else { data.rows() };
         let cols = data.cols();

@@ -405,9 +405,19 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
 /// trains with.
 pub(crate) struct Shipped {
     pub(crate) file: &'static str,
-    pub(crate) label: &'static str,
-    pub(crate) categorical: &'static [usize],
+    label: &'static str,
+    categorical: &'static [usize],
     params: &'static [(&'static str, &'static str)],
+}
+
+impl Shipped {
+    /// How to read the dataset's training file: its label and categorical columns.
+    pub(crate) fn read_options(&self) -> boost::data::ReadOptions<'static> {
+        use boost::data::{Column, CsvOptions, ReadOptions};
+        let label = self.label.parse().map_or_else(|_| Column::Name(self.label.into()), Column::Index);
+        let categorical = self.categorical.iter().map(|&c| Column::Index(c)).collect();
+        ReadOptions { csv: CsvOptions { label, categorical, ..Default::default() }, ..Default::default() }
+    }
 }
 
 pub(crate) const SHIPPED: &[Shipped] = &[
@@ -476,7 +486,7 @@ pub(crate) const SHIPPED: &[Shipped] = &[
 
 #[test]
 fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
-    use boost::data::{read_data, Column, CsvOptions, LibsvmOptions, ReadOptions};
+    use boost::data::{read_data, LibsvmOptions, ReadOptions};
     let gpu = Arc::new(gpu());
     let (depth, rounds) = if gpu.is_emulated() { ("4", 3) } else { ("6", 20) };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
@@ -486,10 +496,7 @@ fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
         .count();
     assert_eq!(folders, SHIPPED.len(), "a case for every folder of {}", dir.display());
     for case in SHIPPED {
-        let label = case.label.parse().map_or_else(|_| Column::Name(case.label.into()), Column::Index);
-        let categorical = case.categorical.iter().map(|&c| Column::Index(c)).collect();
-        let options =
-            ReadOptions { csv: CsvOptions { label, categorical, ..Default::default() }, ..Default::default() };
+        let options = case.read_options();
         let (data, _) = read_data(&dir.join(case.file), &options).expect(case.file);
         // The folder's test file, with the training file's columns, as the evaluation set.
         let test = dir.join(case.file.replace("train", "test"));
