@@ -3,6 +3,7 @@
 //! Temporary storage is owned by the `Gpu` handle and reused across calls.
 
 mod histogram;
+#[cfg(feature = "experiments")]
 mod histogram_experiment;
 mod multi;
 mod reduce;
@@ -17,15 +18,19 @@ pub use histogram::{
     BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureGradient,
     MultiFeatureMatrix,
 };
+#[cfg(feature = "experiments")]
 pub use histogram_experiment::{ExperimentalHistogram, HistogramExperimentKernel};
 pub use multi::{DeviceMulti, MultiKernel, MAX_BUCKETS};
 pub use reduce::{DeviceReduce, ReduceKernel};
 pub(crate) use scan::ScanTemp;
-pub use scan::{DeviceScan, ScanKernel, ScanTile, SegmentHeads, SegmentedScanKernel};
+#[cfg(feature = "experiments")]
+pub use scan::ScanTile;
+pub use scan::{DeviceScan, ScanKernel, SegmentHeads, SegmentedScanKernel};
 pub use segmented_reduce::{DeviceSegmentedReduce, SegmentedReduceKernel};
+#[cfg(feature = "experiments")]
+pub use select::SelectPasses;
 pub use select::{
-    CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel, SelectPasses,
-    TWO_PASS_SELECT_FROM,
+    CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel, TWO_PASS_SELECT_FROM,
 };
 #[cfg(test)]
 pub(crate) use sort::kernel_names as sort_kernel_names;

@@ -71,8 +71,8 @@ impl ScanTemp {
     }
 }
 
-/// The tile of a scan variant ([`DeviceScan::inclusive_sum_variant`]).
-#[doc(hidden)]
+/// The tile of a scan variant (`DeviceScan::inclusive_sum_variant`, feature `experiments`).
+#[cfg(feature = "experiments")]
 #[derive(Clone, Copy, Debug)]
 pub enum ScanTile {
     /// Items in registers, 64 bytes a thread.
@@ -117,7 +117,7 @@ impl DeviceScan {
     /// the given shape; a timed variant writes 8 words per tile to `timeline`. `shared_padding`
     /// bytes of unused dynamic shared memory limit the blocks per multiprocessor (and so the bytes in
     /// flight).
-    #[doc(hidden)]
+    #[cfg(feature = "experiments")]
     #[allow(clippy::too_many_arguments)]
     pub fn inclusive_sum_variant(
         gpu: &Gpu,

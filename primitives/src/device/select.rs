@@ -127,7 +127,9 @@ fn check_lengths<T: Element>(
 
 /// How many passes a select takes: one (tiles look back for their offsets) or two (an offsets pass
 /// first, then placement with no look-back). `Auto` picks by size: see [`TWO_PASS_SELECT_FROM`].
-#[doc(hidden)]
+/// Public with the feature `experiments` (the side-by-side bench and the tests of both), which
+/// alone asks for one pass.
+#[cfg_attr(not(feature = "experiments"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SelectPasses {
     Auto,
@@ -269,12 +271,23 @@ impl DeviceSelect {
         output: &mut DeviceBuffer<T>,
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
-        Self::flagged_in(gpu, SelectPasses::Auto, input, flags, output, num_selected)
+        Self::flagged_passes(gpu, SelectPasses::Auto, input, flags, output, num_selected)
     }
 
     /// [`DeviceSelect::flagged`] in a chosen number of passes (for the side-by-side bench).
-    #[doc(hidden)]
+    #[cfg(feature = "experiments")]
     pub fn flagged_in<T: SelectKernel>(
+        gpu: &Gpu,
+        passes: SelectPasses,
+        input: &DeviceBuffer<T>,
+        flags: &DeviceBuffer<u8>,
+        output: &mut DeviceBuffer<T>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        Self::flagged_passes(gpu, passes, input, flags, output, num_selected)
+    }
+
+    fn flagged_passes<T: SelectKernel>(
         gpu: &Gpu,
         passes: SelectPasses,
         input: &DeviceBuffer<T>,
@@ -296,12 +309,24 @@ impl DeviceSelect {
         output: &mut DeviceBuffer<T>,
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
-        Self::compare_in(gpu, SelectPasses::Auto, input, comparison, threshold, output, num_selected)
+        Self::compare_passes(gpu, SelectPasses::Auto, input, comparison, threshold, output, num_selected)
     }
 
     /// [`DeviceSelect::compare`] in a chosen number of passes (for tests of both).
-    #[doc(hidden)]
+    #[cfg(feature = "experiments")]
     pub fn compare_in<T: CompareKernel>(
+        gpu: &Gpu,
+        passes: SelectPasses,
+        input: &DeviceBuffer<T>,
+        comparison: Comparison,
+        threshold: T,
+        output: &mut DeviceBuffer<T>,
+        num_selected: &mut DeviceBuffer<u64>,
+    ) -> Result<()> {
+        Self::compare_passes(gpu, passes, input, comparison, threshold, output, num_selected)
+    }
+
+    fn compare_passes<T: CompareKernel>(
         gpu: &Gpu,
         passes: SelectPasses,
         input: &DeviceBuffer<T>,
