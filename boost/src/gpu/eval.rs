@@ -196,7 +196,7 @@ const STAGE_BYTES: usize = 48 << 10;
 
 /// Walks the trees `range` of `trees` for each of the `rows` rows of `view`: adds their leaf values
 /// to the margins, tree after tree, or writes their leaf indices. `launch` picks the kernels'
-/// shape (`None`: by the row count); leaf indices always take a thread a (tree, row).
+/// shape (`None`: by the row count).
 pub(super) fn walk_trees(
     gpu: &Gpu,
     view: FeatureView,
@@ -222,7 +222,9 @@ pub(super) fn walk_trees(
                 return Ok(());
             }
             match launch.unwrap_or(PredictLaunch::for_rows(rows)) {
-                PredictLaunch::Rows => walk_rows(gpu, view, rows, trees, range, margins.device_ptr(), outputs),
+                PredictLaunch::Rows => {
+                    walk_rows(gpu, view, rows, trees, range, RowWalks::Margins(margins.device_ptr(), outputs))
+                }
                 PredictLaunch::Trees => sum_tree_walks(gpu, view, rows, trees, range, margins.device_ptr(), outputs),
             }
         }
@@ -233,8 +235,13 @@ pub(super) fn walk_trees(
             if rows == 0 || range.is_empty() {
                 return Ok(());
             }
-            let stride = range.len() as u64;
-            walk_each_tree(gpu, view, rows, trees, range, (0, leaves.device_ptr(), stride))
+            match launch.unwrap_or(PredictLaunch::for_rows(rows)) {
+                PredictLaunch::Rows => walk_rows(gpu, view, rows, trees, range, RowWalks::Leaves(leaves.device_ptr())),
+                PredictLaunch::Trees => {
+                    let stride = range.len() as u64;
+                    walk_each_tree(gpu, view, rows, trees, range, (0, leaves.device_ptr(), stride))
+                }
+            }
         }
     }
 }
@@ -244,20 +251,34 @@ fn tree_address(trees: &DeviceTrees, t: usize) -> u64 {
     trees.trees.device_ptr() + (t * size_of::<PredictTree>()) as u64
 }
 
+/// What a row launch writes: margins (the device address, `outputs` a row) or leaf indices (a
+/// tree a row).
+#[derive(Clone, Copy)]
+enum RowWalks {
+    Margins(u64, usize),
+    Leaves(u64),
+}
+
 /// A thread a row: the row kernels, with the block's dense rows staged in shared memory when they
-/// fit, and the trees grouped by output (see `boost_kernels::predict`'s `walk_row`).
+/// fit, and, for margins, the trees grouped by output (see `boost_kernels::predict`'s `walk_row`).
 fn walk_rows(
     gpu: &Gpu,
     view: FeatureView,
     rows: usize,
     trees: &DeviceTrees,
     range: Range<usize>,
-    margins: u64,
-    outputs: usize,
+    out: RowWalks,
 ) -> Result<()> {
-    let grouped = grouped_by_output(gpu, trees, range.clone())?;
+    // Leaf indices go tree by tree in the model's order: only margins take the trees grouped.
+    let (grouped, tail_out) = match out {
+        RowWalks::Margins(margins, outputs) => {
+            (grouped_by_output(gpu, trees, range.clone())?, [margins, outputs as u64, 0])
+        }
+        RowWalks::Leaves(leaves) => (None, [0, trees.outputs as u64, leaves]),
+    };
     let first_tree = grouped.as_ref().map_or(tree_address(trees, range.start), |g| g.device_ptr());
-    let tail = [first_tree, range.len() as u64, trees.nodes.device_ptr(), margins, outputs as u64, 0];
+    let mut tail = vec![first_tree, range.len() as u64, trees.nodes.device_ptr()];
+    tail.extend(tail_out);
     match view {
         FeatureView::Dense { values, cols } => {
             // The most threads a block (down to a warp) whose rows fit in shared memory.

@@ -42,7 +42,7 @@ impl DeviceModel {
         })
     }
 
-    /// Fixes the shape of the margin launches (`None`: by the batch's row count, the default).
+    /// Fixes the shape of the launches (`None`: by the batch's row count, the default).
     /// For the benchmark that chose the threshold between them, and for tests.
     #[doc(hidden)]
     pub fn set_launch(&mut self, launch: Option<PredictLaunch>) {
@@ -145,7 +145,7 @@ impl DeviceModel {
         }
         let leaves = gpu.alloc_uninitialized::<u32>(rows * trees.len())?;
         let device_features = DeviceFeatures::upload(gpu, features)?;
-        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Leaves(&leaves), None)?;
+        device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Leaves(&leaves), self.launch)?;
         Ok(leaves.to_vec(gpu)?)
     }
 
