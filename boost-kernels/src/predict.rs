@@ -298,11 +298,7 @@ pub unsafe fn dense_trees_kernel(
     nodes: *const PredictNode,
     out: TreeWalks,
 ) {
-    let index = global_thread();
-    if index >= rows * num_trees {
-        return;
-    }
-    let (t, row) = (index / rows, index % rows);
+    let Some((t, row)) = tree_and_row(rows, num_trees) else { return };
     let value = |feature: u32| {
         if (feature as u64) < cols {
             // SAFETY: `row < rows` and `feature < cols`.
@@ -330,17 +326,20 @@ pub unsafe fn csr_trees_kernel(
     nodes: *const PredictNode,
     out: TreeWalks,
 ) {
-    let index = global_thread();
-    if index >= rows * num_trees {
-        return;
-    }
-    let (t, row) = (index / rows, index % rows);
+    let Some((t, row)) = tree_and_row(rows, num_trees) else { return };
     // SAFETY: `row + 1 <= rows`.
     let span = unsafe { (arch::load(row_ptr.add(row as usize)), arch::load(row_ptr.add(row as usize + 1))) };
     // SAFETY: the row's entries are within both arrays (the caller).
     let value = |feature: u32| unsafe { csr_value(col_indices, values, span, feature) };
     // SAFETY: as the caller promises.
     unsafe { walk_tree(t, row, rows, trees, nodes, out, value) }
+}
+
+/// The (tree, row) of a thread of the tree kernels: thread `t * rows + row`; `None` past them.
+#[inline]
+fn tree_and_row(rows: u64, num_trees: u64) -> Option<(u64, u64)> {
+    let index = global_thread();
+    (index < rows * num_trees).then(|| (index / rows, index % rows))
 }
 
 /// The tree kernels' walk of tree `t` for `row`.

@@ -1048,15 +1048,11 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
             len: arch::load(m.summary_lens.add(q)) as usize,
         };
         let out = m.merged.add(arch::load(m.merged_offsets.add(col)) as usize);
-        if arch::load(m.diverged.add(col)) == 0 {
-            // The tree's nodes are the levels: round `r`'s last node where bit `r` of the push
-            // count is set (`GetSummary` from the lowest level up).
-            let pushes = end.saturating_sub(first + 1);
-            let mut merged = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
-            merged = block.copy(merged, merged.len, out);
-            for r in (0..TREE_ROUNDS).filter(|&r| (pushes >> r) & 1 == 1) {
-                let node = arch::load(m.round_starts.add(col * TREE_ROUNDS + r)) as usize + (pushes >> r) - 1;
-                let level = queue(node);
+        // `GetSummary`: the last queue's summary merged with each level, the lowest first.
+        let get_summary = |levels: &mut dyn Iterator<Item = Run>| {
+            let last = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
+            let mut merged = block.copy(last, last.len, out);
+            for level in levels.filter(|level| level.len > 0) {
                 merged = if merged.len == 0 {
                     block.copy(level, level.len, out)
                 } else {
@@ -1067,6 +1063,15 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
             if arch::thread_idx_x() == 0 {
                 arch::store(m.merged_lens.add(col), merged.len as u32);
             }
+        };
+        if arch::load(m.diverged.add(col)) == 0 {
+            // The tree's nodes are the levels: round `r`'s last node where bit `r` of the push
+            // count is set.
+            let pushes = end.saturating_sub(first + 1);
+            let mut levels = (0..TREE_ROUNDS)
+                .filter(|&r| (pushes >> r) & 1 == 1)
+                .map(|r| queue(arch::load(m.round_starts.add(col * TREE_ROUNDS + r)) as usize + (pushes >> r) - 1));
+            get_summary(&mut levels);
             return;
         }
         for q in first..end.saturating_sub(1) {
@@ -1094,23 +1099,8 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
                 }
             }
         }
-        let mut merged = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
-        merged = block.copy(merged, merged.len, out);
-        for (l, &len) in level_lens.iter().enumerate().take(levels_len).skip(1) {
-            let level = Run { at: level_at(l), len };
-            if level.len == 0 {
-                continue;
-            }
-            merged = if merged.len == 0 {
-                block.copy(level, level.len, out)
-            } else {
-                let both = block.combine(merged, level, combined);
-                block.prune(both, limit, out, words)
-            };
-        }
-        if arch::thread_idx_x() == 0 {
-            arch::store(m.merged_lens.add(col), merged.len as u32);
-        }
+        let mut levels = (1..levels_len).map(|l| Run { at: level_at(l), len: level_lens[l] });
+        get_summary(&mut levels);
     }
 }
 
