@@ -662,10 +662,9 @@ kernel! {
         queues_len: u64,
         entry_offsets: *const u32,
         keys: *mut f32,
-        indices: *mut u32,
         entry_weights: *mut f32,
     ) {
-        let q = QueueEntries { values, weights, runs, n, queues, queues_len, entry_offsets, keys, indices, entry_weights };
+        let q = QueueEntries { values, weights, runs, n, queues, queues_len, entry_offsets, keys, entry_weights };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { sketch::entries_kernel(q) }
     }
@@ -675,8 +674,7 @@ kernel! {
     /// The sketch: each queue's pruned summary; see [`sketch::summaries_kernel`].
     pub unsafe fn boost_sketch_summaries(
         sorted_keys: *const f32,
-        sorted_indices: *const u32,
-        entry_weights: *const f32,
+        sorted_weights: *const f32,
         entry_offsets: *const u32,
         queues: *const SketchQueue,
         queues_len: u64,
@@ -690,8 +688,7 @@ kernel! {
     ) {
         let s = QueueSummaries {
             sorted_keys,
-            sorted_indices,
-            entry_weights,
+            sorted_weights,
             entry_offsets,
             queues,
             queues_len,

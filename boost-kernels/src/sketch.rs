@@ -211,9 +211,12 @@ pub fn combine(
 
 // ---- the device's sketch (`boost::gpu::sketch` launches these; see its module for the steps) ----
 
+use core::ptr::{addr_of, addr_of_mut};
+
 use primitives_kernels::arch;
 use primitives_kernels::block::{BlockScan, DynamicShared};
 use primitives_kernels::ops::{AssociativeOp, Sum};
+use primitives_kernels::warp;
 
 use crate::evaluate::global_thread;
 
@@ -428,15 +431,13 @@ pub struct QueueEntries {
     pub queues: *const SketchQueue,
     pub queues_len: u64,
     pub entry_offsets: *const u32,
-    /// A queue's entries: their values (the sort's keys), their index within the queue (its
-    /// values), their weights.
+    /// A queue's entries: their values (the sort's keys) and their weights (its values).
     pub keys: *mut f32,
-    pub indices: *mut u32,
     pub entry_weights: *mut f32,
 }
 
 /// A thread a kept value: a value that starts an entry of its queue (the queue's first, or a run's
-/// first) writes the entry: its value, its index within the queue, and its weight, the weights of
+/// first) writes the entry: its value and its weight, the weights of
 /// the entry's values added in order in `f32` (as the host's queue adds them).
 ///
 /// # Safety
@@ -467,7 +468,6 @@ pub unsafe fn entries_kernel(q: QueueEntries) {
         let index = run - queue.run;
         let entry = arch::load(q.entry_offsets.add(queue_index)) as usize + index as usize;
         arch::store(q.keys.add(entry), arch::load(q.values.add(i as usize)));
-        arch::store(q.indices.add(entry), index);
         arch::store(q.entry_weights.add(entry), weight);
     }
 }
@@ -475,11 +475,10 @@ pub unsafe fn entries_kernel(q: QueueEntries) {
 /// What [`summaries_kernel`] reads and writes.
 #[derive(Clone, Copy)]
 pub struct QueueSummaries {
-    /// Each queue's entries sorted by value (stable): values, indices within the queue, and the
-    /// entries' weights by index (in queue order).
+    /// Each queue's entries sorted by value (stable: equal values' weights in queue order): values
+    /// and weights.
     pub sorted_keys: *const f32,
-    pub sorted_indices: *const u32,
-    pub entry_weights: *const f32,
+    pub sorted_weights: *const f32,
     pub entry_offsets: *const u32,
     /// The queues (for their value counts), `queues_len` of them; whether every weight is 1.
     pub queues: *const SketchQueue,
@@ -497,10 +496,10 @@ pub struct QueueSummaries {
 }
 
 /// A block a queue: its exact summary ([`summarize`]), pruned to its column's limit ([`prune`]),
-/// as the host's sketch makes it. The equal values' groups are found by a scan of their first
-/// entries, each group's weight added in order by the thread of its first entry; the running sum
-/// of the groups' weights (the ranks) is a block scan when every partial sum is exact (unit
-/// weights, at most 2^24 values: any order gives the same bits), else thread 0's loop.
+/// as the host's sketch makes it. With unit weights (each entry's weight the length of a run of
+/// values, at most 2^24 of them in the queue) every partial sum of the weights is an integer that
+/// `f32` holds exactly, in any order: the ranks are block scans ([`Block::summarize_counts`]).
+/// Otherwise the sums must be the host's, in order ([`Block::summarize_in_order`]).
 ///
 /// # Safety
 /// As [`QueueSummaries`] says; [`MERGE_SHARED_BYTES`] of dynamic shared memory.
@@ -514,65 +513,72 @@ pub unsafe fn summaries_kernel(s: QueueSummaries) {
     unsafe {
         let (first, end) =
             (arch::load(s.entry_offsets.add(q)) as usize, arch::load(s.entry_offsets.add(q + 1)) as usize);
-        let len = end - first;
+        let sorted = Sorted { keys: s.sorted_keys.add(first), weights: s.sorted_weights.add(first), len: end - first };
         let exact = s.exact.add(first);
-        let key = |k: usize| arch::load(s.sorted_keys.add(first + k));
-        let weight =
-            |k: usize| arch::load(s.entry_weights.add(first + arch::load(s.sorted_indices.add(first + k)) as usize));
-        let mut groups = 0u32;
-        let head = |k: usize| k == 0 || key(k) != key(k - 1);
-        Block::tiles(len, |first, end| {
-            let here = (first..end).filter(|&k| head(k)).count() as u32;
-            let (before, total) = block.counts.exclusive_scan::<Sum>(here);
-            let heads = (first..end).filter(|&k| head(k));
-            for (at, k) in ((groups + before) as usize..).zip(heads) {
-                let value = key(k);
-                let mut w = weight(k);
-                let mut next = k + 1;
-                while next < len && key(next) == value {
-                    w += weight(next);
-                    next += 1;
-                }
-                arch::store(exact.add(at), SketchEntry { rmin: 0.0, rmax: 0.0, wmin: w, value });
-            }
-            groups += total;
-            arch::sync_threads();
-        });
-        let groups = groups as usize;
         let queue = arch::load(s.queues.add(q));
-        if s.unit_weights && queue.end - queue.start <= 1 << 24 {
-            let mut below = 0f32;
-            Block::tiles(groups, |first, end| {
-                let here = (first..end).map(|g| arch::load(exact.add(g)).wmin).sum::<f32>();
-                let (before, total) = block.maxima.exclusive_scan::<Sum>(here);
-                let mut rmin = below + before;
-                for g in first..end {
-                    let mut e = arch::load(exact.add(g));
-                    (e.rmin, e.rmax) = (rmin, rmin + e.wmin);
-                    rmin += e.wmin;
-                    arch::store(exact.add(g), e);
-                }
-                below += total;
-                arch::sync_threads();
-            });
+        let groups = if s.unit_weights && queue.end - queue.start <= 1 << 24 {
+            block.summarize_counts(sorted, exact)
         } else {
-            if arch::thread_idx_x() == 0 {
-                let mut wsum = 0f32;
-                for g in 0..groups {
-                    let mut e = arch::load(exact.add(g));
-                    (e.rmin, e.rmax) = (wsum, wsum + e.wmin);
-                    wsum += e.wmin;
-                    arch::store(exact.add(g), e);
-                }
-            }
-            arch::sync_threads();
-        }
+            block.summarize_in_order(sorted, exact)
+        };
         let offset = arch::load(s.summary_offsets.add(q)) as usize;
         let limit = arch::load(s.limits.add(q)) as usize;
         let pruned = block.prune(Run { at: exact, len: groups }, limit, s.summaries.add(offset), s.words.add(offset));
         if arch::thread_idx_x() == 0 {
             arch::store(s.summary_lens.add(q), pruned.len as u32);
         }
+    }
+}
+
+/// A queue's entries sorted by value: `len` values and their weights.
+#[derive(Clone, Copy)]
+struct Sorted {
+    keys: *const f32,
+    weights: *const f32,
+    len: usize,
+}
+
+impl Sorted {
+    /// # Safety
+    /// `k < len`.
+    #[inline]
+    unsafe fn key(self, k: usize) -> f32 {
+        // SAFETY: as the caller promises.
+        unsafe { arch::load(self.keys.add(k)) }
+    }
+
+    /// # Safety
+    /// `k < len`.
+    #[inline]
+    unsafe fn weight(self, k: usize) -> f32 {
+        // SAFETY: as the caller promises.
+        unsafe { arch::load(self.weights.add(k)) }
+    }
+
+    /// The values and weights of the entries `at(j)` where `valid(j)`, zeros elsewhere.
+    ///
+    /// # Safety
+    /// `at(j) < len` where `valid(j)`.
+    #[inline]
+    unsafe fn items(self, valid: impl Fn(usize) -> bool, at: impl Fn(usize) -> usize) -> ([f32; ITEMS], [f32; ITEMS]) {
+        let (mut keys, mut weights) = ([0f32; ITEMS], [0f32; ITEMS]);
+        for j in 0..ITEMS {
+            if valid(j) {
+                // SAFETY: as the caller promises.
+                unsafe { (keys[j], weights[j]) = (self.key(at(j)), self.weight(at(j))) };
+            }
+        }
+        (keys, weights)
+    }
+
+    /// Whether entry `k` starts a group of equal values.
+    ///
+    /// # Safety
+    /// `k < len`.
+    #[inline]
+    unsafe fn head(self, k: usize) -> bool {
+        // SAFETY: `k - 1 < k < len`.
+        k == 0 || unsafe { self.key(k) != self.key(k - 1) }
     }
 }
 
@@ -613,6 +619,9 @@ impl AssociativeOp<f32> for LaterMax {
 
 /// Items a thread takes in each tile of a block-wide pass: fewer tiles, so fewer barriers.
 const ITEMS: usize = 16;
+
+/// Threads of a warp.
+const WARP: usize = arch::WARP_SIZE as usize;
 
 /// The block's shared state for the merge: two block scans and a few broadcast words.
 struct Block {
@@ -657,24 +666,188 @@ impl Block {
         }
     }
 
+    /// The indices `0..n` in tiles of [`ITEMS`] a thread, warp-striped (coalesced): each warp owns
+    /// `32 ITEMS` contiguous indices of a tile, lane `l` taking item `j` at `base + 32 j + l`;
+    /// `body(base, end)` gets the warp's `base` and the end of the indices. Every thread runs every
+    /// tile, so that `body` may scan over the block.
+    fn warp_tiles(n: usize, mut body: impl FnMut(usize, usize)) {
+        let threads = arch::block_dim_x() as usize;
+        let mut start = 0;
+        while start < n {
+            body(start + arch::warp_idx() as usize * WARP * ITEMS, n);
+            start += threads * ITEMS;
+        }
+    }
+
+    /// The place of each flagged item of a warp tile ([`Block::warp_tiles`]) among the block's
+    /// flagged items of the tile, in index order, and the tile's count of them: ballots within the
+    /// warp, a block scan of the warps' counts.
+    fn compact(&self, flags: [bool; ITEMS]) -> ([u32; ITEMS], u32) {
+        let lane = arch::lane_id();
+        let below = (1u32 << lane) - 1;
+        let (mut places, mut warp_count) = ([0u32; ITEMS], 0u32);
+        for j in 0..ITEMS {
+            let ballot = arch::ballot_sync(u32::MAX, flags[j]);
+            places[j] = warp_count + (ballot & below).count_ones();
+            warp_count += ballot.count_ones();
+        }
+        let (before, total) = self.counts.exclusive_scan::<Sum>(if lane == 0 { warp_count } else { 0 });
+        let warp_before = arch::shfl_idx_sync(u32::MAX, before, 0);
+        (places.map(|p| p + warp_before), total)
+    }
+
+    /// The inclusive [`LaterMax`] scan from `carry` of a warp tile's values ([`Block::warp_tiles`])
+    /// in index order (warp scans, a block scan of the warps' maxima), and the block tile's result.
+    /// The values are ranks, never NaN, so `-inf` is the identity.
+    fn later_max_tile(&self, values: [f32; ITEMS], carry: f32) -> ([f32; ITEMS], f32) {
+        let last_lane = WARP as u32 - 1;
+        let (mut scanned, mut warp_max) = ([0f32; ITEMS], f32::NEG_INFINITY);
+        for j in 0..ITEMS {
+            let inclusive = warp::warp_inclusive_scan::<f32, LaterMax>(values[j]);
+            scanned[j] = LaterMax::combine(warp_max, inclusive);
+            warp_max = LaterMax::combine(warp_max, arch::shfl_idx_sync(u32::MAX, inclusive, last_lane));
+        }
+        let lane = arch::lane_id();
+        let (before, total) =
+            self.maxima.exclusive_scan::<LaterMax>(if lane == 0 { warp_max } else { f32::NEG_INFINITY });
+        let prefix = LaterMax::combine(carry, arch::shfl_idx_sync(u32::MAX, before, 0));
+        (scanned.map(|v| LaterMax::combine(prefix, v)), LaterMax::combine(carry, total))
+    }
+
+    /// [`summarize`] of `sorted` into `exact` when every partial sum of its weights is exact in
+    /// `f32` (integers up to 2^24): each group's head written with the weight before it (warp scans
+    /// of the weights, a block scan of the warps' sums), then each group's weight the next group's
+    /// rank less its own (the total after the last). Returns the number of groups.
+    ///
+    /// # Safety
+    /// Room for `sorted.len` entries at `exact`.
+    unsafe fn summarize_counts(&self, sorted: Sorted, exact: *mut SketchEntry) -> usize {
+        let lane = arch::lane_id() as usize;
+        let (mut groups, mut total_weight) = (0u32, 0f32);
+        Block::warp_tiles(sorted.len, |base, end| {
+            let at = |j: usize| base + WARP * j + lane;
+            // SAFETY: only entries below `end == len` are read.
+            let (keys, weights) = unsafe { sorted.items(|j| at(j) < end, at) };
+            // The value before each item: the lane below's, lane 0's the last lane's of the last
+            // item (or the one before the warp's first).
+            // SAFETY: `base - 1 < base < end == len`.
+            let before_warp = if base > 0 && base < end { unsafe { sorted.key(base - 1) } } else { f32::NAN };
+            let mut heads = [false; ITEMS];
+            for j in 0..ITEMS {
+                let below = arch::shfl_up_sync(u32::MAX, keys[j], 1);
+                let last =
+                    if j == 0 { before_warp } else { arch::shfl_idx_sync(u32::MAX, keys[j - 1], WARP as u32 - 1) };
+                let previous = if lane == 0 { last } else { below };
+                heads[j] = at(j) < end && (at(j) == 0 || keys[j] != previous);
+            }
+            let (places, count) = self.compact(heads);
+            let (mut ranks, mut warp_weight) = ([0f32; ITEMS], 0f32);
+            for j in 0..ITEMS {
+                let (before, total) = warp::warp_exclusive_scan::<f32, Sum>(weights[j]);
+                ranks[j] = warp_weight + before;
+                warp_weight += total;
+            }
+            let (before, total) = self.maxima.exclusive_scan::<Sum>(if lane == 0 { warp_weight } else { 0.0 });
+            let rank_before = total_weight + arch::shfl_idx_sync(u32::MAX, before, 0);
+            for j in 0..ITEMS {
+                if heads[j] {
+                    let entry = SketchEntry { rmin: rank_before + ranks[j], rmax: 0.0, wmin: 0.0, value: keys[j] };
+                    // SAFETY: at most one entry a head, fewer than `len`.
+                    unsafe { arch::store(exact.add((groups + places[j]) as usize), entry) };
+                }
+            }
+            (groups, total_weight) = (groups + count, total_weight + total);
+            arch::sync_threads();
+        });
+        let groups = groups as usize;
+        Block::strided(groups, |g| {
+            // SAFETY: `g < groups`; only the fields this thread owns are written (the next
+            // group's `rmin`, which another thread may read, is not).
+            unsafe {
+                let rmin = arch::load(addr_of!((*exact.add(g)).rmin));
+                let next = if g + 1 < groups { arch::load(addr_of!((*exact.add(g + 1)).rmin)) } else { total_weight };
+                arch::store(addr_of_mut!((*exact.add(g)).wmin), next - rmin);
+                arch::store(addr_of_mut!((*exact.add(g)).rmax), next);
+            }
+        });
+        arch::sync_threads();
+        groups
+    }
+
+    /// `body(i)` for `i` in `0..n`, thread `t` taking `t, t + threads, ...` (coalesced).
+    fn strided(n: usize, mut body: impl FnMut(usize)) {
+        let threads = arch::block_dim_x() as usize;
+        let mut i = arch::thread_idx_x() as usize;
+        while i < n {
+            body(i);
+            i += threads;
+        }
+    }
+
+    /// [`summarize`] of `sorted` into `exact` with the host's sums in order: a group's weight added
+    /// by the thread of its first entry, the ranks by thread 0. Returns the number of groups.
+    ///
+    /// # Safety
+    /// Room for `sorted.len` entries at `exact`.
+    unsafe fn summarize_in_order(&self, sorted: Sorted, exact: *mut SketchEntry) -> usize {
+        let len = sorted.len;
+        let mut groups = 0u32;
+        Block::tiles(len, |first, end| {
+            // SAFETY: entries below `end <= len`.
+            let here = (first..end).filter(|&k| unsafe { sorted.head(k) }).count() as u32;
+            let (before, total) = self.counts.exclusive_scan::<Sum>(here);
+            // SAFETY: as above.
+            let heads = (first..end).filter(|&k| unsafe { sorted.head(k) });
+            for (at, k) in ((groups + before) as usize..).zip(heads) {
+                // SAFETY: entries below `len`; at most one entry a head, fewer than `len`.
+                unsafe {
+                    let value = sorted.key(k);
+                    let mut w = sorted.weight(k);
+                    let mut next = k + 1;
+                    while next < len && sorted.key(next) == value {
+                        w += sorted.weight(next);
+                        next += 1;
+                    }
+                    arch::store(exact.add(at), SketchEntry { rmin: 0.0, rmax: 0.0, wmin: w, value });
+                }
+            }
+            groups += total;
+            arch::sync_threads();
+        });
+        let groups = groups as usize;
+        if arch::thread_idx_x() == 0 {
+            let mut wsum = 0f32;
+            for g in 0..groups {
+                // SAFETY: `g < groups`, written before the barrier of the last tile.
+                unsafe {
+                    let mut e = arch::load(exact.add(g));
+                    (e.rmin, e.rmax) = (wsum, wsum + e.wmin);
+                    wsum += e.wmin;
+                    arch::store(exact.add(g), e);
+                }
+            }
+        }
+        arch::sync_threads();
+        groups
+    }
+
     /// Copies `src` to `dst` (other memory).
     ///
     /// # Safety
     /// Room for `src.len` entries at `dst`.
     unsafe fn copy(&self, src: Run, len: usize, dst: *mut SketchEntry) -> Run {
-        Block::tiles(len, |first, end| {
-            for k in first..end {
-                // SAFETY: `k < len <= src.len`, within `dst`.
-                unsafe { arch::store(dst.add(k), src.get(k)) };
-            }
+        Block::strided(len, |k| {
+            // SAFETY: `k < len <= src.len`, within `dst`.
+            unsafe { arch::store(dst.add(k), src.get(k)) };
         });
         arch::sync_threads();
         Run { at: dst, len }
     }
 
-    /// [`prune`] of `src` into `dst`, the block together: each rank target's entry found by a
-    /// binary search (the walk's position is monotone in the target), the picks kept where they
-    /// change. A summary whose targets decrease (a negative range) is pruned by thread 0 alone.
+    /// [`prune`] of `src` into `dst`, the block together: each rank target's pick found by a
+    /// binary search (the walk's position is monotone in the target, so the walk stops where the
+    /// search does), a thread a target; the picks kept where they change, in order (ballots and a
+    /// block scan). A summary whose targets decrease (a negative range) is pruned by thread 0 alone.
     ///
     /// # Safety
     /// Room for `max_size` entries at `dst` and `max_size` words at `picks`; `src` elsewhere.
@@ -706,44 +879,32 @@ impl Block {
             }
             return Run { at: dst, len: self.broadcast(kept as u32) as usize };
         }
-        // The pick of target `k` (1..n) at `picks[k - 1]`, or `u32::MAX` past the walk's end. A
-        // thread finds the walk's place for its first target by a binary search, then walks on
-        // as the host does (the place only grows with the target).
-        Block::tiles(n - 1, |first, end| {
-            if first == end {
-                return;
-            }
-            // An entry of `src`, `i` at most `last` (every caller's).
-            let entry = |i: usize| {
-                // SAFETY: `i <= last < len`.
-                unsafe { src.get(i) }
-            };
-            let passes = |dx2: f32, i: usize| prune_passes(dx2, entry(i + 1));
+        // The pick of target `k` (1..n) at `picks[k - 1]`, or `u32::MAX` past the walk's end.
+        // An entry of `src`, `i` at most `last` (every caller's).
+        let entry = |i: usize| {
+            // SAFETY: `i <= last < len`.
+            unsafe { src.get(i) }
+        };
+        Block::strided(n - 1, |slot| {
+            let dx2 = prune_target(slot + 1, n, begin, range);
             let (mut i, mut hi) = (1, last);
-            let dx2 = prune_target(first + 1, n, begin, range);
             while i < hi {
                 let mid = i + (hi - i) / 2;
-                if passes(dx2, mid) {
+                if prune_passes(dx2, entry(mid + 1)) {
                     i = mid + 1;
                 } else {
                     hi = mid;
                 }
             }
-            for slot in first..end {
-                let dx2 = prune_target(slot + 1, n, begin, range);
-                while i < last && passes(dx2, i) {
-                    i += 1;
-                }
-                let pick = if i == last {
-                    u32::MAX
-                } else if prune_picks_first(dx2, entry(i), entry(i + 1)) {
-                    i as u32
-                } else {
-                    i as u32 + 1
-                };
-                // SAFETY: `slot < n - 1 < max_size`.
-                unsafe { arch::store(picks.add(slot), pick) };
-            }
+            let pick = if i == last {
+                u32::MAX
+            } else if prune_picks_first(dx2, entry(i), entry(i + 1)) {
+                i as u32
+            } else {
+                i as u32 + 1
+            };
+            // SAFETY: `slot < n - 1 < max_size`.
+            unsafe { arch::store(picks.add(slot), pick) };
         });
         if arch::thread_idx_x() == 0 {
             // SAFETY: `dst` has room; word 1 holds the last pick (0: none).
@@ -753,7 +914,6 @@ impl Block {
             }
         }
         arch::sync_threads();
-        let mut kept = 0u32;
         // The picks of the targets, `u32::MAX` outside them.
         let pick_at = |at: usize| {
             if at < n - 1 {
@@ -763,26 +923,25 @@ impl Block {
                 u32::MAX
             }
         };
-        // A target whose pick the walk keeps: a valid one that differs from the one before.
-        let fresh = |slot: usize| {
-            let pick = pick_at(slot);
-            pick != u32::MAX && (slot == 0 || pick != pick_at(slot - 1))
-        };
-        Block::tiles(n - 1, |first, end| {
-            let here = (first..end).filter(|&slot| fresh(slot)).count() as u32;
-            let (before, total) = self.counts.exclusive_scan::<Sum>(here);
-            let mut at = 1 + (kept + before) as usize;
-            for slot in first..end {
-                let pick = pick_at(slot);
-                if fresh(slot) {
+        let lane = arch::lane_id() as usize;
+        let mut kept = 0u32;
+        Block::warp_tiles(n - 1, |base, slots| {
+            let at = |j: usize| base + WARP * j + lane;
+            let pick: [u32; ITEMS] = core::array::from_fn(|j| pick_at(at(j)));
+            // A target whose pick the walk keeps: a valid one that differs from the one before.
+            let fresh: [bool; ITEMS] = core::array::from_fn(|j| {
+                at(j) < slots && pick[j] != u32::MAX && (at(j) == 0 || pick[j] != pick_at(at(j) - 1))
+            });
+            let (places, total) = self.compact(fresh);
+            for j in 0..ITEMS {
+                if fresh[j] {
                     // SAFETY: at most `n` kept after the first, within `max_size`.
-                    unsafe { arch::store(dst.add(at), src.get(pick as usize)) };
-                    at += 1;
+                    unsafe { arch::store(dst.add(1 + (kept + places[j]) as usize), src.get(pick[j] as usize)) };
                 }
                 // The last valid target's pick: the walk's last index.
-                if pick != u32::MAX && pick_at(slot + 1) == u32::MAX {
+                if at(j) < slots && pick[j] != u32::MAX && pick_at(at(j) + 1) == u32::MAX {
                     // SAFETY: word 1 of the block's words.
-                    unsafe { arch::store(self.words.add(1), pick) };
+                    unsafe { arch::store(self.words.add(1), pick[j]) };
                 }
             }
             kept += total;
@@ -888,33 +1047,36 @@ impl Block {
         // FixError: `rmin` the running `LaterMax` of the `rmin`s from 0, `rmax` that of
         // `LaterMax(rmax, rmin + wmin)`.
         let (mut prev_rmin, mut prev_rmax) = (0f32, 0f32);
-        // SAFETY: `k < len` entries, written before the barrier.
-        let entry_at = |k: usize| unsafe { arch::load(dst.add(k)) };
-        Block::tiles(len, |first, end| {
-            let here = (first..end).fold(f32::NEG_INFINITY, |m, k| LaterMax::combine(m, entry_at(k).rmin));
-            let (before, total) = self.maxima.exclusive_scan::<LaterMax>(here);
-            let mut rmin = LaterMax::combine(prev_rmin, before);
-            let mut here_t = f32::NEG_INFINITY;
-            for k in first..end {
-                let mut e = entry_at(k);
-                rmin = LaterMax::combine(rmin, e.rmin);
-                e.rmin = rmin;
-                here_t = LaterMax::combine(here_t, LaterMax::combine(e.rmax, e.rmin_next()));
-                // SAFETY: `k < len`.
-                unsafe { arch::store(dst.add(k), e) };
-            }
+        let lane = arch::lane_id() as usize;
+        Block::warp_tiles(len, |base, end| {
+            let at = |j: usize| base + WARP * j + lane;
+            // Entry `at(j)`, whose scans' identity stands for it past `len`.
+            let entry = |j: usize| {
+                let none = SketchEntry { rmin: f32::NEG_INFINITY, rmax: f32::NEG_INFINITY, wmin: 0.0, value: 0.0 };
+                if at(j) < end {
+                    // SAFETY: `at(j) < len` entries, written before the barrier.
+                    unsafe { arch::load(dst.add(at(j))) }
+                } else {
+                    none
+                }
+            };
+            let (rmins, total) = self.later_max_tile(core::array::from_fn(|j| entry(j).rmin), prev_rmin);
             arch::sync_threads();
-            let (before_t, total_t) = self.maxima.exclusive_scan::<LaterMax>(here_t);
-            let mut rmax = LaterMax::combine(prev_rmax, before_t);
-            for k in first..end {
-                let mut e = entry_at(k);
-                rmax = LaterMax::combine(rmax, LaterMax::combine(e.rmax, e.rmin_next()));
-                e.rmax = rmax;
-                // SAFETY: `k < len`.
-                unsafe { arch::store(dst.add(k), e) };
+            let (rmaxs, total_t) = self.later_max_tile(
+                core::array::from_fn(|j| {
+                    let e = SketchEntry { rmin: rmins[j], ..entry(j) };
+                    LaterMax::combine(e.rmax, e.rmin_next())
+                }),
+                prev_rmax,
+            );
+            for j in 0..ITEMS {
+                if at(j) < end {
+                    let e = SketchEntry { rmin: rmins[j], rmax: rmaxs[j], ..entry(j) };
+                    // SAFETY: `at(j) < len`; only this thread reads or writes the entry in the tile.
+                    unsafe { arch::store(dst.add(at(j)), e) };
+                }
             }
-            prev_rmin = LaterMax::combine(prev_rmin, total);
-            prev_rmax = LaterMax::combine(prev_rmax, total_t);
+            (prev_rmin, prev_rmax) = (total, total_t);
             arch::sync_threads();
         });
         Run { at: dst, len }

@@ -570,6 +570,22 @@ impl Gpu {
         Ok(handle)
     }
 
+    /// The most threads a block of `kernel` of `module` may have on this device (its registers
+    /// decide it, so it differs between architectures): a launcher whose kernel takes any block
+    /// size chooses one no larger. The emulator takes any block of up to 1024 threads.
+    pub fn max_block_threads(&self, module: KernelModule, kernel: &'static str) -> Result<u32> {
+        match &self.backend {
+            Backend::Cuda(device) => {
+                let function = self.cuda_function(device, module, kernel)?;
+                let threads = function
+                    .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+                    .map_err(Error::driver("reading the kernel's largest block", 0))?;
+                Ok(threads.max(1) as u32)
+            }
+            Backend::Emulated(_) => Ok(1024),
+        }
+    }
+
     /// Enqueues `kernel` of `module` with its parameters as raw 64-bit values (device pointers
     /// from [`DeviceBuffer::device_ptr`] included): a launch of its machine code or PTX on a CUDA
     /// device, the kernel's host version on the emulator. This is how a crate with kernels of its

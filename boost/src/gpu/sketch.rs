@@ -28,13 +28,15 @@ const PIECE_ROWS: usize = 1024;
 /// Threads of a block of the summaries and the merge (a queue or a column a block).
 const BLOCK_THREADS: u32 = 512;
 
-/// A block a queue or column, with the block's shared memory.
-fn block_config(blocks: usize) -> Result<LaunchConfig> {
+/// A block a queue, node or column of `kernel`, with the block's shared memory: [`BLOCK_THREADS`]
+/// threads, or the most whole warps the kernel's registers allow on this device.
+fn block_config(gpu: &Gpu, kernel: &'static str, blocks: usize) -> Result<LaunchConfig> {
     let grid = u32::try_from(blocks).ok().filter(|&b| b < i32::MAX as u32);
     let grid = grid.ok_or_else(|| Error::InvalidData(format!("{blocks} sketch blocks are too many for one launch")))?;
+    let threads = BLOCK_THREADS.min(gpu.max_block_threads(crate::KERNELS, kernel)? / 32 * 32).max(32);
     Ok(LaunchConfig {
         grid_dim: (grid.max(1), 1, 1),
-        block_dim: (BLOCK_THREADS, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: MERGE_SHARED_BYTES as u32,
     })
 }
@@ -240,7 +242,14 @@ fn build_trees(gpu: &Gpu, summaries: &Summaries, limits: &[u32]) -> Result<Devic
         ];
         // SAFETY: each task's children made before (the queues' summaries or the last round's
         // nodes), its node's room (its column's limit), `3 limit` of scratch; the shared memory.
-        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_tree", block_config(tasks.len())?, &args)? };
+        unsafe {
+            gpu.launch(
+                crate::KERNELS,
+                "boost_sketch_tree",
+                block_config(gpu, "boost_sketch_tree", tasks.len())?,
+                &args,
+            )?
+        };
     }
     Ok(diverged)
 }
@@ -249,11 +258,7 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
     let n = columns.starts[limits.len()] as usize;
     let count = queues.host.len();
     let entries = *queues.entry_offsets.last().unwrap_or(&0) as usize;
-    let (keys, indices, weights) = (
-        gpu.alloc_uninitialized::<f32>(entries)?,
-        gpu.alloc_uninitialized::<u32>(entries)?,
-        gpu.alloc_uninitialized::<f32>(entries)?,
-    );
+    let (keys, weights) = (gpu.alloc_uninitialized::<f32>(entries)?, gpu.alloc_uninitialized::<f32>(entries)?);
     let entry_offsets = gpu.upload(&queues.entry_offsets)?;
     let args = [
         columns.values.device_ptr(),
@@ -264,22 +269,23 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
         count as u64,
         entry_offsets.device_ptr(),
         keys.device_ptr(),
-        indices.device_ptr(),
         weights.device_ptr(),
     ];
     // SAFETY: the queues cover the `n` values in order; `entries` entries.
     unsafe { gpu.launch(crate::KERNELS, "boost_sketch_entries", element_config(n)?, &args)? };
-    let (mut sorted_keys, mut sorted_indices) =
-        (gpu.alloc_uninitialized::<f32>(entries)?, gpu.alloc_uninitialized::<u32>(entries)?);
+    // Stable: equal values keep their weights in queue order, the order the host adds them in.
+    let (mut sorted_keys, mut sorted_weights) =
+        (gpu.alloc_uninitialized::<f32>(entries)?, gpu.alloc_uninitialized::<f32>(entries)?);
     DeviceSegmentedSort::sort_pairs(
         gpu,
         &keys,
         &mut sorted_keys,
-        &indices,
-        &mut sorted_indices,
+        &weights,
+        &mut sorted_weights,
         &entry_offsets,
         SortOrder::ascending(),
     )?;
+    drop((keys, weights));
     // A queue's limit (its column's) and the place of its pruned summary.
     let mut queue_limits = Vec::with_capacity(count);
     let mut offsets = Vec::with_capacity(count + 1);
@@ -300,8 +306,7 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
     let lens = gpu.alloc_zeroed::<u32>(tree.nodes)?;
     let args = [
         sorted_keys.device_ptr(),
-        sorted_indices.device_ptr(),
-        weights.device_ptr(),
+        sorted_weights.device_ptr(),
         entry_offsets.device_ptr(),
         queues.device.device_ptr(),
         count as u64,
@@ -315,7 +320,14 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
     ];
     // SAFETY: each queue's sorted entries and weights; room for its exact summary (as many as its
     // entries), its pruned one and its words (its limit); the block's shared memory.
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_summaries", block_config(count)?, &args)? };
+    unsafe {
+        gpu.launch(
+            crate::KERNELS,
+            "boost_sketch_summaries",
+            block_config(gpu, "boost_sketch_summaries", count)?,
+            &args,
+        )?
+    };
     Ok(Summaries { entries: summaries, lens, offsets, tree })
 }
 
@@ -409,7 +421,7 @@ fn merge_columns(
         diverged.device_ptr(),
         round_starts.device_ptr(),
     ];
-    let config = block_config(cols)?;
+    let config = block_config(gpu, "boost_sketch_merge", cols)?;
     // SAFETY: each column's queue summaries; its scratch sized for its levels (at most 66: a
     // count of queues below 2^64); room for its merged summary (its limit); the block's shared
     // memory.
@@ -425,6 +437,31 @@ mod tests {
     use crate::quantile::{columns_of, sketch};
     use primitives::Schedule;
     use rand::{Rng, SeedableRng};
+
+    /// Queues longer than a block's tile (`512 x 16` entries): the summaries' and the prune's passes
+    /// carry their counts and ranks from tile to tile. Two columns of 40,000 rows, one continuous,
+    /// one of runs of ties; with and without weights.
+    #[test]
+    fn queues_of_many_tiles_give_the_hosts_summaries() {
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 9 });
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let rows = 40_000;
+        let values: Vec<f32> = (0..rows).flat_map(|i| [rng.gen::<f32>(), ((i / 3) % 5000) as f32]).collect();
+        let features = FeatureMatrix::Dense(DenseMatrix::new(rows, 2, values.clone()));
+        let weights: Vec<f32> = (0..rows).map(|_| rng.gen::<f32>()).collect();
+        let device_values = gpu.upload(&values).unwrap();
+        let device_weights = gpu.upload(&weights).unwrap();
+        for weighted in [false, true] {
+            let host_weights: &[f32] = if weighted { &weights } else { &[] };
+            let (summaries, _) =
+                column_summaries(&gpu, &device_values, (rows, 2), weighted.then_some(&device_weights), 256).unwrap();
+            for (c, column) in columns_of(&features, host_weights).into_iter().enumerate() {
+                let limit = sketch_limit(column.len(), 256);
+                assert!(2 * limit > 512 * 16, "a queue of {} entries fits one tile", 2 * limit);
+                assert_eq!(summaries[c], sketch(&column, limit), "column {c}, weighted {weighted}");
+            }
+        }
+    }
 
     /// The device's cuts are the host's for columns of every kind: continuous with missing values,
     /// constant, all missing, two values, heavy ties (runs across queue boundaries), a queue
