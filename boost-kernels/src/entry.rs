@@ -599,11 +599,12 @@ kernel! {
         rows: u64,
         cols: u64,
         weights: *const f32,
+        stride: u64,
         piece_rows: u64,
         present: *mut u32,
         kept: *mut u32,
     ) {
-        let data = DenseColumns { values, rows, cols, weights, piece_rows };
+        let data = DenseColumns { values, rows, cols, stride, weights, piece_rows };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { sketch::count_kernel(data, present, kept) }
     }
@@ -616,12 +617,13 @@ kernel! {
         rows: u64,
         cols: u64,
         weights: *const f32,
+        stride: u64,
         piece_rows: u64,
         offsets: *const u64,
         out_values: *mut f32,
         out_weights: *mut f32,
     ) {
-        let data = DenseColumns { values, rows, cols, weights, piece_rows };
+        let data = DenseColumns { values, rows, cols, stride, weights, piece_rows };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { sketch::scatter_kernel(data, offsets, out_values, out_weights) }
     }

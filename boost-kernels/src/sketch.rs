@@ -235,12 +235,14 @@ fn upper_bound<T: PartialOrd>(len: usize, at: impl Fn(usize) -> T, x: T) -> usiz
     lo
 }
 
-/// The dense rows' shape and weights, as the compaction kernels read them.
+/// The dense rows' shape and weights, as the compaction kernels read them: `cols` columns of rows
+/// `stride` values apart (a group of a wider matrix's columns, `values` at its first).
 #[derive(Clone, Copy)]
 pub struct DenseColumns {
     pub values: *const f32,
     pub rows: u64,
     pub cols: u64,
+    pub stride: u64,
     /// A weight a row, or null (every weight 1).
     pub weights: *const f32,
     /// Rows of one piece: a thread takes one column of one piece.
@@ -256,12 +258,12 @@ impl DenseColumns {
     /// their weights.
     ///
     /// # Safety
-    /// `values` holds `rows * cols` values and `weights` (when not null) `rows`.
+    /// `values` holds `rows` rows of `stride >= cols` values and `weights` (when not null) `rows`.
     unsafe fn for_each_present(&self, piece: u64, col: u64, mut visit: impl FnMut(f32, f32)) {
         let end = ((piece + 1) * self.piece_rows).min(self.rows);
         for row in piece * self.piece_rows..end {
-            // SAFETY: `row < rows`, `col < cols`.
-            let value = unsafe { arch::load(self.values.add((row * self.cols + col) as usize)) };
+            // SAFETY: `row < rows`, `col < cols <= stride`.
+            let value = unsafe { arch::load(self.values.add((row * self.stride + col) as usize)) };
             if value.is_nan() {
                 continue;
             }
@@ -281,8 +283,8 @@ impl DenseColumns {
 /// queues).
 ///
 /// # Safety
-/// `values` holds `rows * cols` values and `weights` (when not null) `rows`; `present` and `kept`
-/// hold `cols * pieces` counts.
+/// `values` holds `rows` rows of `stride >= cols` values and `weights` (when not null) `rows`;
+/// `present` and `kept` hold `cols * pieces` counts.
 pub unsafe fn count_kernel(data: DenseColumns, present: *mut u32, kept: *mut u32) {
     let index = global_thread();
     let pieces = data.pieces();

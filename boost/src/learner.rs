@@ -15,10 +15,10 @@ use boost_kernels::adaptive;
 use boost_kernels::metric::Transform;
 use boost_kernels::sampling::RowSampler;
 
-use crate::data::{Dataset, MetaInfo};
+use crate::data::{Dataset, FeatureMatrix, MetaInfo};
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
-use crate::gpu::{DeviceEvalSet, DeviceTrees, GpuTrainer, InitialMargins};
+use crate::gpu::{device_cuts, DeviceEvalSet, DeviceTrees, GpuTrainer, InitialMargins};
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
 use crate::objective::{self, DeviceObjective, Objective};
@@ -166,24 +166,50 @@ pub fn train_with_precision(
             format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
         ));
     }
-    let start = Instant::now();
     let row_weights = row_weights(train)?;
-    let cuts = QuantileCuts::build(&train.features, &row_weights, params.tree.max_bin as usize);
-    phases.add("cuts", start.elapsed());
-    // The CPU quantises the features into its ELLPACK matrix; a GPU quantises them itself, with
-    // the same search, into the bins its builder reads.
-    let (mut backend, quantised_bytes) = match gpu {
+    let max_bin = params.tree.max_bin as usize;
+    // The CPU sketches and quantises the features into its ELLPACK matrix. A GPU sketches dense
+    // rows itself (the CPU's cuts bit for bit) and quantises them with the same search into the
+    // bins its builder reads; CSR rows are sketched on the host.
+    let (cuts, mut backend, quantised_bytes) = match gpu {
         Some(gpu) => {
-            let start = Instant::now();
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-            let trainer = on_device(gpu, "quantising the features on the device", || {
-                GpuTrainer::from_features(gpu, &train.features, &cuts)
-            })?;
-            phases.add("matrix for the tree builder", start.elapsed());
+            let (cuts, trainer) = match &train.features {
+                FeatureMatrix::Dense(m) => {
+                    let start = Instant::now();
+                    let (values, cuts) = on_device(gpu, "sketching the features on the device", || {
+                        let values = gpu.upload(&m.values)?;
+                        let weights = (!row_weights.is_empty()).then(|| gpu.upload(&row_weights)).transpose()?;
+                        let cuts = device_cuts(gpu, &values, (m.rows, m.cols), weights.as_ref(), max_bin)?;
+                        Ok((values, cuts))
+                    })?;
+                    phases.add("cuts", start.elapsed());
+                    let start = Instant::now();
+                    let trainer = on_device(gpu, "quantising the features on the device", || {
+                        GpuTrainer::from_device_rows(gpu, &values, (m.rows, m.cols), &cuts)
+                    })?;
+                    phases.add("matrix for the tree builder", start.elapsed());
+                    (cuts, trainer)
+                }
+                FeatureMatrix::Sparse(_) => {
+                    let start = Instant::now();
+                    let cuts = QuantileCuts::build(&train.features, &row_weights, max_bin);
+                    phases.add("cuts", start.elapsed());
+                    let start = Instant::now();
+                    let trainer = on_device(gpu, "quantising the features on the device", || {
+                        GpuTrainer::from_features(gpu, &train.features, &cuts)
+                    })?;
+                    phases.add("matrix for the tree builder", start.elapsed());
+                    (cuts, trainer)
+                }
+            };
             let bytes = trainer.bins_bytes();
-            (TreeBackend::Gpu(Box::new(trainer)), bytes)
+            (cuts, TreeBackend::Gpu(Box::new(trainer)), bytes)
         }
         None => {
+            let start = Instant::now();
+            let cuts = QuantileCuts::build(&train.features, &row_weights, max_bin);
+            phases.add("cuts", start.elapsed());
             let start = Instant::now();
             let matrix = EllpackMatrix::new(&train.features, &cuts);
             phases.add("ellpack", start.elapsed());
@@ -191,7 +217,7 @@ pub fn train_with_precision(
             let bins = matrix.unpack(&cuts);
             phases.add("matrix for the tree builder", start.elapsed());
             let bytes = matrix.bytes();
-            (TreeBackend::Cpu { matrix, bins }, bytes)
+            (cuts, TreeBackend::Cpu { matrix, bins }, bytes)
         }
     };
 

@@ -6,12 +6,14 @@
 //! Usage: sketch VALUES.f32 COLS MAX_BIN
 //!
 //! Prints `device seconds=S` (the best of 3 calls, the rows already uploaded; the cuts read back)
-//! and `host seconds=S` (one call), and whether the two cuts are the same bits.
+//! with the device memory the sketch held at its peak, then the same with the sketch's buffers held
+//! to 2 and 1 GiB (`budget=B`: the columns sketched in more groups), `host seconds=S` (one call),
+//! and whether the cuts are the same bits.
 
 use std::time::{Duration, Instant};
 
 use boost::data::{DenseMatrix, FeatureMatrix};
-use boost::gpu::device_cuts;
+use boost::gpu::{device_cuts, device_cuts_within};
 use boost::quantile::QuantileCuts;
 use primitives::Gpu;
 
@@ -29,14 +31,25 @@ fn main() {
     let gpu = Gpu::new().expect("no usable GPU");
     println!("device: {}", gpu.properties().name);
     let on_device = gpu.upload(&values).expect("uploading the rows");
-    let mut best = Duration::MAX;
     let mut device = None;
-    for _ in 0..3 {
-        let start = Instant::now();
-        device = Some(device_cuts(&gpu, &on_device, (rows, cols), None, max_bin).expect("device cuts"));
-        best = best.min(start.elapsed());
+    for budget in [None, Some(2usize << 30), Some(1 << 30)] {
+        let mut best = Duration::MAX;
+        gpu.reset_peak_memory().expect("resetting the peak");
+        for _ in 0..3 {
+            let start = Instant::now();
+            let cuts = match budget {
+                None => device_cuts(&gpu, &on_device, (rows, cols), None, max_bin),
+                Some(b) => device_cuts_within(&gpu, &on_device, (rows, cols), None, max_bin, b),
+            };
+            best = best.min(start.elapsed());
+            let cuts = cuts.expect("device cuts");
+            assert!(device.as_ref().is_none_or(|d| *d == cuts), "the budget changed the cuts");
+            device = Some(cuts);
+        }
+        let peak = gpu.memory_usage().ok().flatten().map_or(0, |m| m.peak_bytes) as f64 / (1u64 << 20) as f64;
+        let budget = budget.map_or("default".to_string(), |b| b.to_string());
+        println!("device seconds={:.6} budget={budget} peak MiB={peak:.0}", best.as_secs_f64());
     }
-    println!("device seconds={:.6}", best.as_secs_f64());
     let features = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values));
     let start = Instant::now();
     let host = QuantileCuts::build(&features, &[], max_bin);

@@ -48,6 +48,8 @@ use metrics::MetricRows;
 pub use predict::DeviceModel;
 use rank::RankGradients;
 pub use sketch::device_cuts;
+#[doc(hidden)]
+pub use sketch::device_cuts_within;
 
 type Fixed = GradientPair<i64>;
 
@@ -337,13 +339,9 @@ fn device_bins(
             let mut staging = gpu.alloc_uninitialized::<f32>(chunk_rows * nf)?;
             for first in (0..rows).step_by(chunk_rows) {
                 let end = (first + chunk_rows).min(rows);
-                let n = (end - first) * nf;
                 staging.copy_from_host(gpu, &m.values[first * nf..end * nf])?;
-                let args = [staging.device_ptr(), n as u64, nf as u64, cut_ptrs, cut_values, missing, bins_at(first)];
-                // SAFETY: `n` values staged and as many bins from row `first` on, a multiple of
-                // `nf >= 1` features; the cuts' `nf + 1` offsets lie within their bounds, fewer than
-                // `missing` a feature.
-                unsafe { gpu.launch(crate::KERNELS, "boost_bins_dense", element_config(n)?, &args)? };
+                // SAFETY: `end - first` rows staged, their bins from row `first` on.
+                unsafe { quantise_dense(gpu, staging.device_ptr(), (end - first, nf), device_cuts, bins_at(first))? };
             }
         }
         FeatureMatrix::Sparse(m) => {
@@ -382,6 +380,30 @@ fn device_bins(
         }
     }
     Ok(bins)
+}
+
+/// Launches `boost_bins_dense` over `rows x nf` dense values at `values`, writing their local bins
+/// ([`local_bins`]) at `bins`.
+///
+/// # Safety
+/// `values` holds `rows * nf` values and `bins` room for as many `u16`; `nf` is the cuts' features.
+unsafe fn quantise_dense(
+    gpu: &Gpu,
+    values: u64,
+    (rows, nf): (usize, usize),
+    cuts: &DeviceCuts,
+    bins: u64,
+) -> Result<()> {
+    let n = rows * nf;
+    if n == 0 {
+        return Ok(());
+    }
+    let missing = cuts.max_bins.max(1) as u64;
+    let args = [values, n as u64, nf as u64, cuts.cut_ptrs.device_ptr(), cuts.cut_values.device_ptr(), missing, bins];
+    // SAFETY: as the caller promises: `n` values and bins, a multiple of `nf >= 1` features; the
+    // cuts' `nf + 1` offsets lie within their bounds, fewer than `missing` a feature.
+    unsafe { gpu.launch(crate::KERNELS, "boost_bins_dense", element_config(n)?, &args)? };
+    Ok(())
 }
 
 /// Threads per block of the partition and subtraction kernels (one thread per element).
@@ -968,6 +990,29 @@ impl<'g> GpuTrainer<'g> {
         let device_cuts = DeviceCuts::upload(gpu, cuts)?;
         let bins = device_bins(gpu, features, cuts, &device_cuts)?;
         Self::with_bins(gpu, device_cuts, cuts, features.rows(), bins)
+    }
+
+    /// The trainer of `rows x cols` dense row-major values already in device memory (NaN:
+    /// missing), quantised there with `cuts` (the cuts of these rows, as [`device_cuts`] makes
+    /// them): the bins [`GpuTrainer::from_features`] makes of the same rows on the host.
+    pub fn from_device_rows(
+        gpu: &'g Gpu,
+        values: &DeviceBuffer<f32>,
+        (rows, cols): (usize, usize),
+        cuts: &QuantileCuts,
+    ) -> Result<Self> {
+        if rows.checked_mul(cols) != Some(values.len()) || cols != cuts.features() {
+            return Err(Error::InvalidData(format!(
+                "{} device values for {rows} rows of {cols} features, cuts of {} features",
+                values.len(),
+                cuts.features()
+            )));
+        }
+        let device_cuts = DeviceCuts::upload(gpu, cuts)?;
+        let bins = gpu.alloc_uninitialized::<u16>(rows * cols)?;
+        // SAFETY: `rows * cols` values and bins (checked above), the cuts of `cols` features.
+        unsafe { quantise_dense(gpu, values.device_ptr(), (rows, cols), &device_cuts, bins.device_ptr())? };
+        Self::with_bins(gpu, device_cuts, cuts, rows, bins)
     }
 
     /// Bytes of the quantised matrix on the device (a `u16` a row and feature).

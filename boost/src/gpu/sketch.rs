@@ -14,6 +14,8 @@
 //! order; the whole block on each prune and combine. The host reads each column's merged summary back
 //! and makes the cuts from it with the host's own code (`MakeCuts`).
 
+use std::ops::Range;
+
 use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
 
 use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES, TREE_ROUNDS};
@@ -41,14 +43,43 @@ fn block_config(gpu: &Gpu, kernel: &'static str, blocks: usize) -> Result<Launch
     })
 }
 
+/// Device bytes the sketch holds a present value at its peak (the summaries' launch: the gathered
+/// values, weights and run numbers, the sorted entries, their exact summaries, the pruned
+/// summaries and the merge trees' nodes), for weighted rows; the columns are sketched in groups
+/// that keep this under [`sketch_budget`].
+const SKETCH_BYTES_PER_VALUE: usize = 64;
+
+/// Device bytes the sketch may hold at once: a quarter of the free memory, at most 4 GiB (more
+/// columns at a time gain little once a group fills the device; see `docs/benchmarks.md`).
+fn sketch_budget(gpu: &Gpu) -> Result<usize> {
+    let free = gpu.memory_usage()?.map_or(usize::MAX, |m| m.free_bytes as usize);
+    Ok((free / 4).min(4 << 30))
+}
+
 /// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing), weighting row
-/// `i` by `weights[i]` (`None`: all 1): [`QuantileCuts::build`]'s cuts of the same rows.
+/// `i` by `weights[i]` (`None`: all 1): [`QuantileCuts::build`]'s cuts of the same rows. The
+/// columns are sketched a group at a time, each group's buffers within a share of the device's
+/// memory.
 pub fn device_cuts(
     gpu: &Gpu,
     values: &DeviceBuffer<f32>,
     (rows, cols): (usize, usize),
     weights: Option<&DeviceBuffer<f32>>,
     max_bin: usize,
+) -> Result<QuantileCuts> {
+    device_cuts_within(gpu, values, (rows, cols), weights, max_bin, sketch_budget(gpu)?)
+}
+
+/// [`device_cuts`] with the sketch's buffers within `budget` bytes (at least a column at a time),
+/// for the benchmarks and tests of the column groups.
+#[doc(hidden)]
+pub fn device_cuts_within(
+    gpu: &Gpu,
+    values: &DeviceBuffer<f32>,
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+    budget: usize,
 ) -> Result<QuantileCuts> {
     if rows.checked_mul(cols) != Some(values.len()) {
         return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
@@ -57,20 +88,28 @@ pub fn device_cuts(
         return Err(Error::InvalidData(format!("{} device weights for {rows} rows", w.len())));
     }
     let max_bin = max_bin.max(1);
-    let (merged, present) = column_summaries(gpu, values, (rows, cols), weights, max_bin)?;
-    let per_feature = (0..cols).map(|c| cuts_of_summary(&merged[c], present[c], max_bin)).collect();
+    let group = (budget / SKETCH_BYTES_PER_VALUE / rows.max(1)).clamp(1, cols.max(1));
+    let mut per_feature = Vec::with_capacity(cols);
+    for first in (0..cols).step_by(group) {
+        let columns = first..(first + group).min(cols);
+        let (merged, present) = column_summaries(gpu, values, (rows, cols), columns, weights, max_bin)?;
+        per_feature.extend(merged.iter().zip(present).map(|(m, p)| cuts_of_summary(m, p, max_bin)));
+    }
     Ok(QuantileCuts::from_features(per_feature))
 }
 
-/// Each column's sketch summary (the host's `quantile::sketch`) and its present values.
+/// The sketch summaries (the host's `quantile::sketch`) of columns `columns` of the rows, and
+/// their present values.
 fn column_summaries(
     gpu: &Gpu,
     values: &DeviceBuffer<f32>,
-    (rows, cols): (usize, usize),
+    (rows, stride): (usize, usize),
+    columns: Range<usize>,
     weights: Option<&DeviceBuffer<f32>>,
     max_bin: usize,
 ) -> Result<(Vec<Vec<SketchEntry>>, Vec<usize>)> {
-    let columns = gather_columns(gpu, values, (rows, cols), weights)?;
+    let cols = columns.len();
+    let columns = gather_columns(gpu, values, (rows, stride), columns, weights)?;
     let total = columns.starts[cols] as usize;
     if total == 0 {
         return Ok((vec![Vec::new(); cols], columns.present));
@@ -101,18 +140,21 @@ struct Columns {
 fn gather_columns(
     gpu: &Gpu,
     values: &DeviceBuffer<f32>,
-    (rows, cols): (usize, usize),
+    (rows, stride): (usize, usize),
+    columns: Range<usize>,
     weights: Option<&DeviceBuffer<f32>>,
 ) -> Result<Columns> {
-    let pieces = rows.div_ceil(PIECE_ROWS);
+    let (cols, pieces) = (columns.len(), rows.div_ceil(PIECE_ROWS));
     let threads = pieces * cols;
     let weights_ptr = weights.map_or(0, |w| w.device_ptr());
-    let data = [values.device_ptr(), rows as u64, cols as u64, weights_ptr, PIECE_ROWS as u64];
+    let first = values.device_ptr() + (columns.start * size_of::<f32>()) as u64;
+    let data = [first, rows as u64, cols as u64, weights_ptr, stride as u64, PIECE_ROWS as u64];
     let (present, kept) = (gpu.alloc_zeroed::<u32>(threads.max(1))?, gpu.alloc_zeroed::<u32>(threads.max(1))?);
     if threads > 0 {
         let mut args = data.to_vec();
         args.extend([present.device_ptr(), kept.device_ptr()]);
-        // SAFETY: `rows * cols` values, `rows` weights (checked by the caller), a count a thread.
+        // SAFETY: `rows` rows of `stride` values from the group's first column, `rows` weights
+        // (checked by the caller), a count a thread.
         unsafe { gpu.launch(crate::KERNELS, "boost_sketch_count", element_config(threads)?, &args)? };
     }
     let (present, kept) = (present.to_vec(gpu)?, kept.to_vec(gpu)?);
@@ -454,7 +496,8 @@ mod tests {
         for weighted in [false, true] {
             let host_weights: &[f32] = if weighted { &weights } else { &[] };
             let (summaries, _) =
-                column_summaries(&gpu, &device_values, (rows, 2), weighted.then_some(&device_weights), 256).unwrap();
+                column_summaries(&gpu, &device_values, (rows, 2), 0..2, weighted.then_some(&device_weights), 256)
+                    .unwrap();
             for (c, column) in columns_of(&features, host_weights).into_iter().enumerate() {
                 let limit = sketch_limit(column.len(), 256);
                 assert!(2 * limit > 512 * 16, "a queue of {} entries fits one tile", 2 * limit);
@@ -503,7 +546,7 @@ mod tests {
                 let device_weights = weighted.then_some(&device_weights);
                 // The summaries themselves (the cuts keep few of their entries).
                 let (summaries, _) =
-                    column_summaries(&gpu, &device_values, (rows, cols), device_weights, max_bin).unwrap();
+                    column_summaries(&gpu, &device_values, (rows, cols), 0..cols, device_weights, max_bin).unwrap();
                 for (c, column) in columns_of(&features, host_weights).into_iter().enumerate() {
                     let host = if column.is_empty() {
                         Vec::new()
@@ -514,6 +557,11 @@ mod tests {
                 }
                 let host = QuantileCuts::build(&features, host_weights, max_bin);
                 let device = device_cuts(&gpu, &device_values, (rows, cols), device_weights, max_bin).unwrap();
+                // Three columns at a time (3, 3, 2): the same cuts.
+                let budget = SKETCH_BYTES_PER_VALUE * rows * 3;
+                let grouped =
+                    device_cuts_within(&gpu, &device_values, (rows, cols), device_weights, max_bin, budget).unwrap();
+                assert_eq!(grouped, device, "max_bin {max_bin}, weighted {weighted}, in groups");
                 assert_eq!(device.cut_ptrs, host.cut_ptrs, "max_bin {max_bin}, weighted {weighted}");
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&device.cut_values), bits(&host.cut_values), "max_bin {max_bin}, weighted {weighted}");
