@@ -18,7 +18,7 @@ use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::rank_metric::{self, RankMetricParams};
 use crate::sampling::RowSampler;
 use crate::sketch::{
-    self, ColumnMerges, DenseColumns, QueueEntries, QueueSummaries, SketchEntry, SketchQueue, TreeRound,
+    self, ColumnMerges, CsrRows, DenseColumns, QueueEntries, QueueSummaries, SketchEntry, SketchQueue, TreeRound,
 };
 use crate::subtract;
 
@@ -630,6 +630,71 @@ kernel! {
 }
 
 kernel! {
+    /// CSR rows' offsets and columns checked; see [`sketch::csr_check_kernel`].
+    pub unsafe fn boost_csr_check(
+        row_ptr: *const u64,
+        col_indices: *const u32,
+        values: *const f32,
+        rows: u64,
+        nnz: u64,
+        cols: u64,
+        problems: *mut u32,
+    ) {
+        let csr = CsrRows { row_ptr, col_indices, values, rows, nnz, cols, weights: core::ptr::null() };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::csr_check_kernel(csr, problems) }
+    }
+}
+
+kernel! {
+    /// The sketch of CSR rows: each entry's sort key; see [`sketch::csr_keys_kernel`].
+    pub unsafe fn boost_sketch_csr_keys(
+        row_ptr: *const u64,
+        col_indices: *const u32,
+        values: *const f32,
+        rows: u64,
+        nnz: u64,
+        cols: u64,
+        weights: *const f32,
+        keys: *mut u32,
+        indices: *mut u32,
+    ) {
+        let csr = CsrRows { row_ptr, col_indices, values, rows, nnz, cols, weights };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::csr_keys_kernel(csr, keys, indices) }
+    }
+}
+
+kernel! {
+    /// The sketch of CSR rows: where each key starts; see [`sketch::csr_bounds_kernel`].
+    pub unsafe fn boost_sketch_csr_bounds(sorted_keys: *const u32, n: u64, cols: u64, bounds: *mut u64) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::csr_bounds_kernel(sorted_keys, n, cols, bounds) }
+    }
+}
+
+kernel! {
+    /// The sketch of CSR rows: the queued values gathered; see [`sketch::csr_gather_kernel`].
+    pub unsafe fn boost_sketch_csr_gather(
+        row_ptr: *const u64,
+        col_indices: *const u32,
+        values: *const f32,
+        rows: u64,
+        nnz: u64,
+        cols: u64,
+        weights: *const f32,
+        entries: *const u32,
+        n: u64,
+        out_values: *mut f32,
+        out_weights: *mut f32,
+    ) {
+        let csr = CsrRows { row_ptr, col_indices, values, rows, nnz, cols, weights };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::csr_gather_kernel(csr, entries, n, out_values, out_weights) }
+    }
+}
+
+kernel! {
     /// The sketch: the first values of runs of equal values; see [`sketch::heads_kernel`].
     pub unsafe fn boost_sketch_heads(values: *const f32, n: u64, col_starts: *const u64, cols: u64, heads: *mut u32) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
@@ -805,6 +870,10 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_sketch_count" => Some(boost_sketch_count::raw),
         "boost_sketch_scatter" => Some(boost_sketch_scatter::raw),
         "boost_sketch_heads" => Some(boost_sketch_heads::raw),
+        "boost_csr_check" => Some(boost_csr_check::raw),
+        "boost_sketch_csr_keys" => Some(boost_sketch_csr_keys::raw),
+        "boost_sketch_csr_bounds" => Some(boost_sketch_csr_bounds::raw),
+        "boost_sketch_csr_gather" => Some(boost_sketch_csr_gather::raw),
         "boost_sketch_queues" => Some(boost_sketch_queues::raw),
         "boost_sketch_entries" => Some(boost_sketch_entries::raw),
         "boost_sketch_summaries" => Some(boost_sketch_summaries::raw),

@@ -136,7 +136,11 @@
     KernelFamily {
         name: "sketch",
         entry_points: &[
+            "boost_csr_check",
             "boost_sketch_count",
+            "boost_sketch_csr_bounds",
+            "boost_sketch_csr_gather",
+            "boost_sketch_csr_keys",
             "boost_sketch_entries",
             "boost_sketch_heads",
             "boost_sketch_merge",

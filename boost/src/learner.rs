@@ -18,7 +18,9 @@ use boost_kernels::sampling::RowSampler;
 use crate::data::{Dataset, FeatureMatrix, MetaInfo};
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
-use crate::gpu::{device_cuts, DeviceEvalSet, DeviceTrees, GpuTrainer, InitialMargins};
+use crate::gpu::{
+    csr_is_checked, device_cuts, device_cuts_csr, DeviceCsr, DeviceEvalSet, DeviceTrees, GpuTrainer, InitialMargins,
+};
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
 use crate::objective::{self, DeviceObjective, Objective};
@@ -191,6 +193,23 @@ pub fn train_with_precision(
                     phases.add("matrix for the tree builder", start.elapsed());
                     (cuts, trainer)
                 }
+                FeatureMatrix::Sparse(m) if csr_is_checked(m) => {
+                    let start = Instant::now();
+                    let (csr, cuts) = on_device(gpu, "sketching the features on the device", || {
+                        let csr = DeviceCsr::upload(gpu, m)?;
+                        let weights = (!row_weights.is_empty()).then(|| gpu.upload(&row_weights)).transpose()?;
+                        let cuts = device_cuts_csr(gpu, &csr, weights.as_ref(), max_bin)?;
+                        Ok((csr, cuts))
+                    })?;
+                    phases.add("cuts", start.elapsed());
+                    let start = Instant::now();
+                    let trainer = on_device(gpu, "quantising the features on the device", || {
+                        GpuTrainer::from_device_csr(gpu, &csr, &cuts)
+                    })?;
+                    phases.add("matrix for the tree builder", start.elapsed());
+                    (cuts, trainer)
+                }
+                // CSR rows whose columns do not increase (built in memory): the host's sketch.
                 FeatureMatrix::Sparse(_) => {
                     let start = Instant::now();
                     let cuts = QuantileCuts::build(&train.features, &row_weights, max_bin);

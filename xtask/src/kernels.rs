@@ -80,8 +80,8 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("predict", &["boost_predict_"]),
             // The training features quantised on the device, once a run.
             ("bins", &["boost_bins_"]),
-            // The quantile cuts of data in device memory (XGBoost's sketch), once a run.
-            ("sketch", &["boost_sketch_"]),
+            // The quantile cuts of data in device memory (XGBoost's sketch), once a run; CSR checks.
+            ("sketch", &["boost_sketch_", "boost_csr_"]),
         ],
     },
 ];

@@ -8,6 +8,7 @@
 //! with `--features gpu`.
 
 mod adaptive;
+mod csr;
 mod eval;
 mod metrics;
 mod predict;
@@ -42,14 +43,15 @@ use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder}
 use crate::tree::Tree;
 use crate::{Error, Result};
 use adaptive::{AdaptiveScratch, ResidualInputs};
+pub use csr::DeviceCsr;
 pub use eval::{DeviceEvalSet, DeviceTrees, PredictLaunch};
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
 pub use predict::DeviceModel;
 use rank::RankGradients;
-pub use sketch::device_cuts;
 #[doc(hidden)]
 pub use sketch::device_cuts_within;
+pub use sketch::{device_cuts, device_cuts_csr};
 
 type Fixed = GradientPair<i64>;
 
@@ -316,14 +318,8 @@ fn device_bins(
     if features.cols() != nf {
         return Err(Error::InvalidData(format!("{} feature columns for cuts of {nf} features", features.cols())));
     }
-    let increasing = |m: &CsrMatrix| {
-        (0..m.rows).into_par_iter().all(|i| {
-            let cols = &m.col_indices[m.row_ptr[i]..m.row_ptr[i + 1]];
-            cols.windows(2).all(|w| w[0] < w[1]) && cols.last().is_none_or(|&c| (c as usize) < nf)
-        })
-    };
     let host_path = match features {
-        FeatureMatrix::Sparse(m) => rows * nf == 0 || !increasing(m),
+        FeatureMatrix::Sparse(m) => rows * nf == 0 || !csr_is_checked(m),
         FeatureMatrix::Dense(_) => rows * nf == 0,
     };
     if host_path {
@@ -380,6 +376,15 @@ fn device_bins(
         }
     }
     Ok(bins)
+}
+
+/// Whether CSR rows hold what [`DeviceCsr::new`] checks: columns strictly increasing within each
+/// row and below the matrix's columns (the readers make no other; a matrix built in memory may).
+pub(crate) fn csr_is_checked(m: &CsrMatrix) -> bool {
+    (0..m.rows).into_par_iter().all(|i| {
+        let cols = &m.col_indices[m.row_ptr[i]..m.row_ptr[i + 1]];
+        cols.windows(2).all(|w| w[0] < w[1]) && cols.last().is_none_or(|&c| (c as usize) < m.cols)
+    })
 }
 
 /// Launches `boost_bins_dense` over `rows x nf` dense values at `values`, writing their local bins
@@ -1012,6 +1017,38 @@ impl<'g> GpuTrainer<'g> {
         let bins = gpu.alloc_uninitialized::<u16>(rows * cols)?;
         // SAFETY: `rows * cols` values and bins (checked above), the cuts of `cols` features.
         unsafe { quantise_dense(gpu, values.device_ptr(), (rows, cols), &device_cuts, bins.device_ptr())? };
+        Self::with_bins(gpu, device_cuts, cuts, rows, bins)
+    }
+
+    /// The trainer of CSR rows already in device memory, quantised there with `cuts` (the cuts of
+    /// these rows, as [`device_cuts_csr`] makes them).
+    pub fn from_device_csr(gpu: &'g Gpu, csr: &DeviceCsr, cuts: &QuantileCuts) -> Result<Self> {
+        let (rows, nf) = (csr.rows(), csr.cols());
+        if nf != cuts.features() {
+            return Err(Error::InvalidData(format!("CSR rows of {nf} features, cuts of {}", cuts.features())));
+        }
+        let device_cuts = DeviceCuts::upload(gpu, cuts)?;
+        let bins = gpu.alloc_uninitialized::<u16>(rows * nf)?;
+        if rows * nf > 0 {
+            let (row_ptr, col_indices, values) =
+                (csr.row_ptr.device_ptr(), csr.col_indices.device_ptr(), csr.values.device_ptr());
+            let (cut_ptrs, cut_values) = (device_cuts.cut_ptrs.device_ptr(), device_cuts.cut_values.device_ptr());
+            let missing = device_cuts.max_bins.max(1) as u64;
+            let args = [
+                row_ptr,
+                col_indices,
+                values,
+                rows as u64,
+                nf as u64,
+                cut_ptrs,
+                cut_values,
+                missing,
+                bins.device_ptr(),
+            ];
+            // SAFETY: checked rows (`DeviceCsr::new`: offsets from 0 to the entries, columns increasing
+            // below `nf`); `rows * nf` bins; the cuts of `nf` features.
+            unsafe { gpu.launch(crate::KERNELS, "boost_bins_csr", element_config(rows)?, &args)? };
+        }
         Self::with_bins(gpu, device_cuts, cuts, rows, bins)
     }
 

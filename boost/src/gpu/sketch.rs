@@ -16,11 +16,11 @@
 
 use std::ops::Range;
 
-use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
+use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
 
 use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES, TREE_ROUNDS};
 
-use super::element_config;
+use super::{element_config, DeviceCsr};
 use crate::quantile::{cuts_of_summary, sketch_limit, QuantileCuts};
 use crate::{Error, Result};
 
@@ -45,15 +45,16 @@ fn block_config(gpu: &Gpu, kernel: &'static str, blocks: usize) -> Result<Launch
 
 /// Device bytes the sketch holds a present value at its peak (the summaries' launch: the gathered
 /// values, weights and run numbers, the sorted entries, their exact summaries, the pruned
-/// summaries and the merge trees' nodes), for weighted rows; the columns are sketched in groups
-/// that keep this under [`sketch_budget`].
-const SKETCH_BYTES_PER_VALUE: usize = 64;
+/// summaries and the merge trees' nodes; 47 measured without weights, 10M x 28 on an H100); the
+/// columns are sketched in groups that keep this under [`sketch_budget`].
+const SKETCH_BYTES_PER_VALUE: usize = 52;
 
-/// Device bytes the sketch may hold at once: a quarter of the free memory, at most 4 GiB (more
-/// columns at a time gain little once a group fills the device; see `docs/benchmarks.md`).
+/// Device bytes the sketch may hold at once: a quarter of the free memory, at most 8 GiB. A group
+/// costs a few milliseconds however narrow (its merge trees' top rounds and its columns' final
+/// merge are latency-bound), so groups are as wide as this allows (`docs/benchmarks.md`).
 fn sketch_budget(gpu: &Gpu) -> Result<usize> {
     let free = gpu.memory_usage()?.map_or(usize::MAX, |m| m.free_bytes as usize);
-    Ok((free / 4).min(4 << 30))
+    Ok((free / 4).min(8 << 30))
 }
 
 /// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing), weighting row
@@ -108,8 +109,12 @@ fn column_summaries(
     weights: Option<&DeviceBuffer<f32>>,
     max_bin: usize,
 ) -> Result<(Vec<Vec<SketchEntry>>, Vec<usize>)> {
-    let cols = columns.len();
-    let columns = gather_columns(gpu, values, (rows, stride), columns, weights)?;
+    summarize_columns(gpu, gather_columns(gpu, values, (rows, stride), columns, weights)?, max_bin)
+}
+
+/// The sketch summaries of gathered columns, and their present values.
+fn summarize_columns(gpu: &Gpu, columns: Columns, max_bin: usize) -> Result<(Vec<Vec<SketchEntry>>, Vec<usize>)> {
+    let cols = columns.present.len();
     let total = columns.starts[cols] as usize;
     if total == 0 {
         return Ok((vec![Vec::new(); cols], columns.present));
@@ -122,6 +127,24 @@ fn column_summaries(
     let summaries = queue_summaries(gpu, &columns, &queues, &limits)?;
     let diverged = build_trees(gpu, &summaries, &limits)?;
     Ok((merge_columns(gpu, &queues, &summaries, &limits, &diverged)?, columns.present))
+}
+
+/// The cuts of CSR rows in device memory (absent entries and NaN: missing), weighting row `i` by
+/// `weights[i]` (`None`: all 1): [`QuantileCuts::build`]'s cuts of the same rows. Every column at
+/// once (its buffers about 60 bytes a present value).
+pub fn device_cuts_csr(
+    gpu: &Gpu,
+    csr: &DeviceCsr,
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+) -> Result<QuantileCuts> {
+    if let Some(w) = weights.filter(|w| w.len() != csr.rows()) {
+        return Err(Error::InvalidData(format!("{} device weights for {} rows", w.len(), csr.rows())));
+    }
+    let max_bin = max_bin.max(1);
+    let (merged, present) = summarize_columns(gpu, gather_csr(gpu, csr, weights)?, max_bin)?;
+    let per_feature = merged.iter().zip(present).map(|(m, p)| cuts_of_summary(m, p, max_bin)).collect();
+    Ok(QuantileCuts::from_features(per_feature))
 }
 
 /// Each column's weighted present values in row order, column after column.
@@ -173,7 +196,6 @@ fn gather_columns(
     let n = total as usize;
     let out_values = gpu.alloc_uninitialized::<f32>(n.max(1))?;
     let out_weights = weights.map(|_| gpu.alloc_uninitialized::<f32>(n.max(1))).transpose()?;
-    let runs = gpu.alloc_zeroed::<u32>(n.max(1))?;
     if n > 0 {
         let offsets = gpu.upload(&offsets)?;
         let mut args = data.to_vec();
@@ -184,15 +206,72 @@ fn gather_columns(
         ]);
         // SAFETY: the counts' exclusive sums, within `n` values (and weights).
         unsafe { gpu.launch(crate::KERNELS, "boost_sketch_scatter", element_config(threads)?, &args)? };
-        let device_starts = gpu.upload(&starts)?;
-        let heads = gpu.alloc_uninitialized::<u32>(n)?;
-        let args = [out_values.device_ptr(), n as u64, device_starts.device_ptr(), cols as u64, heads.device_ptr()];
-        // SAFETY: `n` values and flags, `cols + 1` offsets ending at `n`.
-        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_heads", element_config(n)?, &args)? };
-        let mut runs = runs;
-        DeviceScan::inclusive_sum(gpu, &heads, &mut runs)?;
-        return Ok(Columns { values: out_values, weights: out_weights, starts, present, runs });
     }
+    let runs = number_runs(gpu, &out_values, &starts)?;
+    Ok(Columns { values: out_values, weights: out_weights, starts, present, runs })
+}
+
+/// The run numbers of the gathered `values` (columns at `starts`): the inclusive sums of the flags
+/// of the values that start a run of equal values.
+fn number_runs(gpu: &Gpu, values: &DeviceBuffer<f32>, starts: &[u64]) -> Result<DeviceBuffer<u32>> {
+    let (n, cols) = (starts.last().map_or(0, |&n| n as usize), starts.len().saturating_sub(1));
+    let mut runs = gpu.alloc_zeroed::<u32>(n.max(1))?;
+    if n == 0 {
+        return Ok(runs);
+    }
+    let device_starts = gpu.upload(starts)?;
+    let heads = gpu.alloc_uninitialized::<u32>(n)?;
+    let args = [values.device_ptr(), n as u64, device_starts.device_ptr(), cols as u64, heads.device_ptr()];
+    // SAFETY: `n` values and flags, `cols + 1` offsets ending at `n`.
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_heads", element_config(n)?, &args)? };
+    DeviceScan::inclusive_sum(gpu, &heads, &mut runs)?;
+    Ok(runs)
+}
+
+/// Each column's weighted present values of checked CSR rows, gathered in row order, column after
+/// column: a stable radix sort of the entries by a key of their column (see
+/// `boost_kernels::sketch::csr_keys_kernel`), the bounds of the keys, a gather.
+fn gather_csr(gpu: &Gpu, csr: &DeviceCsr, weights: Option<&DeviceBuffer<f32>>) -> Result<Columns> {
+    let (nnz, cols) = (csr.nnz(), csr.cols());
+    let weights_ptr = weights.map_or(0, |w| w.device_ptr());
+    let (keys, indices) = (gpu.alloc_uninitialized::<u32>(nnz.max(1))?, gpu.alloc_uninitialized::<u32>(nnz.max(1))?);
+    let (mut sorted_keys, mut sorted_indices) =
+        (gpu.alloc_uninitialized::<u32>(nnz.max(1))?, gpu.alloc_uninitialized::<u32>(nnz.max(1))?);
+    if nnz > 0 {
+        let mut args = csr.args().to_vec();
+        args.extend([weights_ptr, keys.device_ptr(), indices.device_ptr()]);
+        // SAFETY: checked rows (`DeviceCsr::new`), `rows` weights (checked by the caller), `nnz`
+        // keys and indices.
+        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_csr_keys", element_config(nnz)?, &args)? };
+        let bits = u32::BITS - (2 * cols as u32).leading_zeros();
+        let order = SortOrder::ascending().bits(0, bits.max(1));
+        DeviceRadixSort::sort_pairs(gpu, &keys, &mut sorted_keys, &indices, &mut sorted_indices, order)?;
+    }
+    drop((keys, indices));
+    let bounds = gpu.alloc_zeroed::<u64>(2 * cols + 1)?;
+    let args = [sorted_keys.device_ptr(), nnz as u64, cols as u64, bounds.device_ptr()];
+    // SAFETY: `nnz` sorted keys, `2 cols + 1` bounds.
+    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_csr_bounds", element_config(2 * cols + 1)?, &args)? };
+    let bounds = bounds.to_vec(gpu)?;
+    let starts = bounds[..=cols].to_vec();
+    let present = (0..cols).map(|c| (bounds[c + 1] - bounds[c] + bounds[cols + c + 1] - bounds[cols + c]) as usize);
+    let present = present.collect();
+    let n = bounds[cols] as usize;
+    let out_values = gpu.alloc_uninitialized::<f32>(n.max(1))?;
+    let out_weights = weights.map(|_| gpu.alloc_uninitialized::<f32>(n.max(1))).transpose()?;
+    if n > 0 {
+        let mut args = csr.args().to_vec();
+        args.extend([
+            weights_ptr,
+            sorted_indices.device_ptr(),
+            n as u64,
+            out_values.device_ptr(),
+            out_weights.as_ref().map_or(0, |w| w.device_ptr()),
+        ]);
+        // SAFETY: the first `n` sorted entry indices (below `nnz`), `n` outputs.
+        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_csr_gather", element_config(n)?, &args)? };
+    }
+    let runs = number_runs(gpu, &out_values, &starts)?;
     Ok(Columns { values: out_values, weights: out_weights, starts, present, runs })
 }
 
@@ -475,10 +554,86 @@ fn merge_columns(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{DenseMatrix, FeatureMatrix};
+    use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
     use crate::quantile::{columns_of, sketch};
     use primitives::Schedule;
     use rand::{Rng, SeedableRng};
+
+    /// CSR rows' cuts from the device are the host's: absent and NaN entries missing, a column
+    /// with no entries, empty rows, weights with zeros, bin counts small enough for many queues.
+    #[test]
+    fn device_csr_cuts_are_the_hosts() {
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 2 });
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+        let (rows, cols) = (2500, 6);
+        let (mut row_ptr, mut col_indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
+        for i in 0..rows {
+            for c in 0..cols {
+                // Column 4 has no entries; row multiples of 7 none at all.
+                if c == 4 || i % 7 == 0 || rng.gen_bool(0.3) {
+                    continue;
+                }
+                col_indices.push(c as u32);
+                values.push(match c {
+                    0 => rng.gen::<f32>(),
+                    1 => (rng.gen_range(0..5) as f32) * 0.5,
+                    2 if rng.gen_bool(0.2) => f32::NAN,
+                    3 => 1.25,
+                    _ => rng.gen::<f32>() * 100.0 - 50.0,
+                });
+            }
+            row_ptr.push(col_indices.len());
+        }
+        let device = DeviceCsr::new(
+            &gpu,
+            gpu.upload(&row_ptr.iter().map(|&p| p as u64).collect::<Vec<_>>()).unwrap(),
+            gpu.upload(&col_indices).unwrap(),
+            gpu.upload(&values).unwrap(),
+            cols,
+        )
+        .unwrap();
+        let features = FeatureMatrix::Sparse(CsrMatrix { rows, cols, row_ptr, col_indices, values });
+        let weights: Vec<f32> = (0..rows).map(|i| if i % 11 == 0 { 0.0 } else { rng.gen::<f32>() }).collect();
+        let device_weights = gpu.upload(&weights).unwrap();
+        for max_bin in [2, 16, 256] {
+            for weighted in [false, true] {
+                let host = QuantileCuts::build(&features, if weighted { &weights } else { &[] }, max_bin);
+                let cuts = device_cuts_csr(&gpu, &device, weighted.then_some(&device_weights), max_bin).unwrap();
+                assert_eq!(cuts, host, "max_bin {max_bin}, weighted {weighted}");
+            }
+        }
+        assert!(device_cuts_csr(&gpu, &device, Some(&gpu.upload(&[1.0f32; 3]).unwrap()), 16).is_err());
+    }
+
+    /// Bad CSR rows are refused when made, naming the first row at fault and what is wrong.
+    #[test]
+    fn bad_csr_rows_are_refused_naming_the_row() {
+        let gpu = Gpu::emulated(Schedule::Deterministic);
+        let make = |row_ptr: &[u64], cols_of: &[u32], cols: usize| {
+            let values = vec![1.0f32; cols_of.len()];
+            DeviceCsr::new(
+                &gpu,
+                gpu.upload(row_ptr).unwrap(),
+                gpu.upload(cols_of).unwrap(),
+                gpu.upload(&values).unwrap(),
+                cols,
+            )
+        };
+        let message = |r: Result<DeviceCsr>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(make(&[0, 2, 3], &[0, 2, 1], 3).is_ok());
+        assert!(message(make(&[0, 2, 3], &[0, 3, 1], 3)).contains("CSR row 0: a column index at or past the 3 columns"));
+        assert!(
+            message(make(&[0, 1, 3], &[0, 2, 2], 3)).contains("CSR row 1: its column indices do not strictly increase")
+        );
+        assert!(message(make(&[0, 2, 1, 3], &[0, 1, 2], 3)).contains("CSR row 1: its offsets"));
+        assert!(message(make(&[0, 2, 4], &[0, 1, 2], 3)).contains("CSR row 1: its offsets"));
+        assert!(message(make(&[1, 2, 3], &[0, 1, 2], 3)).contains("CSR row 0: its offsets"));
+        assert!(message(make(&[0, 1], &[0, 1], 3)).contains("CSR row 0: its offsets"));
+        let (offsets, columns) = (gpu.upload(&[0u64, 2]).unwrap(), gpu.upload(&[0u32, 1]).unwrap());
+        let mismatched = DeviceCsr::new(&gpu, offsets, columns, gpu.upload(&[1f32]).unwrap(), 3);
+        assert!(message(mismatched).contains("CSR entries: 2 columns and 1 values"));
+        assert!(make(&[], &[], 3).is_err());
+    }
 
     /// Queues longer than a block's tile (`512 x 16` entries): the summaries' and the prune's passes
     /// carry their counts and ranks from tile to tile. Two columns of 40,000 rows, one continuous,

@@ -1,11 +1,12 @@
 //! The quantile cuts of rows in device memory (`boost::gpu::device_cuts`, XGBoost's sketch on the
 //! device) are the host's (`QuantileCuts::build`, XGBoost 3.2's CPU cuts), bit for bit: every
 //! shipped dataset (its rows as dense values, absent entries missing; its weights when it has
-//! them), at 256 and at 16 bins (many sketch queues a column). The unit test in
+//! them), at 256 and at 16 bins (many sketch queues a column); and the same rows as CSR in device
+//! memory (`device_cuts_csr`, the missing values left out). The unit tests in
 //! `boost::gpu::sketch` covers the adversarial columns on the emulator.
 
-use boost::data::{read_data, DenseMatrix, FeatureMatrix};
-use boost::gpu::device_cuts;
+use boost::data::{read_data, CsrMatrix, DenseMatrix, FeatureMatrix};
+use boost::gpu::{device_cuts, device_cuts_csr, DeviceCsr};
 use boost::quantile::QuantileCuts;
 use tests::gpu;
 
@@ -27,6 +28,7 @@ fn device_cuts_are_the_hosts_on_every_shipped_dataset() {
         let weights: Vec<f32> = data.info.weights.iter().take(rows).copied().collect();
         let device_values = gpu.upload(&values).expect("upload");
         let device_weights = (!weights.is_empty()).then(|| gpu.upload(&weights).expect("upload"));
+        let csr = DeviceCsr::upload(&gpu, &csr_of(&values, rows, cols)).expect(case.file);
         let features = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values));
         for max_bin in [256, 16] {
             let host = QuantileCuts::build(&features, &weights, max_bin);
@@ -36,6 +38,23 @@ fn device_cuts_are_the_hosts_on_every_shipped_dataset() {
             assert_eq!(device.cut_ptrs, host.cut_ptrs, "{}, {max_bin} bins", case.file);
             assert_eq!(bits(&device.cut_values), bits(&host.cut_values), "{}, {max_bin} bins", case.file);
             assert_eq!(bits(&device.min_values), bits(&host.min_values), "{}, {max_bin} bins", case.file);
+            let from_csr = device_cuts_csr(&gpu, &csr, device_weights.as_ref(), max_bin).expect(case.file);
+            assert_eq!(from_csr, host, "{}, {max_bin} bins, CSR", case.file);
         }
     }
+}
+
+/// The present (non-NaN) values of dense rows as CSR.
+fn csr_of(values: &[f32], rows: usize, cols: usize) -> CsrMatrix {
+    let (mut row_ptr, mut col_indices, mut present) = (vec![0], Vec::new(), Vec::new());
+    for i in 0..rows {
+        for (c, &v) in values[i * cols..(i + 1) * cols].iter().enumerate() {
+            if !v.is_nan() {
+                col_indices.push(c as u32);
+                present.push(v);
+            }
+        }
+        row_ptr.push(col_indices.len());
+    }
+    CsrMatrix { rows, cols, row_ptr, col_indices, values: present }
 }
