@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 use boost::data::{DenseMatrix, FeatureMatrix};
-use boost::gpu::{DeviceModel, PredictLaunch};
+use boost::gpu::{DeviceData, DeviceModel, PredictLaunch};
 use boost::model::Model;
 use boost::objective;
 use primitives::Gpu;
@@ -48,7 +48,13 @@ fn main() {
             device_model.set_launch(launch);
             let device_seconds = best_of(&gpu, batch, || {
                 device_model
-                    .predict_margin_on_device(&gpu, &on_device, (batch, cols), None, to_margin, (0, 0))
+                    .predict_margin_on_device(
+                        &gpu,
+                        DeviceData::Dense { values: &on_device, rows: batch, cols },
+                        None,
+                        to_margin,
+                        (0, 0),
+                    )
                     .expect("device prediction");
             });
             println!("batch={batch} source=device launch={name} seconds={device_seconds:.6}");
@@ -63,7 +69,13 @@ fn main() {
     if let Some(out) = args.get(4) {
         let on_device = gpu.upload(&values).expect("uploading the rows");
         let margins = device_model
-            .predict_margin_on_device(&gpu, &on_device, (rows, cols), None, to_margin, (0, 0))
+            .predict_margin_on_device(
+                &gpu,
+                DeviceData::Dense { values: &on_device, rows, cols },
+                None,
+                to_margin,
+                (0, 0),
+            )
             .expect("device prediction")
             .to_vec(&gpu)
             .expect("reading the margins");

@@ -47,7 +47,7 @@ pub use csr::DeviceCsr;
 pub use eval::{DeviceEvalSet, DeviceTrees, PredictLaunch};
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
-pub use predict::DeviceModel;
+pub use predict::{DeviceData, DeviceModel};
 use rank::RankGradients;
 #[doc(hidden)]
 pub use sketch::device_cuts_within;

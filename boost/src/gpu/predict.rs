@@ -11,9 +11,52 @@ use primitives::{DeviceBuffer, Gpu};
 
 use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, PredictLaunch, Walks};
 use super::metrics::InitialMargins;
+use super::DeviceCsr;
 use crate::data::FeatureMatrix;
 use crate::model::{check_features, trees_of_rounds, Model};
 use crate::{Error, Result};
+
+/// Rows already in device memory, as the caller filled them.
+#[derive(Clone, Copy)]
+pub enum DeviceData<'a> {
+    /// `rows x cols` dense row-major `f32` (NaN: missing).
+    Dense { values: &'a DeviceBuffer<f32>, rows: usize, cols: usize },
+    /// CSR rows, checked when made.
+    Csr(&'a DeviceCsr),
+}
+
+impl DeviceData<'_> {
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        match self {
+            DeviceData::Dense { cols, .. } => *cols,
+            DeviceData::Csr(csr) => csr.cols(),
+        }
+    }
+
+    /// The rows and the kernels' view of them, the dense shape checked.
+    fn view(&self) -> Result<(usize, FeatureView)> {
+        match *self {
+            DeviceData::Dense { values, rows, cols } => {
+                if rows.checked_mul(cols) != Some(values.len()) {
+                    return Err(Error::InvalidData(format!(
+                        "{} device values for {rows} rows of {cols}",
+                        values.len()
+                    )));
+                }
+                Ok((rows, FeatureView::Dense { values: values.device_ptr(), cols }))
+            }
+            DeviceData::Csr(csr) => {
+                let view = FeatureView::Csr {
+                    row_ptr: csr.row_ptr.device_ptr(),
+                    col_indices: csr.col_indices.device_ptr(),
+                    values: csr.values.device_ptr(),
+                };
+                Ok((csr.rows(), view))
+            }
+        }
+    }
+}
 
 /// A model on the device: every tree, uploaded once, with what a prediction call needs.
 pub struct DeviceModel {
@@ -73,30 +116,29 @@ impl DeviceModel {
         Ok(margins.to_vec(gpu)?)
     }
 
-    /// [`DeviceModel::predict_margin`] of rows already in device memory: `values` holds `rows x
-    /// cols` dense row-major `f32` (NaN: missing; `cols` at most the model's features). The margins
-    /// stay on the device.
+    /// [`DeviceModel::predict_margin`] of rows already in device memory (at most the model's
+    /// features). The margins stay on the device.
     pub fn predict_margin_on_device(
         &self,
         gpu: &Gpu,
-        values: &DeviceBuffer<f32>,
-        (rows, cols): (usize, usize),
+        data: DeviceData<'_>,
         base_margin: Option<&[f32]>,
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<DeviceBuffer<f32>> {
-        if rows.checked_mul(cols) != Some(values.len()) {
-            return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
-        }
-        if cols > self.num_feature {
+        let (rows, view) = data.view()?;
+        if data.cols() > self.num_feature {
             return Err(Error::InvalidData(format!(
-                "{cols} feature columns for a model of {} features",
+                "the data has {} features, the model {}",
+                data.cols(),
                 self.num_feature
             )));
         }
         let trees = self.tree_range(iteration_range)?;
         let margins = self.initial_margins(gpu, rows, base_margin, prob_to_margin)?;
-        let view = FeatureView::Dense { values: values.device_ptr(), cols };
+        if rows == 0 {
+            return Ok(margins);
+        }
         let walks = Walks::Margins { margins: &margins, outputs: self.outputs };
         walk_trees(gpu, view, rows, &self.trees, trees, walks, self.launch)?;
         Ok(margins)

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
 use boost::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
-use boost::gpu::{DeviceModel, PredictLaunch};
+use boost::gpu::{DeviceCsr, DeviceData, DeviceModel, PredictLaunch};
 use boost::learner::{train, TrainOptions};
 use boost::model::Model;
 use boost::param::Params;
@@ -77,20 +77,25 @@ fn assert_same_margins_of(case: &str, model: &Model, device: &DeviceModel, dense
                     base.is_some()
                 );
             }
-            if let FeatureMatrix::Dense(m) = &features {
-                // The same rows already in device memory; the margins stay there.
-                let values = gpu.upload(&m.values).expect("upload");
-                let host = model.predict_margin(&features, None, to_margin, range).expect("host");
-                let got = device
-                    .predict_margin_on_device(gpu, &values, (m.rows, m.cols), None, to_margin, range)
-                    .and_then(|margins| Ok(margins.to_vec(gpu)?))
-                    .expect("device rows");
-                assert!(
-                    host.iter().zip(&got).all(|(h, d)| h.to_bits() == d.to_bits()),
-                    "{case} {range:?}, device rows"
-                );
-                assert_eq!(host.len(), got.len());
-            }
+            // The same rows already in device memory (dense or CSR); the margins stay there.
+            let (dense, csr);
+            let rows = match &features {
+                FeatureMatrix::Dense(m) => {
+                    dense = gpu.upload(&m.values).expect("upload");
+                    DeviceData::Dense { values: &dense, rows: m.rows, cols: m.cols }
+                }
+                FeatureMatrix::Sparse(m) => {
+                    csr = DeviceCsr::upload(gpu, m).expect("CSR upload");
+                    DeviceData::Csr(&csr)
+                }
+            };
+            let host = model.predict_margin(&features, None, to_margin, range).expect("host");
+            let got = device
+                .predict_margin_on_device(gpu, rows, None, to_margin, range)
+                .and_then(|margins| Ok(margins.to_vec(gpu)?))
+                .expect("device rows");
+            assert!(host.iter().zip(&got).all(|(h, d)| h.to_bits() == d.to_bits()), "{case} {range:?}, device rows");
+            assert_eq!(host.len(), got.len());
             let host = model.predict_leaf(&features, range).expect("host leaves");
             assert_eq!(device.predict_leaf(gpu, &features, range).expect("device leaves"), host, "{case} {range:?}");
         }
@@ -142,6 +147,18 @@ fn device_prediction_refuses_what_the_host_refuses() {
     assert!(device.predict_margin(&gpu, &features, Some(&[0.0]), identity, (0, 0)).is_err());
     let wide = FeatureMatrix::Dense(DenseMatrix::new(1, model.num_feature + 1, vec![0.0; model.num_feature + 1]));
     assert!(device.predict_margin(&gpu, &wide, None, identity, (0, 0)).is_err());
+    // Rows in device memory: more columns than the model's, a shape the buffer does not hold.
+    let cols = model.num_feature + 1;
+    let values = gpu.upload(&vec![0f32; 2 * cols]).expect("upload");
+    let on_device = |rows, cols| {
+        let data = DeviceData::Dense { values: &values, rows, cols };
+        device.predict_margin_on_device(&gpu, data, None, identity, (0, 0)).err().map(|e| e.to_string())
+    };
+    assert!(on_device(2, cols).is_some_and(|e| e.contains("features")));
+    assert!(on_device(3, cols - 1).is_some_and(|e| e.contains("device values")));
+    let csr = CsrMatrix { rows: 1, cols, row_ptr: vec![0, 1], col_indices: vec![cols as u32 - 1], values: vec![1.0] };
+    let csr = DeviceCsr::upload(&gpu, &csr).expect("CSR upload");
+    assert!(device.predict_margin_on_device(&gpu, DeviceData::Csr(&csr), None, identity, (0, 0)).is_err());
     let mut broken = model.clone();
     broken.trees[0].left_children[0] = 0;
     assert!(DeviceModel::upload(&gpu, &broken).is_err(), "a cycle is refused at upload");
