@@ -647,6 +647,14 @@ kernel! {
 }
 
 kernel! {
+    /// Dense rows' values checked finite; see [`sketch::dense_check_kernel`].
+    pub unsafe fn boost_check_dense(values: *const f32, n: u64, cols: u64, first_row: *mut u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::dense_check_kernel(values, n, cols, first_row) }
+    }
+}
+
+kernel! {
     /// The sketch of CSR rows: each entry's sort key; see [`sketch::csr_keys_kernel`].
     pub unsafe fn boost_sketch_csr_keys(
         row_ptr: *const u64,
@@ -871,6 +879,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_sketch_scatter" => Some(boost_sketch_scatter::raw),
         "boost_sketch_heads" => Some(boost_sketch_heads::raw),
         "boost_csr_check" => Some(boost_csr_check::raw),
+        "boost_check_dense" => Some(boost_check_dense::raw),
         "boost_sketch_csr_keys" => Some(boost_sketch_csr_keys::raw),
         "boost_sketch_csr_bounds" => Some(boost_sketch_csr_bounds::raw),
         "boost_sketch_csr_gather" => Some(boost_sketch_csr_gather::raw),

@@ -359,16 +359,20 @@ impl CsrRows {
 
 /// The problems [`csr_check_kernel`] finds, each the first row that has it (`u32::MAX`: none):
 /// offsets that decrease or do not run from 0 to `nnz`, a column at or past `cols`, columns that
-/// do not increase within the row.
+/// do not increase within the row, an infinite value.
 pub const CSR_BAD_OFFSETS: usize = 0;
 pub const CSR_BAD_COLUMN: usize = 1;
 pub const CSR_UNORDERED: usize = 2;
+pub const CSR_INFINITE: usize = 3;
+/// Words of [`csr_check_kernel`]'s problems.
+pub const CSR_PROBLEMS: usize = 4;
 
-/// A thread a row: checks its offsets and columns, lowering `problems[CSR_...]` to the row when it
-/// has that problem (the host sets the three words to `u32::MAX` first).
+/// A thread a row: checks its offsets, columns and values, lowering `problems[CSR_...]` to the row
+/// when it has that problem (the host sets the words to `u32::MAX` first).
 ///
 /// # Safety
-/// `row_ptr` holds `rows + 1` offsets, the entry arrays `nnz` entries; `problems` three words.
+/// `row_ptr` holds `rows + 1` offsets, the entry arrays `nnz` entries; `problems`
+/// [`CSR_PROBLEMS`] words.
 pub unsafe fn csr_check_kernel(csr: CsrRows, problems: *mut u32) {
     let row = global_thread();
     if row >= csr.rows {
@@ -393,6 +397,27 @@ pub unsafe fn csr_check_kernel(csr: CsrRows, problems: *mut u32) {
             if e > first && arch::load(csr.col_indices.add(e as usize - 1)) >= col {
                 report(CSR_UNORDERED);
             }
+            if arch::load(csr.values.add(e as usize)).is_infinite() {
+                report(CSR_INFINITE);
+            }
+        }
+    }
+}
+
+/// A thread a value of `n` dense row-major values of `cols` columns: an infinite one lowers
+/// `first_row` to its row (the host sets it to `u32::MAX` first; rows below 2^32).
+///
+/// # Safety
+/// `values` holds `n` values; `first_row` one word.
+pub unsafe fn dense_check_kernel(values: *const f32, n: u64, cols: u64, first_row: *mut u32) {
+    let i = global_thread();
+    if i >= n {
+        return;
+    }
+    // SAFETY: `i < n`; one word.
+    unsafe {
+        if arch::load(values.add(i as usize)).is_infinite() {
+            arch::atomic_min_u32_gpu(first_row, (i / cols.max(1)) as u32);
         }
     }
 }

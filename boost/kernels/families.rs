@@ -136,6 +136,7 @@
     KernelFamily {
         name: "sketch",
         entry_points: &[
+            "boost_check_dense",
             "boost_csr_check",
             "boost_sketch_count",
             "boost_sketch_csr_bounds",

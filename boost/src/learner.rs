@@ -130,7 +130,11 @@ pub fn train_with_precision(
     }
     let objective = objective::from_name(&params.objective, &params.objective_params)?;
     objective.validate(&train.info)?;
+    train.features.check_finite()?;
     for (data, name) in evals {
+        if let Err(Error::InvalidData(reason)) = data.features.check_finite() {
+            return Err(Error::InvalidData(format!("evaluation set `{name}`: {reason}")));
+        }
         if data.cols() > train.cols() {
             return Err(Error::InvalidData(format!(
                 "evaluation set `{name}` has {} features, the training data {}",
@@ -796,6 +800,41 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// An infinite feature value is refused, naming the row, the feature and the evaluation set; on
+    /// the emulated device as on the CPU, and in prediction.
+    #[test]
+    fn infinite_features_are_refused_naming_the_row_and_feature() {
+        use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
+        let params = Params::from_pairs(&[("objective", "reg:squarederror"), ("max_depth", "2")]).unwrap();
+        let options = TrainOptions { num_boost_round: 1, verbose_eval: 0, ..Default::default() };
+        let dataset = |values: Vec<f32>| Dataset {
+            features: FeatureMatrix::Dense(DenseMatrix::new(4, 2, values)),
+            info: MetaInfo { labels: vec![0.0, 1.0, 2.0, 3.0], ..Default::default() },
+        };
+        let good = dataset(vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        let bad = dataset(vec![0.0, 1.0, 2.0, 3.0, 4.0, f32::NEG_INFINITY, 6.0, 7.0]);
+        let message = |r: Result<Trained>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        let expected = "row 2, feature 1: -inf is infinite";
+        assert!(message(train(&params, &bad, &[], &options, |_| {})).contains(expected));
+        let on_eval = message(train(&params, &good, &[(&bad, "test")], &options, |_| {}));
+        assert!(on_eval.contains(&format!("evaluation set `test`: {expected}")), "{on_eval}");
+        let gpu = Gpu::emulated(primitives::Schedule::Deterministic);
+        let on_device = TrainOptions { gpu: Some(std::sync::Arc::new(gpu)), ..options.clone() };
+        assert!(message(train(&params, &bad, &[], &on_device, |_| {})).contains(expected));
+        let model = train(&params, &good, &[], &options, |_| {}).unwrap().model;
+        let predicted = model.predict_margin(&bad.features, None, |b| b, (0, 0));
+        assert!(predicted.err().is_some_and(|e| e.to_string().contains(expected)));
+        let csr = CsrMatrix {
+            rows: 2,
+            cols: 2,
+            row_ptr: vec![0, 1, 2],
+            col_indices: vec![0, 1],
+            values: vec![1.0, f32::INFINITY],
+        };
+        let csr = FeatureMatrix::Sparse(csr).check_finite().err().map(|e| e.to_string());
+        assert!(csr.is_some_and(|e| e.contains("row 1, feature 1: inf is infinite")));
     }
 
     #[test]

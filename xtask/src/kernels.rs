@@ -81,7 +81,7 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             // The training features quantised on the device, once a run.
             ("bins", &["boost_bins_"]),
             // The quantile cuts of data in device memory (XGBoost's sketch), once a run; CSR checks.
-            ("sketch", &["boost_sketch_", "boost_csr_"]),
+            ("sketch", &["boost_sketch_", "boost_csr_", "boost_check_"]),
         ],
     },
 ];

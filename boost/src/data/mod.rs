@@ -38,6 +38,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use crate::{Error, Result};
 
 mod csv;
@@ -109,6 +111,23 @@ impl FeatureMatrix {
             FeatureMatrix::Dense(m) => m.cols,
             FeatureMatrix::Sparse(m) => m.cols,
         }
+    }
+
+    /// An error naming the first row and column holding an infinite value: missing values are
+    /// NaN, and XGBoost refuses `inf` too ("Input data contains `inf`").
+    pub fn check_finite(&self) -> Result<()> {
+        let infinite_in = |values: &[f32]| values.par_iter().position_first(|v| v.is_infinite());
+        let (row, col, value) = match self {
+            FeatureMatrix::Dense(m) => match infinite_in(&m.values) {
+                Some(at) => (at / m.cols.max(1), at % m.cols.max(1), m.values[at]),
+                None => return Ok(()),
+            },
+            FeatureMatrix::Sparse(m) => match infinite_in(&m.values) {
+                Some(at) => (m.row_ptr.partition_point(|&p| p <= at) - 1, m.col_indices[at] as usize, m.values[at]),
+                None => return Ok(()),
+            },
+        };
+        Err(Error::InvalidData(format!("row {row}, feature {col}: {value} is infinite (missing values are NaN)")))
     }
 
     /// Calls `f(column, value)` for every present (non-missing) value of row `i`, in column order.

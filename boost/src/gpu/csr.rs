@@ -1,9 +1,10 @@
-//! CSR rows in device memory ([`DeviceCsr`]), checked on the device once when made, so that every
-//! kernel that reads them may trust their offsets and columns.
+//! Rows in device memory checked on the device: CSR rows ([`DeviceCsr`]) once when made, so that
+//! every kernel that reads them may trust their offsets and columns; dense rows' values finite
+//! ([`check_dense_finite`]). Missing values are NaN; XGBoost refuses `inf` as we do.
 
 use primitives::{DeviceBuffer, Gpu};
 
-use boost_kernels::sketch::{CSR_BAD_COLUMN, CSR_BAD_OFFSETS, CSR_UNORDERED};
+use boost_kernels::sketch::{CSR_BAD_COLUMN, CSR_BAD_OFFSETS, CSR_INFINITE, CSR_PROBLEMS, CSR_UNORDERED};
 
 use super::element_config;
 use crate::data::CsrMatrix;
@@ -89,11 +90,11 @@ impl DeviceCsr {
         if self.rows() == 0 {
             return Ok(());
         }
-        let problems = gpu.upload(&[u32::MAX; 3])?;
+        let problems = gpu.upload(&[u32::MAX; CSR_PROBLEMS])?;
         let mut args = self.args().to_vec();
         args.push(problems.device_ptr());
         // SAFETY: `rows + 1` offsets, `nnz` entries (the kernel reads entries only within them),
-        // three problem words.
+        // the problem words.
         unsafe { gpu.launch(crate::KERNELS, "boost_csr_check", element_config(self.rows())?, &args)? };
         let problems = problems.to_vec(gpu)?;
         let (nnz, cols) = (self.nnz(), self.cols);
@@ -101,10 +102,35 @@ impl DeviceCsr {
             (CSR_BAD_OFFSETS, format!("its offsets decrease or leave 0..={nnz} (the first must be 0, the last {nnz})")),
             (CSR_BAD_COLUMN, format!("a column index at or past the {cols} columns")),
             (CSR_UNORDERED, "its column indices do not strictly increase".to_string()),
+            (CSR_INFINITE, "an infinite value (missing values are NaN)".to_string()),
         ];
         match reasons.into_iter().find(|(p, _)| problems[*p] != u32::MAX) {
             Some((p, reason)) => Err(Error::InvalidData(format!("CSR row {}: {reason}", problems[p]))),
             None => Ok(()),
         }
     }
+}
+
+/// An error naming the first row of `rows x cols` dense values in device memory that holds an
+/// infinite value, and its column.
+pub(crate) fn check_dense_finite(gpu: &Gpu, values: &DeviceBuffer<f32>, (rows, cols): (usize, usize)) -> Result<()> {
+    let n = rows * cols;
+    if n == 0 {
+        return Ok(());
+    }
+    if rows >= u32::MAX as usize || n != values.len() {
+        return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
+    }
+    let first_row = gpu.upload(&[u32::MAX])?;
+    let args = [values.device_ptr(), n as u64, cols as u64, first_row.device_ptr()];
+    // SAFETY: `n` values, one word.
+    unsafe { gpu.launch(crate::KERNELS, "boost_check_dense", element_config(n)?, &args)? };
+    let row = first_row.to_vec(gpu)?[0];
+    if row == u32::MAX {
+        return Ok(());
+    }
+    let row = row as usize;
+    let values = values.range_to_vec(gpu, row * cols..(row + 1) * cols)?;
+    let col = values.iter().position(|v| v.is_infinite()).unwrap_or(0);
+    Err(Error::InvalidData(format!("row {row}, feature {col}: {} is infinite (missing values are NaN)", values[col])))
 }

@@ -1013,6 +1013,7 @@ impl<'g> GpuTrainer<'g> {
                 cuts.features()
             )));
         }
+        csr::check_dense_finite(gpu, values, (rows, cols))?;
         let device_cuts = DeviceCuts::upload(gpu, cuts)?;
         let bins = gpu.alloc_uninitialized::<u16>(rows * cols)?;
         // SAFETY: `rows * cols` values and bins (checked above), the cuts of `cols` features.

@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use primitives::{DeviceBuffer, Gpu};
 
+use super::csr::check_dense_finite;
 use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, PredictLaunch, Walks};
 use super::metrics::InitialMargins;
 use super::DeviceCsr;
@@ -19,7 +20,7 @@ use crate::{Error, Result};
 /// Rows already in device memory, as the caller filled them.
 #[derive(Clone, Copy)]
 pub enum DeviceData<'a> {
-    /// `rows x cols` dense row-major `f32` (NaN: missing).
+    /// `rows x cols` dense row-major `f32` (NaN: missing; no infinities).
     Dense { values: &'a DeviceBuffer<f32>, rows: usize, cols: usize },
     /// CSR rows, checked when made.
     Csr(&'a DeviceCsr),
@@ -34,8 +35,9 @@ impl DeviceData<'_> {
         }
     }
 
-    /// The rows and the kernels' view of them, the dense shape checked.
-    fn view(&self) -> Result<(usize, FeatureView)> {
+    /// The rows and the kernels' view of them, the dense shape and values checked (CSR rows were
+    /// when made).
+    fn view(&self, gpu: &Gpu) -> Result<(usize, FeatureView)> {
         match *self {
             DeviceData::Dense { values, rows, cols } => {
                 if rows.checked_mul(cols) != Some(values.len()) {
@@ -44,6 +46,7 @@ impl DeviceData<'_> {
                         values.len()
                     )));
                 }
+                check_dense_finite(gpu, values, (rows, cols))?;
                 Ok((rows, FeatureView::Dense { values: values.device_ptr(), cols }))
             }
             DeviceData::Csr(csr) => {
@@ -126,7 +129,7 @@ impl DeviceModel {
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<DeviceBuffer<f32>> {
-        let (rows, view) = data.view()?;
+        let (rows, view) = data.view(gpu)?;
         if data.cols() > self.num_feature {
             return Err(Error::InvalidData(format!(
                 "the data has {} features, the model {}",

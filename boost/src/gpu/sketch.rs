@@ -20,6 +20,7 @@ use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort,
 
 use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES, TREE_ROUNDS};
 
+use super::csr::check_dense_finite;
 use super::{element_config, DeviceCsr};
 use crate::quantile::{cuts_of_summary, sketch_limit, QuantileCuts};
 use crate::{Error, Result};
@@ -57,8 +58,9 @@ fn sketch_budget(gpu: &Gpu) -> Result<usize> {
     Ok((free / 4).min(8 << 30))
 }
 
-/// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing), weighting row
-/// `i` by `weights[i]` (`None`: all 1): [`QuantileCuts::build`]'s cuts of the same rows. The
+/// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing; an infinite
+/// value is an error naming its row and column), weighting row `i` by `weights[i]` (`None`: all
+/// 1): [`QuantileCuts::build`]'s cuts of the same rows. The
 /// columns are sketched a group at a time, each group's buffers within a share of the device's
 /// memory.
 pub fn device_cuts(
@@ -88,6 +90,7 @@ pub fn device_cuts_within(
     if let Some(w) = weights.filter(|w| w.len() != rows) {
         return Err(Error::InvalidData(format!("{} device weights for {rows} rows", w.len())));
     }
+    check_dense_finite(gpu, values, (rows, cols))?;
     let max_bin = max_bin.max(1);
     let group = (budget / SKETCH_BYTES_PER_VALUE / rows.max(1)).clamp(1, cols.max(1));
     let mut per_feature = Vec::with_capacity(cols);
@@ -628,6 +631,10 @@ mod tests {
         assert!(message(make(&[0, 2, 1, 3], &[0, 1, 2], 3)).contains("CSR row 1: its offsets"));
         assert!(message(make(&[0, 2, 4], &[0, 1, 2], 3)).contains("CSR row 1: its offsets"));
         assert!(message(make(&[1, 2, 3], &[0, 1, 2], 3)).contains("CSR row 0: its offsets"));
+        let values = gpu.upload(&[1.0, f32::NEG_INFINITY, 2.0]).unwrap();
+        let infinite =
+            DeviceCsr::new(&gpu, gpu.upload(&[0u64, 1, 3]).unwrap(), gpu.upload(&[0u32, 0, 1]).unwrap(), values, 2);
+        assert!(message(infinite).contains("CSR row 1: an infinite value"));
         assert!(message(make(&[0, 1], &[0, 1], 3)).contains("CSR row 0: its offsets"));
         let (offsets, columns) = (gpu.upload(&[0u64, 2]).unwrap(), gpu.upload(&[0u32, 1]).unwrap());
         let mismatched = DeviceCsr::new(&gpu, offsets, columns, gpu.upload(&[1f32]).unwrap(), 3);
@@ -726,5 +733,9 @@ mod tests {
         let empty = device_cuts(&gpu, &gpu.alloc_zeroed(0).unwrap(), (0, 3), None, 16).unwrap();
         assert_eq!(empty, QuantileCuts::build(&FeatureMatrix::Dense(DenseMatrix::new(0, 3, vec![])), &[], 16));
         assert!(device_cuts(&gpu, &device_values, (rows, cols + 1), None, 16).is_err());
+        // An infinite value is refused, naming its row and column.
+        let infinite = gpu.upload(&[1.0, 2.0, 3.0, f32::NAN, f32::INFINITY, 4.0]).unwrap();
+        let refused = device_cuts(&gpu, &infinite, (3, 2), None, 16).err().map(|e| e.to_string());
+        assert!(refused.is_some_and(|e| e.contains("row 2, feature 0: inf is infinite")));
     }
 }

@@ -167,7 +167,7 @@ impl Model {
 }
 
 /// The prediction data must be a well-formed matrix with at most the model's features (XGBoost's
-/// rule: fewer columns are missing values, more are an error).
+/// rule: fewer columns are missing values, more are an error) and no infinite value.
 pub(crate) fn check_features(features: &FeatureMatrix, num_feature: usize) -> Result<()> {
     if features.cols() > num_feature {
         return Err(Error::InvalidData(format!("the data has {} features, the model {num_feature}", features.cols())));
@@ -185,7 +185,7 @@ pub(crate) fn check_features(features: &FeatureMatrix, num_feature: usize) -> Re
         }
         FeatureMatrix::Sparse(m) => check_csr(m)?,
     }
-    Ok(())
+    features.check_finite()
 }
 
 fn check_csr(m: &CsrMatrix) -> Result<()> {

@@ -156,6 +156,10 @@ fn device_prediction_refuses_what_the_host_refuses() {
     };
     assert!(on_device(2, cols).is_some_and(|e| e.contains("features")));
     assert!(on_device(3, cols - 1).is_some_and(|e| e.contains("device values")));
+    let infinite = gpu.upload(&[0.0, 1.0, f32::INFINITY, 2.0]).expect("upload");
+    let data = DeviceData::Dense { values: &infinite, rows: 2, cols: 2 };
+    let refused = device.predict_margin_on_device(&gpu, data, None, identity, (0, 0)).err().map(|e| e.to_string());
+    assert!(refused.is_some_and(|e| e.contains("row 1, feature 0: inf is infinite")));
     let csr = CsrMatrix { rows: 1, cols, row_ptr: vec![0, 1], col_indices: vec![cols as u32 - 1], values: vec![1.0] };
     let csr = DeviceCsr::upload(&gpu, &csr).expect("CSR upload");
     assert!(device.predict_margin_on_device(&gpu, DeviceData::Csr(&csr), None, identity, (0, 0)).is_err());
