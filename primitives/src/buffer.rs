@@ -1,6 +1,7 @@
 //! [`DeviceBuffer`]: a typed array in device memory.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 use primitives_kernels::emu::DeviceMemory;
@@ -220,6 +221,16 @@ impl<T: Element> DeviceBuffer<T> {
         Ok(host)
     }
 
+    /// Whether this buffer belongs to `gpu` (was allocated by it): a kernel of one device must not
+    /// be given another's memory.
+    pub fn is_on(&self, gpu: &Gpu) -> bool {
+        match (&self.storage, &gpu.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(device)) => Arc::ptr_eq(slice.context(), &device.context),
+            (Storage::Emulated(memory), Backend::Emulated(emulator)) => emulator.owns(memory),
+            _ => false,
+        }
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -245,4 +256,18 @@ impl<T: Element> DeviceBuffer<T> {
 
 fn foreign_buffer() -> Error {
     Error::InvalidArgument { name: "gpu", reason: "the buffer belongs to a device of another kind".into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Schedule;
+
+    #[test]
+    fn a_buffer_is_on_the_device_that_made_it_only() {
+        let (a, b) = (Gpu::emulated(Schedule::Deterministic), Gpu::emulated(Schedule::Deterministic));
+        let buffer = a.upload(&[1u32, 2, 3]).unwrap();
+        assert!(buffer.is_on(&a));
+        assert!(!buffer.is_on(&b));
+    }
 }

@@ -2,6 +2,7 @@
 //! every kernel that reads them may trust their offsets and columns; dense rows' values finite
 //! ([`check_dense_finite`]). Missing values are NaN; XGBoost refuses `inf` as we do.
 
+use primitives::ops::Element;
 use primitives::{DeviceBuffer, Gpu};
 
 use boost_kernels::sketch::{CSR_BAD_COLUMN, CSR_BAD_OFFSETS, CSR_INFINITE, CSR_PROBLEMS, CSR_UNORDERED};
@@ -40,6 +41,9 @@ impl DeviceCsr {
                 values.len()
             )));
         }
+        check_on(gpu, &row_ptr, "CSR offsets")?;
+        check_on(gpu, &col_indices, "CSR column indices")?;
+        check_on(gpu, &values, "CSR values")?;
         let csr = DeviceCsr { row_ptr, col_indices, values, cols };
         if csr.rows() >= u32::MAX as usize || csr.nnz() >= u32::MAX as usize || cols > (u32::MAX / 2) as usize {
             return Err(Error::InvalidData(format!(
@@ -62,6 +66,11 @@ impl DeviceCsr {
     /// Rows.
     pub fn rows(&self) -> usize {
         self.row_ptr.len() - 1
+    }
+
+    /// Whether these rows belong to `gpu`, as an error naming them if not.
+    pub(crate) fn check_on(&self, gpu: &Gpu) -> Result<()> {
+        check_on(gpu, &self.values, "CSR rows")
     }
 
     /// Columns.
@@ -114,6 +123,7 @@ impl DeviceCsr {
 /// An error naming the first row of `rows x cols` dense values in device memory that holds an
 /// infinite value, and its column.
 pub(crate) fn check_dense_finite(gpu: &Gpu, values: &DeviceBuffer<f32>, (rows, cols): (usize, usize)) -> Result<()> {
+    check_on(gpu, values, "the rows' values")?;
     let n = rows * cols;
     if n == 0 {
         return Ok(());
@@ -133,4 +143,12 @@ pub(crate) fn check_dense_finite(gpu: &Gpu, values: &DeviceBuffer<f32>, (rows, c
     let values = values.range_to_vec(gpu, row * cols..(row + 1) * cols)?;
     let col = values.iter().position(|v| v.is_infinite()).unwrap_or(0);
     Err(Error::InvalidData(format!("row {row}, feature {col}: {} is infinite (missing values are NaN)", values[col])))
+}
+
+/// An error when `buffer` (named `what`) belongs to another device than `gpu`.
+pub(crate) fn check_on<T: Element>(gpu: &Gpu, buffer: &DeviceBuffer<T>, what: &str) -> Result<()> {
+    if buffer.is_on(gpu) {
+        return Ok(());
+    }
+    Err(Error::InvalidData(format!("{what}: a buffer of another device than {}", gpu.properties().name)))
 }

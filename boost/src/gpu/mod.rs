@@ -1024,6 +1024,7 @@ impl<'g> GpuTrainer<'g> {
     /// The trainer of CSR rows already in device memory, quantised there with `cuts` (the cuts of
     /// these rows, as [`device_cuts_csr`] makes them).
     pub fn from_device_csr(gpu: &'g Gpu, csr: &DeviceCsr, cuts: &QuantileCuts) -> Result<Self> {
+        csr.check_on(gpu)?;
         let (rows, nf) = (csr.rows(), csr.cols());
         if nf != cuts.features() {
             return Err(Error::InvalidData(format!("CSR rows of {nf} features, cuts of {}", cuts.features())));

@@ -50,6 +50,7 @@ impl DeviceData<'_> {
                 Ok((rows, FeatureView::Dense { values: values.device_ptr(), cols }))
             }
             DeviceData::Csr(csr) => {
+                csr.check_on(gpu)?;
                 let view = FeatureView::Csr {
                     row_ptr: csr.row_ptr.device_ptr(),
                     col_indices: csr.col_indices.device_ptr(),

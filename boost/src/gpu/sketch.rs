@@ -20,7 +20,7 @@ use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort,
 
 use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES, TREE_ROUNDS};
 
-use super::csr::check_dense_finite;
+use super::csr::{check_dense_finite, check_on};
 use super::{element_config, DeviceCsr};
 use crate::quantile::{cuts_of_summary, sketch_limit, QuantileCuts};
 use crate::{Error, Result};
@@ -90,6 +90,7 @@ pub fn device_cuts_within(
     if let Some(w) = weights.filter(|w| w.len() != rows) {
         return Err(Error::InvalidData(format!("{} device weights for {rows} rows", w.len())));
     }
+    weights.map(|w| check_on(gpu, w, "the rows' weights")).transpose()?;
     check_dense_finite(gpu, values, (rows, cols))?;
     let max_bin = max_bin.max(1);
     let group = (budget / SKETCH_BYTES_PER_VALUE / rows.max(1)).clamp(1, cols.max(1));
@@ -144,6 +145,8 @@ pub fn device_cuts_csr(
     if let Some(w) = weights.filter(|w| w.len() != csr.rows()) {
         return Err(Error::InvalidData(format!("{} device weights for {} rows", w.len(), csr.rows())));
     }
+    csr.check_on(gpu)?;
+    weights.map(|w| check_on(gpu, w, "the rows' weights")).transpose()?;
     let max_bin = max_bin.max(1);
     let (merged, present) = summarize_columns(gpu, gather_csr(gpu, csr, weights)?, max_bin)?;
     let per_feature = merged.iter().zip(present).map(|(m, p)| cuts_of_summary(m, p, max_bin)).collect();
@@ -737,5 +740,13 @@ mod tests {
         let infinite = gpu.upload(&[1.0, 2.0, 3.0, f32::NAN, f32::INFINITY, 4.0]).unwrap();
         let refused = device_cuts(&gpu, &infinite, (3, 2), None, 16).err().map(|e| e.to_string());
         assert!(refused.is_some_and(|e| e.contains("row 2, feature 0: inf is infinite")));
+        // Another device's buffers are refused before any launch.
+        let other = Gpu::emulated(Schedule::Deterministic);
+        let foreign = other.upload(&[1.0f32, 2.0]).unwrap();
+        let refused = device_cuts(&gpu, &foreign, (1, 2), None, 16).err().map(|e| e.to_string());
+        assert!(refused.is_some_and(|e| e.contains("a buffer of another device")));
+        let offsets = other.upload(&[0u64, 1]).unwrap();
+        let csr = DeviceCsr::new(&gpu, offsets, gpu.upload(&[0u32]).unwrap(), gpu.upload(&[1f32]).unwrap(), 1);
+        assert!(csr.err().is_some_and(|e| e.to_string().contains("CSR offsets: a buffer of another device")));
     }
 }

@@ -49,6 +49,11 @@ unsafe impl Send for DeviceMemory {}
 unsafe impl Sync for DeviceMemory {}
 
 impl DeviceMemory {
+    /// The allocations of the device this memory belongs to.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     pub(crate) fn new(registry: Arc<Registry>, len: usize) -> Self {
         // At least one 16-byte word, so that every allocation has a distinct, real address.
         let layout = Layout::from_size_align(len.max(16).next_multiple_of(16), 16).expect("allocation size overflows");

@@ -178,6 +178,11 @@ impl Emulator {
         Self { registry: Arc::default(), schedule }
     }
 
+    /// Whether `memory` was allocated by this device.
+    pub fn owns(&self, memory: &DeviceMemory) -> bool {
+        Arc::ptr_eq(&self.registry, memory.registry())
+    }
+
     /// The schedule launches use.
     pub fn schedule(&self) -> Schedule {
         self.schedule
