@@ -6,7 +6,42 @@
 //! `cuda:N`, or `auto` for the GPU when one can be opened); both write the same model file, byte for
 //! byte, because the arithmetic that decides a tree is one `no_std` source (`boost-kernels`) compiled
 //! for the host and to the kernels this crate embeds (built by `cargo xtask kernels`).
+//!
+//! # Training and predicting
+//!
+//! [`DMatrix`] holds the data (features from host slices, CSR or a file, with labels, weights,
+//! query groups and base margins, each checked); [`Booster::train`] fits a model with XGBoost's
+//! parameter names ([`Params::from_pairs`]); [`Booster::predict`] takes [`PredictOptions`]
+//! (values or margins, an iteration range, a [`Device`]); [`Booster::save_model`] writes
+//! XGBoost's JSON, which [`Booster::load_model`] (and XGBoost) read back.
+//!
+//! ```
+//! use boost::{Booster, DMatrix, Params, PredictOptions};
+//!
+//! // 200 rows of 2 features; the label is whether x0 + x1 > 1.
+//! let rows = 200;
+//! let values: Vec<f32> = (0..2 * rows).map(|i| ((i * 37) % 101) as f32 / 100.0).collect();
+//! let labels = (0..rows).map(|r| f32::from(values[2 * r] + values[2 * r + 1] > 1.0)).collect();
+//! let dtrain = DMatrix::from_dense(values, rows, 2)?.with_labels(labels)?;
+//! let params = Params::from_pairs(&[("objective", "binary:logistic"), ("max_depth", "3"), ("eta", "0.5")])?;
+//! let booster = Booster::train(&params, &dtrain, 20, &[(&dtrain, "train")])?;
+//! let probabilities = booster.predict(&dtrain, &PredictOptions::default())?;
+//! let right = probabilities.iter().zip(dtrain.dataset().info.labels.iter()).filter(|(p, y)| (**p > 0.5) == (**y > 0.5));
+//! assert!(right.count() > 190, "training accuracy");
+//! let path = std::env::temp_dir().join(format!("boost-doc-model-{}.json", std::process::id()));
+//! booster.save_model(&path)?;
+//! assert_eq!(Booster::load_model(&path)?.predict(&dtrain, &PredictOptions::default())?, probabilities);
+//! # std::fs::remove_file(&path).ok();
+//! # Ok::<(), boost::Error>(())
+//! ```
+//!
+//! With `("device", "cuda")` among the parameters the trees are built on the GPU (the same model
+//! file); `PredictOptions::default().device(Device::Cuda { ordinal: 0 })` predicts there. The
+//! lower layers stay public: [`learner::train`] with [`learner::TrainOptions`] (early stopping, a
+//! model to continue), [`model::Model`], and the GPU backend's pieces in [`gpu`]
+//! ([`gpu::device_cuts`], [`gpu::DeviceModel`], [`gpu::DeviceCsr`]).
 
+mod booster;
 pub mod data;
 pub mod ellpack;
 mod error;
@@ -21,7 +56,9 @@ pub mod phases;
 pub mod quantile;
 pub mod tree;
 
+pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
+pub use param::{Device, Params};
 
 /// The kernels of `boost-kernels` as `cargo xtask kernels` built them (`kernels/families.rs`):
 /// machine code per GPU architecture and PTX, loaded family by family on first launch (a `static`

@@ -34,6 +34,11 @@ pub struct DeviceTrees {
 }
 
 impl DeviceTrees {
+    /// Whether these trees lie in the memory of `gpu`.
+    pub fn is_on(&self, gpu: &Gpu) -> bool {
+        self.nodes.is_on(gpu)
+    }
+
     /// Uploads `trees` (each with the output it adds to). A child outside its tree, a node reached
     /// twice or a feature index of 2^31 or more is an error, so the kernels' walks stay inside the
     /// trees.

@@ -89,6 +89,11 @@ impl DeviceModel {
         })
     }
 
+    /// Whether this model's trees lie in the memory of `gpu`.
+    pub fn is_on(&self, gpu: &Gpu) -> bool {
+        self.trees.is_on(gpu)
+    }
+
     /// Fixes the shape of the launches (`None`: by the batch's row count, the default).
     /// For the benchmark that chose the threshold between them, and for tests.
     #[doc(hidden)]

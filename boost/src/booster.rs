@@ -1,0 +1,404 @@
+//! The library's front door, in XGBoost's words: a [`DMatrix`] holds the features with their
+//! labels, weights, query groups and base margins; [`Booster::train`] fits a model to it on the
+//! CPU or a GPU (the `device` parameter; the same model either way); a [`Booster`] predicts
+//! ([`PredictOptions`]: transformed values, margins or leaves, an iteration range, a device), saves
+//! and loads XGBoost's JSON model format.
+//!
+//! The lower layers stay public for what this one does not cover: [`crate::learner::train`] with
+//! [`TrainOptions`] (a model to continue, early stopping, an opened device), [`crate::model::Model`]
+//! (the trees), [`crate::gpu::DeviceModel`] (margins left in device memory).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use primitives::Gpu;
+
+use crate::data::{read_data, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
+use crate::gpu::{DeviceData, DeviceModel};
+use crate::learner::{self, RoundLog, TrainOptions};
+use crate::model::{FeatureScore, ImportanceType, Model};
+use crate::objective::{self, Objective};
+use crate::param::{Device, Params};
+use crate::{Error, Result};
+
+/// Training or prediction data: features (dense or CSR; NaN and absent CSR entries are missing),
+/// with the labels, weights, query groups and base margins training needs. Every constructor and
+/// `with_` method checks its shape and values and names what is wrong.
+#[derive(Clone, Debug)]
+pub struct DMatrix {
+    data: Dataset,
+}
+
+impl DMatrix {
+    /// `rows x cols` dense row-major values.
+    pub fn from_dense(values: Vec<f32>, rows: usize, cols: usize) -> Result<Self> {
+        if rows.checked_mul(cols) != Some(values.len()) {
+            return Err(Error::InvalidData(format!("{} values for {rows} rows of {cols} features", values.len())));
+        }
+        Self::from_features(FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values)))
+    }
+
+    /// CSR rows of `cols` features: `row_ptr` (`rows + 1` offsets from 0), each entry's column
+    /// (below `cols`; increasing within a row lets a GPU sketch them) and value.
+    pub fn from_csr(row_ptr: Vec<usize>, col_indices: Vec<u32>, values: Vec<f32>, cols: usize) -> Result<Self> {
+        let rows = row_ptr.len().checked_sub(1).ok_or_else(|| Error::InvalidData("CSR offsets: none given".into()))?;
+        let features = FeatureMatrix::Sparse(CsrMatrix { rows, cols, row_ptr, col_indices, values });
+        crate::model::check_features(&features, cols)?;
+        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() } })
+    }
+
+    /// A CSV or LibSVM file, as `boost train` reads it (the format from the name unless `options`
+    /// say; the label column, query groups, weights from `options` or sibling files).
+    pub fn from_file(path: impl AsRef<Path>, options: &ReadOptions<'_>) -> Result<Self> {
+        let (data, _) = read_data(path.as_ref(), options)?;
+        Ok(DMatrix { data })
+    }
+
+    fn from_features(features: FeatureMatrix) -> Result<Self> {
+        features.check_finite()?;
+        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() } })
+    }
+
+    /// With a label a row (finite).
+    pub fn with_labels(mut self, labels: Vec<f32>) -> Result<Self> {
+        self.check_rows("labels", labels.len())?;
+        if let Some(i) = labels.iter().position(|y| !y.is_finite()) {
+            return Err(Error::InvalidData(format!("row {i}: label {} is not finite", labels[i])));
+        }
+        self.data.info.labels = labels;
+        Ok(self)
+    }
+
+    /// With a weight a row (finite, non-negative), or a weight a query group once groups are set.
+    pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self> {
+        let groups = self.data.info.group_ptr.len().saturating_sub(1);
+        if weights.len() != self.rows() && (groups == 0 || weights.len() != groups) {
+            return Err(Error::InvalidData(format!("{} weights for {} rows", weights.len(), self.rows())));
+        }
+        crate::objective::check_weights(&weights, "row")?;
+        self.data.info.weights = weights;
+        Ok(self)
+    }
+
+    /// With query groups for ranking: the sizes of consecutive groups of rows, which sum to the rows.
+    pub fn with_groups(mut self, sizes: &[usize]) -> Result<Self> {
+        let mut group_ptr = vec![0];
+        for &size in sizes {
+            group_ptr.push(group_ptr[group_ptr.len() - 1] + size);
+        }
+        self.check_rows("query group sizes (their sum)", group_ptr[group_ptr.len() - 1])?;
+        self.data.info.group_ptr = group_ptr;
+        Ok(self)
+    }
+
+    /// With each row's starting margins (`rows * outputs`, row-major) instead of the base score.
+    pub fn with_base_margin(mut self, base_margin: Vec<f32>) -> Result<Self> {
+        if self.rows() == 0 || !base_margin.len().is_multiple_of(self.rows()) {
+            return Err(Error::InvalidData(format!("{} base margins for {} rows", base_margin.len(), self.rows())));
+        }
+        self.data.info.base_margin = base_margin;
+        Ok(self)
+    }
+
+    fn check_rows(&self, what: &str, n: usize) -> Result<()> {
+        if n != self.rows() {
+            return Err(Error::InvalidData(format!("{n} {what} for {} rows", self.rows())));
+        }
+        Ok(())
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.data.rows()
+    }
+
+    /// Features.
+    pub fn cols(&self) -> usize {
+        self.data.cols()
+    }
+
+    /// The data as the lower layers take it.
+    pub fn dataset(&self) -> &Dataset {
+        &self.data
+    }
+}
+
+/// What [`Booster::predict`] returns for each row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PredictOutput {
+    /// The objective's outputs: probabilities, class ids, ... (XGBoost's default).
+    #[default]
+    Value,
+    /// Raw margins (`output_margin`).
+    Margin,
+}
+
+/// How [`Booster::predict`] predicts: built from the default with its methods.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PredictOptions {
+    pub output: PredictOutput,
+    /// Rounds `begin..end` of the model (`(0, 0)`: all).
+    pub iteration_range: (usize, usize),
+    /// Where the trees are walked: the CPU, or a GPU (the same values, bit for bit).
+    pub device: Device,
+}
+
+impl PredictOptions {
+    /// Raw margins instead of the objective's outputs.
+    pub fn margin(self) -> Self {
+        Self { output: PredictOutput::Margin, ..self }
+    }
+
+    /// Only rounds `begin..end`.
+    pub fn iteration_range(self, begin: usize, end: usize) -> Self {
+        Self { iteration_range: (begin, end), ..self }
+    }
+
+    /// On `device`.
+    pub fn device(self, device: Device) -> Self {
+        Self { device, ..self }
+    }
+}
+
+/// A trained or loaded model with its objective: predicts, saves, reports. The trees of a GPU
+/// prediction are laid out on the device once and kept for later calls on that device.
+pub struct Booster {
+    model: Model,
+    objective: Box<dyn Objective>,
+    history: Vec<RoundLog>,
+    best_iteration: Option<usize>,
+    best_score: Option<f64>,
+    /// The device the last prediction by `device` opened.
+    gpu: Mutex<Option<(Device, Arc<Gpu>)>>,
+    /// The model's trees on the device of the last GPU prediction.
+    trees: Mutex<Option<Arc<DeviceModel>>>,
+}
+
+impl Booster {
+    /// Trains `num_boost_round` rounds on `dtrain` with `params` (XGBoost's names: see
+    /// [`Params::from_pairs`]), logging each round's metrics of `evals` (data, name) to standard
+    /// error as XGBoost does.
+    pub fn train(
+        params: &Params,
+        dtrain: &DMatrix,
+        num_boost_round: usize,
+        evals: &[(&DMatrix, &str)],
+    ) -> Result<Self> {
+        let options = TrainOptions { num_boost_round, ..Default::default() };
+        Self::train_with(params, dtrain, evals, &options, |_| {})
+    }
+
+    /// [`Booster::train`] with the rest of the options (early stopping, a model to continue, how
+    /// often to log, an opened device), calling `on_round` with each round's metrics.
+    pub fn train_with(
+        params: &Params,
+        dtrain: &DMatrix,
+        evals: &[(&DMatrix, &str)],
+        options: &TrainOptions,
+        on_round: impl FnMut(&RoundLog),
+    ) -> Result<Self> {
+        let evals: Vec<(&Dataset, &str)> = evals.iter().map(|(d, name)| (&d.data, *name)).collect();
+        let trained = learner::train(params, &dtrain.data, &evals, options, on_round)?;
+        Ok(Booster {
+            model: trained.model,
+            objective: trained.objective,
+            history: trained.history,
+            best_iteration: trained.best_iteration,
+            best_score: trained.best_score,
+            gpu: Mutex::new(None),
+            trees: Mutex::new(None),
+        })
+    }
+
+    /// A model saved by [`Booster::save_model`] or by XGBoost (its JSON format).
+    pub fn load_model(path: impl AsRef<Path>) -> Result<Self> {
+        Self::from_model(Model::load_json(path)?)
+    }
+
+    /// A booster of `model`, with the objective its JSON names.
+    pub fn from_model(model: Model) -> Result<Self> {
+        let objective = objective::from_json(&model.objective)?;
+        model.check_objective(objective.as_ref())?;
+        Ok(Booster {
+            model,
+            objective,
+            history: Vec::new(),
+            best_iteration: None,
+            best_score: None,
+            gpu: Mutex::new(None),
+            trees: Mutex::new(None),
+        })
+    }
+
+    /// Writes the model as XGBoost's JSON (to a temporary name, then renamed).
+    pub fn save_model(&self, path: impl AsRef<Path>) -> Result<()> {
+        self.model.save_json(path)
+    }
+
+    /// Each row's predictions, `rows * outputs` row-major (`outputs` is the number of classes for
+    /// `multi:softprob`, else 1), from `data`'s base margins when it has them.
+    pub fn predict(&self, data: &DMatrix, options: &PredictOptions) -> Result<Vec<f32>> {
+        let margins = match options.device {
+            Device::Cpu => {
+                self.model.predict_dataset_margin(&data.data, self.objective.as_ref(), options.iteration_range)?
+            }
+            device => {
+                let gpu = self.open(device)?;
+                let info = &data.data.info;
+                let base_margin = (!info.base_margin.is_empty()).then_some(info.base_margin.as_slice());
+                let to_margin = |b| self.objective.prob_to_margin(b);
+                let trees = self.trees_on(&gpu)?;
+                trees.predict_margin(&gpu, &data.data.features, base_margin, to_margin, options.iteration_range)?
+            }
+        };
+        Ok(self.transform(margins, options.output))
+    }
+
+    /// [`Booster::predict`] of rows already in the memory of `gpu` (dense or CSR), read back.
+    pub fn predict_device_data(&self, gpu: &Gpu, data: DeviceData<'_>, options: &PredictOptions) -> Result<Vec<f32>> {
+        let trees = self.trees_on(gpu)?;
+        let to_margin = |b| self.objective.prob_to_margin(b);
+        let margins = trees.predict_margin_on_device(gpu, data, None, to_margin, options.iteration_range)?;
+        Ok(self.transform(margins.to_vec(gpu)?, options.output))
+    }
+
+    /// The leaf each row reaches in each tree of rounds `iteration_range` (`(0, 0)`: all): `rows *
+    /// trees` node indices, row-major (XGBoost's `pred_leaf`).
+    pub fn predict_leaf(&self, data: &DMatrix, iteration_range: (usize, usize), device: Device) -> Result<Vec<u32>> {
+        match device {
+            Device::Cpu => self.model.predict_leaf(&data.data.features, iteration_range),
+            device => {
+                let gpu = self.open(device)?;
+                self.trees_on(&gpu)?.predict_leaf(&gpu, &data.data.features, iteration_range)
+            }
+        }
+    }
+
+    fn transform(&self, margins: Vec<f32>, output: PredictOutput) -> Vec<f32> {
+        match output {
+            PredictOutput::Margin => margins,
+            PredictOutput::Value => self.objective.transform(&margins),
+        }
+    }
+
+    /// The device `device` names, opened by the last call that named it or now (`auto` without a
+    /// usable GPU is an error: the caller asked for a device).
+    fn open(&self, device: Device) -> Result<Arc<Gpu>> {
+        let mut opened = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, gpu)) = opened.as_ref().filter(|(d, _)| *d == device) {
+            return Ok(gpu.clone());
+        }
+        let (gpu, name) = learner::open_device(device)?;
+        let gpu = Arc::new(gpu.ok_or_else(|| Error::InvalidParameter { name: "device".into(), reason: name })?);
+        *opened = Some((device, gpu.clone()));
+        Ok(gpu)
+    }
+
+    /// The model's trees laid out on `gpu`: those of the last GPU prediction when they are there.
+    fn trees_on(&self, gpu: &Gpu) -> Result<Arc<DeviceModel>> {
+        let mut kept = self.trees.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(trees) = kept.as_ref().filter(|t| t.is_on(gpu)) {
+            return Ok(trees.clone());
+        }
+        let trees = Arc::new(DeviceModel::upload(gpu, &self.model)?);
+        *kept = Some(trees.clone());
+        Ok(trees)
+    }
+
+    /// The trees.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Each round's metrics of the evaluation sets.
+    pub fn history(&self) -> &[RoundLog] {
+        &self.history
+    }
+
+    /// The round with the best score of the last metric of the last evaluation set, and the score.
+    pub fn best_iteration(&self) -> Option<(usize, f64)> {
+        self.best_iteration.zip(self.best_score)
+    }
+
+    /// Each used feature's importance of `kind` (`weight`, `gain`, `cover`, their totals).
+    pub fn feature_importance(&self, kind: ImportanceType) -> Result<Vec<FeatureScore>> {
+        self.model.feature_importance(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use primitives::Schedule;
+
+    /// 300 rows of 3 features whose label is `x0 + x1 > 1`.
+    fn binary() -> DMatrix {
+        let rows = 300;
+        let values: Vec<f32> = (0..rows * 3).map(|i| ((i * 37 + i / 7) % 101) as f32 / 100.0).collect();
+        let labels = (0..rows).map(|r| f32::from(values[3 * r] + values[3 * r + 1] > 1.0)).collect();
+        DMatrix::from_dense(values, rows, 3).unwrap().with_labels(labels).unwrap()
+    }
+
+    fn params() -> Params {
+        Params::from_pairs(&[("objective", "binary:logistic"), ("max_depth", "3"), ("eta", "0.5")]).unwrap()
+    }
+
+    #[test]
+    fn a_booster_predicts_what_the_lower_layers_predict_and_survives_a_save() {
+        let data = binary();
+        let options = TrainOptions { num_boost_round: 5, verbose_eval: 0, ..Default::default() };
+        let booster = Booster::train_with(&params(), &data, &[(&data, "train")], &options, |_| {}).unwrap();
+        let trained = learner::train(&params(), data.dataset(), &[], &options, |_| {}).unwrap();
+        let expected = trained.model.predict(data.dataset(), trained.objective.as_ref(), (0, 0)).unwrap();
+        let values = booster.predict(&data, &PredictOptions::default()).unwrap();
+        assert_eq!(values, expected);
+        assert!(values.iter().all(|p| (0.0..=1.0).contains(p)));
+        let margins = booster.predict(&data, &PredictOptions::default().margin()).unwrap();
+        assert_eq!(booster.objective.transform(&margins), values);
+        let first = booster.predict(&data, &PredictOptions::default().iteration_range(0, 1).margin()).unwrap();
+        assert_ne!(first, margins);
+        assert_eq!(booster.history().len(), 5);
+        let path = std::env::temp_dir().join(format!("boost-booster-{}.json", std::process::id()));
+        booster.save_model(&path).unwrap();
+        let loaded = Booster::load_model(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(loaded.predict(&data, &PredictOptions::default()).unwrap(), values);
+        let leaves = loaded.predict_leaf(&data, (0, 0), Device::Cpu).unwrap();
+        assert_eq!(leaves.len(), data.rows() * 5);
+    }
+
+    #[test]
+    fn device_rows_predict_the_cpus_values_and_the_trees_are_laid_out_once() {
+        let data = binary();
+        let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
+        let booster = Booster::train_with(&params(), &data, &[], &options, |_| {}).unwrap();
+        let gpu = Gpu::emulated(Schedule::Deterministic);
+        let FeatureMatrix::Dense(m) = &data.dataset().features else { unreachable!() };
+        let values = gpu.upload(&m.values).unwrap();
+        let on_device = DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols };
+        let got = booster.predict_device_data(&gpu, on_device, &PredictOptions::default()).unwrap();
+        assert_eq!(got, booster.predict(&data, &PredictOptions::default()).unwrap());
+        let kept = booster.trees_on(&gpu).unwrap();
+        assert!(Arc::ptr_eq(&kept, &booster.trees_on(&gpu).unwrap()), "the trees are uploaded again");
+        let other = Gpu::emulated(Schedule::Deterministic);
+        assert!(!Arc::ptr_eq(&kept, &booster.trees_on(&other).unwrap()));
+    }
+
+    #[test]
+    fn bad_data_is_refused_naming_what_is_wrong() {
+        let message = |r: Result<DMatrix>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message(DMatrix::from_dense(vec![1.0; 5], 2, 3)).contains("5 values for 2 rows of 3 features"));
+        assert!(message(DMatrix::from_dense(vec![1.0, f32::INFINITY], 1, 2)).contains("row 0, feature 1"));
+        let dense = || DMatrix::from_dense(vec![1.0; 4], 2, 2).unwrap();
+        assert!(message(dense().with_labels(vec![1.0])).contains("1 labels for 2 rows"));
+        assert!(message(dense().with_labels(vec![1.0, f32::NAN])).contains("row 1: label NaN is not finite"));
+        assert!(message(dense().with_weights(vec![1.0, -1.0])).contains("row 1: weight -1"));
+        assert!(message(dense().with_groups(&[1, 2])).contains("3 query group sizes (their sum) for 2 rows"));
+        assert!(message(dense().with_base_margin(vec![0.0; 3])).contains("3 base margins for 2 rows"));
+        assert!(dense().with_groups(&[1, 1]).unwrap().with_weights(vec![1.0, 2.0]).is_ok());
+        let csr = DMatrix::from_csr(vec![0, 1, 2], vec![0, 5], vec![1.0, 2.0], 3);
+        assert!(message(csr).contains("CSR column index 5 is not below the 3 columns"));
+        let csr = DMatrix::from_csr(vec![0, 1, 3], vec![0, 0, 2], vec![1.0, 2.0, 3.0], 3).unwrap();
+        assert_eq!((csr.rows(), csr.cols()), (2, 3));
+    }
+}
