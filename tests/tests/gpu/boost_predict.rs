@@ -12,6 +12,9 @@ use boost::gpu::{DeviceCsr, DeviceData, DeviceModel, PredictLaunch};
 use boost::learner::{train, TrainOptions};
 use boost::model::Model;
 use boost::param::Params;
+#[cfg(feature = "gpu")]
+use boost::Device;
+use boost::{Booster, DMatrix, PredictOptions};
 use tests::gpu;
 
 fn fixture(name: &str) -> std::path::PathBuf {
@@ -166,4 +169,37 @@ fn device_prediction_refuses_what_the_host_refuses() {
     let mut broken = model.clone();
     broken.trees[0].left_children[0] = 0;
     assert!(DeviceModel::upload(&gpu, &broken).is_err(), "a cycle is refused at upload");
+}
+
+/// The front door's device predictions (`Booster`, trees kept on the device between calls) are
+/// its CPU predictions, bit for bit: rows in device memory (dense and CSR), and, on a GPU, host
+/// rows with `device=cuda`.
+#[test]
+fn booster_device_predictions_are_its_cpu_predictions() {
+    let gpu = gpu();
+    for case in ["binary_logistic", "multi_softprob"] {
+        let booster = Booster::from_model(Model::load_json(fixture(&format!("{case}.model.json"))).expect("model"))
+            .expect("booster");
+        let m = rows(case);
+        let data = DMatrix::from_dense(m.values.clone(), m.rows, m.cols).expect("rows");
+        for options in [PredictOptions::default(), PredictOptions::default().margin().iteration_range(0, 2)] {
+            let host = booster.predict(&data, &options).expect("host");
+            let values = gpu.upload(&m.values).expect("upload");
+            let dense = DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols };
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&booster.predict_device_data(&gpu, dense, &options).expect("dense")),
+                bits(&host),
+                "{case}"
+            );
+            let csr = DeviceCsr::upload(&gpu, &csr(&m)).expect("CSR");
+            let sparse = booster.predict_device_data(&gpu, DeviceData::Csr(&csr), &options).expect("CSR rows");
+            assert_eq!(bits(&sparse), bits(&host), "{case}, CSR");
+            #[cfg(feature = "gpu")]
+            {
+                let on_gpu = booster.predict(&data, &options.device(Device::Cuda { ordinal: 0 })).expect("device=cuda");
+                assert_eq!(bits(&on_gpu), bits(&host), "{case}, device=cuda");
+            }
+        }
+    }
 }
