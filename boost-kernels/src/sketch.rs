@@ -670,8 +670,8 @@ pub struct QueueSummaries {
 /// A block a queue: its exact summary ([`summarize`]), pruned to its column's limit ([`prune`]),
 /// as the host's sketch makes it. With unit weights (each entry's weight the length of a run of
 /// values, at most 2^24 of them in the queue) every partial sum of the weights is an integer that
-/// `f32` holds exactly, in any order: the ranks are block scans ([`Block::summarize_counts`]).
-/// Otherwise the sums must be the host's, in order ([`Block::summarize_in_order`]).
+/// `f32` holds exactly, in any order: the ranks are block scans (`Block::summarize_counts`).
+/// Otherwise the sums must be the host's, in order (`Block::summarize_in_order`).
 ///
 /// # Safety
 /// As [`QueueSummaries`] says; [`MERGE_SHARED_BYTES`] of dynamic shared memory.

@@ -139,7 +139,8 @@ pub struct PredictOptions {
     pub output: PredictOutput,
     /// Rounds `begin..end` of the model (`(0, 0)`: all).
     pub iteration_range: (usize, usize),
-    /// Where the trees are walked: the CPU, or a GPU (the same values, bit for bit).
+    /// Where the trees are walked: the CPU, a GPU, or `auto` (the GPU when one can be opened); the
+    /// same values, bit for bit.
     pub device: Device,
 }
 
@@ -185,11 +186,12 @@ impl Booster {
         evals: &[(&DMatrix, &str)],
     ) -> Result<Self> {
         let options = TrainOptions { num_boost_round, ..Default::default() };
-        Self::train_with(params, dtrain, evals, &options, |_| {})
+        Self::train_with(params, dtrain, evals, &options, |log| eprintln!("{log}"))
     }
 
-    /// [`Booster::train`] with the rest of the options (early stopping, a model to continue, how
-    /// often to log, an opened device), calling `on_round` with each round's metrics.
+    /// [`Booster::train`] with the rest of the options (early stopping, a model to continue, an
+    /// opened device), calling `on_round` with the metrics of every `options.verbose_eval`-th round
+    /// and the last (a progress line, a custom log; XGBoost's line is the log's `Display`).
     pub fn train_with(
         params: &Params,
         dtrain: &DMatrix,
@@ -238,17 +240,14 @@ impl Booster {
     /// Each row's predictions, `rows * outputs` row-major (`outputs` is the number of classes for
     /// `multi:softprob`, else 1), from `data`'s base margins when it has them.
     pub fn predict(&self, data: &DMatrix, options: &PredictOptions) -> Result<Vec<f32>> {
-        let margins = match options.device {
-            Device::Cpu => {
-                self.model.predict_dataset_margin(&data.data, self.objective.as_ref(), options.iteration_range)?
-            }
-            device => {
-                let gpu = self.open(device)?;
+        let range = options.iteration_range;
+        let margins = match self.open(options.device)? {
+            None => self.model.predict_dataset_margin(&data.data, self.objective.as_ref(), range)?,
+            Some(gpu) => {
                 let info = &data.data.info;
                 let base_margin = (!info.base_margin.is_empty()).then_some(info.base_margin.as_slice());
                 let to_margin = |b| self.objective.prob_to_margin(b);
-                let trees = self.trees_on(&gpu)?;
-                trees.predict_margin(&gpu, &data.data.features, base_margin, to_margin, options.iteration_range)?
+                self.trees_on(&gpu)?.predict_margin(&gpu, &data.data.features, base_margin, to_margin, range)?
             }
         };
         Ok(self.transform(margins, options.output))
@@ -265,12 +264,9 @@ impl Booster {
     /// The leaf each row reaches in each tree of rounds `iteration_range` (`(0, 0)`: all): `rows *
     /// trees` node indices, row-major (XGBoost's `pred_leaf`).
     pub fn predict_leaf(&self, data: &DMatrix, iteration_range: (usize, usize), device: Device) -> Result<Vec<u32>> {
-        match device {
-            Device::Cpu => self.model.predict_leaf(&data.data.features, iteration_range),
-            device => {
-                let gpu = self.open(device)?;
-                self.trees_on(&gpu)?.predict_leaf(&gpu, &data.data.features, iteration_range)
-            }
+        match self.open(device)? {
+            None => self.model.predict_leaf(&data.data.features, iteration_range),
+            Some(gpu) => self.trees_on(&gpu)?.predict_leaf(&gpu, &data.data.features, iteration_range),
         }
     }
 
@@ -281,17 +277,18 @@ impl Booster {
         }
     }
 
-    /// The device `device` names, opened by the last call that named it or now (`auto` without a
-    /// usable GPU is an error: the caller asked for a device).
-    fn open(&self, device: Device) -> Result<Arc<Gpu>> {
+    /// The device `device` names, opened by the last call that named it or now: `None` for the
+    /// CPU, and for `auto` without a usable GPU (a GPU that `cuda:N` names but cannot be opened is
+    /// an error).
+    fn open(&self, device: Device) -> Result<Option<Arc<Gpu>>> {
         let mut opened = self.gpu.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, gpu)) = opened.as_ref().filter(|(d, _)| *d == device) {
-            return Ok(gpu.clone());
+            return Ok(Some(gpu.clone()));
         }
-        let (gpu, name) = learner::open_device(device)?;
-        let gpu = Arc::new(gpu.ok_or_else(|| Error::InvalidParameter { name: "device".into(), reason: name })?);
+        let Some(gpu) = learner::open_device(device)?.0 else { return Ok(None) };
+        let gpu = Arc::new(gpu);
         *opened = Some((device, gpu.clone()));
-        Ok(gpu)
+        Ok(Some(gpu))
     }
 
     /// The model's trees laid out on `gpu`: those of the last GPU prediction when they are there.
