@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use primitives::Gpu;
 
-use crate::data::{read_data, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
+use crate::data::{read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
 use crate::gpu::{DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions};
 use crate::model::{FeatureScore, ImportanceType, Model};
@@ -27,6 +27,8 @@ use crate::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct DMatrix {
     data: Dataset,
+    /// The string columns' codes of a CSV file (none for other data).
+    categories: Categories,
 }
 
 impl DMatrix {
@@ -44,19 +46,26 @@ impl DMatrix {
         let rows = row_ptr.len().checked_sub(1).ok_or_else(|| Error::InvalidData("CSR offsets: none given".into()))?;
         let features = FeatureMatrix::Sparse(CsrMatrix { rows, cols, row_ptr, col_indices, values });
         crate::model::check_features(&features, cols)?;
-        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() } })
+        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() }, categories: Categories::default() })
     }
 
     /// A CSV or LibSVM file, as `boost train` reads it (the format from the name unless `options`
-    /// say; the label column, query groups, weights from `options` or sibling files).
+    /// say; the label column, query groups, weights from `options` or sibling files). A CSV file's
+    /// string columns are coded as they come; read a test file with the training file's codes by
+    /// passing [`DMatrix::categories`] in `options.csv.categories`.
     pub fn from_file(path: impl AsRef<Path>, options: &ReadOptions<'_>) -> Result<Self> {
-        let (data, _) = read_data(path.as_ref(), options)?;
-        Ok(DMatrix { data })
+        let (data, categories) = read_data(path.as_ref(), options)?;
+        Ok(DMatrix { data, categories })
     }
 
     fn from_features(features: FeatureMatrix) -> Result<Self> {
         features.check_finite()?;
-        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() } })
+        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() }, categories: Categories::default() })
+    }
+
+    /// The codes of the string columns of the CSV file this was read from (empty otherwise).
+    pub fn categories(&self) -> &Categories {
+        &self.categories
     }
 
     /// With a label a row (finite).
@@ -326,6 +335,8 @@ impl Booster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::learner::CustomObjective;
+    use primitives::ops::GradientPair;
     use primitives::Schedule;
 
     /// 300 rows of 3 features whose label is `x0 + x1 > 1`.
@@ -379,6 +390,30 @@ mod tests {
         assert!(Arc::ptr_eq(&kept, &booster.trees_on(&gpu).unwrap()), "the trees are uploaded again");
         let other = Gpu::emulated(Schedule::Deterministic);
         assert!(!Arc::ptr_eq(&kept, &booster.trees_on(&other).unwrap()));
+    }
+
+    /// A custom objective that computes squared error's gradients builds the built-in objective's
+    /// model, bit for bit, on the CPU and on the (emulated) GPU; a wrong count is an error.
+    #[test]
+    fn a_custom_objective_replaces_the_named_objectives_gradients() {
+        let data = binary();
+        let params = Params::from_pairs(&[("objective", "reg:squarederror"), ("max_depth", "3")]).unwrap();
+        let squared_error = CustomObjective::new(|margins: &[f32], info: &MetaInfo| {
+            margins.iter().zip(&info.labels).map(|(m, y)| GradientPair::new(m - y, 1.0)).collect()
+        });
+        let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
+        let built_in = Booster::train_with(&params, &data, &[], &options, |_| {}).unwrap();
+        let custom = TrainOptions { custom_objective: Some(squared_error.clone()), ..options.clone() };
+        let booster = Booster::train_with(&params, &data, &[], &custom, |_| {}).unwrap();
+        let json = |b: &Booster| b.model().to_json_string().unwrap();
+        assert_eq!(json(&booster), json(&built_in));
+        let gpu = Arc::new(Gpu::emulated(Schedule::Deterministic));
+        let on_device = TrainOptions { gpu: Some(gpu), ..custom.clone() };
+        assert_eq!(json(&Booster::train_with(&params, &data, &[], &on_device, |_| {}).unwrap()), json(&built_in));
+        let short = CustomObjective::new(|_: &[f32], _: &MetaInfo| vec![GradientPair::new(0.0, 1.0)]);
+        let wrong = TrainOptions { custom_objective: Some(short), ..options };
+        let refused = Booster::train_with(&params, &data, &[], &wrong, |_| {}).err().map(|e| e.to_string());
+        assert!(refused.is_some_and(|e| e.contains("gave 1 gradient pairs for 300 margins")));
     }
 
     #[test]

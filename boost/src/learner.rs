@@ -44,11 +44,58 @@ pub struct TrainOptions {
     /// A device already opened, used instead of the one the `device` parameter names (a caller that
     /// trains many models opens it once; the tests pass the SIMT emulator).
     pub gpu: Option<Arc<Gpu>>,
+    /// The caller's gradients in place of the `objective` parameter's (XGBoost's `obj=`): the
+    /// named objective still gives the base score, the output transform, the default metric and
+    /// the model file's objective, as in XGBoost.
+    pub custom_objective: Option<CustomObjective>,
 }
 
 impl Default for TrainOptions {
     fn default() -> Self {
-        Self { num_boost_round: 10, xgb_model: None, early_stopping_rounds: None, verbose_eval: 1, gpu: None }
+        Self {
+            num_boost_round: 10,
+            xgb_model: None,
+            early_stopping_rounds: None,
+            verbose_eval: 1,
+            gpu: None,
+            custom_objective: None,
+        }
+    }
+}
+
+/// The gradient and hessian of each row and output from the margins (`rows * outputs`,
+/// row-major, before any transform) and the training rows' labels, weights and groups.
+type GradientFn = dyn Fn(&[f32], &MetaInfo) -> Vec<GradientPair<f32>> + Send + Sync;
+
+/// A custom objective: a function from the margins and the training rows' [`MetaInfo`] to a
+/// [`GradientPair`] (gradient, hessian) a row and output, as XGBoost's `obj(predt, dtrain)`. The
+/// gradients are computed on the host each round, also when the trees are built on a GPU.
+#[derive(Clone)]
+pub struct CustomObjective(Arc<GradientFn>);
+
+impl CustomObjective {
+    pub fn new(gradients: impl Fn(&[f32], &MetaInfo) -> Vec<GradientPair<f32>> + Send + Sync + 'static) -> Self {
+        CustomObjective(Arc::new(gradients))
+    }
+
+    /// Its gradients of `margins` into `out`, or an error when it gives another count.
+    fn gradients_into(&self, margins: &[f32], info: &MetaInfo, out: &mut [GradientPair<f32>]) -> Result<()> {
+        let gradients = (self.0)(margins, info);
+        if gradients.len() != out.len() {
+            return Err(Error::InvalidData(format!(
+                "the custom objective gave {} gradient pairs for {} margins",
+                gradients.len(),
+                out.len()
+            )));
+        }
+        out.copy_from_slice(&gradients);
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for CustomObjective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CustomObjective")
     }
 }
 
@@ -290,7 +337,7 @@ pub fn train_with_precision(
     };
     // Objectives whose gradients the device computes keep the training rows there: gradients, trees
     // and margins on the device, the margins read back only for the evaluation log.
-    let device_objective = objective.device_objective();
+    let device_objective = objective.device_objective().filter(|_| options.custom_objective.is_none());
     let device_rounds = matches!(backend, TreeBackend::Gpu(_)) && device_objective.is_some();
     // Rows start at the model's base margins unless the data gives its own or a model's trees are
     // continued; the device then makes such margins itself instead of receiving them.
@@ -398,7 +445,10 @@ pub fn train_with_precision(
             }
         } else {
             let start = Instant::now();
-            objective.gradients(&margins, &train.info, round, &mut gradients);
+            match &options.custom_objective {
+                Some(custom) => custom.gradients_into(&margins, &train.info, &mut gradients)?,
+                None => objective.gradients(&margins, &train.info, round, &mut gradients),
+            }
             phases.add("gradients", start.elapsed());
         }
         // On the host: each output's tree from the host's gradients (none left when the device did the round).

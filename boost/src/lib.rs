@@ -36,10 +36,12 @@
 //! ```
 //!
 //! With `("device", "cuda")` among the parameters the trees are built on the GPU (the same model
-//! file); `PredictOptions::default().device(Device::Cuda { ordinal: 0 })` predicts there. The
-//! lower layers stay public: [`learner::train`] with [`learner::TrainOptions`] (early stopping, a
-//! model to continue), [`model::Model`], and the GPU backend's pieces in [`gpu`]
-//! ([`gpu::device_cuts`], [`gpu::DeviceModel`], [`gpu::DeviceCsr`]).
+//! file); `PredictOptions::default().device(Device::Cuda { ordinal: 0 })` predicts there.
+//! [`Booster::train_with`] takes [`TrainOptions`]: early stopping, a model to continue, a
+//! [`CustomObjective`] (gradients from a closure), a per-round callback. `boost/examples/` has a
+//! runnable program for each. The lower layers stay public: [`learner::train`], [`model::Model`],
+//! and the GPU backend's pieces in [`gpu`] ([`gpu::device_cuts`], [`gpu::DeviceModel`],
+//! [`gpu::DeviceCsr`]).
 
 mod booster;
 pub mod data;
@@ -58,7 +60,9 @@ pub mod tree;
 
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
+pub use learner::{CustomObjective, RoundLog, TrainOptions};
 pub use param::{Device, Params};
+pub use primitives::ops::GradientPair;
 
 /// The kernels of `boost-kernels` as `cargo xtask kernels` built them (`kernels/families.rs`):
 /// machine code per GPU architecture and PTX, loaded family by family on first launch (a `static`

@@ -270,7 +270,7 @@ fn train(args: TrainArgs) -> Result<()> {
         xgb_model: previous,
         early_stopping_rounds: args.early_stopping_rounds,
         verbose_eval: args.verbose_eval,
-        gpu: None,
+        ..Default::default()
     };
     let start = std::time::Instant::now();
     let trained = learner::train(&params, &train_data, &evals, &options, |log: &RoundLog| {
