@@ -335,7 +335,7 @@ impl Booster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learner::CustomObjective;
+    use crate::learner::{CustomMetric, CustomObjective};
     use primitives::ops::GradientPair;
     use primitives::Schedule;
 
@@ -414,6 +414,27 @@ mod tests {
         let wrong = TrainOptions { custom_objective: Some(short), ..options };
         let refused = Booster::train_with(&params, &data, &[], &wrong, |_| {}).err().map(|e| e.to_string());
         assert!(refused.is_some_and(|e| e.contains("gave 1 gradient pairs for 300 margins")));
+    }
+
+    /// A custom metric is logged after the named ones with the predictions the built-in metrics
+    /// see (probabilities here): the error rate written by hand gives the built-in `error`'s values.
+    #[test]
+    fn a_custom_metric_is_logged_after_the_named_ones() {
+        let data = binary();
+        let error = CustomMetric::new("my-error", false, |predictions: &[f32], info: &MetaInfo| {
+            let wrong = predictions.iter().zip(&info.labels).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count();
+            wrong as f64 / predictions.len() as f64
+        });
+        let mut params = params();
+        params.set("eval_metric", "error").unwrap();
+        let options =
+            TrainOptions { num_boost_round: 3, verbose_eval: 1, custom_metric: Some(error), ..Default::default() };
+        let booster = Booster::train_with(&params, &data, &[(&data, "train")], &options, |_| {}).unwrap();
+        for log in booster.history() {
+            let names: Vec<&str> = log.values.iter().map(|(_, m, _)| m.as_str()).collect();
+            assert_eq!(names, ["error", "my-error"]);
+            assert_eq!(log.values[0].2, log.values[1].2, "round {}", log.round);
+        }
     }
 
     #[test]

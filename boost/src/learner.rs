@@ -48,6 +48,9 @@ pub struct TrainOptions {
     /// named objective still gives the base score, the output transform, the default metric and
     /// the model file's objective, as in XGBoost.
     pub custom_objective: Option<CustomObjective>,
+    /// A metric of the caller's, logged after the `eval_metric`s (so early stopping watches it, as
+    /// XGBoost's `custom_metric`).
+    pub custom_metric: Option<CustomMetric>,
 }
 
 impl Default for TrainOptions {
@@ -59,6 +62,7 @@ impl Default for TrainOptions {
             verbose_eval: 1,
             gpu: None,
             custom_objective: None,
+            custom_metric: None,
         }
     }
 }
@@ -90,6 +94,47 @@ impl CustomObjective {
         }
         out.copy_from_slice(&gradients);
         Ok(())
+    }
+}
+
+/// A metric from the predictions (the objective's evaluation transform of the margins, `rows *
+/// outputs` row-major: probabilities for `binary:logistic`) and the evaluated rows' [`MetaInfo`].
+type MetricFn = dyn Fn(&[f32], &MetaInfo) -> f64 + Send + Sync;
+
+/// A custom metric: its name in the evaluation log, whether larger is better (for early stopping)
+/// and the function computing it (XGBoost's `custom_metric`).
+#[derive(Clone)]
+pub struct CustomMetric {
+    name: String,
+    higher_is_better: bool,
+    evaluate: Arc<MetricFn>,
+}
+
+impl CustomMetric {
+    pub fn new(
+        name: impl Into<String>,
+        higher_is_better: bool,
+        evaluate: impl Fn(&[f32], &MetaInfo) -> f64 + Send + Sync + 'static,
+    ) -> Self {
+        CustomMetric { name: name.into(), higher_is_better, evaluate: Arc::new(evaluate) }
+    }
+}
+
+impl Metric for CustomMetric {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn higher_is_better(&self) -> bool {
+        self.higher_is_better
+    }
+    fn evaluate(&self, predictions: &[f32], info: &MetaInfo, _outputs: usize) -> f64 {
+        (self.evaluate)(predictions, info)
+    }
+}
+
+impl std::fmt::Debug for CustomMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CustomMetric({})", self.name)
     }
 }
 
@@ -199,6 +244,9 @@ pub fn train_with_precision(
         .collect::<Result<_>>()?;
     if metrics.is_empty() && !params.disable_default_eval_metric {
         metrics.push(metric::default_metric_for(objective.as_ref())?);
+    }
+    if let Some(custom) = &options.custom_metric {
+        metrics.push(Box::new(custom.clone()));
     }
     for (data, _) in evals {
         for m in &metrics {

@@ -38,7 +38,7 @@
 //! With `("device", "cuda")` among the parameters the trees are built on the GPU (the same model
 //! file); `PredictOptions::default().device(Device::Cuda { ordinal: 0 })` predicts there.
 //! [`Booster::train_with`] takes [`TrainOptions`]: early stopping, a model to continue, a
-//! [`CustomObjective`] (gradients from a closure), a per-round callback. `boost/examples/` has a
+//! [`CustomObjective`] (gradients from a closure), a [`CustomMetric`], a per-round callback. `boost/examples/` has a
 //! runnable program for each. The lower layers stay public: [`learner::train`], [`model::Model`],
 //! and the GPU backend's pieces in [`gpu`] ([`gpu::device_cuts`], [`gpu::DeviceModel`],
 //! [`gpu::DeviceCsr`]).
@@ -60,7 +60,7 @@ pub mod tree;
 
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
-pub use learner::{CustomObjective, RoundLog, TrainOptions};
+pub use learner::{CustomMetric, CustomObjective, RoundLog, TrainOptions};
 pub use param::{Device, Params};
 pub use primitives::ops::GradientPair;
 
