@@ -145,6 +145,7 @@ pub enum PredictOutput {
 /// How [`Booster::predict`] predicts: built from the default with its methods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PredictOptions {
+    /// Values (the objective's outputs) or margins.
     pub output: PredictOutput,
     /// Rounds `begin..end` of the model (`(0, 0)`: all).
     pub iteration_range: (usize, usize),

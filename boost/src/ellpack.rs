@@ -14,7 +14,9 @@ use crate::quantile::QuantileCuts;
 /// Bit-packed bin ids, `row_stride` per row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EllpackMatrix {
+    /// Rows.
     pub rows: usize,
+    /// Entries a row.
     pub row_stride: usize,
     /// Entry `k` of a row is feature `k` (no missing values anywhere).
     pub is_dense: bool,
@@ -157,14 +159,18 @@ pub struct UnpackedBins {
     /// Entry `f` of a row is feature `f`'s bin (or null); otherwise a row's present bins come first,
     /// in feature order, then nulls.
     pub by_feature: bool,
+    /// The bin id of a missing value (one past the last bin).
     pub null: u32,
+    /// The bin ids.
     pub data: UnpackedData,
 }
 
 /// The entries of [`UnpackedBins`], row after row.
 #[derive(Clone, Debug, PartialEq)]
 pub enum UnpackedData {
+    /// Bin ids below 2^16.
     U16(Vec<u16>),
+    /// Wider bin ids.
     U32(Vec<u32>),
 }
 

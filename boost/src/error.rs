@@ -7,13 +7,30 @@ use std::path::PathBuf;
 pub enum Error {
     /// A file could not be opened, read or written.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// A malformed line or field in a data file.
     #[error("{path}:{line}: {reason}")]
-    Parse { path: PathBuf, line: usize, reason: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The line (from 1).
+        line: usize,
+        /// What is wrong there.
+        reason: String,
+    },
     /// A training or prediction parameter that is unknown or out of range.
     #[error("parameter `{name}`: {reason}")]
-    InvalidParameter { name: String, reason: String },
+    InvalidParameter {
+        /// The parameter's name.
+        name: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
     /// Labels, weights, groups or base margins that the objective or the data cannot take.
     #[error("invalid data: {0}")]
     InvalidData(String),
@@ -23,14 +40,33 @@ pub enum Error {
     /// The device that `device=` names cannot be opened (no driver, no such GPU, an architecture the
     /// kernels do not cover).
     #[error("parameter `device`: `{device}` cannot be used: {source}")]
-    Device { device: String, source: Box<primitives::Error> },
+    Device {
+        /// The device as `device=` named it.
+        device: String,
+        /// Why it cannot be used.
+        source: Box<primitives::Error>,
+    },
     /// The GPU ran out of memory during a phase of training.
     #[error("GPU out of memory while {phase}: {bytes} bytes asked, {free_bytes} free")]
-    DeviceMemory { phase: String, bytes: usize, free_bytes: u64 },
+    DeviceMemory {
+        /// The step that allocated.
+        phase: String,
+        /// Bytes it asked for.
+        bytes: usize,
+        /// Bytes free on the device then.
+        free_bytes: u64,
+    },
     /// A step of training on a GPU failed (a kernel fault, a lost device, a driver error): which
     /// device and which phase. No model file is written.
     #[error("GPU {device} failed while {phase}: {source}")]
-    DeviceStep { device: String, phase: String, source: Box<primitives::Error> },
+    DeviceStep {
+        /// The device.
+        device: String,
+        /// The step that failed.
+        phase: String,
+        /// The driver's or the emulator's error.
+        source: Box<primitives::Error>,
+    },
     /// A failure of the GPU backend outside a named phase.
     #[error("GPU: {0}")]
     Gpu(#[from] primitives::Error),

@@ -34,6 +34,7 @@ use crate::{Error, Result};
 /// Options of a training run besides the parameters.
 #[derive(Clone, Debug)]
 pub struct TrainOptions {
+    /// Rounds to train (each adds a tree an output).
     pub num_boost_round: usize,
     /// Continue training this model (its trees are kept; new rounds are appended).
     pub xgb_model: Option<Model>,
@@ -78,6 +79,7 @@ type GradientFn = dyn Fn(&[f32], &MetaInfo) -> Vec<GradientPair<f32>> + Send + S
 pub struct CustomObjective(Arc<GradientFn>);
 
 impl CustomObjective {
+    /// A custom objective computing its gradients with `gradients`.
     pub fn new(gradients: impl Fn(&[f32], &MetaInfo) -> Vec<GradientPair<f32>> + Send + Sync + 'static) -> Self {
         CustomObjective(Arc::new(gradients))
     }
@@ -111,6 +113,7 @@ pub struct CustomMetric {
 }
 
 impl CustomMetric {
+    /// A custom metric named `name` in the evaluation log.
     pub fn new(
         name: impl Into<String>,
         higher_is_better: bool,
@@ -147,7 +150,9 @@ impl std::fmt::Debug for CustomObjective {
 /// One round's metrics: (set name, metric name, value) in log order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RoundLog {
+    /// The round (0-based).
     pub round: usize,
+    /// (evaluation set, metric, value) in log order.
     pub values: Vec<(String, String, f64)>,
 }
 
@@ -164,16 +169,21 @@ impl std::fmt::Display for RoundLog {
 
 /// What `train` returns.
 pub struct Trained {
+    /// The trees, base score and objective, as the model file holds them.
     pub model: Model,
+    /// The objective the parameters named.
     pub objective: Box<dyn Objective>,
+    /// Each logged round's metrics.
     pub history: Vec<RoundLog>,
     /// The round with the best score of the early-stopping metric (when evaluation sets were given).
     pub best_iteration: Option<usize>,
+    /// The early-stopping metric's value at `best_iteration`.
     pub best_score: Option<f64>,
     /// Bytes of the training data's quantised matrix (the CPU's bit-packed ELLPACK, or the GPU
     /// builder's `u16` a row and feature), and of the same matrix as dense `f32` (Mitchell et al.
     /// 2018's comparison).
     pub ellpack_bytes: usize,
+    /// Bytes of the training features as dense `f32`.
     pub dense_f32_bytes: usize,
     /// Where the trees were built: `cpu`, or the GPU's name and kind; with `device=auto` and no usable
     /// GPU, `cpu` and the reason.

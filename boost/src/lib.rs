@@ -1,6 +1,7 @@
-//! Gradient boosting on the GPU and the CPU: XGBoost's `hist` and `exact` tree methods, a
-//! CatBoost-style oblivious-tree option, XGBoost's objectives, metrics and JSON models, all composed
-//! from the `primitives` crate's algorithms.
+//! Gradient boosting on the GPU and the CPU: XGBoost's `hist` tree method (depth-wise and
+//! loss-guided), its objectives (regression, classification, ranking), metrics and JSON models,
+//! composed from the `primitives` crate's algorithms. XGBoost's `exact` method and CatBoost-style
+//! oblivious trees are planned, not yet here.
 //!
 //! Training runs on the CPU (`device=cpu`, XGBoost's default) or on a CUDA GPU (`device=cuda`,
 //! `cuda:N`, or `auto` for the GPU when one can be opened); both write the same model file, byte for
@@ -42,6 +43,8 @@
 //! runnable program for each. The lower layers stay public: [`learner::train`], [`model::Model`],
 //! and the GPU backend's pieces in [`gpu`] ([`gpu::device_cuts`], [`gpu::DeviceModel`],
 //! [`gpu::DeviceCsr`]).
+
+#![warn(missing_docs)]
 
 mod booster;
 pub mod data;

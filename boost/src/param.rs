@@ -20,25 +20,40 @@ pub enum GrowPolicy {
 /// The tree method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TreeMethod {
+    /// XGBoost's histogram method.
     Hist,
 }
 
 /// Parameters of one tree's construction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeParams {
+    /// Learning rate: each leaf value is scaled by it.
     pub eta: f32,
+    /// Minimum loss reduction of a split (`min_split_loss`).
     pub gamma: f32,
+    /// Maximum depth (0: no limit, with `lossguide`).
     pub max_depth: u32,
+    /// Maximum leaves (0: no limit).
     pub max_leaves: u32,
+    /// Minimum hessian sum of a child.
     pub min_child_weight: f32,
+    /// Maximum step of a leaf value (0: none).
     pub max_delta_step: f32,
+    /// L2 regularisation of leaf values (`reg_lambda`).
     pub lambda: f32,
+    /// L1 regularisation of leaf values (`reg_alpha`).
     pub alpha: f32,
+    /// Share of rows sampled for each tree.
     pub subsample: f32,
+    /// Share of features sampled for each tree.
     pub colsample_bytree: f32,
+    /// Share of the tree's features sampled for each level.
     pub colsample_bylevel: f32,
+    /// Share of the level's features sampled for each node.
     pub colsample_bynode: f32,
+    /// Depth-wise or loss-guided growth.
     pub grow_policy: GrowPolicy,
+    /// Bins a feature's values are quantised into.
     pub max_bin: u32,
 }
 
@@ -84,11 +99,15 @@ impl TreeParams {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Device {
     #[default]
+    /// The CPU (XGBoost's default).
     Cpu,
     /// The CUDA GPU with this ordinal; training fails with [`crate::Error::Device`] when it cannot be
     /// opened. `PRIMITIVES_DEVICE` (`cuda:N`, `emulator`) overrides which device that is, so that the
     /// tests can train on the SIMT emulator.
-    Cuda { ordinal: usize },
+    Cuda {
+        /// The device's index among the CUDA devices (0 first).
+        ordinal: usize,
+    },
     /// CUDA device 0 when it can be opened, otherwise the CPU ([`crate::learner::Trained::device`]
     /// says which, and why).
     Auto,
@@ -107,18 +126,27 @@ impl std::fmt::Display for Device {
 /// Everything `train` takes besides the data.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
+    /// The tree-building parameters.
     pub tree: TreeParams,
+    /// `hist` (the only tree method so far).
     pub tree_method: TreeMethod,
+    /// The objective's XGBoost name (`binary:logistic`, ...).
     pub objective: String,
     /// Objective-specific parameters (`num_class`, `scale_pos_weight`, `huber_slope`, ...), passed on.
     pub objective_params: Vec<(String, String)>,
     /// `None`: estimated from the labels (XGBoost's `boost_from_average`).
     pub base_score: Option<f32>,
+    /// `eval_metric`s, in log order.
     pub eval_metrics: Vec<String>,
+    /// No default metric when `eval_metric` names none.
     pub disable_default_eval_metric: bool,
+    /// The seed of row and column sampling.
     pub seed: u64,
+    /// CPU threads (0: every core).
     pub nthread: usize,
+    /// Where the trees are built.
     pub device: Device,
+    /// How much is logged (0 to 3).
     pub verbosity: u32,
 }
 

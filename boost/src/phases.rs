@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 /// Phases in the order first seen, each with its summed wall time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PhaseTimes {
+    /// (phase, time) in the order the phases first ran.
     pub entries: Vec<(&'static str, Duration)>,
 }
 

@@ -42,7 +42,9 @@ const MAX_CATEGORIES: usize = 1 << 24;
 /// included), or its name in the header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Column {
+    /// The column at this 0-based index.
     Index(usize),
+    /// The column of this header name.
     Name(String),
 }
 

@@ -52,7 +52,9 @@ pub use self::libsvm::{read_libsvm, LibsvmOptions};
 /// A dense row-major `f32` matrix; NaN marks a missing value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DenseMatrix {
+    /// Rows.
     pub rows: usize,
+    /// Columns (features).
     pub cols: usize,
     /// `rows * cols` values, row after row.
     pub values: Vec<f32>,
@@ -74,12 +76,15 @@ impl DenseMatrix {
 /// A compressed sparse row matrix; entries not stored are missing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CsrMatrix {
+    /// Rows.
     pub rows: usize,
+    /// Columns (features).
     pub cols: usize,
     /// `rows + 1` offsets into `col_indices` and `values`.
     pub row_ptr: Vec<usize>,
     /// Column of each stored entry, increasing within a row.
     pub col_indices: Vec<u32>,
+    /// Value of each stored entry (NaN: missing, as an absent entry is).
     pub values: Vec<f32>,
 }
 
@@ -94,11 +99,14 @@ impl CsrMatrix {
 /// The features of a dataset.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FeatureMatrix {
+    /// Row-major values, NaN missing.
     Dense(DenseMatrix),
+    /// Compressed sparse rows, absent entries missing.
     Sparse(CsrMatrix),
 }
 
 impl FeatureMatrix {
+    /// Rows.
     pub fn rows(&self) -> usize {
         match self {
             FeatureMatrix::Dense(m) => m.rows,
@@ -106,6 +114,7 @@ impl FeatureMatrix {
         }
     }
 
+    /// Features (columns).
     pub fn cols(&self) -> usize {
         match self {
             FeatureMatrix::Dense(m) => m.cols,
@@ -194,14 +203,18 @@ impl MetaInfo {
 /// Features and meta information, as XGBoost's `DMatrix`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dataset {
+    /// The features.
     pub features: FeatureMatrix,
+    /// Labels, weights, base margins and query groups.
     pub info: MetaInfo,
 }
 
 impl Dataset {
+    /// Rows.
     pub fn rows(&self) -> usize {
         self.features.rows()
     }
+    /// Features (columns).
     pub fn cols(&self) -> usize {
         self.features.cols()
     }
@@ -241,8 +254,11 @@ impl DataFormat {
 /// reader's are ignored).
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions<'a> {
+    /// The file's format; `None`: from the name and content ([`DataFormat::detect`]).
     pub format: Option<DataFormat>,
+    /// How a CSV file is read.
     pub csv: CsvOptions<'a>,
+    /// How a LibSVM file is read.
     pub libsvm: LibsvmOptions,
 }
 

@@ -50,7 +50,10 @@ pub enum SyntheticTask {
     Regression,
     /// `classes` classes of about equal size: class `k` where the margin's approximate normal CDF
     /// falls in `[k / classes, (k + 1) / classes)`, so the classes are ordered by the margin.
-    MultiClass { classes: u32 },
+    MultiClass {
+        /// The number of classes: labels `0..classes`.
+        classes: u32,
+    },
 }
 
 /// What [`generate`] makes.
@@ -67,7 +70,9 @@ pub struct SyntheticSpec {
     /// The standard deviation of the noise added to the margin, the difficulty knob (default 1; the
     /// margin's other terms have a variance of about 4).
     pub noise: f64,
+    /// What the labels are.
     pub task: SyntheticTask,
+    /// The random generator's seed: the same seed, the same rows.
     pub seed: u64,
 }
 

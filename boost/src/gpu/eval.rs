@@ -170,7 +170,9 @@ pub(super) enum FeatureView {
 /// tree, or a thread a (tree, row) pair whose leaf values a second kernel sums in tree order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PredictLaunch {
+    /// A thread a row walks every tree (large batches).
     Rows,
+    /// A thread a (tree, row) writes a leaf value, a second kernel adds them in tree order (small batches).
     Trees,
 }
 

@@ -93,16 +93,24 @@ impl DeviceCuts {
 /// feature (`Padded`, what `DeviceHistogram::multi_feature` builds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HistogramLayout {
+    /// All features' bins one after the other (the cuts' global bin ids).
     Global,
-    Padded { bins_per_feature: usize },
+    /// Each feature's bins from `feature * bins_per_feature` (the multi-feature histogram's layout).
+    Padded {
+        /// Bins a feature (at least the cuts' most).
+        bins_per_feature: usize,
+    },
 }
 
 /// A node to evaluate: the slot of its histogram, its gradient sum, the features to try
 /// (increasing).
 #[derive(Clone, Debug)]
 pub struct NodeToEvaluate {
+    /// Where its histogram lies (its slot in the histogram store).
     pub slot: u32,
+    /// The sum of its rows' fixed-point gradients.
     pub total: Fixed,
+    /// The features its split may use (after column sampling).
     pub features: Vec<u32>,
 }
 

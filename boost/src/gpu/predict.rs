@@ -21,7 +21,14 @@ use crate::{Error, Result};
 #[derive(Clone, Copy)]
 pub enum DeviceData<'a> {
     /// `rows x cols` dense row-major `f32` (NaN: missing; no infinities).
-    Dense { values: &'a DeviceBuffer<f32>, rows: usize, cols: usize },
+    Dense {
+        /// `rows * cols` values.
+        values: &'a DeviceBuffer<f32>,
+        /// Rows.
+        rows: usize,
+        /// Columns (features).
+        cols: usize,
+    },
     /// CSR rows, checked when made.
     Csr(&'a DeviceCsr),
 }

@@ -40,7 +40,9 @@ use crate::{Error, Result};
 /// ROC or PR.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AucKind {
+    /// Area under the ROC curve (`auc`).
     Roc,
+    /// Area under the precision-recall curve (`aucpr`).
     Pr,
 }
 
@@ -51,6 +53,7 @@ pub struct Auc {
 }
 
 impl Auc {
+    /// The metric of `kind`.
     pub fn new(kind: AucKind) -> Self {
         Self { kind }
     }

@@ -14,19 +14,27 @@ use crate::{Error, Result};
 /// Which row-wise metric.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ElementwiseKind {
+    /// Root mean squared error (`rmse`).
     Rmse,
+    /// Root mean squared log error (`rmsle`).
     Rmsle,
+    /// Mean absolute error (`mae`).
     Mae,
+    /// Mean absolute percentage error (`mape`).
     Mape,
     /// Mean pseudo-Huber error with `huber_slope`.
     Mphe {
+        /// The Huber slope.
         slope: f32,
     },
+    /// Binary log loss (`logloss`).
     LogLoss,
     /// Classification error at `threshold` (`None`: 0.5, printed `error`).
     Error {
+        /// The decision threshold (`error@t`; `None`: 0.5).
         threshold: Option<f32>,
     },
+    /// Poisson negative log likelihood (`poisson-nloglik`).
     PoissonNegLogLik,
 }
 
@@ -37,6 +45,7 @@ pub struct Elementwise {
 }
 
 impl Elementwise {
+    /// The metric of `kind`.
     pub fn new(kind: ElementwiseKind) -> Self {
         Self { kind }
     }

@@ -12,7 +12,9 @@ use crate::{Error, Result};
 /// Which multi-class metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MultiClassKind {
+    /// The share of rows whose most likely class is wrong (`merror`).
     Error,
+    /// Multiclass log loss (`mlogloss`).
     LogLoss,
 }
 
@@ -23,6 +25,7 @@ pub struct MultiClass {
 }
 
 impl MultiClass {
+    /// The metric of `kind`.
     pub fn new(kind: MultiClassKind) -> Self {
         Self { kind }
     }

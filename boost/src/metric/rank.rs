@@ -32,7 +32,9 @@ pub(crate) const DEFAULT_TOP_K: u32 = 32;
 /// NDCG or MAP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RankMetricKind {
+    /// Normalised discounted cumulative gain (`ndcg`).
     Ndcg,
+    /// Mean average precision (`map`).
     Map,
 }
 

@@ -68,6 +68,7 @@ pub struct FeatureScore {
     pub feature: usize,
     /// The feature's name, when the model has names.
     pub name: Option<String>,
+    /// The importance.
     pub score: f32,
 }
 

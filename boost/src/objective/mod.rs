@@ -92,7 +92,10 @@ pub enum DeviceObjective {
     Elementwise(boost_kernels::objective::ElementwiseObjective),
     /// The softmax cross-entropy of `classes` margins a row:
     /// `boost_kernels::objective::softmax_gradients_kernel`.
-    Softmax { classes: usize },
+    Softmax {
+        /// Classes: margins a row.
+        classes: usize,
+    },
     /// LambdaMART over query groups: `boost_kernels::rank`'s `lambdarank_topk_kernel` (a warp per
     /// group) or, for `mean` pairs, `lambdarank_kernel` (a thread per group).
     LambdaRank(boost_kernels::rank::LambdaRankParams),

@@ -136,14 +136,17 @@ impl LambdaRank {
         }
     }
 
+    /// The ranking objective: pairwise (every pair weighs 1), NDCG or MAP.
     pub fn kind(&self) -> RankKind {
         self.kind
     }
 
+    /// How pairs are drawn within a group.
     pub fn pair_method(&self) -> PairMethod {
         self.pair_method
     }
 
+    /// Whether NDCG's gain is `2^relevance - 1` (else the relevance).
     pub fn ndcg_exp_gain(&self) -> bool {
         self.ndcg_exp_gain
     }

@@ -57,6 +57,7 @@ pub struct SquaredError {
 }
 
 impl SquaredError {
+    /// Squared error, positive rows' gradients scaled by `scale_pos_weight`.
     pub fn new(scale_pos_weight: f32) -> Self {
         Self { scale_pos_weight }
     }
@@ -119,6 +120,7 @@ pub struct Logistic {
 }
 
 impl Logistic {
+    /// The logistic objective of `kind`, positive rows' gradients scaled by `scale_pos_weight`.
     pub fn new(kind: LogisticKind, scale_pos_weight: f32) -> Self {
         Self { kind, scale_pos_weight }
     }
@@ -212,6 +214,7 @@ pub struct PseudoHuber {
 }
 
 impl PseudoHuber {
+    /// Pseudo-Huber error with this slope.
     pub fn new(huber_slope: f32) -> Self {
         Self { slope: huber_slope }
     }
@@ -307,6 +310,7 @@ pub struct Poisson {
 }
 
 impl Poisson {
+    /// With XGBoost's `max_delta_step` (0.7 by default for Poisson).
     pub fn new(max_delta_step: f32) -> Self {
         Self { max_delta_step }
     }

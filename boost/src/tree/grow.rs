@@ -19,9 +19,13 @@ use crate::tree::Tree;
 /// A node being split: its id, its split, and its children's ids.
 #[derive(Clone, Copy, Debug)]
 pub struct Expansion<S> {
+    /// The node split.
     pub node: usize,
+    /// Its split.
     pub split: Split<S>,
+    /// Its left child's id.
     pub left: usize,
+    /// Its right child's id.
     pub right: usize,
 }
 
@@ -30,14 +34,18 @@ pub struct Expansion<S> {
 /// ([`boost_kernels::partition::build_left`]), since it holds the rows.
 #[derive(Clone, Copy, Debug)]
 pub struct ChildHistograms {
+    /// The left child's id.
     pub left: usize,
+    /// The right child's id.
     pub right: usize,
+    /// Their parent's id.
     pub parent: usize,
 }
 
 /// Rows grouped by node: one array of row indices in which each node's rows are a range, kept so
 /// by stable partitions (a node's rows stay in increasing order). Both backends keep one.
 pub struct RowOrder {
+    /// Row indices, each node's a range.
     pub rows: Vec<u32>,
     ranges: Vec<(usize, usize)>,
 }
@@ -65,6 +73,7 @@ impl RowOrder {
         self.ranges.len()
     }
 
+    /// The rows of `node`, in increasing order.
     pub fn node_rows(&self, node: usize) -> &[u32] {
         let (begin, end) = self.ranges[node];
         &self.rows[begin..end]

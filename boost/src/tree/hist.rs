@@ -68,6 +68,7 @@ const ROWS_PER_TASK: usize = 16 * 1024;
 
 /// The result of one tree build.
 pub struct BuiltTree {
+    /// The tree.
     pub tree: Tree,
     /// The leaf (node id) each training row ends in.
     pub positions: Vec<u32>,
@@ -75,10 +76,13 @@ pub struct BuiltTree {
 
 /// Builds one tree from gradients (one per row of `matrix`), fixed point in training.
 pub struct HistBuilder<'a> {
+    /// The quantised training rows.
     pub matrix: &'a EllpackMatrix,
     /// `matrix` unpacked ([`EllpackMatrix::unpack`]), read by the inner loops.
     pub bins: &'a UnpackedBins,
+    /// The cuts the bins came from.
     pub cuts: &'a QuantileCuts,
+    /// The tree parameters.
     pub params: &'a TreeParams,
     /// Converts fixed-point sums to floats (unused by float sums).
     pub quantiser: &'a GradientQuantiser,

@@ -14,11 +14,17 @@ pub const NO_PARENT: i32 = i32::MAX;
 /// `default_left` side.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tree {
+    /// Each node's left child (-1: a leaf).
     pub left_children: Vec<i32>,
+    /// Each node's right child (-1: a leaf).
     pub right_children: Vec<i32>,
+    /// Each node's parent (the root's: `i32::MAX`, as XGBoost writes it).
     pub parents: Vec<i32>,
+    /// Each split's feature.
     pub split_indices: Vec<u32>,
+    /// Each split's threshold, or a leaf's value.
     pub split_conditions: Vec<f32>,
+    /// Whether a split sends missing values left.
     pub default_left: Vec<bool>,
     /// The node's weight: as XGBoost writes it, without `eta` for a split node and with it (the leaf
     /// value) for a leaf.
@@ -60,6 +66,7 @@ impl Tree {
         self.left_children.is_empty()
     }
 
+    /// Whether `node` is a leaf.
     pub fn is_leaf(&self, node: usize) -> bool {
         self.left_children[node] == -1
     }
