@@ -11,13 +11,14 @@ fn main() -> boost::Result<()> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/lgbm_multiclass");
     let dtrain = DMatrix::from_file(data.join("multiclass.train"), &ReadOptions::default())?;
     let dtest = DMatrix::from_file(data.join("multiclass.test"), &ReadOptions::default())?;
-    let params = Params::from_pairs(&[
-        ("objective", "multi:softprob"),
-        ("num_class", "5"),
-        ("eval_metric", "mlogloss"),
-        ("max_depth", "5"),
-        ("eta", "0.3"),
-    ])?;
+    // The typed builder (`Params::from_pairs` takes the same names as strings).
+    let params = Params::builder()
+        .objective("multi:softprob")
+        .num_class(5)
+        .eval_metric("mlogloss")
+        .max_depth(5)
+        .eta(0.3)
+        .build()?;
     let options = TrainOptions { num_boost_round: 30, verbose_eval: 10, ..Default::default() };
     let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, |log| println!("{log}"))?;
 

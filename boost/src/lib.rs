@@ -12,7 +12,7 @@
 //!
 //! [`DMatrix`] holds the data (features from host slices, CSR or a file, with labels, weights,
 //! query groups and base margins, each checked); [`Booster::train`] fits a model with XGBoost's
-//! parameter names ([`Params::from_pairs`]); [`Booster::predict`] takes [`PredictOptions`]
+//! parameter names ([`Params::from_pairs`], or typed: [`Params::builder`]); [`Booster::predict`] takes [`PredictOptions`]
 //! (values or margins, an iteration range, a [`Device`]); [`Booster::save_model`] writes
 //! XGBoost's JSON, which [`Booster::load_model`] (and XGBoost) read back.
 //!
@@ -64,7 +64,7 @@ pub mod tree;
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
 pub use learner::{CustomMetric, CustomObjective, RoundLog, TrainOptions};
-pub use param::{Device, Params};
+pub use param::{Device, Params, ParamsBuilder};
 pub use primitives::ops::GradientPair;
 
 /// The kernels of `boost-kernels` as `cargo xtask kernels` built them (`kernels/families.rs`):

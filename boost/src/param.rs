@@ -326,6 +326,104 @@ impl Params {
     }
 }
 
+/// Parameters by typed methods, XGBoost's names: each method records `(name, value)` and
+/// [`ParamsBuilder::build`] reads them as [`Params::from_pairs`] does, so both ways check the same
+/// ranges. [`ParamsBuilder::set`] takes any other parameter by name.
+///
+/// ```
+/// use boost::{Device, Params};
+///
+/// let params = Params::builder().objective("binary:logistic").max_depth(6).eta(0.1).eval_metric("auc").build()?;
+/// assert_eq!((params.tree.max_depth, params.eval_metrics.as_slice()), (6, &["auc".to_string()][..]));
+/// assert!(Params::builder().subsample(1.5).build().is_err(), "subsample is in (0, 1]");
+/// let on_gpu = Params::builder().device(Device::Cuda { ordinal: 0 }).build()?;
+/// assert_eq!(on_gpu.device, Device::Cuda { ordinal: 0 });
+/// # Ok::<(), boost::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ParamsBuilder {
+    pairs: Vec<(String, String)>,
+}
+
+macro_rules! typed_parameters {
+    ($($(#[$doc:meta])* $method:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $method(self, value: $ty) -> Self {
+            self.set(stringify!($method), &value.to_string())
+        }
+    )*};
+}
+
+impl ParamsBuilder {
+    /// Any parameter by its XGBoost name (`num_class`, `huber_slope`, `lambdarank_pair_method`, ...).
+    pub fn set(mut self, name: &str, value: &str) -> Self {
+        self.pairs.push((name.into(), value.into()));
+        self
+    }
+
+    typed_parameters! {
+        /// The objective (`reg:squarederror`, `binary:logistic`, `multi:softprob`, `rank:ndcg`, ...).
+        objective: &str;
+        /// A metric of the evaluation log (each call adds one).
+        eval_metric: &str;
+        /// Learning rate.
+        eta: f32;
+        /// Minimum loss reduction of a split.
+        gamma: f32;
+        /// Maximum depth.
+        max_depth: u32;
+        /// Maximum leaves (with `grow_policy` `lossguide`).
+        max_leaves: u32;
+        /// Minimum hessian sum of a child.
+        min_child_weight: f32;
+        /// Maximum step of a leaf value.
+        max_delta_step: f32;
+        /// L2 regularisation of leaf values.
+        lambda: f32;
+        /// L1 regularisation of leaf values.
+        alpha: f32;
+        /// Share of rows sampled for each tree.
+        subsample: f32;
+        /// Share of features sampled for each tree.
+        colsample_bytree: f32;
+        /// Share of the tree's features sampled for each level.
+        colsample_bylevel: f32;
+        /// Share of the level's features sampled for each node.
+        colsample_bynode: f32;
+        /// `depthwise` or `lossguide`.
+        grow_policy: &str;
+        /// Bins a feature.
+        max_bin: u32;
+        /// Classes of a multiclass objective.
+        num_class: u32;
+        /// The base score (in the objective's output space).
+        base_score: f32;
+        /// The seed of row and column sampling.
+        seed: u64;
+        /// CPU threads (0: every core).
+        nthread: usize;
+        /// How much is logged (0 to 3).
+        verbosity: u32;
+    }
+
+    /// Where the trees are built.
+    pub fn device(self, device: Device) -> Self {
+        self.set("device", &device.to_string())
+    }
+
+    /// The parameters, each checked as [`Params::from_pairs`] checks it.
+    pub fn build(self) -> Result<Params> {
+        Params::from_pairs(&self.pairs)
+    }
+}
+
+impl Params {
+    /// A [`ParamsBuilder`] over the defaults.
+    pub fn builder() -> ParamsBuilder {
+        ParamsBuilder::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
