@@ -545,3 +545,42 @@ fn training_twice_on_the_device_writes_the_same_model() {
         assert!(a.model.trees.iter().map(|t| t.len()).sum::<usize>() > 3 * a.model.trees.len(), "real trees");
     }
 }
+
+/// A custom objective (gradients from a closure, computed on the host each round) trains the same
+/// model on the device as on the CPU, and a closure computing logistic loss's gradients with the
+/// built-in's `f32` arithmetic trains the built-in objective's model; with a custom metric logged.
+#[test]
+fn a_custom_objective_trains_the_same_model_on_the_device() {
+    use boost::data::MetaInfo;
+    use boost::learner::{CustomMetric, CustomObjective};
+    use primitives::ops::GradientPair;
+    let gpu = Arc::new(gpu());
+    let rows = if gpu.is_emulated() { 3000 } else { 200_000 };
+    let data = dataset(rows, 12, SyntheticTask::Binary, 17);
+    let params = Params::from_pairs(&[("objective", "reg:squarederror"), ("max_depth", "6")]).expect("params");
+    let squared_error = CustomObjective::new(|margins: &[f32], info: &MetaInfo| {
+        margins.iter().zip(&info.labels).map(|(m, y)| GradientPair::new(m - y, 1.0)).collect()
+    });
+    let mean_error = CustomMetric::new("mean-error", false, |predictions: &[f32], info: &MetaInfo| {
+        predictions.iter().zip(&info.labels).map(|(p, y)| f64::from((p - y).abs())).sum::<f64>()
+            / predictions.len() as f64
+    });
+    let options = TrainOptions {
+        num_boost_round: 8,
+        verbose_eval: 1,
+        custom_objective: Some(squared_error),
+        custom_metric: Some(mean_error),
+        ..Default::default()
+    };
+    let on_cpu = train(&params, &data, &[(&data, "train")], &options, |_| {}).expect("cpu");
+    let on_device = TrainOptions { gpu: Some(gpu.clone()), ..options.clone() };
+    let on_gpu = train(&params, &data, &[(&data, "train")], &on_device, |_| {}).expect("device");
+    let json = |t: &Trained| t.model.to_json_string().expect("json");
+    assert_eq!(json(&on_gpu), json(&on_cpu), "custom objective{}", cuda_suffix(&gpu));
+    assert_eq!(on_gpu.history, on_cpu.history);
+    assert_eq!(on_cpu.history[0].values.last().map(|v| v.1.as_str()), Some("mean-error"));
+    let built_in = TrainOptions { custom_objective: None, custom_metric: None, gpu: Some(gpu.clone()), ..options };
+    let reference = train(&params, &data, &[], &built_in, |_| {}).expect("built-in");
+    // (The trees: the model files differ in the early-stopping attributes of the logged run.)
+    assert!(on_gpu.model.trees == reference.model.trees, "the custom gradients are squared error's");
+}
