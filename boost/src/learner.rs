@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use primitives::ops::GradientPair;
-use primitives::{DeviceKind, Gpu};
+use primitives::{DeviceBuffer, DeviceKind, Gpu};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -285,52 +285,7 @@ pub fn train_with_precision(
     let (cuts, mut backend, quantised_bytes) = match gpu {
         Some(gpu) => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-            let (cuts, trainer) = match &train.features {
-                FeatureMatrix::Dense(m) => {
-                    let start = Instant::now();
-                    let (values, cuts) = on_device(gpu, "sketching the features on the device", || {
-                        let values = gpu.upload(&m.values)?;
-                        let weights = (!row_weights.is_empty()).then(|| gpu.upload(&row_weights)).transpose()?;
-                        let cuts = device_cuts(gpu, &values, (m.rows, m.cols), weights.as_ref(), max_bin)?;
-                        Ok((values, cuts))
-                    })?;
-                    phases.add("cuts", start.elapsed());
-                    let start = Instant::now();
-                    let trainer = on_device(gpu, "quantising the features on the device", || {
-                        GpuTrainer::from_device_rows(gpu, &values, (m.rows, m.cols), &cuts)
-                    })?;
-                    phases.add("matrix for the tree builder", start.elapsed());
-                    (cuts, trainer)
-                }
-                FeatureMatrix::Sparse(m) if csr_is_checked(m) => {
-                    let start = Instant::now();
-                    let (csr, cuts) = on_device(gpu, "sketching the features on the device", || {
-                        let csr = DeviceCsr::upload(gpu, m)?;
-                        let weights = (!row_weights.is_empty()).then(|| gpu.upload(&row_weights)).transpose()?;
-                        let cuts = device_cuts_csr(gpu, &csr, weights.as_ref(), max_bin)?;
-                        Ok((csr, cuts))
-                    })?;
-                    phases.add("cuts", start.elapsed());
-                    let start = Instant::now();
-                    let trainer = on_device(gpu, "quantising the features on the device", || {
-                        GpuTrainer::from_device_csr(gpu, &csr, &cuts)
-                    })?;
-                    phases.add("matrix for the tree builder", start.elapsed());
-                    (cuts, trainer)
-                }
-                // CSR rows whose columns do not increase (built in memory): the host's sketch.
-                FeatureMatrix::Sparse(_) => {
-                    let start = Instant::now();
-                    let cuts = QuantileCuts::build(&train.features, &row_weights, max_bin);
-                    phases.add("cuts", start.elapsed());
-                    let start = Instant::now();
-                    let trainer = on_device(gpu, "quantising the features on the device", || {
-                        GpuTrainer::from_features(gpu, &train.features, &cuts)
-                    })?;
-                    phases.add("matrix for the tree builder", start.elapsed());
-                    (cuts, trainer)
-                }
-            };
+            let (cuts, trainer) = gpu_trainer(gpu, &train.features, &row_weights, max_bin, &mut phases)?;
             let bytes = trainer.bins_bytes();
             (cuts, TreeBackend::Gpu(Box::new(trainer)), bytes)
         }
@@ -764,6 +719,51 @@ fn on_device<T>(gpu: &Gpu, phase: &str, step: impl FnOnce() -> Result<T>) -> Res
         }
         other => other,
     }
+}
+
+/// The features as the GPU builder reads them, with their cuts: dense rows and CSR rows whose
+/// columns increase are uploaded once, sketched there ([`device_cuts`], [`device_cuts_csr`]: the
+/// host's cuts bit for bit) and quantised from the same upload; other CSR rows (built in memory)
+/// are sketched on the host and quantised on the device.
+fn gpu_trainer<'g>(
+    gpu: &'g Gpu,
+    features: &FeatureMatrix,
+    weights: &[f32],
+    max_bin: usize,
+    phases: &mut PhaseTimes,
+) -> Result<(QuantileCuts, GpuTrainer<'g>)> {
+    /// What the sketch left on the device for the quantisation.
+    enum Uploaded {
+        Dense(DeviceBuffer<f32>, (usize, usize)),
+        Csr(DeviceCsr),
+        Nothing,
+    }
+    let start = Instant::now();
+    let (uploaded, cuts) = on_device(gpu, "sketching the features on the device", || {
+        let device_weights = || (!weights.is_empty()).then(|| gpu.upload(weights)).transpose();
+        Ok(match features {
+            FeatureMatrix::Dense(m) => {
+                let values = gpu.upload(&m.values)?;
+                let cuts = device_cuts(gpu, &values, (m.rows, m.cols), device_weights()?.as_ref(), max_bin)?;
+                (Uploaded::Dense(values, (m.rows, m.cols)), cuts)
+            }
+            FeatureMatrix::Sparse(m) if csr_is_checked(m) => {
+                let csr = DeviceCsr::upload(gpu, m)?;
+                let cuts = device_cuts_csr(gpu, &csr, device_weights()?.as_ref(), max_bin)?;
+                (Uploaded::Csr(csr), cuts)
+            }
+            FeatureMatrix::Sparse(_) => (Uploaded::Nothing, QuantileCuts::build(features, weights, max_bin)),
+        })
+    })?;
+    phases.add("cuts", start.elapsed());
+    let start = Instant::now();
+    let trainer = on_device(gpu, "quantising the features on the device", || match &uploaded {
+        Uploaded::Dense(values, shape) => GpuTrainer::from_device_rows(gpu, values, *shape, &cuts),
+        Uploaded::Csr(csr) => GpuTrainer::from_device_csr(gpu, csr, &cuts),
+        Uploaded::Nothing => GpuTrainer::from_features(gpu, features, &cuts),
+    })?;
+    phases.add("matrix for the tree builder", start.elapsed());
+    Ok((cuts, trainer))
 }
 
 /// Where a run's trees are grown, with what each backend keeps for the whole run.
