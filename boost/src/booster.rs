@@ -222,6 +222,20 @@ impl Booster {
         })
     }
 
+    /// Trains `num_boost_round` more rounds on `dtrain`, appending their trees to this booster's
+    /// (XGBoost's `train(..., xgb_model=booster)`): the same model as training all the rounds at
+    /// once when the parameters and data are the same. The history is the new rounds'.
+    pub fn continue_training(
+        self,
+        params: &Params,
+        dtrain: &DMatrix,
+        num_boost_round: usize,
+        evals: &[(&DMatrix, &str)],
+    ) -> Result<Self> {
+        let options = TrainOptions { num_boost_round, xgb_model: Some(self.model), ..Default::default() };
+        Self::train_with(params, dtrain, evals, &options, |log| eprintln!("{log}"))
+    }
+
     /// A model saved by [`Booster::save_model`] or by XGBoost (its JSON format).
     pub fn load_model(path: impl AsRef<Path>) -> Result<Self> {
         Self::from_model(Model::load_json(path)?)
@@ -271,12 +285,14 @@ impl Booster {
         Ok(self.transform(margins.to_vec(gpu)?, options.output))
     }
 
-    /// The leaf each row reaches in each tree of rounds `iteration_range` (`(0, 0)`: all): `rows *
-    /// trees` node indices, row-major (XGBoost's `pred_leaf`).
-    pub fn predict_leaf(&self, data: &DMatrix, iteration_range: (usize, usize), device: Device) -> Result<Vec<u32>> {
-        match self.open(device)? {
-            None => self.model.predict_leaf(&data.data.features, iteration_range),
-            Some(gpu) => self.trees_on(&gpu)?.predict_leaf(&gpu, &data.data.features, iteration_range),
+    /// The leaf each row reaches in each tree of `options.iteration_range` on `options.device`:
+    /// `rows * trees` node indices, row-major (XGBoost's `pred_leaf`; `options.output` does not
+    /// apply).
+    pub fn predict_leaf(&self, data: &DMatrix, options: &PredictOptions) -> Result<Vec<u32>> {
+        let range = options.iteration_range;
+        match self.open(options.device)? {
+            None => self.model.predict_leaf(&data.data.features, range),
+            Some(gpu) => self.trees_on(&gpu)?.predict_leaf(&gpu, &data.data.features, range),
         }
     }
 
@@ -372,8 +388,20 @@ mod tests {
         let loaded = Booster::load_model(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(loaded.predict(&data, &PredictOptions::default()).unwrap(), values);
-        let leaves = loaded.predict_leaf(&data, (0, 0), Device::Cpu).unwrap();
+        let leaves = loaded.predict_leaf(&data, &PredictOptions::default().device(Device::Cpu)).unwrap();
         assert_eq!(leaves.len(), data.rows() * 5);
+    }
+
+    /// Five rounds and then three more write the model of eight rounds at once, byte for byte.
+    #[test]
+    fn continued_training_appends_the_rounds_training_at_once_would_build() {
+        let data = binary();
+        let quiet = |rounds| TrainOptions { num_boost_round: rounds, verbose_eval: 0, ..Default::default() };
+        let at_once = Booster::train_with(&params(), &data, &[(&data, "train")], &quiet(8), |_| {}).unwrap();
+        let first = Booster::train_with(&params(), &data, &[], &quiet(5), |_| {}).unwrap();
+        let continued = first.continue_training(&params(), &data, 3, &[(&data, "train")]).unwrap();
+        assert_eq!(continued.model().to_json_string().unwrap(), at_once.model().to_json_string().unwrap());
+        assert_eq!(continued.history().len(), 3);
     }
 
     #[test]

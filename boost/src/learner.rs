@@ -204,13 +204,26 @@ pub fn train(
     options: &TrainOptions,
     on_round: impl FnMut(&RoundLog),
 ) -> Result<Trained> {
-    train_with_precision(params, train, evals, options, HistogramPrecision::FixedPoint, on_round)
+    train_in(params, train, evals, options, HistogramPrecision::FixedPoint, on_round)
 }
 
 /// [`train`] with histograms summed in `precision`: an experiment switch for `cargo xtask precision`
-/// (docs/precision.md). Anything but [`HistogramPrecision::FixedPoint`] (what [`train`] uses) makes
-/// the trees depend on the order of summation and so on the thread count.
+/// (docs/precision.md), behind the `experiments` feature. Anything but
+/// [`HistogramPrecision::FixedPoint`] (what [`train`] uses) makes the trees depend on the order of
+/// summation and so on the thread count.
+#[cfg(feature = "experiments")]
 pub fn train_with_precision(
+    params: &Params,
+    train: &Dataset,
+    evals: &[(&Dataset, &str)],
+    options: &TrainOptions,
+    precision: HistogramPrecision,
+    on_round: impl FnMut(&RoundLog),
+) -> Result<Trained> {
+    train_in(params, train, evals, options, precision, on_round)
+}
+
+fn train_in(
     params: &Params,
     train: &Dataset,
     evals: &[(&Dataset, &str)],

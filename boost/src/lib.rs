@@ -38,6 +38,7 @@
 //!
 //! With `("device", "cuda")` among the parameters the trees are built on the GPU (the same model
 //! file); `PredictOptions::default().device(Device::Cuda { ordinal: 0 })` predicts there.
+//! [`Booster::continue_training`] appends rounds to a trained or loaded model.
 //! [`Booster::train_with`] takes [`TrainOptions`]: early stopping, a model to continue, a
 //! [`CustomObjective`] (gradients from a closure), a [`CustomMetric`], a per-round callback. `boost/examples/` has a
 //! runnable program for each. The lower layers stay public: [`learner::train`], [`model::Model`],
