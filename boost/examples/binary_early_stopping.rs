@@ -30,7 +30,7 @@ fn main() -> boost::Result<()> {
     println!("best iteration {best}: test auc {auc:.5}, {} rounds trained", booster.model().num_rounds());
 
     let probabilities = booster.predict(&dtest, &PredictOptions::default())?;
-    let labels = &dtest.dataset().info.labels;
+    let labels = &dtest.info().labels;
     let right = probabilities.iter().zip(labels).filter(|(p, y)| (**p > 0.5) == (**y > 0.5)).count();
     println!("test accuracy {:.4} ({right} of {})", right as f64 / labels.len() as f64, labels.len());
     assert!(auc > 0.75, "the HIGGS sample's test AUC is about 0.8");

@@ -43,7 +43,7 @@ fn main() -> boost::Result<()> {
     };
     let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, |log| println!("{log}"))?;
     let probabilities = booster.predict(&dtest, &PredictOptions::default())?;
-    let labels = &dtest.dataset().info.labels;
+    let labels = &dtest.info().labels;
     let wrong = probabilities.iter().zip(labels).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count();
     println!("test error {:.5} ({wrong} of {})", wrong as f64 / labels.len() as f64, labels.len());
     assert!(wrong * 100 < labels.len(), "XGBoost's demo: test error about 0.0006 to 0.02");

@@ -24,7 +24,7 @@ fn main() -> boost::Result<()> {
 
     // `multi:softprob`: 5 probabilities a row, row-major.
     let probabilities = booster.predict(&dtest, &PredictOptions::default())?;
-    let labels = &dtest.dataset().info.labels;
+    let labels = &dtest.info().labels;
     let right = probabilities
         .chunks(5)
         .zip(labels)

@@ -8,27 +8,69 @@
 //! [`TrainOptions`] (a model to continue, early stopping, an opened device), [`crate::model::Model`]
 //! (the trees), [`crate::gpu::DeviceModel`] (margins left in device memory).
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use primitives::Gpu;
+use primitives::{DeviceBuffer, Gpu};
 
-use crate::data::{read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
-use crate::gpu::{DeviceData, DeviceModel};
+use crate::data::{read_data, Categories, CsrMatrix, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
+use crate::gpu::{DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions};
 use crate::model::{FeatureScore, ImportanceType, Model};
 use crate::objective::{self, Objective};
 use crate::param::{Device, Params};
+use crate::rows::{Features, Rows};
 use crate::{Error, Result};
 
-/// Training or prediction data: features (dense or CSR; NaN and absent CSR entries are missing),
-/// with the labels, weights, query groups and base margins training needs. Every constructor and
-/// `with_` method checks its shape and values and names what is wrong.
+/// Training or prediction data: features (dense or CSR; NaN and absent CSR entries are missing)
+/// in host memory or in a GPU's, with the labels, weights, query groups and base margins training
+/// needs. Every constructor and `with_` method checks its shape and values and names what is wrong.
 #[derive(Clone, Debug)]
 pub struct DMatrix {
-    data: Dataset,
+    features: Stored,
+    info: MetaInfo,
     /// The string columns' codes of a CSV file (none for other data).
     categories: Categories,
+}
+
+/// Where a [`DMatrix`]'s features are.
+#[derive(Clone)]
+enum Stored {
+    Host(FeatureMatrix),
+    Device(Arc<DeviceRows>),
+}
+
+/// Rows a caller filled in a GPU's memory, with that GPU.
+struct DeviceRows {
+    gpu: Arc<Gpu>,
+    values: DeviceValues,
+}
+
+enum DeviceValues {
+    Dense { values: DeviceBuffer<f32>, rows: usize, cols: usize },
+    Csr(DeviceCsr),
+}
+
+impl DeviceRows {
+    fn data(&self) -> DeviceData<'_> {
+        match &self.values {
+            DeviceValues::Dense { values, rows, cols } => DeviceData::Dense { values, rows: *rows, cols: *cols },
+            DeviceValues::Csr(csr) => DeviceData::Csr(csr),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stored::Host(features) => features.fmt(f),
+            Stored::Device(rows) => {
+                let data = rows.data();
+                write!(f, "{} x {} rows on {}", data.rows(), data.cols(), learner::describe(&rows.gpu))
+            }
+        }
+    }
 }
 
 impl DMatrix {
@@ -46,7 +88,25 @@ impl DMatrix {
         let rows = row_ptr.len().checked_sub(1).ok_or_else(|| Error::InvalidData("CSR offsets: none given".into()))?;
         let features = FeatureMatrix::Sparse(CsrMatrix { rows, cols, row_ptr, col_indices, values });
         crate::model::check_features(&features, cols)?;
-        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() }, categories: Categories::default() })
+        Ok(Self::of(Stored::Host(features)))
+    }
+
+    /// `rows x cols` dense row-major values the caller filled in the memory of `gpu` (checked
+    /// there: the shape, no infinities). Training on them runs on `gpu` (unless `device=cpu`,
+    /// which reads them back), sketching and quantising them in place; predictions walk them
+    /// there.
+    pub fn from_device_dense(gpu: Arc<Gpu>, values: DeviceBuffer<f32>, rows: usize, cols: usize) -> Result<Self> {
+        let rows = DeviceRows { gpu, values: DeviceValues::Dense { values, rows, cols } };
+        rows.data().check(&rows.gpu)?;
+        Ok(Self::of(Stored::Device(Arc::new(rows))))
+    }
+
+    /// CSR rows in the memory of `gpu` ([`DeviceCsr::new`] checked them), as
+    /// [`DMatrix::from_device_dense`] takes dense ones.
+    pub fn from_device_csr(gpu: Arc<Gpu>, csr: DeviceCsr) -> Result<Self> {
+        let rows = DeviceRows { gpu, values: DeviceValues::Csr(csr) };
+        rows.data().check(&rows.gpu)?;
+        Ok(Self::of(Stored::Device(Arc::new(rows))))
     }
 
     /// A CSV or LibSVM file, as `boost train` reads it (the format from the name unless `options`
@@ -55,12 +115,16 @@ impl DMatrix {
     /// passing [`DMatrix::categories`] in `options.csv.categories`.
     pub fn from_file(path: impl AsRef<Path>, options: &ReadOptions<'_>) -> Result<Self> {
         let (data, categories) = read_data(path.as_ref(), options)?;
-        Ok(DMatrix { data, categories })
+        Ok(DMatrix { features: Stored::Host(data.features), info: data.info, categories })
     }
 
     fn from_features(features: FeatureMatrix) -> Result<Self> {
         features.check_finite()?;
-        Ok(DMatrix { data: Dataset { features, info: MetaInfo::default() }, categories: Categories::default() })
+        Ok(Self::of(Stored::Host(features)))
+    }
+
+    fn of(features: Stored) -> Self {
+        DMatrix { features, info: MetaInfo::default(), categories: Categories::default() }
     }
 
     /// The codes of the string columns of the CSV file this was read from (empty otherwise).
@@ -74,18 +138,18 @@ impl DMatrix {
         if let Some(i) = labels.iter().position(|y| !y.is_finite()) {
             return Err(Error::InvalidData(format!("row {i}: label {} is not finite", labels[i])));
         }
-        self.data.info.labels = labels;
+        self.info.labels = labels;
         Ok(self)
     }
 
     /// With a weight a row (finite, non-negative), or a weight a query group once groups are set.
     pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self> {
-        let groups = self.data.info.group_ptr.len().saturating_sub(1);
+        let groups = self.info.group_ptr.len().saturating_sub(1);
         if weights.len() != self.rows() && (groups == 0 || weights.len() != groups) {
             return Err(Error::InvalidData(format!("{} weights for {} rows", weights.len(), self.rows())));
         }
         crate::objective::check_weights(&weights, "row")?;
-        self.data.info.weights = weights;
+        self.info.weights = weights;
         Ok(self)
     }
 
@@ -96,7 +160,7 @@ impl DMatrix {
             group_ptr.push(group_ptr[group_ptr.len() - 1] + size);
         }
         self.check_rows("query group sizes (their sum)", group_ptr[group_ptr.len() - 1])?;
-        self.data.info.group_ptr = group_ptr;
+        self.info.group_ptr = group_ptr;
         Ok(self)
     }
 
@@ -105,7 +169,7 @@ impl DMatrix {
         if self.rows() == 0 || !base_margin.len().is_multiple_of(self.rows()) {
             return Err(Error::InvalidData(format!("{} base margins for {} rows", base_margin.len(), self.rows())));
         }
-        self.data.info.base_margin = base_margin;
+        self.info.base_margin = base_margin;
         Ok(self)
     }
 
@@ -118,18 +182,42 @@ impl DMatrix {
 
     /// Rows.
     pub fn rows(&self) -> usize {
-        self.data.rows()
+        self.rows_view().rows()
     }
 
     /// Features.
     pub fn cols(&self) -> usize {
-        self.data.cols()
+        self.rows_view().cols()
     }
 
-    /// The data as the lower layers take it.
-    pub fn dataset(&self) -> &Dataset {
-        &self.data
+    /// The labels, weights, query groups and base margins.
+    pub fn info(&self) -> &MetaInfo {
+        &self.info
     }
+
+    /// The features when they are in host memory (`None` for rows in a GPU's).
+    pub fn features(&self) -> Option<&FeatureMatrix> {
+        match &self.features {
+            Stored::Host(features) => Some(features),
+            Stored::Device(_) => None,
+        }
+    }
+
+    /// The rows as the training loop takes them.
+    fn rows_view(&self) -> Rows<'_> {
+        let features = match &self.features {
+            Stored::Host(features) => Features::Host(features),
+            Stored::Device(rows) => Features::Device { gpu: &rows.gpu, data: rows.data() },
+        };
+        Rows::new(features, &self.info)
+    }
+}
+
+/// Where a prediction's trees walk the rows (see `Booster::where_to_walk`).
+enum Walk<'d> {
+    Host(Cow<'d, FeatureMatrix>),
+    Upload(Arc<Gpu>, &'d FeatureMatrix),
+    InPlace(&'d DeviceRows),
 }
 
 /// What [`Booster::predict`] returns for each row.
@@ -209,8 +297,8 @@ impl Booster {
         options: &TrainOptions,
         on_round: impl FnMut(&RoundLog),
     ) -> Result<Self> {
-        let evals: Vec<(&Dataset, &str)> = evals.iter().map(|(d, name)| (&d.data, *name)).collect();
-        let trained = learner::train(params, &dtrain.data, &evals, options, on_round)?;
+        let evals: Vec<(Rows, &str)> = evals.iter().map(|(data, name)| (data.rows_view(), *name)).collect();
+        let trained = learner::train_rows(params, &dtrain.rows_view(), &evals, options, on_round)?;
         Ok(Booster {
             model: trained.model,
             objective: trained.objective,
@@ -262,22 +350,29 @@ impl Booster {
     }
 
     /// Each row's predictions, `rows * outputs` row-major (`outputs` is the number of classes for
-    /// `multi:softprob`, else 1), from `data`'s base margins when it has them.
+    /// `multi:softprob`, else 1), from `data`'s base margins when it has them. Rows in a GPU's
+    /// memory are predicted on that GPU (`device=cpu` reads them back first).
     pub fn predict(&self, data: &DMatrix, options: &PredictOptions) -> Result<Vec<f32>> {
         let range = options.iteration_range;
-        let margins = match self.open(options.device)? {
-            None => self.model.predict_dataset_margin(&data.data, self.objective.as_ref(), range)?,
-            Some(gpu) => {
-                let info = &data.data.info;
-                let base_margin = (!info.base_margin.is_empty()).then_some(info.base_margin.as_slice());
-                let to_margin = |b| self.objective.prob_to_margin(b);
-                self.trees_on(&gpu)?.predict_margin(&gpu, &data.data.features, base_margin, to_margin, range)?
+        let info = &data.info;
+        let base_margin = (!info.base_margin.is_empty()).then_some(info.base_margin.as_slice());
+        let to_margin = |b| self.objective.prob_to_margin(b);
+        let margins = match self.where_to_walk(data, options.device)? {
+            Walk::Host(features) => self.model.predict_margin(&features, base_margin, to_margin, range)?,
+            Walk::Upload(gpu, features) => {
+                self.trees_on(&gpu)?.predict_margin(&gpu, features, base_margin, to_margin, range)?
+            }
+            Walk::InPlace(rows) => {
+                let gpu = &rows.gpu;
+                let trees = self.trees_on(gpu)?;
+                trees.predict_margin_on_device(gpu, rows.data(), base_margin, to_margin, range)?.to_vec(gpu)?
             }
         };
         Ok(self.transform(margins, options.output))
     }
 
-    /// [`Booster::predict`] of rows already in the memory of `gpu` (dense or CSR), read back.
+    /// [`Booster::predict`] of rows the caller keeps in the memory of `gpu` (dense or CSR),
+    /// borrowed for the call (XGBoost's `inplace_predict`), read back.
     pub fn predict_device_data(&self, gpu: &Gpu, data: DeviceData<'_>, options: &PredictOptions) -> Result<Vec<f32>> {
         let trees = self.trees_on(gpu)?;
         let to_margin = |b| self.objective.prob_to_margin(b);
@@ -290,10 +385,24 @@ impl Booster {
     /// apply).
     pub fn predict_leaf(&self, data: &DMatrix, options: &PredictOptions) -> Result<Vec<u32>> {
         let range = options.iteration_range;
-        match self.open(options.device)? {
-            None => self.model.predict_leaf(&data.data.features, range),
-            Some(gpu) => self.trees_on(&gpu)?.predict_leaf(&gpu, &data.data.features, range),
+        match self.where_to_walk(data, options.device)? {
+            Walk::Host(features) => self.model.predict_leaf(&features, range),
+            Walk::Upload(gpu, features) => self.trees_on(&gpu)?.predict_leaf(&gpu, features, range),
+            Walk::InPlace(rows) => self.trees_on(&rows.gpu)?.predict_leaf_on_device(&rows.gpu, rows.data(), range),
         }
+    }
+
+    /// Where the trees walk `data`'s rows for a prediction on `device`: host rows on the CPU or
+    /// uploaded to the GPU `device` opens, device rows on their GPU or, for `device=cpu`, read back.
+    fn where_to_walk<'d>(&self, data: &'d DMatrix, device: Device) -> Result<Walk<'d>> {
+        Ok(match &data.features {
+            Stored::Device(rows) if device == Device::Cpu => Walk::Host(Cow::Owned(rows.data().to_host(&rows.gpu)?)),
+            Stored::Device(rows) => Walk::InPlace(rows),
+            Stored::Host(features) => match self.open(device)? {
+                None => Walk::Host(Cow::Borrowed(features)),
+                Some(gpu) => Walk::Upload(gpu, features),
+            },
+        })
     }
 
     fn transform(&self, margins: Vec<f32>, output: PredictOutput) -> Vec<f32> {
@@ -352,6 +461,7 @@ impl Booster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Dataset;
     use crate::learner::{CustomMetric, CustomObjective};
     use primitives::ops::GradientPair;
     use primitives::Schedule;
@@ -373,8 +483,9 @@ mod tests {
         let data = binary();
         let options = TrainOptions { num_boost_round: 5, verbose_eval: 0, ..Default::default() };
         let booster = Booster::train_with(&params(), &data, &[(&data, "train")], &options, |_| {}).unwrap();
-        let trained = learner::train(&params(), data.dataset(), &[], &options, |_| {}).unwrap();
-        let expected = trained.model.predict(data.dataset(), trained.objective.as_ref(), (0, 0)).unwrap();
+        let dataset = Dataset { features: data.features().unwrap().clone(), info: data.info().clone() };
+        let trained = learner::train(&params(), &dataset, &[], &options, |_| {}).unwrap();
+        let expected = trained.model.predict(&dataset, trained.objective.as_ref(), (0, 0)).unwrap();
         let values = booster.predict(&data, &PredictOptions::default()).unwrap();
         assert_eq!(values, expected);
         assert!(values.iter().all(|p| (0.0..=1.0).contains(p)));
@@ -410,7 +521,7 @@ mod tests {
         let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
         let booster = Booster::train_with(&params(), &data, &[], &options, |_| {}).unwrap();
         let gpu = Gpu::emulated(Schedule::Deterministic);
-        let FeatureMatrix::Dense(m) = &data.dataset().features else { unreachable!() };
+        let Some(FeatureMatrix::Dense(m)) = data.features() else { unreachable!() };
         let values = gpu.upload(&m.values).unwrap();
         let on_device = DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols };
         let got = booster.predict_device_data(&gpu, on_device, &PredictOptions::default()).unwrap();
@@ -464,6 +575,114 @@ mod tests {
             assert_eq!(names, ["error", "my-error"]);
             assert_eq!(log.values[0].2, log.values[1].2, "round {}", log.round);
         }
+    }
+
+    /// `binary()`'s rows copied into the memory of `gpu` (dense), with its labels.
+    fn on_device(gpu: &Arc<Gpu>, data: &DMatrix) -> DMatrix {
+        let Some(FeatureMatrix::Dense(m)) = data.features() else { unreachable!() };
+        let values = gpu.upload(&m.values).unwrap();
+        DMatrix::from_device_dense(gpu.clone(), values, m.rows, m.cols)
+            .unwrap()
+            .with_labels(data.info().labels.clone())
+            .unwrap()
+    }
+
+    /// Rows in (emulated) device memory train, in place on their GPU, the model host rows train
+    /// on the CPU, byte for byte, with the same evaluation log (a device evaluation set beside a
+    /// host one); continuing the model, predictions, leaves and `device=cpu`'s read-back agree.
+    #[test]
+    fn a_dmatrix_in_device_memory_trains_and_predicts_as_host_rows_do() {
+        let data = binary();
+        let gpu = Arc::new(Gpu::emulated(Schedule::Deterministic));
+        let device_data = on_device(&gpu, &data);
+        assert!(device_data.features().is_none());
+        assert_eq!((device_data.rows(), device_data.cols()), (data.rows(), data.cols()));
+        let mut on_gpu = params();
+        on_gpu.set("device", "cuda").unwrap();
+        let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
+        let host = Booster::train_with(&params(), &data, &[(&data, "train"), (&data, "test")], &options, |_| {});
+        let host = host.unwrap();
+        let evals = [(&device_data, "train"), (&data, "test")];
+        let device = Booster::train_with(&on_gpu, &device_data, &evals, &options, |_| {}).unwrap();
+        let json = |b: &Booster| b.model().to_json_string().unwrap();
+        assert_eq!(json(&device), json(&host));
+        assert_eq!(device.history(), host.history());
+        // `device=cpu` reads the rows back and trains on the CPU: the same model again.
+        let read_back = Booster::train_with(&params(), &device_data, &evals, &options, |_| {}).unwrap();
+        assert_eq!(json(&read_back), json(&host));
+        assert_eq!(read_back.history(), host.history());
+        // Continuing from the device rows predicts the model's margins there first.
+        let more = |b: Booster, p: &Params, d: &DMatrix| b.continue_training(p, d, 2, &[]).unwrap();
+        assert_eq!(json(&more(device, &on_gpu, &device_data)), json(&more(host, &params(), &data)));
+
+        let booster = Booster::train_with(&params(), &data, &[], &options, |_| {}).unwrap();
+        let expected = booster.predict(&data, &PredictOptions::default()).unwrap();
+        assert_eq!(booster.predict(&device_data, &PredictOptions::default()).unwrap(), expected);
+        let on_cpu = PredictOptions::default().device(Device::Cpu);
+        assert_eq!(booster.predict(&device_data, &on_cpu).unwrap(), expected);
+        let leaves = booster.predict_leaf(&data, &on_cpu).unwrap();
+        assert_eq!(booster.predict_leaf(&device_data, &PredictOptions::default()).unwrap(), leaves);
+        let margins = vec![0.25; data.rows()];
+        let with_base = |d: DMatrix| d.with_base_margin(margins.clone()).unwrap();
+        let margin = PredictOptions::default().margin();
+        let base_on_device = booster.predict(&with_base(on_device(&gpu, &data)), &margin).unwrap();
+        assert_eq!(base_on_device, booster.predict(&with_base(data.clone()), &margin).unwrap());
+    }
+
+    /// CSR rows in device memory (columns checked there) train the host CSR rows' model; a
+    /// custom objective's run, whose evaluation set the host predicts, reads device rows back.
+    #[test]
+    fn csr_rows_in_device_memory_train_the_host_csr_model() {
+        let rows = 200;
+        let (mut row_ptr, mut cols, mut values, mut labels) = (vec![0], Vec::new(), Vec::new(), Vec::new());
+        for r in 0..rows {
+            for c in 0..4u32 {
+                if !(r + c as usize).is_multiple_of(3) {
+                    cols.push(c);
+                    values.push(((r * 31 + c as usize * 17) % 97) as f32 / 97.0);
+                }
+            }
+            row_ptr.push(cols.len());
+            labels.push(f32::from(r % 5 < 2));
+        }
+        let host = DMatrix::from_csr(row_ptr, cols, values, 4).unwrap().with_labels(labels.clone()).unwrap();
+        let gpu = Arc::new(Gpu::emulated(Schedule::Deterministic));
+        let Some(FeatureMatrix::Sparse(m)) = host.features() else { unreachable!() };
+        let csr = DeviceCsr::upload(&gpu, m).unwrap();
+        let device = DMatrix::from_device_csr(gpu.clone(), csr).unwrap().with_labels(labels).unwrap();
+        let mut on_gpu = params();
+        on_gpu.set("device", "cuda").unwrap();
+        let squared_error = CustomObjective::new(|margins: &[f32], info: &MetaInfo| {
+            margins.iter().zip(&info.labels).map(|(m, y)| GradientPair::new(m - y, 1.0)).collect()
+        });
+        for custom_objective in [None, Some(squared_error)] {
+            let options = TrainOptions { num_boost_round: 3, verbose_eval: 0, custom_objective, ..Default::default() };
+            let on_host = Booster::train_with(&params(), &host, &[(&host, "test")], &options, |_| {}).unwrap();
+            let on_device = Booster::train_with(&on_gpu, &device, &[(&device, "test")], &options, |_| {}).unwrap();
+            assert_eq!(on_device.model().to_json_string().unwrap(), on_host.model().to_json_string().unwrap());
+            assert_eq!(on_device.history(), on_host.history());
+        }
+    }
+
+    #[test]
+    fn device_rows_that_are_bad_or_on_another_gpu_are_refused() {
+        let gpu = Arc::new(Gpu::emulated(Schedule::Deterministic));
+        let message = |r: Result<DMatrix>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        let values = gpu.upload(&[1.0, 2.0, f32::INFINITY, 4.0]).unwrap();
+        assert!(message(DMatrix::from_device_dense(gpu.clone(), values, 2, 2)).contains("row 1, feature 0"));
+        let values = gpu.upload(&[1.0; 5]).unwrap();
+        assert!(message(DMatrix::from_device_dense(gpu.clone(), values, 2, 2)).contains("5 device values for 2 rows"));
+        let other = Arc::new(Gpu::emulated(Schedule::Deterministic));
+        let values = other.upload(&[1.0; 4]).unwrap();
+        assert!(message(DMatrix::from_device_dense(gpu.clone(), values, 2, 2)).contains("a buffer of another device"));
+        // An evaluation set on another GPU than the training rows'.
+        let data = binary();
+        let (train, test) = (on_device(&gpu, &data), on_device(&other, &data));
+        let mut on_gpu = params();
+        on_gpu.set("device", "cuda").unwrap();
+        let options = TrainOptions { num_boost_round: 1, verbose_eval: 0, ..Default::default() };
+        let refused = Booster::train_with(&on_gpu, &train, &[(&test, "test")], &options, |_| {}).err();
+        assert!(refused.is_some_and(|e| e.to_string().contains("a buffer of another device")));
     }
 
     #[test]

@@ -19,7 +19,8 @@ use crate::data::{Dataset, FeatureMatrix, MetaInfo};
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point::GradientQuantiser;
 use crate::gpu::{
-    csr_is_checked, device_cuts, device_cuts_csr, DeviceCsr, DeviceEvalSet, DeviceTrees, GpuTrainer, InitialMargins,
+    csr_is_checked, device_cuts, device_cuts_csr, DeviceCsr, DeviceData, DeviceEvalSet, DeviceModel, DeviceTrees,
+    GpuTrainer, InitialMargins,
 };
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
@@ -27,6 +28,7 @@ use crate::objective::{self, DeviceObjective, Objective};
 use crate::param::{Device, Params};
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
+use crate::rows::{Features, Rows};
 use crate::tree::hist::{HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -204,7 +206,8 @@ pub fn train(
     options: &TrainOptions,
     on_round: impl FnMut(&RoundLog),
 ) -> Result<Trained> {
-    train_in(params, train, evals, options, HistogramPrecision::FixedPoint, on_round)
+    let evals: Vec<(Rows, &str)> = evals.iter().map(|(data, name)| (Rows::of(data), *name)).collect();
+    train_rows(params, &Rows::of(train), &evals, options, on_round)
 }
 
 /// [`train`] with histograms summed in `precision`: an experiment switch for `cargo xtask precision`
@@ -220,13 +223,26 @@ pub fn train_with_precision(
     precision: HistogramPrecision,
     on_round: impl FnMut(&RoundLog),
 ) -> Result<Trained> {
-    train_in(params, train, evals, options, precision, on_round)
+    let evals: Vec<(Rows, &str)> = evals.iter().map(|(data, name)| (Rows::of(data), *name)).collect();
+    train_in(params, &Rows::of(train), &evals, options, precision, on_round)
+}
+
+/// [`train`] of rows on the host or in a GPU's memory ([`Rows`]). Rows in a GPU's memory train on
+/// that GPU unless `device=cpu` (which reads them back) or `options.gpu` names another.
+pub(crate) fn train_rows(
+    params: &Params,
+    train: &Rows<'_>,
+    evals: &[(Rows<'_>, &str)],
+    options: &TrainOptions,
+    on_round: impl FnMut(&RoundLog),
+) -> Result<Trained> {
+    train_in(params, train, evals, options, HistogramPrecision::FixedPoint, on_round)
 }
 
 fn train_in(
     params: &Params,
-    train: &Dataset,
-    evals: &[(&Dataset, &str)],
+    train: &Rows<'_>,
+    evals: &[(Rows<'_>, &str)],
     options: &TrainOptions,
     precision: HistogramPrecision,
     mut on_round: impl FnMut(&RoundLog),
@@ -244,10 +260,10 @@ fn train_in(
         });
     }
     let objective = objective::from_name(&params.objective, &params.objective_params)?;
-    objective.validate(&train.info)?;
-    train.features.check_finite()?;
+    objective.validate(train.info)?;
+    train.check_finite()?;
     for (data, name) in evals {
-        if let Err(Error::InvalidData(reason)) = data.features.check_finite() {
+        if let Err(Error::InvalidData(reason)) = data.check_finite() {
             return Err(Error::InvalidData(format!("evaluation set `{name}`: {reason}")));
         }
         if data.cols() > train.cols() {
@@ -257,7 +273,7 @@ fn train_in(
                 train.cols()
             )));
         }
-        objective.validate(&data.info)?;
+        objective.validate(data.info)?;
     }
     let outputs = objective.outputs();
     let mut metrics: Vec<Box<dyn Metric>> = params
@@ -273,24 +289,29 @@ fn train_in(
     }
     for (data, _) in evals {
         for m in &metrics {
-            m.check(data.rows() * outputs, &data.info, outputs)?;
+            m.check(data.rows() * outputs, data.info, outputs)?;
         }
     }
     let mut phases = PhaseTimes::default();
     let start = Instant::now();
-    let (opened, device) = match &options.gpu {
+    // Rows in a GPU's memory train there unless the parameters say the CPU.
+    let rows_gpu = match train.features {
+        Features::Device { gpu, .. } if params.device != Device::Cpu => Some(gpu),
+        _ => None,
+    };
+    let (opened, device) = match options.gpu.as_deref().or(rows_gpu) {
         Some(gpu) => (None, describe(gpu)),
         None => open_device(params.device)?,
     };
     phases.add("device open", start.elapsed());
-    let gpu = options.gpu.as_deref().or(opened.as_ref());
+    let gpu = options.gpu.as_deref().or(rows_gpu).or(opened.as_ref());
     if gpu.is_some() && precision != HistogramPrecision::FixedPoint {
         return Err(Error::param(
             "device",
             format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
         ));
     }
-    let row_weights = row_weights(train)?;
+    let row_weights = row_weights(train.info, train.rows())?;
     let max_bin = params.tree.max_bin as usize;
     // The CPU sketches and quantises the features into its ELLPACK matrix. A GPU sketches dense
     // rows itself (the CPU's cuts bit for bit) and quantises them with the same search into the
@@ -298,16 +319,17 @@ fn train_in(
     let (cuts, mut backend, quantised_bytes) = match gpu {
         Some(gpu) => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-            let (cuts, trainer) = gpu_trainer(gpu, &train.features, &row_weights, max_bin, &mut phases)?;
+            let (cuts, trainer) = gpu_trainer(gpu, train, &row_weights, max_bin, &mut phases)?;
             let bytes = trainer.bins_bytes();
             (cuts, TreeBackend::Gpu(Box::new(trainer)), bytes)
         }
         None => {
             let start = Instant::now();
-            let cuts = QuantileCuts::build(&train.features, &row_weights, max_bin);
+            let features = train.host_features()?;
+            let cuts = QuantileCuts::build(features, &row_weights, max_bin);
             phases.add("cuts", start.elapsed());
             let start = Instant::now();
-            let matrix = EllpackMatrix::new(&train.features, &cuts);
+            let matrix = EllpackMatrix::new(features, &cuts);
             phases.add("ellpack", start.elapsed());
             let start = Instant::now();
             let bins = matrix.unpack(&cuts);
@@ -349,7 +371,7 @@ fn train_in(
                     objective.check_base_score(b)?;
                     vec![b]
                 }
-                None => objective.initial_base_scores(&train.info),
+                None => objective.initial_base_scores(train.info),
             };
             let mut m = Model::new(objective.to_json(), train.cols(), num_class, base_score)?;
             m.boost_from_average = params.base_score.is_none();
@@ -357,9 +379,22 @@ fn train_in(
         }
     };
     let prob_to_margin = |b: f32| objective.prob_to_margin(b);
-    let margins_of = |data: &Dataset| -> Result<Vec<f32>> {
+    let margins_of = |data: &Rows| -> Result<Vec<f32>> {
         let base = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
-        model.predict_margin(&data.features, base, prob_to_margin, (0, 0))
+        match data.features {
+            Features::Host(features) => model.predict_margin(features, base, prob_to_margin, (0, 0)),
+            // The device predictor's margins are the host's bit for bit.
+            Features::Device { gpu, data } => on_device(gpu, "predicting the continued model's margins", || {
+                let margins = DeviceModel::upload(gpu, &model)?.predict_margin_on_device(
+                    gpu,
+                    data,
+                    base,
+                    prob_to_margin,
+                    (0, 0),
+                )?;
+                Ok(margins.to_vec(gpu)?)
+            }),
+        }
     };
     // Objectives whose gradients the device computes keep the training rows there: gradients, trees
     // and margins on the device, the margins read back only for the evaluation log.
@@ -368,13 +403,13 @@ fn train_in(
     // Rows start at the model's base margins unless the data gives its own or a model's trees are
     // continued; the device then makes such margins itself instead of receiving them.
     let base_margins = model.base_margins(prob_to_margin);
-    let at_base = |data: &Dataset| {
+    let at_base = |data: &Rows| {
         device_rounds && data.info.base_margin.is_empty() && model.trees.is_empty() && base_margins.len() == outputs
     };
     let mut margins = if at_base(train) { Vec::new() } else { margins_of(train)? };
     // An evaluation set that is the training data itself (`train` in the log) reads the training
     // margins, which the rows' leaves keep up to date: the same values prediction would give.
-    let is_train = |data: &Dataset| std::ptr::eq(data, train);
+    let is_train = |data: &Rows| train.is(data);
     let mut eval_margins: Vec<Vec<f32>> = evals
         .iter()
         .map(|(d, _)| if is_train(d) || at_base(d) { Ok(Vec::new()) } else { margins_of(d) })
@@ -395,7 +430,7 @@ fn train_in(
         on_device(gpu, "uploading the labels and margins", || {
             trainer.keep_rows_on_device(
                 device_objective,
-                &train.info,
+                train.info,
                 initial_margins(at_base(train), &base_margins, &margins),
             )
         })?;
@@ -406,11 +441,11 @@ fn train_in(
     let transform = objective.device_eval_transform();
     let device_metrics = device_objective
         .filter(|_| device_rounds)
-        .and_then(|objective| device_metrics_of(&metrics, objective, transform, &train.info));
+        .and_then(|objective| device_metrics_of(&metrics, objective, transform, train.info));
     // Whether the training data fits each metric, checked once (the data does not change); NaN
     // where it does not, as `Metric::evaluate` gives.
     let fits_device_metric: Vec<bool> = match &device_metrics {
-        Some(_) => metrics.iter().map(|m| m.check(n * outputs, &train.info, outputs).is_ok()).collect(),
+        Some(_) => metrics.iter().map(|m| m.check(n * outputs, train.info, outputs).is_ok()).collect(),
         None => Vec::new(),
     };
     // The other evaluation sets on the device too when the rounds are: the round's trees walk their
@@ -424,17 +459,19 @@ fn train_in(
                 let gpu = trainer.gpu();
                 let start = Instant::now();
                 let set = on_device(gpu, "uploading an evaluation set", || {
-                    DeviceEvalSet::new(
-                        gpu,
-                        data,
-                        device_objective,
-                        initial_margins(at_base(data), &base_margins, margins),
-                    )
+                    let margins = initial_margins(at_base(data), &base_margins, margins);
+                    match data.features {
+                        Features::Host(features) => {
+                            DeviceEvalSet::new(gpu, features, data.info, device_objective, margins)
+                        }
+                        Features::Device { data: rows, .. } => {
+                            DeviceEvalSet::from_device(gpu, rows, data.info, device_objective, margins)
+                        }
+                    }
                 })?;
                 phases.add("evaluation sets to the device", start.elapsed());
-                let metrics_on_device = device_metrics_of(&metrics, device_objective, transform, &data.info);
-                let fits =
-                    metrics.iter().map(|m| m.check(data.rows() * outputs, &data.info, outputs).is_ok()).collect();
+                let metrics_on_device = device_metrics_of(&metrics, device_objective, transform, data.info);
+                let fits = metrics.iter().map(|m| m.check(data.rows() * outputs, data.info, outputs).is_ok()).collect();
                 Some(DeviceEval { set, metrics: metrics_on_device, fits })
             }
             _ => None,
@@ -472,8 +509,8 @@ fn train_in(
         } else {
             let start = Instant::now();
             match &options.custom_objective {
-                Some(custom) => custom.gradients_into(&margins, &train.info, &mut gradients)?,
-                None => objective.gradients(&margins, &train.info, round, &mut gradients),
+                Some(custom) => custom.gradients_into(&margins, train.info, &mut gradients)?,
+                None => objective.gradients(&margins, train.info, round, &mut gradients),
             }
             phases.add("gradients", start.elapsed());
         }
@@ -519,7 +556,7 @@ fn train_in(
                     &built.positions,
                     &column,
                     &margins,
-                    train,
+                    train.info,
                     outputs,
                     k,
                     tree_params.eta,
@@ -544,7 +581,7 @@ fn train_in(
         model.push_round(new_trees)?;
         for (((data, _), m), on_device) in evals.iter().zip(eval_margins.iter_mut()).zip(&device_evals) {
             if !is_train(data) && on_device.is_none() {
-                *m = model.predict_margin(&data.features, Some(m), prob_to_margin, (round, round + 1))?;
+                *m = model.predict_margin(data.host_features()?, Some(m), prob_to_margin, (round, round + 1))?;
             }
         }
         phases.add("margins", start.elapsed());
@@ -584,7 +621,7 @@ fn train_in(
             }
             let predictions = objective.eval_transform(if is_train(data) { &margins } else { &*m });
             for metric in &metrics {
-                log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, &data.info, outputs)));
+                log.values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, data.info, outputs)));
             }
         }
         phases.add(if metrics_on_device { "metrics on the device" } else { "metrics" }, start.elapsed());
@@ -735,45 +772,57 @@ fn on_device<T>(gpu: &Gpu, phase: &str, step: impl FnOnce() -> Result<T>) -> Res
 }
 
 /// The features as the GPU builder reads them, with their cuts: dense rows and CSR rows whose
-/// columns increase are uploaded once, sketched there ([`device_cuts`], [`device_cuts_csr`]: the
-/// host's cuts bit for bit) and quantised from the same upload; other CSR rows (built in memory)
-/// are sketched on the host and quantised on the device.
+/// columns increase are sketched on the device ([`device_cuts`], [`device_cuts_csr`]: the host's
+/// cuts bit for bit) and quantised from the same device copy (uploaded once, or the caller's rows
+/// in place); other CSR rows (built in memory) are sketched on the host and quantised on the device.
 fn gpu_trainer<'g>(
     gpu: &'g Gpu,
-    features: &FeatureMatrix,
+    train: &Rows<'_>,
     weights: &[f32],
     max_bin: usize,
     phases: &mut PhaseTimes,
 ) -> Result<(QuantileCuts, GpuTrainer<'g>)> {
-    /// What the sketch left on the device for the quantisation.
-    enum Uploaded {
-        Dense(DeviceBuffer<f32>, (usize, usize)),
-        Csr(DeviceCsr),
+    /// The rows the sketch read on the device, for the quantisation.
+    enum OnDevice<'a> {
+        Uploaded(DeviceBuffer<f32>, (usize, usize)),
+        UploadedCsr(DeviceCsr),
+        Caller(DeviceData<'a>),
         Nothing,
     }
     let start = Instant::now();
-    let (uploaded, cuts) = on_device(gpu, "sketching the features on the device", || {
-        let device_weights = || (!weights.is_empty()).then(|| gpu.upload(weights)).transpose();
-        Ok(match features {
-            FeatureMatrix::Dense(m) => {
+    let (rows, cuts) = on_device(gpu, "sketching the features on the device", || {
+        let device_weights = (!weights.is_empty()).then(|| gpu.upload(weights)).transpose()?;
+        let sketch = |data: DeviceData<'_>| match data {
+            DeviceData::Dense { values, rows, cols } => {
+                device_cuts(gpu, values, (rows, cols), device_weights.as_ref(), max_bin)
+            }
+            DeviceData::Csr(csr) => device_cuts_csr(gpu, csr, device_weights.as_ref(), max_bin),
+        };
+        Ok(match train.features {
+            Features::Device { data, .. } => (OnDevice::Caller(data), sketch(data)?),
+            Features::Host(FeatureMatrix::Dense(m)) => {
                 let values = gpu.upload(&m.values)?;
-                let cuts = device_cuts(gpu, &values, (m.rows, m.cols), device_weights()?.as_ref(), max_bin)?;
-                (Uploaded::Dense(values, (m.rows, m.cols)), cuts)
+                let cuts = sketch(DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols })?;
+                (OnDevice::Uploaded(values, (m.rows, m.cols)), cuts)
             }
-            FeatureMatrix::Sparse(m) if csr_is_checked(m) => {
+            Features::Host(FeatureMatrix::Sparse(m)) if csr_is_checked(m) => {
                 let csr = DeviceCsr::upload(gpu, m)?;
-                let cuts = device_cuts_csr(gpu, &csr, device_weights()?.as_ref(), max_bin)?;
-                (Uploaded::Csr(csr), cuts)
+                let cuts = sketch(DeviceData::Csr(&csr))?;
+                (OnDevice::UploadedCsr(csr), cuts)
             }
-            FeatureMatrix::Sparse(_) => (Uploaded::Nothing, QuantileCuts::build(features, weights, max_bin)),
+            Features::Host(features) => (OnDevice::Nothing, QuantileCuts::build(features, weights, max_bin)),
         })
     })?;
     phases.add("cuts", start.elapsed());
     let start = Instant::now();
-    let trainer = on_device(gpu, "quantising the features on the device", || match &uploaded {
-        Uploaded::Dense(values, shape) => GpuTrainer::from_device_rows(gpu, values, *shape, &cuts),
-        Uploaded::Csr(csr) => GpuTrainer::from_device_csr(gpu, csr, &cuts),
-        Uploaded::Nothing => GpuTrainer::from_features(gpu, features, &cuts),
+    let trainer = on_device(gpu, "quantising the features on the device", || match &rows {
+        OnDevice::Uploaded(values, shape) => GpuTrainer::from_device_rows(gpu, values, *shape, &cuts),
+        OnDevice::UploadedCsr(csr) => GpuTrainer::from_device_csr(gpu, csr, &cuts),
+        OnDevice::Caller(DeviceData::Dense { values, rows, cols }) => {
+            GpuTrainer::from_device_rows(gpu, values, (*rows, *cols), &cuts)
+        }
+        OnDevice::Caller(DeviceData::Csr(csr)) => GpuTrainer::from_device_csr(gpu, csr, &cuts),
+        OnDevice::Nothing => GpuTrainer::from_features(gpu, train.host_features()?, &cuts),
     })?;
     phases.add("matrix for the tree builder", start.elapsed());
     Ok((cuts, trainer))
@@ -811,7 +860,7 @@ pub fn open_device(device: Device) -> Result<(Option<Gpu>, String)> {
     }
 }
 
-fn describe(gpu: &Gpu) -> String {
+pub(crate) fn describe(gpu: &Gpu) -> String {
     let properties = gpu.properties();
     match properties.kind {
         DeviceKind::Cuda { ordinal } => format!("{} (cuda:{ordinal})", properties.name),
@@ -820,20 +869,19 @@ fn describe(gpu: &Gpu) -> String {
 }
 
 /// Row weights for the quantile sketch: per-row weights, or per-group weights spread over the rows.
-fn row_weights(data: &Dataset) -> Result<Vec<f32>> {
-    let info = &data.info;
-    if info.weights.is_empty() || info.weights.len() == data.rows() {
+fn row_weights(info: &MetaInfo, rows: usize) -> Result<Vec<f32>> {
+    if info.weights.is_empty() || info.weights.len() == rows {
         return Ok(info.weights.clone());
     }
     let groups = info.group_ptr.len().saturating_sub(1);
     if info.weights.len() == groups {
-        let mut w = vec![0f32; data.rows()];
+        let mut w = vec![0f32; rows];
         for g in 0..groups {
             w[info.group_ptr[g]..info.group_ptr[g + 1]].fill(info.weights[g]);
         }
         return Ok(w);
     }
-    Err(Error::InvalidData(format!("{} weights for {} rows and {groups} groups", info.weights.len(), data.rows())))
+    Err(Error::InvalidData(format!("{} weights for {rows} rows and {groups} groups", info.weights.len())))
 }
 
 fn sample_features(features: &[u32], fraction: f32, rng: &mut ChaCha8Rng) -> Vec<u32> {
@@ -858,7 +906,7 @@ fn refresh_leaves(
     positions: &[u32],
     gradients: &[GradientPair<f32>],
     margins: &[f32],
-    data: &Dataset,
+    info: &MetaInfo,
     outputs: usize,
     output: usize,
     eta: f32,
@@ -870,11 +918,11 @@ fn refresh_leaves(
         }
     }
     let own_margins: Vec<f32> =
-        if outputs == 1 { Vec::new() } else { (0..data.rows()).map(|i| margins[i * outputs + output]).collect() };
+        if outputs == 1 { Vec::new() } else { (0..positions.len()).map(|i| margins[i * outputs + output]).collect() };
     let margins = if outputs == 1 { margins } else { &own_margins };
     for (leaf, rows) in rows_of.iter().enumerate() {
         if tree.is_leaf(leaf) {
-            let quantile = objective::residual_quantile(alpha, rows, margins, &data.info);
+            let quantile = objective::residual_quantile(alpha, rows, margins, info);
             tree.split_conditions[leaf] = adaptive::refreshed_leaf(quantile, tree.split_conditions[leaf], eta);
         }
     }

@@ -10,8 +10,8 @@
 //!
 //! # Training and predicting
 //!
-//! [`DMatrix`] holds the data (features from host slices, CSR or a file, with labels, weights,
-//! query groups and base margins, each checked); [`Booster::train`] fits a model with XGBoost's
+//! [`DMatrix`] holds the data (features from host slices, CSR or a file, or rows already in a
+//! GPU's memory, with labels, weights, query groups and base margins, each checked); [`Booster::train`] fits a model with XGBoost's
 //! parameter names ([`Params::from_pairs`], or typed: [`Params::builder`]); [`Booster::predict`] takes [`PredictOptions`]
 //! (values or margins, an iteration range, a [`Device`]); [`Booster::save_model`] writes
 //! XGBoost's JSON, which [`Booster::load_model`] (and XGBoost) read back.
@@ -27,7 +27,7 @@
 //! let params = Params::from_pairs(&[("objective", "binary:logistic"), ("max_depth", "3"), ("eta", "0.5")])?;
 //! let booster = Booster::train(&params, &dtrain, 20, &[(&dtrain, "train")])?;
 //! let probabilities = booster.predict(&dtrain, &PredictOptions::default())?;
-//! let right = probabilities.iter().zip(dtrain.dataset().info.labels.iter()).filter(|(p, y)| (**p > 0.5) == (**y > 0.5));
+//! let right = probabilities.iter().zip(dtrain.info().labels.iter()).filter(|(p, y)| (**p > 0.5) == (**y > 0.5));
 //! assert!(right.count() > 190, "training accuracy");
 //! let path = std::env::temp_dir().join(format!("boost-doc-model-{}.json", std::process::id()));
 //! booster.save_model(&path)?;
@@ -60,6 +60,7 @@ pub mod objective;
 pub mod param;
 pub mod phases;
 pub mod quantile;
+mod rows;
 pub mod tree;
 
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};

@@ -13,7 +13,8 @@ use boost_kernels::predict::{self, PredictNode, PredictTree, DEFAULT_LEFT, LEAF}
 
 use super::element_config;
 use super::metrics::{InitialMargins, MetricRows};
-use crate::data::{Dataset, FeatureMatrix};
+use super::DeviceData;
+use crate::data::{FeatureMatrix, MetaInfo};
 use crate::metric::DeviceMetric;
 use crate::model::check_features;
 use crate::objective::DeviceObjective;
@@ -131,6 +132,26 @@ impl DeviceFeatures {
                     col_indices: gpu.upload(&m.col_indices)?,
                     values: gpu.upload(&m.values)?,
                 }
+            }
+        })
+    }
+
+    /// A device-to-device copy of rows the caller filled (an evaluation set owns its rows, as it
+    /// does when they are uploaded from the host); the caller checked them (`DeviceData::view`).
+    fn copy_of(gpu: &Gpu, data: DeviceData<'_>) -> Result<Self> {
+        let copy = |source: &DeviceBuffer<f32>| -> Result<DeviceBuffer<f32>> {
+            let mut copy = gpu.alloc_uninitialized(source.len())?;
+            copy.copy_from_device(gpu, source)?;
+            Ok(copy)
+        };
+        Ok(match data {
+            DeviceData::Dense { values, cols, .. } => DeviceFeatures::Dense { values: copy(values)?, cols },
+            DeviceData::Csr(csr) => {
+                let mut row_ptr = gpu.alloc_uninitialized(csr.row_ptr.len())?;
+                row_ptr.copy_from_device(gpu, &csr.row_ptr)?;
+                let mut col_indices = gpu.alloc_uninitialized(csr.col_indices.len())?;
+                col_indices.copy_from_device(gpu, &csr.col_indices)?;
+                DeviceFeatures::Csr { row_ptr, col_indices, values: copy(&csr.values)? }
             }
         })
     }
@@ -397,6 +418,14 @@ pub(super) enum Walks<'a> {
     Leaves(&'a DeviceBuffer<u32>),
 }
 
+/// Refuses an evaluation set whose labels are not one a row.
+fn check_labels(info: &MetaInfo, rows: usize) -> Result<()> {
+    if info.labels.len() != rows {
+        return Err(Error::InvalidData(format!("{} labels for {rows} rows of an evaluation set", info.labels.len())));
+    }
+    Ok(())
+}
+
 /// An evaluation set kept on the device for a training run (see the module).
 pub struct DeviceEvalSet {
     features: DeviceFeatures,
@@ -404,20 +433,36 @@ pub struct DeviceEvalSet {
 }
 
 impl DeviceEvalSet {
-    /// Uploads `data` with its margins (one per output of `objective`) before the run's first round.
-    pub fn new(gpu: &Gpu, data: &Dataset, objective: DeviceObjective, margins: InitialMargins<'_>) -> Result<Self> {
-        if data.info.labels.len() != data.rows() {
-            return Err(Error::InvalidData(format!(
-                "{} labels for {} rows of an evaluation set",
-                data.info.labels.len(),
-                data.rows()
-            )));
-        }
+    /// Uploads `features` with `info`'s labels and weights and the margins (one per output of
+    /// `objective`) before the run's first round.
+    pub fn new(
+        gpu: &Gpu,
+        features: &FeatureMatrix,
+        info: &MetaInfo,
+        objective: DeviceObjective,
+        margins: InitialMargins<'_>,
+    ) -> Result<Self> {
+        check_labels(info, features.rows())?;
         // The kernels read each dense row's values, or each CSR row's entries between its offsets:
         // the host predictor's checks keep them in bounds.
-        check_features(&data.features, data.cols())?;
-        let features = DeviceFeatures::upload(gpu, &data.features)?;
-        Ok(DeviceEvalSet { features, set: MetricRows::new(gpu, objective, &data.info, margins)? })
+        check_features(features, features.cols())?;
+        let features = DeviceFeatures::upload(gpu, features)?;
+        Ok(DeviceEvalSet { features, set: MetricRows::new(gpu, objective, info, margins)? })
+    }
+
+    /// [`DeviceEvalSet::new`] of rows already in the memory of `gpu` (copied there, checked as
+    /// prediction checks them), with `info`'s labels and weights.
+    pub fn from_device(
+        gpu: &Gpu,
+        data: DeviceData<'_>,
+        info: &MetaInfo,
+        objective: DeviceObjective,
+        margins: InitialMargins<'_>,
+    ) -> Result<Self> {
+        check_labels(info, data.rows())?;
+        data.view(gpu)?;
+        let features = DeviceFeatures::copy_of(gpu, data)?;
+        Ok(DeviceEvalSet { features, set: MetricRows::new(gpu, objective, info, margins)? })
     }
 
     /// Adds the leaf values of `trees` to the margins (one launch).
@@ -442,7 +487,7 @@ impl DeviceEvalSet {
 mod tests {
     use super::*;
     use crate::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
-    use crate::data::{CsrMatrix, DenseMatrix};
+    use crate::data::{CsrMatrix, Dataset, DenseMatrix};
     use crate::learner::{train, TrainOptions};
     use crate::param::Params;
     use primitives::Schedule;
@@ -501,7 +546,8 @@ mod tests {
                 let set = Dataset { features, info: test.info.clone() };
                 let first = model.predict_margin(&set.features, None, to_margin, (0, 1)).unwrap();
                 let mut device =
-                    DeviceEvalSet::new(&gpu, &set, device_objective, InitialMargins::Rows(&first)).unwrap();
+                    DeviceEvalSet::new(&gpu, &set.features, &set.info, device_objective, InitialMargins::Rows(&first))
+                        .unwrap();
                 for round in 1..model.num_rounds() {
                     let range = model.iteration_indptr[round]..model.iteration_indptr[round + 1];
                     let trees: Vec<(Tree, u32)> = range.map(|t| (model.trees[t].clone(), model.tree_info[t])).collect();

@@ -13,7 +13,7 @@ use super::csr::check_dense_finite;
 use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, PredictLaunch, Walks};
 use super::metrics::InitialMargins;
 use super::DeviceCsr;
-use crate::data::FeatureMatrix;
+use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
 use crate::model::{check_features, trees_of_rounds, Model};
 use crate::{Error, Result};
 
@@ -34,6 +34,14 @@ pub enum DeviceData<'a> {
 }
 
 impl DeviceData<'_> {
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        match self {
+            DeviceData::Dense { rows, .. } => *rows,
+            DeviceData::Csr(csr) => csr.rows(),
+        }
+    }
+
     /// Columns.
     pub fn cols(&self) -> usize {
         match self {
@@ -42,9 +50,36 @@ impl DeviceData<'_> {
         }
     }
 
+    /// A host copy, for the steps that run on the CPU (training with `device=cpu`).
+    pub fn to_host(&self, gpu: &Gpu) -> Result<FeatureMatrix> {
+        Ok(match *self {
+            DeviceData::Dense { values, rows, cols } => {
+                if rows.checked_mul(cols) != Some(values.len()) {
+                    return Err(Error::InvalidData(format!(
+                        "{} device values for {rows} rows of {cols}",
+                        values.len()
+                    )));
+                }
+                FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values.to_vec(gpu)?))
+            }
+            DeviceData::Csr(csr) => FeatureMatrix::Sparse(CsrMatrix {
+                rows: csr.rows(),
+                cols: csr.cols(),
+                row_ptr: csr.row_ptr.to_vec(gpu)?.into_iter().map(|p| p as usize).collect(),
+                col_indices: csr.col_indices.to_vec(gpu)?,
+                values: csr.values.to_vec(gpu)?,
+            }),
+        })
+    }
+
+    /// Refuses a dense shape the buffer does not hold, infinite values, and rows of another GPU.
+    pub(crate) fn check(&self, gpu: &Gpu) -> Result<()> {
+        self.view(gpu).map(|_| ())
+    }
+
     /// The rows and the kernels' view of them, the dense shape and values checked (CSR rows were
     /// when made).
-    fn view(&self, gpu: &Gpu) -> Result<(usize, FeatureView)> {
+    pub(super) fn view(&self, gpu: &Gpu) -> Result<(usize, FeatureView)> {
         match *self {
             DeviceData::Dense { values, rows, cols } => {
                 if rows.checked_mul(cols) != Some(values.len()) {
@@ -143,13 +178,7 @@ impl DeviceModel {
         iteration_range: (usize, usize),
     ) -> Result<DeviceBuffer<f32>> {
         let (rows, view) = data.view(gpu)?;
-        if data.cols() > self.num_feature {
-            return Err(Error::InvalidData(format!(
-                "the data has {} features, the model {}",
-                data.cols(),
-                self.num_feature
-            )));
-        }
+        self.check_cols(data.cols())?;
         let trees = self.tree_range(iteration_range)?;
         let margins = self.initial_margins(gpu, rows, base_margin, prob_to_margin)?;
         if rows == 0 {
@@ -205,6 +234,32 @@ impl DeviceModel {
         let device_features = DeviceFeatures::upload(gpu, features)?;
         device_features.walk_trees(gpu, rows, &self.trees, trees, Walks::Leaves(&leaves), self.launch)?;
         Ok(leaves.to_vec(gpu)?)
+    }
+
+    /// [`DeviceModel::predict_leaf`] of rows already in device memory, read back.
+    pub fn predict_leaf_on_device(
+        &self,
+        gpu: &Gpu,
+        data: DeviceData<'_>,
+        iteration_range: (usize, usize),
+    ) -> Result<Vec<u32>> {
+        let (rows, view) = data.view(gpu)?;
+        self.check_cols(data.cols())?;
+        let trees = self.tree_range(iteration_range)?;
+        if rows == 0 || trees.is_empty() {
+            return Ok(vec![0; rows * trees.len()]);
+        }
+        let leaves = gpu.alloc_uninitialized::<u32>(rows * trees.len())?;
+        walk_trees(gpu, view, rows, &self.trees, trees, Walks::Leaves(&leaves), self.launch)?;
+        Ok(leaves.to_vec(gpu)?)
+    }
+
+    /// Refuses device rows of more features than the model's.
+    fn check_cols(&self, cols: usize) -> Result<()> {
+        if cols > self.num_feature {
+            return Err(Error::InvalidData(format!("the data has {cols} features, the model {}", self.num_feature)));
+        }
+        Ok(())
     }
 
     /// The trees of `iteration_range` (`(0, 0)`: all), as [`Model::tree_range`] takes it.

@@ -584,3 +584,63 @@ fn a_custom_objective_trains_the_same_model_on_the_device() {
     // (The trees: the model files differ in the early-stopping attributes of the logged run.)
     assert!(on_gpu.model.trees == reference.model.trees, "the custom gradients are squared error's");
 }
+
+/// A `DMatrix` of rows the caller put in device memory (dense and CSR, with an evaluation set in
+/// device memory too) trains on their GPU, sketched and quantised in place, the CPU's model and
+/// log; the booster's predictions of those rows are its CPU predictions.
+#[test]
+fn a_dmatrix_in_device_memory_trains_the_cpus_model() {
+    use boost::data::{CsrMatrix, FeatureMatrix};
+    use boost::gpu::DeviceCsr;
+    use boost::{Booster, DMatrix, PredictOptions};
+    let gpu = Arc::new(gpu());
+    let rows = if gpu.is_emulated() { 3000 } else { 200_000 };
+    let (train_set, test_set) =
+        (dataset(rows, 12, SyntheticTask::Binary, 23), dataset(rows / 2, 12, SyntheticTask::Binary, 24));
+    let host = |d: &Dataset| match &d.features {
+        FeatureMatrix::Dense(m) => DMatrix::from_dense(m.values.clone(), m.rows, m.cols),
+        FeatureMatrix::Sparse(m) => {
+            DMatrix::from_csr(m.row_ptr.clone(), m.col_indices.clone(), m.values.clone(), m.cols)
+        }
+    };
+    let device = |d: &Dataset, csr: bool| -> DMatrix {
+        let FeatureMatrix::Dense(m) = &d.features else { panic!("dense synthetic data") };
+        let data = if csr {
+            let mut c =
+                CsrMatrix { rows: m.rows, cols: m.cols, row_ptr: vec![0], col_indices: Vec::new(), values: Vec::new() };
+            for r in 0..m.rows {
+                for (j, &v) in m.values[r * m.cols..(r + 1) * m.cols].iter().enumerate() {
+                    if !v.is_nan() {
+                        c.col_indices.push(j as u32);
+                        c.values.push(v);
+                    }
+                }
+                c.row_ptr.push(c.values.len());
+            }
+            DMatrix::from_device_csr(gpu.clone(), DeviceCsr::upload(&gpu, &c).expect("CSR upload"))
+        } else {
+            DMatrix::from_device_dense(gpu.clone(), gpu.upload(&m.values).expect("upload"), m.rows, m.cols)
+        };
+        data.expect("device rows").with_labels(d.info.labels.clone()).expect("labels")
+    };
+    let with_labels = |d: &Dataset| host(d).expect("rows").with_labels(d.info.labels.clone()).expect("labels");
+    let (dtrain, dtest) = (with_labels(&train_set), with_labels(&test_set));
+    let pairs = [("objective", "binary:logistic"), ("max_depth", "6"), ("eval_metric", "logloss")];
+    let on_cpu = Params::from_pairs(&pairs).expect("params");
+    let mut on_gpu = on_cpu.clone();
+    on_gpu.set("device", "cuda").expect("device");
+    let options = TrainOptions { num_boost_round: 8, verbose_eval: 0, ..Default::default() };
+    let reference = Booster::train_with(&on_cpu, &dtrain, &[(&dtest, "test")], &options, |_| {}).expect("cpu");
+    let json = |b: &Booster| b.model().to_json_string().expect("json");
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let expected = bits(reference.predict(&dtest, &PredictOptions::default()).expect("cpu predictions"));
+    for csr in [false, true] {
+        let (train_rows, test_rows) = (device(&train_set, csr), device(&test_set, csr));
+        let trained =
+            Booster::train_with(&on_gpu, &train_rows, &[(&test_rows, "test")], &options, |_| {}).expect("device rows");
+        assert_eq!(json(&trained), json(&reference), "csr: {csr}{}", cuda_suffix(&gpu));
+        assert_eq!(trained.history(), reference.history(), "csr: {csr}");
+        let predicted = trained.predict(&test_rows, &PredictOptions::default()).expect("device predictions");
+        assert_eq!(bits(predicted), expected, "csr: {csr}");
+    }
+}
