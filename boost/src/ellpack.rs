@@ -163,6 +163,10 @@ pub struct UnpackedBins {
     pub null: u32,
     /// The bin ids.
     pub data: UnpackedData,
+    /// With one slot a feature, the same bin ids column after column (feature `f`'s of every row,
+    /// then `f + 1`'s): a row partition reads one feature of many rows, and a column's are adjacent
+    /// (XGBoost's CPU `hist` keeps such a column matrix beside its row-wise one for the same reason).
+    pub columns: Option<UnpackedData>,
 }
 
 /// The entries of [`UnpackedBins`], row after row.
@@ -193,12 +197,26 @@ impl EllpackMatrix {
         };
         let mut all = vec![0u32; self.rows * stride];
         all.par_chunks_mut(stride.max(1)).enumerate().for_each(|(row, out)| row_of(row, out));
-        let data = if null <= u16::MAX as u32 {
+        let rows = self.rows;
+        let column = |f: usize| all.iter().skip(f).step_by(stride.max(1)).take(rows);
+        let narrow = null <= u16::MAX as u32;
+        let columns = by_feature.then(|| {
+            if narrow {
+                let columns: Vec<Vec<u16>> =
+                    (0..stride).into_par_iter().map(|f| column(f).map(|&v| v as u16).collect()).collect();
+                UnpackedData::U16(columns.concat())
+            } else {
+                let columns: Vec<Vec<u32>> =
+                    (0..stride).into_par_iter().map(|f| column(f).copied().collect()).collect();
+                UnpackedData::U32(columns.concat())
+            }
+        });
+        let data = if narrow {
             UnpackedData::U16(all.par_iter().map(|&v| v as u16).collect())
         } else {
             UnpackedData::U32(all)
         };
-        UnpackedBins { stride, by_feature, null, data }
+        UnpackedBins { stride, by_feature, null, data, columns }
     }
 }
 

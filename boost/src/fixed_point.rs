@@ -11,10 +11,22 @@
 
 pub use boost_kernels::fixed_point::{add, rounding_factor, sub, GradientQuantiser};
 
+use boost_kernels::fixed_point::QuantiserSums;
+use primitives::ops::GradientPair;
+use rayon::prelude::*;
+
+/// [`GradientQuantiser::new`] with the blocks of its sums taken in parallel (the same blocks in the
+/// same order, so the same quantiser), and the gradients converted by it.
+pub fn quantise(gradients: &[GradientPair<f32>]) -> (GradientQuantiser, Vec<GradientPair<i64>>) {
+    let sums = crate::metric::fixed_order_sum(gradients.len(), |i| QuantiserSums::of(gradients[i]));
+    let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, gradients.len());
+    let fixed = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).collect();
+    (quantiser, fixed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use primitives::ops::GradientPair;
     use rand::{Rng, SeedableRng};
 
     /// The factor as this module computed it before it moved to `boost-kernels` (with `log2`),
@@ -53,6 +65,20 @@ mod tests {
             assert_eq!(rounding_factor(x, 10), rounding_factor_by_log2(x, 10), "{x}");
         }
         assert_eq!(rounding_factor(5e-324, 1), 5e-324);
+    }
+
+    /// The parallel quantiser is the sequential one, for sizes around the reduction's blocks.
+    #[test]
+    fn the_parallel_quantiser_is_the_sequential_one() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(8);
+        for n in [0, 1, 1000, 65_537, 300_001] {
+            let gradients: Vec<GradientPair<f32>> =
+                (0..n).map(|_| GradientPair::new(rng.gen_range(-3.0..1.0), rng.gen_range(0.0..0.5))).collect();
+            let (q, fixed) = quantise(&gradients);
+            let sequential = GradientQuantiser::new(&gradients);
+            assert_eq!(q, sequential, "{n}");
+            assert!(fixed.iter().zip(&gradients).all(|(&f, &g)| f == sequential.to_fixed(g)));
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use boost_kernels::sampling::RowSampler;
 
 use crate::data::{Dataset, FeatureMatrix, MetaInfo};
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
-use crate::fixed_point::GradientQuantiser;
+use crate::fixed_point;
 use crate::gpu::{
     csr_is_checked, device_cuts, device_cuts_csr, DeviceCsr, DeviceData, DeviceEvalSet, DeviceModel, DeviceTrees,
     GpuTrainer, InitialMargins,
@@ -534,12 +534,10 @@ fn train_in(
                     })?
                 }
                 TreeBackend::Cpu { matrix, bins } => {
-                    let quantiser = GradientQuantiser::new(&column);
-                    let fixed =
-                        || -> Vec<GradientPair<i64>> { column.iter().map(|&g| quantiser.to_fixed(g)).collect() };
+                    let (quantiser, fixed) = fixed_point::quantise(&column);
                     let builder = HistBuilder { matrix, bins, cuts: &cuts, params: tree_params, quantiser: &quantiser };
                     match precision {
-                        HistogramPrecision::FixedPoint => builder.build(&fixed(), &tree_features, &mut rng),
+                        HistogramPrecision::FixedPoint => builder.build(&fixed, &tree_features, &mut rng),
                         HistogramPrecision::F64 => {
                             let wide: Vec<GradientPair<f64>> =
                                 column.iter().map(|g| GradientPair::new(g.grad as f64, g.hess as f64)).collect();
@@ -563,6 +561,7 @@ fn train_in(
                 );
             }
             phases.add("trees", start.elapsed());
+            phases.merge(&built.phases);
             let start = Instant::now();
             for (i, &leaf) in built.positions.iter().enumerate() {
                 margins[i * outputs + k] += built.tree.split_conditions[leaf as usize];

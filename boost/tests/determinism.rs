@@ -51,3 +51,31 @@ fn byte_identical_models_for_1_and_2_threads_and_repeated_runs() {
         assert!(one.len() > 10_000, "{path}: a real model ({} bytes)", one.len());
     }
 }
+
+/// Rows enough for the parallel steps that split one node's rows into tasks (partitions, node
+/// sums, histograms): the same model file for 1, 2, 3, 8 and 16 threads.
+#[test]
+fn byte_identical_models_for_every_thread_count_on_large_nodes() {
+    use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+    let spec = SyntheticSpec {
+        rows: 120_000,
+        cols: 10,
+        task: SyntheticTask::Binary,
+        seed: 3,
+        missing_columns: 2,
+        ..Default::default()
+    };
+    let data = generate(&spec).expect("synthetic data");
+    let params = Params::from_pairs(&[("objective", "binary:logistic"), ("max_depth", "6"), ("subsample", "0.9")])
+        .expect("params");
+    let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
+    let model = |threads| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        let trained = pool.install(|| train(&params, &data, &[], &options, |_| {})).expect("train");
+        trained.model.to_json_string().expect("json")
+    };
+    let one = model(1);
+    for threads in [2, 3, 8, 16] {
+        assert!(model(threads) == one, "{threads} threads differ from 1");
+    }
+}

@@ -1169,7 +1169,8 @@ impl<'g> GpuTrainer<'g> {
         let start = Instant::now();
         let positions = order.positions(&tree);
         self.phases.add("tree: positions", start.elapsed());
-        Ok(crate::tree::hist::BuiltTree { tree, positions })
+        // The trainer keeps its own phases (`GpuTrainer::phases`), merged once at the end of a run.
+        Ok(crate::tree::hist::BuiltTree { tree, positions, phases: PhaseTimes::default() })
     }
 
     /// Grows one tree from fixed-point gradients on the device; returns it with the row order: its

@@ -7,10 +7,12 @@
 //! launches once per batch.
 
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use boost_kernels::split::{calc_weight, leaf_value, GradientSum, Split};
 use rand::seq::SliceRandom;
 use rand::Rng;
+use rayon::prelude::*;
 
 use crate::fixed_point::GradientQuantiser;
 use crate::param::{GrowPolicy, TreeParams};
@@ -53,7 +55,7 @@ pub struct RowOrder {
 impl RowOrder {
     /// Every one of `n` rows in the root.
     pub fn new(n: usize) -> Self {
-        RowOrder { rows: (0..n as u32).collect(), ranges: vec![(0, n)] }
+        RowOrder { rows: (0..n as u32).into_par_iter().collect(), ranges: vec![(0, n)] }
     }
 
     /// The root's range of `n` rows without the rows themselves: for a backend that keeps them
@@ -95,15 +97,14 @@ impl RowOrder {
 
     /// The leaf each row ended in, once `tree` is grown.
     pub fn positions(&self, tree: &Tree) -> Vec<u32> {
-        let mut positions = vec![0u32; self.rows.len()];
-        for (id, &(begin, end)) in self.ranges.iter().enumerate() {
-            if tree.is_leaf(id) {
-                for &row in &self.rows[begin..end] {
-                    positions[row as usize] = id as u32;
-                }
-            }
-        }
-        positions
+        // Every row is in exactly one leaf's range: each slot is written once, in parallel.
+        let positions: Vec<AtomicU32> = (0..self.rows.len()).into_par_iter().map(|_| AtomicU32::new(0)).collect();
+        self.ranges.par_iter().enumerate().filter(|&(id, _)| tree.is_leaf(id)).for_each(|(id, &(begin, end))| {
+            self.rows[begin..end]
+                .par_iter()
+                .for_each(|&row| positions[row as usize].store(id as u32, Ordering::Relaxed));
+        });
+        positions.into_par_iter().map(AtomicU32::into_inner).collect()
     }
 }
 

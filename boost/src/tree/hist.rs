@@ -26,10 +26,12 @@ use rayon::prelude::*;
 use crate::ellpack::{EllpackMatrix, UnpackedBins, UnpackedData};
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
+use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::Tree;
 use std::convert::Infallible;
+use std::time::Instant;
 
 /// How the hist builder accumulates gradient sums. Training uses [`HistogramPrecision::FixedPoint`];
 /// the others exist for the precision experiment (`cargo xtask precision`), which measures how much
@@ -72,6 +74,8 @@ pub struct BuiltTree {
     pub tree: Tree,
     /// The leaf (node id) each training row ends in.
     pub positions: Vec<u32>,
+    /// Wall time of the build's steps (`tree: histograms`, ...), as the GPU backend reports its own.
+    pub phases: PhaseTimes,
 }
 
 /// Builds one tree from gradients (one per row of `matrix`), fixed point in training.
@@ -94,13 +98,20 @@ impl HistBuilder<'_> {
     /// `gradients` are fixed point in training ([`HistogramSum`] says why others exist).
     pub fn build<S: HistogramSum>(&self, gradients: &[S], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
         let n = self.matrix.rows;
-        let mut backend = CpuBackend { builder: self, gradients, order: RowOrder::new(n), hists: vec![None] };
+        let mut backend = CpuBackend {
+            builder: self,
+            gradients,
+            order: RowOrder::new(n),
+            hists: vec![None],
+            phases: PhaseTimes::default(),
+        };
         let tree = match grow::grow(&mut backend, self.params, self.quantiser, features, n, rng) {
             Ok(tree) => tree,
             Err(never) => match never {},
         };
-        let positions = backend.order.positions(&tree);
-        BuiltTree { tree, positions }
+        let mut phases = backend.phases;
+        let positions = phases.time("tree: positions", || backend.order.positions(&tree));
+        BuiltTree { tree, positions, phases }
     }
 
     /// The gradient histogram (one sum per global bin) of `rows`.
@@ -210,18 +221,48 @@ impl HistBuilder<'_> {
 
     /// Stable partition of a node's rows by `split`; returns how many go left.
     fn partition<S: Sync>(&self, rows: &mut [u32], split: &Split<S>) -> usize {
-        match &self.bins.data {
-            UnpackedData::U16(bins) => self.partition_of(bins, rows, split),
-            UnpackedData::U32(bins) => self.partition_of(bins, rows, split),
+        let flags = match (&self.bins.columns, &self.bins.data) {
+            (Some(UnpackedData::U16(columns)), _) => self.flags_of_column(columns, rows, split),
+            (Some(UnpackedData::U32(columns)), _) => self.flags_of_column(columns, rows, split),
+            (None, UnpackedData::U16(bins)) => self.flags_of_rows(bins, rows, split),
+            (None, UnpackedData::U32(bins)) => self.flags_of_rows(bins, rows, split),
+        };
+        if rows.len() > ROWS_PER_TASK {
+            parallel_stable_partition(rows, &flags)
+        } else {
+            grow::stable_partition(rows, &flags)
         }
     }
 
-    fn partition_of<B: Copy + Into<u32> + Sync, S: Sync>(
+    /// Whether each row goes left, from the split feature's column (one slot a feature).
+    fn flags_of_column<B: Copy + Into<u32> + Sync, S: Sync>(
+        &self,
+        columns: &[B],
+        rows: &[u32],
+        split: &Split<S>,
+    ) -> Vec<bool> {
+        let n = self.matrix.rows;
+        let f = split.feature as usize;
+        let column = &columns[f * n..(f + 1) * n];
+        let null = self.bins.null;
+        let goes_left = |row: u32| {
+            let b: u32 = column[row as usize].into();
+            if b == null {
+                split.default_left
+            } else {
+                (b as i64) <= split.last_left_bin
+            }
+        };
+        flags(rows, |chunk, out| chunk.iter().zip(out.iter_mut()).for_each(|(&row, flag)| *flag = goes_left(row)))
+    }
+
+    /// Whether each row goes left, from the rows' entries (sparse layouts).
+    fn flags_of_rows<B: Copy + Into<u32> + Sync, S: Sync>(
         &self,
         bins: &[B],
-        rows: &mut [u32],
+        rows: &[u32],
         split: &Split<S>,
-    ) -> usize {
+    ) -> Vec<bool> {
         let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
         let f = split.feature as usize;
         let (lo, hi) = (self.cuts.cut_ptrs[f], self.cuts.cut_ptrs[f + 1]);
@@ -241,24 +282,58 @@ impl HistBuilder<'_> {
         };
         // Rows are scattered over the matrix: ask for the entry a few rows ahead.
         let slot = if by_feature { f } else { 0 };
-        let decide = |chunk: &[u32], out: &mut [bool]| {
+        flags(rows, |chunk, out| {
             for (i, (&row, flag)) in chunk.iter().zip(out.iter_mut()).enumerate() {
                 if let Some(&ahead) = chunk.get(i + PREFETCH_DISTANCE) {
                     prefetch(bins[ahead as usize * stride + slot..].as_ptr());
                 }
                 *flag = goes_left(row);
             }
-        };
-        let mut flags = vec![false; rows.len()];
-        if rows.len() > ROWS_PER_TASK {
-            rows.par_chunks(ROWS_PER_TASK)
-                .zip(flags.par_chunks_mut(ROWS_PER_TASK))
-                .for_each(|(chunk, out)| decide(chunk, out));
-        } else {
-            decide(rows, &mut flags);
-        }
-        grow::stable_partition(rows, &flags)
+        })
     }
+}
+
+/// `decide(chunk, flags)` over `rows`, in parallel tasks when there are many.
+fn flags(rows: &[u32], decide: impl Fn(&[u32], &mut [bool]) + Sync) -> Vec<bool> {
+    let mut flags = vec![false; rows.len()];
+    if rows.len() > ROWS_PER_TASK {
+        rows.par_chunks(ROWS_PER_TASK).zip(flags.par_chunks_mut(ROWS_PER_TASK)).for_each(|(c, out)| decide(c, out));
+    } else {
+        decide(rows, &mut flags);
+    }
+    flags
+}
+
+/// [`grow::stable_partition`] in parallel tasks: each task's rows go to the places its count of
+/// left rows and those of the tasks before it give (the same order as the sequential pass).
+fn parallel_stable_partition(rows: &mut [u32], goes_left: &[bool]) -> usize {
+    let lefts: Vec<usize> = goes_left.par_chunks(ROWS_PER_TASK).map(|f| f.iter().filter(|&&l| l).count()).collect();
+    let n_left: usize = lefts.iter().sum();
+    let mut out = vec![0u32; rows.len()];
+    let (mut left, mut right) = out.split_at_mut(n_left);
+    let mut places = Vec::with_capacity(lefts.len());
+    for (chunk, &chunk_left) in goes_left.chunks(ROWS_PER_TASK).zip(&lefts) {
+        let (l, rest_left) = std::mem::take(&mut left).split_at_mut(chunk_left);
+        let (r, rest_right) = std::mem::take(&mut right).split_at_mut(chunk.len() - chunk_left);
+        places.push((l, r));
+        (left, right) = (rest_left, rest_right);
+    }
+    rows.par_chunks(ROWS_PER_TASK).zip(goes_left.par_chunks(ROWS_PER_TASK)).zip(places).for_each(
+        |((chunk, flags), (l, r))| {
+            let (mut i, mut j) = (0, 0);
+            for (&row, &goes) in chunk.iter().zip(flags) {
+                if goes {
+                    l[i] = row;
+                    i += 1;
+                } else {
+                    r[j] = row;
+                    j += 1;
+                }
+            }
+        },
+    );
+    rows.par_chunks_mut(ROWS_PER_TASK).zip(out.par_chunks(ROWS_PER_TASK)).for_each(|(d, s)| d.copy_from_slice(s));
+    n_left
 }
 
 /// Rows ahead whose data [`prefetch`] requests during a histogram build.
@@ -283,6 +358,7 @@ struct CpuBackend<'b, 'a, S> {
     gradients: &'b [S],
     order: RowOrder,
     hists: Vec<Option<Vec<S>>>,
+    phases: PhaseTimes,
 }
 
 impl<S> CpuBackend<'_, '_, S> {
@@ -304,15 +380,56 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
     type Error = Infallible;
 
     fn total(&mut self) -> Result<S, Infallible> {
-        Ok(sum_rows(self.gradients, &self.order.rows))
+        let start = Instant::now();
+        let total = sum_rows(self.gradients, &self.order.rows);
+        self.phases.add("tree: total", start.elapsed());
+        Ok(total)
     }
 
     fn root_histogram(&mut self) -> Result<(), Infallible> {
+        let start = Instant::now();
         self.hists[0] = Some(self.builder.histogram(self.gradients, &self.order.rows));
+        self.phases.add("tree: histograms", start.elapsed());
         Ok(())
     }
 
     fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<(), Infallible> {
+        let start = Instant::now();
+        self.partition_rows(expanded);
+        self.phases.add("tree: partitions", start.elapsed());
+        Ok(())
+    }
+
+    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Infallible> {
+        let start = Instant::now();
+        self.build_children(children);
+        self.phases.add("tree: histograms", start.elapsed());
+        Ok(())
+    }
+
+    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>, Infallible> {
+        let start = Instant::now();
+        let splits = nodes
+            .par_iter()
+            .map(|(node, sum, features)| {
+                let hist = self.hists[*node].as_ref().expect("a node is evaluated after its histogram is built");
+                self.builder.evaluate(hist, *sum, features)
+            })
+            .collect();
+        self.phases.add("tree: evaluation", start.elapsed());
+        Ok(splits)
+    }
+
+    fn release(&mut self, node: usize) {
+        if let Some(hist) = self.hists.get_mut(node) {
+            *hist = None;
+        }
+    }
+}
+
+impl<S: HistogramSum> CpuBackend<'_, '_, S> {
+    /// Every expanded node's rows split between its children, the nodes in parallel.
+    fn partition_rows(&mut self, expanded: &[Expansion<S>]) {
         // Every expanded node's rows (disjoint ranges of `rows`) in parallel.
         let mut ranges: Vec<(usize, usize, usize)> = expanded
             .iter()
@@ -342,10 +459,11 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
         if self.hists.len() < slots {
             self.hists.resize(slots, None);
         }
-        Ok(())
     }
 
-    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Infallible> {
+    /// The children's histograms: the smaller from its rows, the other by subtraction from the
+    /// parent's when it is kept.
+    fn build_children(&mut self, children: &[ChildHistograms]) {
         let parents: Vec<Option<Vec<S>>> = children.iter().map(|c| self.hists[c.parent].take()).collect();
         let this = &*self;
         let built: Vec<(Vec<S>, Vec<S>)> = children
@@ -369,28 +487,15 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
             self.hists[small] = Some(small_hist);
             self.hists[large] = Some(large_hist);
         }
-        Ok(())
-    }
-
-    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>, Infallible> {
-        Ok(nodes
-            .par_iter()
-            .map(|(node, sum, features)| {
-                let hist = self.hists[*node].as_ref().expect("a node is evaluated after its histogram is built");
-                self.builder.evaluate(hist, *sum, features)
-            })
-            .collect())
-    }
-
-    fn release(&mut self, node: usize) {
-        if let Some(hist) = self.hists.get_mut(node) {
-            *hist = None;
-        }
     }
 }
 
+/// The gradients of `rows` summed in parallel tasks of fixed size (exact in fixed point, so any
+/// order gives the same sum; the float experiments' sums depend on the task size only).
 fn sum_rows<S: HistogramSum>(gradients: &[S], rows: &[u32]) -> S {
-    rows.iter().fold(S::ZERO, |a, &r| S::add(a, gradients[r as usize]))
+    let sum = |chunk: &[u32]| chunk.iter().fold(S::ZERO, |a, &r| S::add(a, gradients[r as usize]));
+    let partial: Vec<S> = rows.par_chunks(ROWS_PER_TASK).map(sum).collect();
+    partial.into_iter().fold(S::ZERO, S::add)
 }
 
 #[cfg(test)]
@@ -521,6 +626,22 @@ mod tests {
             for n in (0..tree.len()).filter(|&n| tree.is_leaf(n)) {
                 assert!((hess[n] - tree.sum_hessian[n] as f64).abs() < 1e-3, "{policy:?}: leaf {n}");
                 assert!(tree.sum_hessian[n] >= params.min_child_weight);
+            }
+        }
+    }
+
+    /// The parallel partition keeps the sequential one's order, over several tasks.
+    #[test]
+    fn parallel_stable_partition_is_the_sequential_one() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+        for n in [ROWS_PER_TASK + 1, 3 * ROWS_PER_TASK + 17] {
+            for p_left in [0.0, 0.3, 1.0] {
+                let rows: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
+                let flags: Vec<bool> = (0..n).map(|_| rng.gen_bool(p_left)).collect();
+                let (mut parallel, mut sequential) = (rows.clone(), rows);
+                let left = parallel_stable_partition(&mut parallel, &flags);
+                assert_eq!(left, grow::stable_partition(&mut sequential, &flags), "{n} {p_left}");
+                assert_eq!(parallel, sequential, "{n} {p_left}");
             }
         }
     }
