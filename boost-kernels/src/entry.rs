@@ -224,6 +224,14 @@ kernel! {
 }
 
 kernel! {
+    /// Each row's predictions from its margins; see [`predict::transform_kernel`].
+    pub unsafe fn boost_predict_transform(margins: *const f32, out: *mut f32, rows: u64, outputs: u64, code: u64) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { predict::transform_kernel(margins, out, rows, outputs, code as u32) }
+    }
+}
+
+kernel! {
     /// Every row's margins at the base margins; see [`objective::fill_margins_kernel`].
     pub unsafe fn boost_objective_fill_margins(base: *const f32, outputs: u64, count: u64, margins: *mut f32) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
@@ -855,6 +863,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_objective_gradients" => Some(boost_objective_gradients::raw),
         "boost_objective_add_leaves" => Some(boost_objective_add_leaves::raw),
         "boost_objective_fill_margins" => Some(boost_objective_fill_margins::raw),
+        "boost_predict_transform" => Some(boost_predict_transform::raw),
         "boost_metric_elementwise" => Some(boost_metric_elementwise::raw),
         "boost_objective_softmax_gradients" => Some(boost_objective_softmax_gradients::raw),
         "boost_objective_sample" => Some(boost_objective_sample::raw),

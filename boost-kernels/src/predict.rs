@@ -15,6 +15,7 @@
 use primitives_kernels::arch;
 
 use crate::evaluate::global_thread;
+use crate::objective::{sigmoid, softmax_normaliser, softmax_probability};
 
 /// The step of a split node: a missing value (NaN) follows the node's default direction, any other
 /// value goes left when it is below the split condition (XGBoost's rule).
@@ -400,9 +401,113 @@ pub unsafe fn sum_kernel(
     }
 }
 
+/// What an objective makes of a row's margins for its predictions (XGBoost's `PredTransform`), one
+/// source for the host's [`OutputTransform::row`] and the device's [`transform_kernel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputTransform {
+    /// The margins (regression, ranking, `binary:logitraw`).
+    Identity,
+    /// [`sigmoid`] of each margin (the logistic family).
+    Sigmoid,
+    /// `e^m` of each margin (`count:poisson`).
+    Exp,
+    /// The row's softmax probabilities (`multi:softprob`).
+    Softmax,
+    /// The class of the row's largest margin, the first of equal ones, as `f32` (`multi:softmax`).
+    ArgMax,
+}
+
+impl OutputTransform {
+    /// The kernel argument's code.
+    pub const fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The transform of a kernel argument's code.
+    pub fn from_code(code: u32) -> Option<Self> {
+        [Self::Identity, Self::Sigmoid, Self::Exp, Self::Softmax, Self::ArgMax].into_iter().find(|t| t.code() == code)
+    }
+
+    /// Values a row of `outputs` margins gives.
+    pub fn values_per_row(self, outputs: usize) -> usize {
+        if self == Self::ArgMax {
+            1
+        } else {
+            outputs
+        }
+    }
+
+    /// A row's values from its `outputs` margins (`margin(c)`), written by `write(c, value)`.
+    #[inline]
+    pub fn row(self, outputs: usize, margin: impl Fn(usize) -> f32, mut write: impl FnMut(usize, f32)) {
+        match self {
+            Self::Identity => (0..outputs).for_each(|c| write(c, margin(c))),
+            Self::Sigmoid => (0..outputs).for_each(|c| write(c, sigmoid(margin(c)))),
+            Self::Exp => (0..outputs).for_each(|c| write(c, libm::expf(margin(c)))),
+            Self::Softmax => {
+                let normaliser = softmax_normaliser(&margin, outputs);
+                (0..outputs).for_each(|c| write(c, softmax_probability(margin(c), normaliser)));
+            }
+            Self::ArgMax => {
+                let mut best = 0;
+                for c in 1..outputs {
+                    if margin(c) > margin(best) {
+                        best = c;
+                    }
+                }
+                write(0, best as f32);
+            }
+        }
+    }
+}
+
+/// A thread a row: `out`'s values of the row from its `outputs` margins by the transform of
+/// `code` ([`OutputTransform::row`]).
+///
+/// # Safety
+/// `margins` holds `rows * outputs` values, `out` `rows * values_per_row(outputs)`; `code` is an
+/// [`OutputTransform`]'s.
+pub unsafe fn transform_kernel(margins: *const f32, out: *mut f32, rows: u64, outputs: u64, code: u32) {
+    let row = global_thread();
+    let Some(transform) = OutputTransform::from_code(code) else { return };
+    if row >= rows {
+        return;
+    }
+    let outputs = outputs as usize;
+    let per_row = transform.values_per_row(outputs);
+    let (first, written) = (row as usize * outputs, row as usize * per_row);
+    // SAFETY: `row < rows` and `row` calls `margin` with `c < outputs`.
+    let margin = |c: usize| unsafe { arch::load(margins.add(first + c)) };
+    let write = |c: usize, value: f32| {
+        // SAFETY: `row < rows` and `row` writes `c < values_per_row(outputs)`.
+        unsafe { arch::store(out.add(written + c), value) }
+    };
+    transform.row(outputs, margin, write);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_transforms_of_a_row() {
+        let margins = [1.0f32, 3.0, 3.0, -1.0];
+        let row = |t: OutputTransform| {
+            let mut out = [f32::NAN; 4];
+            t.row(4, |c| margins[c], |c, v| out[c] = v);
+            out[..t.values_per_row(4)].to_vec()
+        };
+        assert_eq!(row(OutputTransform::Identity), margins);
+        assert_eq!(row(OutputTransform::ArgMax), [1.0], "the first of equal maxima");
+        assert_eq!(row(OutputTransform::Sigmoid)[0], sigmoid(1.0));
+        assert_eq!(row(OutputTransform::Exp)[3], libm::expf(-1.0));
+        let p = row(OutputTransform::Softmax);
+        assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6 && p[1] == p[2] && p[1] > p[0]);
+        for t in [OutputTransform::Identity, OutputTransform::Softmax, OutputTransform::ArgMax] {
+            assert_eq!(OutputTransform::from_code(t.code()), Some(t));
+        }
+        assert_eq!(OutputTransform::from_code(9), None);
+    }
 
     #[test]
     fn missing_values_follow_the_default_and_others_compare_below() {

@@ -106,6 +106,7 @@
             "boost_predict_dense",
             "boost_predict_dense_trees",
             "boost_predict_sum",
+            "boost_predict_transform",
         ],
         ptx: include_bytes!("predict.compute_80.ptx.zst"),
         sass: &[

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use primitives::{DeviceBuffer, Gpu};
 
 use crate::data::{read_data, Categories, CsrMatrix, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
-use crate::gpu::{DeviceCsr, DeviceData, DeviceModel};
+use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions};
 use crate::model::{FeatureScore, ImportanceType, Model};
 use crate::objective::{self, Objective};
@@ -363,21 +363,44 @@ impl Booster {
                 self.trees_on(&gpu)?.predict_margin(&gpu, features, base_margin, to_margin, range)?
             }
             Walk::InPlace(rows) => {
-                let gpu = &rows.gpu;
-                let trees = self.trees_on(gpu)?;
-                trees.predict_margin_on_device(gpu, rows.data(), base_margin, to_margin, range)?.to_vec(gpu)?
+                let values = self.predict_on_device(&rows.gpu, rows.data(), base_margin, options)?;
+                return Ok(values.to_vec(&rows.gpu)?);
             }
         };
         Ok(self.transform(margins, options.output))
     }
 
-    /// [`Booster::predict`] of rows the caller keeps in the memory of `gpu` (dense or CSR),
-    /// borrowed for the call (XGBoost's `inplace_predict`), read back.
-    pub fn predict_device_data(&self, gpu: &Gpu, data: DeviceData<'_>, options: &PredictOptions) -> Result<Vec<f32>> {
+    /// The predictions of rows in the memory of `gpu`, left there: margins, or the objective's
+    /// values computed on the device.
+    fn predict_on_device(
+        &self,
+        gpu: &Gpu,
+        data: DeviceData<'_>,
+        base_margin: Option<&[f32]>,
+        options: &PredictOptions,
+    ) -> Result<DeviceBuffer<f32>> {
         let trees = self.trees_on(gpu)?;
         let to_margin = |b| self.objective.prob_to_margin(b);
-        let margins = trees.predict_margin_on_device(gpu, data, None, to_margin, options.iteration_range)?;
-        Ok(self.transform(margins.to_vec(gpu)?, options.output))
+        let margins = trees.predict_margin_on_device(gpu, data, base_margin, to_margin, options.iteration_range)?;
+        match options.output {
+            PredictOutput::Margin => Ok(margins),
+            PredictOutput::Value => {
+                let (rows, outputs) = (data.rows(), self.objective.outputs());
+                transform_on_device(gpu, &margins, rows, outputs, self.objective.output_transform())
+            }
+        }
+    }
+
+    /// [`Booster::predict`] of rows the caller keeps in the memory of `gpu` (dense or CSR),
+    /// borrowed for the call, the predictions left in device memory (XGBoost's `inplace_predict`
+    /// of CuPy arrays): the objective's values are computed there too, the host's bits.
+    pub fn predict_device_data(
+        &self,
+        gpu: &Gpu,
+        data: DeviceData<'_>,
+        options: &PredictOptions,
+    ) -> Result<DeviceBuffer<f32>> {
+        self.predict_on_device(gpu, data, None, options)
     }
 
     /// The leaf each row reaches in each tree of `options.iteration_range` on `options.device`:
@@ -525,7 +548,7 @@ mod tests {
         let values = gpu.upload(&m.values).unwrap();
         let on_device = DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols };
         let got = booster.predict_device_data(&gpu, on_device, &PredictOptions::default()).unwrap();
-        assert_eq!(got, booster.predict(&data, &PredictOptions::default()).unwrap());
+        assert_eq!(got.to_vec(&gpu).unwrap(), booster.predict(&data, &PredictOptions::default()).unwrap());
         let kept = booster.trees_on(&gpu).unwrap();
         assert!(Arc::ptr_eq(&kept, &booster.trees_on(&gpu).unwrap()), "the trees are uploaded again");
         let other = Gpu::emulated(Schedule::Deterministic);

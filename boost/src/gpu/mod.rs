@@ -47,7 +47,7 @@ pub use csr::DeviceCsr;
 pub use eval::{DeviceEvalSet, DeviceTrees, PredictLaunch};
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
-pub use predict::{DeviceData, DeviceModel};
+pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};
 use rank::RankGradients;
 #[doc(hidden)]
 pub use sketch::device_cuts_within;

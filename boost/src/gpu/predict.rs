@@ -9,13 +9,39 @@ use std::ops::Range;
 
 use primitives::{DeviceBuffer, Gpu};
 
-use super::csr::check_dense_finite;
+use super::csr::{check_dense_finite, check_on};
+use super::element_config;
 use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, PredictLaunch, Walks};
 use super::metrics::InitialMargins;
 use super::DeviceCsr;
 use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
 use crate::model::{check_features, trees_of_rounds, Model};
 use crate::{Error, Result};
+pub use boost_kernels::predict::OutputTransform;
+
+/// The predictions of `rows` rows from their margins (`rows * outputs` on `gpu`, row-major) by
+/// `transform`, in a new device buffer (`rows * transform.values_per_row(outputs)`): the host's
+/// `Objective::transform` bit for bit (one source, `boost_kernels::predict::OutputTransform`).
+pub fn transform_on_device(
+    gpu: &Gpu,
+    margins: &DeviceBuffer<f32>,
+    rows: usize,
+    outputs: usize,
+    transform: OutputTransform,
+) -> Result<DeviceBuffer<f32>> {
+    check_on(gpu, margins, "the margins")?;
+    if rows.checked_mul(outputs) != Some(margins.len()) {
+        return Err(Error::InvalidData(format!("{} margins for {rows} rows of {outputs} outputs", margins.len())));
+    }
+    let out = gpu.alloc_uninitialized::<f32>(rows * transform.values_per_row(outputs))?;
+    if rows == 0 {
+        return Ok(out);
+    }
+    let args = [margins.device_ptr(), out.device_ptr(), rows as u64, outputs as u64, u64::from(transform.code())];
+    // SAFETY: `rows * outputs` margins and `rows * values_per_row(outputs)` values, a valid code.
+    unsafe { gpu.launch(crate::KERNELS, "boost_predict_transform", element_config(rows)?, &args)? };
+    Ok(out)
+}
 
 /// Rows already in device memory, as the caller filled them.
 #[derive(Clone, Copy)]
@@ -265,5 +291,45 @@ impl DeviceModel {
     /// The trees of `iteration_range` (`(0, 0)`: all), as [`Model::tree_range`] takes it.
     fn tree_range(&self, iteration_range: (usize, usize)) -> Result<Range<usize>> {
         trees_of_rounds(&self.iteration_indptr, iteration_range)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objective;
+    use primitives::Schedule;
+
+    /// The device's predictions from margins are every objective's host transform, bit for bit
+    /// (ties, huge and tiny margins, NaN included); a wrong margin count is refused.
+    #[test]
+    fn device_transforms_are_the_hosts() {
+        let gpu = Gpu::emulated(Schedule::Deterministic);
+        let classes = [("num_class".to_string(), "3".to_string())];
+        let names: [(&str, &[(String, String)]); 9] = [
+            ("binary:logistic", &[]),
+            ("binary:logitraw", &[]),
+            ("reg:squarederror", &[]),
+            ("reg:pseudohubererror", &[]),
+            ("reg:absoluteerror", &[]),
+            ("count:poisson", &[]),
+            ("rank:ndcg", &[]),
+            ("multi:softprob", &classes),
+            ("multi:softmax", &classes),
+        ];
+        let margins: Vec<f32> =
+            [0.0, 1.5, 1.5, -3.0, 90.0, -90.0, 1e-30, f32::NAN, 7.25, -0.5, 2.0, 2.0].repeat(3).into_iter().collect();
+        for (name, params) in names {
+            let objective = objective::from_name(name, params).unwrap();
+            let outputs = objective.outputs();
+            let rows = margins.len() / outputs;
+            let on_device = gpu.upload(&margins).unwrap();
+            let values = transform_on_device(&gpu, &on_device, rows, outputs, objective.output_transform()).unwrap();
+            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            assert_eq!(bits(values.to_vec(&gpu).unwrap()), bits(objective.transform(&margins)), "{name}");
+        }
+        let on_device = gpu.upload(&margins).unwrap();
+        let refused = transform_on_device(&gpu, &on_device, 5, 2, OutputTransform::Softmax).err().unwrap();
+        assert!(refused.to_string().contains("36 margins for 5 rows of 2 outputs"));
     }
 }

@@ -256,6 +256,9 @@ impl crate::objective::Objective for Doubling {
         _out: &mut [primitives::ops::GradientPair<f32>],
     ) {
     }
+    fn output_transform(&self) -> crate::objective::OutputTransform {
+        crate::objective::OutputTransform::Identity
+    }
     fn transform(&self, margins: &[f32]) -> Vec<f32> {
         margins.iter().map(|m| 2.0 * m).collect()
     }

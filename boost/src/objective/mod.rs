@@ -44,7 +44,9 @@ pub(crate) mod ranking;
 mod regression;
 
 use boost_kernels::adaptive;
+pub use boost_kernels::predict::OutputTransform;
 use primitives::ops::GradientPair;
+use rayon::prelude::*;
 
 pub use multiclass::Softmax;
 pub use ranking::{LambdaRank, PairMethod, RankKind};
@@ -123,8 +125,20 @@ pub trait Objective: Send + Sync {
     fn validate(&self, info: &MetaInfo) -> Result<()>;
     /// Gradient and hessian of the loss for every margin (`rows * outputs`, row-major) into `out`.
     fn gradients(&self, margins: &[f32], info: &MetaInfo, iteration: usize, out: &mut [GradientPair<f32>]);
-    /// Margins to what `predict` returns (probabilities, class ids, counts, ...).
-    fn transform(&self, margins: &[f32]) -> Vec<f32>;
+    /// What `predict` makes of a row's margins (probabilities, class ids, counts, ...): one
+    /// source for the host's [`Objective::transform`] and the device's.
+    fn output_transform(&self) -> OutputTransform;
+    /// Margins (`rows * outputs`, row-major) to what `predict` returns, by
+    /// [`Objective::output_transform`].
+    fn transform(&self, margins: &[f32]) -> Vec<f32> {
+        let (transform, outputs) = (self.output_transform(), self.outputs().max(1));
+        let per_row = transform.values_per_row(outputs);
+        let mut out = vec![0f32; margins.len() / outputs * per_row];
+        out.par_chunks_mut(per_row.max(1)).zip(margins.par_chunks(outputs)).for_each(|(out, row)| {
+            transform.row(outputs, |c| row[c], |c, value| out[c] = value);
+        });
+        out
+    }
     /// Margins to what the metrics see (for `multi:softmax`: probabilities, not class ids).
     fn eval_transform(&self, margins: &[f32]) -> Vec<f32> {
         self.transform(margins)

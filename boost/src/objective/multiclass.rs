@@ -13,7 +13,7 @@ use boost_kernels::objective::{softmax_gradient, softmax_normaliser, softmax_pro
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
-use super::{validate_rows, weight_of, DeviceObjective, Objective};
+use super::{validate_rows, weight_of, DeviceObjective, Objective, OutputTransform};
 use crate::data::MetaInfo;
 use crate::{Error, Result};
 
@@ -95,22 +95,12 @@ impl Objective for Softmax {
     }
     /// Class ids (as `f32`, the first of equal maxima) for `multi:softmax`, probabilities for
     /// `multi:softprob`.
-    fn transform(&self, margins: &[f32]) -> Vec<f32> {
+    fn output_transform(&self) -> OutputTransform {
         if self.output_prob {
-            return self.probabilities(margins);
+            OutputTransform::Softmax
+        } else {
+            OutputTransform::ArgMax
         }
-        margins
-            .chunks(self.classes)
-            .map(|row| {
-                let mut best = 0;
-                for (c, &m) in row.iter().enumerate() {
-                    if m > row[best] {
-                        best = c;
-                    }
-                }
-                best as f32
-            })
-            .collect()
     }
     fn eval_transform(&self, margins: &[f32]) -> Vec<f32> {
         self.probabilities(margins)

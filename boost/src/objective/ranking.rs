@@ -36,7 +36,10 @@ use boost_kernels::rank::{self, LambdaRankParams, QueryGroup, MAX_REL};
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
-use super::{argsort_desc, check_weights, cmp_desc, format_g, newton_intercept, DeviceObjective, Objective, Params};
+use super::{
+    argsort_desc, check_weights, cmp_desc, format_g, newton_intercept, DeviceObjective, Objective, OutputTransform,
+    Params,
+};
 use crate::data::MetaInfo;
 use crate::{Error, Result};
 
@@ -396,8 +399,8 @@ impl Objective for LambdaRank {
         Some(DeviceObjective::LambdaRank(self.device_params()))
     }
 
-    fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        margins.to_vec()
+    fn output_transform(&self) -> OutputTransform {
+        OutputTransform::Identity
     }
 
     /// A Newton step from margin 0, as XGBoost's `FitIntercept`: pairs cancel, so it is 0 up to

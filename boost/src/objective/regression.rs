@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::{
     format_f32, newton_intercept, sigmoid, validate_rows, weight_of, weighted_label_mean, weighted_quantile,
-    DeviceObjective, Objective,
+    DeviceObjective, Objective, OutputTransform,
 };
 use crate::data::MetaInfo;
 use crate::{Error, Result};
@@ -83,8 +83,8 @@ impl Objective for SquaredError {
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(Transform::IDENTITY)
     }
-    fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        margins.to_vec()
+    fn output_transform(&self) -> OutputTransform {
+        OutputTransform::Identity
     }
     fn initial_base_score(&self, info: &MetaInfo) -> f32 {
         if (self.scale_pos_weight - 1.0).abs() > RT_EPS {
@@ -158,10 +158,11 @@ impl Objective for Logistic {
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(if self.kind == LogisticKind::Raw { Transform::IDENTITY } else { Transform::SIGMOID })
     }
-    fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        match self.kind {
-            LogisticKind::Raw => margins.to_vec(),
-            _ => margins.par_iter().map(|&m| Transform::SIGMOID.apply(m)).collect(),
+    fn output_transform(&self) -> OutputTransform {
+        if self.kind == LogisticKind::Raw {
+            OutputTransform::Identity
+        } else {
+            OutputTransform::Sigmoid
         }
     }
     /// XGBoost's `-log(1/p - 1)` in `f32`, after clamping `p` into `[1e-6, 1 - 1e-6]` (so 0 and 1
@@ -240,8 +241,8 @@ impl Objective for PseudoHuber {
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(Transform::IDENTITY)
     }
-    fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        margins.to_vec()
+    fn output_transform(&self) -> OutputTransform {
+        OutputTransform::Identity
     }
     /// A Newton step from 0 (XGBoost's `FitIntercept`), not the median.
     fn initial_base_score(&self, info: &MetaInfo) -> f32 {
@@ -278,8 +279,8 @@ impl Objective for AbsoluteError {
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(Transform::IDENTITY)
     }
-    fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        margins.to_vec()
+    fn output_transform(&self) -> OutputTransform {
+        OutputTransform::Identity
     }
     /// The weighted median of the labels (interpolated without weights).
     fn initial_base_score(&self, info: &MetaInfo) -> f32 {
@@ -343,8 +344,8 @@ impl Objective for Poisson {
     fn device_eval_transform(&self) -> Option<Transform> {
         Some(Transform::EXP)
     }
-    fn transform(&self, margins: &[f32]) -> Vec<f32> {
-        margins.par_iter().map(|&m| Transform::EXP.apply(m)).collect()
+    fn output_transform(&self) -> OutputTransform {
+        OutputTransform::Exp
     }
     /// `log(base_score)`: a base score of 0 (all labels 0) gives `-inf`, as in XGBoost.
     fn prob_to_margin(&self, base_score: f32) -> f32 {

@@ -188,12 +188,18 @@ fn booster_device_predictions_are_its_cpu_predictions() {
             let dense = DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols };
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(
-                bits(&booster.predict_device_data(&gpu, dense, &options).expect("dense")),
+                bits(
+                    &booster
+                        .predict_device_data(&gpu, dense, &options)
+                        .and_then(|v| Ok(v.to_vec(&gpu)?))
+                        .expect("dense")
+                ),
                 bits(&host),
                 "{case}"
             );
             let csr = DeviceCsr::upload(&gpu, &csr(&m)).expect("CSR");
             let sparse = booster.predict_device_data(&gpu, DeviceData::Csr(&csr), &options).expect("CSR rows");
+            let sparse = sparse.to_vec(&gpu).expect("read back");
             assert_eq!(bits(&sparse), bits(&host), "{case}, CSR");
             #[cfg(feature = "gpu")]
             {
