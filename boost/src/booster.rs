@@ -94,7 +94,32 @@ impl DMatrix {
     /// `rows x cols` dense row-major values the caller filled in the memory of `gpu` (checked
     /// there: the shape, no infinities). Training on them runs on `gpu` (unless `device=cpu`,
     /// which reads them back), sketching and quantising them in place; predictions walk them
-    /// there.
+    /// there. The model is the one the same rows train on the CPU:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use boost::{Booster, DMatrix, Device, Params, PredictOptions};
+    /// use primitives::{Gpu, Schedule};
+    ///
+    /// // A program opens a CUDA device (`Gpu::new()`); the SIMT emulator runs the same kernels.
+    /// let gpu = Arc::new(Gpu::emulated(Schedule::Deterministic));
+    /// let (rows, cols) = (64, 2);
+    /// let values: Vec<f32> = (0..rows * cols).map(|i| ((i * 7) % 17) as f32).collect();
+    /// let labels: Vec<f32> = (0..rows).map(|r| f32::from(values[2 * r] > 8.0)).collect();
+    /// let on_device = DMatrix::from_device_dense(gpu.clone(), gpu.upload(&values)?, rows, cols)?;
+    /// let on_device = on_device.with_labels(labels.clone())?;
+    /// let on_host = DMatrix::from_dense(values, rows, cols)?.with_labels(labels)?;
+    /// let pairs = [("objective", "binary:logistic"), ("max_depth", "2")];
+    /// let mut params = Params::from_pairs(&pairs)?;
+    /// let cpu_model = Booster::train(&params, &on_host, 3, &[])?;
+    /// params.set("device", "cuda")?;
+    /// let gpu_model = Booster::train(&params, &on_device, 3, &[])?;
+    /// assert_eq!(gpu_model.model().to_json_string()?, cpu_model.model().to_json_string()?);
+    /// // Predictions of the device rows are computed there (the CPU's bits).
+    /// let options = PredictOptions::default().device(Device::Cuda { ordinal: 0 });
+    /// assert_eq!(gpu_model.predict(&on_device, &options)?, cpu_model.predict(&on_host, &PredictOptions::default())?);
+    /// # Ok::<(), boost::Error>(())
+    /// ```
     pub fn from_device_dense(gpu: Arc<Gpu>, values: DeviceBuffer<f32>, rows: usize, cols: usize) -> Result<Self> {
         let rows = DeviceRows { gpu, values: DeviceValues::Dense { values, rows, cols } };
         rows.data().check(&rows.gpu)?;
