@@ -135,7 +135,12 @@ impl HistBuilder<'_> {
                 // A node's rows are scattered over the matrix after a few partitions: fetch the bins
                 // and gradient of a row a few iterations ahead.
                 if let Some(&ahead) = chunk.get(i + PREFETCH_DISTANCE) {
-                    prefetch(bins[ahead as usize * stride..].as_ptr());
+                    // A row's entries may straddle two cache lines: ask for both.
+                    let entries = &bins[ahead as usize * stride..(ahead as usize + 1) * stride];
+                    prefetch(entries.as_ptr());
+                    if let Some(last) = entries.last() {
+                        prefetch(last);
+                    }
                     prefetch(&gradients[ahead as usize]);
                 }
                 let g = gradients[row as usize];
