@@ -382,36 +382,38 @@ impl Booster {
         let info = &data.info;
         let base_margin = (!info.base_margin.is_empty()).then_some(info.base_margin.as_slice());
         let to_margin = |b| self.objective.prob_to_margin(b);
-        let margins = match self.where_to_walk(data, options.device)? {
-            Walk::Host(features) => self.model.predict_margin(&features, base_margin, to_margin, range)?,
+        let (gpu, margins, rows) = match self.where_to_walk(data, options.device)? {
+            Walk::Host(features) => {
+                let margins = self.model.predict_margin(&features, base_margin, to_margin, range)?;
+                return Ok(self.transform(margins, options.output));
+            }
             Walk::Upload(gpu, features) => {
-                self.trees_on(&gpu)?.predict_margin(&gpu, features, base_margin, to_margin, range)?
+                let margins =
+                    self.trees_on(&gpu)?.predict_margin_uploaded(&gpu, features, base_margin, to_margin, range)?;
+                (gpu, margins, features.rows())
             }
             Walk::InPlace(rows) => {
-                let values = self.predict_on_device(&rows.gpu, rows.data(), base_margin, options)?;
-                return Ok(values.to_vec(&rows.gpu)?);
+                let data = rows.data();
+                let trees = self.trees_on(&rows.gpu)?;
+                let margins = trees.predict_margin_on_device(&rows.gpu, data, base_margin, to_margin, range)?;
+                (rows.gpu.clone(), margins, data.rows())
             }
         };
-        Ok(self.transform(margins, options.output))
+        Ok(self.device_values(&gpu, margins, rows, options.output)?.to_vec(&gpu)?)
     }
 
-    /// The predictions of rows in the memory of `gpu`, left there: margins, or the objective's
-    /// values computed on the device.
-    fn predict_on_device(
+    /// Margins on `gpu` to what `output` asks for, computed there.
+    fn device_values(
         &self,
         gpu: &Gpu,
-        data: DeviceData<'_>,
-        base_margin: Option<&[f32]>,
-        options: &PredictOptions,
+        margins: DeviceBuffer<f32>,
+        rows: usize,
+        output: PredictOutput,
     ) -> Result<DeviceBuffer<f32>> {
-        let trees = self.trees_on(gpu)?;
-        let to_margin = |b| self.objective.prob_to_margin(b);
-        let margins = trees.predict_margin_on_device(gpu, data, base_margin, to_margin, options.iteration_range)?;
-        match options.output {
+        match output {
             PredictOutput::Margin => Ok(margins),
             PredictOutput::Value => {
-                let (rows, outputs) = (data.rows(), self.objective.outputs());
-                transform_on_device(gpu, &margins, rows, outputs, self.objective.output_transform())
+                transform_on_device(gpu, &margins, rows, self.objective.outputs(), self.objective.output_transform())
             }
         }
     }
@@ -425,7 +427,10 @@ impl Booster {
         data: DeviceData<'_>,
         options: &PredictOptions,
     ) -> Result<DeviceBuffer<f32>> {
-        self.predict_on_device(gpu, data, None, options)
+        let to_margin = |b| self.objective.prob_to_margin(b);
+        let margins =
+            self.trees_on(gpu)?.predict_margin_on_device(gpu, data, None, to_margin, options.iteration_range)?;
+        self.device_values(gpu, margins, data.rows(), options.output)
     }
 
     /// The leaf each row reaches in each tree of `options.iteration_range` on `options.device`:

@@ -197,26 +197,25 @@ impl EllpackMatrix {
         };
         let mut all = vec![0u32; self.rows * stride];
         all.par_chunks_mut(stride.max(1)).enumerate().for_each(|(row, out)| row_of(row, out));
-        let rows = self.rows;
-        let column = |f: usize| all.iter().skip(f).step_by(stride.max(1)).take(rows);
-        let narrow = null <= u16::MAX as u32;
         let columns = by_feature.then(|| {
-            if narrow {
-                let columns: Vec<Vec<u16>> =
-                    (0..stride).into_par_iter().map(|f| column(f).map(|&v| v as u16).collect()).collect();
-                UnpackedData::U16(columns.concat())
-            } else {
-                let columns: Vec<Vec<u32>> =
-                    (0..stride).into_par_iter().map(|f| column(f).copied().collect()).collect();
-                UnpackedData::U32(columns.concat())
-            }
+            let mut columns = vec![0u32; all.len()];
+            columns.par_chunks_mut(self.rows.max(1)).enumerate().for_each(|(f, column)| {
+                column.iter_mut().zip(all.iter().skip(f).step_by(stride.max(1))).for_each(|(c, &b)| *c = b);
+            });
+            UnpackedData::of(columns, null)
         });
-        let data = if narrow {
-            UnpackedData::U16(all.par_iter().map(|&v| v as u16).collect())
+        UnpackedBins { stride, by_feature, null, data: UnpackedData::of(all, null), columns }
+    }
+}
+
+impl UnpackedData {
+    /// `bins` in 16 bits when every id (the null one, the largest, included) fits.
+    fn of(bins: Vec<u32>, null: u32) -> Self {
+        if null <= u16::MAX as u32 {
+            UnpackedData::U16(bins.par_iter().map(|&b| b as u16).collect())
         } else {
-            UnpackedData::U32(all)
-        };
-        UnpackedBins { stride, by_feature, null, data, columns }
+            UnpackedData::U32(bins)
+        }
     }
 }
 

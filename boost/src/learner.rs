@@ -384,7 +384,7 @@ fn train_in(
         match data.features {
             Features::Host(features) => model.predict_margin(features, base, prob_to_margin, (0, 0)),
             // The device predictor's margins are the host's bit for bit.
-            Features::Device { gpu, data } => on_device(gpu, "predicting the continued model's margins", || {
+            Features::Device { gpu, data } => on_device(gpu, "predicting the initial margins", || {
                 let margins = DeviceModel::upload(gpu, &model)?.predict_margin_on_device(
                     gpu,
                     data,

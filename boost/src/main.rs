@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use boost::data::{read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions};
-use boost::gpu::DeviceModel;
+use boost::gpu::{transform_on_device, DeviceModel};
 use boost::learner::{self, RoundLog, TrainOptions};
 use boost::model::Model;
 use boost::param::{Device, Params};
@@ -351,16 +351,30 @@ fn predict(args: PredictArgs) -> Result<()> {
         let per_row = leaves.len() / data.rows().max(1);
         (leaves.iter().map(u32::to_string).collect(), per_row)
     } else {
-        let margins = match (&gpu, &device_model) {
+        let out = match (&gpu, &device_model) {
             (Some(gpu), Some(device_model)) => {
                 model.check_objective(objective.as_ref())?;
                 let base_margin = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
                 let to_margin = |b| objective.prob_to_margin(b);
-                device_model.predict_margin(gpu, &data.features, base_margin, to_margin, range)?
+                let margins =
+                    device_model.predict_margin_uploaded(gpu, &data.features, base_margin, to_margin, range)?;
+                if args.margin {
+                    margins.to_vec(gpu)?
+                } else {
+                    // The objective's outputs computed on the device too (the host's bits).
+                    let (rows, outputs, transform) = (data.rows(), objective.outputs(), objective.output_transform());
+                    transform_on_device(gpu, &margins, rows, outputs, transform)?.to_vec(gpu)?
+                }
             }
-            _ => model.predict_dataset_margin(&data, objective.as_ref(), range)?,
+            _ => {
+                let margins = model.predict_dataset_margin(&data, objective.as_ref(), range)?;
+                if args.margin {
+                    margins
+                } else {
+                    objective.transform(&margins)
+                }
+            }
         };
-        let out = if args.margin { margins } else { objective.transform(&margins) };
         let per_row = out.len() / data.rows().max(1);
         (out.iter().map(f32::to_string).collect(), per_row)
     };

@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 
+use primitives::ops::Element;
 use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
 use boost_kernels::metric::Transform;
@@ -139,20 +140,13 @@ impl DeviceFeatures {
     /// A device-to-device copy of rows the caller filled (an evaluation set owns its rows, as it
     /// does when they are uploaded from the host); the caller checked them (`DeviceData::view`).
     fn copy_of(gpu: &Gpu, data: DeviceData<'_>) -> Result<Self> {
-        let copy = |source: &DeviceBuffer<f32>| -> Result<DeviceBuffer<f32>> {
-            let mut copy = gpu.alloc_uninitialized(source.len())?;
-            copy.copy_from_device(gpu, source)?;
-            Ok(copy)
-        };
         Ok(match data {
-            DeviceData::Dense { values, cols, .. } => DeviceFeatures::Dense { values: copy(values)?, cols },
-            DeviceData::Csr(csr) => {
-                let mut row_ptr = gpu.alloc_uninitialized(csr.row_ptr.len())?;
-                row_ptr.copy_from_device(gpu, &csr.row_ptr)?;
-                let mut col_indices = gpu.alloc_uninitialized(csr.col_indices.len())?;
-                col_indices.copy_from_device(gpu, &csr.col_indices)?;
-                DeviceFeatures::Csr { row_ptr, col_indices, values: copy(&csr.values)? }
-            }
+            DeviceData::Dense { values, cols, .. } => DeviceFeatures::Dense { values: copy(gpu, values)?, cols },
+            DeviceData::Csr(csr) => DeviceFeatures::Csr {
+                row_ptr: copy(gpu, &csr.row_ptr)?,
+                col_indices: copy(gpu, &csr.col_indices)?,
+                values: copy(gpu, &csr.values)?,
+            },
         })
     }
 
@@ -176,6 +170,13 @@ impl DeviceFeatures {
         };
         walk_trees(gpu, view, rows, trees, range, out, launch)
     }
+}
+
+/// A device-to-device copy of `source`.
+fn copy<T: Element>(gpu: &Gpu, source: &DeviceBuffer<T>) -> Result<DeviceBuffer<T>> {
+    let mut copy = gpu.alloc_uninitialized(source.len())?;
+    copy.copy_from_device(gpu, source)?;
+    Ok(copy)
 }
 
 /// Where rows' features lie on the device, as the prediction kernels take them.

@@ -78,14 +78,9 @@ impl DeviceData<'_> {
 
     /// A host copy, for the steps that run on the CPU (training with `device=cpu`).
     pub fn to_host(&self, gpu: &Gpu) -> Result<FeatureMatrix> {
+        self.check(gpu)?;
         Ok(match *self {
             DeviceData::Dense { values, rows, cols } => {
-                if rows.checked_mul(cols) != Some(values.len()) {
-                    return Err(Error::InvalidData(format!(
-                        "{} device values for {rows} rows of {cols}",
-                        values.len()
-                    )));
-                }
                 FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values.to_vec(gpu)?))
             }
             DeviceData::Csr(csr) => FeatureMatrix::Sparse(CsrMatrix {
@@ -180,17 +175,30 @@ impl DeviceModel {
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<Vec<f32>> {
+        let margins = self.predict_margin_uploaded(gpu, features, base_margin, prob_to_margin, iteration_range)?;
+        Ok(margins.to_vec(gpu)?)
+    }
+
+    /// [`DeviceModel::predict_margin`] with the margins left on the device.
+    pub fn predict_margin_uploaded(
+        &self,
+        gpu: &Gpu,
+        features: &FeatureMatrix,
+        base_margin: Option<&[f32]>,
+        prob_to_margin: impl Fn(f32) -> f32,
+        iteration_range: (usize, usize),
+    ) -> Result<DeviceBuffer<f32>> {
         check_features(features, self.num_feature)?;
         let trees = self.tree_range(iteration_range)?;
         let (rows, outputs) = (features.rows(), self.outputs);
         let margins = self.initial_margins(gpu, rows, base_margin, prob_to_margin)?;
         if rows == 0 {
-            return Ok(Vec::new());
+            return Ok(margins);
         }
         let device_features = DeviceFeatures::upload(gpu, features)?;
         let walks = Walks::Margins { margins: &margins, outputs };
         device_features.walk_trees(gpu, rows, &self.trees, trees, walks, self.launch)?;
-        Ok(margins.to_vec(gpu)?)
+        Ok(margins)
     }
 
     /// [`DeviceModel::predict_margin`] of rows already in device memory (at most the model's
