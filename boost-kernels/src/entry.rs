@@ -68,14 +68,13 @@ kernel! {
         totals: *const GradientPair<i64>,
         cut_ptrs: *const u32,
         cut_values: *const f32,
-        min_values: *const f32,
         pairs: *const u32,
         num_pairs: u64,
         context: *const SplitContext,
         out: *mut DeviceSplit,
     ) {
         let args = FeatureSplitArgs {
-            histograms, node_stride, feature_stride, slots, totals, cut_ptrs, cut_values, min_values, pairs, num_pairs,
+            histograms, node_stride, feature_stride, slots, totals, cut_ptrs, cut_values, pairs, num_pairs,
             context, out,
         };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.

@@ -83,10 +83,9 @@ pub struct FeatureSplitArgs {
     /// Per node to evaluate: its histogram's slot and its gradient sum.
     pub slots: *const u32,
     pub totals: *const Fixed,
-    /// The cuts: `features + 1` offsets, the bins' upper bounds, each feature's minimum.
+    /// The cuts: `features + 1` offsets, the bins' upper bounds.
     pub cut_ptrs: *const u32,
     pub cut_values: *const f32,
-    pub min_values: *const f32,
     /// (node, feature) pairs, two `u32`s each; the node indexes `slots` and `totals`.
     pub pairs: *const u32,
     pub num_pairs: u64,
@@ -206,7 +205,7 @@ pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
         if present != total {
             scan_bins(hist, n, lane, |b, h, through| {
                 let right = crate::fixed_point::sub(present, crate::fixed_point::sub(through, h));
-                let threshold = if b == 0 { arch::load(a.min_values.add(feature as usize)) } else { cut(b - 1) };
+                let threshold = if b == 0 { crate::split::NO_VALUE_LEFT } else { cut(b - 1) };
                 offer(
                     crate::fixed_point::sub(total, right),
                     right,

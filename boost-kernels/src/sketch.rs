@@ -4,7 +4,7 @@
 //! sketch runs the same functions a thread a queue, and its parallel merge computes each entry
 //! with the same element formulas ([`SketchEntry::merged_with`], [`SketchEntry::merged_alone`],
 //! [`prune_target`], [`prune_passes`], [`prune_picks_first`]), so both give the same summaries, bit
-//! for bit, and the cuts of a column are XGBoost 3.2's CPU cuts on either.
+//! for bit, and the cuts of a column are XGBoost 3.4's CPU cuts on either.
 //!
 //! The ranks are `f32`, as XGBoost's: its pruning decisions depend on their rounding.
 //!
@@ -1268,7 +1268,7 @@ pub struct ColumnMerges {
     /// A limit a column.
     pub limits: *const u32,
     /// A column's scratch, from `scratch_offsets[c]`: `levels[c]` levels of `limit` entries, then
-    /// `4 limit` more ([`MERGE_SCRATCH`]).
+    /// `5 limit` more ([`MERGE_SCRATCH`]).
     pub scratch: *mut SketchEntry,
     pub scratch_offsets: *const u64,
     pub levels: *const u32,
@@ -1344,17 +1344,96 @@ pub unsafe fn tree_kernel(t: TreeRound) {
 }
 
 /// Scratch of a column's merge past its levels, in summaries of `limit` entries: the combined
-/// summary (2), the pruned one (1), and the words of the block's searches (1).
-pub const MERGE_SCRATCH: usize = 4;
+/// summary (2), the pruned one (1), the words of the block's searches (1) and the level the last
+/// queue's summary settles in when the levels are the tree's (1).
+pub const MERGE_SCRATCH: usize = 5;
 
 /// The dynamic shared memory of a [`merge_kernel`] block, in bytes.
 pub const MERGE_SHARED_BYTES: usize = BlockScan::<u32>::SHARED_BYTES + BlockScan::<f32>::SHARED_BYTES + 16 + 16;
 
-/// A block a column: the host's binary counter over the column's queue summaries, in order
-/// (`PushTemp`), then the last queue's summary merged with every level (`GetSummary`); each
-/// prune and combine done by the whole block (the block's prune and combine, which give
-/// [`prune`]'s and [`combine`]'s entries). A
-/// column whose levels are [`tree_kernel`]'s tree takes them from there, with `GetSummary` only.
+/// The most levels of a column's sketch: a queue count below 2^64 carries to level 64 at most.
+const MAX_LEVELS: usize = TREE_ROUNDS + 1;
+
+/// A column's scratch buffers of the merge (each [`MERGE_SCRATCH`] part of its scratch).
+#[derive(Clone, Copy)]
+struct MergeScratch {
+    combined: *mut SketchEntry,
+    pruned: *mut SketchEntry,
+    words: *mut u32,
+    settled: *mut SketchEntry,
+    limit: usize,
+}
+
+impl Block {
+    /// `PushSummary`: `summary` carried up `levels` as a binary counter, the whole block on each
+    /// prune and combine: at level `l`, pruned to `limit` and combined with the level's summary,
+    /// which it replaces when the result has `limit` entries or fewer; otherwise it empties the
+    /// level and goes up. A summary that settles is written to `place(l)`; a carry past level
+    /// `height - 1` traps (the host sizes the levels for the binary counter: never reached).
+    ///
+    /// # Safety
+    /// The levels' summaries and `summary` lie outside the scratch's `combined` and `pruned`
+    /// (or `summary` in `combined`), `place(l)` for `l < height` has room for `limit` entries and
+    /// holds no level read after it is written; `height <= MAX_LEVELS`.
+    unsafe fn push_summary(
+        &self,
+        levels: &mut [Run; MAX_LEVELS],
+        mut summary: Run,
+        s: MergeScratch,
+        (place, height): (impl Fn(usize) -> *mut SketchEntry, usize),
+    ) {
+        let mut l = 0;
+        // SAFETY: as the caller promises.
+        unsafe {
+            loop {
+                if l >= height {
+                    arch::trap();
+                }
+                let level = levels[l];
+                if level.len == 0 {
+                    levels[l] = self.prune(summary, s.limit, place(l), s.words);
+                    return;
+                }
+                let small = self.prune(summary, s.limit, s.pruned, s.words);
+                let merged = self.combine(small, level, s.combined);
+                if merged.len <= s.limit {
+                    levels[l] = self.copy(merged, merged.len, place(l));
+                    return;
+                }
+                levels[l].len = 0;
+                summary = merged;
+                l += 1;
+            }
+        }
+    }
+
+    /// `GetSummary`'s merge of the levels, the lowest first, each merge pruned to `limit`, into
+    /// `out` (room for `limit`).
+    ///
+    /// # Safety
+    /// The levels lie outside `out` and the scratch's `combined`.
+    unsafe fn merge_levels(&self, levels: &[Run; MAX_LEVELS], s: MergeScratch, out: *mut SketchEntry) -> Run {
+        let mut merged = Run { at: out, len: 0 };
+        for &level in levels.iter().filter(|level| level.len > 0) {
+            // SAFETY: as the caller promises.
+            merged = unsafe {
+                if merged.len == 0 {
+                    self.copy(level, level.len, out)
+                } else {
+                    let both = self.combine(merged, level, s.combined);
+                    self.prune(both, s.limit, out, s.words)
+                }
+            };
+        }
+        merged
+    }
+}
+
+/// A block a column: the host's sketch of the column from its queue summaries (`PushSummary` of
+/// each, in order, then `GetSummary`'s merge of the levels), each prune and combine done by the
+/// whole block (the block's prune and combine, which give [`prune`]'s and [`combine`]'s entries).
+/// A column whose levels are [`tree_kernel`]'s tree takes them from there and pushes only its last
+/// queue's summary.
 ///
 /// # Safety
 /// As [`ColumnMerges`] says; every level count is at least the binary counter's height, and at
@@ -1371,70 +1450,43 @@ pub unsafe fn merge_kernel(m: ColumnMerges) {
         let levels_len = arch::load(m.levels.add(col)) as usize;
         let scratch = m.scratch.add(arch::load(m.scratch_offsets.add(col)) as usize);
         let level_at = |l: usize| scratch.add(l * limit);
-        let mut level_lens = [0usize; 64];
-        let combined = scratch.add(levels_len * limit);
-        let pruned = scratch.add((levels_len + 2) * limit);
-        let words = scratch.add((levels_len + 3) * limit) as *mut u32;
+        let s = MergeScratch {
+            combined: scratch.add(levels_len * limit),
+            pruned: scratch.add((levels_len + 2) * limit),
+            words: scratch.add((levels_len + 3) * limit) as *mut u32,
+            settled: scratch.add((levels_len + 4) * limit),
+            limit,
+        };
         let (first, end) =
             (arch::load(m.column_queues.add(col)) as usize, arch::load(m.column_queues.add(col + 1)) as usize);
         let queue = |q: usize| Run {
             at: m.summaries.add(arch::load(m.summary_offsets.add(q)) as usize),
             len: arch::load(m.summary_lens.add(q)) as usize,
         };
-        let out = m.merged.add(arch::load(m.merged_offsets.add(col)) as usize);
-        // `GetSummary`: the last queue's summary merged with each level, the lowest first.
-        let get_summary = |levels: &mut dyn Iterator<Item = Run>| {
-            let last = if end > first { queue(end - 1) } else { Run { at: out, len: 0 } };
-            let mut merged = block.copy(last, last.len, out);
-            for level in levels.filter(|level| level.len > 0) {
-                merged = if merged.len == 0 {
-                    block.copy(level, level.len, out)
-                } else {
-                    let both = block.combine(merged, level, combined);
-                    block.prune(both, limit, out, words)
-                };
-            }
-            if arch::thread_idx_x() == 0 {
-                arch::store(m.merged_lens.add(col), merged.len as u32);
-            }
-        };
+        let mut levels = [Run { at: scratch, len: 0 }; MAX_LEVELS];
         if arch::load(m.diverged.add(col)) == 0 {
-            // The tree's nodes are the levels: round `r`'s last node where bit `r` of the push
-            // count is set.
+            // The tree's nodes are the levels of all pushes but the last: round `r`'s last node
+            // where bit `r` of their count is set.
             let pushes = end.saturating_sub(first + 1);
-            let mut levels = (0..TREE_ROUNDS)
-                .filter(|&r| (pushes >> r) & 1 == 1)
-                .map(|r| queue(arch::load(m.round_starts.add(col * TREE_ROUNDS + r)) as usize + (pushes >> r) - 1));
-            get_summary(&mut levels);
-            return;
-        }
-        for q in first..end.saturating_sub(1) {
-            let mut summary = queue(q);
-            let mut l = 1;
-            loop {
-                let level = Run { at: level_at(l), len: level_lens[l] };
-                if level.len == 0 {
-                    level_lens[l] = block.prune(summary, limit, level.at, words).len;
-                    break;
-                }
-                let small = block.prune(summary, limit, pruned, words);
-                let merged = block.combine(small, level, combined);
-                if merged.len > limit {
-                    level_lens[l] = 0;
-                    summary = merged;
-                    l += 1;
-                    if l >= levels_len {
-                        // The host sized the levels for the binary counter: never reached.
-                        arch::trap();
-                    }
-                } else {
-                    level_lens[l] = block.copy(merged, merged.len, level.at).len;
-                    break;
+            for (r, level) in levels.iter_mut().enumerate().take(TREE_ROUNDS) {
+                if (pushes >> r) & 1 == 1 {
+                    let start = arch::load(m.round_starts.add(col * TREE_ROUNDS + r)) as usize;
+                    *level = queue(start + (pushes >> r) - 1);
                 }
             }
+            if end > first {
+                block.push_summary(&mut levels, queue(end - 1), s, (|_| s.settled, MAX_LEVELS));
+            }
+        } else {
+            for q in first..end {
+                block.push_summary(&mut levels, queue(q), s, (level_at, levels_len.min(MAX_LEVELS)));
+            }
         }
-        let mut levels = (1..levels_len).map(|l| Run { at: level_at(l), len: level_lens[l] });
-        get_summary(&mut levels);
+        let out = m.merged.add(arch::load(m.merged_offsets.add(col)) as usize);
+        let merged = block.merge_levels(&levels, s, out);
+        if arch::thread_idx_x() == 0 {
+            arch::store(m.merged_lens.add(col), merged.len as u32);
+        }
     }
 }
 

@@ -160,8 +160,7 @@ pub struct Split<S> {
 }
 
 /// One feature's histogram and cuts, as the scan reads them: its bins are the global bins
-/// `first_bin()..first_bin() + bin_count()`, bin `b` with sum `hist(b)` and upper bound `cut_value(b)`,
-/// and `min_value()` below them all. Slices on the CPU ([`SliceBins`]); device memory read through
+/// `first_bin()..first_bin() + bin_count()`, bin `b` with sum `hist(b)` and upper bound `cut_value(b)`. Slices on the CPU ([`SliceBins`]); device memory read through
 /// `arch` in the kernels.
 pub trait FeatureBins<S> {
     fn feature(&self) -> u32;
@@ -169,8 +168,11 @@ pub trait FeatureBins<S> {
     fn bin_count(&self) -> usize;
     fn hist(&self, b: usize) -> S;
     fn cut_value(&self, b: usize) -> f32;
-    fn min_value(&self) -> f32;
 }
+
+/// The threshold of a split that sends no present value left (missing values left, every bin
+/// right): XGBoost 3.4's lower bound of a feature's first bin, `-inf`.
+pub const NO_VALUE_LEFT: f32 = f32::NEG_INFINITY;
 
 /// [`FeatureBins`] over slices of the node's histogram and the cuts.
 pub struct SliceBins<'a, S> {
@@ -178,7 +180,6 @@ pub struct SliceBins<'a, S> {
     pub first_bin: u32,
     pub hist: &'a [S],
     pub cut_values: &'a [f32],
-    pub min_value: f32,
 }
 
 impl<S: Copy> FeatureBins<S> for SliceBins<'_, S> {
@@ -198,9 +199,6 @@ impl<S: Copy> FeatureBins<S> for SliceBins<'_, S> {
     #[inline(always)]
     fn cut_value(&self, b: usize) -> f32 {
         self.cut_values[b]
-    }
-    fn min_value(&self) -> f32 {
-        self.min_value
     }
 }
 
@@ -258,7 +256,7 @@ pub fn best_split_of_feature<S: GradientSum>(
         let mut right = S::ZERO;
         for b in (0..n).rev() {
             right = S::add(right, bins.hist(b));
-            let threshold = if b == 0 { bins.min_value() } else { bins.cut_value(b - 1) };
+            let threshold = if b == 0 { NO_VALUE_LEFT } else { bins.cut_value(b - 1) };
             consider(S::sub(total, right), right, begin + b as i64 - 1, threshold, true);
         }
     }

@@ -8,7 +8,7 @@ For each case: a model trained by XGBoost on small synthetic data (fixed seed), 
 float32 value, so the Rust test reads back the very bits XGBoost produced.
 
 Run from anywhere: `python3 boost/scripts/make_xgboost_fixtures.py [OUT_DIR]` (default:
-boost/tests/data/xgboost next to this script). Needs numpy and xgboost (3.2 wrote the committed files).
+boost/tests/data/xgboost next to this script). Needs numpy and xgboost (3.4.1 wrote the committed files).
 """
 
 import json
@@ -133,7 +133,7 @@ def main():
     save_case(out_dir, "reg_exact_forest", b, X[n:], (1, 4), rng)
 
     # XGBoost 2.x layout: a scalar base_score string ("5E-1", prediction space, broadcast to every
-    # class), no `cats`, version 2.1. The reference outputs are XGBoost 3.2's predictions for this file.
+    # class), no `cats`, version 2.1. The reference outputs are XGBoost 3.4.1's predictions for this file.
     with open(os.path.join(out_dir, "multi_softprob.model.json"), encoding="ascii") as f:
         legacy = json.load(f)
     legacy["version"] = [2, 1, 4]

@@ -1,7 +1,9 @@
 //! Accuracy against XGBoost on the shipped datasets: XGBoost's parameters (100 rounds, depth 6,
 //! eta 0.3, `hist`, 256 bins), the test-set metric of boost within 1% (relative) of XGBoost 3.x's CPU
 //! `hist` trained on exactly the same numbers (the test writes the data it read, and
-//! `boost/scripts/xgboost_accuracy.py` trains XGBoost on them).
+//! `boost/scripts/xgboost_accuracy.py` trains XGBoost on them). Against XGBoost 3.3 or later, whose
+//! quantile sketch ours is, the datasets where we build XGBoost's own trees must give its metric to
+//! six significant digits.
 //!
 //! With `BOOST_XGBOOST_CHECK=1` (CI sets it) the comparison runs, and fails if Python or XGBoost is
 //! missing. Without it, only boost's own metrics are computed and checked against loose floors (so a
@@ -29,6 +31,8 @@ struct Case {
     /// A floor (or ceiling, for losses) boost alone must reach: catches a broken learner when
     /// XGBoost is not there to compare with.
     sanity: f64,
+    /// Whether we build XGBoost 3.3+'s trees (the same metric to six digits).
+    same_trees: bool,
 }
 
 const CASES: &[Case] = &[
@@ -41,6 +45,7 @@ const CASES: &[Case] = &[
         metric: "auc",
         label_shift: 0.0,
         sanity: 0.75,
+        same_trees: true,
     },
     Case {
         name: "agaricus",
@@ -51,6 +56,7 @@ const CASES: &[Case] = &[
         metric: "auc",
         label_shift: 0.0,
         sanity: 0.99,
+        same_trees: true,
     },
     Case {
         name: "adult",
@@ -61,6 +67,7 @@ const CASES: &[Case] = &[
         metric: "auc",
         label_shift: 0.0,
         sanity: 0.90,
+        same_trees: true,
     },
     Case {
         name: "california_housing",
@@ -71,6 +78,7 @@ const CASES: &[Case] = &[
         metric: "rmse",
         label_shift: 0.0,
         sanity: 60_000.0,
+        same_trees: true,
     },
     Case {
         name: "lgbm_multiclass",
@@ -81,6 +89,7 @@ const CASES: &[Case] = &[
         metric: "mlogloss",
         label_shift: 0.0,
         sanity: 1.6,
+        same_trees: true,
     },
     Case {
         name: "lgbm_rank",
@@ -91,6 +100,8 @@ const CASES: &[Case] = &[
         metric: "ndcg@10",
         label_shift: 0.0,
         sanity: 0.5,
+        // LambdaMART's trees are not XGBoost's here (0.7192 against 0.7232, with 3.2 and 3.4.1).
+        same_trees: false,
     },
     Case {
         name: "dermatology",
@@ -101,6 +112,7 @@ const CASES: &[Case] = &[
         metric: "mlogloss",
         label_shift: -1.0,
         sanity: 0.5,
+        same_trees: true,
     },
 ];
 
@@ -225,18 +237,26 @@ fn test_metrics_within_one_percent_of_xgboost_hist() {
         .unwrap_or_else(|e| panic!("BOOST_XGBOOST_CHECK=1 but python3 could not run: {e}"));
     assert!(output.status.success(), "xgboost_accuracy.py failed: {}", String::from_utf8_lossy(&output.stderr));
     let results: serde_json::Value = serde_json::from_slice(&output.stdout).expect("xgboost results");
+    let version = results["xgboost"].as_str().expect("xgboost version");
+    let follows_sketch = xgboost_has_our_sketch(version);
     let mut failures = Vec::new();
-    for (name, value) in ours {
+    for (case, (name, value)) in CASES.iter().zip(ours) {
         let reference = results[name].as_f64().expect("xgboost metric");
         let relative = (value - reference).abs() / reference.abs().max(1e-12);
-        eprintln!(
-            "{name}: boost {value:.6}, xgboost {} {reference:.6}, relative difference {relative:.4}",
-            results["xgboost"]
-        );
-        if relative > 0.01 {
+        eprintln!("{name}: boost {value:.6}, xgboost {version} {reference:.6}, relative difference {relative:.4}");
+        let tolerance = if follows_sketch && case.same_trees { 1e-6 } else { 0.01 };
+        if relative > tolerance {
             failures.push(format!("{name}: boost {value:.6} vs xgboost {reference:.6} ({:.2}%)", relative * 100.0));
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
     assert!(failures.is_empty(), "more than 1% from XGBoost: {failures:?}");
+}
+
+/// Whether XGBoost `version` (`major.minor.patch`) sketches quantiles as we do: 3.3 changed the
+/// sketch's sizes and cut queries, and ours follows 3.4.1.
+fn xgboost_has_our_sketch(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (3, 3)
 }

@@ -1,8 +1,8 @@
-//! XGBoost compatibility of `boost::model`: models written by XGBoost 3.2 (and a 2.x-style file) load
+//! XGBoost compatibility of `boost::model`: models written by XGBoost 3.4.1 (and a 2.x-style file) load
 //! and predict XGBoost's values; models written here are what XGBoost writes; corrupt and foreign
 //! files are typed errors.
 //!
-//! The fixtures in `tests/data/xgboost/` come from `scripts/make_xgboost_fixtures.py` (XGBoost 3.2,
+//! The fixtures in `tests/data/xgboost/` come from `scripts/make_xgboost_fixtures.py` (XGBoost 3.4.1,
 //! fixed seeds): per case a model, its input rows (CSV, empty field = missing) and XGBoost's outputs.
 //! The other direction (XGBoost loads our files) runs XGBoost itself when `BOOST_XGBOOST_CHECK=1`,
 //! see [`xgboost_loads_our_models_checked_by_python_when_boost_xgboost_check_is_set`].

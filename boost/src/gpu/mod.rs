@@ -62,7 +62,6 @@ const EVALUATE_THREADS: u32 = 128;
 pub struct DeviceCuts {
     cut_ptrs: DeviceBuffer<u32>,
     cut_values: DeviceBuffer<f32>,
-    min_values: DeviceBuffer<f32>,
     features: usize,
     total_bins: usize,
     /// The most bins of one feature.
@@ -75,7 +74,6 @@ impl DeviceCuts {
         Ok(DeviceCuts {
             cut_ptrs: gpu.upload(&cuts.cut_ptrs)?,
             cut_values: gpu.upload(&cuts.cut_values)?,
-            min_values: gpu.upload(&cuts.min_values)?,
             features: cuts.features(),
             total_bins: cuts.total_bins(),
             max_bins: (0..cuts.features()).map(|f| cuts.bins(f)).max().unwrap_or(0),
@@ -257,7 +255,6 @@ fn enqueue_evaluation(
             at(totals_at),
             cuts.cut_ptrs.device_ptr(),
             cuts.cut_values.device_ptr(),
-            cuts.min_values.device_ptr(),
             at(pairs_at),
             num_pairs as u64,
             at(0),
@@ -1469,7 +1466,7 @@ mod tests {
     fn the_device_quantiser_is_the_hosts_bit_for_bit() {
         use rand::{Rng, SeedableRng};
         let gpu = Gpu::emulated(Schedule::Deterministic);
-        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };
+        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
         let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
         // Sizes around a block (1024) and a warp, with signs, zeros and magnitudes mixed.
         for n in [0usize, 1, 31, 33, 1024, 1025, 5000] {
@@ -1502,7 +1499,7 @@ mod tests {
         use boost_kernels::auc::AucCurve;
         use rand::{Rng, SeedableRng};
         let gpu = Gpu::emulated(Schedule::Shuffled { seed: 7 });
-        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };
+        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
         let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
         let objective =
             DeviceObjective::Elementwise(ElementwiseObjective { kind: ElementwiseObjective::LOGISTIC, parameter: 1.0 });
@@ -1627,7 +1624,7 @@ mod tests {
         use boost_kernels::rank::LambdaRankParams;
         use rand::{Rng, SeedableRng};
         let gpu = Gpu::emulated(Schedule::Shuffled { seed: 4 });
-        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };
+        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
         let mut rng = rand::rngs::SmallRng::seed_from_u64(8);
         let params = LambdaRankParams {
             kind: LambdaRankParams::NDCG,
@@ -1709,7 +1706,7 @@ mod tests {
     #[test]
     fn bad_batches_are_errors_not_faults() {
         let gpu = Gpu::emulated(Schedule::Deterministic);
-        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], min_values: vec![0.0] };
+        let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
         let device_cuts = DeviceCuts::upload(&gpu, &cuts).unwrap();
         let h = gpu.upload(&[Fixed::default(); 2]).unwrap();
         let context = SplitContext {

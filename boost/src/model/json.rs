@@ -1,6 +1,6 @@
-//! XGBoost's JSON model format: reading 2.x and 3.x `gbtree` files, writing the 3.2 layout.
+//! XGBoost's JSON model format: reading 2.x and 3.x `gbtree` files, writing the 3.4 layout.
 //!
-//! What XGBoost 3.2 writes (and requires when it loads; keys sorted, no spaces):
+//! What XGBoost 3.4.1 writes, as 3.2 did (and requires when it loads; keys sorted, no spaces):
 //!
 //! ```text
 //! {"learner":{"attributes":{..},"feature_names":[..],"feature_types":[..],
@@ -10,7 +10,7 @@
 //!   "learner_model_param":{"base_score":"[5E-1]","boost_from_average":"1","num_class":"0",
 //!     "num_feature":"F","num_target":"1"},
 //!   "objective":{"name":"..",..}},
-//!  "version":[3,2,0]}
+//!  "version":[3,4,1]}
 //! ```
 //!
 //! A tree holds `base_weights`, `categories`, `categories_nodes`, `categories_segments`,
@@ -207,7 +207,7 @@ impl Model {
         Ok(model)
     }
 
-    /// The model as XGBoost 3.2's JSON text (compact, keys sorted, as XGBoost writes it: a file that
+    /// The model as XGBoost 3.4's JSON text (compact, keys sorted, as XGBoost writes it: a file that
     /// XGBoost wrote and this crate read is written back byte for byte; a non-finite float of a tree
     /// as XGBoost writes it, `-Infinity`, `Infinity` or `NaN`). Fails with [`Error::Model`] when the
     /// model does not validate or its base score is not finite.
@@ -269,7 +269,7 @@ impl Model {
         serde_json::from_slice(&quote_non_finite(self.to_json_string()?.as_bytes())).map_err(json_error)
     }
 
-    /// Writes the model as an XGBoost 3.2 JSON file. The text goes to a temporary file in the same
+    /// Writes the model as an XGBoost 3.4 JSON file. The text goes to a temporary file in the same
     /// directory, which is synced and then renamed over `path`: a failure leaves either the old file
     /// or none, never a partial model.
     pub fn save_json(&self, path: impl AsRef<Path>) -> Result<()> {

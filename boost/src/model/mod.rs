@@ -31,7 +31,7 @@ use crate::tree::{Tree, NO_PARENT};
 use crate::{Error, Result};
 
 /// The XGBoost version whose JSON layout [`Model::save_json`] writes.
-pub const XGBOOST_FORMAT_VERSION: [u32; 3] = [3, 2, 0];
+pub const XGBOOST_FORMAT_VERSION: [u32; 3] = [3, 4, 1];
 
 /// A gradient-boosted tree ensemble in XGBoost's `gbtree` layout.
 ///

@@ -219,7 +219,6 @@ impl HistBuilder<'_> {
             first_bin: begin as u32,
             hist: &hist[begin..end],
             cut_values: &cuts.cut_values[begin..end],
-            min_value: cuts.min_values[f],
         };
         split::best_split_of_feature(&bins, total, parent_gain, p, self.quantiser)
     }
@@ -561,7 +560,7 @@ mod tests {
         for f in 0..c.cols {
             let (b0, b1) = (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
             let mut thresholds: Vec<(f32, bool)> = cuts.cut_values[b0..b1].iter().map(|&v| (v, false)).collect();
-            thresholds.push((cuts.min_values[f], true));
+            thresholds.push((boost_kernels::split::NO_VALUE_LEFT, true));
             thresholds.extend(cuts.cut_values[b0..b1 - 1].iter().rev().map(|&v| (v, true)));
             let any_missing = (0..rows).any(|i| c.values[i * c.cols + f].is_nan());
             for (threshold, default_left) in thresholds {

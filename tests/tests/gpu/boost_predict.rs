@@ -1,5 +1,5 @@
 //! Prediction on the device (`boost::gpu::DeviceModel`) gives the CPU predictor's margins, bit for
-//! bit: models XGBoost 3.2 wrote (`boost/tests/data/xgboost/`, binary, regression, multi-class, an
+//! bit: models XGBoost 3.4.1 wrote (`boost/tests/data/xgboost/`, binary, regression, multi-class, an
 //! exact-method forest, a 2.x-style file) and one trained here, over dense rows (missing values,
 //! fewer columns than the model) and the same rows as CSR, whole models and iteration ranges, with
 //! and without base margins, rows from the host or already on the device; and the leaf indices.

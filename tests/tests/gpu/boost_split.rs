@@ -33,13 +33,7 @@ fn cpu_best(
         if b == e {
             continue;
         }
-        let bins = SliceBins {
-            feature: f,
-            first_bin: b as u32,
-            hist: &hist[b..e],
-            cut_values: &cuts.cut_values[b..e],
-            min_value: cuts.min_values[f as usize],
-        };
+        let bins = SliceBins { feature: f, first_bin: b as u32, hist: &hist[b..e], cut_values: &cuts.cut_values[b..e] };
         if let Some(s) = split::best_split_of_feature(&bins, total, parent_gain, p, q) {
             if split::replaces(&s, best.as_ref()) {
                 best = Some(s);
@@ -63,7 +57,6 @@ fn split_evaluation_is_the_cpu_builders() {
             cuts.cut_values.push(v);
         }
         cuts.cut_ptrs.push(cuts.cut_values.len() as u32);
-        cuts.min_values.push(-10.0);
     }
     let total_bins = cuts.total_bins();
     let gradients: Vec<GradientPair<f32>> =
