@@ -563,9 +563,12 @@ fn train_in(
             phases.add("trees", start.elapsed());
             phases.merge(&built.phases);
             let start = Instant::now();
-            for (i, &leaf) in built.positions.iter().enumerate() {
-                margins[i * outputs + k] += built.tree.split_conditions[leaf as usize];
-            }
+            let leaves = &built.tree.split_conditions;
+            margins
+                .par_chunks_mut(outputs)
+                .zip(built.positions.par_iter())
+                .with_min_len(1 << 14)
+                .for_each(|(row, &leaf)| row[k] += leaves[leaf as usize]);
             phases.add("margins", start.elapsed());
             new_trees.push((built.tree, k as u32));
         }
