@@ -51,8 +51,8 @@ pub use buffer::DeviceBuffer;
 /// A kernel launch's grid, block and dynamic shared memory, for [`Gpu::launch`].
 pub use cudarc::driver::LaunchConfig;
 pub use device::{
-    BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureGradient,
-    MultiFeatureMatrix,
+    pack_bin_rows, BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureBins,
+    MultiFeatureGradient, MultiFeatureMatrix, PackedBinMatrix,
 };
 pub use device::{
     CompareKernel, Comparison, DeviceMulti, DevicePartition, DeviceReduce, DeviceRunLengthEncode, DeviceScan,

@@ -30,7 +30,7 @@ pub const BLOCK_THREADS: u32 = 256;
 /// memory with a 28-feature group of 256 fixed-point bins, so blocks are large).
 pub const MULTI_BLOCK_THREADS: u32 = 512;
 /// Bin ids a thread of [`multi_feature_kernel`] loads before adding their gradients.
-const MULTI_BINS_IN_FLIGHT: usize = 8;
+pub const MULTI_BINS_IN_FLIGHT: usize = 8;
 /// The layout code telling [`histogram_kernel`] to add straight to the device histogram.
 pub const DIRECT_TO_GLOBAL: u32 = u32::MAX;
 
@@ -380,6 +380,117 @@ unsafe fn histogram_body<S, B, C, W, const ITEMS: usize, const MODE: u32>(
     }
 }
 
+/// Where [`multi_feature_kernel`] reads a row's local bin ids: one [`BinId`] a (row, feature)
+/// ([`DenseRows`]) or bit-packed rows ([`PackedRows`]).
+pub trait RowBins: Copy {
+    /// The ids of the row's features `first..first + MULTI_BINS_IN_FLIGHT` that lie below `end`,
+    /// `u32::MAX` for the others.
+    ///
+    /// # Safety
+    /// `row` is a row of the matrix and `end` at most its feature count.
+    unsafe fn chunk(self, row: usize, first: u32, end: u32) -> [u32; MULTI_BINS_IN_FLIGHT];
+}
+
+/// A dense row-major matrix of bin ids: row `r`'s at `bins[r * features..(r + 1) * features]`.
+#[derive(Clone, Copy)]
+pub struct DenseRows<B> {
+    pub bins: *const B,
+    pub features: usize,
+}
+
+impl<B: BinId> RowBins for DenseRows<B> {
+    #[inline(always)]
+    unsafe fn chunk(self, row: usize, first: u32, end: u32) -> [u32; MULTI_BINS_IN_FLIGHT] {
+        let mut ids = [u32::MAX; MULTI_BINS_IN_FLIGHT];
+        let at = row * self.features + first as usize;
+        unrolled!(k < MULTI_BINS_IN_FLIGHT => {
+            if first + (k as u32) < end {
+                // SAFETY: a feature below `end <= features` of a row of the matrix (caller).
+                ids[k] = unsafe { arch::load(self.bins.add(at + k)) }.index();
+            }
+        });
+        ids
+    }
+}
+
+/// Bit-packed rows: row `r` is the `row_words` words from `words[r * row_words]`, feature `f`'s id
+/// its bits `f * bits..(f + 1) * bits` (bit `i` is bit `i % 32` of word `i / 32`). `bits` is 1 to
+/// 16; the all-ones id (`2^bits - 1`) is free for "missing" when `2^bits > bins_per_feature`.
+/// XGBoost's ELLPACK packs its symbols the same way, a row after another; 9 bits hold 256 bins and
+/// the missing symbol, so 28 features take 8 words a row against 14 of `u16` ids.
+#[derive(Clone, Copy)]
+pub struct PackedRows {
+    pub words: *const u32,
+    pub row_words: usize,
+    pub bits: u32,
+}
+
+/// The most words a [`PackedRows::chunk`] reads: [`MULTI_BINS_IN_FLIGHT`] ids of 16 bits from any
+/// bit of a word.
+const PACKED_CHUNK_WORDS: usize = (MULTI_BINS_IN_FLIGHT * 16).div_ceil(32) + 1;
+
+impl PackedRows {
+    /// The words `row_words` a row of `features` ids of `bits` bits takes.
+    pub const fn row_words(features: usize, bits: u32) -> usize {
+        (features * bits as usize).div_ceil(32)
+    }
+
+    /// The id of feature `feature` of row `row`.
+    ///
+    /// # Safety
+    /// `row` is a row of the matrix, `feature` one of its features.
+    #[inline(always)]
+    pub unsafe fn get(self, row: usize, feature: u32) -> u32 {
+        let bit = feature as usize * self.bits as usize;
+        let at = row * self.row_words + bit / 32;
+        let shift = (bit % 32) as u32;
+        // SAFETY: the id's bits lie in the row's words (caller).
+        let low = unsafe { arch::load(self.words.add(at)) } as u64;
+        let high = if shift + self.bits > 32 {
+            // SAFETY: as above: the id runs into the next word of the row.
+            unsafe { arch::load(self.words.add(at + 1)) as u64 }
+        } else {
+            0
+        };
+        (((high << 32) | low) >> shift) as u32 & ((1u32 << self.bits) - 1)
+    }
+}
+
+impl RowBins for PackedRows {
+    /// The chunk's words loaded together, then the ids cut out of them.
+    #[inline(always)]
+    unsafe fn chunk(self, row: usize, first: u32, end: u32) -> [u32; MULTI_BINS_IN_FLIGHT] {
+        let mut ids = [u32::MAX; MULTI_BINS_IN_FLIGHT];
+        let count = (end.saturating_sub(first) as usize).min(MULTI_BINS_IN_FLIGHT);
+        if count == 0 {
+            return ids;
+        }
+        let bits = self.bits as usize;
+        let first_bit = first as usize * bits;
+        let first_word = first_bit / 32;
+        let last_word = (first_bit + count * bits - 1) / 32;
+        let base = row * self.row_words + first_word;
+        let mut words = [0u32; PACKED_CHUNK_WORDS];
+        unrolled!(w < PACKED_CHUNK_WORDS => {
+            if first_word + w <= last_word {
+                // SAFETY: words of the chunk's ids, within the row (caller).
+                words[w] = unsafe { arch::load(self.words.add(base + w)) };
+            }
+        });
+        let mask = (1u32 << self.bits) - 1;
+        unrolled!(k < MULTI_BINS_IN_FLIGHT => {
+            if k < count {
+                let bit = first_bit + k * bits - first_word * 32;
+                let (w, shift) = (bit / 32, (bit % 32) as u32);
+                let next = if w + 1 < PACKED_CHUNK_WORDS { words[w + 1] } else { 0 };
+                let pair = ((next as u64) << 32) | words[w] as u64;
+                ids[k] = (pair >> shift) as u32 & mask;
+            }
+        });
+        ids
+    }
+}
+
 /// One block's work in [`multi_feature_kernel`]: `rows[start..end]`, all rows of node `node`, and the
 /// feature group `group` (features `group * group_features ..`).
 #[repr(C)]
@@ -397,7 +508,7 @@ pub const fn multi_shared_bytes<C>(group_features: u32, bins_per_feature: u32, l
 }
 
 /// Multi-feature histogram: for each work item `work[blockIdx]` and each row `r = rows[p]`, `p` in
-/// `start..end`, and each feature `f` of the group whose bin `b = bins[r * features + f]` is below
+/// `start..end`, and each feature `f` of the group whose bin `b` (the row's id of `f` in `bins`) is below
 /// `bins_per_feature` (others are missing values, skipped), adds `gradients[r]` to
 /// `histogram[(node * features + f) * bins_per_feature + b]`. A row index at or above `matrix_rows`
 /// is skipped and the smallest such position is written to `*bad_row` (atomic minimum; the host
@@ -412,15 +523,15 @@ pub const fn multi_shared_bytes<C>(group_features: u32, bins_per_feature: u32, l
 /// memory, `layout` a [`BlockHistogramLayout::code`] for `group_features * bins_per_feature` bins.
 ///
 /// # Safety
-/// `bins` valid for `matrix_rows * features` reads, `gradients` for `matrix_rows`; `rows` for every
+/// `bins` holds `matrix_rows` rows of `features` ids, `gradients` `matrix_rows` pairs; `rows` for every
 /// `start..end` of the work; every work item's node below the histogram's node count and its group's
 /// first feature below `features`; `node_ranges` null or valid for a range per node; `histogram`
 /// valid for `nodes * features * bins_per_feature` elements and `bad_row` for one, touched only by
 /// atomics while the kernel runs.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn multi_feature_kernel<B: BinId, C: HistogramCounter<Wide = C>>(
-    bins: *const B,
+pub unsafe fn multi_feature_kernel<R: RowBins, C: HistogramCounter<Wide = C>>(
+    bins: R,
     matrix_rows: u64,
     features: u32,
     bins_per_feature: u32,
@@ -475,18 +586,11 @@ pub unsafe fn multi_feature_kernel<B: BinId, C: HistogramCounter<Wide = C>>(
         if (row as u64) < matrix_rows {
             // SAFETY: row < matrix_rows.
             let gradient = unsafe { arch::load(gradients.add(row as usize)) };
-            // SAFETY: row < matrix_rows and the group's features are below `features`.
-            let row_bins = unsafe { bins.add(row as usize * features + first_feature as usize) };
             let mut chunk = first_chunk;
             for _ in 0..chunks {
                 let first = chunk * MULTI_BINS_IN_FLIGHT as u32;
-                let mut ids = [u32::MAX; MULTI_BINS_IN_FLIGHT];
-                unrolled!(k < MULTI_BINS_IN_FLIGHT => {
-                    if first + (k as u32) < group {
-                        // SAFETY: feature first + k of the group, in the row (above).
-                        ids[k] = unsafe { arch::load(row_bins.add(first as usize + k)) }.index();
-                    }
-                });
+                // SAFETY: row < matrix_rows; the group's features are below `features`.
+                let ids = unsafe { bins.chunk(row as usize, first_feature + first, first_feature + group) };
                 unrolled!(k < MULTI_BINS_IN_FLIGHT => {
                     // Missing values (ids at or above the bin count) and the padding are skipped.
                     if ids[k] < bins_per_feature {

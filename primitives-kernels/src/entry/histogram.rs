@@ -93,9 +93,10 @@ macro_rules! multi_entry_points {
                 /// Multi-feature histogram keyed by (node, feature, bin); see
                 /// [`histogram::multi_feature_kernel`].
                 pub unsafe fn $name(bins: *const $b, matrix_rows: u64, features: u32, bins_per_feature: u32, gradients: *const $g, rows: *const u32, work: *const MultiWork, node_ranges: *const [u32; 2], group_features: u32, layout: u32, histogram: *mut $g, bad_row: *mut u32) {
+                    let bins = histogram::DenseRows { bins, features: features as usize };
                     // SAFETY: as above.
                     unsafe {
-                        histogram::multi_feature_kernel::<$b, $g>(
+                        histogram::multi_feature_kernel::<_, $g>(
                             bins, matrix_rows, features, bins_per_feature, gradients, rows, work, node_ranges, group_features, layout, histogram, bad_row,
                         )
                     }
@@ -103,6 +104,32 @@ macro_rules! multi_entry_points {
             }
         )*
     };
+}
+
+macro_rules! packed_entry_points {
+    ($($name:ident: $g:ty;)*) => {
+        $(
+            kernel! {
+                /// Multi-feature histogram of bit-packed rows keyed by (node, feature, bin); see
+                /// [`histogram::multi_feature_kernel`] and [`histogram::PackedRows`].
+                pub unsafe fn $name(words: *const u32, row_words: u64, bits: u32, matrix_rows: u64, features: u32, bins_per_feature: u32, gradients: *const $g, rows: *const u32, work: *const MultiWork, node_ranges: *const [u32; 2], group_features: u32, layout: u32, histogram: *mut $g, bad_row: *mut u32) {
+                    let bins = histogram::PackedRows { words, row_words: row_words as usize, bits };
+                    // SAFETY: as above.
+                    unsafe {
+                        histogram::multi_feature_kernel::<_, $g>(
+                            bins, matrix_rows, features, bins_per_feature, gradients, rows, work, node_ranges, group_features, layout, histogram, bad_row,
+                        )
+                    }
+                }
+            }
+        )*
+    };
+}
+
+packed_entry_points! {
+    primitives_histogram_multi_gpi64_packed: GradientPair<i64>;
+    primitives_histogram_multi_gpf32_packed: GradientPair<f32>;
+    primitives_histogram_multi_gpf64_packed: GradientPair<f64>;
 }
 
 multi_entry_points! {
@@ -152,5 +179,8 @@ pub(super) fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         primitives_histogram_multi_gpf64_u8,
         primitives_histogram_multi_gpf64_u16,
         primitives_histogram_multi_gpf64_u32,
+        primitives_histogram_multi_gpi64_packed,
+        primitives_histogram_multi_gpf32_packed,
+        primitives_histogram_multi_gpf64_packed,
     )
 }

@@ -45,6 +45,8 @@ mod sealed {
     impl Sealed for super::GradientPair<i64> {}
     impl Sealed for super::GradientPair<f32> {}
     impl Sealed for super::GradientPair<f64> {}
+    impl<B: super::Element> Sealed for super::MultiFeatureMatrix<'_, B> {}
+    impl Sealed for super::PackedBinMatrix<'_> {}
 }
 
 /// A bin id type of pre-binned samples (`u8`, `u16`, `u32`) and of the multi-feature bin matrix.
@@ -103,9 +105,12 @@ impl HistogramWeight for GradientPair<i64> {
 pub trait MultiFeatureGradient: HistogramCounter<Wide = Self> + sealed::Sealed {
     /// Kernels for `u8`, `u16`, `u32` bin ids.
     const MULTI: [&'static str; 3];
+    /// Kernel for bit-packed rows.
+    const PACKED: &'static str;
 }
 
 impl MultiFeatureGradient for GradientPair<i64> {
+    const PACKED: &'static str = "primitives_histogram_multi_gpi64_packed";
     const MULTI: [&'static str; 3] = [
         "primitives_histogram_multi_gpi64_u8",
         "primitives_histogram_multi_gpi64_u16",
@@ -113,6 +118,7 @@ impl MultiFeatureGradient for GradientPair<i64> {
     ];
 }
 impl MultiFeatureGradient for GradientPair<f32> {
+    const PACKED: &'static str = "primitives_histogram_multi_gpf32_packed";
     const MULTI: [&'static str; 3] = [
         "primitives_histogram_multi_gpf32_u8",
         "primitives_histogram_multi_gpf32_u16",
@@ -120,6 +126,7 @@ impl MultiFeatureGradient for GradientPair<f32> {
     ];
 }
 impl MultiFeatureGradient for GradientPair<f64> {
+    const PACKED: &'static str = "primitives_histogram_multi_gpf64_packed";
     const MULTI: [&'static str; 3] = [
         "primitives_histogram_multi_gpf64_u8",
         "primitives_histogram_multi_gpf64_u16",
@@ -162,6 +169,118 @@ pub struct MultiFeatureMatrix<'a, B: Element> {
     pub bins: &'a DeviceBuffer<B>,
     pub features: usize,
     pub bins_per_feature: usize,
+}
+
+/// A bin matrix of bit-packed rows for [`DeviceHistogram::multi_feature`] (XGBoost's ELLPACK
+/// layout): row `r` is the `row_words` words from `words[r * row_words]`, its feature `f`'s local
+/// bin id the bits `f * bits..(f + 1) * bits` of them (bit `i` is bit `i % 32` of word `i / 32`),
+/// `row_words` at least `ceil(features * bits / 32)`. An id at or above `bins_per_feature` is a
+/// missing value, so `bits` bits hold `2^bits - 1` bins and the missing id (`2^bits - 1`): 9 bits
+/// for 256 bins, 28 features in 8 words a row instead of 14 of `u16` ids. [`pack_bin_rows`] packs
+/// ids this way on the host.
+#[derive(Clone, Copy, Debug)]
+pub struct PackedBinMatrix<'a> {
+    pub words: &'a DeviceBuffer<u32>,
+    pub row_words: usize,
+    pub bits: u32,
+    pub features: usize,
+    pub bins_per_feature: usize,
+}
+
+/// `ids` (rows of `features` local bin ids, each below `2^bits`) packed as [`PackedBinMatrix`]
+/// reads them, `ceil(features * bits / 32)` words a row.
+pub fn pack_bin_rows(ids: &[u32], features: usize, bits: u32) -> Vec<u32> {
+    let row_words = kernel::PackedRows::row_words(features, bits);
+    let rows = ids.len() / features.max(1);
+    let mut words = vec![0u32; rows * row_words];
+    for (r, row) in ids.chunks_exact(features.max(1)).enumerate() {
+        for (f, &id) in row.iter().enumerate() {
+            let bit = f * bits as usize;
+            let at = r * row_words + bit / 32;
+            let pair = (id as u64 & ((1u64 << bits) - 1)) << (bit % 32);
+            words[at] |= pair as u32;
+            if (pair >> 32) != 0 {
+                words[at + 1] |= (pair >> 32) as u32;
+            }
+        }
+    }
+    words
+}
+
+/// A bin matrix [`DeviceHistogram::multi_feature`] reads: dense ids ([`MultiFeatureMatrix`]) or
+/// bit-packed rows ([`PackedBinMatrix`]). Sealed.
+pub trait MultiFeatureBins: Copy + sealed::Sealed {
+    /// Rows, features and bins a feature, checked.
+    #[doc(hidden)]
+    fn shape(&self) -> Result<(usize, usize, usize)>;
+    /// The kernel for gradients `G`.
+    #[doc(hidden)]
+    fn kernel<G: MultiFeatureGradient>(&self) -> &'static str;
+    /// The kernel's leading arguments, before `matrix_rows`.
+    #[doc(hidden)]
+    fn source_args(&self) -> Vec<u64>;
+}
+
+impl<B: BinIndex> MultiFeatureBins for MultiFeatureMatrix<'_, B> {
+    fn shape(&self) -> Result<(usize, usize, usize)> {
+        check_shape(self.features, self.bins_per_feature)?;
+        if !self.bins.len().is_multiple_of(self.features) {
+            return Err(Error::InvalidArgument {
+                name: "bins",
+                reason: format!("{} bin ids are not whole rows of {} features", self.bins.len(), self.features),
+            });
+        }
+        Ok((self.bins.len() / self.features, self.features, self.bins_per_feature))
+    }
+    fn kernel<G: MultiFeatureGradient>(&self) -> &'static str {
+        G::MULTI[B::TABLE_INDEX]
+    }
+    fn source_args(&self) -> Vec<u64> {
+        vec![self.bins.device_ptr()]
+    }
+}
+
+impl MultiFeatureBins for PackedBinMatrix<'_> {
+    fn shape(&self) -> Result<(usize, usize, usize)> {
+        check_shape(self.features, self.bins_per_feature)?;
+        if !(1..=16).contains(&self.bits) {
+            return Err(Error::InvalidArgument { name: "bits", reason: format!("{}; 1 to 16", self.bits) });
+        }
+        let least = kernel::PackedRows::row_words(self.features, self.bits);
+        if self.row_words < least {
+            return Err(Error::InvalidArgument {
+                name: "row_words",
+                reason: format!("{}: {} features of {} bits take {least}", self.row_words, self.features, self.bits),
+            });
+        }
+        if !self.words.len().is_multiple_of(self.row_words) {
+            return Err(Error::InvalidArgument {
+                name: "words",
+                reason: format!("{} words are not whole rows of {}", self.words.len(), self.row_words),
+            });
+        }
+        Ok((self.words.len() / self.row_words, self.features, self.bins_per_feature))
+    }
+    fn kernel<G: MultiFeatureGradient>(&self) -> &'static str {
+        G::PACKED
+    }
+    fn source_args(&self) -> Vec<u64> {
+        vec![self.words.device_ptr(), self.row_words as u64, self.bits as u64]
+    }
+}
+
+/// The feature and bin counts as the kernels take them: 1 to 2^32 - 1 each.
+fn check_shape(features: usize, bins_per_feature: usize) -> Result<()> {
+    if features == 0 || features > u32::MAX as usize {
+        return Err(Error::InvalidArgument { name: "features", reason: format!("{features}; 1 to 2^32 - 1") });
+    }
+    if bins_per_feature == 0 || bins_per_feature > u32::MAX as usize {
+        return Err(Error::InvalidArgument {
+            name: "bins_per_feature",
+            reason: format!("{bins_per_feature}; 1 to 2^32 - 1"),
+        });
+    }
+    Ok(())
 }
 
 /// Device-wide histograms (CUB's `DeviceHistogram`, plus the multi-feature gradient histogram of
@@ -368,9 +487,9 @@ impl DeviceHistogram {
     /// result repeats bit for bit. Every row index must be a row of the matrix (`matrix.bins.len() /
     /// features` rows): this is checked on the device, and the call waits for the check; a bad index
     /// gives [`Error::InvalidArgument`] naming `rows` (the histogram then holds the other rows' sums).
-    pub fn multi_feature<B: BinIndex, G: MultiFeatureGradient>(
+    pub fn multi_feature<M: MultiFeatureBins, G: MultiFeatureGradient>(
         gpu: &Gpu,
-        matrix: MultiFeatureMatrix<'_, B>,
+        matrix: M,
         gradients: &DeviceBuffer<G>,
         rows: &DeviceBuffer<u32>,
         node_offsets: &[u32],
@@ -399,7 +518,7 @@ impl DeviceHistogram {
         }
         let ranges: Vec<(u32, u32)> = node_offsets.windows(2).map(|pair| (pair[0], pair[1])).collect();
         let mut bad_row = gpu.upload(&[u32::MAX])?;
-        let matrix_rows = matrix.bins.len() / matrix.features.max(1);
+        let (matrix_rows, _, _) = matrix.shape()?;
         Self::multi_feature_ranges(gpu, matrix, gradients, rows, &ranges, histogram, &mut bad_row)?;
         let bad = bad_row.to_vec(gpu)?[0];
         if bad != u32::MAX {
@@ -417,9 +536,9 @@ impl DeviceHistogram {
     /// for the device: a row index that is not a row of the matrix is skipped, and the smallest
     /// position holding one is written to `bad_row[0]` (an atomic minimum: set it to `u32::MAX`
     /// beforehand and read it when you next wait).
-    pub fn multi_feature_ranges<B: BinIndex, G: MultiFeatureGradient>(
+    pub fn multi_feature_ranges<M: MultiFeatureBins, G: MultiFeatureGradient>(
         gpu: &Gpu,
-        matrix: MultiFeatureMatrix<'_, B>,
+        matrix: M,
         gradients: &DeviceBuffer<G>,
         rows: &DeviceBuffer<u32>,
         ranges: &[(u32, u32)],
@@ -436,9 +555,9 @@ impl DeviceHistogram {
     /// A gradient booster knows a child's rows lie in one half of its parent's range before the
     /// device has counted them.
     #[allow(clippy::too_many_arguments)]
-    pub fn multi_feature_device_ranges<B: BinIndex, G: MultiFeatureGradient>(
+    pub fn multi_feature_device_ranges<M: MultiFeatureBins, G: MultiFeatureGradient>(
         gpu: &Gpu,
-        matrix: MultiFeatureMatrix<'_, B>,
+        matrix: M,
         gradients: &DeviceBuffer<G>,
         rows: &DeviceBuffer<u32>,
         bounds: &[(u32, u32)],
@@ -456,9 +575,9 @@ impl DeviceHistogram {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn multi_feature_bounded<B: BinIndex, G: MultiFeatureGradient>(
+    fn multi_feature_bounded<M: MultiFeatureBins, G: MultiFeatureGradient>(
         gpu: &Gpu,
-        matrix: MultiFeatureMatrix<'_, B>,
+        matrix: M,
         gradients: &DeviceBuffer<G>,
         rows: &DeviceBuffer<u32>,
         ranges: &[(u32, u32)],
@@ -466,23 +585,7 @@ impl DeviceHistogram {
         histogram: &mut DeviceBuffer<G>,
         bad_row: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        let MultiFeatureMatrix { bins, features, bins_per_feature } = matrix;
-        if features == 0 || features > u32::MAX as usize {
-            return Err(Error::InvalidArgument { name: "features", reason: format!("{features}; 1 to 2^32 - 1") });
-        }
-        if bins_per_feature == 0 || bins_per_feature > u32::MAX as usize {
-            return Err(Error::InvalidArgument {
-                name: "bins_per_feature",
-                reason: format!("{bins_per_feature}; 1 to 2^32 - 1"),
-            });
-        }
-        if !bins.len().is_multiple_of(features) {
-            return Err(Error::InvalidArgument {
-                name: "bins",
-                reason: format!("{} bin ids are not whole rows of {features} features", bins.len()),
-            });
-        }
-        let matrix_rows = bins.len() / features;
+        let (matrix_rows, features, bins_per_feature) = matrix.shape()?;
         if gradients.len() < matrix_rows {
             return Err(Error::InvalidArgument {
                 name: "gradients",
@@ -575,8 +678,8 @@ impl DeviceHistogram {
             block_dim: (kernel::MULTI_BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) as u32,
         };
-        let args = [
-            bins.device_ptr(),
+        let mut args = matrix.source_args();
+        args.extend([
             matrix_rows as u64,
             features as u64,
             bins_per_feature as u64,
@@ -588,16 +691,17 @@ impl DeviceHistogram {
             layout as u64,
             histogram.device_ptr(),
             bad_row.device_ptr(),
-        ];
+        ]);
+        let name = matrix.kernel::<G>();
         // Two blocks of a 28-feature group (115 KB each) a multiprocessor need the largest carveout.
-        gpu.prefer_shared_memory(PRIMITIVES_MODULE, G::MULTI[B::TABLE_INDEX])?;
+        gpu.prefer_shared_memory(PRIMITIVES_MODULE, name)?;
         // SAFETY: the matrix holds `matrix_rows * features` bin ids and the gradients `matrix_rows`
         // pairs (checked); every work item's rows lie in a range within `rows` (checked), its
         // node below `nodes` and its group's first feature below `features`; the histogram holds
         // `nodes * features * bins_per_feature` elements (checked); `device_ranges`, when given, has
         // a range per node (checked), and the kernel keeps within the bounds; the shared memory is what
         // `multi_shared_bytes` says, at most the device's limit.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, G::MULTI[B::TABLE_INDEX], config, &args)? };
+        unsafe { gpu.launch(PRIMITIVES_MODULE, name, config, &args)? };
         Ok(())
     }
 }
@@ -621,5 +725,10 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
     names.extend(<GradientPair<i64> as MultiFeatureGradient>::MULTI);
     names.extend(<GradientPair<f32> as MultiFeatureGradient>::MULTI);
     names.extend(<GradientPair<f64> as MultiFeatureGradient>::MULTI);
+    names.extend([
+        <GradientPair<i64> as MultiFeatureGradient>::PACKED,
+        <GradientPair<f32> as MultiFeatureGradient>::PACKED,
+        <GradientPair<f64> as MultiFeatureGradient>::PACKED,
+    ]);
     names
 }

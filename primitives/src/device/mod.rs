@@ -15,8 +15,8 @@ mod sort;
 #[cfg(test)]
 pub(crate) use histogram::kernel_names as histogram_kernel_names;
 pub use histogram::{
-    BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureGradient,
-    MultiFeatureMatrix,
+    pack_bin_rows, BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureBins,
+    MultiFeatureGradient, MultiFeatureMatrix, PackedBinMatrix,
 };
 #[cfg(feature = "experiments")]
 pub use histogram_experiment::{ExperimentalHistogram, HistogramExperimentKernel};

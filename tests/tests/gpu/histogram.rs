@@ -4,8 +4,8 @@
 
 use primitives::ops::{Element, GradientPair};
 use primitives::{
-    cpu, BinIndex, BlockHistogramLayout, DeviceBuffer, DeviceHistogram, Error, EvenSample, Gpu, HistogramWeight,
-    MultiFeatureGradient, MultiFeatureMatrix,
+    cpu, pack_bin_rows, BinIndex, BlockHistogramLayout, DeviceBuffer, DeviceHistogram, Error, EvenSample, Gpu,
+    HistogramWeight, MultiFeatureGradient, MultiFeatureMatrix, PackedBinMatrix,
 };
 use rand::Rng;
 use tests::{gpu, max_len, random_vec, EDGE_SIZES};
@@ -431,6 +431,65 @@ fn multi_feature_fixed_point_is_exact_and_repeats_bit_for_bit() {
     case = multi_case::<u8, _>(1000, 3, 16, 900, 3, 4300, fixed_gradient);
     case.node_offsets[0] = 100;
     assert!(case.run(&gpu) == case.want(), "offsets from 100");
+}
+
+/// Bit-packed rows (`PackedBinMatrix`) give the dense ids' histogram: ids of 1 to 16 bits, ids that
+/// straddle words, the missing id, rows padded past their words, f32 pairs too; bad shapes are
+/// errors naming the argument.
+#[test]
+fn multi_feature_of_packed_rows_is_the_dense_histogram() {
+    let gpu = gpu();
+    let rows = if gpu.is_emulated() { 6000 } else { 400_000 };
+    // (features, bins per feature, bits, words of padding a row)
+    let shapes = [
+        (28, 256, 9, 0),
+        (28, 255, 8, 0),
+        (3, 1, 1, 0),
+        (5, 20, 5, 1),
+        (13, 1000, 11, 0),
+        (7, 4000, 12, 2),
+        (2, 3000, 16, 0),
+    ];
+    for (k, (features, bins_per_feature, bits, padding)) in shapes.into_iter().enumerate() {
+        let mut case =
+            multi_case::<u32, _>(rows, features, bins_per_feature, rows / 2, 3, 7000 + k as u64, fixed_gradient);
+        // Missing ids become the all-ones id of the width (the widths leave it free).
+        let missing = (1u32 << bits) - 1;
+        assert!(missing as usize >= bins_per_feature);
+        case.bins.iter_mut().for_each(|id| *id = (*id).min(missing));
+        let packed = pack_bin_rows(&case.bins, features, bits);
+        let row_words = packed.len() / rows;
+        let padded: Vec<u32> = packed
+            .chunks_exact(row_words)
+            .flat_map(|r| r.iter().copied().chain(std::iter::repeat_n(!0, padding)))
+            .collect();
+        let words = gpu.upload(&padded).unwrap();
+        let matrix =
+            PackedBinMatrix { words: &words, row_words: row_words + padding, bits, features, bins_per_feature };
+        let (gradients, list) = (gpu.upload(&case.gradients).unwrap(), gpu.upload(&case.rows).unwrap());
+        let mut histogram = DeviceBuffer::zeroed(&gpu, 3 * features * bins_per_feature).unwrap();
+        DeviceHistogram::multi_feature(&gpu, matrix, &gradients, &list, &case.node_offsets, &mut histogram).unwrap();
+        assert!(histogram.to_vec(&gpu).unwrap() == case.want(), "{features} x {bins_per_feature}, {bits} bits");
+        if k == 0 {
+            let floats = case.with_gradients(case.gradients.iter().map(|g| GradientPair::new(g.grad as f32, 1.0)));
+            let gradients = gpu.upload(&floats.gradients).unwrap();
+            let mut histogram = DeviceBuffer::<GradientPair<f32>>::zeroed(&gpu, 3 * features * 256).unwrap();
+            DeviceHistogram::multi_feature(&gpu, matrix, &gradients, &list, &case.node_offsets, &mut histogram)
+                .unwrap();
+            let (got, want) = (histogram.to_vec(&gpu).unwrap(), floats.want());
+            // Hessians are counts: exact in f32.
+            assert!(got.iter().zip(&want).all(|(a, b)| a.hess == b.hess), "f32 pair counts");
+        }
+        let error = |m: PackedBinMatrix<'_>| {
+            let mut h = DeviceBuffer::zeroed(&gpu, 3 * features * bins_per_feature).unwrap();
+            match DeviceHistogram::multi_feature(&gpu, m, &gradients, &list, &case.node_offsets, &mut h) {
+                Err(Error::InvalidArgument { name, .. }) => name,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(error(PackedBinMatrix { bits: 17, ..matrix }), "bits");
+        assert_eq!(error(PackedBinMatrix { row_words: row_words - 1, ..matrix }), "row_words");
+    }
 }
 
 #[test]
