@@ -16,7 +16,9 @@
 
 use benches::time_gpu;
 use primitives::ops::GradientPair;
-use primitives::{BlockHistogramLayout, DeviceBuffer, DeviceHistogram, Gpu, MultiFeatureMatrix};
+use primitives::{
+    pack_bin_rows, BlockHistogramLayout, DeviceBuffer, DeviceHistogram, Gpu, MultiFeatureMatrix, PackedBinMatrix,
+};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 const WARMUP: usize = 3;
@@ -135,27 +137,41 @@ pub fn run(max_log2: u32) {
 fn multi_feature(gpu: &Gpu) {
     let (rows, features, bins_per_feature) = MULTI_SHAPE;
     let mut rng = SmallRng::seed_from_u64(28);
-    let bins: Vec<u8> = (0..rows * features).map(|_| rng.gen_range(0..bins_per_feature) as u8).collect();
-    let bins = gpu.upload(&bins).expect("upload");
+    let ids: Vec<u32> = (0..rows * features).map(|_| rng.gen_range(0..bins_per_feature as u32)).collect();
     let gradients: Vec<GradientPair<i64>> =
         (0..rows).map(|_| GradientPair::new(rng.gen_range(-(1 << 40)..1 << 40), rng.gen_range(0..1 << 40))).collect();
     let gradients = gpu.upload(&gradients).expect("upload");
-    let matrix = MultiFeatureMatrix { bins: &bins, features, bins_per_feature };
-    for nodes in [1usize, 8] {
+    let u8_ids = gpu.upload(&ids.iter().map(|&id| id as u8).collect::<Vec<u8>>()).expect("upload");
+    let u16_ids = gpu.upload(&ids.iter().map(|&id| id as u16).collect::<Vec<u16>>()).expect("upload");
+    // 9 bits: 256 bins and the missing id, as boost's ELLPACK would pack them.
+    let bits = 9;
+    let words = gpu.upload(&pack_bin_rows(&ids, features, bits)).expect("upload");
+    let packed = PackedBinMatrix { words: &words, row_words: words.len() / rows, bits, features, bins_per_feature };
+    drop(ids);
+    for nodes in [1usize, 8, 256] {
         // Rows dealt to nodes at random, in row order within each node (a stable partition).
-        let owner: Vec<usize> = (0..rows).map(|_| rng.gen_range(0..nodes)).collect();
-        let mut row_list = Vec::with_capacity(rows);
-        let mut offsets = vec![0u32];
-        for node in 0..nodes {
-            row_list.extend((0..rows as u32).filter(|&r| owner[r as usize] == node));
-            offsets.push(row_list.len() as u32);
-        }
+        let owner: Vec<u32> = (0..rows).map(|_| rng.gen_range(0..nodes as u32)).collect();
+        let mut row_list: Vec<u32> = (0..rows as u32).collect();
+        row_list.sort_by_key(|&r| owner[r as usize]);
+        let mut offsets = vec![0u32; nodes + 1];
+        owner.iter().for_each(|&n| offsets[n as usize + 1] += 1);
+        (0..nodes).for_each(|n| offsets[n + 1] += offsets[n]);
         let row_list = gpu.upload(&row_list).expect("upload");
         let mut histogram = gpu.alloc_zeroed::<GradientPair<i64>>(nodes * features * bins_per_feature).expect("alloc");
-        let us = time_gpu(gpu, WARMUP, REPEATS, |_| {
-            DeviceHistogram::multi_feature(gpu, matrix, &gradients, &row_list, &offsets, &mut histogram)
-                .expect("multi-feature")
+        let mut time = |op: &str, launch: &dyn Fn(&mut DeviceBuffer<GradientPair<i64>>)| {
+            let us = time_gpu(gpu, WARMUP, REPEATS, |_| launch(&mut histogram));
+            print(op, "auto", rows, features, bins_per_feature, nodes, us);
+        };
+        time("multi_gpi64_u8", &|h| {
+            let matrix = MultiFeatureMatrix { bins: &u8_ids, features, bins_per_feature };
+            DeviceHistogram::multi_feature(gpu, matrix, &gradients, &row_list, &offsets, h).expect("multi-feature")
         });
-        print("multi_gpi64_u8", "auto", rows, features, bins_per_feature, nodes, us);
+        time("multi_gpi64_u16", &|h| {
+            let matrix = MultiFeatureMatrix { bins: &u16_ids, features, bins_per_feature };
+            DeviceHistogram::multi_feature(gpu, matrix, &gradients, &row_list, &offsets, h).expect("multi-feature")
+        });
+        time("multi_gpi64_packed9", &|h| {
+            DeviceHistogram::multi_feature(gpu, packed, &gradients, &row_list, &offsets, h).expect("multi-feature")
+        });
     }
 }
