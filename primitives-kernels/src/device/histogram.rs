@@ -434,26 +434,6 @@ impl PackedRows {
     pub const fn row_words(features: usize, bits: u32) -> usize {
         (features * bits as usize).div_ceil(32)
     }
-
-    /// The id of feature `feature` of row `row`.
-    ///
-    /// # Safety
-    /// `row` is a row of the matrix, `feature` one of its features.
-    #[inline(always)]
-    pub unsafe fn get(self, row: usize, feature: u32) -> u32 {
-        let bit = feature as usize * self.bits as usize;
-        let at = row * self.row_words + bit / 32;
-        let shift = (bit % 32) as u32;
-        // SAFETY: the id's bits lie in the row's words (caller).
-        let low = unsafe { arch::load(self.words.add(at)) } as u64;
-        let high = if shift + self.bits > 32 {
-            // SAFETY: as above: the id runs into the next word of the row.
-            unsafe { arch::load(self.words.add(at + 1)) as u64 }
-        } else {
-            0
-        };
-        (((high << 32) | low) >> shift) as u32 & ((1u32 << self.bits) - 1)
-    }
 }
 
 impl RowBins for PackedRows {
