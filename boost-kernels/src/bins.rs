@@ -1,12 +1,14 @@
 //! A value's bin among its feature's quantile cuts, written once: `boost`'s `QuantileCuts::search_bin`
 //! (the CPU's ELLPACK matrix) calls [`local_bin`], and [`dense_kernel`] and [`csr_kernel`] run it on
-//! the device to make the matrix the GPU builder reads from the features themselves: a `u16` a row
-//! and feature, row-major, the value's bin within its feature, `missing` where the value is missing
-//! (NaN, not stored, or a feature without bins).
+//! the device to make the matrix the GPU builder reads from the features themselves: each row's
+//! bins within their features bit-packed, `bits` bits a feature (primitives' [`PackedRows`],
+//! XGBoost's ELLPACK layout), the all-ones id `2^bits - 1` where the value is missing (NaN, not
+//! stored, or a feature without bins).
 //!
 //! Memory is read and written through `arch`, so the emulator checks every access.
 
 use primitives_kernels::arch;
+pub use primitives_kernels::device::histogram::{packed_row_word, store_packed_id, PackedRows};
 
 use crate::evaluate::global_thread;
 
@@ -44,7 +46,7 @@ impl Cuts {
     /// # Safety
     /// `f` is below the feature count and the offsets lie within the bounds.
     #[inline(always)]
-    unsafe fn bin(self, f: usize, v: f32, missing: u16) -> u16 {
+    unsafe fn bin(self, f: usize, v: f32, missing: u32) -> u32 {
         if v.is_nan() {
             return missing;
         }
@@ -55,61 +57,82 @@ impl Cuts {
             if begin == end {
                 return missing;
             }
-            local_bin(end - begin, |i| arch::load(self.cut_values.add(begin + i)), v) as u16
+            local_bin(end - begin, |i| arch::load(self.cut_values.add(begin + i)), v) as u32
         }
     }
 }
 
-/// `out[i]`: the bin of dense row-major `values[i]`, whose feature is `i % features`. One thread per
-/// value.
-///
-/// # Safety
-/// `values` and `out` hold `n` values, a multiple of `features >= 1`; `cuts` has `features` features
-/// whose bins are fewer than `missing`.
-pub unsafe fn dense_kernel(values: *const f32, n: u64, features: u64, cuts: Cuts, missing: u32, out: *mut u16) {
-    let i = global_thread();
-    if i >= n {
-        return;
-    }
-    // SAFETY: `i < n`; `i % features` is a feature.
-    unsafe {
-        let bin = cuts.bin((i % features) as usize, arch::load(values.add(i as usize)), missing as u16);
-        arch::store(out.add(i as usize), bin);
+/// The shape of the packed matrix the kernels write: `features` ids of `bits` bits a row,
+/// `row_words` words a row.
+#[derive(Clone, Copy)]
+pub struct PackedShape {
+    pub features: u64,
+    pub bits: u32,
+    pub row_words: u64,
+}
+
+impl PackedShape {
+    /// The id of a missing value: all ones.
+    pub const fn missing(self) -> u32 {
+        (1u32 << self.bits) - 1
     }
 }
 
-/// `out[row * features + f]`: every row's bins, from its CSR entries (columns strictly increasing
-/// within the row); `missing` for the features it does not store. One thread per row.
+/// Word `i` of the packed rows of the dense row-major `values` (`rows` rows of `shape.features`):
+/// the bins of the features whose bits overlap it. One thread per word, so a warp writes
+/// consecutive words and reads the values of about one row.
+///
+/// # Safety
+/// `values` holds `rows * shape.features` values, `out` `rows * shape.row_words` words, `row_words`
+/// at least `PackedRows::row_words(features, bits)`; `cuts` has `features` features whose bins
+/// are fewer than `shape.missing()`.
+pub unsafe fn dense_kernel(values: *const f32, rows: u64, shape: PackedShape, cuts: Cuts, out: *mut u32) {
+    let i = global_thread();
+    if i >= rows * shape.row_words {
+        return;
+    }
+    let (row, w) = ((i / shape.row_words) as usize, (i % shape.row_words) as usize);
+    let features = shape.features as usize;
+    let word = packed_row_word(w, features, shape.bits, |f| {
+        // SAFETY: `row < rows` and `f < features`: a value of the matrix and a feature of the cuts.
+        unsafe { cuts.bin(f, arch::load(values.add(row * features + f)), shape.missing()) }
+    });
+    // SAFETY: `i < rows * row_words`.
+    unsafe { arch::store(out.add(i as usize), word) };
+}
+
+/// Every row's packed bins from its CSR entries (columns strictly increasing within the row):
+/// the row's words written as all missing, then each stored value's bin set. One thread per row.
 ///
 /// # Safety
 /// `row_ptr` holds `rows + 1` non-decreasing offsets into `col_indices` and `values`, whose columns
-/// are below `features`; `out` holds `rows * features` values; `cuts` as for [`dense_kernel`].
+/// are below `shape.features`; `out` and `cuts` as for [`dense_kernel`].
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn csr_kernel(
     row_ptr: *const u64,
     col_indices: *const u32,
     values: *const f32,
     rows: u64,
-    features: u64,
+    shape: PackedShape,
     cuts: Cuts,
-    missing: u32,
-    out: *mut u16,
+    out: *mut u32,
 ) {
     let row = global_thread();
     if row >= rows {
         return;
     }
-    let features = features as usize;
-    // SAFETY: `row < rows`; the contract covers the entries and the row's bins.
+    let (features, row_words, missing) = (shape.features as usize, shape.row_words as usize, shape.missing());
+    let row = row as usize;
+    // SAFETY: `row < rows`; the contract covers the entries and the row's words.
     unsafe {
-        let bins = out.add(row as usize * features);
-        for f in 0..features {
-            arch::store(bins.add(f), missing as u16);
+        for w in 0..row_words {
+            arch::store(out.add(row * row_words + w), packed_row_word(w, features, shape.bits, |_| missing));
         }
-        let (begin, end) = (arch::load(row_ptr.add(row as usize)), arch::load(row_ptr.add(row as usize + 1)));
+        let (begin, end) = (arch::load(row_ptr.add(row)), arch::load(row_ptr.add(row + 1)));
         for e in begin as usize..end as usize {
             let f = arch::load(col_indices.add(e)) as usize;
-            arch::store(bins.add(f), cuts.bin(f, arch::load(values.add(e)), missing as u16));
+            let bin = cuts.bin(f, arch::load(values.add(e)), missing);
+            store_packed_id(out, row_words, shape.bits, row, f, bin);
         }
     }
 }

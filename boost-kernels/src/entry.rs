@@ -6,7 +6,8 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::adaptive::{self, Residuals};
 use crate::auc::{self, AucCurve, Positives};
-use crate::bins::{self, Cuts};
+use crate::bins::PackedRows;
+use crate::bins::{self, Cuts, PackedShape};
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
@@ -23,38 +24,40 @@ use crate::sketch::{
 use crate::subtract;
 
 kernel! {
-    /// The bins of dense row-major features; see [`bins::dense_kernel`].
+    /// The packed bins of dense row-major features; see [`bins::dense_kernel`].
     pub unsafe fn boost_bins_dense(
         values: *const f32,
-        n: u64,
+        rows: u64,
         features: u64,
+        bits: u64,
+        row_words: u64,
         cut_ptrs: *const u32,
         cut_values: *const f32,
-        missing: u64,
-        out: *mut u16,
+        out: *mut u32,
     ) {
-        let cuts = Cuts { cut_ptrs, cut_values };
+        let (cuts, shape) = (Cuts { cut_ptrs, cut_values }, PackedShape { features, bits: bits as u32, row_words });
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { bins::dense_kernel(values, n, features, cuts, missing as u32, out) }
+        unsafe { bins::dense_kernel(values, rows, shape, cuts, out) }
     }
 }
 
 kernel! {
-    /// The bins of CSR rows; see [`bins::csr_kernel`].
+    /// The packed bins of CSR rows; see [`bins::csr_kernel`].
     pub unsafe fn boost_bins_csr(
         row_ptr: *const u64,
         col_indices: *const u32,
         values: *const f32,
         rows: u64,
         features: u64,
+        bits: u64,
+        row_words: u64,
         cut_ptrs: *const u32,
         cut_values: *const f32,
-        missing: u64,
-        out: *mut u16,
+        out: *mut u32,
     ) {
-        let cuts = Cuts { cut_ptrs, cut_values };
+        let (cuts, shape) = (Cuts { cut_ptrs, cut_values }, PackedShape { features, bits: bits as u32, row_words });
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { bins::csr_kernel(row_ptr, col_indices, values, rows, features, cuts, missing as u32, out) }
+        unsafe { bins::csr_kernel(row_ptr, col_indices, values, rows, shape, cuts, out) }
     }
 }
 
@@ -101,15 +104,16 @@ kernel! {
     pub unsafe fn boost_partition_flags(
         rows: *const u32,
         n: u64,
-        bins: *const u16,
-        features: u64,
-        missing: u64,
+        bins: *const u32,
+        row_words: u64,
+        bits: u64,
         splits: *const PartitionSplit,
         num_splits: u64,
         split_index: *const u32,
         flags: *mut u32,
     ) {
-        let args = PartitionArgs { rows, n, bins, features, missing, splits, num_splits, split_index };
+        let bins = PackedRows { words: bins, row_words: row_words as usize, bits: bits as u32 };
+        let args = PartitionArgs { rows, n, bins, splits, num_splits, split_index };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { partition::flags_kernel(&args, flags) }
     }
@@ -127,9 +131,7 @@ kernel! {
         scan: *const u32,
         out: *mut u32,
     ) {
-        let args = PartitionArgs {
-            rows, n, bins: core::ptr::null(), features: 0, missing: 0, splits, num_splits, split_index,
-        };
+        let args = PartitionArgs { rows, n, bins: partition::NO_BINS, splits, num_splits, split_index };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { partition::scatter_kernel(&args, flags, scan, out) }
     }

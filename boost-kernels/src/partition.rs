@@ -11,6 +11,7 @@
 
 use primitives_kernels::arch;
 
+use crate::bins::PackedRows;
 use crate::evaluate::global_thread;
 
 /// One split node of a partition batch: its rows are positions `begin..end` of the row order; a row
@@ -86,16 +87,17 @@ unsafe fn split_at(a: &PartitionArgs, position: u32) -> Option<PartitionSplit> {
     (position < split.end).then_some(split)
 }
 
+/// The bins of the kernels that read none (the scatter).
+pub const NO_BINS: PackedRows = PackedRows { words: core::ptr::null(), row_words: 0, bits: 1 };
+
 /// The buffers of the partition kernels.
 #[repr(C)]
 pub struct PartitionArgs {
     /// The row order: `n` row indices.
     pub rows: *const u32,
     pub n: u64,
-    /// The bins, row-major, `features` per row, `missing` for a missing value.
-    pub bins: *const u16,
-    pub features: u64,
-    pub missing: u64,
+    /// The packed bins ([`crate::bins`]), the all-ones id for a missing value.
+    pub bins: PackedRows,
     pub splits: *const PartitionSplit,
     pub num_splits: u64,
     /// Null, or the batch's split index ([`split_index_entry`]: `(n >> SPLIT_INDEX_SHIFT) + 2`
@@ -109,7 +111,7 @@ pub struct PartitionArgs {
 ///
 /// # Safety
 /// The buffers hold what [`PartitionArgs`] says, every row index is a row of `bins`, every split's
-/// feature below `features`, and `flags` has room for `n + 1` flags.
+/// feature below the bins' features, and `flags` has room for `n + 1` flags.
 pub unsafe fn flags_kernel(a: &PartitionArgs, flags: *mut u32) {
     let p = global_thread();
     if p >= a.n {
@@ -124,8 +126,8 @@ pub unsafe fn flags_kernel(a: &PartitionArgs, flags: *mut u32) {
         let flag = match split_at(a, p as u32) {
             Some(split) => {
                 let row = arch::load(a.rows.add(p as usize)) as usize;
-                let bin = arch::load(a.bins.add(row * a.features as usize + split.feature as usize));
-                goes_left(&split, bin as u32, a.missing as u32) as u32
+                let bin = a.bins.get(row, split.feature as usize);
+                goes_left(&split, bin, (1u32 << a.bins.bits) - 1) as u32
             }
             None => 0,
         };
@@ -291,9 +293,7 @@ mod tests {
             let args = |split_index: u64| PartitionArgs {
                 rows: core::ptr::null(),
                 n: n as u64,
-                bins: core::ptr::null(),
-                features: 0,
-                missing: 0,
+                bins: NO_BINS,
                 splits: splits_at as *const PartitionSplit,
                 num_splits: sizes.len() as u64,
                 split_index: split_index as *const u32,

@@ -8,6 +8,7 @@
 //! with `--features gpu`.
 
 mod adaptive;
+mod bins;
 mod csr;
 mod eval;
 mod metrics;
@@ -17,10 +18,8 @@ mod sketch;
 
 use std::time::Instant;
 
-use rayon::prelude::*;
-
 use primitives::ops::GradientPair;
-use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig, MultiFeatureMatrix};
+use primitives::{DeviceBuffer, DeviceHistogram, DeviceScan, Gpu, LaunchConfig};
 
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
@@ -31,7 +30,7 @@ use boost_kernels::reduce::{self, BlockSum};
 pub use boost_kernels::sampling::RowSampler;
 use boost_kernels::split::Split;
 
-use crate::data::{CsrMatrix, FeatureMatrix, MetaInfo};
+use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
 use crate::metric::DeviceMetric;
@@ -43,6 +42,8 @@ use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder}
 use crate::tree::Tree;
 use crate::{Error, Result};
 use adaptive::{AdaptiveScratch, ResidualInputs};
+pub(crate) use bins::csr_is_checked;
+pub use bins::{local_bins, BinLayout, DeviceBins};
 pub use csr::DeviceCsr;
 pub use eval::{DeviceEvalSet, DeviceTrees, PredictLaunch};
 pub use metrics::InitialMargins;
@@ -272,150 +273,6 @@ fn enqueue_evaluation(
     Ok(())
 }
 
-/// The bins of every row and feature as the device builds histograms from them: row-major, one
-/// `u16` per feature, the bin's index within its feature, `bins_per_feature` for a missing value.
-/// Made from the CPU's quantised matrix: the oracle of `device_bins`, which makes the same bins on
-/// the device from the features, and its path for CSR rows whose columns do not increase.
-pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u16>, usize)> {
-    let features = cuts.features();
-    let bins_per_feature = bins_per_feature(cuts)?;
-    let mut bins = vec![bins_per_feature as u16; matrix.rows * features];
-    if features > 0 {
-        bins.par_chunks_mut(features).enumerate().for_each(|(row, row_bins)| {
-            for (f, local) in row_bins.iter_mut().enumerate() {
-                if let Some(bin) = matrix.bin_of(row, f, cuts) {
-                    *local = (bin - cuts.cut_ptrs[f]) as u16;
-                }
-            }
-        });
-    }
-    Ok((bins, bins_per_feature))
-}
-
-/// The most bins of a feature (at least 1): a row of the padded histograms, and the missing bin.
-fn bins_per_feature(cuts: &QuantileCuts) -> Result<usize> {
-    let bins_per_feature = (0..cuts.features()).map(|f| cuts.bins(f)).max().unwrap_or(0).max(1);
-    if bins_per_feature >= u16::MAX as usize {
-        return Err(Error::param(
-            "max_bin",
-            format!("{bins_per_feature} bins: the GPU builder takes fewer than 65535"),
-        ));
-    }
-    Ok(bins_per_feature)
-}
-
-/// Bytes of features uploaded at a time to be quantised: a run's peak memory holds one such chunk,
-/// not the whole `f32` matrix. (Small in the unit tests, so that they quantise in many chunks.)
-const BIN_CHUNK_BYTES: usize = if cfg!(test) { 1000 } else { 64 << 20 };
-
-/// [`local_bins`] made on the device from the features (`boost_kernels::bins`: the CPU's search, so
-/// the same bins): the dense values or the CSR entries uploaded a chunk at a time
-/// ([`BIN_CHUNK_BYTES`]), a thread a value or a row. CSR rows
-/// whose columns do not increase strictly (which the readers never make) take the host's path.
-fn device_bins(
-    gpu: &Gpu,
-    features: &FeatureMatrix,
-    cuts: &QuantileCuts,
-    device_cuts: &DeviceCuts,
-) -> Result<DeviceBuffer<u16>> {
-    let (rows, nf) = (features.rows(), cuts.features());
-    let missing = bins_per_feature(cuts)? as u64;
-    if features.cols() != nf {
-        return Err(Error::InvalidData(format!("{} feature columns for cuts of {nf} features", features.cols())));
-    }
-    let host_path = match features {
-        FeatureMatrix::Sparse(m) => rows * nf == 0 || !csr_is_checked(m),
-        FeatureMatrix::Dense(_) => rows * nf == 0,
-    };
-    if host_path {
-        return Ok(gpu.upload(&local_bins(&EllpackMatrix::new(features, cuts), cuts)?.0)?);
-    }
-    let (cut_ptrs, cut_values) = (device_cuts.cut_ptrs.device_ptr(), device_cuts.cut_values.device_ptr());
-    let bins = gpu.alloc_uninitialized::<u16>(rows * nf)?;
-    // Row `row`'s first bin.
-    let bins_at = |row: usize| bins.device_ptr() + (row * nf * size_of::<u16>()) as u64;
-    match features {
-        FeatureMatrix::Dense(m) => {
-            let chunk_rows = (BIN_CHUNK_BYTES / (nf * size_of::<f32>())).clamp(1, rows);
-            let mut staging = gpu.alloc_uninitialized::<f32>(chunk_rows * nf)?;
-            for first in (0..rows).step_by(chunk_rows) {
-                let end = (first + chunk_rows).min(rows);
-                staging.copy_from_host(gpu, &m.values[first * nf..end * nf])?;
-                // SAFETY: `end - first` rows staged, their bins from row `first` on.
-                unsafe { quantise_dense(gpu, staging.device_ptr(), (end - first, nf), device_cuts, bins_at(first))? };
-            }
-        }
-        FeatureMatrix::Sparse(m) => {
-            let entry_bytes = size_of::<u32>() + size_of::<f32>();
-            let mut first = 0;
-            while first < rows {
-                // Rows up to a chunk's worth of entries (at least one row).
-                let base = m.row_ptr[first];
-                let mut end = first + 1;
-                while end < rows && (m.row_ptr[end + 1] - base) * entry_bytes <= BIN_CHUNK_BYTES {
-                    end += 1;
-                }
-                let row_ptr: Vec<u64> = m.row_ptr[first..=end].iter().map(|&p| (p - base) as u64).collect();
-                let entries = base..m.row_ptr[end];
-                let (row_ptr, col_indices, values) = (
-                    gpu.upload(&row_ptr)?,
-                    gpu.upload(&m.col_indices[entries.clone()])?,
-                    gpu.upload(&m.values[entries])?,
-                );
-                let args = [
-                    row_ptr.device_ptr(),
-                    col_indices.device_ptr(),
-                    values.device_ptr(),
-                    (end - first) as u64,
-                    nf as u64,
-                    cut_ptrs,
-                    cut_values,
-                    missing,
-                    bins_at(first),
-                ];
-                // SAFETY: `end - first + 1` offsets into the chunk's entries, whose columns (checked
-                // above) are below `nf`; the bins of rows `first..end`; the cuts as for the dense kernel.
-                unsafe { gpu.launch(crate::KERNELS, "boost_bins_csr", element_config(end - first)?, &args)? };
-                first = end;
-            }
-        }
-    }
-    Ok(bins)
-}
-
-/// Whether CSR rows hold what [`DeviceCsr::new`] checks: columns strictly increasing within each
-/// row and below the matrix's columns (the readers make no other; a matrix built in memory may).
-pub(crate) fn csr_is_checked(m: &CsrMatrix) -> bool {
-    (0..m.rows).into_par_iter().all(|i| {
-        let cols = &m.col_indices[m.row_ptr[i]..m.row_ptr[i + 1]];
-        cols.windows(2).all(|w| w[0] < w[1]) && cols.last().is_none_or(|&c| (c as usize) < m.cols)
-    })
-}
-
-/// Launches `boost_bins_dense` over `rows x nf` dense values at `values`, writing their local bins
-/// ([`local_bins`]) at `bins`.
-///
-/// # Safety
-/// `values` holds `rows * nf` values and `bins` room for as many `u16`; `nf` is the cuts' features.
-unsafe fn quantise_dense(
-    gpu: &Gpu,
-    values: u64,
-    (rows, nf): (usize, usize),
-    cuts: &DeviceCuts,
-    bins: u64,
-) -> Result<()> {
-    let n = rows * nf;
-    if n == 0 {
-        return Ok(());
-    }
-    let missing = cuts.max_bins.max(1) as u64;
-    let args = [values, n as u64, nf as u64, cuts.cut_ptrs.device_ptr(), cuts.cut_values.device_ptr(), missing, bins];
-    // SAFETY: as the caller promises: `n` values and bins, a multiple of `nf >= 1` features; the
-    // cuts' `nf + 1` offsets lie within their bounds, fewer than `missing` a feature.
-    unsafe { gpu.launch(crate::KERNELS, "boost_bins_dense", element_config(n)?, &args)? };
-    Ok(())
-}
-
 /// Threads per block of the partition and subtraction kernels (one thread per element).
 const ELEMENT_THREADS: u32 = 256;
 
@@ -519,7 +376,7 @@ impl HistogramStore {
 pub struct GpuBackend<'a> {
     gpu: &'a Gpu,
     cuts: &'a DeviceCuts,
-    bins: &'a DeviceBuffer<u16>,
+    bins: &'a DeviceBins,
     bins_per_feature: usize,
     features: usize,
     first_bins: &'a [u32],
@@ -582,14 +439,13 @@ impl PendingPartition {
 }
 
 impl<'a> GpuBackend<'a> {
-    /// A backend over the device copies of the cuts, [`local_bins`] and the fixed-point gradients,
+    /// A backend over the device copies of the cuts, the bins and the fixed-point gradients,
     /// whose sum is `root`; `buffers` sized for the gradients' rows.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         gpu: &'a Gpu,
         cuts: &'a DeviceCuts,
-        bins: &'a DeviceBuffer<u16>,
-        bins_per_feature: usize,
+        bins: &'a DeviceBins,
         first_bins: &'a [u32],
         gradients: &'a DeviceBuffer<Fixed>,
         root: Fixed,
@@ -605,7 +461,7 @@ impl<'a> GpuBackend<'a> {
             gpu,
             cuts,
             bins,
-            bins_per_feature,
+            bins_per_feature: bins.layout.bins_per_feature,
             features: cuts.features,
             first_bins,
             gradients,
@@ -633,8 +489,7 @@ impl<'a> GpuBackend<'a> {
             ranges[slot as usize] = (begin as u32, end as u32);
         }
         let mut histograms = self.gpu.alloc_zeroed::<Fixed>(slots * self.slot_len())?;
-        let matrix =
-            MultiFeatureMatrix { bins: self.bins, features: self.features, bins_per_feature: self.bins_per_feature };
+        let matrix = self.bins.matrix();
         DeviceHistogram::multi_feature_ranges(
             self.gpu,
             matrix,
@@ -727,16 +582,16 @@ impl<'a> GpuBackend<'a> {
         let args = [
             b.rows.device_ptr() + offset,
             n as u64,
-            self.bins.device_ptr(),
-            self.features as u64,
-            self.bins_per_feature as u64,
+            self.bins.words.device_ptr(),
+            self.bins.layout.row_words as u64,
+            self.bins.layout.bits as u64,
             splits_ptr,
             num_splits,
             index_ptr,
             b.flags.device_ptr(),
         ];
-        // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (`features` bins
-        // each), the splits are sorted by `begin` and rebased to the span, with features below
+        // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (packed rows of
+        // `features` ids), the splits are sorted by `begin` and rebased to the span, with features below
         // `features`, their index (when given) the `(n >> SPLIT_INDEX_SHIFT) + 2` entries of
         // `split_index_entry`; `flags` holds at least `n + 1` flags (the whole order's `rows + 1`),
         // one thread each.
@@ -827,8 +682,7 @@ impl<'a> GpuBackend<'a> {
         let plans = pending.plans_at();
         let batch = self.buffers.batch.get().ok_or_else(|| Error::InvalidData("the batch's plan is missing".into()))?;
         let mut histograms = self.gpu.alloc_zeroed::<Fixed>(2 * pairs * self.slot_len())?;
-        let matrix =
-            MultiFeatureMatrix { bins: self.bins, features: self.features, bins_per_feature: self.bins_per_feature };
+        let matrix = self.bins.matrix();
         DeviceHistogram::multi_feature_device_ranges(
             self.gpu,
             matrix,
@@ -977,8 +831,7 @@ pub struct GpuTrainer<'g> {
     cuts: DeviceCuts,
     first_bins: Vec<u32>,
     rows: usize,
-    bins: DeviceBuffer<u16>,
-    bins_per_feature: usize,
+    bins: DeviceBins,
     buffers: RowBuffers,
     /// Labels, weights and margins when the device computes the gradients.
     device_rows: Option<DeviceRows>,
@@ -990,15 +843,15 @@ pub struct GpuTrainer<'g> {
 impl<'g> GpuTrainer<'g> {
     /// Uploads the cuts and the bins of `matrix`.
     pub fn new(gpu: &'g Gpu, matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<Self> {
-        let (host_bins, _) = local_bins(matrix, cuts)?;
-        Self::with_bins(gpu, DeviceCuts::upload(gpu, cuts)?, cuts, matrix.rows, gpu.upload(&host_bins)?)
+        let bins = DeviceBins::upload(gpu, local_bins(matrix, cuts)?)?;
+        Self::with_bins(gpu, DeviceCuts::upload(gpu, cuts)?, cuts, matrix.rows, bins)
     }
 
     /// Uploads the cuts and quantises `features` with them on the device: the bins
     /// [`GpuTrainer::new`] uploads from the CPU's matrix of the same features, without that matrix.
     pub fn from_features(gpu: &'g Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Result<Self> {
         let device_cuts = DeviceCuts::upload(gpu, cuts)?;
-        let bins = device_bins(gpu, features, cuts, &device_cuts)?;
+        let bins = bins::device_bins(gpu, features, cuts, &device_cuts)?;
         Self::with_bins(gpu, device_cuts, cuts, features.rows(), bins)
     }
 
@@ -1020,9 +873,7 @@ impl<'g> GpuTrainer<'g> {
         }
         csr::check_dense_finite(gpu, values, (rows, cols))?;
         let device_cuts = DeviceCuts::upload(gpu, cuts)?;
-        let bins = gpu.alloc_uninitialized::<u16>(rows * cols)?;
-        // SAFETY: `rows * cols` values and bins (checked above), the cuts of `cols` features.
-        unsafe { quantise_dense(gpu, values.device_ptr(), (rows, cols), &device_cuts, bins.device_ptr())? };
+        let bins = bins::device_rows_bins(gpu, values, rows, cuts, &device_cuts)?;
         Self::with_bins(gpu, device_cuts, cuts, rows, bins)
     }
 
@@ -1030,38 +881,15 @@ impl<'g> GpuTrainer<'g> {
     /// these rows, as [`device_cuts_csr`] makes them).
     pub fn from_device_csr(gpu: &'g Gpu, csr: &DeviceCsr, cuts: &QuantileCuts) -> Result<Self> {
         csr.check_on(gpu)?;
-        let (rows, nf) = (csr.rows(), csr.cols());
-        if nf != cuts.features() {
-            return Err(Error::InvalidData(format!("CSR rows of {nf} features, cuts of {}", cuts.features())));
-        }
+        let rows = csr.rows();
         let device_cuts = DeviceCuts::upload(gpu, cuts)?;
-        let bins = gpu.alloc_uninitialized::<u16>(rows * nf)?;
-        if rows * nf > 0 {
-            let (row_ptr, col_indices, values) =
-                (csr.row_ptr.device_ptr(), csr.col_indices.device_ptr(), csr.values.device_ptr());
-            let (cut_ptrs, cut_values) = (device_cuts.cut_ptrs.device_ptr(), device_cuts.cut_values.device_ptr());
-            let missing = device_cuts.max_bins.max(1) as u64;
-            let args = [
-                row_ptr,
-                col_indices,
-                values,
-                rows as u64,
-                nf as u64,
-                cut_ptrs,
-                cut_values,
-                missing,
-                bins.device_ptr(),
-            ];
-            // SAFETY: checked rows (`DeviceCsr::new`: offsets from 0 to the entries, columns increasing
-            // below `nf`); `rows * nf` bins; the cuts of `nf` features.
-            unsafe { gpu.launch(crate::KERNELS, "boost_bins_csr", element_config(rows)?, &args)? };
-        }
+        let bins = bins::device_csr_bins(gpu, csr, cuts, &device_cuts)?;
         Self::with_bins(gpu, device_cuts, cuts, rows, bins)
     }
 
-    /// Bytes of the quantised matrix on the device (a `u16` a row and feature).
+    /// Bytes of the quantised matrix on the device (packed rows, [`BinLayout`]).
     pub fn bins_bytes(&self) -> usize {
-        self.bins.len() * std::mem::size_of::<u16>()
+        self.bins.bytes()
     }
 
     fn with_bins(
@@ -1069,7 +897,7 @@ impl<'g> GpuTrainer<'g> {
         device_cuts: DeviceCuts,
         cuts: &QuantileCuts,
         rows: usize,
-        bins: DeviceBuffer<u16>,
+        bins: DeviceBins,
     ) -> Result<Self> {
         Ok(GpuTrainer {
             gpu,
@@ -1077,7 +905,6 @@ impl<'g> GpuTrainer<'g> {
             first_bins: cuts.cut_ptrs.clone(),
             rows,
             bins,
-            bins_per_feature: bins_per_feature(cuts)?,
             buffers: RowBuffers::new(gpu, rows)?,
             device_rows: None,
             quantise_scratch: QuantiseScratch::default(),
@@ -1188,7 +1015,6 @@ impl<'g> GpuTrainer<'g> {
             self.gpu,
             &self.cuts,
             &self.bins,
-            self.bins_per_feature,
             &self.first_bins,
             fixed,
             root,
@@ -1589,12 +1415,26 @@ mod tests {
             zero_weight_column.cut_values.truncate(zero_weight_column.cut_ptrs[5] as usize);
             zero_weight_column.cut_ptrs[6] = zero_weight_column.cut_ptrs[5];
             for cuts in [cuts, zero_weight_column] {
-                let want = local_bins(&EllpackMatrix::new(&dense, &cuts), &cuts).unwrap().0;
-                let got = device_bins(&gpu, &dense, &cuts, &DeviceCuts::upload(&gpu, &cuts).unwrap())
-                    .unwrap()
-                    .to_vec(&gpu)
-                    .unwrap();
-                assert_eq!(got, want, "dense, max_bin {max_bin}");
+                let ellpack = EllpackMatrix::new(&dense, &cuts);
+                let (want, layout) = local_bins(&ellpack, &cuts).unwrap();
+                // The host's packed rows against the CPU's bins, read bit by bit.
+                for row in 0..rows {
+                    for f in 0..cols {
+                        let id = (0..layout.bits as usize).fold(0u32, |id, b| {
+                            let bit = f * layout.bits as usize + b;
+                            id | ((want[row * layout.row_words + bit / 32] >> (bit % 32)) & 1) << b
+                        });
+                        let bin = ellpack.bin_of(row, f, &cuts).map_or(layout.missing(), |b| b - cuts.cut_ptrs[f]);
+                        assert_eq!(id, bin, "row {row}, feature {f}, max_bin {max_bin}");
+                    }
+                }
+                let device_cuts = DeviceCuts::upload(&gpu, &cuts).unwrap();
+                let got = bins::device_bins(&gpu, &dense, &cuts, &device_cuts).unwrap();
+                assert_eq!(got.layout, layout);
+                assert_eq!(got.words.to_vec(&gpu).unwrap(), want, "dense, max_bin {max_bin}");
+                let on_device = gpu.upload(&values).unwrap();
+                let got = bins::device_rows_bins(&gpu, &on_device, rows, &cuts, &device_cuts).unwrap();
+                assert_eq!(got.words.to_vec(&gpu).unwrap(), want, "dense rows on the device, max_bin {max_bin}");
                 // The same rows as CSR without their missing entries, and a few rows left empty.
                 let mut csr = CsrMatrix { rows, cols, row_ptr: vec![0], col_indices: Vec::new(), values: Vec::new() };
                 for i in 0..rows {
@@ -1609,11 +1449,8 @@ mod tests {
                 }
                 let sparse = FeatureMatrix::Sparse(csr);
                 let want = local_bins(&EllpackMatrix::new(&sparse, &cuts), &cuts).unwrap().0;
-                let got = device_bins(&gpu, &sparse, &cuts, &DeviceCuts::upload(&gpu, &cuts).unwrap())
-                    .unwrap()
-                    .to_vec(&gpu)
-                    .unwrap();
-                assert_eq!(got, want, "CSR, max_bin {max_bin}");
+                let got = bins::device_bins(&gpu, &sparse, &cuts, &device_cuts).unwrap();
+                assert_eq!(got.words.to_vec(&gpu).unwrap(), want, "CSR, max_bin {max_bin}");
             }
         }
     }

@@ -434,6 +434,62 @@ impl PackedRows {
     pub const fn row_words(features: usize, bits: u32) -> usize {
         (features * bits as usize).div_ceil(32)
     }
+
+    /// Row `row`'s id of feature `feature`.
+    ///
+    /// # Safety
+    /// `row` is a row of the matrix and `feature` below its feature count.
+    #[inline(always)]
+    pub unsafe fn get(self, row: usize, feature: usize) -> u32 {
+        let bit = feature * self.bits as usize;
+        let at = row * self.row_words + bit / 32;
+        let shift = (bit % 32) as u32;
+        // SAFETY: the id's first word lies in the row (caller), and its second when it straddles.
+        let (lo, hi) = unsafe {
+            let lo = arch::load(self.words.add(at));
+            (lo, if shift + self.bits > 32 { arch::load(self.words.add(at + 1)) } else { 0 })
+        };
+        funnel_shift_right(lo, hi, shift) & ((1u32 << self.bits) - 1)
+    }
+}
+
+/// Word `w` of a row of [`PackedRows`] whose feature `f` has id `id(f)` (below `2^bits`), `features`
+/// ids of `bits` bits: the bits of the ids that overlap the word, 0 past the last id. A writer
+/// that makes a word a thread writes whole words, without atomics.
+#[inline(always)]
+pub fn packed_row_word(w: usize, features: usize, bits: u32, mut id: impl FnMut(usize) -> u32) -> u32 {
+    let bits = bits as usize;
+    let (low, high) = (w * 32, w * 32 + 32);
+    let mut word = 0u32;
+    for f in low / bits..high.div_ceil(bits).min(features) {
+        let (start, value) = (f * bits, id(f) as u64);
+        // An id that begins in the word before contributes its high bits; others their low bits.
+        word |= if start >= low { (value << (start - low)) as u32 } else { (value >> (low - start)) as u32 };
+    }
+    word
+}
+
+/// Sets row `row`'s id of `feature` to `id` (below `2^bits`) in rows of [`PackedRows`]'s layout,
+/// `row_words` words a row, leaving the other ids as they are. Not atomic: one thread writes a row.
+///
+/// # Safety
+/// `row` is a row of `words` and `feature` below its feature count; no other thread touches the
+/// words of the row meanwhile.
+#[inline(always)]
+pub unsafe fn store_packed_id(words: *mut u32, row_words: usize, bits: u32, row: usize, feature: usize, id: u32) {
+    let bit = feature * bits as usize;
+    let at = row * row_words + bit / 32;
+    let shift = bit % 32;
+    let (mask, value) = (((1u64 << bits) - 1) << shift, (id as u64) << shift);
+    // SAFETY: the id's words lie in the row (caller); the second only when the id straddles.
+    unsafe {
+        let lo = arch::load(words.add(at));
+        arch::store(words.add(at), (lo & !(mask as u32)) | value as u32);
+        if (mask >> 32) != 0 {
+            let hi = arch::load(words.add(at + 1));
+            arch::store(words.add(at + 1), (hi & !((mask >> 32) as u32)) | (value >> 32) as u32);
+        }
+    }
 }
 
 impl RowBins for PackedRows {

@@ -193,15 +193,10 @@ pub fn pack_bin_rows(ids: &[u32], features: usize, bits: u32) -> Vec<u32> {
     let row_words = kernel::PackedRows::row_words(features, bits);
     let rows = ids.len() / features.max(1);
     let mut words = vec![0u32; rows * row_words];
-    for (r, row) in ids.chunks_exact(features.max(1)).enumerate() {
-        for (f, &id) in row.iter().enumerate() {
-            let bit = f * bits as usize;
-            let at = r * row_words + bit / 32;
-            let pair = (id as u64 & ((1u64 << bits) - 1)) << (bit % 32);
-            words[at] |= pair as u32;
-            if (pair >> 32) != 0 {
-                words[at + 1] |= (pair >> 32) as u32;
-            }
+    for (row, packed) in ids.chunks_exact(features.max(1)).zip(words.chunks_exact_mut(row_words.max(1))) {
+        let mask = ((1u64 << bits) - 1) as u32;
+        for (w, word) in packed.iter_mut().enumerate() {
+            *word = kernel::packed_row_word(w, features, bits, |f| row[f] & mask);
         }
     }
     words
@@ -731,4 +726,31 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
         <GradientPair<f64> as MultiFeatureGradient>::PACKED,
     ]);
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pack_bin_rows;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Packed words are the ids' bits laid end to end, bit by bit, each row from a new word.
+        #[test]
+        fn packed_rows_are_the_ids_bits_end_to_end(
+            (features, bits, ids) in (1usize..40, 1u32..=16, 0usize..6).prop_flat_map(|(features, bits, rows)| {
+                (Just(features), Just(bits), proptest::collection::vec(0u32..(1 << bits), rows * features))
+            })
+        ) {
+            let row_words = (features * bits as usize).div_ceil(32);
+            let mut want = vec![0u32; ids.len() / features * row_words];
+            for (i, &id) in ids.iter().enumerate() {
+                let (row, f) = (i / features, i % features);
+                for b in 0..bits as usize {
+                    let bit = f * bits as usize + b;
+                    want[row * row_words + bit / 32] |= ((id >> b) & 1) << (bit % 32);
+                }
+            }
+            prop_assert_eq!(pack_bin_rows(&ids, features, bits), want);
+        }
+    }
 }
