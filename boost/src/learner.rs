@@ -259,10 +259,12 @@ fn train_in(
             reason: "needs at least one evaluation set (as in XGBoost)".into(),
         });
     }
+    let checks = Instant::now();
     let objective = objective::from_name(&params.objective, &params.objective_params)?;
     objective.validate(train.info)?;
     train.check_finite()?;
-    for (data, name) in evals {
+    // The training set named as an evaluation set too is checked once.
+    for (data, name) in evals.iter().filter(|(data, _)| !data.is(train)) {
         if let Err(Error::InvalidData(reason)) = data.check_finite() {
             return Err(Error::InvalidData(format!("evaluation set `{name}`: {reason}")));
         }
@@ -293,6 +295,7 @@ fn train_in(
         }
     }
     let mut phases = PhaseTimes::default();
+    phases.add("data checks", checks.elapsed());
     let start = Instant::now();
     // Rows in a GPU's memory train there unless the parameters say the CPU.
     let rows_gpu = match train.features {
@@ -1006,6 +1009,13 @@ mod tests {
         };
         let csr = FeatureMatrix::Sparse(csr).check_finite().err().map(|e| e.to_string());
         assert!(csr.is_some_and(|e| e.contains("row 1, feature 1: inf is infinite")));
+        // Beyond the check's first block of values: the first infinity is named, in any block.
+        let mut values = vec![0.5f32; 100_000];
+        let large = |values: &Vec<f32>| FeatureMatrix::Dense(DenseMatrix::new(50_000, 2, values.clone()));
+        assert!(large(&values).check_finite().is_ok());
+        (values[70_001], values[70_002], values[90_000]) = (f32::INFINITY, f32::NEG_INFINITY, f32::INFINITY);
+        let error = large(&values).check_finite().err().map(|e| e.to_string());
+        assert!(error.is_some_and(|e| e.contains("row 35000, feature 1: inf is infinite")));
     }
 
     #[test]

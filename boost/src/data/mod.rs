@@ -125,7 +125,16 @@ impl FeatureMatrix {
     /// An error naming the first row and column holding an infinite value: missing values are
     /// NaN, and XGBoost refuses `inf` too ("Input data contains `inf`").
     pub fn check_finite(&self) -> Result<()> {
-        let infinite_in = |values: &[f32]| values.par_iter().position_first(|v| v.is_infinite());
+        // Blocks scanned without branches (a fold that vectorises), then the first bad block
+        // searched: a per-value `position_first` cost 5 ns a value.
+        let infinite_in = |values: &[f32]| {
+            const BLOCK: usize = 1 << 14;
+            let block = values
+                .par_chunks(BLOCK)
+                .position_first(|block| block.iter().fold(false, |bad, v| bad | v.is_infinite()))?;
+            let at = values[block * BLOCK..].iter().position(|v| v.is_infinite())?;
+            Some(block * BLOCK + at)
+        };
         let (row, col, value) = match self {
             FeatureMatrix::Dense(m) => match infinite_in(&m.values) {
                 Some(at) => (at / m.cols.max(1), at % m.cols.max(1), m.values[at]),
