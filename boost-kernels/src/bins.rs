@@ -8,7 +8,7 @@
 //! Memory is read and written through `arch`, so the emulator checks every access.
 
 use primitives_kernels::arch;
-pub use primitives_kernels::device::histogram::{packed_row_word, store_packed_id, PackedRows};
+pub use primitives_kernels::device::histogram::{packed_row_word, store_packed_id, PackedRows, MAX_PACKED_BITS};
 
 use crate::evaluate::global_thread;
 

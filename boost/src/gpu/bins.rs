@@ -36,10 +36,12 @@ impl BinLayout {
     /// The layout of the bins of `cuts`.
     pub fn of(cuts: &QuantileCuts) -> Result<Self> {
         let bins_per_feature = (0..cuts.features()).map(|f| cuts.bins(f)).max().unwrap_or(0).max(1);
-        if bins_per_feature >= u16::MAX as usize {
+        // The widest packed ids leave one id above the bins for a missing value.
+        let most = (1usize << boost_kernels::bins::MAX_PACKED_BITS) - 1;
+        if bins_per_feature >= most {
             return Err(Error::param(
                 "max_bin",
-                format!("{bins_per_feature} bins: the GPU builder takes fewer than 65535"),
+                format!("{bins_per_feature} bins a feature: the GPU builder takes fewer than {most}"),
             ));
         }
         // The smallest width whose all-ones id lies above every bin: 2^bits > bins_per_feature.

@@ -31,7 +31,8 @@ pub const BLOCK_THREADS: u32 = 256;
 pub const MULTI_BLOCK_THREADS: u32 = 512;
 /// Bin ids a thread of [`multi_feature_kernel`] loads before adding their gradients.
 pub const MULTI_BINS_IN_FLIGHT: usize = 8;
-/// The layout code telling [`histogram_kernel`] to add straight to the device histogram.
+/// The layout code telling [`histogram_kernel`] and [`multi_feature_kernel`] to add straight to
+/// the device histogram (when a block's histogram does not fit in shared memory).
 pub const DIRECT_TO_GLOBAL: u32 = u32::MAX;
 
 /// A pre-binned sample: a bin id.
@@ -415,7 +416,7 @@ impl<B: BinId> RowBins for DenseRows<B> {
 
 /// Bit-packed rows: row `r` is the `row_words` words from `words[r * row_words]`, feature `f`'s id
 /// its bits `f * bits..(f + 1) * bits` (bit `i` is bit `i % 32` of word `i / 32`). `bits` is 1 to
-/// 16; the all-ones id (`2^bits - 1`) is free for "missing" when `2^bits > bins_per_feature`.
+/// [`MAX_PACKED_BITS`]; the all-ones id (`2^bits - 1`) is free for "missing" when `2^bits > bins_per_feature`.
 /// XGBoost's ELLPACK packs its symbols the same way, a row after another; 9 bits hold 256 bins and
 /// the missing symbol, so 28 features take 8 words a row against 14 of `u16` ids.
 #[derive(Clone, Copy)]
@@ -425,9 +426,14 @@ pub struct PackedRows {
     pub bits: u32,
 }
 
-/// The most words a [`PackedRows::chunk`] reads: [`MULTI_BINS_IN_FLIGHT`] ids of 16 bits from any
-/// bit of a word.
-const PACKED_CHUNK_WORDS: usize = (MULTI_BINS_IN_FLIGHT * 16).div_ceil(32) + 1;
+/// The widest ids [`PackedRows::chunk`] cuts out of one window of words; wider ones (up to
+/// [`MAX_PACKED_BITS`]) are read one at a time.
+const MAX_WINDOW_BITS: u32 = 16;
+/// The most words a [`PackedRows::chunk`] window holds: [`MULTI_BINS_IN_FLIGHT`] ids of
+/// [`MAX_WINDOW_BITS`] from any bit of a word.
+const PACKED_CHUNK_WORDS: usize = (MULTI_BINS_IN_FLIGHT * MAX_WINDOW_BITS as usize).div_ceil(32) + 1;
+/// The widest ids of [`PackedRows`]: 2^24 - 1 bins a feature and the missing id.
+pub const MAX_PACKED_BITS: u32 = 24;
 
 impl PackedRows {
     /// The words `row_words` a row of `features` ids of `bits` bits takes.
@@ -504,6 +510,16 @@ impl RowBins for PackedRows {
         if count == 0 {
             return ids;
         }
+        if self.bits > MAX_WINDOW_BITS {
+            // Ids wider than the window holds (more than 65535 bins a feature): one at a time.
+            unrolled!(k < MULTI_BINS_IN_FLIGHT => {
+                if k < count {
+                    // SAFETY: feature `first + k` is below `end`, within the row (caller).
+                    ids[k] = unsafe { self.get(row, first as usize + k) };
+                }
+            });
+            return ids;
+        }
         let bits = self.bits as usize;
         let first_bit = first as usize * bits;
         let first_word = first_bit / 32;
@@ -574,7 +590,8 @@ pub const fn multi_shared_bytes<C>(group_features: u32, bins_per_feature: u32, l
 ///
 /// Launch one block of [`MULTI_BLOCK_THREADS`] threads per work item, with
 /// [`multi_shared_bytes`]`::<C>(group_features, bins_per_feature, layout)` bytes of dynamic shared
-/// memory, `layout` a [`BlockHistogramLayout::code`] for `group_features * bins_per_feature` bins.
+/// memory, `layout` a [`BlockHistogramLayout::code`] for `group_features * bins_per_feature` bins;
+/// or, when those do not fit in shared memory, with `layout` [`DIRECT_TO_GLOBAL`] and none.
 ///
 /// # Safety
 /// `bins` holds `matrix_rows` rows of `features` ids, `gradients` `matrix_rows` pairs; `rows` for every
@@ -612,6 +629,20 @@ pub unsafe fn multi_feature_kernel<R: RowBins, C: HistogramCounter<Wide = C>>(
     }
     let first_feature = item.group * group_features;
     let group = group_features.min(features - first_feature);
+    let offset = (item.node as usize * features as usize + first_feature as usize) * bins_per_feature as usize;
+    let walk = RowWalk { bins, matrix_rows, bins_per_feature, gradients, rows, first_feature, group, bad_row };
+    if layout == DIRECT_TO_GLOBAL {
+        // Bins too many for shared memory (a large `max_bin`): every addition an atomic on the
+        // device histogram.
+        // SAFETY: the group's `group * bins_per_feature` sums of node `node` lie in the histogram
+        // from `offset` (caller).
+        unsafe {
+            walk.run(item.start, item.end, |index, gradient| {
+                C::add_global(histogram.add(offset + index as usize), gradient)
+            })
+        };
+        return;
+    }
     let mut shared = DynamicShared::new();
     // Only the `Atomic` layouts (a `WarpColumns` code is read as one atomic copy), so that the hot
     // loop has one kind of addition.
@@ -622,49 +653,72 @@ pub unsafe fn multi_feature_kernel<R: RowBins, C: HistogramCounter<Wide = C>>(
     let block = BlockHistogram::<C>::from_allocator(&mut shared, group * bins_per_feature, layout);
     block.clear();
     arch::sync_threads();
-
-    // A thread per row: its gradient loaded once, its bin ids read MULTI_BINS_IN_FLIGHT at a time
-    // (the loads issued together, then their additions), so a warp keeps many loads in flight
-    // instead of waiting on a row index, a bin id and a gradient for every single addition (the
-    // old (row, feature)-pair walk was latency-bound at 41 G rows x features/s). Lanes start at
-    // different chunks of the group so that the lanes of a warp seldom add to one feature's bins at
-    // once (fewer same-address atomics on skewed features).
-    let threads = arch::block_dim_x() as usize;
-    let chunks = group.div_ceil(MULTI_BINS_IN_FLIGHT as u32);
-    let first_chunk = arch::lane_id() % chunks;
-    let features = features as usize;
-    let mut position = item.start as usize + arch::thread_idx_x() as usize;
-    while position < item.end as usize {
-        // SAFETY: start <= position < end (caller: rows valid there).
-        let row = unsafe { arch::load(rows.add(position)) };
-        if (row as u64) < matrix_rows {
-            // SAFETY: row < matrix_rows.
-            let gradient = unsafe { arch::load(gradients.add(row as usize)) };
-            let mut chunk = first_chunk;
-            for _ in 0..chunks {
-                let first = chunk * MULTI_BINS_IN_FLIGHT as u32;
-                // SAFETY: row < matrix_rows; the group's features are below `features`.
-                let ids = unsafe { bins.chunk(row as usize, first_feature + first, first_feature + group) };
-                unrolled!(k < MULTI_BINS_IN_FLIGHT => {
-                    // Missing values (ids at or above the bin count) and the padding are skipped.
-                    if ids[k] < bins_per_feature {
-                        // SAFETY: the bin is below group * bins_per_feature; the layout is
-                        // `Atomic` (the host passes no other).
-                        unsafe { block.add_in_layout(false, (first + k as u32) * bins_per_feature + ids[k], gradient) };
-                    }
-                });
-                chunk = if chunk + 1 == chunks { 0 } else { chunk + 1 };
-            }
-        } else {
-            // SAFETY: `bad_row` valid (caller).
-            unsafe { arch::atomic_min_u32_gpu(bad_row, position as u32) };
-        }
-        position += threads;
-    }
+    // SAFETY: every index is below `group * bins_per_feature`, the block histogram's size; the
+    // layout is `Atomic`.
+    unsafe { walk.run(item.start, item.end, |index, gradient| block.add_in_layout(false, index, gradient)) };
     arch::sync_threads();
-
-    let offset = (item.node as usize * features + first_feature as usize) * bins_per_feature as usize;
     // SAFETY: the group's features `first_feature..+group` of node `node` are `group *
     // bins_per_feature` contiguous elements of the histogram (caller).
     unsafe { block.flush(histogram.add(offset)) };
+}
+
+/// A block's rows of one node and feature group in [`multi_feature_kernel`].
+struct RowWalk<R, C> {
+    bins: R,
+    matrix_rows: u64,
+    bins_per_feature: u32,
+    gradients: *const C,
+    rows: *const u32,
+    first_feature: u32,
+    group: u32,
+    bad_row: *mut u32,
+}
+
+impl<R: RowBins, C: Copy> RowWalk<R, C> {
+    /// Calls `add(f * bins_per_feature + id, gradient)` for each row at positions `start..end` and
+    /// each feature `f` of the group (counted from the group's first) whose id is a bin.
+    ///
+    /// A thread per row: its gradient loaded once, its bin ids read MULTI_BINS_IN_FLIGHT at a time
+    /// (the loads issued together, then their additions), so a warp keeps many loads in flight
+    /// instead of waiting on a row index, a bin id and a gradient for every single addition (the
+    /// old (row, feature)-pair walk was latency-bound at 41 G rows x features/s). Lanes start at
+    /// different chunks of the group so that the lanes of a warp seldom add to one feature's bins at
+    /// once (fewer same-address atomics on skewed features).
+    ///
+    /// # Safety
+    /// As for [`multi_feature_kernel`]; `add` is safe to call with any index below `group *
+    /// bins_per_feature`.
+    #[inline(always)]
+    unsafe fn run(&self, start: u32, end: u32, mut add: impl FnMut(u32, C)) {
+        let threads = arch::block_dim_x() as usize;
+        let chunks = self.group.div_ceil(MULTI_BINS_IN_FLIGHT as u32);
+        let first_chunk = arch::lane_id() % chunks;
+        let mut position = start as usize + arch::thread_idx_x() as usize;
+        while position < end as usize {
+            // SAFETY: start <= position < end (caller: rows valid there).
+            let row = unsafe { arch::load(self.rows.add(position)) };
+            if (row as u64) < self.matrix_rows {
+                // SAFETY: row < matrix_rows.
+                let gradient = unsafe { arch::load(self.gradients.add(row as usize)) };
+                let mut chunk = first_chunk;
+                for _ in 0..chunks {
+                    let first = chunk * MULTI_BINS_IN_FLIGHT as u32;
+                    let (from, to) = (self.first_feature + first, self.first_feature + self.group);
+                    // SAFETY: row < matrix_rows; the group's features are below the matrix's.
+                    let ids = unsafe { self.bins.chunk(row as usize, from, to) };
+                    unrolled!(k < MULTI_BINS_IN_FLIGHT => {
+                        // Missing values (ids at or above the bin count) and the padding are skipped.
+                        if ids[k] < self.bins_per_feature {
+                            add((first + k as u32) * self.bins_per_feature + ids[k], gradient);
+                        }
+                    });
+                    chunk = if chunk + 1 == chunks { 0 } else { chunk + 1 };
+                }
+            } else {
+                // SAFETY: `bad_row` valid (caller).
+                unsafe { arch::atomic_min_u32_gpu(self.bad_row, position as u32) };
+            }
+            position += threads;
+        }
+    }
 }

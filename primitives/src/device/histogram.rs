@@ -238,8 +238,11 @@ impl<B: BinIndex> MultiFeatureBins for MultiFeatureMatrix<'_, B> {
 impl MultiFeatureBins for PackedBinMatrix<'_> {
     fn shape(&self) -> Result<(usize, usize, usize)> {
         check_shape(self.features, self.bins_per_feature)?;
-        if !(1..=16).contains(&self.bits) {
-            return Err(Error::InvalidArgument { name: "bits", reason: format!("{}; 1 to 16", self.bits) });
+        if !(1..=kernel::MAX_PACKED_BITS).contains(&self.bits) {
+            return Err(Error::InvalidArgument {
+                name: "bits",
+                reason: format!("{}; 1 to {}", self.bits, kernel::MAX_PACKED_BITS),
+            });
         }
         let least = kernel::PackedRows::row_words(self.features, self.bits);
         if self.row_words < least {
@@ -618,24 +621,25 @@ impl DeviceHistogram {
         let (features, bins_per_feature) = (features as u32, bins_per_feature as u32);
 
         // Feature groups: as many features as fit in a block's share of the multiprocessor's
-        // shared memory; all of the device's limit when not even one feature fits in that share.
+        // shared memory; all of the device's limit when not even one feature fits in that share;
+        // and when not even in that, every feature at once added straight to the device
+        // histogram (XGBoost's global-memory fallback for a large `max_bin`).
         let limit = gpu.properties().max_shared_bytes_per_block;
         let share = (limit / MULTI_BLOCKS_PER_MULTIPROCESSOR).saturating_sub(RESERVED_SHARED_BYTES);
         let feature_bytes = bins_per_feature as usize * size_of::<G>();
         let fitting = if feature_bytes <= share { share / feature_bytes } else { limit / feature_bytes };
-        if fitting == 0 {
-            return Err(Error::InvalidArgument {
-                name: "bins_per_feature",
-                reason: format!("{bins_per_feature} bins do not fit in {limit} bytes of shared memory"),
-            });
-        }
-        let groups = (features as usize).div_ceil(fitting);
-        let group_features = (features as usize).div_ceil(groups) as u32;
-        let slots = group_features * bins_per_feature;
-        let mut layout = BlockHistogramLayout::select::<G>(slots, kernel::MULTI_BLOCK_THREADS).code();
-        if kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) > limit {
-            layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
-        }
+        let (groups, group_features, layout, shared_bytes) = if fitting == 0 {
+            (1, features, kernel::DIRECT_TO_GLOBAL, 0)
+        } else {
+            let groups = (features as usize).div_ceil(fitting);
+            let group_features = (features as usize).div_ceil(groups) as u32;
+            let slots = group_features * bins_per_feature;
+            let mut layout = BlockHistogramLayout::select::<G>(slots, kernel::MULTI_BLOCK_THREADS).code();
+            if kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) > limit {
+                layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
+            }
+            (groups, group_features, layout, kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout))
+        };
 
         // Work items: each node's rows in chunks, each chunk once per feature group.
         let total_rows: usize = ranges.iter().map(|&(begin, end)| (end - begin) as usize).sum();
@@ -671,7 +675,7 @@ impl DeviceHistogram {
         let config = LaunchConfig {
             grid_dim: (work.len() as u32, 1, 1),
             block_dim: (kernel::MULTI_BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) as u32,
+            shared_mem_bytes: shared_bytes as u32,
         };
         let mut args = matrix.source_args();
         args.extend([
@@ -695,7 +699,7 @@ impl DeviceHistogram {
         // node below `nodes` and its group's first feature below `features`; the histogram holds
         // `nodes * features * bins_per_feature` elements (checked); `device_ranges`, when given, has
         // a range per node (checked), and the kernel keeps within the bounds; the shared memory is what
-        // `multi_shared_bytes` says, at most the device's limit.
+        // `multi_shared_bytes` says, at most the device's limit, or none for `DIRECT_TO_GLOBAL`.
         unsafe { gpu.launch(PRIMITIVES_MODULE, name, config, &args)? };
         Ok(())
     }

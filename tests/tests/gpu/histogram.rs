@@ -433,9 +433,9 @@ fn multi_feature_fixed_point_is_exact_and_repeats_bit_for_bit() {
     assert!(case.run(&gpu) == case.want(), "offsets from 100");
 }
 
-/// Bit-packed rows (`PackedBinMatrix`) give the dense ids' histogram: ids of 1 to 16 bits, ids that
-/// straddle words, the missing id, rows padded past their words, f32 pairs too; bad shapes are
-/// errors naming the argument.
+/// Bit-packed rows (`PackedBinMatrix`) give the dense ids' histogram: ids of 1 to 19 bits, ids that
+/// straddle words, the missing id, rows padded past their words, bins too many for shared memory,
+/// f32 pairs too; bad shapes are errors naming the argument.
 #[test]
 fn multi_feature_of_packed_rows_is_the_dense_histogram() {
     let gpu = gpu();
@@ -449,6 +449,11 @@ fn multi_feature_of_packed_rows_is_the_dense_histogram() {
         (13, 1000, 11, 0),
         (7, 4000, 12, 2),
         (2, 3000, 16, 0),
+        // Bins past a block's shared memory (added straight to the device histogram), ids wider
+        // than 16 bits (read one at a time).
+        (4, 20_000, 15, 0),
+        (3, 70_000, 17, 1),
+        (2, 300_000, 19, 0),
     ];
     for (k, (features, bins_per_feature, bits, padding)) in shapes.into_iter().enumerate() {
         let mut case =
@@ -487,7 +492,7 @@ fn multi_feature_of_packed_rows_is_the_dense_histogram() {
                 other => panic!("{other:?}"),
             }
         };
-        assert_eq!(error(PackedBinMatrix { bits: 17, ..matrix }), "bits");
+        assert_eq!(error(PackedBinMatrix { bits: 25, ..matrix }), "bits");
         assert_eq!(error(PackedBinMatrix { row_words: row_words - 1, ..matrix }), "row_words");
     }
 }
