@@ -25,6 +25,7 @@ pub mod evaluate;
 pub mod fixed_point;
 pub mod metric;
 pub mod objective;
+pub mod oblivious;
 pub mod partition;
 pub mod predict;
 pub mod quantise;

@@ -1,0 +1,160 @@
+//! The split of a level of an oblivious tree (CatBoost's symmetric trees): every node of the level
+//! splits on one feature at one threshold with one missing direction, the candidate whose loss
+//! changes, summed over the level's nodes, are largest. Written once for the CPU backend and the
+//! kernels, so both choose the same split.
+//!
+//! A feature of `n` bins has `2 n` candidates, taken in the order of the per-node scan
+//! ([`crate::split::best_split_of_feature`]): candidate `c < n` sends bins `..=c` left and missing
+//! values right; candidate `n + k` sends bins `..n - 1 - k` left (none for the last) and missing
+//! values left. The missing-left candidates are considered when some node of the level has rows
+//! missing the feature (otherwise each equals a missing-right one). A node's share of a candidate
+//! is its loss change ([`crate::split::candidate_loss`]), or 0 where that split could not be
+//! chosen for it (a child below `min_child_weight`): the node still splits, as every node of the
+//! level does. Shares are summed in `f64` in node order; a candidate replaces the best so far only
+//! with a strictly larger sum (ties keep the lower feature, then the earlier candidate), and the
+//! level splits when the sum, in `f32`, is above `kRtEps` and at least `gamma`.
+
+use crate::fixed_point::GradientQuantiser;
+use crate::split::{candidate_loss, GradientSum, SplitParams, NO_VALUE_LEFT, RT_EPS};
+
+/// Candidate `c` of a feature of `n` bins: the last bin (counted from the feature's first) that
+/// goes left (-1 when none does), and whether missing values go left.
+#[inline(always)]
+pub fn candidate(c: usize, n: usize) -> (i64, bool) {
+    if c < n {
+        (c as i64, false)
+    } else {
+        ((2 * n - c) as i64 - 2, true)
+    }
+}
+
+/// The children's sums of candidate `c` of a node with sums `total`, from the inclusive prefix
+/// sums of its bins (`prefix(b)`: bins `0..=b`; `n >= 1` bins).
+#[inline(always)]
+pub fn candidate_sums<S: GradientSum>(c: usize, n: usize, total: S, prefix: impl Fn(usize) -> S) -> (S, S) {
+    let (last_left, missing_left) = candidate(c, n);
+    if !missing_left {
+        let left = prefix(last_left as usize);
+        (left, S::sub(total, left))
+    } else {
+        let before = if last_left < 0 { S::ZERO } else { prefix(last_left as usize) };
+        let right = S::sub(prefix(n - 1), before);
+        (S::sub(total, right), right)
+    }
+}
+
+/// A node's share of a candidate with children `left` and `right`: its loss change, or 0 when the
+/// split could not be chosen for it alone.
+#[inline(always)]
+pub fn share<S: GradientSum>(left: S, right: S, parent_gain: f32, p: &SplitParams, q: &GradientQuantiser) -> f32 {
+    candidate_loss(left, right, parent_gain, p, q).unwrap_or(0.0)
+}
+
+/// The threshold stored in the tree for candidate `c` of a feature of `n` bins with upper bounds
+/// `cut_value(b)`: rows with a value below it go left.
+#[inline(always)]
+pub fn threshold(c: usize, n: usize, cut_value: impl Fn(usize) -> f32) -> f32 {
+    match candidate(c, n) {
+        (last_left, _) if last_left < 0 => NO_VALUE_LEFT,
+        (last_left, _) => cut_value(last_left as usize),
+    }
+}
+
+/// The best candidate so far: its summed loss change, feature and candidate index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelBest {
+    pub loss_chg: f64,
+    pub feature: u32,
+    pub candidate: u32,
+}
+
+impl LevelBest {
+    /// Whether `self` (a later candidate, features and candidates taken in increasing order)
+    /// replaces `best`: only with a strictly larger sum.
+    #[inline(always)]
+    pub fn replaces(&self, best: Option<&LevelBest>) -> bool {
+        best.is_none_or(|b| self.loss_chg > b.loss_chg)
+    }
+
+    /// Whether the level splits on it (XGBoost's limits on the summed change).
+    #[inline(always)]
+    pub fn is_valid(&self, p: &SplitParams) -> bool {
+        let loss_chg = self.loss_chg as f32;
+        loss_chg as f64 > RT_EPS && loss_chg >= p.gamma
+    }
+}
+
+/// The best candidate of feature `feature` (`n` bins) for a level: `shares(c)` sums the nodes'
+/// shares of candidate `c` in node order; `missing` says whether some node has rows missing the
+/// feature.
+pub fn best_of_feature(
+    feature: u32,
+    n: usize,
+    missing: bool,
+    mut shares: impl FnMut(usize) -> f64,
+) -> Option<LevelBest> {
+    let mut best: Option<LevelBest> = None;
+    let candidates = if missing { 2 * n } else { n };
+    for c in 0..candidates {
+        let candidate = LevelBest { loss_chg: shares(c), feature, candidate: c as u32 };
+        if candidate.replaces(best.as_ref()) {
+            best = Some(candidate);
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::split::{best_split_of_feature, calc_gain, SliceBins};
+    use std::vec::Vec;
+
+    #[test]
+    fn candidates_walk_the_bins_as_the_node_scan_does() {
+        let n = 4;
+        let all: Vec<(i64, bool)> = (0..2 * n).map(|c| candidate(c, n)).collect();
+        assert_eq!(all, [(0, false), (1, false), (2, false), (3, false), (2, true), (1, true), (0, true), (-1, true)]);
+        let cuts = [1.0f32, 2.0, 3.0, 4.0];
+        let thresholds: Vec<f32> = (0..2 * n).map(|c| threshold(c, n, |b| cuts[b])).collect();
+        assert_eq!(thresholds, [1.0, 2.0, 3.0, 4.0, 3.0, 2.0, 1.0, NO_VALUE_LEFT]);
+    }
+
+    /// On a level of one node, the best candidate is the node's own best split.
+    #[test]
+    fn one_node_chooses_the_node_scans_split() {
+        use primitives_kernels::ops::GradientPair;
+        let p =
+            SplitParams { eta: 0.3, gamma: 0.0, min_child_weight: 1.0, max_delta_step: 0.0, lambda: 1.0, alpha: 0.0 };
+        let pairs = [(1.0f32, 2.0f32), (-3.0, 3.0), (2.5, 1.5), (-0.5, 2.0), (1.0, 1.0), (2.0, 2.0)];
+        let gradients: Vec<GradientPair<f32>> = pairs.iter().map(|&(g, h)| GradientPair::new(g, h)).collect();
+        let q = GradientQuantiser::new(&gradients);
+        // Five bins and the missing values (the last pair).
+        let fixed: Vec<GradientPair<i64>> = gradients.iter().map(|&g| q.to_fixed(g)).collect();
+        let hist = &fixed[..5];
+        let total = fixed.iter().fold(GradientPair::new(0, 0), |a, &b| GradientSum::add(a, b));
+        let cuts = [0.5f32, 1.5, 2.5, 3.5, 4.5];
+        let t = total.to_float(&q);
+        let parent_gain = calc_gain(&p, t.grad, t.hess);
+        let node = best_split_of_feature(
+            &SliceBins { feature: 3, first_bin: 10, hist, cut_values: &cuts },
+            total,
+            parent_gain,
+            &p,
+            &q,
+        )
+        .unwrap();
+        let n = hist.len();
+        let prefix = |b: usize| hist[..=b].iter().fold(GradientSum::ZERO, |a, &x| GradientSum::add(a, x));
+        let best = best_of_feature(3, n, true, |c| {
+            let (left, right) = candidate_sums(c, n, total, prefix);
+            share(left, right, parent_gain, &p, &q) as f64
+        })
+        .unwrap();
+        let (last_left, default_left) = candidate(best.candidate as usize, n);
+        assert_eq!((10 + last_left, default_left), (node.last_left_bin, node.default_left));
+        assert_eq!(best.loss_chg as f32, node.loss_chg);
+        assert_eq!(threshold(best.candidate as usize, n, |b| cuts[b]), node.threshold);
+    }
+}
