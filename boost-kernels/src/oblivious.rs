@@ -12,7 +12,8 @@
 //! chosen for it (a child below `min_child_weight`): the node still splits, as every node of the
 //! level does. Shares are summed in `f64` in node order; a candidate replaces the best so far only
 //! with a strictly larger sum (ties keep the lower feature, then the earlier candidate), and the
-//! level splits when the sum, in `f32`, is above `kRtEps` and at least `gamma`.
+//! level splits when the sum, in `f32`, is above `kRtEps` and at least `gamma` times the level's
+//! nodes (a leaf's price, as for XGBoost's splits, for each leaf the level adds).
 
 use crate::fixed_point::GradientQuantiser;
 use crate::split::{candidate_loss, GradientSum, SplitParams, NO_VALUE_LEFT, RT_EPS};
@@ -76,11 +77,12 @@ impl LevelBest {
         best.is_none_or(|b| self.loss_chg > b.loss_chg)
     }
 
-    /// Whether the level splits on it (XGBoost's limits on the summed change).
+    /// Whether a level of `nodes` nodes splits on it: the summed change above `kRtEps` and at least
+    /// `gamma` a node (each node's split adds a leaf, and `gamma` is the price of a leaf).
     #[inline(always)]
-    pub fn is_valid(&self, p: &SplitParams) -> bool {
+    pub fn is_valid(&self, p: &SplitParams, nodes: usize) -> bool {
         let loss_chg = self.loss_chg as f32;
-        loss_chg as f64 > RT_EPS && loss_chg >= p.gamma
+        loss_chg as f64 > RT_EPS && loss_chg >= p.gamma * nodes as f32
     }
 }
 

@@ -15,6 +15,10 @@ pub enum GrowPolicy {
     Depthwise,
     /// The leaf with the largest loss reduction first.
     Lossguide,
+    /// Level by level, every node of a level split on the same feature and threshold (CatBoost's
+    /// symmetric trees: `2^depth` leaves, a leaf's index one bit a level); spelled `oblivious`
+    /// or `SymmetricTree`.
+    Oblivious,
 }
 
 /// The tree method.
@@ -249,7 +253,13 @@ impl Params {
                 t.grow_policy = match value {
                     "depthwise" => GrowPolicy::Depthwise,
                     "lossguide" => GrowPolicy::Lossguide,
-                    _ => return Err(Error::param(name, format!("`{value}`: expected depthwise or lossguide"))),
+                    "oblivious" | "SymmetricTree" => GrowPolicy::Oblivious,
+                    _ => {
+                        return Err(Error::param(
+                            name,
+                            format!("`{value}`: expected depthwise, lossguide or oblivious (SymmetricTree)"),
+                        ))
+                    }
                 }
             }
             "tree_method" => {
@@ -318,6 +328,15 @@ impl Params {
     /// Checks combinations of parameters.
     pub fn validate(&self) -> Result<()> {
         let t = &self.tree;
+        if t.grow_policy == GrowPolicy::Oblivious {
+            // Every node of a level splits: the depth bounds the tree, the leaves are 2^depth.
+            if t.max_depth == 0 {
+                return Err(Error::param("max_depth", "0: an oblivious tree needs a depth limit"));
+            }
+            if t.max_leaves > 0 {
+                return Err(Error::param("max_leaves", "an oblivious tree has 2^max_depth leaves; leave max_leaves 0"));
+            }
+        }
         if t.max_depth == 0 && t.max_leaves == 0 {
             // XGBoost refuses an unbounded tree: with depthwise, max_depth=0 needs max_leaves.
             return Err(Error::param("max_depth", "0 (no depth limit) needs max_leaves > 0 to bound the tree"));
@@ -446,6 +465,8 @@ mod tests {
             (vec![("subsample", "1.5")], "subsample"),
             (vec![("max_depth", "0")], "max_depth"),
             (vec![("grow_policy", "sideways")], "grow_policy"),
+            (vec![("grow_policy", "oblivious"), ("max_leaves", "8")], "max_leaves"),
+            (vec![("grow_policy", "SymmetricTree"), ("max_depth", "0"), ("max_leaves", "8")], "max_depth"),
             (vec![("no_such_thing", "1")], "no_such_thing"),
             (vec![("lambda", "-1")], "lambda"),
         ] {
@@ -493,6 +514,8 @@ mod tests {
             ("colsample_bynode", "-0.1", false),
             ("grow_policy", "lossguide", true),
             ("grow_policy", "leafwise", false),
+            ("grow_policy", "oblivious", true),
+            ("grow_policy", "SymmetricTree", true),
             ("tree_method", "hist", true),
             ("tree_method", "auto", true),
             ("tree_method", "exact", false), // not built yet

@@ -553,6 +553,8 @@ fn xgboost_loads_our_models_checked_by_python_when_boost_xgboost_check_is_set() 
     for (name, objective) in [
         ("trained_binary", &[("objective", "binary:logistic")][..]),
         ("trained_multiclass", &[("objective", "multi:softprob"), ("num_class", "5")][..]),
+        // Oblivious trees are ordinary trees to XGBoost.
+        ("trained_oblivious", &[("objective", "binary:logistic"), ("grow_policy", "oblivious")][..]),
     ] {
         let (model, rows) = model_trained_here(objective);
         cases.push(write_check_case(&dir, name, &model, &rows, (2, 9)));

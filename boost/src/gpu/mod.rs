@@ -819,6 +819,10 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
         splits
     }
 
+    fn evaluate_level(&mut self, _nodes: &[(usize, Fixed)], _features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
+        Err(Error::param("grow_policy", "oblivious trees are not built on the GPU yet: pass device=cpu"))
+    }
+
     fn release(&mut self, node: usize) {
         self.histograms.release(node);
     }

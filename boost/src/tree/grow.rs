@@ -1,6 +1,6 @@
 //! The expansion driver of the `hist` method, shared by the CPU and the GPU backends: which nodes
 //! are split and in what order (depthwise: a level at a time; lossguide: the best loss change
-//! first), `max_depth` and `max_leaves`, column sampling by tree, level and node (every random draw
+//! first; oblivious trees in [`super::oblivious`]), `max_depth` and `max_leaves`, column sampling by tree, level and node (every random draw
 //! on this thread, in node order), node ids, leaf values and the tree's arrays. What is
 //! data-parallel (gradient sums, histograms with the subtraction trick, split evaluation, row
 //! partitions) is the backend's ([`GrowBackend`]), a batch of nodes per call so that a GPU backend
@@ -143,6 +143,11 @@ pub trait GrowBackend<S: GradientSum> {
     /// The best split of each node over its features (increasing), if one passes the limits; the
     /// node's gradient sum is given.
     fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>, Self::Error>;
+    /// The split of every node of an oblivious tree's level (`nodes`: id and gradient sum, in
+    /// order) over `features` (increasing): one feature, threshold and missing direction for all
+    /// (`boost_kernels::oblivious`), with each node's children's sums and its own loss change;
+    /// `None` when no candidate passes the limits.
+    fn evaluate_level(&mut self, nodes: &[(usize, S)], features: &[u32]) -> Result<Option<Vec<Split<S>>>, Self::Error>;
     /// Drops a node's histogram: it will not be split.
     fn release(&mut self, node: usize);
 }
@@ -199,6 +204,9 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     rows: usize,
     rng: &mut impl Rng,
 ) -> Result<Tree, B::Error> {
+    if params.grow_policy == GrowPolicy::Oblivious {
+        return super::oblivious::grow(backend, params, quantiser, features, rows, rng);
+    }
     let p = params;
     let sp = params.split();
     let to_f = |s: S| s.to_float(quantiser);
@@ -220,7 +228,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     let mut heap: BinaryHeap<Candidate<S>> = BinaryHeap::new();
     let push =
         |c: Candidate<S>, fifo: &mut VecDeque<Candidate<S>>, heap: &mut BinaryHeap<Candidate<S>>| match p.grow_policy {
-            GrowPolicy::Depthwise => fifo.push_back(c),
+            GrowPolicy::Depthwise | GrowPolicy::Oblivious => fifo.push_back(c),
             GrowPolicy::Lossguide => heap.push(c),
         };
 
@@ -238,7 +246,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         // best one. A batch's splits, node ids and random draws happen in the same order as one
         // node at a time.
         let batch: Vec<Candidate<S>> = match p.grow_policy {
-            GrowPolicy::Depthwise => fifo.drain(..).collect(),
+            GrowPolicy::Depthwise | GrowPolicy::Oblivious => fifo.drain(..).collect(),
             GrowPolicy::Lossguide => heap.pop().into_iter().collect(),
         };
         if batch.is_empty() {

@@ -58,6 +58,7 @@ impl HistogramPrecision {
     }
 }
 
+use boost_kernels::oblivious;
 use boost_kernels::partition::build_left;
 /// The sum types of the builder (`boost_kernels::split::GradientSum`): fixed point in training,
 /// floats for the precision experiment.
@@ -221,6 +222,78 @@ impl HistBuilder<'_> {
             cut_values: &cuts.cut_values[begin..end],
         };
         split::best_split_of_feature(&bins, total, parent_gain, p, self.quantiser)
+    }
+
+    /// The split of an oblivious tree's level: nodes with histograms `hists` and sums `totals`,
+    /// each feature's candidates summed over the nodes (`boost_kernels::oblivious`, the kernels'
+    /// code), features in increasing order.
+    fn evaluate_level<S: HistogramSum>(&self, hists: &[&[S]], totals: &[S], features: &[u32]) -> Option<Vec<Split<S>>> {
+        let (p, q, cuts) = (self.params.split(), self.quantiser, self.cuts);
+        let parent_gains: Vec<f32> = totals
+            .iter()
+            .map(|t| {
+                let t = t.to_float(q);
+                calc_gain(&p, t.grad, t.hess)
+            })
+            .collect();
+        let range = |f: usize| (cuts.cut_ptrs[f] as usize, cuts.cut_ptrs[f + 1] as usize);
+        // Each node's inclusive prefix sums of the feature's bins.
+        let prefixes = |f: usize| -> Vec<Vec<S>> {
+            let (begin, end) = range(f);
+            let scan = |hist: &&[S]| {
+                hist[begin..end]
+                    .iter()
+                    .scan(S::ZERO, |sum, &h| {
+                        *sum = S::add(*sum, h);
+                        Some(*sum)
+                    })
+                    .collect()
+            };
+            hists.iter().map(scan).collect()
+        };
+        let per_feature: Vec<Option<oblivious::LevelBest>> = features
+            .par_iter()
+            .map(|&f| {
+                let (begin, end) = range(f as usize);
+                let n = end - begin;
+                if n == 0 {
+                    return None;
+                }
+                let prefixes = prefixes(f as usize);
+                let missing = prefixes.iter().zip(totals).any(|(prefix, &total)| prefix[n - 1] != total);
+                oblivious::best_of_feature(f, n, missing, |c| {
+                    prefixes.iter().zip(totals).zip(&parent_gains).fold(0.0f64, |sum, ((prefix, &total), &gain)| {
+                        let (left, right) = oblivious::candidate_sums(c, n, total, |b| prefix[b]);
+                        sum + oblivious::share(left, right, gain, &p, q) as f64
+                    })
+                })
+            })
+            .collect();
+        let mut best: Option<oblivious::LevelBest> = None;
+        for candidate in per_feature.into_iter().flatten() {
+            if candidate.replaces(best.as_ref()) {
+                best = Some(candidate);
+            }
+        }
+        let best = best.filter(|b| b.is_valid(&p, hists.len()))?;
+        let f = best.feature as usize;
+        let ((begin, end), c) = (range(f), best.candidate as usize);
+        let n = end - begin;
+        let (last_left, default_left) = oblivious::candidate(c, n);
+        let threshold = oblivious::threshold(c, n, |b| cuts.cut_values[begin + b]);
+        let prefixes = prefixes(f);
+        let splits = prefixes
+            .iter()
+            .zip(totals)
+            .zip(&parent_gains)
+            .map(|((prefix, &total), &gain)| {
+                let (left, right) = oblivious::candidate_sums(c, n, total, |b| prefix[b]);
+                let loss_chg = oblivious::share(left, right, gain, &p, q);
+                let last_left_bin = begin as i64 + last_left;
+                Split { loss_chg, feature: best.feature, last_left_bin, threshold, default_left, left, right }
+            })
+            .collect();
+        Some(splits)
     }
 
     /// Stable partition of a node's rows by `split`; returns how many go left.
@@ -420,6 +493,18 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
                 self.builder.evaluate(hist, *sum, features)
             })
             .collect();
+        self.phases.add("tree: evaluation", start.elapsed());
+        Ok(splits)
+    }
+
+    fn evaluate_level(&mut self, nodes: &[(usize, S)], features: &[u32]) -> Result<Option<Vec<Split<S>>>, Infallible> {
+        let start = Instant::now();
+        let hists: Vec<&[S]> = nodes
+            .iter()
+            .map(|&(node, _)| self.hists[node].as_deref().expect("a level is evaluated after its histograms are built"))
+            .collect();
+        let totals: Vec<S> = nodes.iter().map(|&(_, sum)| sum).collect();
+        let splits = self.builder.evaluate_level(&hists, &totals, features);
         self.phases.add("tree: evaluation", start.elapsed());
         Ok(splits)
     }

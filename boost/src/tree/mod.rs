@@ -1,9 +1,10 @@
 //! Regression trees in XGBoost's layout (the arrays of its JSON model), and their traversal; the
-//! `hist` builder: the expansion driver shared by the backends in [`grow`], the CPU backend in
-//! [`hist`].
+//! `hist` builder: the expansion driver shared by the backends in [`grow`] (oblivious trees'
+//! in [`oblivious`]), the CPU backend in [`hist`].
 
 pub mod grow;
 pub mod hist;
+pub mod oblivious;
 
 /// `parents` entry of the root (XGBoost writes `2147483647`).
 pub const NO_PARENT: i32 = i32::MAX;

@@ -1,0 +1,180 @@
+//! Oblivious trees (`grow_policy=oblivious`, CatBoost's `SymmetricTree`): grown a level at a time,
+//! every node of a level split on one feature and threshold with one missing direction, chosen by
+//! the loss changes summed over the level's nodes (`boost_kernels::oblivious`, shared with the
+//! kernels). Nodes without rows split too, so a tree of depth `d` has `2^d` leaves and a row's leaf
+//! is one comparison a level. The tree is an ordinary one in XGBoost's layout (children numbered
+//! level by level, as XGBoost numbers a depthwise tree), so XGBoost loads and predicts it.
+//!
+//! Column sampling: `colsample_bytree` over the tree, then `colsample_bylevel` and
+//! `colsample_bynode` once a level (a level's nodes share their split, so they share its columns).
+
+use boost_kernels::split::{calc_weight, leaf_value, GradientSum};
+use rand::Rng;
+
+use super::grow::{sample, ChildHistograms, Expansion, GrowBackend};
+use crate::fixed_point::GradientQuantiser;
+use crate::param::TreeParams;
+use crate::tree::Tree;
+
+/// Grows one oblivious tree of at most `params.max_depth` levels over `features` (the tree's
+/// sampled columns) with `backend`, drawing the levels' column samples from `rng`.
+pub fn grow<S: GradientSum, B: GrowBackend<S>>(
+    backend: &mut B,
+    params: &TreeParams,
+    quantiser: &GradientQuantiser,
+    features: &[u32],
+    rows: usize,
+    rng: &mut impl Rng,
+) -> Result<Tree, B::Error> {
+    let sp = params.split();
+    let to_f = |s: S| s.to_float(quantiser);
+    let total = backend.total()?;
+    let root = to_f(total);
+    let mut tree = Tree::leaf(leaf_value(&sp, root.grad, root.hess), root.hess as f32);
+    if params.max_depth == 0 || rows == 0 {
+        return Ok(tree);
+    }
+    backend.root_histogram()?;
+    // The level's nodes (id and gradient sum), in node order.
+    let mut level: Vec<(usize, S)> = vec![(0, total)];
+    for depth in 0..params.max_depth {
+        let level_features = sample(&sample(features, params.colsample_bylevel, rng), params.colsample_bynode, rng);
+        let Some(splits) = backend.evaluate_level(&level, &level_features)? else {
+            break;
+        };
+        let mut expanded = Vec::with_capacity(level.len());
+        for (&(node, sum), split) in level.iter().zip(splits) {
+            let (l, r) = (to_f(split.left), to_f(split.right));
+            let (left, right) = tree.split(
+                node,
+                split.feature,
+                split.threshold,
+                split.default_left,
+                split.loss_chg,
+                (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
+                (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
+            );
+            // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
+            let own = to_f(sum);
+            tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
+            expanded.push(Expansion { node, split, left, right });
+        }
+        backend.partition(&expanded)?;
+        level = expanded.iter().flat_map(|e| [(e.left, e.split.left), (e.right, e.split.right)]).collect();
+        if depth + 1 == params.max_depth {
+            expanded.iter().for_each(|e| backend.release(e.node));
+            return Ok(tree);
+        }
+        let children: Vec<ChildHistograms> =
+            expanded.iter().map(|e| ChildHistograms { left: e.left, right: e.right, parent: e.node }).collect();
+        backend.children_histograms(&children)?;
+    }
+    level.iter().for_each(|&(node, _)| backend.release(node));
+    Ok(tree)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+    use crate::data::{Dataset, FeatureMatrix};
+    use crate::learner::{train, TrainOptions};
+    use crate::model::Model;
+    use crate::param::Params;
+
+    fn data() -> Dataset {
+        let spec = SyntheticSpec {
+            rows: 3000,
+            cols: 9,
+            missing_columns: 3,
+            task: SyntheticTask::Binary,
+            seed: 7,
+            ..Default::default()
+        };
+        let mut data = generate(&spec).unwrap();
+        data.info.weights = (0..data.rows()).map(|i| 0.5 + (i % 4) as f32 / 2.0).collect();
+        data
+    }
+
+    fn fit(pairs: &[(&str, &str)], data: &Dataset, rounds: usize) -> Model {
+        let params = Params::from_pairs(pairs).unwrap();
+        let options = TrainOptions { num_boost_round: rounds, verbose_eval: 0, ..Default::default() };
+        train(&params, data, &[], &options, |_| {}).unwrap().model
+    }
+
+    /// Every level's nodes share one split, every tree is full (`2^depth` leaves, nodes numbered
+    /// level by level), and a row's leaf is its comparisons' bits, one a level (the fast applier's
+    /// index) as the generic walk finds it.
+    #[test]
+    fn a_level_shares_one_split_and_a_leaf_is_the_levels_bits() {
+        let data = data();
+        let pairs = [
+            ("objective", "binary:logistic"),
+            ("grow_policy", "oblivious"),
+            ("max_depth", "5"),
+            ("min_child_weight", "5"),
+            ("colsample_bylevel", "0.7"),
+            ("seed", "4"),
+        ];
+        let model = fit(&pairs, &data, 8);
+        let FeatureMatrix::Dense(rows) = &data.features else { panic!("dense rows") };
+        let mut depths = Vec::new();
+        for tree in &model.trees {
+            let depth = tree.max_depth();
+            depths.push(depth);
+            assert_eq!(tree.len(), (1 << (depth + 1)) - 1, "a full tree of depth {depth}");
+            for level in 0..depth {
+                let nodes = (1 << level) - 1..(1 << (level + 1)) - 1;
+                let first = nodes.start;
+                for n in nodes {
+                    assert_eq!(tree.left_children[n], 2 * n as i32 + 1);
+                    let split =
+                        |n: usize| (tree.split_indices[n], tree.split_conditions[n].to_bits(), tree.default_left[n]);
+                    assert_eq!(split(n), split(first), "level {level}, node {n}");
+                }
+            }
+            for i in 0..data.rows() {
+                let row = rows.row(i);
+                let mut index = 0usize;
+                for level in 0..depth {
+                    let node = (1 << level) - 1 + index;
+                    let v = row[tree.split_indices[node] as usize];
+                    let right = if v.is_nan() { !tree.default_left[node] } else { v >= tree.split_conditions[node] };
+                    index = 2 * index + right as usize;
+                }
+                let value = |f: usize| row[f];
+                assert_eq!((1 << depth) - 1 + index, tree.leaf_index(value), "row {i}");
+            }
+        }
+        assert!(depths.iter().all(|&d| d == 5), "the trees reach the depth limit here: {depths:?}");
+    }
+
+    /// A level of one node is the node's own best split: depth-1 oblivious trees are depthwise's.
+    #[test]
+    fn a_level_of_one_node_splits_as_the_node_would() {
+        let data = data();
+        let oblivious =
+            fit(&[("objective", "binary:logistic"), ("grow_policy", "SymmetricTree"), ("max_depth", "1")], &data, 5);
+        let depthwise = fit(&[("objective", "binary:logistic"), ("max_depth", "1")], &data, 5);
+        assert_eq!(oblivious.trees, depthwise.trees);
+    }
+
+    /// A level splits only when its summed loss change passes `gamma` a node; a split node without rows
+    /// gets leaves of weight 0, and the model predicts as any other.
+    #[test]
+    fn gamma_stops_a_level_and_nodes_without_rows_split_too() {
+        let data = data();
+        let shallow = fit(
+            &[("objective", "binary:logistic"), ("grow_policy", "oblivious"), ("max_depth", "8"), ("gamma", "2")],
+            &data,
+            3,
+        );
+        let deep = fit(&[("objective", "binary:logistic"), ("grow_policy", "oblivious"), ("max_depth", "8")], &data, 3);
+        let depth = |m: &Model| m.trees.iter().map(|t| t.max_depth()).max().unwrap();
+        assert!(depth(&shallow) < depth(&deep), "gamma 2: depth {} against {}", depth(&shallow), depth(&deep));
+        // At depth 8 on 3000 rows some of the 256 leaves have no rows: hessian 0, value 0.
+        let tree = &deep.trees[0];
+        let empty: Vec<usize> = (0..tree.len()).filter(|&n| tree.is_leaf(n) && tree.sum_hessian[n] == 0.0).collect();
+        assert!(!empty.is_empty());
+        assert!(empty.iter().all(|&n| tree.split_conditions[n] == 0.0));
+    }
+}
