@@ -12,6 +12,7 @@ use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
+use crate::oblivious::{self, LevelArgs};
 use crate::partition::{self, ChildPlanArgs, ChildSlots, PartitionArgs, PartitionSplit, SubtractionPlan};
 use crate::predict::{self, PredictNode, PredictTree};
 use crate::quantise;
@@ -96,6 +97,81 @@ kernel! {
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { evaluate::split_nodes_kernel(candidates, pair_offsets, num_nodes, context, out) }
+    }
+}
+
+/// The [`LevelArgs`] of an oblivious level's kernels, from their leading parameters.
+macro_rules! level_args {
+    ($($field:ident),*) => { LevelArgs { $($field),* } };
+}
+
+kernel! {
+    /// Prefix sums of an oblivious level's histograms; see [`oblivious::prefix_kernel`].
+    pub unsafe fn boost_split_level_prefix(
+        histograms: *const GradientPair<i64>,
+        prefix: *mut GradientPair<i64>,
+        nodes: u64,
+        slot_len: u64,
+        bins_per_feature: u64,
+        totals: *const GradientPair<i64>,
+        parent_gains: *const f32,
+        features: *const u32,
+        num_features: u64,
+        cut_ptrs: *const u32,
+        context: *const SplitContext,
+    ) {
+        let a = level_args!(histograms, prefix, nodes, slot_len, bins_per_feature, totals, parent_gains, features,
+            num_features, cut_ptrs, context);
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { oblivious::prefix_kernel(&a) }
+    }
+}
+
+kernel! {
+    /// An oblivious level's summed candidates; see [`oblivious::candidates_kernel`].
+    pub unsafe fn boost_split_level_candidates(
+        histograms: *const GradientPair<i64>,
+        prefix: *mut GradientPair<i64>,
+        nodes: u64,
+        slot_len: u64,
+        bins_per_feature: u64,
+        totals: *const GradientPair<i64>,
+        parent_gains: *const f32,
+        features: *const u32,
+        num_features: u64,
+        cut_ptrs: *const u32,
+        context: *const SplitContext,
+        out: *mut f64,
+    ) {
+        let a = level_args!(histograms, prefix, nodes, slot_len, bins_per_feature, totals, parent_gains, features,
+            num_features, cut_ptrs, context);
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { oblivious::candidates_kernel(&a, out) }
+    }
+}
+
+kernel! {
+    /// Each node's children's sums for an oblivious level's split; see [`oblivious::node_sums_kernel`].
+    pub unsafe fn boost_split_level_sums(
+        histograms: *const GradientPair<i64>,
+        prefix: *mut GradientPair<i64>,
+        nodes: u64,
+        slot_len: u64,
+        bins_per_feature: u64,
+        totals: *const GradientPair<i64>,
+        parent_gains: *const f32,
+        features: *const u32,
+        num_features: u64,
+        cut_ptrs: *const u32,
+        context: *const SplitContext,
+        feature: u64,
+        candidate: u64,
+        out: *mut GradientPair<i64>,
+    ) {
+        let a = level_args!(histograms, prefix, nodes, slot_len, bins_per_feature, totals, parent_gains, features,
+            num_features, cut_ptrs, context);
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { oblivious::node_sums_kernel(&a, feature as u32, candidate as u32, out) }
     }
 }
 
@@ -855,6 +931,9 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_bins_csr" => Some(boost_bins_csr::raw),
         "boost_split_features" => Some(boost_split_features::raw),
         "boost_split_nodes" => Some(boost_split_nodes::raw),
+        "boost_split_level_prefix" => Some(boost_split_level_prefix::raw),
+        "boost_split_level_candidates" => Some(boost_split_level_candidates::raw),
+        "boost_split_level_sums" => Some(boost_split_level_sums::raw),
         "boost_partition_flags" => Some(boost_partition_flags::raw),
         "boost_partition_scatter" => Some(boost_partition_scatter::raw),
         "boost_partition_counts" => Some(boost_partition_counts::raw),

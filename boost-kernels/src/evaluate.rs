@@ -138,7 +138,12 @@ fn warp_inclusive_sum(value: Fixed, lane: u32) -> Fixed {
 /// # Safety
 /// `hist` holds the feature's `n` bins.
 #[inline(always)]
-unsafe fn scan_bins(hist: *const Fixed, n: u32, lane: u32, mut visit: impl FnMut(u32, Fixed, Fixed)) -> Fixed {
+pub(crate) unsafe fn scan_bins(
+    hist: *const Fixed,
+    n: u32,
+    lane: u32,
+    mut visit: impl FnMut(u32, Fixed, Fixed),
+) -> Fixed {
     let mut before = Fixed::default();
     let mut chunk = 0;
     while chunk < n {

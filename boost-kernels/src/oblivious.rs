@@ -15,6 +15,10 @@
 //! level splits when the sum, in `f32`, is above `kRtEps` and at least `gamma` times the level's
 //! nodes (a leaf's price, as for XGBoost's splits, for each leaf the level adds).
 
+use primitives_kernels::arch;
+use primitives_kernels::ops::GradientPair;
+
+use crate::evaluate::{self, global_thread, SplitContext};
 use crate::fixed_point::GradientQuantiser;
 use crate::split::{candidate_loss, GradientSum, SplitParams, NO_VALUE_LEFT, RT_EPS};
 
@@ -104,6 +108,136 @@ pub fn best_of_feature(
         }
     }
     best
+}
+
+/// The buffers of the level kernels ([`prefix_kernel`], [`candidates_kernel`], [`node_sums_kernel`]).
+/// Histograms lie by slot (`slot_len` sums each), feature `f`'s bins from `f * bins_per_feature`
+/// (the padded layout); the level's nodes are slots `0..nodes`.
+#[repr(C)]
+pub struct LevelArgs {
+    pub histograms: *const Fixed,
+    /// The histograms' inclusive prefix sums, bin by bin within each (slot, feature).
+    pub prefix: *mut Fixed,
+    pub nodes: u64,
+    pub slot_len: u64,
+    pub bins_per_feature: u64,
+    /// Per node: its gradient sum and its gain (`calc_gain` of the sum).
+    pub totals: *const Fixed,
+    pub parent_gains: *const f32,
+    /// The level's features, increasing.
+    pub features: *const u32,
+    pub num_features: u64,
+    pub cut_ptrs: *const u32,
+    pub context: *const SplitContext,
+}
+
+type Fixed = GradientPair<i64>;
+
+impl LevelArgs {
+    /// Node `node`'s inclusive prefix sum of feature `f`'s bins `..=b`.
+    ///
+    /// # Safety
+    /// `node < nodes`, `f` a feature of the histograms and `b < bins_per_feature`.
+    #[inline(always)]
+    unsafe fn prefix(&self, node: usize, f: usize, b: usize) -> Fixed {
+        let at = node * self.slot_len as usize + f * self.bins_per_feature as usize + b;
+        // SAFETY: within the node's slot (caller).
+        unsafe { arch::load(self.prefix.add(at)) }
+    }
+
+    /// Feature `f`'s bin count.
+    ///
+    /// # Safety
+    /// `f` is a feature of the cuts.
+    #[inline(always)]
+    unsafe fn bins(&self, f: usize) -> usize {
+        // SAFETY: `f + 1 <= features` offsets (caller).
+        unsafe { (arch::load(self.cut_ptrs.add(f + 1)) - arch::load(self.cut_ptrs.add(f))) as usize }
+    }
+}
+
+/// The inclusive prefix sums of every (node, level feature) row of bins, one warp each (exact
+/// fixed point, so the sequential sums).
+///
+/// # Safety
+/// The buffers hold what [`LevelArgs`] says; `prefix` has room for the level's slots; the grid has
+/// whole warps.
+pub unsafe fn prefix_kernel(a: &LevelArgs) {
+    let pair = global_thread() / arch::WARP_SIZE as u64;
+    if pair >= a.nodes * a.num_features {
+        return;
+    }
+    let lane = arch::lane_id();
+    let (node, i) = ((pair / a.num_features) as usize, (pair % a.num_features) as usize);
+    // SAFETY: `i < num_features`, a feature of the cuts; the node's slot holds its bins.
+    unsafe {
+        let f = arch::load(a.features.add(i)) as usize;
+        let at = node * a.slot_len as usize + f * a.bins_per_feature as usize;
+        let n = a.bins(f) as u32;
+        evaluate::scan_bins(a.histograms.add(at), n, lane, |b, _, prefix| {
+            arch::store(a.prefix.add(at + b as usize), prefix)
+        });
+    }
+}
+
+/// `out[i * 2 * bins_per_feature + c]`: the level's summed shares of candidate `c` of level feature
+/// `i` (NaN for a candidate the feature does not have, or a missing-left one when no node misses
+/// the feature), summed in node order as [`best_of_feature`]'s caller on the CPU sums them. One
+/// thread per (feature, candidate); after [`prefix_kernel`].
+///
+/// # Safety
+/// As for [`prefix_kernel`]; `out` holds `num_features * 2 * bins_per_feature` values.
+pub unsafe fn candidates_kernel(a: &LevelArgs, out: *mut f64) {
+    let t = global_thread();
+    let per_feature = 2 * a.bins_per_feature;
+    if t >= a.num_features * per_feature {
+        return;
+    }
+    let (i, c) = ((t / per_feature) as usize, (t % per_feature) as usize);
+    // SAFETY: `i < num_features`; every node below `nodes`, every bin below the feature's count.
+    unsafe {
+        let f = arch::load(a.features.add(i)) as usize;
+        let n = a.bins(f);
+        let context = arch::load(a.context);
+        let (p, q) = (&context.params, &context.quantiser);
+        let nodes = a.nodes as usize;
+        let mut value = f64::NAN;
+        if c < 2 * n {
+            let mut missing = false;
+            for node in 0..nodes {
+                missing |= a.prefix(node, f, n - 1) != arch::load(a.totals.add(node));
+            }
+            if c < n || missing {
+                let mut sum = 0.0f64;
+                for node in 0..nodes {
+                    let total = arch::load(a.totals.add(node));
+                    let (left, right) = candidate_sums(c, n, total, |b| a.prefix(node, f, b));
+                    sum += share(left, right, arch::load(a.parent_gains.add(node)), p, q) as f64;
+                }
+                value = sum;
+            }
+        }
+        arch::store(out.add(t as usize), value);
+    }
+}
+
+/// `out[node]`: each node's children's sums for candidate `candidate` of feature `feature` (two
+/// pairs a node). One thread per node; after [`prefix_kernel`].
+///
+/// # Safety
+/// As for [`prefix_kernel`], `feature` one of the level's features; `out` holds `2 * nodes` pairs.
+pub unsafe fn node_sums_kernel(a: &LevelArgs, feature: u32, candidate: u32, out: *mut Fixed) {
+    let node = global_thread() as usize;
+    if node >= a.nodes as usize {
+        return;
+    }
+    // SAFETY: `node < nodes`; the feature's bins lie in the node's slot.
+    unsafe {
+        let (f, total) = (feature as usize, arch::load(a.totals.add(node)));
+        let (left, right) = candidate_sums(candidate as usize, a.bins(f), total, |b| a.prefix(node, f, b));
+        arch::store(out.add(2 * node), left);
+        arch::store(out.add(2 * node + 1), right);
+    }
 }
 
 #[cfg(test)]

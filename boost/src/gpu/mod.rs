@@ -25,10 +25,11 @@ pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::fixed_point::QuantiserSums;
 use boost_kernels::metric::Transform;
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
+use boost_kernels::oblivious;
 use boost_kernels::partition::{split_index_entry, ChildSlots, PartitionSplit, SubtractionPlan, SPLIT_INDEX_SHIFT};
 use boost_kernels::reduce::{self, BlockSum};
 pub use boost_kernels::sampling::RowSampler;
-use boost_kernels::split::Split;
+use boost_kernels::split::{calc_gain, Split};
 
 use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
@@ -67,6 +68,8 @@ pub struct DeviceCuts {
     total_bins: usize,
     /// The most bins of one feature.
     max_bins: usize,
+    /// The bins' upper bounds on the host (an oblivious level's threshold).
+    host_values: Vec<f32>,
 }
 
 impl DeviceCuts {
@@ -78,6 +81,7 @@ impl DeviceCuts {
             features: cuts.features(),
             total_bins: cuts.total_bins(),
             max_bins: (0..cuts.features()).map(|f| cuts.bins(f)).max().unwrap_or(0),
+            host_values: cuts.cut_values.clone(),
         })
     }
 
@@ -765,6 +769,110 @@ impl<'a> GpuBackend<'a> {
         Ok(splits)
     }
 
+    /// An oblivious level's split on the device (`boost_kernels::oblivious`): the level's
+    /// histograms (one buffer, slots in node order) scanned a warp per (node, feature), a thread a
+    /// (feature, candidate) sums the nodes' shares, the host picks the best in the CPU's order
+    /// from the sums read back, and a thread a node gives the children's sums.
+    fn evaluate_level_on_device(
+        &mut self,
+        nodes: &[(usize, Fixed)],
+        features: &[u32],
+    ) -> Result<Option<Vec<Split<Fixed>>>> {
+        let mut buffer = None;
+        for (i, &(node, _)) in nodes.iter().enumerate() {
+            let (b, slot) = self
+                .histograms
+                .slot(node)
+                .ok_or_else(|| Error::InvalidData(format!("node {node} is evaluated before its histogram is built")))?;
+            if slot as usize != i || buffer.is_some_and(|first| first != b) {
+                return Err(Error::InvalidData(
+                    "an oblivious level's histograms are not one buffer in node order".into(),
+                ));
+            }
+            buffer = Some(b);
+        }
+        let histograms = buffer
+            .and_then(|b| self.histograms.buffer(b))
+            .ok_or_else(|| Error::InvalidData("the level's histograms were freed".into()))?;
+        if features.is_empty() || nodes.is_empty() {
+            return Ok(None);
+        }
+        let (p, q) = (self.context.params, self.context.quantiser);
+        let totals: Vec<Fixed> = nodes.iter().map(|&(_, sum)| sum).collect();
+        let gains: Vec<f32> = totals
+            .iter()
+            .map(|&t| {
+                let t = q.to_float(t);
+                calc_gain(&p, t.grad, t.hess)
+            })
+            .collect();
+        let (gpu, bpf, slot_len) = (self.gpu, self.bins_per_feature, self.slot_len());
+        let prefix = gpu.alloc_uninitialized::<Fixed>(nodes.len() * slot_len)?;
+        let (totals_d, gains_d, features_d) = (gpu.upload(&totals)?, gpu.upload(&gains)?, gpu.upload(features)?);
+        let context = gpu.upload(std::slice::from_ref(&self.context))?;
+        let args = [
+            histograms.device_ptr(),
+            prefix.device_ptr(),
+            nodes.len() as u64,
+            slot_len as u64,
+            bpf as u64,
+            totals_d.device_ptr(),
+            gains_d.device_ptr(),
+            features_d.device_ptr(),
+            features.len() as u64,
+            self.cuts.cut_ptrs.device_ptr(),
+            context.device_ptr(),
+        ];
+        let module = crate::KERNELS;
+        // SAFETY: the level's nodes are slots `0..nodes` of `histograms` (checked), `slot_len` sums
+        // each in the padded layout of `bpf` bins a feature; `prefix` as large; a total and a gain a
+        // node; the features are the cuts' (the driver's sample); whole warps.
+        unsafe {
+            gpu.launch(module, "boost_split_level_prefix", warp_per_block_config(nodes.len() * features.len())?, &args)?
+        };
+        let candidates = gpu.alloc_uninitialized::<f64>(features.len() * 2 * bpf)?;
+        let mut with_out = args.to_vec();
+        with_out.push(candidates.device_ptr());
+        // SAFETY: as above, after the prefix sums; `candidates` holds a value per (feature, candidate).
+        unsafe { gpu.launch(module, "boost_split_level_candidates", element_config(candidates.len())?, &with_out)? };
+        let sums = candidates.to_vec(gpu)?;
+        let mut best: Option<oblivious::LevelBest> = None;
+        for (i, &f) in features.iter().enumerate() {
+            for c in 0..2 * bpf {
+                let loss_chg = sums[i * 2 * bpf + c];
+                let candidate = oblivious::LevelBest { loss_chg, feature: f, candidate: c as u32 };
+                if !loss_chg.is_nan() && candidate.replaces(best.as_ref()) {
+                    best = Some(candidate);
+                }
+            }
+        }
+        let Some(best) = best.filter(|b| b.is_valid(&p, nodes.len())) else {
+            return Ok(None);
+        };
+        let children = gpu.alloc_uninitialized::<Fixed>(2 * nodes.len())?;
+        let mut with_choice = args.to_vec();
+        with_choice.extend([best.feature as u64, best.candidate as u64, children.device_ptr()]);
+        // SAFETY: as above; the feature is one of the level's; `children` holds two pairs a node.
+        unsafe { gpu.launch(module, "boost_split_level_sums", element_config(nodes.len())?, &with_choice)? };
+        let children = children.to_vec(gpu)?;
+        let f = best.feature as usize;
+        let (begin, c) = (self.first_bins[f] as usize, best.candidate as usize);
+        let n = self.first_bins[f + 1] as usize - begin;
+        let (last_left, default_left) = oblivious::candidate(c, n);
+        let threshold = oblivious::threshold(c, n, |b| self.cuts.host_values[begin + b]);
+        let splits = children
+            .chunks_exact(2)
+            .zip(&gains)
+            .map(|(pair, &gain)| {
+                let (left, right) = (pair[0], pair[1]);
+                let loss_chg = oblivious::share(left, right, gain, &p, &q);
+                let last_left_bin = begin as i64 + last_left;
+                Split { loss_chg, feature: best.feature, last_left_bin, threshold, default_left, left, right }
+            })
+            .collect();
+        Ok(Some(splits))
+    }
+
     /// Reads the row check and, when `read_rows`, the row order (each row's leaf follows from the
     /// nodes' ranges).
     fn finish(&mut self, read_rows: bool) -> Result<()> {
@@ -819,8 +927,12 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
         splits
     }
 
-    fn evaluate_level(&mut self, _nodes: &[(usize, Fixed)], _features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
-        Err(Error::param("grow_policy", "oblivious trees are not built on the GPU yet: pass device=cpu"))
+    fn evaluate_level(&mut self, nodes: &[(usize, Fixed)], features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
+        let start = Instant::now();
+        self.settle(None)?;
+        let splits = self.evaluate_level_on_device(nodes, features);
+        self.phases.add("tree: evaluation", start.elapsed());
+        splits
     }
 
     fn release(&mut self, node: usize) {

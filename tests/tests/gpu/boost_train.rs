@@ -485,6 +485,43 @@ pub(crate) const SHIPPED: &[Shipped] = &[
     },
 ];
 
+/// Oblivious trees (`grow_policy=oblivious`): the level's split chosen on the device is the CPU's.
+#[test]
+fn oblivious_trees_on_the_device_are_the_cpus() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = if gpu.is_emulated() { (3000, 9, 4) } else { (200_000, 28, 20) };
+    let mut binary = dataset(rows, cols, SyntheticTask::Binary, 31);
+    binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
+    let params = [
+        ("objective", "binary:logistic"),
+        ("grow_policy", "oblivious"),
+        ("max_depth", "6"),
+        ("min_child_weight", "3"),
+        ("colsample_bylevel", "0.8"),
+        ("subsample", "0.9"),
+        ("seed", "2"),
+    ];
+    assert_same_model(
+        "binary:logistic, oblivious, depth 6",
+        &params,
+        &binary,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    let regression = dataset(rows, cols, SyntheticTask::Regression, 32);
+    let params =
+        [("objective", "reg:squarederror"), ("grow_policy", "SymmetricTree"), ("max_depth", "4"), ("max_bin", "32")];
+    assert_same_model(
+        "reg:squarederror, oblivious, 32 bins",
+        &params,
+        &regression,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+}
+
 /// A `max_bin` whose histograms do not fit in a block's shared memory (XGBoost's limit is none):
 /// 17-bit ids, the histograms added straight to device memory; the CPU's model all the same.
 #[test]
