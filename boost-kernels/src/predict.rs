@@ -28,6 +28,20 @@ pub fn goes_left(value: f32, condition: f32, default_left: bool) -> bool {
     }
 }
 
+/// The leaf of an oblivious tree of `depth` levels as an index into its `2^depth` leaves (CatBoost's
+/// applier): level `l`'s split `level(l)` (feature, condition, missing left) compared once, its
+/// bit (1 = right) appended, with no branch on the path. The index is the leaf's node id less
+/// `2^depth - 1` in XGBoost's numbering of a full tree.
+#[inline(always)]
+pub fn oblivious_index(depth: usize, level: impl Fn(usize) -> (u32, f32, bool), value: impl Fn(u32) -> f32) -> usize {
+    let mut index = 0;
+    for l in 0..depth {
+        let (feature, condition, default_left) = level(l);
+        index = 2 * index + usize::from(!goes_left(value(feature), condition, default_left));
+    }
+    index
+}
+
 /// The `left` of a leaf.
 pub const LEAF: u32 = u32::MAX;
 /// The bit of a split's `feature` that sends missing values left.

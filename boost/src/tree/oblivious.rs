@@ -73,6 +73,56 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     Ok(tree)
 }
 
+/// An oblivious tree in the compact form of the fast applier (`boost_kernels::predict::
+/// oblivious_index`): a split a level and the `2^depth` leaf values by index. Any full tree whose
+/// levels each share one split has it, whoever trained it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObliviousTree {
+    /// Level `l`'s feature, condition (a value below it goes left) and missing direction.
+    pub levels: Vec<(u32, f32, bool)>,
+    /// The leaves' values, leaf `i` the node `2^depth - 1 + i`.
+    pub leaves: Vec<f32>,
+}
+
+impl ObliviousTree {
+    /// The compact form of `tree`, when it is oblivious: full, numbered level by level (node `n`'s
+    /// children `2n + 1` and `2n + 2`), each level's nodes splitting alike.
+    pub fn of(tree: &Tree) -> Option<Self> {
+        let n = tree.len();
+        let depth = (n + 1).checked_ilog2()? as usize;
+        if n + 1 != 1 << depth {
+            return None;
+        }
+        let depth = depth - 1;
+        let split = |node: usize| (tree.split_indices[node], tree.split_conditions[node], tree.default_left[node]);
+        let mut levels = Vec::with_capacity(depth);
+        for l in 0..depth {
+            let first = (1 << l) - 1;
+            for node in first..2 * first + 1 {
+                let children = (tree.left_children[node], tree.right_children[node]);
+                if children != (2 * node as i32 + 1, 2 * node as i32 + 2) || split(node).0 != split(first).0 {
+                    return None;
+                }
+                if split(node).1.to_bits() != split(first).1.to_bits() || split(node).2 != split(first).2 {
+                    return None;
+                }
+            }
+            levels.push(split(first));
+        }
+        let leaves = (1 << depth) - 1..n;
+        if leaves.clone().any(|leaf| tree.left_children[leaf] != -1) {
+            return None;
+        }
+        Some(ObliviousTree { levels, leaves: tree.split_conditions[leaves].to_vec() })
+    }
+
+    /// The leaf index of a row whose feature `f` has value `value(f)`.
+    #[inline]
+    pub fn leaf(&self, value: impl Fn(u32) -> f32) -> usize {
+        boost_kernels::predict::oblivious_index(self.levels.len(), |l| self.levels[l], value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
@@ -146,6 +196,26 @@ mod tests {
             }
         }
         assert!(depths.iter().all(|&d| d == 5), "the trees reach the depth limit here: {depths:?}");
+    }
+
+    /// The fast applier (taken when every tree is oblivious) gives the generic walk's margins bit
+    /// for bit, missing values and a base margin included; a depthwise tree has no compact form.
+    #[test]
+    fn the_fast_applier_adds_the_walks_leaves() {
+        use super::ObliviousTree;
+        let data = data();
+        let pairs = [("objective", "binary:logistic"), ("grow_policy", "oblivious"), ("max_depth", "6")];
+        let model = fit(&pairs, &data, 6);
+        assert!(model.trees.iter().all(|t| ObliviousTree::of(t).is_some()));
+        let FeatureMatrix::Dense(rows) = &data.features else { panic!("dense rows") };
+        let base: Vec<f32> = (0..data.rows()).map(|i| (i % 5) as f32 * 0.25).collect();
+        let margins = model.predict_margin(&data.features, Some(&base), |b| b, (0, 0)).unwrap();
+        for (i, &margin) in margins.iter().enumerate() {
+            let walked = model.trees.iter().fold(base[i], |m, tree| m + tree.predict_row(rows.row(i)));
+            assert_eq!(margin.to_bits(), walked.to_bits(), "row {i}");
+        }
+        let depthwise = fit(&[("objective", "binary:logistic"), ("max_depth", "6")], &data, 1);
+        assert_eq!(ObliviousTree::of(&depthwise.trees[0]), None);
     }
 
     /// A level of one node is the node's own best split: depth-1 oblivious trees are depthwise's.
