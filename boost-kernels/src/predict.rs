@@ -71,16 +71,22 @@ impl PredictNode {
     }
 }
 
-/// A tree of one prediction launch: where its nodes start in the node buffer, how many it has, and
-/// the output (class) its leaf values add to.
+/// A tree of one prediction launch: where its nodes start in the node buffer, how many it has, the
+/// output (class) its leaf values add to, and for an oblivious tree its levels (0 for any other).
+/// An oblivious tree of `levels` levels is laid out as its level splits (a node a level), then its
+/// `2^levels` leaves by index ([`oblivious_index`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct PredictTree {
     pub first_node: u32,
     pub nodes: u32,
     pub output: u32,
-    pub padding: u32,
+    pub levels: u32,
 }
+
+/// Level splits an oblivious walk loads together before comparing (independent loads in flight
+/// instead of one dependent load a level).
+const LEVELS_IN_FLIGHT: usize = 4;
 
 /// The leaf that a row reaches in `tree`, `value(feature)` giving the row's values (NaN when
 /// missing). A child outside the tree ends the walk at its parent, and no walk takes more steps
@@ -95,6 +101,9 @@ unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32)
     // SAFETY: the root and every child loaded are below `tree.nodes` (checked before the load); the
     // nodes are read-only during the launch, so the non-coherent path is sound.
     let load = |i: u32| -> PredictNode { bytemuck::cast(unsafe { arch::load_global_nc_v4(first.add(i as usize)) }) };
+    if tree.levels != 0 {
+        return oblivious_leaf(tree, load, value);
+    }
     let mut node = load(0);
     for _ in 0..tree.nodes {
         if node.left == LEAF {
@@ -107,6 +116,35 @@ unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32)
         node = load(child);
     }
     node
+}
+
+/// The leaf of an oblivious tree laid out as [`PredictTree`] says: the level splits loaded
+/// [`LEVELS_IN_FLIGHT`] at a time, the index's bits appended ([`goes_left`], as
+/// [`oblivious_index`]), then the leaf at `levels + index`. An index past the tree's nodes (which
+/// the host's layout does not allow) ends at the first level's node.
+#[inline(always)]
+fn oblivious_leaf(tree: PredictTree, load: impl Fn(u32) -> PredictNode, value: impl Fn(u32) -> f32) -> PredictNode {
+    let levels = tree.levels.min(tree.nodes);
+    let mut index = 0u32;
+    let mut l = 0;
+    while l < levels {
+        let mut splits = [PredictNode::default(); LEVELS_IN_FLIGHT];
+        for (k, split) in splits.iter_mut().enumerate() {
+            if l + (k as u32) < levels {
+                *split = load(l + k as u32);
+            }
+        }
+        for (k, split) in splits.iter().enumerate() {
+            if l + (k as u32) < levels {
+                let left =
+                    goes_left(value(split.feature & !DEFAULT_LEFT), split.value, split.feature & DEFAULT_LEFT != 0);
+                index = 2 * index + u32::from(!left);
+            }
+        }
+        l += LEVELS_IN_FLIGHT as u32;
+    }
+    let at = levels.saturating_add(index);
+    load(if at < tree.nodes { at } else { 0 })
 }
 
 /// The dynamic shared memory, in bytes, that a row kernel block of `threads` needs to stage its

@@ -19,12 +19,14 @@ use crate::data::{FeatureMatrix, MetaInfo};
 use crate::metric::DeviceMetric;
 use crate::model::check_features;
 use crate::objective::DeviceObjective;
+use crate::tree::oblivious::ObliviousTree;
 use crate::tree::Tree;
 use crate::{Error, Result};
 
 /// Trees laid out for the prediction kernels (a boosting round's, or a whole model's): each tree's
 /// reachable nodes breadth first (a split's children adjacent and after it, as
-/// [`PredictNode`] says), the trees one after the other, and each tree's first node and output.
+/// [`PredictNode`] says), or an oblivious tree's level splits and leaves (`PredictTree::levels`),
+/// the trees one after the other, and each tree's first node and output.
 pub struct DeviceTrees {
     trees: DeviceBuffer<PredictTree>,
     /// The same table on the host, for launches that take the trees in another order.
@@ -49,7 +51,11 @@ impl DeviceTrees {
         let mut table = Vec::with_capacity(trees.len());
         for (index, (tree, output)) in trees.iter().enumerate() {
             let first_node = nodes.len();
-            lay_out(tree, index, &mut nodes)?;
+            let oblivious = ObliviousTree::of(tree).filter(|o| !o.levels.is_empty());
+            let levels = match &oblivious {
+                Some(o) => lay_out_oblivious(o, index, &mut nodes)?,
+                None => lay_out(tree, index, &mut nodes).map(|()| 0)?,
+            };
             let first = u32::try_from(first_node);
             let Ok(first_node) = first else {
                 return Err(Error::Model(format!("{} nodes in one upload", nodes.len())));
@@ -58,7 +64,7 @@ impl DeviceTrees {
                 first_node,
                 nodes: (nodes.len() - first_node as usize) as u32,
                 output: *output,
-                padding: 0,
+                levels,
             });
         }
         Ok(DeviceTrees {
@@ -112,6 +118,26 @@ fn lay_out(tree: &Tree, index: usize, nodes: &mut Vec<PredictNode>) -> Result<()
         });
     }
     Ok(())
+}
+
+/// Appends an oblivious tree as the fast applier reads it: its level splits, then its leaves by
+/// index (each keeping its node id in the full tree, `2^levels - 1 + index`); returns its levels.
+fn lay_out_oblivious(tree: &ObliviousTree, index: usize, nodes: &mut Vec<PredictNode>) -> Result<u32> {
+    for (l, &(feature, value, default_left)) in tree.levels.iter().enumerate() {
+        if feature >= DEFAULT_LEFT || l >= 31 {
+            return Err(Error::Model(format!("tree {index}: level {l} splits on feature {feature}")));
+        }
+        let flag = if default_left { DEFAULT_LEFT } else { 0 };
+        nodes.push(PredictNode { left: 0, feature: feature | flag, value, id: (1u32 << l) - 1 });
+    }
+    let first_leaf = tree.leaves.len() as u32 - 1;
+    nodes.extend(tree.leaves.iter().enumerate().map(|(i, &value)| PredictNode {
+        left: LEAF,
+        feature: 0,
+        value,
+        id: first_leaf + i as u32,
+    }));
+    Ok(tree.levels.len() as u32)
 }
 
 /// A dataset's features as the prediction kernels read them.

@@ -135,7 +135,19 @@ fn device_predictions_are_the_cpu_predictors() {
     let FeatureMatrix::Dense(full) = &data.features else { panic!("synthetic data is dense") };
     let cols = full.cols - 1;
     let values: Vec<f32> = (0..full.rows).flat_map(|i| full.row(i)[..cols].to_vec()).collect();
-    assert_same_margins("ours, multi:softprob", &model, DenseMatrix::new(full.rows, cols, values), &gpu);
+    let fewer = DenseMatrix::new(full.rows, cols, values);
+    assert_same_margins("ours, multi:softprob", &model, fewer.clone(), &gpu);
+    // Oblivious trees: the kernels' fast applier (level splits, then leaves by index).
+    let params = Params::from_pairs(&[
+        ("objective", "multi:softprob"),
+        ("num_class", "3"),
+        ("max_depth", "7"),
+        ("grow_policy", "oblivious"),
+    ])
+    .unwrap();
+    let model = train(&params, &data, &[], &options, |_| {}).expect("training").model;
+    assert!(model.trees.iter().any(|t| t.max_depth() == 7), "the trees reach the depth limit");
+    assert_same_margins("ours, oblivious multi:softprob", &model, fewer, &gpu);
 }
 
 #[test]
