@@ -100,14 +100,12 @@ kernel! {
     }
 }
 
-/// The [`LevelArgs`] of an oblivious level's kernels, from their leading parameters.
-macro_rules! level_args {
-    ($($field:ident),*) => { LevelArgs { $($field),* } };
-}
-
 kernel! {
-    /// Prefix sums of an oblivious level's histograms; see [`oblivious::prefix_kernel`].
-    pub unsafe fn boost_split_level_prefix(
+    /// An oblivious level's split, in three launches: `stage` 0 the histograms' prefix sums
+    /// ([`oblivious::prefix_kernel`]), 1 the summed candidates into `out` as `f64`
+    /// ([`oblivious::candidates_kernel`]), 2 the nodes' children's sums of candidate `candidate`
+    /// of `feature` into `out` as pairs ([`oblivious::node_sums_kernel`]).
+    pub unsafe fn boost_split_level(
         histograms: *const GradientPair<i64>,
         prefix: *mut GradientPair<i64>,
         nodes: u64,
@@ -119,59 +117,23 @@ kernel! {
         num_features: u64,
         cut_ptrs: *const u32,
         context: *const SplitContext,
-    ) {
-        let a = level_args!(histograms, prefix, nodes, slot_len, bins_per_feature, totals, parent_gains, features,
-            num_features, cut_ptrs, context);
-        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { oblivious::prefix_kernel(&a) }
-    }
-}
-
-kernel! {
-    /// An oblivious level's summed candidates; see [`oblivious::candidates_kernel`].
-    pub unsafe fn boost_split_level_candidates(
-        histograms: *const GradientPair<i64>,
-        prefix: *mut GradientPair<i64>,
-        nodes: u64,
-        slot_len: u64,
-        bins_per_feature: u64,
-        totals: *const GradientPair<i64>,
-        parent_gains: *const f32,
-        features: *const u32,
-        num_features: u64,
-        cut_ptrs: *const u32,
-        context: *const SplitContext,
-        out: *mut f64,
-    ) {
-        let a = level_args!(histograms, prefix, nodes, slot_len, bins_per_feature, totals, parent_gains, features,
-            num_features, cut_ptrs, context);
-        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { oblivious::candidates_kernel(&a, out) }
-    }
-}
-
-kernel! {
-    /// Each node's children's sums for an oblivious level's split; see [`oblivious::node_sums_kernel`].
-    pub unsafe fn boost_split_level_sums(
-        histograms: *const GradientPair<i64>,
-        prefix: *mut GradientPair<i64>,
-        nodes: u64,
-        slot_len: u64,
-        bins_per_feature: u64,
-        totals: *const GradientPair<i64>,
-        parent_gains: *const f32,
-        features: *const u32,
-        num_features: u64,
-        cut_ptrs: *const u32,
-        context: *const SplitContext,
+        stage: u64,
         feature: u64,
         candidate: u64,
-        out: *mut GradientPair<i64>,
+        out: *mut u8,
     ) {
-        let a = level_args!(histograms, prefix, nodes, slot_len, bins_per_feature, totals, parent_gains, features,
-            num_features, cut_ptrs, context);
-        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { oblivious::node_sums_kernel(&a, feature as u32, candidate as u32, out) }
+        let a = LevelArgs {
+            histograms, prefix, nodes, slot_len, bins_per_feature, totals, parent_gains, features, num_features,
+            cut_ptrs, context,
+        };
+        // SAFETY: the host launcher sizes every buffer as the stage's kernel's contract requires.
+        unsafe {
+            match stage {
+                0 => oblivious::prefix_kernel(&a),
+                1 => oblivious::candidates_kernel(&a, out.cast()),
+                _ => oblivious::node_sums_kernel(&a, feature as u32, candidate as u32, out.cast()),
+            }
+        }
     }
 }
 
@@ -931,9 +893,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_bins_csr" => Some(boost_bins_csr::raw),
         "boost_split_features" => Some(boost_split_features::raw),
         "boost_split_nodes" => Some(boost_split_nodes::raw),
-        "boost_split_level_prefix" => Some(boost_split_level_prefix::raw),
-        "boost_split_level_candidates" => Some(boost_split_level_candidates::raw),
-        "boost_split_level_sums" => Some(boost_split_level_sums::raw),
+        "boost_split_level" => Some(boost_split_level::raw),
         "boost_partition_flags" => Some(boost_partition_flags::raw),
         "boost_partition_scatter" => Some(boost_partition_scatter::raw),
         "boost_partition_counts" => Some(boost_partition_counts::raw),

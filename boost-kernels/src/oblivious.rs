@@ -110,7 +110,8 @@ pub fn best_of_feature(
     best
 }
 
-/// The buffers of the level kernels ([`prefix_kernel`], [`candidates_kernel`], [`node_sums_kernel`]).
+/// The buffers of the level kernels ([`prefix_kernel`], [`candidates_kernel`], [`node_sums_kernel`];
+/// one entry point, `boost_split_level`, runs each).
 /// Histograms lie by slot (`slot_len` sums each), feature `f`'s bins from `f * bins_per_feature`
 /// (the padded layout); the level's nodes are slots `0..nodes`.
 #[repr(C)]

@@ -6,9 +6,7 @@
         name: "split",
         entry_points: &[
             "boost_split_features",
-            "boost_split_level_candidates",
-            "boost_split_level_prefix",
-            "boost_split_level_sums",
+            "boost_split_level",
             "boost_split_nodes",
         ],
         ptx: include_bytes!("split.compute_80.ptx.zst"),

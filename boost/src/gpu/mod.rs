@@ -823,18 +823,21 @@ impl<'a> GpuBackend<'a> {
             self.cuts.cut_ptrs.device_ptr(),
             context.device_ptr(),
         ];
-        let module = crate::KERNELS;
+        let stage = |stage: u64, feature: u64, candidate: u64, out: u64| {
+            let mut all = args.to_vec();
+            all.extend([stage, feature, candidate, out]);
+            all
+        };
+        let (module, kernel) = (crate::KERNELS, "boost_split_level");
+        let warps = warp_per_block_config(nodes.len() * features.len())?;
         // SAFETY: the level's nodes are slots `0..nodes` of `histograms` (checked), `slot_len` sums
         // each in the padded layout of `bpf` bins a feature; `prefix` as large; a total and a gain a
         // node; the features are the cuts' (the driver's sample); whole warps.
-        unsafe {
-            gpu.launch(module, "boost_split_level_prefix", warp_per_block_config(nodes.len() * features.len())?, &args)?
-        };
+        unsafe { gpu.launch(module, kernel, warps, &stage(0, 0, 0, 0))? };
         let candidates = gpu.alloc_uninitialized::<f64>(features.len() * 2 * bpf)?;
-        let mut with_out = args.to_vec();
-        with_out.push(candidates.device_ptr());
+        let out = candidates.device_ptr();
         // SAFETY: as above, after the prefix sums; `candidates` holds a value per (feature, candidate).
-        unsafe { gpu.launch(module, "boost_split_level_candidates", element_config(candidates.len())?, &with_out)? };
+        unsafe { gpu.launch(module, kernel, element_config(candidates.len())?, &stage(1, 0, 0, out))? };
         let sums = candidates.to_vec(gpu)?;
         let mut best: Option<oblivious::LevelBest> = None;
         for (i, &f) in features.iter().enumerate() {
@@ -850,10 +853,9 @@ impl<'a> GpuBackend<'a> {
             return Ok(None);
         };
         let children = gpu.alloc_uninitialized::<Fixed>(2 * nodes.len())?;
-        let mut with_choice = args.to_vec();
-        with_choice.extend([best.feature as u64, best.candidate as u64, children.device_ptr()]);
+        let choice = stage(2, best.feature as u64, best.candidate as u64, children.device_ptr());
         // SAFETY: as above; the feature is one of the level's; `children` holds two pairs a node.
-        unsafe { gpu.launch(module, "boost_split_level_sums", element_config(nodes.len())?, &with_choice)? };
+        unsafe { gpu.launch(module, kernel, element_config(nodes.len())?, &choice)? };
         let children = children.to_vec(gpu)?;
         let f = best.feature as usize;
         let (begin, c) = (self.first_bins[f] as usize, best.candidate as usize);

@@ -188,6 +188,31 @@ pub(crate) fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Siz
     chosen
 }
 
+/// Splits `node` of `tree` (gradient sum `sum`) by `split`: its children become leaves of their
+/// sums' values, and the node keeps its own weight without `eta`, as XGBoost writes it.
+pub(crate) fn split_node<S: GradientSum>(
+    tree: &mut Tree,
+    node: usize,
+    sum: S,
+    split: Split<S>,
+    params: &TreeParams,
+    quantiser: &GradientQuantiser,
+) -> Expansion<S> {
+    let sp = params.split();
+    let (l, r, own) = (split.left.to_float(quantiser), split.right.to_float(quantiser), sum.to_float(quantiser));
+    let (left, right) = tree.split(
+        node,
+        split.feature,
+        split.threshold,
+        split.default_left,
+        split.loss_chg,
+        (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
+        (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
+    );
+    tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
+    Expansion { node, split, left, right }
+}
+
 /// What the driver knows of a node.
 struct NodeState<S> {
     sum: S,
@@ -259,20 +284,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
                 continue;
             }
             leaves += 1;
-            let (l, r) = (to_f(split.left), to_f(split.right));
-            let (left, right) = tree.split(
-                node,
-                split.feature,
-                split.threshold,
-                split.default_left,
-                split.loss_chg,
-                (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
-                (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
-            );
-            // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
-            let own = to_f(nodes[node].sum);
-            tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
-            expanded.push(Expansion { node, split, left, right });
+            expanded.push(split_node(&mut tree, node, nodes[node].sum, split, params, quantiser));
         }
         if expanded.is_empty() {
             continue;

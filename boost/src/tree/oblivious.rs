@@ -8,10 +8,10 @@
 //! Column sampling: `colsample_bytree` over the tree, then `colsample_bylevel` and
 //! `colsample_bynode` once a level (a level's nodes share their split, so they share its columns).
 
-use boost_kernels::split::{calc_weight, leaf_value, GradientSum};
+use boost_kernels::split::{leaf_value, GradientSum};
 use rand::Rng;
 
-use super::grow::{sample, ChildHistograms, Expansion, GrowBackend};
+use super::grow::{sample, split_node, ChildHistograms, Expansion, GrowBackend};
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::tree::Tree;
@@ -42,23 +42,11 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         let Some(splits) = backend.evaluate_level(&level, &level_features)? else {
             break;
         };
-        let mut expanded = Vec::with_capacity(level.len());
-        for (&(node, sum), split) in level.iter().zip(splits) {
-            let (l, r) = (to_f(split.left), to_f(split.right));
-            let (left, right) = tree.split(
-                node,
-                split.feature,
-                split.threshold,
-                split.default_left,
-                split.loss_chg,
-                (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
-                (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
-            );
-            // XGBoost keeps a split node's own weight without `eta` (its leaves' values have it).
-            let own = to_f(sum);
-            tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
-            expanded.push(Expansion { node, split, left, right });
-        }
+        let expanded: Vec<Expansion<S>> = level
+            .iter()
+            .zip(splits)
+            .map(|(&(node, sum), split)| split_node(&mut tree, node, sum, split, params, quantiser))
+            .collect();
         backend.partition(&expanded)?;
         level = expanded.iter().flat_map(|e| [(e.left, e.split.left), (e.right, e.split.right)]).collect();
         if depth + 1 == params.max_depth {
