@@ -77,11 +77,13 @@ impl ObliviousTree {
     /// children `2n + 1` and `2n + 2`), each level's nodes splitting alike.
     pub fn of(tree: &Tree) -> Option<Self> {
         let n = tree.len();
-        let depth = (n + 1).checked_ilog2()? as usize;
-        if n + 1 != 1 << depth {
+        let lengths =
+            [tree.right_children.len(), tree.split_indices.len(), tree.split_conditions.len(), tree.default_left.len()];
+        // `n + 1` a power of two: `2^(depth + 1) - 1` nodes (no tree of no nodes, no corrupt arrays).
+        if n == 0 || !(n + 1).is_power_of_two() || lengths.iter().any(|&len| len != n) {
             return None;
         }
-        let depth = depth - 1;
+        let depth = (n + 1).ilog2() as usize - 1;
         let split = |node: usize| (tree.split_indices[node], tree.split_conditions[node], tree.default_left[node]);
         let mut levels = Vec::with_capacity(depth);
         for l in 0..depth {
@@ -204,6 +206,13 @@ mod tests {
         }
         let depthwise = fit(&[("objective", "binary:logistic"), ("max_depth", "6")], &data, 1);
         assert_eq!(ObliviousTree::of(&depthwise.trees[0]), None);
+        // No nodes, or arrays of different lengths (a corrupt model): no compact form, no panic.
+        assert_eq!(ObliviousTree::of(&crate::tree::Tree::default()), None);
+        let mut short = model.trees[0].clone();
+        short.split_conditions.pop();
+        assert_eq!(ObliviousTree::of(&short), None);
+        let leaf = crate::tree::Tree::leaf(0.25, 1.0);
+        assert_eq!(ObliviousTree::of(&leaf), Some(ObliviousTree { levels: vec![], leaves: vec![0.25] }));
     }
 
     /// A level of one node is the node's own best split: depth-1 oblivious trees are depthwise's.

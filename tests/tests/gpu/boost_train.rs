@@ -530,6 +530,9 @@ fn a_max_bin_past_shared_memory_trains_the_cpu_backends_model() {
     // Over 65535 distinct values a column: more bins than 16-bit ids hold.
     let (rows, cols, rounds) = if gpu.is_emulated() { (70_000, 2, 2) } else { (300_000, 28, 10) };
     let data = dataset(rows, cols, SyntheticTask::Regression, 21);
+    let cuts = boost::quantile::QuantileCuts::build(&data.features, &[], 65536);
+    let most = (0..cuts.features()).map(|f| cuts.bins(f)).max().unwrap_or(0);
+    assert!(most > 65535, "{most} bins a feature: 16-bit ids would do");
     let params = [("objective", "reg:squarederror"), ("max_depth", "3"), ("max_bin", "65536")];
     assert_same_model("reg:squarederror, max_bin 65536", &params, &data, rounds, &gpu, OnDevice::RoundsAndMetrics);
 }
