@@ -184,7 +184,6 @@ pub(super) fn device_rows_bins(
     cuts: &QuantileCuts,
     device_cuts: &DeviceCuts,
 ) -> Result<DeviceBins> {
-    let bins = DeviceBins::alloc(gpu, rows, BinLayout::of(cuts)?)?;
     if values.len() != rows * cuts.features() {
         return Err(Error::InvalidData(format!(
             "{} values for {rows} rows of {} features",
@@ -192,6 +191,7 @@ pub(super) fn device_rows_bins(
             cuts.features()
         )));
     }
+    let bins = DeviceBins::alloc(gpu, rows, BinLayout::of(cuts)?)?;
     // SAFETY: `rows` rows of the cuts' features (checked), the bins of as many rows.
     unsafe { quantise_dense(gpu, values.device_ptr(), rows, device_cuts, &bins, 0)? };
     Ok(bins)
@@ -205,10 +205,10 @@ pub(super) fn device_csr_bins(
     device_cuts: &DeviceCuts,
 ) -> Result<DeviceBins> {
     let rows = csr.rows();
-    let bins = DeviceBins::alloc(gpu, rows, BinLayout::of(cuts)?)?;
     if csr.cols() != cuts.features() {
         return Err(Error::InvalidData(format!("CSR rows of {} features, cuts of {}", csr.cols(), cuts.features())));
     }
+    let bins = DeviceBins::alloc(gpu, rows, BinLayout::of(cuts)?)?;
     let pointers = [csr.row_ptr.device_ptr(), csr.col_indices.device_ptr(), csr.values.device_ptr()];
     // SAFETY: checked rows (`DeviceCsr::new`: offsets from 0 to the entries, columns increasing
     // below the cuts' features, checked equal); the bins of `rows` rows.
