@@ -20,7 +20,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, global_thread, SplitContext};
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{candidate_loss, GradientSum, SplitParams, NO_VALUE_LEFT, RT_EPS};
+use crate::split::{candidate_loss, GradientSum, Split, SplitParams, NO_VALUE_LEFT, RT_EPS};
 
 /// Candidate `c` of a feature of `n` bins: the last bin (counted from the feature's first) that
 /// goes left (-1 when none does), and whether missing values go left.
@@ -81,6 +81,33 @@ impl LevelBest {
         best.is_none_or(|b| self.loss_chg > b.loss_chg)
     }
 
+    /// A node's split on this candidate (of a feature of `n` bins, global bins from `first_bin`
+    /// with upper bounds `cut_value(b)`), its children's sums `left` and `right`, its gain
+    /// `parent_gain`: the level's feature, threshold and direction, the node's own loss change.
+    #[allow(clippy::too_many_arguments)]
+    pub fn node_split<S: GradientSum>(
+        &self,
+        n: usize,
+        first_bin: usize,
+        cut_value: impl Fn(usize) -> f32,
+        (left, right): (S, S),
+        parent_gain: f32,
+        p: &SplitParams,
+        q: &GradientQuantiser,
+    ) -> Split<S> {
+        let c = self.candidate as usize;
+        let (last_left, default_left) = candidate(c, n);
+        Split {
+            loss_chg: share(left, right, parent_gain, p, q),
+            feature: self.feature,
+            last_left_bin: first_bin as i64 + last_left,
+            threshold: threshold(c, n, cut_value),
+            default_left,
+            left,
+            right,
+        }
+    }
+
     /// Whether a level of `nodes` nodes splits on it: the summed change above `kRtEps` and at least
     /// `gamma` a node (each node's split adds a leaf, and `gamma` is the price of a leaf).
     #[inline(always)]
@@ -99,10 +126,14 @@ pub fn best_of_feature(
     missing: bool,
     mut shares: impl FnMut(usize) -> f64,
 ) -> Option<LevelBest> {
-    let mut best: Option<LevelBest> = None;
     let candidates = if missing { 2 * n } else { n };
-    for c in 0..candidates {
-        let candidate = LevelBest { loss_chg: shares(c), feature, candidate: c as u32 };
+    first_best((0..candidates).map(|c| LevelBest { loss_chg: shares(c), feature, candidate: c as u32 }))
+}
+
+/// The candidate that the order of `candidates` keeps: the first of the strictly largest sums.
+pub fn first_best(candidates: impl IntoIterator<Item = LevelBest>) -> Option<LevelBest> {
+    let mut best: Option<LevelBest> = None;
+    for candidate in candidates {
         if candidate.replaces(best.as_ref()) {
             best = Some(candidate);
         }

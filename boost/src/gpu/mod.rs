@@ -839,16 +839,12 @@ impl<'a> GpuBackend<'a> {
         // SAFETY: as above, after the prefix sums; `candidates` holds a value per (feature, candidate).
         unsafe { gpu.launch(module, kernel, element_config(candidates.len())?, &stage(1, 0, 0, out))? };
         let sums = candidates.to_vec(gpu)?;
-        let mut best: Option<oblivious::LevelBest> = None;
-        for (i, &f) in features.iter().enumerate() {
-            for c in 0..2 * bpf {
-                let loss_chg = sums[i * 2 * bpf + c];
-                let candidate = oblivious::LevelBest { loss_chg, feature: f, candidate: c as u32 };
-                if !loss_chg.is_nan() && candidate.replaces(best.as_ref()) {
-                    best = Some(candidate);
-                }
-            }
-        }
+        // Candidates in the CPU's order (features increasing, then candidates); NaN: none.
+        let best = oblivious::first_best(features.iter().enumerate().flat_map(|(i, &f)| {
+            let sums = &sums[i * 2 * bpf..(i + 1) * 2 * bpf];
+            let candidates = sums.iter().enumerate().filter(|(_, loss)| !loss.is_nan());
+            candidates.map(move |(c, &loss_chg)| oblivious::LevelBest { loss_chg, feature: f, candidate: c as u32 })
+        }));
         let Some(best) = best.filter(|b| b.is_valid(&p, nodes.len())) else {
             return Ok(None);
         };
@@ -858,18 +854,13 @@ impl<'a> GpuBackend<'a> {
         unsafe { gpu.launch(module, kernel, element_config(nodes.len())?, &choice)? };
         let children = children.to_vec(gpu)?;
         let f = best.feature as usize;
-        let (begin, c) = (self.first_bins[f] as usize, best.candidate as usize);
+        let begin = self.first_bins[f] as usize;
         let n = self.first_bins[f + 1] as usize - begin;
-        let (last_left, default_left) = oblivious::candidate(c, n);
-        let threshold = oblivious::threshold(c, n, |b| self.cuts.host_values[begin + b]);
         let splits = children
             .chunks_exact(2)
             .zip(&gains)
             .map(|(pair, &gain)| {
-                let (left, right) = (pair[0], pair[1]);
-                let loss_chg = oblivious::share(left, right, gain, &p, &q);
-                let last_left_bin = begin as i64 + last_left;
-                Split { loss_chg, feature: best.feature, last_left_bin, threshold, default_left, left, right }
+                best.node_split(n, begin, |b| self.cuts.host_values[begin + b], (pair[0], pair[1]), gain, &p, &q)
             })
             .collect();
         Ok(Some(splits))

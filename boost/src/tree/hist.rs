@@ -269,28 +269,18 @@ impl HistBuilder<'_> {
                 })
             })
             .collect();
-        let mut best: Option<oblivious::LevelBest> = None;
-        for candidate in per_feature.into_iter().flatten() {
-            if candidate.replaces(best.as_ref()) {
-                best = Some(candidate);
-            }
-        }
-        let best = best.filter(|b| b.is_valid(&p, hists.len()))?;
+        let best = oblivious::first_best(per_feature.into_iter().flatten()).filter(|b| b.is_valid(&p, hists.len()))?;
         let f = best.feature as usize;
-        let ((begin, end), c) = (range(f), best.candidate as usize);
+        let (begin, end) = range(f);
         let n = end - begin;
-        let (last_left, default_left) = oblivious::candidate(c, n);
-        let threshold = oblivious::threshold(c, n, |b| cuts.cut_values[begin + b]);
         let prefixes = prefixes(f);
         let splits = prefixes
             .iter()
             .zip(totals)
             .zip(&parent_gains)
             .map(|((prefix, &total), &gain)| {
-                let (left, right) = oblivious::candidate_sums(c, n, total, |b| prefix[b]);
-                let loss_chg = oblivious::share(left, right, gain, &p, q);
-                let last_left_bin = begin as i64 + last_left;
-                Split { loss_chg, feature: best.feature, last_left_bin, threshold, default_left, left, right }
+                let children = oblivious::candidate_sums(best.candidate as usize, n, total, |b| prefix[b]);
+                best.node_split(n, begin, |b| cuts.cut_values[begin + b], children, gain, &p, q)
             })
             .collect();
         Some(splits)
