@@ -14,7 +14,8 @@
 //! (the CPU predictor's step, and the kernels that keep evaluation sets' margins on the device),
 //! [`adaptive`] leaf values recomputed as quantiles of the rows' residuals (`reg:absoluteerror`),
 //! [`rank`] LambdaMART's gradients of a query group, [`rank_metric`] `ndcg` and `map` of one,
-//! [`sketch`] the weighted quantile summaries of XGBoost's sketch (the quantile cuts).
+//! [`sketch`] the weighted quantile summaries of XGBoost's sketch (the quantile cuts), [`exact`]
+//! the exact method's candidates (every boundary between distinct values).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
@@ -22,6 +23,7 @@ pub mod adaptive;
 pub mod auc;
 pub mod bins;
 pub mod evaluate;
+pub mod exact;
 pub mod fixed_point;
 pub mod metric;
 pub mod objective;

@@ -25,10 +25,11 @@ use crate::gpu::{
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
 use crate::objective::{self, DeviceObjective, Objective};
-use crate::param::{Device, Params};
+use crate::param::{Device, Params, TreeMethod};
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::rows::{Features, Rows};
+use crate::tree::exact::{ExactBuilder, SortedColumns};
 use crate::tree::hist::{HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -320,6 +321,16 @@ fn train_in(
     // rows itself (the CPU's cuts bit for bit) and quantises them with the same search into the
     // bins its builder reads; CSR rows are sketched on the host.
     let (cuts, mut backend, quantised_bytes) = match gpu {
+        Some(_) if params.tree_method == TreeMethod::Exact => {
+            return Err(Error::param("tree_method", "exact runs on the CPU only so far: set device=cpu"));
+        }
+        None if params.tree_method == TreeMethod::Exact => {
+            let start = Instant::now();
+            let columns = SortedColumns::new(train.host_features()?);
+            phases.add("sorted columns", start.elapsed());
+            let bytes = columns.bytes();
+            (QuantileCuts::default(), TreeBackend::Exact(columns), bytes)
+        }
         Some(gpu) => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
             let (cuts, trainer) = gpu_trainer(gpu, train, &row_weights, max_bin, &mut phases)?;
@@ -535,6 +546,14 @@ fn train_in(
                     on_device(gpu, "growing a tree", || {
                         trainer.build_tree(tree_params, &column, &tree_features, &mut rng)
                     })?
+                }
+                TreeBackend::Exact(columns) => {
+                    let (quantiser, fixed) = fixed_point::quantise(&column);
+                    ExactBuilder { columns, params: tree_params, quantiser: &quantiser }.build(
+                        &fixed,
+                        &tree_features,
+                        &mut rng,
+                    )
                 }
                 TreeBackend::Cpu { matrix, bins } => {
                     let (quantiser, fixed) = fixed_point::quantise(&column);
@@ -841,6 +860,8 @@ enum TreeBackend<'g> {
         bins: UnpackedBins,
     },
     Gpu(Box<GpuTrainer<'g>>),
+    /// The exact method's sorted columns.
+    Exact(SortedColumns),
 }
 
 /// The device `device` names, opened (`None`: the CPU), and how [`Trained::device`] describes it.

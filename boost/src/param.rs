@@ -26,6 +26,9 @@ pub enum GrowPolicy {
 pub enum TreeMethod {
     /// XGBoost's histogram method.
     Hist,
+    /// XGBoost's exact greedy method: every boundary between distinct values is a candidate
+    /// (depthwise growth only).
+    Exact,
 }
 
 /// Parameters of one tree's construction.
@@ -132,7 +135,7 @@ impl std::fmt::Display for Device {
 pub struct Params {
     /// The tree-building parameters.
     pub tree: TreeParams,
-    /// `hist` (the only tree method so far).
+    /// `hist` or `exact`.
     pub tree_method: TreeMethod,
     /// The objective's XGBoost name (`binary:logistic`, ...).
     pub objective: String,
@@ -265,7 +268,8 @@ impl Params {
             "tree_method" => {
                 self.tree_method = match value {
                     "hist" | "auto" => TreeMethod::Hist,
-                    _ => return Err(Error::param(name, format!("`{value}` is not supported yet (hist is)"))),
+                    "exact" => TreeMethod::Exact,
+                    _ => return Err(Error::param(name, format!("`{value}`: expected hist, auto or exact"))),
                 }
             }
             "booster" => {
@@ -328,6 +332,15 @@ impl Params {
     /// Checks combinations of parameters.
     pub fn validate(&self) -> Result<()> {
         let t = &self.tree;
+        if self.tree_method == TreeMethod::Exact {
+            // XGBoost's exact method grows a level at a time, every node of it.
+            if t.grow_policy != GrowPolicy::Depthwise {
+                return Err(Error::param("grow_policy", "the exact tree method grows depthwise only"));
+            }
+            if t.max_leaves > 0 {
+                return Err(Error::param("max_leaves", "the exact tree method grows depthwise: leave max_leaves 0"));
+            }
+        }
         if t.grow_policy == GrowPolicy::Oblivious {
             // Every node of a level splits: the depth bounds the tree, the leaves are 2^depth.
             if t.max_depth == 0 {
@@ -467,6 +480,9 @@ mod tests {
             (vec![("grow_policy", "sideways")], "grow_policy"),
             (vec![("grow_policy", "oblivious"), ("max_leaves", "8")], "max_leaves"),
             (vec![("grow_policy", "SymmetricTree"), ("max_depth", "0"), ("max_leaves", "8")], "max_depth"),
+            (vec![("tree_method", "exact"), ("grow_policy", "lossguide")], "grow_policy"),
+            (vec![("tree_method", "exact"), ("grow_policy", "oblivious")], "grow_policy"),
+            (vec![("tree_method", "exact"), ("max_leaves", "16")], "max_leaves"),
             (vec![("no_such_thing", "1")], "no_such_thing"),
             (vec![("lambda", "-1")], "lambda"),
         ] {
@@ -518,7 +534,8 @@ mod tests {
             ("grow_policy", "SymmetricTree", true),
             ("tree_method", "hist", true),
             ("tree_method", "auto", true),
-            ("tree_method", "exact", false), // not built yet
+            ("tree_method", "exact", true),
+            ("tree_method", "approx", false),
             ("booster", "gbtree", true),
             ("booster", "dart", false),
             ("num_parallel_tree", "1", true),

@@ -1,7 +1,8 @@
 //! Regression trees in XGBoost's layout (the arrays of its JSON model), and their traversal; the
 //! `hist` builder: the expansion driver shared by the backends in [`grow`] (oblivious trees'
-//! in [`oblivious`]), the CPU backend in [`hist`].
+//! in [`oblivious`]), the CPU backend in [`hist`]; the `exact` method's CPU backend in [`exact`].
 
+pub mod exact;
 pub mod grow;
 pub mod hist;
 pub mod oblivious;
