@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Training side by side: boost's hist method against XGBoost's hist on the same synthetic data
+"""Training side by side: boost against XGBoost (hist, or any tree method both have) on the same synthetic data
 (`boost generate`: 28 standard-normal features, 5% missing in 4 columns, a noisy nonlinear binary
 target), the same parameters, the same thread count and device, in one run.
 
@@ -10,7 +10,9 @@ usage: train_side_by_side.py PATH/TO/boost [ROWS (default 1000000)] [ROUNDS (def
                              max_leaves=255 max_depth=0; objective=multi:softprob num_class=K makes the
                              labels K classes of about equal size, ordered by the margin; evals=test
                              evaluates the test set after every round on both sides, as a second
-                             evaluation set)
+                             evaluation set; tree_method=exact the exact method; xgboost_device=cpu
+                             trains XGBoost on the CPU whatever DEVICE says, as for exact, which
+                             XGBoost has on the CPU only)
 
 Both sides are timed from data in memory to a trained model, the quantile cuts and quantised matrix
 included (XGBoost builds them inside its first `train` round, from a host `DMatrix`); reading the
@@ -46,6 +48,7 @@ params = {"objective": "binary:logistic", "max_depth": depth, "eta": eta, "max_b
           "tree_method": "hist", "nthread": str(threads), "device": device}
 params.update(dict(arg.split("=", 1) for arg in sys.argv[8:]))
 evaluate_test = params.pop("evals", None) == "test"
+xgboost_device = params.pop("xgboost_device", device)
 test_rows = min(rows, 1_000_000)
 
 
@@ -105,13 +108,14 @@ def train_both(tmp, data, raw, test, test_raw, features, label, test_features, t
     evals = [(dtrain, "train")] + ([(dtest, "test")] if evaluate_test else [])
     with MemoryPeak() as theirs_memory:
         start = time.perf_counter()
-        booster = xgb.train(dict(params), dtrain, rounds, evals=evals, evals_result=history, verbose_eval=False)
+        booster = xgb.train(dict(params, device=xgboost_device), dtrain, rounds, evals=evals, evals_result=history,
+                            verbose_eval=False)
         theirs = time.perf_counter() - start
     booster.set_param({"eval_metric": "auc"})
     theirs_auc = float(booster.eval(dtest, "test").split(":")[-1])
 
     theirs_quantised = None
-    if device == "cuda":
+    if device == "cuda" and xgboost_device == "cuda":
         import cupy
         quantised = xgb.QuantileDMatrix(cupy.asarray(features), label=cupy.asarray(label), max_bin=256)
         evals = [(quantised, "train")]
@@ -129,14 +133,15 @@ def report(threads, ours_run, theirs_run, theirs_quantised):
     ours, ours_phases, ours_log, ours_device, ours_peak, reported_peak, ours_auc = ours_run
     theirs, history, theirs_auc, theirs_peak = theirs_run
     phase = {name.strip(" ,"): float(value) for name, value in re.findall(r"([a-z:, ]+?) ([0-9.]+) s(?:,|$)", ours_phases)}
-    setup = sum(phase.get(name, 0.0) for name in ["device open", "cuts", "ellpack", "matrix for the tree builder"])
+    setup = sum(phase.get(name, 0.0) for name in ["device open", "cuts", "ellpack", "matrix for the tree builder",
+                                                   "sorted columns", "sorted columns to the device"])
     extra = " ".join(sys.argv[8:])
     print(f"rows {rows}, features 28, depth {depth}, eta {eta}, {rounds} rounds, {threads} threads, device {device}, "
           f"xgboost {xgb.__version__} {extra}")
     print(f"boost   {ours:8.2f} s   last log line: {ours_log}   (on {ours_device})   test auc {ours_auc:.5f}")
     print(f"boost phases: {ours_phases}")
     last = "   ".join(f"{name}-{metric} {values[-1]:.5f}" for name, log in history.items() for metric, values in log.items())
-    print(f"xgboost {theirs:8.2f} s   {last}   test auc {theirs_auc:.5f}")
+    print(f"xgboost {theirs:8.2f} s   {last}   test auc {theirs_auc:.5f}   (device {xgboost_device})")
     print(f"boost / xgboost speed, whole run: {theirs / ours:.3f}x")
     if theirs_quantised is not None:
         print(f"from the quantised matrix on the device: boost {ours - setup:.2f} s, xgboost {theirs_quantised:.2f} s, "

@@ -9,6 +9,7 @@ use crate::auc::{self, AucCurve, Positives};
 use crate::bins::PackedRows;
 use crate::bins::{self, Cuts, PackedShape};
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
+use crate::exact::{self, ExactExpansion};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
@@ -97,6 +98,67 @@ kernel! {
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { evaluate::split_nodes_kernel(candidates, pair_offsets, num_nodes, context, out) }
+    }
+}
+
+kernel! {
+    /// The exact method's gradient gather; see [`exact::gather_kernel`].
+    pub unsafe fn boost_exact_gather(rows: *const u32, len: u64, gradients: *const GradientPair<i64>, gathered: *mut GradientPair<i64>) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { exact::gather_kernel(rows, len, gradients, gathered) }
+    }
+}
+
+kernel! {
+    /// The exact method's default sides; see [`exact::default_positions_kernel`].
+    pub unsafe fn boost_exact_default_positions(positions: *mut u32, rows: u64, plan: *const i32, plan_len: u64, expansions: *const ExactExpansion) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { exact::default_positions_kernel(positions, rows, plan, plan_len, expansions) }
+    }
+}
+
+kernel! {
+    /// A step of the exact method's level over its entries (`LevelArgs`), by `stage`: 0 the
+    /// segments' best keys ([`exact::candidates_kernel`]; `p0` the keys), 1 the nodes' splits
+    /// ([`exact::best_kernel`]; keys, splits), 2 the split features' sides
+    /// ([`exact::split_positions_kernel`]; positions, expansion by slot, expansions), 3 the entries'
+    /// next slots ([`exact::targets_kernel`]; positions, slot by node, its length, targets, left
+    /// flags), 4 the next segments' sizes ([`exact::sizes_kernel`]; flags' sums, parent slots, next
+    /// slots, sizes), 5 the move ([`exact::scatter_kernel`]; targets, flags' sums, next segments,
+    /// next slots, values, rows).
+    pub unsafe fn boost_exact_level(
+        values: *const f32,
+        rows: *const u32,
+        prefix: *const GradientPair<i64>,
+        len: u64,
+        segments: *const u32,
+        slots: u64,
+        features: u64,
+        totals: *const GradientPair<i64>,
+        gains: *const f32,
+        uses: *const u8,
+        forward: *const u8,
+        context: *const SplitContext,
+        stage: u64,
+        p0: u64,
+        p1: u64,
+        p2: u64,
+        p3: u64,
+        p4: u64,
+        p5: u64,
+    ) {
+        let a = exact::LevelArgs { values, rows, prefix, len, segments, slots, features, totals, gains, uses, forward, context };
+        // SAFETY: the host launcher sizes every buffer as the stage's kernel's contract requires.
+        unsafe {
+            match stage {
+                0 => exact::candidates_kernel(&a, p0 as *mut u64),
+                1 => exact::best_kernel(&a, p0 as *const u64, p1 as *mut DeviceSplit),
+                2 => exact::split_positions_kernel(&a, p0 as *mut u32, p1 as *const i32, p2 as *const ExactExpansion),
+                3 => exact::targets_kernel(&a, p0 as *const u32, p1 as *const u32, p2, p3 as *mut u32, p4 as *mut u32),
+                4 => exact::sizes_kernel(&a, p0 as *const u32, p1 as *const u32, p2, p3 as *mut u32),
+                _ => exact::scatter_kernel(&a, p0 as *const u32, p1 as *const u32, p2 as *const u32, p3, p4 as *mut f32, p5 as *mut u32),
+            }
+        }
     }
 }
 
@@ -894,6 +956,9 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_split_features" => Some(boost_split_features::raw),
         "boost_split_nodes" => Some(boost_split_nodes::raw),
         "boost_split_level" => Some(boost_split_level::raw),
+        "boost_exact_gather" => Some(boost_exact_gather::raw),
+        "boost_exact_default_positions" => Some(boost_exact_default_positions::raw),
+        "boost_exact_level" => Some(boost_exact_level::raw),
         "boost_partition_flags" => Some(boost_partition_flags::raw),
         "boost_partition_scatter" => Some(boost_partition_scatter::raw),
         "boost_partition_counts" => Some(boost_partition_counts::raw),

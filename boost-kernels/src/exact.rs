@@ -23,6 +23,10 @@
 //! gradient was summed on (XGBoost falls back to the enumeration's previous value, which is right
 //! for the backward direction only).
 
+use primitives_kernels::arch;
+use primitives_kernels::ops::GradientPair;
+
+use crate::evaluate::{global_thread, DeviceSplit, SplitContext};
 use crate::fixed_point::GradientQuantiser;
 use crate::split::{candidate_loss, GradientSum, Split, SplitParams};
 
@@ -146,10 +150,436 @@ impl<S: GradientSum> Enumeration<S> {
     }
 }
 
+// ---- the device's level: every boundary at once ---------------------------------------------------
+//
+// The entries of a level are grouped by segment `s = feature * slots + slot` (a node's values of a
+// feature, increasing), `segments[s]..segments[s + 1]`. Candidates of a segment of `m` entries are
+// numbered in the CPU's enumeration order: forward steps `0..m - 1` (before entry `j = order + 1`),
+// the forward end `m - 1`, backward steps `m..2m - 1` (before entry `j = 2m - 1 - order`, met from
+// the top), the backward end `2m - 1`. A candidate's key is its loss change's order-preserving bits
+// above the complement of its number, so the largest key is the first of the largest changes.
+
+/// The segment holding entry `e`: the last `s` with `segments[s] <= e` (empty ones skipped).
+///
+/// # Safety
+/// `segments` holds `count + 1` increasing offsets with `segments[0] <= e < segments[count]`.
+#[inline(always)]
+pub unsafe fn segment_of(segments: *const u32, count: u32, e: u32) -> u32 {
+    let (mut lo, mut hi) = (0u32, count);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        // SAFETY: `mid < count` (caller).
+        if unsafe { arch::load(segments.add(mid as usize)) } <= e {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// A candidate's key (0: none): its loss change's order-preserving bits, then the complement of
+/// its number.
+#[inline(always)]
+pub fn key(loss_chg: f32, order: u32) -> u64 {
+    let bits = loss_chg.to_bits();
+    let ordered = if bits >> 31 == 1 { !bits } else { bits | 0x8000_0000 };
+    ((ordered as u64) << 32) | (!order) as u64
+}
+
+/// The loss change and number of a key (not 0).
+#[inline(always)]
+pub fn unkey(key: u64) -> (f32, u32) {
+    let ordered = (key >> 32) as u32;
+    let bits = if ordered >> 31 == 1 { ordered & 0x7fff_ffff } else { !ordered };
+    (f32::from_bits(bits), !(key as u32))
+}
+
+/// What the level's kernels read.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LevelArgs {
+    /// The level's entries: values, rows, and their gradients' inclusive prefix sums within a
+    /// segment.
+    pub values: *const f32,
+    pub rows: *const u32,
+    pub prefix: *const GradientPair<i64>,
+    pub len: u64,
+    pub segments: *const u32,
+    /// Nodes (slots) of the level; segments are `features * slots`.
+    pub slots: u64,
+    pub features: u64,
+    /// A node's sums and gain, by slot.
+    pub totals: *const GradientPair<i64>,
+    pub gains: *const f32,
+    /// `uses[slot * features + f]`: whether the node samples feature `f`.
+    pub uses: *const u8,
+    /// Whether feature `f` is enumerated forward too.
+    pub forward: *const u8,
+    pub context: *const SplitContext,
+}
+
+impl LevelArgs {
+    /// The node description of `slot` for feature `f` in one direction.
+    ///
+    /// # Safety
+    /// `slot < slots`; `context` points to the level's context, which outlives the result.
+    #[inline(always)]
+    unsafe fn node<'c>(
+        &self,
+        slot: usize,
+        f: u32,
+        missing_left: bool,
+        context: &'c SplitContext,
+    ) -> NodeFeature<'c, GradientPair<i64>> {
+        // SAFETY: `slot < slots` (caller).
+        unsafe {
+            NodeFeature {
+                node: arch::load(self.totals.add(slot)),
+                parent_gain: arch::load(self.gains.add(slot)),
+                feature: f,
+                missing_left,
+                params: &context.params,
+                quantiser: &context.quantiser,
+            }
+        }
+    }
+
+    /// Candidate `order` of segment `s` (`start..start + m`, `m >= 1`): the split, or `None`.
+    ///
+    /// # Safety
+    /// `s` a segment of the level, `order < 2m`.
+    #[inline(always)]
+    unsafe fn candidate(&self, s: u32, order: u32, context: &SplitContext) -> Option<Split<GradientPair<i64>>> {
+        let slots = self.slots as u32;
+        let (f, slot) = (s / slots, (s % slots) as usize);
+        // SAFETY: `s` and its entries are the level's (caller).
+        unsafe {
+            let start = arch::load(self.segments.add(s as usize)) as usize;
+            let m = arch::load(self.segments.add(s as usize + 1)) - start as u32;
+            let value = |j: u32| arch::load(self.values.add(start + j as usize));
+            let prefix = |j: u32| arch::load(self.prefix.add(start + j as usize));
+            let present = prefix(m - 1);
+            let missing_left = order >= m;
+            let n = self.node(slot, f, missing_left, context);
+            if order == m - 1 || order == 2 * m - 1 {
+                let last = value(if missing_left { 0 } else { m - 1 });
+                return end(present, &n).map(|c| split_of(f, c, past(last, missing_left), missing_left));
+            }
+            let j = if missing_left { 2 * m - 1 - order } else { order + 1 };
+            let (lo, hi) = (value(j - 1), value(j));
+            let c = if missing_left {
+                step(GradientSum::sub(present, prefix(j - 1)), hi, lo, &n)
+            } else {
+                step(prefix(j - 1), lo, hi, &n)
+            };
+            c.map(|c| split_of(f, c, midpoint(lo, hi), missing_left))
+        }
+    }
+}
+
+/// `gathered[e] = gradients[rows[e]]`, a thread an entry.
+///
+/// # Safety
+/// `rows` and `gathered` hold `len` entries, every row indexes `gradients`.
+pub unsafe fn gather_kernel(
+    rows: *const u32,
+    len: u64,
+    gradients: *const GradientPair<i64>,
+    gathered: *mut GradientPair<i64>,
+) {
+    let e = global_thread();
+    if e < len {
+        // SAFETY: `e < len`; the row indexes `gradients` (caller).
+        unsafe {
+            let row = arch::load(rows.add(e as usize)) as usize;
+            arch::store(gathered.add(e as usize), arch::load(gradients.add(row)));
+        }
+    }
+}
+
+/// `best[s]`: the largest key among segment `s`'s candidates (a thread an entry: the steps before
+/// it, and the ends at the segment's first and last entries), reduced within runs of equal
+/// segments across a warp, then one atomic maximum a run. `best` starts zeroed.
+///
+/// # Safety
+/// `a` describes the level (prefix sums computed); `best` holds a key per segment; whole warps.
+pub unsafe fn candidates_kernel(a: &LevelArgs, best: *mut u64) {
+    let e = global_thread();
+    let active = e < a.len;
+    let count = (a.features * a.slots) as u32;
+    let mut s = u32::MAX;
+    let mut k = 0u64;
+    if active {
+        // SAFETY: `e < len`; the segments cover the entries; each candidate's entries are its
+        // segment's.
+        unsafe {
+            let context = arch::load(a.context);
+            s = segment_of(a.segments, count, e as u32);
+            let slots = a.slots as u32;
+            let (f, slot) = (s / slots, s % slots);
+            if arch::load(a.uses.add((slot as u64 * a.features + f as u64) as usize)) != 0 {
+                let start = arch::load(a.segments.add(s as usize));
+                let m = arch::load(a.segments.add(s as usize + 1)) - start;
+                let j = e as u32 - start;
+                let mut offer = |order: u32| {
+                    if let Some(c) = a.candidate(s, order, &context) {
+                        k = k.max(key(c.loss_chg, order));
+                    }
+                };
+                if arch::load(a.forward.add(f as usize)) != 0 {
+                    if j >= 1 {
+                        offer(j - 1);
+                    }
+                    if j == m - 1 {
+                        offer(m - 1);
+                    }
+                }
+                if j >= 1 {
+                    offer(2 * m - 1 - j);
+                }
+                if j == 0 {
+                    offer(2 * m - 1);
+                }
+            }
+        }
+    }
+    // Segments do not decrease across the lanes: a lane takes the larger key of the lane `d` above
+    // when that lane is in its segment, so each run's first lane ends with the run's largest.
+    let lane = arch::lane_id();
+    let mut d = 1;
+    while d < arch::WARP_SIZE {
+        let (other_s, other_k) =
+            (arch::shfl_down_sync(arch::FULL_MASK, s, d), arch::shfl_down_sync(arch::FULL_MASK, k, d));
+        if lane + d < arch::WARP_SIZE && other_s == s {
+            k = k.max(other_k);
+        }
+        d *= 2;
+    }
+    let previous = arch::shfl_up_sync(arch::FULL_MASK, s, 1);
+    if active && k != 0 && (lane == 0 || previous != s) {
+        // SAFETY: `s < count`, a key per segment.
+        unsafe { arch::atomic_max_u64_gpu(best.add(s as usize), k) };
+    }
+}
+
+/// `out[slot]`: each node's best split over its features (increasing; a later feature only with a
+/// strictly larger change), if valid ([`crate::split::is_valid`]), recomputed from its key. A
+/// thread a slot.
+///
+/// # Safety
+/// As for [`candidates_kernel`], after it; `out` holds a split per slot.
+pub unsafe fn best_kernel(a: &LevelArgs, best: *const u64, out: *mut DeviceSplit) {
+    let slot = global_thread();
+    if slot >= a.slots {
+        return;
+    }
+    // SAFETY: `slot < slots`; keys per segment; a key's number is a candidate of its segment.
+    unsafe {
+        let context = arch::load(a.context);
+        let mut chosen: Option<(f32, u32, u32)> = None;
+        for f in 0..a.features {
+            if arch::load(a.uses.add((slot * a.features + f) as usize)) == 0 {
+                continue;
+            }
+            let s = (f * a.slots + slot) as u32;
+            let k = arch::load(best.add(s as usize));
+            if k == 0 {
+                continue;
+            }
+            let (loss, order) = unkey(k);
+            if chosen.is_none_or(|(b, _, _)| loss > b) {
+                chosen = Some((loss, s, order));
+            }
+        }
+        let split = chosen
+            .and_then(|(_, s, order)| a.candidate(s, order, &context))
+            .filter(|b| crate::split::is_valid(b, &context.params));
+        arch::store(out.add(slot as usize), DeviceSplit::from(split));
+    }
+}
+
+/// A split node of the level being partitioned: its slot among the level's nodes, its split and
+/// its children's ids.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ExactExpansion {
+    pub slot: u32,
+    pub feature: u32,
+    pub threshold: f32,
+    pub default_left: u32,
+    pub left: u32,
+    pub right: u32,
+}
+
+/// Every row of a split node to its default child: `plan[node]` is the node's expansion (or -1).
+/// A thread a row.
+///
+/// # Safety
+/// `positions` holds `rows` node ids; `plan` holds `plan_len`; expansions as `plan` names.
+pub unsafe fn default_positions_kernel(
+    positions: *mut u32,
+    rows: u64,
+    plan: *const i32,
+    plan_len: u64,
+    expansions: *const ExactExpansion,
+) {
+    let r = global_thread();
+    if r >= rows {
+        return;
+    }
+    // SAFETY: `r < rows`; a plan entry names an expansion.
+    unsafe {
+        let node = arch::load(positions.add(r as usize));
+        if (node as u64) < plan_len {
+            let i = arch::load(plan.add(node as usize));
+            if i >= 0 {
+                let x = arch::load(expansions.add(i as usize));
+                arch::store(positions.add(r as usize), if x.default_left != 0 { x.left } else { x.right });
+            }
+        }
+    }
+}
+
+/// The rows present in a split node's feature: its child by the threshold (after
+/// [`default_positions_kernel`]). `expansion_of[slot]` is the slot's expansion (or -1). A thread an
+/// entry of the level.
+///
+/// # Safety
+/// `a`'s entries, rows and segments describe the level; `positions` a node id a row.
+pub unsafe fn split_positions_kernel(
+    a: &LevelArgs,
+    positions: *mut u32,
+    expansion_of: *const i32,
+    expansions: *const ExactExpansion,
+) {
+    let e = global_thread();
+    if e >= a.len {
+        return;
+    }
+    // SAFETY: `e < len`; its segment is the level's; a slot's expansion index is valid.
+    unsafe {
+        let s = segment_of(a.segments, (a.features * a.slots) as u32, e as u32);
+        let slots = a.slots as u32;
+        let i = arch::load(expansion_of.add((s % slots) as usize));
+        if i < 0 {
+            return;
+        }
+        let x = arch::load(expansions.add(i as usize));
+        if x.feature == s / slots {
+            let child = if arch::load(a.values.add(e as usize)) < x.threshold { x.left } else { x.right };
+            arch::store(positions.add(arch::load(a.rows.add(e as usize)) as usize), child);
+        }
+    }
+}
+
+/// Each entry's slot in the next level (`slot_of[node]`, `u32::MAX` where its row's node is not
+/// split further) into `targets`, and 1 in `lefts` for a left child's (even slots). A thread an
+/// entry; `lefts[len]` is 0.
+///
+/// # Safety
+/// `a`'s rows describe the level; `targets` `len`, `lefts` `len + 1` entries; `slot_of` holds
+/// `slot_len` entries.
+pub unsafe fn targets_kernel(
+    a: &LevelArgs,
+    positions: *const u32,
+    slot_of: *const u32,
+    slot_len: u64,
+    targets: *mut u32,
+    lefts: *mut u32,
+) {
+    let e = global_thread();
+    if e > a.len {
+        return;
+    }
+    // SAFETY: `e <= len`; positions are node ids.
+    unsafe {
+        if e == a.len {
+            arch::store(lefts.add(e as usize), 0);
+            return;
+        }
+        let node = arch::load(positions.add(arch::load(a.rows.add(e as usize)) as usize)) as u64;
+        let t = if node < slot_len { arch::load(slot_of.add(node as usize)) } else { u32::MAX };
+        arch::store(targets.add(e as usize), t);
+        arch::store(lefts.add(e as usize), (t != u32::MAX && t & 1 == 0) as u32);
+    }
+}
+
+/// The next level's segment sizes: new segment `f * new_slots + t` takes the entries of feature
+/// `f` of its parent (`parent_slot[t / 2]`) going its way, counted by the exclusive sums of the
+/// left flags (`before`); `sizes[features * new_slots]` is 0 for the offsets' scan. A thread a
+/// new segment.
+///
+/// # Safety
+/// `a`'s segments describe the level; `before` the exclusive sums of [`targets_kernel`]'s flags
+/// (`len + 1`); `sizes` holds `features * new_slots + 1`.
+pub unsafe fn sizes_kernel(
+    a: &LevelArgs,
+    before: *const u32,
+    parent_slot: *const u32,
+    new_slots: u64,
+    sizes: *mut u32,
+) {
+    let ns = global_thread();
+    let count = a.features * new_slots;
+    if ns > count {
+        return;
+    }
+    // SAFETY: `ns <= count`; the parent slot is the level's.
+    unsafe {
+        if ns == count {
+            arch::store(sizes.add(ns as usize), 0);
+            return;
+        }
+        let (f, t) = (ns / new_slots, ns % new_slots);
+        let s = (f * a.slots + arch::load(parent_slot.add((t / 2) as usize)) as u64) as usize;
+        let (start, end) = (arch::load(a.segments.add(s)), arch::load(a.segments.add(s + 1)));
+        let lefts = arch::load(before.add(end as usize)) - arch::load(before.add(start as usize));
+        arch::store(sizes.add(ns as usize), if t & 1 == 0 { lefts } else { end - start - lefts });
+    }
+}
+
+/// Moves each entry whose row goes on to its place in the next level: its new segment's offset
+/// plus its rank among its old segment's entries going the same way (a stable partition of each
+/// segment). A thread an entry.
+///
+/// # Safety
+/// As for [`sizes_kernel`]; `new_segments` the exclusive sums of its sizes; the outputs hold the
+/// next level's entries.
+pub unsafe fn scatter_kernel(
+    a: &LevelArgs,
+    targets: *const u32,
+    before: *const u32,
+    new_segments: *const u32,
+    new_slots: u64,
+    values_out: *mut f32,
+    rows_out: *mut u32,
+) {
+    let e = global_thread();
+    if e >= a.len {
+        return;
+    }
+    // SAFETY: `e < len`; destinations lie in the next level's entries (stable ranks in segments
+    // sized by `sizes_kernel`).
+    unsafe {
+        let t = arch::load(targets.add(e as usize));
+        if t == u32::MAX {
+            return;
+        }
+        let s = segment_of(a.segments, (a.features * a.slots) as u32, e as u32);
+        let f = (s / a.slots as u32) as u64;
+        let start = arch::load(a.segments.add(s as usize));
+        let lefts = arch::load(before.add(e as usize)) - arch::load(before.add(start as usize));
+        let rank = if t & 1 == 0 { lefts } else { e as u32 - start - lefts };
+        let dest = (arch::load(new_segments.add((f * new_slots + t as u64) as usize)) + rank) as usize;
+        arch::store(values_out.add(dest), arch::load(a.values.add(e as usize)));
+        arch::store(rows_out.add(dest), arch::load(a.rows.add(e as usize)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use primitives_kernels::ops::GradientPair;
 
     #[test]
     fn midpoint_stays_between_the_values() {

@@ -20,6 +20,23 @@
         ],
     },
     KernelFamily {
+        name: "exact",
+        entry_points: &[
+            "boost_exact_default_positions",
+            "boost_exact_gather",
+            "boost_exact_level",
+        ],
+        ptx: include_bytes!("exact.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("exact.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("exact.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("exact.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("exact.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("exact.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("exact.sm_120.cubin.zst") },
+        ],
+    },
+    KernelFamily {
         name: "partition",
         entry_points: &[
             "boost_partition_counts",

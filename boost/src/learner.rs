@@ -20,7 +20,7 @@ use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point;
 use crate::gpu::{
     csr_is_checked, device_cuts, device_cuts_csr, DeviceCsr, DeviceData, DeviceEvalSet, DeviceModel, DeviceTrees,
-    GpuTrainer, InitialMargins,
+    GpuExact, GpuTrainer, InitialMargins,
 };
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
@@ -321,8 +321,19 @@ fn train_in(
     // rows itself (the CPU's cuts bit for bit) and quantises them with the same search into the
     // bins its builder reads; CSR rows are sketched on the host.
     let (cuts, mut backend, quantised_bytes) = match gpu {
-        Some(_) if params.tree_method == TreeMethod::Exact => {
-            return Err(Error::param("tree_method", "exact runs on the CPU only so far: set device=cpu"));
+        // The exact method sorts the columns on the host; a GPU keeps them and grows the trees.
+        Some(gpu) if params.tree_method == TreeMethod::Exact => {
+            let start = Instant::now();
+            let columns = SortedColumns::new(train.host_features()?);
+            phases.add("sorted columns", start.elapsed());
+            let start = Instant::now();
+            let exact = on_device(gpu, "uploading the sorted columns", || {
+                on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
+                GpuExact::new(gpu, &columns, train.rows())
+            })?;
+            phases.add("sorted columns to the device", start.elapsed());
+            let bytes = exact.bytes();
+            (QuantileCuts::default(), TreeBackend::GpuExact(Box::new(exact)), bytes)
         }
         None if params.tree_method == TreeMethod::Exact => {
             let start = Instant::now();
@@ -547,6 +558,13 @@ fn train_in(
                         trainer.build_tree(tree_params, &column, &tree_features, &mut rng)
                     })?
                 }
+                TreeBackend::GpuExact(exact) => {
+                    let (quantiser, fixed) = fixed_point::quantise(&column);
+                    let gpu = exact.gpu();
+                    on_device(gpu, "growing an exact tree", || {
+                        exact.build_tree(tree_params, &quantiser, &fixed, &tree_features, &mut rng)
+                    })?
+                }
                 TreeBackend::Exact(columns) => {
                     let (quantiser, fixed) = fixed_point::quantise(&column);
                     ExactBuilder { columns, params: tree_params, quantiser: &quantiser }.build(
@@ -685,6 +703,10 @@ fn train_in(
     if let TreeBackend::Gpu(trainer) = &backend {
         phases.merge(trainer.phases());
         let usage = on_device(trainer.gpu(), "reading the peak memory", || Ok(trainer.gpu().memory_usage()?))?;
+        peak_device_bytes = usage.map(|usage| usage.peak_bytes);
+    }
+    if let TreeBackend::GpuExact(exact) = &backend {
+        let usage = on_device(exact.gpu(), "reading the peak memory", || Ok(exact.gpu().memory_usage()?))?;
         peak_device_bytes = usage.map(|usage| usage.peak_bytes);
     }
     Ok(Trained {
@@ -862,6 +884,8 @@ enum TreeBackend<'g> {
     Gpu(Box<GpuTrainer<'g>>),
     /// The exact method's sorted columns.
     Exact(SortedColumns),
+    /// The exact method's sorted columns on a GPU, which grows the trees from the host's gradients.
+    GpuExact(Box<GpuExact<'g>>),
 }
 
 /// The device `device` names, opened (`None`: the CPU), and how [`Trained::device`] describes it.

@@ -71,6 +71,8 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
         destination: "boost/kernels",
         families: &[
             ("split", &["boost_split_"]),
+            // The exact method's levels (sorted feature values, every boundary a candidate).
+            ("exact", &["boost_exact_"]),
             ("partition", &["boost_partition_"]),
             ("histogram", &["boost_histogram_"]),
             ("quantise", &["boost_quantise_"]),

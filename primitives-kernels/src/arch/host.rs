@@ -166,6 +166,8 @@ atomic_rmw! {
     atomic_max_u32_gpu: u32, |old, value| old.max(value);
     /// `atom.relaxed.gpu.min.u32`.
     atomic_min_u32_gpu: u32, |old, value| old.min(value);
+    /// `atom.relaxed.gpu.max.u64`.
+    atomic_max_u64_gpu: u64, |old, value| old.max(value);
     /// `atom.relaxed.gpu.exch.b32`.
     atomic_exch_u32_gpu: u32, |_old, value| value;
     /// `atom.relaxed.gpu.exch.b64`.

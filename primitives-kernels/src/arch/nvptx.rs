@@ -248,6 +248,8 @@ atomic_rmw! {
     atomic_max_u32_gpu: u32, reg32, "atom.relaxed.gpu.max.u32";
     /// `atom.relaxed.gpu.min.u32`.
     atomic_min_u32_gpu: u32, reg32, "atom.relaxed.gpu.min.u32";
+    /// `atom.relaxed.gpu.max.u64`.
+    atomic_max_u64_gpu: u64, reg64, "atom.relaxed.gpu.max.u64";
     /// `atom.relaxed.gpu.exch.b32`.
     atomic_exch_u32_gpu: u32, reg32, "atom.relaxed.gpu.exch.b32";
     /// `atom.relaxed.gpu.exch.b64`.

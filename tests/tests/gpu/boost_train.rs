@@ -522,6 +522,50 @@ fn oblivious_trees_on_the_device_are_the_cpus() {
     );
 }
 
+/// The exact method (`tree_method=exact`): the device's levels (sorted columns, every boundary a
+/// candidate, the stable re-sort by node) build the CPU's trees, with ties between values, missing
+/// values, weights, sampling and several outputs.
+#[test]
+fn exact_trees_on_the_device_are_the_cpus() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = if gpu.is_emulated() { (2500, 7, 3) } else { (200_000, 28, 20) };
+    let mut binary = dataset(rows, cols, SyntheticTask::Binary, 41);
+    binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
+    // Columns of few distinct values: long runs of ties.
+    if let boost::data::FeatureMatrix::Dense(m) = &mut binary.features {
+        for (i, v) in m.values.iter_mut().enumerate() {
+            if i % cols < 2 {
+                *v = (*v * 4.0).round() / 4.0;
+            }
+        }
+    }
+    let params = [
+        ("objective", "binary:logistic"),
+        ("tree_method", "exact"),
+        ("max_depth", "6"),
+        ("min_child_weight", "2"),
+        ("subsample", "0.9"),
+        ("colsample_bynode", "0.8"),
+        ("gamma", "0.05"),
+        ("seed", "3"),
+    ];
+    assert_same_model("binary:logistic, exact, depth 6", &params, &binary, rounds, &gpu, OnDevice::Trees);
+    let device = run(&params, &binary, None, 1, Some(gpu.clone()));
+    assert!(
+        device.phases.entries.iter().any(|(name, _)| *name == "tree: exact splits"),
+        "the exact levels ran on the device"
+    );
+    let multiclass = dataset(rows, cols, SyntheticTask::MultiClass { classes: 3 }, 42);
+    let params = [
+        ("objective", "multi:softprob"),
+        ("num_class", "3"),
+        ("tree_method", "exact"),
+        ("max_depth", "4"),
+        ("min_child_weight", "0"),
+    ];
+    assert_same_model("multi:softprob, exact, min_child_weight 0", &params, &multiclass, rounds, &gpu, OnDevice::Trees);
+}
+
 /// A `max_bin` whose histograms do not fit in a block's shared memory (XGBoost's limit is none):
 /// 17-bit ids, the histograms added straight to device memory; the CPU's model all the same.
 #[test]

@@ -1,0 +1,417 @@
+//! The exact method on the GPU (Mitchell & Frank 2017's sorting mode): each feature's values sorted
+//! once (the CPU's [`SortedColumns`], uploaded), then a level at a time for all its nodes:
+//! - *find splits*: the entries are grouped by (feature, node), values increasing within a group;
+//!   their gradients are gathered and scanned (a segmented scan of fixed-point pairs: exact), and a
+//!   thread an entry evaluates the boundaries before it in both missing directions with
+//!   `boost_kernels::exact`'s arithmetic (the CPU's), a warp's runs and then atomics keeping each
+//!   group's first best; a thread a node picks over its features;
+//! - *update positions*: rows of a split node go to the default side, then the split feature's
+//!   group sends its present rows by the threshold;
+//! - *re-sort*: each group is split stably into its node's children (flags, an exclusive scan, the
+//!   children's group sizes and offsets, a scatter), rows of nodes that stop are dropped, so the
+//!   next level's groups are again sorted by value.
+//!
+//! The sums are exact, so the splits are the CPU's ([`crate::tree::exact`]) bit for bit.
+
+use std::time::Instant;
+
+use boost_kernels::evaluate::{DeviceSplit, SplitContext};
+use boost_kernels::exact::ExactExpansion;
+use boost_kernels::split::{calc_gain, Split};
+use primitives::ops::Sum;
+use primitives::{DeviceBuffer, DeviceScan, Gpu, SegmentHeads};
+use rand::Rng;
+
+use super::{element_config, Fixed};
+use crate::fixed_point::GradientQuantiser;
+use crate::param::TreeParams;
+use crate::phases::PhaseTimes;
+use crate::tree::exact::SortedColumns;
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
+use crate::tree::hist::BuiltTree;
+use crate::{Error, Result};
+
+/// The training rows' sorted columns on a GPU, and the buffers of a tree's levels, kept for a
+/// training run.
+pub struct GpuExact<'g> {
+    gpu: &'g Gpu,
+    rows: usize,
+    features: usize,
+    /// The sorted columns as uploaded (each tree starts from them) and their offsets.
+    start_values: DeviceBuffer<f32>,
+    start_rows: DeviceBuffer<u32>,
+    start_segments: DeviceBuffer<u32>,
+    forward: DeviceBuffer<u8>,
+    /// The level's entries and their doubles (the re-sort scatters into them, then they swap).
+    values: DeviceBuffer<f32>,
+    entry_rows: DeviceBuffer<u32>,
+    values_next: DeviceBuffer<f32>,
+    rows_next: DeviceBuffer<u32>,
+    /// Each entry's next slot, the left flags and their exclusive sums (`entries + 1`).
+    targets: DeviceBuffer<u32>,
+    lefts: DeviceBuffer<u32>,
+    before: DeviceBuffer<u32>,
+    /// Each row's node.
+    positions: DeviceBuffer<u32>,
+}
+
+impl<'g> GpuExact<'g> {
+    /// Uploads `columns` (of `rows` rows) to `gpu`.
+    pub fn new(gpu: &'g Gpu, columns: &SortedColumns, rows: usize) -> Result<Self> {
+        let entries = columns.values.len();
+        if entries >= u32::MAX as usize || rows >= u32::MAX as usize {
+            return Err(Error::InvalidData(format!(
+                "{entries} present values in {rows} rows: the GPU's exact method indexes them in 32 bits"
+            )));
+        }
+        let offsets: Vec<u32> = columns.offsets.iter().map(|&o| o as u32).collect();
+        let forward: Vec<u8> = columns.forward.iter().map(|&f| f as u8).collect();
+        Ok(GpuExact {
+            gpu,
+            rows,
+            features: columns.features(),
+            start_values: gpu.upload(&columns.values)?,
+            start_rows: gpu.upload(&columns.rows)?,
+            start_segments: gpu.upload(&offsets)?,
+            forward: gpu.upload(&forward)?,
+            values: gpu.alloc_uninitialized(entries.max(1))?,
+            entry_rows: gpu.alloc_uninitialized(entries.max(1))?,
+            values_next: gpu.alloc_uninitialized(entries.max(1))?,
+            rows_next: gpu.alloc_uninitialized(entries.max(1))?,
+            targets: gpu.alloc_uninitialized(entries.max(1))?,
+            lefts: gpu.alloc_uninitialized(entries + 1)?,
+            before: gpu.alloc_uninitialized(entries + 1)?,
+            positions: gpu.alloc_zeroed(rows.max(1))?,
+        })
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Bytes of device memory held.
+    pub fn bytes(&self) -> usize {
+        self.start_values.len() * 8 * 3 + self.targets.len() * 12 + self.positions.len() * 4
+    }
+
+    /// Grows a tree from fixed-point gradients (one a row) over `features` with the shared
+    /// expansion driver; returns it with each row's leaf.
+    pub fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        quantiser: &GradientQuantiser,
+        gradients: &[Fixed],
+        features: &[u32],
+        rng: &mut impl Rng,
+    ) -> Result<BuiltTree> {
+        if gradients.len() != self.rows {
+            return Err(Error::InvalidData(format!("{} gradients for {} rows", gradients.len(), self.rows)));
+        }
+        let gpu = self.gpu;
+        let start = Instant::now();
+        let context = SplitContext { params: params.split(), quantiser: *quantiser };
+        let mut level = Level {
+            context: gpu.upload(std::slice::from_ref(&context))?,
+            host_context: context,
+            gradients: gpu.upload(gradients)?,
+            root: gradients.iter().fold(Fixed::new(0, 0), |a, &g| boost_kernels::fixed_point::add(a, g)),
+            segments: gpu.alloc_uninitialized(1)?,
+            slots: 1,
+            len: 0,
+            nodes: vec![0],
+            expansions: Vec::new(),
+            phases: PhaseTimes::default(),
+            exact: self,
+        };
+        level.phases.add("tree: gradients to the device", start.elapsed());
+        let tree = grow::grow(&mut level, params, quantiser, features, gradients.len(), rng)?;
+        let mut phases = level.phases;
+        let start = Instant::now();
+        let positions = self.positions.range_to_vec(gpu, 0..self.rows)?;
+        phases.add("tree: positions", start.elapsed());
+        Ok(BuiltTree { tree, positions, phases })
+    }
+}
+
+/// One tree's levels: the layout of the current level's entries (`slots` nodes, segments by
+/// (feature, slot)) and the level's split nodes.
+struct Level<'a, 'g> {
+    exact: &'a mut GpuExact<'g>,
+    context: DeviceBuffer<SplitContext>,
+    host_context: SplitContext,
+    gradients: DeviceBuffer<Fixed>,
+    root: Fixed,
+    /// `features * slots + 1` offsets of the current level's segments.
+    segments: DeviceBuffer<u32>,
+    slots: usize,
+    /// Entries of the current level.
+    len: usize,
+    /// The node id of each slot.
+    nodes: Vec<usize>,
+    /// The level's split nodes, as the partition uploaded them.
+    expansions: Vec<ExactExpansion>,
+    phases: PhaseTimes,
+}
+
+/// The per-level arguments of `boost_exact_level` before its stage's own.
+struct LevelBuffers<'b> {
+    prefix: u64,
+    totals: Option<&'b DeviceBuffer<Fixed>>,
+    gains: Option<&'b DeviceBuffer<f32>>,
+    uses: Option<&'b DeviceBuffer<u8>>,
+}
+
+impl Level<'_, '_> {
+    fn args(&self, b: &LevelBuffers<'_>, stage: u64, rest: [u64; 6]) -> Vec<u64> {
+        let ptr = |x: Option<u64>| x.unwrap_or(0);
+        let e = &self.exact;
+        let mut args = vec![
+            e.values.device_ptr(),
+            e.entry_rows.device_ptr(),
+            b.prefix,
+            self.len as u64,
+            self.segments.device_ptr(),
+            self.slots as u64,
+            e.features as u64,
+            ptr(b.totals.map(DeviceBuffer::device_ptr)),
+            ptr(b.gains.map(DeviceBuffer::device_ptr)),
+            ptr(b.uses.map(DeviceBuffer::device_ptr)),
+            e.forward.device_ptr(),
+            self.context.device_ptr(),
+            stage,
+        ];
+        args.extend(rest);
+        args
+    }
+
+    /// Launches stage `stage` of `boost_exact_level` over `threads` threads.
+    ///
+    /// # Safety
+    /// The arguments satisfy the stage's kernel's contract.
+    unsafe fn launch(&self, b: &LevelBuffers<'_>, stage: u64, threads: usize, rest: [u64; 6]) -> Result<()> {
+        let args = self.args(b, stage, rest);
+        // SAFETY: forwarded to the caller.
+        unsafe { self.exact.gpu.launch(crate::KERNELS, "boost_exact_level", element_config(threads)?, &args)? };
+        Ok(())
+    }
+
+    const NO_BUFFERS: LevelBuffers<'static> = LevelBuffers { prefix: 0, totals: None, gains: None, uses: None };
+
+    /// Splits of the level's nodes (`nodes` in slot order).
+    fn find_splits(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+        if nodes.is_empty() {
+            return Ok(Vec::new());
+        }
+        if nodes.len() != self.slots || nodes.iter().zip(&self.nodes).any(|(n, &id)| n.0 != id) {
+            return Err(Error::InvalidData(format!(
+                "the exact method's level is evaluated out of its node order: {:?} against {:?}",
+                nodes.iter().map(|n| n.0).collect::<Vec<_>>(),
+                self.nodes
+            )));
+        }
+        if self.len == 0 {
+            return Ok(vec![None; nodes.len()]);
+        }
+        let (gpu, features) = (self.exact.gpu, self.exact.features);
+        let (p, q) = (self.host_context.params, self.host_context.quantiser);
+        let totals: Vec<Fixed> = nodes.iter().map(|n| n.1).collect();
+        let gains: Vec<f32> = totals
+            .iter()
+            .map(|&t| {
+                let t = q.to_float(t);
+                calc_gain(&p, t.grad, t.hess)
+            })
+            .collect();
+        let mut uses = vec![0u8; nodes.len() * features];
+        for (slot, (_, _, sampled)) in nodes.iter().enumerate() {
+            for &f in sampled {
+                uses[slot * features + f as usize] = 1;
+            }
+        }
+        let (totals, gains, uses) = (gpu.upload(&totals)?, gpu.upload(&gains)?, gpu.upload(&uses)?);
+        let mut gathered = gpu.alloc_uninitialized::<Fixed>(self.len)?;
+        let args =
+            [self.exact.entry_rows.device_ptr(), self.len as u64, self.gradients.device_ptr(), gathered.device_ptr()];
+        // SAFETY: `len` entries and as many gathered pairs; every entry's row has a gradient.
+        unsafe { gpu.launch(crate::KERNELS, "boost_exact_gather", element_config(self.len)?, &args)? };
+        let mut prefix = gpu.alloc_uninitialized::<Fixed>(self.len)?;
+        DeviceScan::inclusive_segmented_scan::<Fixed, Sum>(
+            gpu,
+            &gathered,
+            SegmentHeads::Offsets(&self.segments),
+            &mut prefix,
+        )?;
+        gathered = prefix;
+        let b = LevelBuffers {
+            prefix: gathered.device_ptr(),
+            totals: Some(&totals),
+            gains: Some(&gains),
+            uses: Some(&uses),
+        };
+        let best = gpu.alloc_zeroed::<u64>(features * self.slots)?;
+        let out = gpu.alloc_uninitialized::<DeviceSplit>(self.slots)?;
+        // SAFETY: the level's layout with its prefix sums, totals, gains and uses by slot; a key per
+        // segment, zeroed; whole warps (element_config's blocks).
+        unsafe { self.launch(&b, 0, self.len, [best.device_ptr(), 0, 0, 0, 0, 0])? };
+        // SAFETY: as above, after the keys; a split per slot.
+        unsafe { self.launch(&b, 1, self.slots, [best.device_ptr(), out.device_ptr(), 0, 0, 0, 0])? };
+        Ok(out.to_vec(gpu)?.iter().map(DeviceSplit::split).collect())
+    }
+
+    /// The rows of the split nodes to their children.
+    fn update_positions(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
+        let gpu = self.exact.gpu;
+        let slot_of = |node: usize| self.nodes.iter().position(|&n| n == node);
+        let mut expansions = Vec::with_capacity(expanded.len());
+        let mut plan = vec![-1i32; expanded.iter().map(|e| e.node + 1).max().unwrap_or(0)];
+        let mut expansion_of = vec![-1i32; self.slots];
+        for (i, e) in expanded.iter().enumerate() {
+            let slot = slot_of(e.node)
+                .ok_or_else(|| Error::InvalidData(format!("node {} is split outside its level", e.node)))?;
+            plan[e.node] = i as i32;
+            expansion_of[slot] = i as i32;
+            expansions.push(ExactExpansion {
+                slot: slot as u32,
+                feature: e.split.feature,
+                threshold: e.split.threshold,
+                default_left: e.split.default_left as u32,
+                left: e.left as u32,
+                right: e.right as u32,
+            });
+        }
+        let (plan_d, expansions_d, expansion_of_d) =
+            (gpu.upload(&plan)?, gpu.upload(&expansions)?, gpu.upload(&expansion_of)?);
+        let rows = self.exact.rows;
+        let args = [
+            self.exact.positions.device_ptr(),
+            rows as u64,
+            plan_d.device_ptr(),
+            plan.len() as u64,
+            expansions_d.device_ptr(),
+        ];
+        // SAFETY: a position a row; the plan names expansions by node id.
+        unsafe { gpu.launch(crate::KERNELS, "boost_exact_default_positions", element_config(rows)?, &args)? };
+        if self.len > 0 {
+            let rest =
+                [self.exact.positions.device_ptr(), expansion_of_d.device_ptr(), expansions_d.device_ptr(), 0, 0, 0];
+            // SAFETY: the level's layout; a position a row; an expansion index (or -1) a slot.
+            unsafe { self.launch(&Self::NO_BUFFERS, 2, self.len, rest)? };
+        }
+        self.expansions = expansions;
+        Ok(())
+    }
+
+    /// The next level's layout: each segment split stably into its node's children's, the rows of
+    /// nodes that stop dropped; `children` are the expansions' in order.
+    fn resort(&mut self, children: &[ChildHistograms]) -> Result<()> {
+        if children.len() != self.expansions.len()
+            || children
+                .iter()
+                .zip(&self.expansions)
+                .any(|(c, x)| (c.left, c.right) != (x.left as usize, x.right as usize))
+        {
+            return Err(Error::InvalidData("the exact method's children differ from the level's splits".into()));
+        }
+        let (gpu, features) = (self.exact.gpu, self.exact.features);
+        let new_slots = 2 * children.len();
+        let mut slot_of = vec![u32::MAX; children.iter().map(|c| c.right.max(c.left) + 1).max().unwrap_or(0)];
+        for (i, c) in children.iter().enumerate() {
+            slot_of[c.left] = 2 * i as u32;
+            slot_of[c.right] = 2 * i as u32 + 1;
+        }
+        let parent_slot: Vec<u32> = self.expansions.iter().map(|x| x.slot).collect();
+        let (slot_of_d, parent_slot_d) = (gpu.upload(&slot_of)?, gpu.upload(&parent_slot)?);
+        let e = &self.exact;
+        let (targets, lefts, before) = (e.targets.device_ptr(), e.lefts.device_ptr(), e.before.device_ptr());
+        let rest = [e.positions.device_ptr(), slot_of_d.device_ptr(), slot_of.len() as u64, targets, lefts, 0];
+        // SAFETY: the level's layout; `len` targets, `len + 1` flags; the slot table's length.
+        unsafe { self.launch(&Self::NO_BUFFERS, 3, self.len + 1, rest)? };
+        let e = &mut *self.exact;
+        DeviceScan::exclusive_sum_n(gpu, &e.lefts, &mut e.before, self.len + 1)?;
+        let count = features * new_slots;
+        let sizes = gpu.alloc_uninitialized::<u32>(count + 1)?;
+        let rest = [before, parent_slot_d.device_ptr(), new_slots as u64, sizes.device_ptr(), 0, 0];
+        // SAFETY: the level's layout and the flags' sums; a parent slot a pair; `count + 1` sizes.
+        unsafe { self.launch(&Self::NO_BUFFERS, 4, count + 1, rest)? };
+        let mut segments = gpu.alloc_uninitialized::<u32>(count + 1)?;
+        DeviceScan::exclusive_sum_n(gpu, &sizes, &mut segments, count + 1)?;
+        let len = segments.range_to_vec(gpu, count..count + 1)?[0] as usize;
+        let e = &self.exact;
+        let rest = [
+            targets,
+            before,
+            segments.device_ptr(),
+            new_slots as u64,
+            e.values_next.device_ptr(),
+            e.rows_next.device_ptr(),
+        ];
+        // SAFETY: the level's layout, targets and flags' sums; the next segments' offsets; the
+        // doubles hold every entry.
+        unsafe { self.launch(&Self::NO_BUFFERS, 5, self.len, rest)? };
+        let e = &mut *self.exact;
+        std::mem::swap(&mut e.values, &mut e.values_next);
+        std::mem::swap(&mut e.entry_rows, &mut e.rows_next);
+        self.segments = segments;
+        self.slots = new_slots;
+        self.len = len;
+        self.nodes = children.iter().flat_map(|c| [c.left, c.right]).collect();
+        Ok(())
+    }
+}
+
+impl GrowBackend<Fixed> for Level<'_, '_> {
+    type Error = Error;
+
+    fn total(&mut self) -> Result<Fixed> {
+        Ok(self.root)
+    }
+
+    /// The root's layout: the sorted columns, a segment a feature; every row at the root.
+    fn root_histogram(&mut self) -> Result<()> {
+        let start = Instant::now();
+        let gpu = self.exact.gpu;
+        let e = &mut *self.exact;
+        e.values.copy_from_device(gpu, &e.start_values)?;
+        e.entry_rows.copy_from_device(gpu, &e.start_rows)?;
+        e.positions.fill_zero(gpu)?;
+        let mut segments = gpu.alloc_uninitialized::<u32>(e.features + 1)?;
+        segments.copy_from_device(gpu, &e.start_segments)?;
+        self.segments = segments;
+        self.len = e.start_values.len();
+        (self.slots, self.nodes) = (1, vec![0]);
+        self.phases.add("tree: exact layout", start.elapsed());
+        Ok(())
+    }
+
+    fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
+        let start = Instant::now();
+        self.update_positions(expanded)?;
+        self.phases.add("tree: exact positions", start.elapsed());
+        Ok(())
+    }
+
+    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
+        if children.is_empty() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        self.resort(children)?;
+        self.phases.add("tree: exact re-sort", start.elapsed());
+        Ok(())
+    }
+
+    fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+        let start = Instant::now();
+        let splits = self.find_splits(nodes)?;
+        self.phases.add("tree: exact splits", start.elapsed());
+        Ok(splits)
+    }
+
+    /// Oblivious trees are grown from histograms: the parameters refuse them with `exact`.
+    fn evaluate_level(&mut self, _nodes: &[(usize, Fixed)], _features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
+        Err(Error::InvalidData("oblivious trees are not grown by the exact method".into()))
+    }
+
+    fn release(&mut self, _node: usize) {}
+}
