@@ -117,8 +117,12 @@ impl ExactBuilder<'_> {
     /// ([`grow::grow`]), drawing further column samples from `rng`.
     pub fn build(&self, gradients: &[Sum], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
         let rows = gradients.len();
-        let mut backend =
-            ExactBackend { builder: self, gradients, positions: vec![0; rows], phases: PhaseTimes::default() };
+        let mut phases = PhaseTimes::default();
+        // The gradients in the columns' order, so that the walks read them in sequence.
+        let by_entry = phases.time("tree: gradients by entry", || {
+            self.columns.rows.par_iter().with_min_len(1 << 14).map(|&r| gradients[r as usize]).collect()
+        });
+        let mut backend = ExactBackend { builder: self, gradients, by_entry, positions: vec![0; rows], phases };
         let tree = match grow::grow(&mut backend, self.params, self.quantiser, features, rows, rng) {
             Ok(tree) => tree,
             Err(never) => match never {},
@@ -127,7 +131,7 @@ impl ExactBuilder<'_> {
     }
 
     /// The best split of each node of `nodes` (id, sums, features), the rows at `positions`, found
-    /// by walking each feature's column once for all of them.
+    /// by walking each feature's column once for all of them; `gradients` in the columns' order.
     fn evaluate(
         &self,
         gradients: &[Sum],
@@ -177,43 +181,71 @@ impl ExactBuilder<'_> {
     /// Feature `f`'s best split for every node of the walk (`None` where a node does not sample it
     /// or has no candidate): forward when the feature calls for it, then backward.
     fn walk_feature(&self, f: u32, w: &Walk<'_>) -> Vec<Option<Split<Sum>>> {
-        let uses: Vec<bool> = w.nodes.iter().map(|n| n.2.binary_search(&f).is_ok()).collect();
-        let (values, rows) = self.columns.column(f as usize);
+        // A node id's slot where that node samples `f`, else none: one lookup an entry.
+        let mut slot_for = vec![u32::MAX; w.slot_of.len()];
+        for (slot, node) in w.nodes.iter().enumerate() {
+            if node.2.binary_search(&f).is_ok() {
+                slot_for[node.0] = slot as u32;
+            }
+        }
+        let range = self.columns.offsets[f as usize]..self.columns.offsets[f as usize + 1];
+        let (values, rows, gradients) =
+            (&self.columns.values[range.clone()], &self.columns.rows[range.clone()], &w.gradients[range]);
         let mut scans = vec![Enumeration::<Sum>::START; w.nodes.len()];
-        let node_feature = |slot: usize, missing_left: bool| NodeFeature {
-            node: w.nodes[slot].1,
-            parent_gain: w.gains[slot],
-            feature: f,
-            missing_left,
-            params: w.params,
-            quantiser: w.quantiser,
-        };
-        let mut pass = |order: &mut dyn Iterator<Item = usize>, missing_left: bool| {
-            let context: Vec<NodeFeature<'_, Sum>> =
-                (0..w.nodes.len()).map(|s| node_feature(s, missing_left)).collect();
-            for i in order {
-                let row = rows[i] as usize;
-                let slot = w.slot_of.get(w.positions[row] as usize).copied().unwrap_or(u32::MAX) as usize;
-                if slot < uses.len() && uses[slot] {
-                    scans[slot].take(values[i], w.gradients[row], &context[slot]);
+        let mut pass = |missing_left: bool| {
+            let context: Vec<NodeFeature<'_, Sum>> = w
+                .nodes
+                .iter()
+                .zip(w.gains)
+                .map(|(n, &parent_gain)| NodeFeature {
+                    node: n.1,
+                    parent_gain,
+                    feature: f,
+                    missing_left,
+                    params: w.params,
+                    quantiser: w.quantiser,
+                })
+                .collect();
+            let mut take = |i: usize, slot: u32| {
+                if slot != u32::MAX {
+                    scans[slot as usize].take(values[i], gradients[i], &context[slot as usize]);
+                }
+            };
+            // The rows' nodes are scattered: look a block's up first, so that their loads overlap
+            // (XGBoost's `kBuffer`), then walk the block.
+            let slot = |i: usize| slot_for.get(w.positions[rows[i] as usize] as usize).copied().unwrap_or(u32::MAX);
+            let n = values.len();
+            let mut block = [u32::MAX; LOOKAHEAD];
+            for start in (0..n).step_by(LOOKAHEAD) {
+                let len = LOOKAHEAD.min(n - start);
+                for k in 0..len {
+                    let i = if missing_left { n - 1 - (start + k) } else { start + k };
+                    block[k] = slot(i);
+                }
+                for (k, &s) in block[..len].iter().enumerate() {
+                    take(if missing_left { n - 1 - (start + k) } else { start + k }, s);
                 }
             }
             for (slot, scan) in scans.iter_mut().enumerate() {
-                if uses[slot] {
+                if slot_for[w.nodes[slot].0] != u32::MAX {
                     scan.finish(&context[slot]);
                 }
             }
         };
         if self.columns.forward[f as usize] {
-            pass(&mut (0..values.len()), false);
+            pass(false);
         }
-        pass(&mut (0..values.len()).rev(), true);
+        pass(true);
         scans.into_iter().map(|s| s.best).collect()
     }
 }
 
+/// Entries whose rows' nodes are looked up ahead of their walk.
+const LOOKAHEAD: usize = 32;
+
 /// What a level's walk over the features shares.
 struct Walk<'a> {
+    /// Each entry's gradient, in the columns' order.
     gradients: &'a [Sum],
     nodes: &'a [(usize, Sum, Vec<u32>)],
     gains: &'a [f32],
@@ -227,6 +259,8 @@ struct Walk<'a> {
 struct ExactBackend<'a, 'b> {
     builder: &'b ExactBuilder<'a>,
     gradients: &'b [Sum],
+    /// `gradients` in the columns' order.
+    by_entry: Vec<Sum>,
     positions: Vec<u32>,
     phases: PhaseTimes,
 }
@@ -287,7 +321,7 @@ impl GrowBackend<Sum> for ExactBackend<'_, '_> {
 
     fn evaluate(&mut self, nodes: &[(usize, Sum, Vec<u32>)]) -> Result<Vec<Option<Split<Sum>>>, Infallible> {
         let start = Instant::now();
-        let splits = self.builder.evaluate(self.gradients, nodes, &self.positions);
+        let splits = self.builder.evaluate(&self.by_entry, nodes, &self.positions);
         self.phases.add("tree: evaluation", start.elapsed());
         Ok(splits)
     }
