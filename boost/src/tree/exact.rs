@@ -218,9 +218,8 @@ impl ExactBuilder<'_> {
             let mut block = [u32::MAX; LOOKAHEAD];
             for start in (0..n).step_by(LOOKAHEAD) {
                 let len = LOOKAHEAD.min(n - start);
-                for k in 0..len {
-                    let i = if missing_left { n - 1 - (start + k) } else { start + k };
-                    block[k] = slot(i);
+                for (k, b) in block[..len].iter_mut().enumerate() {
+                    *b = slot(if missing_left { n - 1 - (start + k) } else { start + k });
                 }
                 for (k, &s) in block[..len].iter().enumerate() {
                     take(if missing_left { n - 1 - (start + k) } else { start + k }, s);
