@@ -274,6 +274,127 @@ pub unsafe fn dense_kernel(
     unsafe { walk_row(row, trees, num_trees, nodes, leaves, row_margins, value) }
 }
 
+/// Rows a thread of the oblivious applier ([`oblivious_dense_kernel`]) takes: each level's split,
+/// loaded once, serves them all.
+pub const OBLIVIOUS_ROWS: usize = 4;
+
+/// The dynamic shared memory of an [`oblivious_dense_kernel`] block of `threads` (its
+/// `threads * OBLIVIOUS_ROWS` rows staged as [`staged_bytes`] lays them out).
+pub fn oblivious_staged_bytes(threads: usize, cols: usize) -> usize {
+    staged_bytes(threads * OBLIVIOUS_ROWS, cols)
+}
+
+/// [`dense_kernel`]'s margins for launches of oblivious trees only (every tree's `levels` > 0),
+/// [`OBLIVIOUS_ROWS`] rows a thread (thread `i` of a block takes its rows `i`, `i + threads`, ...):
+/// a tree's level split is loaded once for them, its comparison made for each (the leaf index's
+/// bits, [`oblivious_index`]'s order), then each row's leaf value, a 4-byte load, is added to its
+/// margin in tree order as [`walk_row`] adds it.
+///
+/// # Safety
+/// As [`dense_kernel`]'s for margins, every tree oblivious; with `stage`, the dynamic shared memory
+/// holds [`oblivious_staged_bytes`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn oblivious_dense_kernel(
+    values: *const f32,
+    rows: u64,
+    cols: u64,
+    trees: *const PredictTree,
+    num_trees: u64,
+    nodes: *const PredictNode,
+    margins: *mut f32,
+    outputs: u64,
+    stage: u64,
+) {
+    const R: usize = OBLIVIOUS_ROWS;
+    let threads = arch::block_dim_x();
+    let first = arch::block_idx_x() as u64 * (threads as u64 * R as u64);
+    let count = rows.saturating_sub(first).min(threads as u64 * R as u64) as u32;
+    // SAFETY: as the caller promises.
+    let staged = (stage != 0).then(|| unsafe { stage_rows(values, cols as u32, first, count) });
+    let t = arch::thread_idx_x();
+    if t >= count {
+        return;
+    }
+    // Rows past the block's last read its first (their results are not stored).
+    let local: [u32; R] = core::array::from_fn(|k| {
+        let l = t + k as u32 * threads;
+        if l < count {
+            l
+        } else {
+            t
+        }
+    });
+    let stride = cols as u32 | 1;
+    let value = |k: usize, feature: u32| -> f32 {
+        // SAFETY: `feature < cols` (the caller's check) and `local[k] < count`: a staged row, or a
+        // row of `values`.
+        unsafe {
+            match staged {
+                Some(shared) => arch::load_shared(shared + 4 * (local[k] * stride + feature)),
+                None => arch::load(values.add((first + local[k] as u64) as usize * cols as usize + feature as usize)),
+            }
+        }
+    };
+    let mut run: Option<(u32, [f32; R])> = None;
+    let store = |output: u32, sums: &[f32; R]| {
+        for (k, &sum) in sums.iter().enumerate() {
+            if t + (k as u32) * threads < count {
+                let row = first + local[k] as u64;
+                // SAFETY: a row of the block, an output below `outputs` (the caller).
+                unsafe { arch::store(margins.add(row as usize * outputs as usize + output as usize), sum) };
+            }
+        }
+    };
+    for i in 0..num_trees as usize {
+        // SAFETY: `i < num_trees`; the tree's nodes and output are within bounds (the caller).
+        let tree = unsafe { arch::load(trees.add(i)) };
+        let base = nodes.wrapping_add(tree.first_node as usize);
+        let levels = tree.levels.min(tree.nodes);
+        let mut index = [0u32; R];
+        for l in 0..levels {
+            // SAFETY: `l < tree.nodes`; nodes are read-only during the launch.
+            let split: PredictNode =
+                bytemuck::cast(unsafe { arch::load_global_nc_v4(base.add(l as usize) as *const [u32; 4]) });
+            let (feature, default_left) = (split.feature & !DEFAULT_LEFT, split.feature & DEFAULT_LEFT != 0);
+            for (k, ix) in index.iter_mut().enumerate() {
+                let v = if (feature as u64) < cols { value(k, feature) } else { f32::NAN };
+                *ix = 2 * *ix + u32::from(!goes_left(v, split.value, default_left));
+            }
+        }
+        let leaf = |k: usize| {
+            let at = levels.saturating_add(index[k]);
+            let at = if at < tree.nodes { at } else { 0 };
+            // SAFETY: `at < tree.nodes`.
+            unsafe { arch::load(core::ptr::addr_of!((*base.add(at as usize)).value)) }
+        };
+        let leaves: [f32; R] = core::array::from_fn(leaf);
+        run = Some(match run {
+            Some((output, mut sums)) if output == tree.output => {
+                for (sum, leaf) in sums.iter_mut().zip(leaves) {
+                    *sum += leaf;
+                }
+                (output, sums)
+            }
+            previous => {
+                if let Some((output, sums)) = previous {
+                    store(output, &sums);
+                }
+                let sums = core::array::from_fn(|k| {
+                    let row = first + local[k] as u64;
+                    // SAFETY: a row of the block (or its first), an output below `outputs`.
+                    unsafe {
+                        arch::load(margins.add(row as usize * outputs as usize + tree.output as usize)) + leaves[k]
+                    }
+                });
+                (tree.output, sums)
+            }
+        });
+    }
+    if let Some((output, sums)) = run {
+        store(output, &sums);
+    }
+}
+
 /// A CSR row's value of `feature`: NaN without an entry; of two entries of one column the later
 /// one counts (as the host's expansion of the row).
 ///
