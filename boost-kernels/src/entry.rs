@@ -125,7 +125,11 @@ kernel! {
     /// next slots ([`exact::targets_kernel`]; positions, slot by node, its length, targets, left
     /// flags), 4 the next segments' sizes ([`exact::sizes_kernel`]; flags' sums, parent slots, next
     /// slots, sizes), 5 the move ([`exact::scatter_kernel`]; targets, flags' sums, next segments,
-    /// next slots, values, rows).
+    /// next slots, values, rows). The interleaved mode's: 6 a node's masked inputs
+    /// ([`exact::mask_kernel`]), 7 its keys ([`exact::interleaved_candidates_kernel`]), 8 its splits
+    /// by feature ([`exact::materialize_kernel`]), 9 the nodes' picks ([`exact::pick_kernel`]), 10
+    /// the split features' sides ([`exact::interleaved_positions_kernel`]), 11-13 the change to the
+    /// sorting layout ([`exact::pack_kernel`], [`exact::count_kernel`], [`exact::unpack_kernel`]).
     pub unsafe fn boost_exact_level(
         values: *const f32,
         rows: *const u32,
@@ -156,6 +160,14 @@ kernel! {
                 2 => exact::split_positions_kernel(&a, p0 as *mut u32, p1 as *const i32, p2 as *const ExactExpansion),
                 3 => exact::targets_kernel(&a, p0 as *const u32, p1 as *const u32, p2, p3 as *mut u32, p4 as *mut u32),
                 4 => exact::sizes_kernel(&a, p0 as *const u32, p1 as *const u32, p2, p3 as *mut u32),
+                6 => exact::mask_kernel(&a, p0 as *const u32, p1 as u32, p2 as *const GradientPair<i64>, p3 as *mut GradientPair<i64>, p4 as *mut u32),
+                7 => exact::interleaved_candidates_kernel(&a, p0 as *const u32, p1 as u32, p2 as *const u32, p3 as *mut u64),
+                8 => exact::materialize_kernel(&a, p0 as u32, p1 as *const u32, p2 as *const u64, p3 as *mut DeviceSplit),
+                9 => exact::pick_kernel(&a, p0 as *const DeviceSplit, p1 as *mut DeviceSplit),
+                10 => exact::interleaved_positions_kernel(&a, p0 as *const u32, p1 as *mut u32, p2 as *const i32, p3 as *const ExactExpansion),
+                11 => exact::pack_kernel(&a, p0 as *mut u64),
+                12 => exact::count_kernel(&a, p0 as *const u32, p1, p2 as *mut u32),
+                13 => exact::unpack_kernel(&a, p0 as *const u32, p1 as *const u64, p2 as *const u32, p3, p4 as *mut f32, p5 as *mut u32),
                 _ => exact::scatter_kernel(&a, p0 as *const u32, p1 as *const u32, p2 as *const u32, p3, p4 as *mut f32, p5 as *mut u32),
             }
         }

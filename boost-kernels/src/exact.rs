@@ -344,23 +344,10 @@ pub unsafe fn candidates_kernel(a: &LevelArgs, best: *mut u64) {
             }
         }
     }
-    // Segments do not decrease across the lanes: a lane takes the larger key of the lane `d` above
-    // when that lane is in its segment, so each run's first lane ends with the run's largest.
-    let lane = arch::lane_id();
-    let mut d = 1;
-    while d < arch::WARP_SIZE {
-        let (other_s, other_k) =
-            (arch::shfl_down_sync(arch::FULL_MASK, s, d), arch::shfl_down_sync(arch::FULL_MASK, k, d));
-        if lane + d < arch::WARP_SIZE && other_s == s {
-            k = k.max(other_k);
-        }
-        d *= 2;
-    }
-    let previous = arch::shfl_up_sync(arch::FULL_MASK, s, 1);
-    if active && k != 0 && (lane == 0 || previous != s) {
+    reduce_runs(active, s, k, |s, key| {
         // SAFETY: `s < count`, a key per segment.
-        unsafe { arch::atomic_max_u64_gpu(best.add(s as usize), k) };
-    }
+        unsafe { arch::atomic_max_u64_gpu(best.add(s as usize), key) };
+    });
 }
 
 /// `out[slot]`: each node's best split over its features (increasing; a later feature only with a
@@ -574,6 +561,342 @@ pub unsafe fn scatter_kernel(
         let dest = (arch::load(new_segments.add((f * new_slots + t as u64) as usize)) + rank) as usize;
         arch::store(values_out.add(dest), arch::load(a.values.add(e as usize)));
         arch::store(rows_out.add(dest), arch::load(a.rows.add(e as usize)));
+    }
+}
+
+// ---- the interleaved mode (shallow levels): entries stay in each feature's value order ----------
+//
+// The level's `slots` nodes' entries are interleaved within each feature's segment (`segments`
+// holds `features + 1` offsets; `targets[e]` is entry `e`'s slot, `u32::MAX` for a row whose node
+// is not split further). A node `k`'s candidates come from a masked pass: its entries' gradients
+// (others 0) scanned within each feature (`prefix`), and the last index of its entries up to each
+// position plus one (`last`, a max-scan), which finds an entry's predecessor in its node. A
+// candidate's number is in the CPU's enumeration order within (feature, node): forward steps by the
+// later entry's place `j` in the feature (`j`), the forward end (`n`), backward steps (`2n - j`),
+// the backward end (`2n + 1`).
+
+/// The masked pass's inputs for slot `k`: `gathered[e]` entry `e`'s gradient where its slot is `k`
+/// (else 0), `index[e]` `e + 1` there (else 0). A thread an entry.
+///
+/// # Safety
+/// `a`'s rows describe the level; `targets`, `gathered` and `index` hold `len` entries; rows
+/// index `gradients`.
+pub unsafe fn mask_kernel(
+    a: &LevelArgs,
+    targets: *const u32,
+    k: u32,
+    gradients: *const GradientPair<i64>,
+    gathered: *mut GradientPair<i64>,
+    index: *mut u32,
+) {
+    let e = global_thread();
+    if e >= a.len {
+        return;
+    }
+    // SAFETY: `e < len`; the entry's row has a gradient.
+    unsafe {
+        let mine = arch::load(targets.add(e as usize)) == k;
+        let g = if mine {
+            arch::load(gradients.add(arch::load(a.rows.add(e as usize)) as usize))
+        } else {
+            GradientPair::new(0, 0)
+        };
+        arch::store(gathered.add(e as usize), g);
+        arch::store(index.add(e as usize), if mine { e as u32 + 1 } else { 0 });
+    }
+}
+
+impl LevelArgs {
+    /// Candidate `order` of node `k` in feature segment `f` of the interleaved layout (`prefix` and
+    /// `last` the node's masked scans; `order`'s candidate exists in the node's entries).
+    ///
+    /// # Safety
+    /// `f` a feature of the layout, `k < slots`, the scans of `k`'s pass.
+    #[inline(always)]
+    unsafe fn interleaved_candidate(
+        &self,
+        f: u32,
+        k: u32,
+        order: u32,
+        last: *const u32,
+        context: &SplitContext,
+    ) -> Option<Split<GradientPair<i64>>> {
+        // SAFETY: the feature's entries and scans (caller).
+        unsafe {
+            let start = arch::load(self.segments.add(f as usize)) as usize;
+            let n = arch::load(self.segments.add(f as usize + 1)) - start as u32;
+            let value = |j: u32| arch::load(self.values.add(start + j as usize));
+            let prefix = |j: u32| arch::load(self.prefix.add(start + j as usize));
+            let last_of = |j: u32| arch::load(last.add(start + j as usize));
+            let present = prefix(n - 1);
+            let missing_left = order > n;
+            let node = self.node(k as usize, f, missing_left, context);
+            if order == n || order == 2 * n + 1 {
+                // The forward end follows the node's last entry, the backward one its first: the
+                // first is the entry whose predecessor search finds none.
+                let at = if missing_left { first_of_node(n, &last_of) } else { last_of(n - 1) - 1 - start as u32 };
+                return end(present, &node).map(|c| split_of(f, c, past(value(at), missing_left), missing_left));
+            }
+            let j = if missing_left { 2 * n - order } else { order };
+            // The node's entry before `j` (the scan holds global places plus one).
+            let before = last_of(j - 1) - 1 - start as u32;
+            let (lo, hi) = (value(before), value(j));
+            let c = if missing_left {
+                step(GradientSum::sub(present, prefix(j - 1)), hi, lo, &node)
+            } else {
+                step(prefix(j - 1), lo, hi, &node)
+            };
+            c.map(|c| split_of(f, c, midpoint(lo, hi), missing_left))
+        }
+    }
+}
+
+/// The place of a node's first entry in a feature of `n` entries, from its `last` scan: the first
+/// `j` whose scan is not 0.
+#[inline(always)]
+fn first_of_node(n: u32, last_of: &impl Fn(u32) -> u32) -> u32 {
+    // The scan is non-decreasing: a binary search for the first non-zero.
+    let (mut lo, mut hi) = (0u32, n - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if last_of(mid) != 0 {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// `best[f * slots + k]`: the largest key of node `k`'s candidates in each feature, a thread an
+/// entry of the node (the candidates it ends), reduced within a warp's runs of one feature and
+/// kept by an atomic maximum. After `k`'s masked scans (`a.prefix`, `last`).
+///
+/// # Safety
+/// `a` the interleaved layout with `k`'s prefix sums; `targets`, `last` its `len` entries; `best`
+/// a key per (feature, slot); whole warps.
+pub unsafe fn interleaved_candidates_kernel(
+    a: &LevelArgs,
+    targets: *const u32,
+    k: u32,
+    last: *const u32,
+    best: *mut u64,
+) {
+    let e = global_thread();
+    let active = e < a.len;
+    let mut s = u32::MAX;
+    let mut key_max = 0u64;
+    if active {
+        // SAFETY: `e < len`; the feature's entries and scans.
+        unsafe {
+            let context = arch::load(a.context);
+            let f = segment_of(a.segments, a.features as u32, e as u32);
+            s = f;
+            let mine = arch::load(targets.add(e as usize)) == k;
+            if mine && arch::load(a.uses.add((k as u64 * a.features + f as u64) as usize)) != 0 {
+                let start = arch::load(a.segments.add(f as usize));
+                let n = arch::load(a.segments.add(f as usize + 1)) - start;
+                let j = e as u32 - start;
+                let has_before = j > 0 && arch::load(last.add(e as usize - 1)) > start;
+                let is_last = arch::load(last.add((start + n - 1) as usize)) == e as u32 + 1;
+                let mut offer = |order: u32| {
+                    if let Some(c) = a.interleaved_candidate(f, k, order, last, &context) {
+                        key_max = key_max.max(key(c.loss_chg, order));
+                    }
+                };
+                if arch::load(a.forward.add(f as usize)) != 0 {
+                    if has_before {
+                        offer(j);
+                    }
+                    if is_last {
+                        offer(n);
+                    }
+                }
+                if has_before {
+                    offer(2 * n - j);
+                }
+                if !has_before {
+                    offer(2 * n + 1);
+                }
+            }
+        }
+    }
+    reduce_runs(active, s, key_max, |s, key| {
+        // SAFETY: `s` a feature; a key per (feature, slot).
+        unsafe { arch::atomic_max_u64_gpu(best.add((s as u64 * a.slots + k as u64) as usize), key) };
+    });
+}
+
+/// Each lane's key reduced over its warp's run of equal `s` (segments do not decrease across the
+/// lanes: a lane takes the larger key of the lane `d` above when that lane is in its run); the
+/// run's first lane calls `flush(s, key)` when the key is not 0.
+#[inline(always)]
+fn reduce_runs(active: bool, s: u32, mut k: u64, flush: impl FnOnce(u32, u64)) {
+    let lane = arch::lane_id();
+    let mut d = 1;
+    while d < arch::WARP_SIZE {
+        let (other_s, other_k) =
+            (arch::shfl_down_sync(arch::FULL_MASK, s, d), arch::shfl_down_sync(arch::FULL_MASK, k, d));
+        if lane + d < arch::WARP_SIZE && other_s == s {
+            k = k.max(other_k);
+        }
+        d *= 2;
+    }
+    let previous = arch::shfl_up_sync(arch::FULL_MASK, s, 1);
+    if active && k != 0 && (lane == 0 || previous != s) {
+        flush(s, k);
+    }
+}
+
+/// `splits[f * slots + k]`: node `k`'s best split of each feature, from its key (a thread a
+/// feature; after [`interleaved_candidates_kernel`] of `k`'s pass).
+///
+/// # Safety
+/// As [`interleaved_candidates_kernel`]; `splits` holds a split per (feature, slot).
+pub unsafe fn materialize_kernel(a: &LevelArgs, k: u32, last: *const u32, best: *const u64, splits: *mut DeviceSplit) {
+    let f = global_thread();
+    if f >= a.features {
+        return;
+    }
+    // SAFETY: `f` a feature; a key's number is a candidate of node `k` in it.
+    unsafe {
+        let context = arch::load(a.context);
+        let at = (f * a.slots + k as u64) as usize;
+        let key = arch::load(best.add(at));
+        let split = if key == 0 { None } else { a.interleaved_candidate(f as u32, k, unkey(key).1, last, &context) };
+        arch::store(splits.add(at), DeviceSplit::from(split));
+    }
+}
+
+/// `out[slot]`: each node's best split over its features from the materialized ones (increasing;
+/// a later feature only with a strictly larger change), if valid. A thread a slot.
+///
+/// # Safety
+/// `splits` holds a split per (feature, slot); `out` a split per slot.
+pub unsafe fn pick_kernel(a: &LevelArgs, splits: *const DeviceSplit, out: *mut DeviceSplit) {
+    let slot = global_thread();
+    if slot >= a.slots {
+        return;
+    }
+    // SAFETY: `slot < slots`; a split per (feature, slot).
+    unsafe {
+        let context = arch::load(a.context);
+        let mut chosen: Option<Split<GradientPair<i64>>> = None;
+        for f in 0..a.features {
+            if arch::load(a.uses.add((slot * a.features + f) as usize)) == 0 {
+                continue;
+            }
+            if let Some(s) = arch::load(splits.add((f * a.slots + slot) as usize)).split() {
+                if crate::split::replaces(&s, chosen.as_ref()) {
+                    chosen = Some(s);
+                }
+            }
+        }
+        let split = chosen.filter(|b| crate::split::is_valid(b, &context.params));
+        arch::store(out.add(slot as usize), DeviceSplit::from(split));
+    }
+}
+
+/// [`split_positions_kernel`] in the interleaved layout: an entry's slot is `targets[e]`.
+///
+/// # Safety
+/// As [`split_positions_kernel`]; `targets` the level's slots of its `len` entries.
+pub unsafe fn interleaved_positions_kernel(
+    a: &LevelArgs,
+    targets: *const u32,
+    positions: *mut u32,
+    expansion_of: *const i32,
+    expansions: *const ExactExpansion,
+) {
+    let e = global_thread();
+    if e >= a.len {
+        return;
+    }
+    // SAFETY: `e < len`; a slot's expansion index is valid.
+    unsafe {
+        let slot = arch::load(targets.add(e as usize));
+        if slot as u64 >= a.slots {
+            return;
+        }
+        let i = arch::load(expansion_of.add(slot as usize));
+        if i < 0 {
+            return;
+        }
+        let x = arch::load(expansions.add(i as usize));
+        if x.feature == segment_of(a.segments, a.features as u32, e as u32) {
+            let child = if arch::load(a.values.add(e as usize)) < x.threshold { x.left } else { x.right };
+            arch::store(positions.add(arch::load(a.rows.add(e as usize)) as usize), child);
+        }
+    }
+}
+
+/// `packed[e]`: entry `e`'s row above its value's bits (the sort's values). A thread an entry.
+///
+/// # Safety
+/// `packed` holds `len` entries.
+pub unsafe fn pack_kernel(a: &LevelArgs, packed: *mut u64) {
+    let e = global_thread();
+    if e < a.len {
+        // SAFETY: `e < len`.
+        unsafe {
+            let (row, value) = (arch::load(a.rows.add(e as usize)), arch::load(a.values.add(e as usize)));
+            arch::store(packed.add(e as usize), ((row as u64) << 32) | value.to_bits() as u64);
+        }
+    }
+}
+
+/// `counts[f * new_slots + t]` += 1 for each entry of feature `f` whose (sorted) key `t` is a next
+/// slot. A thread an entry; `counts` starts zeroed.
+///
+/// # Safety
+/// `keys` holds `len` entries; `counts` `features * new_slots`.
+pub unsafe fn count_kernel(a: &LevelArgs, keys: *const u32, new_slots: u64, counts: *mut u32) {
+    let e = global_thread();
+    if e >= a.len {
+        return;
+    }
+    // SAFETY: `e < len`; the key is below `new_slots` where counted.
+    unsafe {
+        let t = arch::load(keys.add(e as usize));
+        if (t as u64) < new_slots {
+            let f = segment_of(a.segments, a.features as u32, e as u32) as u64;
+            arch::atomic_add_u32_gpu(counts.add((f * new_slots + t as u64) as usize), 1);
+        }
+    }
+}
+
+/// The sorting layout from the interleaved one sorted stably by next slot within each feature
+/// (`keys`, `packed`): entry `e` of feature `f`, when its key is a next slot, goes to the feature's
+/// first next segment plus its place in the feature (the slots come in order, the stopped rows
+/// last). A thread an entry.
+///
+/// # Safety
+/// `keys`, `packed` hold `len` sorted entries; `new_segments` the next layout's offsets; the
+/// outputs hold its entries.
+pub unsafe fn unpack_kernel(
+    a: &LevelArgs,
+    keys: *const u32,
+    packed: *const u64,
+    new_segments: *const u32,
+    new_slots: u64,
+    values_out: *mut f32,
+    rows_out: *mut u32,
+) {
+    let e = global_thread();
+    if e >= a.len {
+        return;
+    }
+    // SAFETY: `e < len`; the destination lies in the feature's next segments.
+    unsafe {
+        if arch::load(keys.add(e as usize)) as u64 >= new_slots {
+            return;
+        }
+        let f = segment_of(a.segments, a.features as u32, e as u32) as u64;
+        let start = arch::load(a.segments.add(f as usize));
+        let dest = (arch::load(new_segments.add((f * new_slots) as usize)) + (e as u32 - start)) as usize;
+        let p = arch::load(packed.add(e as usize));
+        arch::store(values_out.add(dest), f32::from_bits(p as u32));
+        arch::store(rows_out.add(dest), (p >> 32) as u32);
     }
 }
 

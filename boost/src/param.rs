@@ -31,6 +31,9 @@ pub enum TreeMethod {
     Exact,
 }
 
+/// The default of [`TreeParams::exact_interleaved_levels`]: measured on an H200 (docs/benchmarks.md).
+pub const EXACT_INTERLEAVED_LEVELS: u32 = 0;
+
 /// Parameters of one tree's construction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeParams {
@@ -62,6 +65,11 @@ pub struct TreeParams {
     pub grow_policy: GrowPolicy,
     /// Bins a feature's values are quantised into.
     pub max_bin: u32,
+    /// The exact method on a GPU: levels `0..exact_interleaved_levels` find their splits with the
+    /// entries in each feature's value order (Mitchell & Frank's interleaved algorithm: a masked
+    /// scan a node), deeper levels with them grouped by node (the sorting algorithm). The CPU's
+    /// walk is always in value order.
+    pub exact_interleaved_levels: u32,
 }
 
 impl Default for TreeParams {
@@ -81,6 +89,7 @@ impl Default for TreeParams {
             colsample_bynode: 1.0,
             grow_policy: GrowPolicy::Depthwise,
             max_bin: 256,
+            exact_interleaved_levels: EXACT_INTERLEAVED_LEVELS,
         }
     }
 }
@@ -248,6 +257,7 @@ impl Params {
             "colsample_bytree" => t.colsample_bytree = column_fraction(name, value)?,
             "colsample_bylevel" => t.colsample_bylevel = column_fraction(name, value)?,
             "colsample_bynode" => t.colsample_bynode = column_fraction(name, value)?,
+            "exact_interleaved_levels" => t.exact_interleaved_levels = number(name, value)?,
             "max_bin" => {
                 t.max_bin = number(name, value)?;
                 check(name, t.max_bin >= 2, "must be >= 2", value)?;

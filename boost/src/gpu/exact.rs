@@ -11,6 +11,12 @@
 //!   children's group sizes and offsets, a scatter), rows of nodes that stop are dropped, so the
 //!   next level's groups are again sorted by value.
 //!
+//! The first `exact_interleaved_levels` levels may run the paper's interleaved algorithm instead:
+//! the entries stay in each feature's value order, and each node's candidates come from a masked
+//! pass (its gradients scanned within every feature, and the place of its last entry up to each
+//! entry, which finds an entry's predecessor in its node), a pass a node; the change to the
+//! sorting layout is then one stable segmented radix sort of each feature's entries by next node.
+//!
 //! The sums are exact, so the splits are the CPU's ([`crate::tree::exact`]) bit for bit.
 
 use std::time::Instant;
@@ -18,8 +24,8 @@ use std::time::Instant;
 use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::exact::ExactExpansion;
 use boost_kernels::split::{calc_gain, Split};
-use primitives::ops::Sum;
-use primitives::{DeviceBuffer, DeviceScan, Gpu, SegmentHeads};
+use primitives::ops::{Max, Sum};
+use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, SegmentHeads, SortOrder};
 use rand::Rng;
 
 use super::{element_config, Fixed};
@@ -121,6 +127,9 @@ impl<'g> GpuExact<'g> {
             len: 0,
             nodes: vec![0],
             expansions: Vec::new(),
+            depth: 0,
+            interleaved: false,
+            interleaved_levels: params.exact_interleaved_levels,
             phases: PhaseTimes::default(),
             exact: self,
         };
@@ -151,6 +160,13 @@ struct Level<'a, 'g> {
     nodes: Vec<usize>,
     /// The level's split nodes, as the partition uploaded them.
     expansions: Vec<ExactExpansion>,
+    /// The level's depth, and whether its entries are in each feature's value order (the
+    /// interleaved layout: `features + 1` segments, every row's entries, `targets` their slots)
+    /// rather than grouped by (feature, slot).
+    depth: u32,
+    interleaved: bool,
+    /// Levels `0..interleaved_levels` are interleaved.
+    interleaved_levels: u32,
     phases: PhaseTimes,
 }
 
@@ -230,6 +246,9 @@ impl Level<'_, '_> {
             }
         }
         let (totals, gains, uses) = (gpu.upload(&totals)?, gpu.upload(&gains)?, gpu.upload(&uses)?);
+        if self.interleaved {
+            return self.find_interleaved(&totals, &gains, &uses);
+        }
         let mut gathered = gpu.alloc_uninitialized::<Fixed>(self.len)?;
         let args =
             [self.exact.entry_rows.device_ptr(), self.len as u64, self.gradients.device_ptr(), gathered.device_ptr()];
@@ -292,9 +311,21 @@ impl Level<'_, '_> {
         ];
         // SAFETY: a position a row; the plan names expansions by node id.
         unsafe { gpu.launch(crate::KERNELS, "boost_exact_default_positions", element_config(rows)?, &args)? };
-        if self.len > 0 {
-            let rest =
-                [self.exact.positions.device_ptr(), expansion_of_d.device_ptr(), expansions_d.device_ptr(), 0, 0, 0];
+        let e = &self.exact;
+        if self.len > 0 && self.interleaved {
+            let rest = [
+                e.targets.device_ptr(),
+                e.positions.device_ptr(),
+                expansion_of_d.device_ptr(),
+                expansions_d.device_ptr(),
+                0,
+                0,
+            ];
+            // SAFETY: the interleaved layout with this level's targets (its splits' search made
+            // them); a position a row; an expansion index (or -1) a slot.
+            unsafe { self.launch(&Self::NO_BUFFERS, 10, self.len, rest)? };
+        } else if self.len > 0 {
+            let rest = [e.positions.device_ptr(), expansion_of_d.device_ptr(), expansions_d.device_ptr(), 0, 0, 0];
             // SAFETY: the level's layout; a position a row; an expansion index (or -1) a slot.
             unsafe { self.launch(&Self::NO_BUFFERS, 2, self.len, rest)? };
         }
@@ -319,6 +350,17 @@ impl Level<'_, '_> {
         for (i, c) in children.iter().enumerate() {
             slot_of[c.left] = 2 * i as u32;
             slot_of[c.right] = 2 * i as u32 + 1;
+        }
+        let next_interleaved = self.depth + 1 < self.interleaved_levels;
+        self.depth += 1;
+        if next_interleaved {
+            // The entries stay in value order; the next level finds its nodes' slots itself.
+            (self.interleaved, self.slots) = (true, new_slots);
+            self.nodes = children.iter().flat_map(|c| [c.left, c.right]).collect();
+            return Ok(());
+        }
+        if self.interleaved {
+            return self.change_to_sorting_layout(&slot_of, new_slots, children);
         }
         let parent_slot: Vec<u32> = self.expansions.iter().map(|x| x.slot).collect();
         let (slot_of_d, parent_slot_d) = (gpu.upload(&slot_of)?, gpu.upload(&parent_slot)?);
@@ -360,6 +402,115 @@ impl Level<'_, '_> {
     }
 }
 
+impl Level<'_, '_> {
+    /// `targets[e]`: each entry's slot by `slot_of` (node id to slot), `u32::MAX` for none.
+    fn targets(&self, slot_of: &[u32]) -> Result<()> {
+        let gpu = self.exact.gpu;
+        let slot_of_d = gpu.upload(slot_of)?;
+        let e = &self.exact;
+        let rest = [
+            e.positions.device_ptr(),
+            slot_of_d.device_ptr(),
+            slot_of.len() as u64,
+            e.targets.device_ptr(),
+            e.lefts.device_ptr(),
+            0,
+        ];
+        // SAFETY: the level's layout; `len` targets, `len + 1` flags; the slot table's length.
+        unsafe { self.launch(&Self::NO_BUFFERS, 3, self.len + 1, rest) }
+    }
+
+    /// The interleaved algorithm's splits: a masked scan of each node's gradients and places
+    /// within every feature, its candidates' keys, its best split of each feature; then each node's
+    /// pick over its features.
+    fn find_interleaved(
+        &mut self,
+        totals: &DeviceBuffer<Fixed>,
+        gains: &DeviceBuffer<f32>,
+        uses: &DeviceBuffer<u8>,
+    ) -> Result<Vec<Option<Split<Fixed>>>> {
+        let (gpu, features, len) = (self.exact.gpu, self.exact.features, self.len);
+        let mut slot_of = vec![u32::MAX; self.nodes.iter().max().map_or(0, |&n| n + 1)];
+        for (slot, &node) in self.nodes.iter().enumerate() {
+            slot_of[node] = slot as u32;
+        }
+        self.targets(&slot_of)?;
+        let targets = self.exact.targets.device_ptr();
+        let (gathered, mut prefix) = (gpu.alloc_uninitialized::<Fixed>(len)?, gpu.alloc_uninitialized::<Fixed>(len)?);
+        let (index, mut last) = (gpu.alloc_uninitialized::<u32>(len)?, gpu.alloc_uninitialized::<u32>(len)?);
+        let best = gpu.alloc_zeroed::<u64>(features * self.slots)?;
+        let splits = gpu.alloc_uninitialized::<DeviceSplit>(features * self.slots)?;
+        let b =
+            LevelBuffers { prefix: prefix.device_ptr(), totals: Some(totals), gains: Some(gains), uses: Some(uses) };
+        for k in 0..self.slots as u64 {
+            let rest = [targets, k, self.gradients.device_ptr(), gathered.device_ptr(), index.device_ptr(), 0];
+            // SAFETY: the interleaved layout and its targets; `len` gathered pairs and places.
+            unsafe { self.launch(&b, 6, len, rest)? };
+            let heads = SegmentHeads::Offsets(&self.segments);
+            DeviceScan::inclusive_segmented_scan::<Fixed, Sum>(gpu, &gathered, heads, &mut prefix)?;
+            DeviceScan::inclusive_segmented_scan::<u32, Max>(gpu, &index, heads, &mut last)?;
+            let rest = [targets, k, last.device_ptr(), best.device_ptr(), 0, 0];
+            // SAFETY: node `k`'s scans; a key per (feature, slot), zeroed; whole warps.
+            unsafe { self.launch(&b, 7, len, rest)? };
+            let rest = [k, last.device_ptr(), best.device_ptr(), splits.device_ptr(), 0, 0];
+            // SAFETY: as above, after the keys; a split per (feature, slot).
+            unsafe { self.launch(&b, 8, features, rest)? };
+        }
+        let out = gpu.alloc_uninitialized::<DeviceSplit>(self.slots)?;
+        // SAFETY: every node's splits by feature; a split per slot.
+        unsafe { self.launch(&b, 9, self.slots, [splits.device_ptr(), out.device_ptr(), 0, 0, 0, 0])? };
+        Ok(out.to_vec(gpu)?.iter().map(DeviceSplit::split).collect())
+    }
+
+    /// From the interleaved layout to the sorting one for the next level: each feature's entries
+    /// sorted stably by their next slot (our segmented radix sort on the slot's bits, the stopped
+    /// rows' `u32::MAX` last), counted by (feature, slot), and moved without the stopped rows.
+    fn change_to_sorting_layout(&mut self, slot_of: &[u32], new_slots: usize, children: &[ChildHistograms]) -> Result<()> {
+        let (gpu, features, len) = (self.exact.gpu, self.exact.features, self.len);
+        self.targets(slot_of)?;
+        let packed = gpu.alloc_uninitialized::<u64>(len)?;
+        // SAFETY: the interleaved layout; `len` packed entries.
+        unsafe { self.launch(&Self::NO_BUFFERS, 11, len, [packed.device_ptr(), 0, 0, 0, 0, 0])? };
+        let (mut keys, mut sorted) = (gpu.alloc_uninitialized::<u32>(len)?, gpu.alloc_uninitialized::<u64>(len)?);
+        let bits = usize::BITS - new_slots.leading_zeros();
+        let order = SortOrder::ascending().bits(0, bits);
+        DeviceSegmentedSort::sort_pairs(
+            gpu,
+            &self.exact.targets,
+            &mut keys,
+            &packed,
+            &mut sorted,
+            &self.segments,
+            order,
+        )?;
+        let count = features * new_slots;
+        let counts = gpu.alloc_zeroed::<u32>(count + 1)?;
+        let rest = [keys.device_ptr(), new_slots as u64, counts.device_ptr(), 0, 0, 0];
+        // SAFETY: the sorted keys of the layout's entries; `count` counters.
+        unsafe { self.launch(&Self::NO_BUFFERS, 12, len, rest)? };
+        let mut segments = gpu.alloc_uninitialized::<u32>(count + 1)?;
+        DeviceScan::exclusive_sum_n(gpu, &counts, &mut segments, count + 1)?;
+        let new_len = segments.range_to_vec(gpu, count..count + 1)?[0] as usize;
+        let e = &self.exact;
+        let rest = [
+            keys.device_ptr(),
+            sorted.device_ptr(),
+            segments.device_ptr(),
+            new_slots as u64,
+            e.values_next.device_ptr(),
+            e.rows_next.device_ptr(),
+        ];
+        // SAFETY: the sorted entries and the next layout's offsets; the doubles hold its entries.
+        unsafe { self.launch(&Self::NO_BUFFERS, 13, len, rest)? };
+        let e = &mut *self.exact;
+        std::mem::swap(&mut e.values, &mut e.values_next);
+        std::mem::swap(&mut e.entry_rows, &mut e.rows_next);
+        (self.segments, self.slots, self.len, self.interleaved) = (segments, new_slots, new_len, false);
+        self.nodes = children.iter().flat_map(|c| [c.left, c.right]).collect();
+        Ok(())
+    }
+}
+
 impl GrowBackend<Fixed> for Level<'_, '_> {
     type Error = Error;
 
@@ -380,6 +531,8 @@ impl GrowBackend<Fixed> for Level<'_, '_> {
         self.segments = segments;
         self.len = e.start_values.len();
         (self.slots, self.nodes) = (1, vec![0]);
+        // The root's layout is both: one segment a feature.
+        (self.depth, self.interleaved) = (0, false);
         self.phases.add("tree: exact layout", start.elapsed());
         Ok(())
     }

@@ -550,6 +550,23 @@ fn exact_trees_on_the_device_are_the_cpus() {
         ("seed", "3"),
     ];
     assert_same_model("binary:logistic, exact, depth 6", &params, &binary, rounds, &gpu, OnDevice::Trees);
+    // The interleaved algorithm for the first levels, changing to the sorting one at level 2, 3, or
+    // never (the trees are 6 deep).
+    // Shallow trees: the last level interleaved (the rows' leaves from the interleaved layout), or
+    // the change to the sorting layout at the last level.
+    for depth in ["2", "3"] {
+        let mut shallow = params.to_vec();
+        shallow.retain(|p| p.0 != "max_depth");
+        shallow.extend([("max_depth", depth), ("exact_interleaved_levels", "2")]);
+        let case = format!("binary:logistic, exact, depth {depth}, 2 interleaved levels");
+        assert_same_model(&case, &shallow, &binary, 2, &gpu, OnDevice::Trees);
+    }
+    for levels in ["2", "3", "7"] {
+        let mut interleaved = params.to_vec();
+        interleaved.push(("exact_interleaved_levels", levels));
+        let case = format!("binary:logistic, exact, {levels} interleaved levels");
+        assert_same_model(&case, &interleaved, &binary, rounds.min(2), &gpu, OnDevice::Trees);
+    }
     let device = run(&params, &binary, None, 1, Some(gpu.clone()));
     assert!(
         device.phases.entries.iter().any(|(name, _)| *name == "tree: exact splits"),
