@@ -276,7 +276,7 @@ pub unsafe fn dense_kernel(
 
 /// Rows a thread of the oblivious applier ([`oblivious_dense_kernel`]) takes: each level's split,
 /// loaded once, serves them all.
-pub const OBLIVIOUS_ROWS: usize = 4;
+pub const OBLIVIOUS_ROWS: usize = 2;
 
 /// The dynamic shared memory of an [`oblivious_dense_kernel`] block of `threads` (its
 /// `threads * OBLIVIOUS_ROWS` rows staged as [`staged_bytes`] lays them out).

@@ -9,7 +9,8 @@
 //! `DeviceModel::predict_margin_on_device`, margins left on the device, synchronised), with the
 //! launch shape the library picks (`launch=auto`) and with each shape forced (`rows`, `trees`: how
 //! the threshold between them was chosen), and one `batch=N source=host launch=auto seconds=S` for
-//! rows in host memory (`DeviceModel::predict_margin`: upload, walk, margins read back). With
+//! rows in host memory (`DeviceModel::predict_margin`: upload, walk, margins read back), and one
+//! `batch=N source=cpu launch=cpu seconds=S` for the CPU predictor (`Model::predict_margin`). With
 //! `MARGINS_OUT`, the margins of the whole file (device source) are written there, for the
 //! script's comparison with XGBoost's.
 
@@ -65,6 +66,11 @@ fn main() {
             device_model.predict_margin(&gpu, &host, None, to_margin, (0, 0)).expect("host prediction");
         });
         println!("batch={batch} source=host launch=auto seconds={host_seconds:.6}");
+        // The CPU predictor on every core (the oblivious applier when every tree is oblivious).
+        let cpu_seconds = best_of(&gpu, batch, || {
+            model.predict_margin(&host, None, to_margin, (0, 0)).expect("CPU prediction");
+        });
+        println!("batch={batch} source=cpu launch=cpu seconds={cpu_seconds:.6}");
     }
     if let Some(out) = args.get(4) {
         let on_device = gpu.upload(&values).expect("uploading the rows");

@@ -339,7 +339,7 @@ fn walk_rows(
         // Oblivious trees only: several rows a thread share each level's split.
         FeatureView::Dense { values, cols } if oblivious && matches!(out, RowWalks::Margins(..)) => {
             let staged =
-                [128usize, 64, 32].into_iter().find(|&t| predict::oblivious_staged_bytes(t, cols) <= STAGE_BYTES);
+                [256usize, 128, 64, 32].into_iter().find(|&t| predict::oblivious_staged_bytes(t, cols) <= STAGE_BYTES);
             let threads = staged.unwrap_or(128);
             let blocks = rows.div_ceil(threads * predict::OBLIVIOUS_ROWS);
             if blocks > i32::MAX as usize {
