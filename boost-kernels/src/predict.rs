@@ -351,15 +351,29 @@ pub unsafe fn oblivious_dense_kernel(
         let base = nodes.wrapping_add(tree.first_node as usize);
         let levels = tree.levels.min(tree.nodes);
         let mut index = [0u32; R];
-        for l in 0..levels {
-            // SAFETY: `l < tree.nodes`; nodes are read-only during the launch.
-            let split: PredictNode =
-                bytemuck::cast(unsafe { arch::load_global_nc_v4(base.add(l as usize) as *const [u32; 4]) });
-            let (feature, default_left) = (split.feature & !DEFAULT_LEFT, split.feature & DEFAULT_LEFT != 0);
-            for (k, ix) in index.iter_mut().enumerate() {
-                let v = if (feature as u64) < cols { value(k, feature) } else { f32::NAN };
-                *ix = 2 * *ix + u32::from(!goes_left(v, split.value, default_left));
+        let mut l = 0;
+        while l < levels {
+            // [`LEVELS_IN_FLIGHT`] level splits loaded together, then compared.
+            let mut splits = [PredictNode::default(); LEVELS_IN_FLIGHT];
+            for (j, split) in splits.iter_mut().enumerate() {
+                if l + (j as u32) < levels {
+                    // SAFETY: below `levels <= tree.nodes`; nodes are read-only during the launch.
+                    *split = bytemuck::cast(unsafe {
+                        arch::load_global_nc_v4(base.add((l + j as u32) as usize) as *const [u32; 4])
+                    });
+                }
             }
+            for (j, split) in splits.iter().enumerate() {
+                if l + (j as u32) >= levels {
+                    break;
+                }
+                let (feature, default_left) = (split.feature & !DEFAULT_LEFT, split.feature & DEFAULT_LEFT != 0);
+                for (k, ix) in index.iter_mut().enumerate() {
+                    let v = if (feature as u64) < cols { value(k, feature) } else { f32::NAN };
+                    *ix = 2 * *ix + u32::from(!goes_left(v, split.value, default_left));
+                }
+            }
+            l += LEVELS_IN_FLIGHT as u32;
         }
         let leaf = |k: usize| {
             let at = levels.saturating_add(index[k]);

@@ -465,7 +465,12 @@ impl Level<'_, '_> {
     /// From the interleaved layout to the sorting one for the next level: each feature's entries
     /// sorted stably by their next slot (our segmented radix sort on the slot's bits, the stopped
     /// rows' `u32::MAX` last), counted by (feature, slot), and moved without the stopped rows.
-    fn change_to_sorting_layout(&mut self, slot_of: &[u32], new_slots: usize, children: &[ChildHistograms]) -> Result<()> {
+    fn change_to_sorting_layout(
+        &mut self,
+        slot_of: &[u32],
+        new_slots: usize,
+        children: &[ChildHistograms],
+    ) -> Result<()> {
         let (gpu, features, len) = (self.exact.gpu, self.exact.features, self.len);
         self.targets(slot_of)?;
         let packed = gpu.alloc_uninitialized::<u64>(len)?;

@@ -45,43 +45,52 @@ pub struct SortedColumns {
 }
 
 impl SortedColumns {
-    /// The columns of `features`, sorted in parallel.
+    /// The columns of `features`, sorted in parallel: each value's key is its total-order bits
+    /// above its row, so an unstable sort of the keys leaves equal values by row.
     pub fn new(features: &FeatureMatrix) -> Self {
         let (n, cols) = (features.rows(), features.cols());
-        let mut counts = vec![0usize; cols];
-        for i in 0..n {
-            features.for_each_present(i, |j, _| counts[j] += 1);
-        }
+        let key = |v: f32, row: usize| {
+            let bits = v.to_bits();
+            let ordered = if bits >> 31 == 1 { !bits } else { bits | 0x8000_0000 };
+            ((ordered as u64) << 32) | row as u64
+        };
+        let columns: Vec<Vec<u64>> = match features {
+            FeatureMatrix::Dense(m) => (0..cols)
+                .into_par_iter()
+                .map(|f| {
+                    let mut keys: Vec<u64> = (0..n)
+                        .map(|r| (m.values[r * cols + f], r))
+                        .filter(|(v, _)| !v.is_nan())
+                        .map(|(v, r)| key(v, r))
+                        .collect();
+                    keys.sort_unstable();
+                    keys
+                })
+                .collect(),
+            FeatureMatrix::Sparse(_) => {
+                let mut columns = vec![Vec::new(); cols];
+                for i in 0..n {
+                    features.for_each_present(i, |j, v| columns[j].push(key(v, i)));
+                }
+                columns.par_iter_mut().for_each(|c| c.sort_unstable());
+                columns
+            }
+        };
         let mut offsets = Vec::with_capacity(cols + 1);
         offsets.push(0);
-        for c in &counts {
-            offsets.push(offsets.last().unwrap() + c);
+        for c in &columns {
+            offsets.push(offsets.last().unwrap() + c.len());
         }
-        let total = offsets[cols];
-        let mut entries: Vec<(f32, u32)> = vec![(0.0, 0); total];
-        let mut next = offsets[..cols].to_vec();
-        for i in 0..n {
-            features.for_each_present(i, |j, v| {
-                entries[next[j]] = (v, i as u32);
-                next[j] += 1;
-            });
-        }
-        // Rows were filled in increasing order: a stable sort by value leaves equal values by row.
-        let mut rest = entries.as_mut_slice();
-        let mut columns = Vec::with_capacity(cols);
-        for &c in &counts {
-            let (column, tail) = rest.split_at_mut(c);
-            columns.push(column);
-            rest = tail;
-        }
-        columns.par_iter_mut().for_each(|c| c.sort_by(|a, b| a.0.total_cmp(&b.0)));
-        let forward = (0..cols)
-            .map(|f| {
-                let c = &entries[offsets[f]..offsets[f + 1]];
-                counts[f] < n && c.first().zip(c.last()).is_some_and(|(a, b)| a.0 != b.0)
-            })
+        let value = |k: u64| {
+            let ordered = (k >> 32) as u32;
+            f32::from_bits(if ordered >> 31 == 1 { ordered & 0x7fff_ffff } else { !ordered })
+        };
+        let forward = columns
+            .iter()
+            .map(|c| c.len() < n && c.first().zip(c.last()).is_some_and(|(&a, &b)| value(a) != value(b)))
             .collect();
-        let (values, rows) = entries.into_iter().unzip();
+        let values = columns.par_iter().flat_map_iter(|c| c.iter().map(|&k| value(k))).collect();
+        let rows = columns.par_iter().flat_map_iter(|c| c.iter().map(|&k| k as u32)).collect();
         SortedColumns { offsets, values, rows, forward }
     }
 
