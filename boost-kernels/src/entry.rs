@@ -637,25 +637,6 @@ kernel! {
 }
 
 kernel! {
-    /// [`boost_predict_dense`]'s margins for oblivious trees, several rows a thread; see
-    /// [`predict::oblivious_dense_kernel`].
-    pub unsafe fn boost_predict_dense_oblivious(
-        values: *const f32,
-        rows: u64,
-        cols: u64,
-        trees: *const PredictTree,
-        num_trees: u64,
-        nodes: *const PredictNode,
-        margins: *mut f32,
-        outputs: u64,
-        stage: u64,
-    ) {
-        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::oblivious_dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs, stage) }
-    }
-}
-
-kernel! {
     /// [`boost_predict_dense`] over CSR rows; see [`predict::csr_kernel`].
     pub unsafe fn boost_predict_csr(
         row_ptr: *const u64,
@@ -1017,7 +998,6 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_metric_sum_terms" => Some(boost_metric_sum_terms::raw),
         "boost_predict_dense" => Some(boost_predict_dense::raw),
         "boost_predict_csr" => Some(boost_predict_csr::raw),
-        "boost_predict_dense_oblivious" => Some(boost_predict_dense_oblivious::raw),
         "boost_predict_dense_trees" => Some(boost_predict_dense_trees::raw),
         "boost_predict_csr_trees" => Some(boost_predict_csr_trees::raw),
         "boost_predict_sum" => Some(boost_predict_sum::raw),

@@ -122,7 +122,6 @@
             "boost_predict_csr",
             "boost_predict_csr_trees",
             "boost_predict_dense",
-            "boost_predict_dense_oblivious",
             "boost_predict_dense_trees",
             "boost_predict_sum",
             "boost_predict_transform",

@@ -334,28 +334,7 @@ fn walk_rows(
     let first_tree = grouped.as_ref().map_or(tree_address(trees, range.start), |g| g.device_ptr());
     let mut tail = vec![first_tree, range.len() as u64, trees.nodes.device_ptr()];
     tail.extend(tail_out);
-    let oblivious = trees.table[range.clone()].iter().all(|tree| tree.levels != 0);
     match view {
-        // Oblivious trees only: several rows a thread share each level's split.
-        FeatureView::Dense { values, cols } if oblivious && matches!(out, RowWalks::Margins(..)) => {
-            let staged =
-                [256usize, 128, 64, 32].into_iter().find(|&t| predict::oblivious_staged_bytes(t, cols) <= STAGE_BYTES);
-            let threads = staged.unwrap_or(128);
-            let blocks = rows.div_ceil(threads * predict::OBLIVIOUS_ROWS);
-            if blocks > i32::MAX as usize {
-                return Err(Error::InvalidData(format!("{rows} rows are too many for one launch")));
-            }
-            let config = LaunchConfig {
-                grid_dim: (blocks as u32, 1, 1),
-                block_dim: (threads as u32, 1, 1),
-                shared_mem_bytes: staged.map_or(0, |t| predict::oblivious_staged_bytes(t, cols)) as u32,
-            };
-            let mut args = vec![values, rows as u64, cols as u64];
-            args.extend(&tail[..5]);
-            args.push(u64::from(staged.is_some()));
-            // SAFETY: as below; every tree of the range is oblivious (checked above); margins only.
-            unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense_oblivious", config, &args)? };
-        }
         FeatureView::Dense { values, cols } => {
             // The most threads a block (down to a warp) whose rows fit in shared memory.
             let staged = [256usize, 128, 64, 32].into_iter().find(|&t| predict::staged_bytes(t, cols) <= STAGE_BYTES);
