@@ -82,7 +82,13 @@ pub const fn shared_bytes<K, V>() -> usize {
 
 /// Dynamic shared memory of [`block_sort_segments_kernel`] for blocks of up to [`BLOCK_THREADS`].
 pub const fn block_shared_bytes<K, V>() -> usize {
-    BlockRadixSort::<RADIX_BITS>::shared_bytes::<K, V>(BLOCK_THREADS as usize, block_items_per_thread::<K, V>()) + 16
+    block_shared_bytes_for::<K, V>(BLOCK_THREADS as usize)
+}
+
+/// Dynamic shared memory of [`block_sort_segments_kernel`] for blocks of `threads` (the kernel
+/// takes its scratch by the launch's block size, so smaller blocks need less).
+pub const fn block_shared_bytes_for<K, V>(threads: usize) -> usize {
+    BlockRadixSort::<RADIX_BITS>::shared_bytes::<K, V>(threads, block_items_per_thread::<K, V>()) + 16
 }
 
 /// Keys each thread of [`histogram_kernel`] loads before counting them.

@@ -1,7 +1,7 @@
 //! Host side of the radix sorts: segment classification, temporary storage, the launch sequence.
 //!
 //! A call sorts a list of segments (the device sort is one segment). Segments of at most
-//! `block_sort_items` go to the block sort kernel, one block each, in three launches by size (32, 128 or 256 threads
+//! `block_sort_items` go to the block sort kernel, one block each, in four launches by size (32, 64, 128 or 256 threads
 //! per block, so tiny segments do not occupy a whole 256-thread block). Longer segments go through
 //! Onesweep together: one histogram launch, one offsets launch, then one launch per digit place,
 //! ping-ponging between the output and a scratch buffer so that the last place lands in the output.
@@ -152,12 +152,13 @@ impl ValueKind {
         )
     }
 
-    fn block_shared_bytes<K>(self) -> usize {
-        self.with_value(
-            kernel::block_shared_bytes::<K, u32>,
-            kernel::block_shared_bytes::<K, u64>,
-            kernel::block_shared_bytes::<K, [u32; 4]>,
-        )
+    /// The block sort's shared memory for blocks of `threads`.
+    fn block_shared_bytes<K>(self, threads: usize) -> usize {
+        match self {
+            ValueKind::Keys | ValueKind::V4 => kernel::block_shared_bytes_for::<K, u32>(threads),
+            ValueKind::V8 => kernel::block_shared_bytes_for::<K, u64>(threads),
+            ValueKind::V16 => kernel::block_shared_bytes_for::<K, [u32; 4]>(threads),
+        }
     }
 
     /// The kernel crate's figure for the value type the kernels use for this kind (`u32` for keys
@@ -405,8 +406,10 @@ fn sort_segments<K: SortKey, V: Element>(
     };
 
     // Classify: small segments by block size, large ones in order with their first tiles.
-    let mut small: [Vec<u32>; 3] = Default::default();
-    const SMALL_THREADS: [u32; 3] = [32, 128, 256];
+    let mut small: [Vec<u32>; 4] = Default::default();
+    // Full tiles matter: a segment sorted by a block twice its size pays for the padding in every
+    // pass (1024 pairs took 128-thread blocks of 16 items before the 64-thread class).
+    const SMALL_THREADS: [u32; 4] = [32, 64, 128, 256];
     let mut large_first_tiles = vec![0u32];
     let (mut large_begins, mut large_ends) = (Vec::new(), Vec::new());
     for pair in offsets.windows(2) {
@@ -435,7 +438,7 @@ fn sort_segments<K: SortKey, V: Element>(
         let config = LaunchConfig {
             grid_dim: ((ranges.len() / 2) as u32, 1, 1),
             block_dim: (threads, 1, 1),
-            shared_mem_bytes: kind.block_shared_bytes::<K>() as u32,
+            shared_mem_bytes: kind.block_shared_bytes::<K>(threads as usize) as u32,
         };
         let args = [
             keys_in.device_ptr(),
