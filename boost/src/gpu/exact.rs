@@ -249,7 +249,7 @@ impl Level<'_, '_> {
         if self.interleaved {
             return self.find_interleaved(&totals, &gains, &uses);
         }
-        let mut gathered = gpu.alloc_uninitialized::<Fixed>(self.len)?;
+        let gathered = gpu.alloc_uninitialized::<Fixed>(self.len)?;
         let args =
             [self.exact.entry_rows.device_ptr(), self.len as u64, self.gradients.device_ptr(), gathered.device_ptr()];
         // SAFETY: `len` entries and as many gathered pairs; every entry's row has a gradient.
@@ -261,13 +261,9 @@ impl Level<'_, '_> {
             SegmentHeads::Offsets(&self.segments),
             &mut prefix,
         )?;
-        gathered = prefix;
-        let b = LevelBuffers {
-            prefix: gathered.device_ptr(),
-            totals: Some(&totals),
-            gains: Some(&gains),
-            uses: Some(&uses),
-        };
+        drop(gathered);
+        let b =
+            LevelBuffers { prefix: prefix.device_ptr(), totals: Some(&totals), gains: Some(&gains), uses: Some(&uses) };
         let best = gpu.alloc_zeroed::<u64>(features * self.slots)?;
         let out = gpu.alloc_uninitialized::<DeviceSplit>(self.slots)?;
         // SAFETY: the level's layout with its prefix sums, totals, gains and uses by slot; a key per
