@@ -178,21 +178,34 @@ pub unsafe fn segment_of(segments: *const u32, count: u32, e: u32) -> u32 {
     lo
 }
 
+/// `value`'s bits as an unsigned number in `f32`'s total order (`-0.0` below `+0.0`), one to one.
+#[inline(always)]
+pub fn total_order_bits(value: f32) -> u32 {
+    let bits = value.to_bits();
+    if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 0x8000_0000
+    }
+}
+
+/// The inverse of [`total_order_bits`].
+#[inline(always)]
+pub fn from_total_order_bits(ordered: u32) -> f32 {
+    f32::from_bits(if ordered >> 31 == 1 { ordered & 0x7fff_ffff } else { !ordered })
+}
+
 /// A candidate's key (0: none): its loss change's order-preserving bits, then the complement of
 /// its number.
 #[inline(always)]
 pub fn key(loss_chg: f32, order: u32) -> u64 {
-    let bits = loss_chg.to_bits();
-    let ordered = if bits >> 31 == 1 { !bits } else { bits | 0x8000_0000 };
-    ((ordered as u64) << 32) | (!order) as u64
+    ((total_order_bits(loss_chg) as u64) << 32) | (!order) as u64
 }
 
 /// The loss change and number of a key (not 0).
 #[inline(always)]
 pub fn unkey(key: u64) -> (f32, u32) {
-    let ordered = (key >> 32) as u32;
-    let bits = if ordered >> 31 == 1 { ordered & 0x7fff_ffff } else { !ordered };
-    (f32::from_bits(bits), !(key as u32))
+    (from_total_order_bits((key >> 32) as u32), !(key as u32))
 }
 
 /// What the level's kernels read.

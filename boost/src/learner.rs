@@ -322,25 +322,25 @@ fn train_in(
     // bins its builder reads; CSR rows are sketched on the host.
     let (cuts, mut backend, quantised_bytes) = match gpu {
         // The exact method sorts the columns on the host; a GPU keeps them and grows the trees.
-        Some(gpu) if params.tree_method == TreeMethod::Exact => {
+        _ if params.tree_method == TreeMethod::Exact => {
             let start = Instant::now();
             let columns = SortedColumns::new(train.host_features()?);
             phases.add("sorted columns", start.elapsed());
-            let start = Instant::now();
-            let exact = on_device(gpu, "uploading the sorted columns", || {
-                on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-                GpuExact::new(gpu, &columns, train.rows())
-            })?;
-            phases.add("sorted columns to the device", start.elapsed());
-            let bytes = exact.bytes();
-            (QuantileCuts::default(), TreeBackend::GpuExact(Box::new(exact)), bytes)
-        }
-        None if params.tree_method == TreeMethod::Exact => {
-            let start = Instant::now();
-            let columns = SortedColumns::new(train.host_features()?);
-            phases.add("sorted columns", start.elapsed());
-            let bytes = columns.bytes();
-            (QuantileCuts::default(), TreeBackend::Exact(columns), bytes)
+            match gpu {
+                Some(gpu) => {
+                    on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
+                    let start = Instant::now();
+                    let exact =
+                        on_device(gpu, "uploading the sorted columns", || GpuExact::new(gpu, &columns, train.rows()))?;
+                    phases.add("sorted columns to the device", start.elapsed());
+                    let bytes = exact.bytes();
+                    (QuantileCuts::default(), TreeBackend::GpuExact(Box::new(exact)), bytes)
+                }
+                None => {
+                    let bytes = columns.bytes();
+                    (QuantileCuts::default(), TreeBackend::Exact(columns), bytes)
+                }
+            }
         }
         Some(gpu) => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
@@ -702,11 +702,9 @@ fn train_in(
     let mut peak_device_bytes = None;
     if let TreeBackend::Gpu(trainer) = &backend {
         phases.merge(trainer.phases());
-        let usage = on_device(trainer.gpu(), "reading the peak memory", || Ok(trainer.gpu().memory_usage()?))?;
-        peak_device_bytes = usage.map(|usage| usage.peak_bytes);
     }
-    if let TreeBackend::GpuExact(exact) = &backend {
-        let usage = on_device(exact.gpu(), "reading the peak memory", || Ok(exact.gpu().memory_usage()?))?;
+    if let Some(gpu) = backend.gpu() {
+        let usage = on_device(gpu, "reading the peak memory", || Ok(gpu.memory_usage()?))?;
         peak_device_bytes = usage.map(|usage| usage.peak_bytes);
     }
     Ok(Trained {
@@ -886,6 +884,17 @@ enum TreeBackend<'g> {
     Exact(SortedColumns),
     /// The exact method's sorted columns on a GPU, which grows the trees from the host's gradients.
     GpuExact(Box<GpuExact<'g>>),
+}
+
+impl<'g> TreeBackend<'g> {
+    /// The GPU growing the trees, if one does.
+    fn gpu(&self) -> Option<&'g Gpu> {
+        match self {
+            TreeBackend::Gpu(trainer) => Some(trainer.gpu()),
+            TreeBackend::GpuExact(exact) => Some(exact.gpu()),
+            TreeBackend::Cpu { .. } | TreeBackend::Exact(_) => None,
+        }
+    }
 }
 
 /// The device `device` names, opened (`None`: the CPU), and how [`Trained::device`] describes it.

@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use boost_kernels::exact::{Enumeration, NodeFeature};
+use boost_kernels::exact::{from_total_order_bits, total_order_bits, Enumeration, NodeFeature};
 use boost_kernels::split::{self, calc_gain, GradientSum, Split};
 use primitives::ops::GradientPair;
 use rand::Rng;
@@ -49,11 +49,7 @@ impl SortedColumns {
     /// above its row, so an unstable sort of the keys leaves equal values by row.
     pub fn new(features: &FeatureMatrix) -> Self {
         let (n, cols) = (features.rows(), features.cols());
-        let key = |v: f32, row: usize| {
-            let bits = v.to_bits();
-            let ordered = if bits >> 31 == 1 { !bits } else { bits | 0x8000_0000 };
-            ((ordered as u64) << 32) | row as u64
-        };
+        let key = |v: f32, row: usize| ((total_order_bits(v) as u64) << 32) | row as u64;
         let columns: Vec<Vec<u64>> = match features {
             FeatureMatrix::Dense(m) => (0..cols)
                 .into_par_iter()
@@ -81,10 +77,7 @@ impl SortedColumns {
         for c in &columns {
             offsets.push(offsets.last().unwrap() + c.len());
         }
-        let value = |k: u64| {
-            let ordered = (k >> 32) as u32;
-            f32::from_bits(if ordered >> 31 == 1 { ordered & 0x7fff_ffff } else { !ordered })
-        };
+        let value = |k: u64| from_total_order_bits((k >> 32) as u32);
         let forward = columns
             .iter()
             .map(|c| c.len() < n && c.first().zip(c.last()).is_some_and(|(&a, &b)| value(a) != value(b)))

@@ -80,11 +80,6 @@ pub const fn shared_bytes<K, V>() -> usize {
         + 32
 }
 
-/// Dynamic shared memory of [`block_sort_segments_kernel`] for blocks of up to [`BLOCK_THREADS`].
-pub const fn block_shared_bytes<K, V>() -> usize {
-    block_shared_bytes_for::<K, V>(BLOCK_THREADS as usize)
-}
-
 /// Dynamic shared memory of [`block_sort_segments_kernel`] for blocks of `threads` (the kernel
 /// takes its scratch by the launch's block size, so smaller blocks need less).
 pub const fn block_shared_bytes_for<K, V>(threads: usize) -> usize {
@@ -535,7 +530,7 @@ unsafe fn wait_published(word: *const u32) -> u32 {
 /// # Safety
 /// Inputs and outputs valid over every listed range, inputs not overlapping outputs; `ranges`
 /// valid for `2 * grid` entries; a multiple of 32 threads (up to [`BLOCK_THREADS`]) with
-/// [`block_shared_bytes`] of shared memory.
+/// [`block_shared_bytes_for`] its block size of shared memory.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn block_sort_segments_kernel<K: RadixKey, V: Element, const ITEMS: usize, const PAIRS: bool>(
