@@ -6,6 +6,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::adaptive::{self, Residuals};
 use crate::auc::{self, AucCurve, Positives};
+use crate::binarised::{self, BinarisedFeature, BinarisedModel, BinarisedTree, LevelSplit};
 use crate::bins::PackedRows;
 use crate::bins::{self, Cuts, PackedShape};
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
@@ -637,6 +638,41 @@ kernel! {
 }
 
 kernel! {
+    /// Oblivious trees' leaf values added to the margins of dense rows, the rows' features first
+    /// turned into bin codes against the model's conditions; see [`binarised::dense_kernel`].
+    pub unsafe fn boost_predict_binarised(
+        values: *const f32,
+        rows: u64,
+        cols: u64,
+        features: *const BinarisedFeature,
+        num_features: u64,
+        thresholds: *const f32,
+        steps: u64,
+        trees: *const BinarisedTree,
+        num_trees: u64,
+        splits: *const [LevelSplit; 2],
+        leaf_values: *const f32,
+        columns: u64,
+        margins: *mut f32,
+        outputs: u64,
+    ) {
+        let model = BinarisedModel {
+            features,
+            num_features,
+            thresholds,
+            steps,
+            trees,
+            num_trees,
+            splits,
+            leaf_values,
+            columns,
+        };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { binarised::dense_kernel(values, rows, cols, model, margins, outputs) }
+    }
+}
+
+kernel! {
     /// [`boost_predict_dense`] over CSR rows; see [`predict::csr_kernel`].
     pub unsafe fn boost_predict_csr(
         row_ptr: *const u64,
@@ -997,6 +1033,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_metric_rank_auc" => Some(boost_metric_rank_auc::raw),
         "boost_metric_sum_terms" => Some(boost_metric_sum_terms::raw),
         "boost_predict_dense" => Some(boost_predict_dense::raw),
+        "boost_predict_binarised" => Some(boost_predict_binarised::raw),
         "boost_predict_csr" => Some(boost_predict_csr::raw),
         "boost_predict_dense_trees" => Some(boost_predict_dense_trees::raw),
         "boost_predict_csr_trees" => Some(boost_predict_csr_trees::raw),

@@ -15,12 +15,14 @@
 //! [`adaptive`] leaf values recomputed as quantiles of the rows' residuals (`reg:absoluteerror`),
 //! [`rank`] LambdaMART's gradients of a query group, [`rank_metric`] `ndcg` and `map` of one,
 //! [`sketch`] the weighted quantile summaries of XGBoost's sketch (the quantile cuts), [`exact`]
-//! the exact method's candidates (every boundary between distinct values).
+//! the exact method's candidates (every boundary between distinct values), [`binarised`] the fast
+//! applier of oblivious trees (CatBoost's: rows turned into bin codes once, a level an integer add).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
 pub mod adaptive;
 pub mod auc;
+pub mod binarised;
 pub mod bins;
 pub mod evaluate;
 pub mod exact;

@@ -119,6 +119,7 @@
     KernelFamily {
         name: "predict",
         entry_points: &[
+            "boost_predict_binarised",
             "boost_predict_csr",
             "boost_predict_csr_trees",
             "boost_predict_dense",

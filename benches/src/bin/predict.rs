@@ -8,7 +8,8 @@
 //! launch=L seconds=S` for rows already in device memory (the best of several calls of
 //! `DeviceModel::predict_margin_on_device`, margins left on the device, synchronised), with the
 //! launch shape the library picks (`launch=auto`) and with each shape forced (`rows`, `trees`: how
-//! the threshold between them was chosen), and one `batch=N source=host launch=auto seconds=S` for
+//! the threshold between them was chosen; `binarised`: the oblivious trees' applier, which is
+//! `rows` for other models), and one `batch=N source=host launch=auto seconds=S` for
 //! rows in host memory (`DeviceModel::predict_margin`: upload, walk, margins read back), and one
 //! `batch=N source=cpu launch=cpu seconds=S` for the CPU predictor (`Model::predict_margin`). With
 //! `MARGINS_OUT`, the margins of the whole file (device source) are written there, for the
@@ -43,9 +44,12 @@ fn main() {
         let batch = if batch == 0 { rows } else { batch.min(rows) };
         let slice = &values[..batch * cols];
         let on_device = gpu.upload(slice).expect("uploading the rows");
-        for (name, launch) in
-            [("auto", None), ("rows", Some(PredictLaunch::Rows)), ("trees", Some(PredictLaunch::Trees))]
-        {
+        for (name, launch) in [
+            ("auto", None),
+            ("rows", Some(PredictLaunch::Rows)),
+            ("trees", Some(PredictLaunch::Trees)),
+            ("binarised", Some(PredictLaunch::Binarised)),
+        ] {
             device_model.set_launch(launch);
             let device_seconds = best_of(&gpu, batch, || {
                 device_model

@@ -12,6 +12,7 @@ use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 use boost_kernels::metric::Transform;
 use boost_kernels::predict::{self, PredictNode, PredictTree, DEFAULT_LEFT, LEAF};
 
+use super::binarised::BinarisedTrees;
 use super::element_config;
 use super::metrics::{InitialMargins, MetricRows};
 use super::DeviceData;
@@ -26,7 +27,8 @@ use crate::{Error, Result};
 /// Trees laid out for the prediction kernels (a boosting round's, or a whole model's): each tree's
 /// reachable nodes breadth first (a split's children adjacent and after it, as
 /// [`PredictNode`] says), or an oblivious tree's level splits and leaves (`PredictTree::levels`),
-/// the trees one after the other, and each tree's first node and output.
+/// the trees one after the other, and each tree's first node and output; and, for a model of
+/// enough oblivious trees, their layout for the binarised applier.
 pub struct DeviceTrees {
     trees: DeviceBuffer<PredictTree>,
     /// The same table on the host, for launches that take the trees in another order.
@@ -35,6 +37,7 @@ pub struct DeviceTrees {
     count: usize,
     /// The largest output a tree adds to, plus one.
     outputs: usize,
+    binarised: Option<BinarisedTrees>,
 }
 
 impl DeviceTrees {
@@ -73,6 +76,7 @@ impl DeviceTrees {
             nodes: gpu.upload(&nodes)?,
             count: trees.len(),
             outputs: trees.iter().map(|&(_, output)| output as usize + 1).max().unwrap_or(0),
+            binarised: if trees.len() >= MIN_BINARISED_TREES { BinarisedTrees::upload(gpu, trees)? } else { None },
         })
     }
 }
@@ -215,13 +219,18 @@ pub(super) enum FeatureView {
 }
 
 /// The shape of a prediction launch (see `boost_kernels::predict`): a thread a row walking every
-/// tree, or a thread a (tree, row) pair whose leaf values a second kernel sums in tree order.
+/// tree, or a thread a (tree, row) pair whose leaf values a second kernel sums in tree order; for
+/// margins of dense rows under a model of oblivious trees, two rows a thread comparing bin codes
+/// (`boost_kernels::binarised`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PredictLaunch {
-    /// A thread a row walks every tree (large batches).
+    /// A thread a row walks every tree comparing feature values (large batches).
     Rows,
     /// A thread a (tree, row) writes a leaf value, a second kernel adds them in tree order (small batches).
     Trees,
+    /// The binarised applier where the trees, the rows and the output allow it (large batches of
+    /// dense rows, margins, a model of at least 8 oblivious trees), else [`PredictLaunch::Rows`].
+    Binarised,
 }
 
 impl PredictLaunch {
@@ -235,12 +244,17 @@ impl PredictLaunch {
 
     fn for_rows(rows: usize) -> Self {
         if rows >= Self::MIN_ROWS_FOR_ROWS {
-            PredictLaunch::Rows
+            PredictLaunch::Binarised
         } else {
             PredictLaunch::Trees
         }
     }
 }
+
+/// The fewest trees for which the binarised applier is laid out and launched: at 8 trees it is
+/// already 1.5x the value walk on 10M rows (docs/benchmarks.md), while an evaluation set's round
+/// of one tree a class would pay the layout and its uploads every round.
+const MIN_BINARISED_TREES: usize = 8;
 
 /// The most leaf values the tree launch keeps at once (64 MiB): the trees go in chunks of about
 /// `LEAF_VALUES / rows`.
@@ -276,8 +290,19 @@ pub(super) fn walk_trees(
             if rows == 0 || range.is_empty() {
                 return Ok(());
             }
-            match launch.unwrap_or(PredictLaunch::for_rows(rows)) {
-                PredictLaunch::Rows => {
+            let launch = launch.unwrap_or(PredictLaunch::for_rows(rows));
+            if let (PredictLaunch::Binarised, FeatureView::Dense { values, cols }, Some(binarised)) =
+                (launch, view, &trees.binarised)
+            {
+                let margins = (margins.device_ptr(), outputs);
+                if range.len() >= MIN_BINARISED_TREES
+                    && binarised.add_margins(gpu, (values, rows, cols), range.clone(), margins, STAGE_BYTES)?
+                {
+                    return Ok(());
+                }
+            }
+            match launch {
+                PredictLaunch::Rows | PredictLaunch::Binarised => {
                     walk_rows(gpu, view, rows, trees, range, RowWalks::Margins(margins.device_ptr(), outputs))
                 }
                 PredictLaunch::Trees => sum_tree_walks(gpu, view, rows, trees, range, margins.device_ptr(), outputs),
@@ -291,7 +316,9 @@ pub(super) fn walk_trees(
                 return Ok(());
             }
             match launch.unwrap_or(PredictLaunch::for_rows(rows)) {
-                PredictLaunch::Rows => walk_rows(gpu, view, rows, trees, range, RowWalks::Leaves(leaves.device_ptr())),
+                PredictLaunch::Rows | PredictLaunch::Binarised => {
+                    walk_rows(gpu, view, rows, trees, range, RowWalks::Leaves(leaves.device_ptr()))
+                }
                 PredictLaunch::Trees => {
                     let stride = range.len() as u64;
                     walk_each_tree(gpu, view, rows, trees, range, (0, leaves.device_ptr(), stride))

@@ -8,6 +8,7 @@
 //! with `--features gpu`.
 
 mod adaptive;
+mod binarised;
 mod bins;
 mod csr;
 mod eval;

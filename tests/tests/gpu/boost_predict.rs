@@ -49,7 +49,7 @@ fn csr(m: &DenseMatrix) -> CsrMatrix {
 /// Asserts the device's margins are the host's for every iteration range of interest, dense and CSR,
 /// with either shape of launch.
 fn assert_same_margins(case: &str, model: &Model, dense: DenseMatrix, gpu: &primitives::Gpu) {
-    for launch in [None, Some(PredictLaunch::Rows), Some(PredictLaunch::Trees)] {
+    for launch in [None, Some(PredictLaunch::Rows), Some(PredictLaunch::Trees), Some(PredictLaunch::Binarised)] {
         let mut device = DeviceModel::upload(gpu, model).expect("upload");
         device.set_launch(launch);
         assert_same_margins_of(&format!("{case}, launch {launch:?}"), model, &device, dense.clone(), gpu);
