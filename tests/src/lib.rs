@@ -44,3 +44,19 @@ pub fn uniform_f32(len: usize, seed: u64) -> Vec<f32> {
 
 /// Sizes at which every primitive is checked: empty, one, around a warp and a block, several blocks.
 pub const EDGE_SIZES: [usize; 12] = [0, 1, 2, 31, 32, 33, 255, 256, 257, 1000, 4097, 100_003];
+
+/// `n` device handles for the multi-device tests: CUDA GPUs 0, 1, ... with the `gpu` feature (a
+/// machine of fewer GPUs gives GPU 0 again for the rest: the same device through another handle,
+/// which the returned ordinals show), emulators without it.
+pub fn gpus(n: usize) -> (Vec<Gpu>, Vec<usize>) {
+    if gpu().is_emulated() {
+        let gpus = (0..n as u64).map(|seed| Gpu::emulated(Schedule::Shuffled { seed })).collect();
+        return (gpus, (0..n).collect());
+    }
+    (0..n)
+        .map(|i| match Gpu::with_ordinal(i) {
+            Ok(gpu) => (gpu, i),
+            Err(_) => (gpu(), 0),
+        })
+        .unzip()
+}

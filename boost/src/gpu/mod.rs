@@ -14,6 +14,7 @@ mod csr;
 mod eval;
 mod exact;
 mod metrics;
+mod multi;
 mod predict;
 mod rank;
 mod sketch;
@@ -52,6 +53,7 @@ pub use eval::{DeviceEvalSet, DeviceTrees, PredictLaunch};
 pub use exact::GpuExact;
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
+pub use multi::{shards, Communicator, HostStaged, MultiGpuTrainer};
 pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};
 use rank::RankGradients;
 #[doc(hidden)]
@@ -1055,17 +1057,44 @@ impl<'g> GpuTrainer<'g> {
         gradients: u64,
         n: usize,
     ) -> Result<(GradientQuantiser, DeviceBuffer<Fixed>, Fixed)> {
+        // SAFETY: forwarded.
+        let sums = unsafe { self.quantiser_block_sums(gradients, n)? };
+        let sums = sums.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
+        let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, n);
+        // SAFETY: forwarded.
+        let (fixed, root) = unsafe { self.quantise_fixed(gradients, n, &quantiser)? };
+        Ok((quantiser, fixed, root))
+    }
+
+    /// The quantiser's sums of each block of [`boost_kernels::reduce::SUM_BLOCK`] of the `n`
+    /// gradients at `gradients`, read back (one wait): the host adds them in order.
+    ///
+    /// # Safety
+    /// As [`GpuTrainer::quantise_on_device`]'s.
+    unsafe fn quantiser_block_sums(&mut self, gradients: u64, n: usize) -> Result<Vec<QuantiserSums>> {
         let blocks = reduce::blocks(n);
         let config = warp_per_block_config(blocks)?;
-        let scratch = &mut self.quantise_scratch;
-        let block_sums = scratch.sums.at_least(self.gpu, blocks)?;
+        let block_sums = self.quantise_scratch.sums.at_least(self.gpu, blocks)?;
         let args = [gradients, n as u64, block_sums.device_ptr()];
         // SAFETY: `n` gradients, a sum per block; the grid is whole warps, one per block.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_sums", config, &args)? };
-        let sums =
-            block_sums.range_to_vec(self.gpu, 0..blocks)?.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
-        let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, n);
-        let quantiser_buffer = scratch.quantiser.upload(self.gpu, std::slice::from_ref(&quantiser))?.device_ptr();
+        Ok(block_sums.range_to_vec(self.gpu, 0..blocks)?)
+    }
+
+    /// The `n` gradients at `gradients` in fixed point by `quantiser`, and their sum (one wait).
+    ///
+    /// # Safety
+    /// As [`GpuTrainer::quantise_on_device`]'s.
+    unsafe fn quantise_fixed(
+        &mut self,
+        gradients: u64,
+        n: usize,
+        quantiser: &GradientQuantiser,
+    ) -> Result<(DeviceBuffer<Fixed>, Fixed)> {
+        let blocks = reduce::blocks(n);
+        let config = warp_per_block_config(blocks)?;
+        let scratch = &mut self.quantise_scratch;
+        let quantiser_buffer = scratch.quantiser.upload(self.gpu, std::slice::from_ref(quantiser))?.device_ptr();
         // The fixed-point gradients of the last tree, when their buffer has the length (the kernel
         // writes every element).
         let fixed = match scratch.fixed.take() {
@@ -1077,7 +1106,7 @@ impl<'g> GpuTrainer<'g> {
         // SAFETY: `n` gradients and fixed-point slots, one quantiser, a total per block; whole warps.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_fixed", config, &args)? };
         let root = block_totals.range_to_vec(self.gpu, 0..blocks)?.into_iter().fold(Fixed::zero(), BlockSum::plus);
-        Ok((quantiser, fixed, root))
+        Ok((fixed, root))
     }
 
     /// Grows one tree (see [`GpuBackend`]) from `gradients`, one per row, quantised on the device;

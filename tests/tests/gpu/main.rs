@@ -2,6 +2,7 @@
 //! bundle small). They run on the SIMT emulator in `cargo test` and on a GPU with `--features gpu`
 //! (see `tests::gpu`).
 
+mod boost_multi_device;
 mod boost_predict;
 mod boost_sketch;
 mod boost_split;

@@ -1,0 +1,350 @@
+//! Trees grown over several devices of one process (Mitchell et al. 2018): the rows split into
+//! contiguous shards, one a device, each device quantising, partitioning and building histograms
+//! of its own rows, and the histograms summed over the devices through a [`Communicator`] before
+//! a split is chosen. Gradient sums are fixed-point integers, so the sum over devices is the one
+//! device's sum exactly, and the trees are the one-device (and the CPU) builder's, bit for bit.
+//!
+//! What keeps them identical: shards start at multiples of [`SUM_BLOCK`] rows, so each device's
+//! quantiser block sums are blocks of the whole run's, added on the host in the same order (the
+//! quantiser, the one thing made of floating-point sums, is the same); each device keeps its own
+//! rows' histograms for the subtraction trick (the smaller child a device builds is its own
+//! choice), and the first device also keeps the nodes' histograms summed over the devices, which
+//! split evaluation reads.
+//!
+//! This module holds the tree builder over host gradients ([`MultiGpuTrainer::build_tree`], the
+//! multi-device [`GpuTrainer::build_tree`]); the learner does not drive it yet (issue 23).
+
+use std::ops::Range;
+
+use boost_kernels::reduce::{BlockSum, SUM_BLOCK};
+use primitives::ops::GradientPair;
+use primitives::{DeviceBuffer, Gpu};
+
+use super::{Fixed, GpuBackend, GpuTrainer, HistogramStore, SplitContext};
+use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
+use crate::fixed_point::GradientQuantiser;
+use crate::param::TreeParams;
+use crate::quantile::QuantileCuts;
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
+use crate::tree::hist::BuiltTree;
+use crate::{Error, Result};
+use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::split::Split;
+
+/// How the devices of a run exchange sums.
+pub trait Communicator {
+    /// The element-wise sum of `parts` (part `d` on `gpus[d]`, all of one length), in a new
+    /// buffer on `gpus[root]`. Fixed-point sums wrap as the devices' do, so any order gives the
+    /// same result.
+    fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>>;
+}
+
+/// A [`Communicator`] through host memory: each part read back, summed on the host, the sum
+/// uploaded. Any devices, emulated ones included (what CI checks multi-device training with).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostStaged;
+
+impl Communicator for HostStaged {
+    fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>> {
+        check_parts(gpus, parts, root)?;
+        let mut sum = parts[0].to_vec(gpus[0])?;
+        for (gpu, part) in gpus.iter().zip(parts).skip(1) {
+            for (s, v) in sum.iter_mut().zip(part.to_vec(gpu)?) {
+                *s = s.plus(v);
+            }
+        }
+        Ok(gpus[root].upload(&sum)?)
+    }
+}
+
+/// Refuses parts that are not one a device, of one length, or a root that is no device.
+fn check_parts(gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<()> {
+    let same = parts.iter().all(|p| p.len() == parts.first().map_or(0, |f| f.len()));
+    if parts.len() != gpus.len() || root >= gpus.len() || !same {
+        return Err(Error::InvalidData(format!(
+            "a sum of {} parts over {} devices to device {root}, lengths {:?}",
+            parts.len(),
+            gpus.len(),
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>()
+        )));
+    }
+    Ok(())
+}
+
+/// Contiguous shards of `rows` rows for up to `devices` devices: whole blocks of [`SUM_BLOCK`]
+/// rows (the last shard takes the remainder), as even as the blocks allow, none empty (fewer
+/// shards than devices when there are fewer blocks).
+pub fn shards(rows: usize, devices: usize) -> Vec<Range<usize>> {
+    let blocks = rows.div_ceil(SUM_BLOCK);
+    let per_device = blocks.div_ceil(devices.max(1)).max(1);
+    (0..blocks.div_ceil(per_device))
+        .map(|d| d * per_device * SUM_BLOCK..((d + 1) * per_device * SUM_BLOCK).min(rows))
+        .collect()
+}
+
+/// Rows `range` of `features`, as a matrix of their own.
+fn rows_of(features: &FeatureMatrix, range: Range<usize>) -> FeatureMatrix {
+    match features {
+        FeatureMatrix::Dense(m) => FeatureMatrix::Dense(DenseMatrix::new(
+            range.len(),
+            m.cols,
+            m.values[range.start * m.cols..range.end * m.cols].to_vec(),
+        )),
+        FeatureMatrix::Sparse(m) => {
+            let entries = m.row_ptr[range.start]..m.row_ptr[range.end];
+            FeatureMatrix::Sparse(CsrMatrix {
+                rows: range.len(),
+                cols: m.cols,
+                row_ptr: m.row_ptr[range.start..=range.end].iter().map(|p| p - entries.start).collect(),
+                col_indices: m.col_indices[entries.clone()].to_vec(),
+                values: m.values[entries].to_vec(),
+            })
+        }
+    }
+}
+
+/// A [`GpuTrainer`] a device, each over its shard of the rows, and the communicator between them.
+pub struct MultiGpuTrainer<'g> {
+    trainers: Vec<GpuTrainer<'g>>,
+    shards: Vec<Range<usize>>,
+    communicator: Box<dyn Communicator>,
+}
+
+impl<'g> MultiGpuTrainer<'g> {
+    /// Splits `features` into [`shards`] over `gpus` and quantises each on its device with `cuts`
+    /// (the cuts of all the rows, computed once).
+    pub fn from_features(
+        gpus: &'g [Gpu],
+        features: &FeatureMatrix,
+        cuts: &QuantileCuts,
+        communicator: Box<dyn Communicator>,
+    ) -> Result<Self> {
+        if gpus.is_empty() {
+            return Err(Error::param("device", "a multi-device run needs at least one device"));
+        }
+        let shards = shards(features.rows(), gpus.len());
+        let trainers = shards
+            .iter()
+            .zip(gpus)
+            .map(|(shard, gpu)| GpuTrainer::from_features(gpu, &rows_of(features, shard.clone()), cuts))
+            .collect::<Result<_>>()?;
+        Ok(MultiGpuTrainer { trainers, shards, communicator })
+    }
+
+    /// The rows of each device, in device order.
+    pub fn shards(&self) -> &[Range<usize>] {
+        &self.shards
+    }
+
+    /// [`GpuTrainer::build_tree`] over the devices: `gradients`, one per row of all the shards, each
+    /// device's quantised on it with the quantiser of all of them; the tree and each row's leaf.
+    pub fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<BuiltTree> {
+        let rows = self.shards.last().map_or(0, |s| s.end);
+        if gradients.len() != rows {
+            return Err(Error::InvalidData(format!("{} gradients for {rows} rows", gradients.len())));
+        }
+        // The quantiser from every block's sums, in row order (shards are whole blocks).
+        let mut sums = QuantiserSums::zero();
+        let mut uploaded = Vec::with_capacity(self.trainers.len());
+        for (trainer, shard) in self.trainers.iter_mut().zip(&self.shards) {
+            let part = trainer.gpu.upload(&gradients[shard.clone()])?;
+            // SAFETY: `part` holds the shard's pairs and outlives the call.
+            let blocks = unsafe { trainer.quantiser_block_sums(part.device_ptr(), shard.len())? };
+            sums = blocks.into_iter().fold(sums, BlockSum::plus);
+            uploaded.push(part);
+        }
+        let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, rows);
+        let mut fixed = Vec::with_capacity(self.trainers.len());
+        for ((trainer, part), shard) in self.trainers.iter_mut().zip(&uploaded).zip(&self.shards) {
+            // SAFETY: as above.
+            fixed.push(unsafe { trainer.quantise_fixed(part.device_ptr(), shard.len(), &quantiser)? });
+        }
+        let context = SplitContext { params: params.split(), quantiser };
+        let mut backends = Vec::with_capacity(self.trainers.len());
+        for (trainer, (fixed, root)) in self.trainers.iter_mut().zip(&fixed) {
+            let t = trainer;
+            backends.push(GpuBackend::new(
+                t.gpu,
+                &t.cuts,
+                &t.bins,
+                &t.first_bins,
+                fixed,
+                *root,
+                &mut t.buffers,
+                context,
+            )?);
+        }
+        let gpus: Vec<&Gpu> = backends.iter().map(|b| b.gpu).collect();
+        let mut multi =
+            MultiBackend { backends, gpus, communicator: &*self.communicator, global: HistogramStore::default() };
+        let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
+        let mut positions = Vec::with_capacity(rows);
+        for backend in &mut multi.backends {
+            backend.finish(true)?;
+            positions.extend(backend.order.positions(&tree));
+        }
+        Ok(BuiltTree { tree, positions, phases: Default::default() })
+    }
+}
+
+/// The expansion driver's backend over a [`GpuBackend`] a device: partitions and histograms on
+/// every device; splits evaluated on the first, from the histograms summed over the devices.
+struct MultiBackend<'a, 'c> {
+    backends: Vec<GpuBackend<'a>>,
+    gpus: Vec<&'a Gpu>,
+    communicator: &'c dyn Communicator,
+    /// The nodes' histograms summed over the devices, on the first device.
+    global: HistogramStore,
+}
+
+impl MultiBackend<'_, '_> {
+    /// Sums every device's last histogram batch (slots `nodes`) into the global store.
+    fn sum_last_batch(&mut self, nodes: &[(usize, u32)]) -> Result<()> {
+        let parts: Vec<&DeviceBuffer<Fixed>> = self
+            .backends
+            .iter()
+            .map(|b| b.histograms.batches.last().and_then(|b| b.as_ref()).map(|(buffer, _)| buffer))
+            .collect::<Option<_>>()
+            .ok_or_else(|| Error::InvalidData("a device has no histogram batch to sum".into()))?;
+        let sum = self.communicator.reduce_sum(&self.gpus, &parts, 0)?;
+        self.global.insert(sum, nodes);
+        Ok(())
+    }
+
+    /// Runs `f` on the first device's backend with the summed histograms in place of its own.
+    fn on_sums<T>(&mut self, f: impl FnOnce(&mut GpuBackend<'_>) -> Result<T>) -> Result<T> {
+        let first = &mut self.backends[0];
+        std::mem::swap(&mut first.histograms, &mut self.global);
+        let result = f(first);
+        std::mem::swap(&mut first.histograms, &mut self.global);
+        result
+    }
+}
+
+impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
+    type Error = Error;
+
+    fn total(&mut self) -> Result<Fixed> {
+        let mut total = Fixed::zero();
+        for backend in &mut self.backends {
+            total = total.plus(backend.total()?);
+        }
+        Ok(total)
+    }
+
+    fn root_histogram(&mut self) -> Result<()> {
+        self.backends.iter_mut().try_for_each(|b| b.root_histogram())?;
+        self.sum_last_batch(&[(0, 0)])
+    }
+
+    fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
+        self.backends.iter_mut().try_for_each(|b| b.partition(expanded))
+    }
+
+    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
+        if children.is_empty() {
+            return Ok(());
+        }
+        self.backends.iter_mut().try_for_each(|b| b.children_histograms(children))?;
+        for c in children {
+            self.global.release(c.parent);
+        }
+        let nodes: Vec<(usize, u32)> = children
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| [(c.left, 2 * i as u32), (c.right, 2 * i as u32 + 1)])
+            .collect();
+        self.sum_last_batch(&nodes)
+    }
+
+    fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+        self.on_sums(|first| first.evaluate(nodes))
+    }
+
+    fn evaluate_level(&mut self, nodes: &[(usize, Fixed)], features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
+        self.on_sums(|first| first.evaluate_level(nodes, features))
+    }
+
+    fn release(&mut self, node: usize) {
+        self.backends.iter_mut().for_each(|b| b.release(node));
+        self.global.release(node);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+    use crate::param::Params;
+    use primitives::Schedule;
+    use rand::SeedableRng;
+
+    #[test]
+    fn shards_are_whole_blocks_and_cover_the_rows() {
+        assert_eq!(shards(5000, 2), [0..3072, 3072..5000]);
+        assert_eq!(shards(5000, 3), [0..2048, 2048..4096, 4096..5000]);
+        assert_eq!(shards(1500, 4), [0..1024, 1024..1500], "fewer blocks than devices");
+        assert_eq!(shards(100, 2), vec![0..100; 1]);
+        assert_eq!(shards(0, 2), Vec::<Range<usize>>::new());
+    }
+
+    /// Trees grown over 2 and 3 emulated devices are the one device's (tree and every row's
+    /// leaf), for depthwise, lossguide and oblivious growth, dense rows with missing values and
+    /// the same rows as CSR.
+    #[test]
+    fn trees_over_several_devices_are_the_one_devices() {
+        let spec = SyntheticSpec {
+            rows: 5000,
+            cols: 6,
+            task: SyntheticTask::Regression,
+            seed: 4,
+            missing_columns: 2,
+            ..Default::default()
+        };
+        let data = generate(&spec).unwrap();
+        let cuts = QuantileCuts::build(&data.features, &[], 64);
+        let labels = &data.info.labels;
+        let gradients: Vec<GradientPair<f32>> =
+            labels.iter().enumerate().map(|(i, &y)| GradientPair::new(-y, 1.0 + (i % 3) as f32 * 0.5)).collect();
+        let gpus: Vec<Gpu> = (0..3).map(|seed| Gpu::emulated(Schedule::Shuffled { seed })).collect();
+        let features: Vec<u32> = (0..6).collect();
+        let FeatureMatrix::Dense(dense) = &data.features else { panic!("synthetic data is dense") };
+        let mut csr = CsrMatrix { rows: dense.rows, cols: dense.cols, row_ptr: vec![0], ..Default::default() };
+        for i in 0..dense.rows {
+            for (j, &v) in dense.row(i).iter().enumerate().filter(|(_, v)| !v.is_nan()) {
+                csr.col_indices.push(j as u32);
+                csr.values.push(v);
+            }
+            csr.row_ptr.push(csr.values.len());
+        }
+        let sparse = FeatureMatrix::Sparse(csr);
+        for policy in [
+            &[("max_depth", "4")][..],
+            &[("grow_policy", "lossguide"), ("max_leaves", "9"), ("max_depth", "0")],
+            &[("grow_policy", "oblivious"), ("max_depth", "3")],
+        ] {
+            let params = Params::from_pairs(policy).unwrap().tree;
+            let mut one = GpuTrainer::from_features(&gpus[0], &data.features, &cuts).unwrap();
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+            let expected = one.build_tree(&params, &gradients, &features, &mut rng).unwrap();
+            assert!(expected.tree.len() > 7, "{policy:?}: a tree worth comparing");
+            for devices in [2, 3] {
+                for matrix in [&data.features, &sparse] {
+                    let mut multi =
+                        MultiGpuTrainer::from_features(&gpus[..devices], matrix, &cuts, Box::new(HostStaged)).unwrap();
+                    assert_eq!(multi.shards().len(), devices);
+                    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+                    let got = multi.build_tree(&params, &gradients, &features, &mut rng).unwrap();
+                    assert_eq!(got.tree, expected.tree, "{policy:?} over {devices} devices");
+                    assert_eq!(got.positions, expected.positions, "{policy:?} over {devices} devices");
+                }
+            }
+        }
+    }
+}
