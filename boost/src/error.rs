@@ -67,6 +67,9 @@ pub enum Error {
         /// The driver's or the emulator's error.
         source: Box<primitives::Error>,
     },
+    /// The devices of a multi-device run could not exchange their sums (NCCL missing or failing).
+    #[error("multi-device communication: {0}")]
+    Communication(String),
     /// A failure of the GPU backend outside a named phase.
     #[error("GPU: {0}")]
     Gpu(#[from] primitives::Error),

@@ -15,6 +15,7 @@ mod eval;
 mod exact;
 mod metrics;
 mod multi;
+mod nccl;
 mod predict;
 mod rank;
 mod sketch;
@@ -54,6 +55,7 @@ pub use exact::GpuExact;
 pub use metrics::InitialMargins;
 use metrics::MetricRows;
 pub use multi::{shards, Communicator, HostStaged, MultiGpuTrainer};
+pub use nccl::Nccl;
 pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};
 use rank::RankGradients;
 #[doc(hidden)]

@@ -58,7 +58,7 @@ impl Communicator for HostStaged {
 }
 
 /// Refuses parts that are not one a device, of one length, or a root that is no device.
-fn check_parts(gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<()> {
+pub(super) fn check_parts(gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<()> {
     let same = parts.iter().all(|p| p.len() == parts.first().map_or(0, |f| f.len()));
     if parts.len() != gpus.len() || root >= gpus.len() || !same {
         return Err(Error::InvalidData(format!(
@@ -284,6 +284,13 @@ mod tests {
     use crate::param::Params;
     use primitives::Schedule;
     use rand::SeedableRng;
+
+    #[test]
+    fn nccl_refuses_emulated_devices() {
+        let gpus = [Gpu::emulated(Schedule::Deterministic), Gpu::emulated(Schedule::Deterministic)];
+        let refused = super::super::Nccl::new(&gpus).err().expect("emulated devices");
+        assert!(matches!(refused, Error::Communication(_)), "{refused}");
+    }
 
     #[test]
     fn shards_are_whole_blocks_and_cover_the_rows() {

@@ -1,0 +1,92 @@
+//! The [`Communicator`] of CUDA devices: NCCL, loaded at run time as the driver is (`libnccl.so`,
+//! through cudarc), one communicator a device made for the run's devices at once, each sum a
+//! group of `ncclReduce` calls enqueued on the devices' streams (so it follows the kernels that
+//! wrote the parts, and the kernels that read the sum follow it, with no host wait).
+
+use std::ffi::c_void;
+
+use cudarc::nccl::{result, sys};
+use primitives::{DeviceBuffer, Gpu};
+
+use super::multi::{check_parts, Communicator};
+use super::Fixed;
+use crate::{Error, Result};
+
+/// NCCL communicators for a fixed list of CUDA devices (see the module).
+pub struct Nccl {
+    comms: Vec<sys::ncclComm_t>,
+    ordinals: Vec<usize>,
+}
+
+impl Nccl {
+    /// Communicators for `gpus` (CUDA devices, each once, in rank order). An error when NCCL
+    /// cannot be loaded or initialised, or a device is emulated.
+    pub fn new(gpus: &[Gpu]) -> Result<Self> {
+        let ordinals: Vec<usize> = gpus
+            .iter()
+            .map(|gpu| gpu.cuda_context().map(|c| c.ordinal()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| Error::Communication("NCCL takes CUDA devices, not the emulator".into()))?;
+        // SAFETY: only looks the library up.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::Communication("NCCL (libnccl.so) was not found".into()));
+        }
+        let devices: Vec<i32> = ordinals.iter().map(|&o| o as i32).collect();
+        let mut comms = vec![std::ptr::null_mut(); devices.len()];
+        // SAFETY: room for a communicator a device; the ordinals are the devices' own.
+        unsafe { result::comm_init_all(comms.as_mut_ptr(), devices.len() as i32, devices.as_ptr()) }
+            .map_err(|e| Error::Communication(format!("ncclCommInitAll over devices {ordinals:?}: {e:?}")))?;
+        Ok(Nccl { comms, ordinals })
+    }
+}
+
+impl Drop for Nccl {
+    fn drop(&mut self) {
+        for &comm in &self.comms {
+            // SAFETY: made by `ncclCommInitAll`, destroyed once. A failure here has nowhere to go.
+            let _ = unsafe { result::comm_destroy(comm) };
+        }
+    }
+}
+
+impl Communicator for Nccl {
+    fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>> {
+        check_parts(gpus, parts, root)?;
+        let ordinals: Vec<Option<usize>> = gpus.iter().map(|g| g.cuda_context().map(|c| c.ordinal())).collect();
+        if ordinals.iter().copied().ne(self.ordinals.iter().map(|&o| Some(o))) {
+            return Err(Error::Communication(format!(
+                "a sum over devices {ordinals:?} with communicators for {:?}",
+                self.ordinals
+            )));
+        }
+        let sum = gpus[root].alloc_uninitialized::<Fixed>(parts[root].len())?;
+        // Fixed-point pairs are two `i64` each; NCCL's integer sums wrap as the devices' do.
+        let count = 2 * sum.len();
+        result::group_start().map_err(|e| Error::Communication(format!("ncclGroupStart: {e:?}")))?;
+        let mut failed = None;
+        for (d, ((gpu, part), &comm)) in gpus.iter().zip(parts).zip(&self.comms).enumerate() {
+            let stream = gpu.cuda_stream().map_or(std::ptr::null_mut(), |s| s.cu_stream()) as sys::cudaStream_t;
+            let receive = if d == root { sum.device_ptr() as *mut c_void } else { std::ptr::null_mut() };
+            // SAFETY: each part holds `count` `i64` on its device, the sum as many on the root's;
+            // the communicator and the stream are the device's (the ordinals checked above).
+            let status = unsafe {
+                result::reduce(
+                    part.device_ptr() as *const c_void,
+                    receive,
+                    count,
+                    sys::ncclDataType_t::ncclInt64,
+                    sys::ncclRedOp_t::ncclSum,
+                    root as i32,
+                    comm,
+                    stream,
+                )
+            };
+            failed = failed.or(status.err().map(|e| format!("ncclReduce on device {}: {e:?}", self.ordinals[d])));
+        }
+        result::group_end().map_err(|e| Error::Communication(format!("ncclGroupEnd: {e:?}")))?;
+        match failed {
+            Some(reason) => Err(Error::Communication(reason)),
+            None => Ok(sum),
+        }
+    }
+}
