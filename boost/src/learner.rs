@@ -19,8 +19,8 @@ use crate::data::{Dataset, FeatureMatrix, MetaInfo};
 use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point;
 use crate::gpu::{
-    csr_is_checked, device_cuts, device_cuts_csr, DeviceCsr, DeviceData, DeviceEvalSet, DeviceModel, DeviceTrees,
-    GpuExact, GpuTrainer, InitialMargins,
+    csr_is_checked, device_cuts, device_cuts_csr, Communicator, DeviceCsr, DeviceData, DeviceEvalSet, DeviceModel,
+    DeviceTrees, GpuExact, GpuTrainer, HostStaged, InitialMargins, MultiGpuTrainer, Nccl,
 };
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
@@ -303,7 +303,7 @@ fn train_in(
         Features::Device { gpu, .. } if params.device != Device::Cpu => Some(gpu),
         _ => None,
     };
-    let (opened, device) = match options.gpu.as_deref().or(rows_gpu) {
+    let (opened, mut device) = match options.gpu.as_deref().or(rows_gpu) {
         Some(gpu) => (None, describe(gpu)),
         None => open_device(params.device)?,
     };
@@ -314,6 +314,10 @@ fn train_in(
             "device",
             format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
         ));
+    }
+    let extra_gpus = open_extra_devices(params, gpu)?;
+    for extra in &extra_gpus {
+        device = format!("{device}, {}", describe(extra));
     }
     let row_weights = row_weights(train.info, train.rows())?;
     let max_bin = params.tree.max_bin as usize;
@@ -341,6 +345,24 @@ fn train_in(
                     (QuantileCuts::default(), TreeBackend::Exact(columns), bytes)
                 }
             }
+        }
+        // Several devices: the host's cuts (the one device's, bit for bit), each device quantising
+        // its shard of the rows.
+        Some(gpu) if !extra_gpus.is_empty() => {
+            let start = Instant::now();
+            let features = train.host_features()?;
+            let cuts = QuantileCuts::build(features, &row_weights, max_bin);
+            phases.add("cuts", start.elapsed());
+            let start = Instant::now();
+            let gpus: Vec<&Gpu> = std::iter::once(gpu).chain(&extra_gpus).collect();
+            let communicator: Box<dyn Communicator> =
+                if gpus.iter().all(|g| !g.is_emulated()) { Box::new(Nccl::new(&gpus)?) } else { Box::new(HostStaged) };
+            let trainer = on_device(gpu, "quantising the features on the devices", || {
+                MultiGpuTrainer::from_features(&gpus, features, &cuts, communicator)
+            })?;
+            phases.add("matrix for the tree builder", start.elapsed());
+            let bytes = trainer.bins_bytes();
+            (cuts, TreeBackend::MultiGpu(Box::new(trainer)), bytes)
         }
         Some(gpu) => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
@@ -558,6 +580,9 @@ fn train_in(
                         trainer.build_tree(tree_params, &column, &tree_features, &mut rng)
                     })?
                 }
+                TreeBackend::MultiGpu(trainer) => on_device(trainer.gpu(), "growing a tree", || {
+                    trainer.build_tree(tree_params, &column, &tree_features, &mut rng)
+                })?,
                 TreeBackend::GpuExact(exact) => {
                     let (quantiser, fixed) = fixed_point::quantise(&column);
                     let gpu = exact.gpu();
@@ -880,6 +905,8 @@ enum TreeBackend<'g> {
         bins: UnpackedBins,
     },
     Gpu(Box<GpuTrainer<'g>>),
+    /// Several GPUs, each over its shard of the rows, growing the trees from the host's gradients.
+    MultiGpu(Box<MultiGpuTrainer<'g>>),
     /// The exact method's sorted columns.
     Exact(SortedColumns),
     /// The exact method's sorted columns on a GPU, which grows the trees from the host's gradients.
@@ -892,9 +919,38 @@ impl<'g> TreeBackend<'g> {
         match self {
             TreeBackend::Gpu(trainer) => Some(trainer.gpu()),
             TreeBackend::GpuExact(exact) => Some(exact.gpu()),
+            TreeBackend::MultiGpu(trainer) => Some(trainer.gpu()),
             TreeBackend::Cpu { .. } | TreeBackend::Exact(_) => None,
         }
     }
+}
+
+/// The devices after the first of a run of `n_gpus` (none for one): CUDA devices from the first's
+/// ordinal on, or emulators when the first is one (`PRIMITIVES_DEVICE`, the tests). `n_gpus` takes
+/// a GPU and the `hist` method.
+fn open_extra_devices(params: &Params, first: Option<&Gpu>) -> Result<Vec<Gpu>> {
+    if params.n_gpus == 1 {
+        return Ok(Vec::new());
+    }
+    let Some(first) = first else {
+        return Err(Error::param(
+            "n_gpus",
+            format!("{} devices need device=cuda, not {}", params.n_gpus, params.device),
+        ));
+    };
+    if params.tree_method != TreeMethod::Hist {
+        return Err(Error::param("n_gpus", "several devices take tree_method=hist"));
+    }
+    let ordinal = match first.properties().kind {
+        DeviceKind::Cuda { ordinal } => ordinal,
+        DeviceKind::Emulated(schedule) => return Ok((1..params.n_gpus).map(|_| Gpu::emulated(schedule)).collect()),
+    };
+    (ordinal + 1..ordinal + params.n_gpus)
+        .map(|o| {
+            Gpu::with_ordinal(o)
+                .map_err(|source| Error::Device { device: format!("cuda:{o}"), source: Box::new(source) })
+        })
+        .collect()
 }
 
 /// The device `device` names, opened (`None`: the CPU), and how [`Trained::device`] describes it.

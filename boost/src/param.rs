@@ -162,6 +162,9 @@ pub struct Params {
     pub nthread: usize,
     /// Where the trees are built.
     pub device: Device,
+    /// The CUDA devices of a `hist` run, from `device`'s ordinal on (XGBoost's old `n_gpus`, which
+    /// XGBoost 1.0 removed): the rows split evenly over them, the trees the one device's.
+    pub n_gpus: usize,
     /// How much is logged (0 to 3).
     pub verbosity: u32,
 }
@@ -178,6 +181,7 @@ impl Default for Params {
             disable_default_eval_metric: false,
             seed: 0,
             nthread: 0,
+            n_gpus: 1,
             device: Device::Cpu,
             verbosity: 1,
         }
@@ -303,6 +307,10 @@ impl Params {
             // XGBoost's seed is a signed 64-bit integer; its bits seed the generator.
             "seed" | "random_state" => self.seed = number::<i64>(name, value)? as u64,
             "nthread" | "n_jobs" => self.nthread = number(name, value)?,
+            "n_gpus" => {
+                self.n_gpus = number(name, value)?;
+                check(name, self.n_gpus >= 1, "must be at least 1", value)?;
+            }
             "device" => {
                 let ordinal = value.strip_prefix("cuda:").or_else(|| value.strip_prefix("gpu:"));
                 self.device = match (value, ordinal.map(str::parse::<usize>)) {
@@ -444,6 +452,8 @@ impl ParamsBuilder {
         seed: u64;
         /// CPU threads (0: every core).
         nthread: usize;
+        /// CUDA devices of the run, from `device`'s ordinal on.
+        n_gpus: usize;
         /// How much is logged (0 to 3).
         verbosity: u32;
     }
@@ -558,6 +568,8 @@ mod tests {
             ("seed", "1.5", false),
             ("nthread", "0", true),
             ("nthread", "-1", false),
+            ("n_gpus", "2", true),
+            ("n_gpus", "0", false),
             ("device", "cpu", true),
             ("device", "cuda", true),
             ("device", "cuda:1", true),

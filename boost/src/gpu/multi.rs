@@ -114,7 +114,7 @@ impl<'g> MultiGpuTrainer<'g> {
     /// Splits `features` into [`shards`] over `gpus` and quantises each on its device with `cuts`
     /// (the cuts of all the rows, computed once).
     pub fn from_features(
-        gpus: &'g [Gpu],
+        gpus: &[&'g Gpu],
         features: &FeatureMatrix,
         cuts: &QuantileCuts,
         communicator: Box<dyn Communicator>,
@@ -126,9 +126,19 @@ impl<'g> MultiGpuTrainer<'g> {
         let trainers = shards
             .iter()
             .zip(gpus)
-            .map(|(shard, gpu)| GpuTrainer::from_features(gpu, &rows_of(features, shard.clone()), cuts))
+            .map(|(shard, &gpu)| GpuTrainer::from_features(gpu, &rows_of(features, shard.clone()), cuts))
             .collect::<Result<_>>()?;
         Ok(MultiGpuTrainer { trainers, shards, communicator })
+    }
+
+    /// The first device (where splits are evaluated).
+    pub fn gpu(&self) -> &'g Gpu {
+        self.trainers[0].gpu
+    }
+
+    /// Bytes of the quantised matrices on all the devices.
+    pub fn bins_bytes(&self) -> usize {
+        self.trainers.iter().map(GpuTrainer::bins_bytes).sum()
     }
 
     /// The rows of each device, in device order.
@@ -288,7 +298,7 @@ mod tests {
     #[test]
     fn nccl_refuses_emulated_devices() {
         let gpus = [Gpu::emulated(Schedule::Deterministic), Gpu::emulated(Schedule::Deterministic)];
-        let refused = super::super::Nccl::new(&gpus).err().expect("emulated devices");
+        let refused = super::super::Nccl::new(&[&gpus[0], &gpus[1]]).err().expect("emulated devices");
         assert!(matches!(refused, Error::Communication(_)), "{refused}");
     }
 
@@ -319,7 +329,8 @@ mod tests {
         let labels = &data.info.labels;
         let gradients: Vec<GradientPair<f32>> =
             labels.iter().enumerate().map(|(i, &y)| GradientPair::new(-y, 1.0 + (i % 3) as f32 * 0.5)).collect();
-        let gpus: Vec<Gpu> = (0..3).map(|seed| Gpu::emulated(Schedule::Shuffled { seed })).collect();
+        let owned: Vec<Gpu> = (0..3).map(|seed| Gpu::emulated(Schedule::Shuffled { seed })).collect();
+        let gpus: Vec<&Gpu> = owned.iter().collect();
         let features: Vec<u32> = (0..6).collect();
         let FeatureMatrix::Dense(dense) = &data.features else { panic!("synthetic data is dense") };
         let mut csr = CsrMatrix { rows: dense.rows, cols: dense.cols, row_ptr: vec![0], ..Default::default() };
@@ -337,7 +348,7 @@ mod tests {
             &[("grow_policy", "oblivious"), ("max_depth", "3")],
         ] {
             let params = Params::from_pairs(policy).unwrap().tree;
-            let mut one = GpuTrainer::from_features(&gpus[0], &data.features, &cuts).unwrap();
+            let mut one = GpuTrainer::from_features(gpus[0], &data.features, &cuts).unwrap();
             let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
             let expected = one.build_tree(&params, &gradients, &features, &mut rng).unwrap();
             assert!(expected.tree.len() > 7, "{policy:?}: a tree worth comparing");

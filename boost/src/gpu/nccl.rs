@@ -21,7 +21,7 @@ pub struct Nccl {
 impl Nccl {
     /// Communicators for `gpus` (CUDA devices, each once, in rank order). An error when NCCL
     /// cannot be loaded or initialised, or a device is emulated.
-    pub fn new(gpus: &[Gpu]) -> Result<Self> {
+    pub fn new(gpus: &[&Gpu]) -> Result<Self> {
         let ordinals: Vec<usize> = gpus
             .iter()
             .map(|gpu| gpu.cuda_context().map(|c| c.ordinal()))

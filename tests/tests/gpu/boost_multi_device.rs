@@ -12,7 +12,8 @@ use rand::SeedableRng;
 
 #[test]
 fn trees_over_devices_are_the_one_devices() {
-    let (gpus, ordinals) = tests::gpus(2);
+    let (owned, ordinals) = tests::gpus(2);
+    let gpus: Vec<&primitives::Gpu> = owned.iter().collect();
     let rows = if gpus[0].is_emulated() { 6000 } else { 300_000 };
     let spec = SyntheticSpec {
         rows,
@@ -34,7 +35,7 @@ fn trees_over_devices_are_the_one_devices() {
     ];
     for policy in policies {
         let params = Params::from_pairs(policy).expect("params").tree;
-        let mut one = GpuTrainer::from_features(&gpus[0], &data.features, &cuts).expect("one device");
+        let mut one = GpuTrainer::from_features(gpus[0], &data.features, &cuts).expect("one device");
         let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
         let expected = one.build_tree(&params, &gradients, &features, &mut rng).expect("one device's tree");
         assert!(expected.tree.len() > 15, "{policy:?}: a tree worth comparing");
@@ -55,5 +56,91 @@ fn trees_over_devices_are_the_one_devices() {
             assert_eq!(got.tree, expected.tree, "{policy:?} over devices {ordinals:?}, {name} sums");
             assert_eq!(got.positions, expected.positions, "{policy:?} over devices {ordinals:?}, {name} sums");
         }
+    }
+}
+
+/// Whole training runs with `n_gpus` write the CPU's model file byte for byte, with the same
+/// evaluation log (an evaluation set, early stopping): row and column sampling, a multi-class
+/// objective, absolute error's refreshed leaves. On the emulators (2 and 3 devices) and on a
+/// machine's GPUs (2, where it has them).
+#[test]
+fn training_over_devices_writes_the_cpus_model() {
+    use boost::data::Dataset;
+    use boost::learner::{train, TrainOptions};
+    use std::sync::Arc;
+
+    let gpu = Arc::new(tests::gpu());
+    let counts: &[usize] = if gpu.is_emulated() {
+        &[2, 3]
+    } else if tests::gpus(2).1 == [0, 1] {
+        &[2]
+    } else {
+        eprintln!("one GPU: training over several devices is not run here");
+        &[]
+    };
+    let rows = if gpu.is_emulated() { 5000 } else { 200_000 };
+    let data = |seed, task| {
+        let spec = SyntheticSpec { rows, cols: 8, task, seed, missing_columns: 2, ..Default::default() };
+        generate(&spec).expect("synthetic data")
+    };
+    let cases: [(&[(&str, &str)], SyntheticTask); 3] = [
+        (
+            &[("objective", "binary:logistic"), ("max_depth", "5"), ("subsample", "0.8"), ("colsample_bytree", "0.7")],
+            SyntheticTask::Binary,
+        ),
+        (
+            &[("objective", "multi:softprob"), ("num_class", "3"), ("max_depth", "4")],
+            SyntheticTask::MultiClass { classes: 3 },
+        ),
+        (
+            &[("objective", "reg:absoluteerror"), ("grow_policy", "lossguide"), ("max_leaves", "15")],
+            SyntheticTask::Regression,
+        ),
+    ];
+    for (params, task) in cases {
+        let (train_set, valid): (Dataset, Dataset) = (data(1, task), data(2, task));
+        let run = |pairs: &[(&str, &str)], gpu: Option<Arc<primitives::Gpu>>| {
+            let params = Params::from_pairs(pairs).expect("params");
+            let options = TrainOptions {
+                num_boost_round: 6,
+                verbose_eval: 0,
+                gpu,
+                early_stopping_rounds: Some(2),
+                ..Default::default()
+            };
+            train(&params, &train_set, &[(&train_set, "train"), (&valid, "valid")], &options, |_| {}).expect("training")
+        };
+        let cpu = run(params, None);
+        for &n in counts {
+            let n_gpus = n.to_string();
+            let mut pairs = params.to_vec();
+            pairs.push(("n_gpus", &n_gpus));
+            let multi = run(&pairs, Some(gpu.clone()));
+            assert_eq!(multi.device.matches(", ").count(), n - 1, "{params:?}: devices {}", multi.device);
+            assert_eq!(
+                multi.model.to_json_string().unwrap(),
+                cpu.model.to_json_string().unwrap(),
+                "{params:?} on {n} devices"
+            );
+            assert_eq!(multi.history, cpu.history, "{params:?} on {n} devices");
+        }
+    }
+}
+
+/// `n_gpus` takes a GPU and the `hist` method; other runs are refused naming the parameter.
+#[test]
+fn n_gpus_without_a_gpu_or_with_exact_is_an_error() {
+    use boost::learner::{train, TrainOptions};
+    let spec = SyntheticSpec { rows: 300, cols: 4, task: SyntheticTask::Regression, seed: 1, ..Default::default() };
+    let data = generate(&spec).expect("synthetic data");
+    let gpu = std::sync::Arc::new(tests::gpu());
+    for (pairs, gpu) in [
+        (&[("n_gpus", "2"), ("device", "cpu")][..], None),
+        (&[("n_gpus", "2"), ("tree_method", "exact")][..], Some(gpu)),
+    ] {
+        let params = Params::from_pairs(pairs).expect("params");
+        let options = TrainOptions { num_boost_round: 1, verbose_eval: 0, gpu, ..Default::default() };
+        let error = train(&params, &data, &[], &options, |_| {}).err().expect("refused");
+        assert!(error.to_string().starts_with("parameter `n_gpus`"), "{pairs:?}: {error}");
     }
 }
