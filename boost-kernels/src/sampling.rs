@@ -7,6 +7,8 @@
 
 /// `2^53`: the keep threshold of a fraction of 1 (hashes are compared on their top 53 bits).
 const ONE: u64 = 1 << 53;
+/// SplitMix64's increment: row `r` adds `(r + 1)` of it to the key.
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Which rows a tree keeps: row `i` when `hash(key, i) >> 11 < threshold`.
 #[repr(C)]
@@ -26,6 +28,12 @@ impl RowSampler {
     /// Keeps every row.
     pub const ALL: RowSampler = RowSampler { key: 0, threshold: u64::MAX };
 
+    /// The sampler of the rows numbered from `first` on: its row `i` is this one's row `first + i`
+    /// (a device's shard of a run's rows).
+    pub fn from_row(&self, first: u64) -> Self {
+        RowSampler { key: self.key.wrapping_add(first.wrapping_mul(GOLDEN)), threshold: self.threshold }
+    }
+
     /// Whether row `row` is kept.
     #[inline(always)]
     pub fn keeps(&self, row: u64) -> bool {
@@ -37,7 +45,7 @@ impl RowSampler {
 /// `key + (row + 1) * γ` whose outputs pass BigCrush as a sequence.
 #[inline(always)]
 fn split_mix(key: u64, row: u64) -> u64 {
-    let mut z = key.wrapping_add(row.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut z = key.wrapping_add(row.wrapping_add(1).wrapping_mul(GOLDEN));
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -56,6 +64,13 @@ mod tests {
         }
         assert!((0..1000).all(|i| RowSampler::new(7, 1.0).keeps(i) && RowSampler::ALL.keeps(i)));
         assert!((0..1000).all(|i| !RowSampler::new(7, 0.0).keeps(i)));
+    }
+
+    #[test]
+    fn a_sampler_from_a_row_keeps_the_rows_the_whole_one_keeps() {
+        let sampler = RowSampler::new(0xfeed, 0.4);
+        let shard = sampler.from_row(3072);
+        assert!((0..5000u64).all(|i| shard.keeps(i) == sampler.keeps(3072 + i)));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::gpu::{
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
 use crate::objective::{self, DeviceObjective, Objective};
-use crate::param::{Device, Params, TreeMethod};
+use crate::param::{Device, Params, TreeMethod, TreeParams};
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::rows::{Features, Rows};
@@ -446,7 +446,11 @@ fn train_in(
     // Objectives whose gradients the device computes keep the training rows there: gradients, trees
     // and margins on the device, the margins read back only for the evaluation log.
     let device_objective = objective.device_objective().filter(|_| options.custom_objective.is_none());
-    let device_rounds = matches!(backend, TreeBackend::Gpu(_)) && device_objective.is_some();
+    let device_rounds = device_objective.is_some_and(|o| match &backend {
+        TreeBackend::Gpu(_) => true,
+        TreeBackend::MultiGpu(_) => MultiGpuTrainer::takes(o),
+        _ => false,
+    });
     // Rows start at the model's base margins unless the data gives its own or a model's trees are
     // continued; the device then makes such margins itself instead of receiving them.
     let base_margins = model.base_margins(prob_to_margin);
@@ -471,15 +475,12 @@ fn train_in(
     let tree_params = &params.tree;
     phases.add("base score and initial margins", start.elapsed());
 
-    if let (TreeBackend::Gpu(trainer), Some(device_objective), true) = (&mut backend, device_objective, device_rounds) {
-        let gpu = trainer.gpu();
+    if let (Some(mut rounds), Some(device_objective), true) = (backend.rounds(), device_objective, device_rounds) {
+        let gpu = rounds.gpu();
         let start = Instant::now();
         on_device(gpu, "uploading the labels and margins", || {
-            trainer.keep_rows_on_device(
-                device_objective,
-                train.info,
-                initial_margins(at_base(train), &base_margins, &margins),
-            )
+            let margins = initial_margins(at_base(train), &base_margins, &margins);
+            rounds.keep_rows_on_device(device_objective, train.info, margins)
         })?;
         phases.add("labels and margins to the device", start.elapsed());
     }
@@ -487,7 +488,7 @@ fn train_in(
     // margins never come back.
     let transform = objective.device_eval_transform();
     let device_metrics = device_objective
-        .filter(|_| device_rounds)
+        .filter(|_| device_rounds && matches!(backend, TreeBackend::Gpu(_)))
         .and_then(|objective| device_metrics_of(&metrics, objective, transform, train.info));
     // Whether the training data fits each metric, checked once (the data does not change); NaN
     // where it does not, as `Metric::evaluate` gives.
@@ -499,11 +500,8 @@ fn train_in(
     // rows there, and their metrics are computed there when the device computes all of them.
     let mut device_evals: Vec<Option<DeviceEval>> = Vec::with_capacity(evals.len());
     for ((data, _), margins) in evals.iter().zip(&eval_margins) {
-        let on_device = match (&backend, device_objective) {
-            (TreeBackend::Gpu(trainer), Some(device_objective))
-                if device_rounds && !is_train(data) && data.rows() > 0 =>
-            {
-                let gpu = trainer.gpu();
+        let on_device = match (backend.gpu(), device_objective) {
+            (Some(gpu), Some(device_objective)) if device_rounds && !is_train(data) && data.rows() > 0 => {
                 let start = Instant::now();
                 let set = on_device(gpu, "uploading an evaluation set", || {
                     let margins = initial_margins(at_base(data), &base_margins, margins);
@@ -530,7 +528,7 @@ fn train_in(
     let first_round = model.num_rounds();
     for round in first_round..first_round + options.num_boost_round {
         let mut new_trees = Vec::with_capacity(outputs);
-        if let (true, TreeBackend::Gpu(trainer)) = (device_rounds, &mut backend) {
+        if let (true, Some(mut trainer)) = (device_rounds, backend.rounds()) {
             let start = Instant::now();
             on_device(trainer.gpu(), "computing the gradients", || trainer.compute_gradients(round))?;
             phases.add("gradients", start.elapsed());
@@ -638,8 +636,7 @@ fn train_in(
             new_trees.push((built.tree, k as u32));
         }
         let start = Instant::now();
-        if let (true, TreeBackend::Gpu(trainer)) = (device_evals.iter().any(Option::is_some), &backend) {
-            let gpu = trainer.gpu();
+        if let (true, Some(gpu)) = (device_evals.iter().any(Option::is_some), backend.gpu()) {
             on_device(gpu, "predicting the evaluation sets", || {
                 let trees = DeviceTrees::upload(gpu, &new_trees)?;
                 device_evals.iter_mut().flatten().try_for_each(|eval| eval.set.add_trees(gpu, &trees))
@@ -660,8 +657,7 @@ fn train_in(
         let mut log = RoundLog { round, values: Vec::new() };
         let mut metrics_on_device = false;
         for (((data, name), m), device_eval) in evals.iter().zip(eval_margins.iter_mut()).zip(&mut device_evals) {
-            if let (Some(eval), TreeBackend::Gpu(trainer)) = (device_eval, &backend) {
-                let gpu = trainer.gpu();
+            if let (Some(eval), Some(gpu)) = (device_eval, backend.gpu()) {
                 if let Some(kernel_metrics) = &eval.metrics {
                     log_device_metrics(&mut log, name, &metrics, kernel_metrics, &eval.fits, |kernel_metric| {
                         on_device(gpu, "evaluating an evaluation set", || {
@@ -725,8 +721,10 @@ fn train_in(
         model.attributes.insert("best_score".into(), score.to_string());
     }
     let mut peak_device_bytes = None;
-    if let TreeBackend::Gpu(trainer) = &backend {
-        phases.merge(trainer.phases());
+    match &backend {
+        TreeBackend::Gpu(trainer) => phases.merge(trainer.phases()),
+        TreeBackend::MultiGpu(trainer) => phases.merge(&trainer.phases()),
+        _ => {}
     }
     if let Some(gpu) = backend.gpu() {
         let usage = on_device(gpu, "reading the peak memory", || Ok(gpu.memory_usage()?))?;
@@ -897,6 +895,62 @@ fn gpu_trainer<'g>(
     Ok((cuts, trainer))
 }
 
+/// The trainer of device rounds (gradients, trees and margins where the rows are): one GPU's, or
+/// several's.
+enum Rounds<'a, 'g> {
+    One(&'a mut GpuTrainer<'g>),
+    Many(&'a mut MultiGpuTrainer<'g>),
+}
+
+impl<'g> Rounds<'_, 'g> {
+    fn gpu(&self) -> &'g Gpu {
+        match self {
+            Rounds::One(t) => t.gpu(),
+            Rounds::Many(t) => t.gpu(),
+        }
+    }
+
+    fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()> {
+        match self {
+            Rounds::One(t) => t.keep_rows_on_device(objective, info, margins),
+            Rounds::Many(t) => t.keep_rows_on_device(objective, info, margins),
+        }
+    }
+
+    fn compute_gradients(&mut self, round: usize) -> Result<()> {
+        match self {
+            Rounds::One(t) => t.compute_gradients(round),
+            Rounds::Many(t) => t.compute_gradients(round),
+        }
+    }
+
+    fn boost_tree(
+        &mut self,
+        params: &TreeParams,
+        output: usize,
+        sampler: RowSampler,
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<Tree> {
+        match self {
+            Rounds::One(t) => t.boost_tree(params, output, sampler, features, rng),
+            Rounds::Many(t) => t.boost_tree(params, output, sampler, features, rng),
+        }
+    }
+
+    fn margins(&self) -> Result<Vec<f32>> {
+        match self {
+            Rounds::One(t) => t.margins(),
+            Rounds::Many(t) => t.margins(),
+        }
+    }
+}
+
 /// Where a run's trees are grown, with what each backend keeps for the whole run.
 enum TreeBackend<'g> {
     /// The quantised matrix, and unpacked for the CPU builder.
@@ -914,6 +968,15 @@ enum TreeBackend<'g> {
 }
 
 impl<'g> TreeBackend<'g> {
+    /// The trainer of device rounds, when the trees grow on GPUs from their own rows.
+    fn rounds(&mut self) -> Option<Rounds<'_, 'g>> {
+        match self {
+            TreeBackend::Gpu(t) => Some(Rounds::One(t)),
+            TreeBackend::MultiGpu(t) => Some(Rounds::Many(t)),
+            TreeBackend::Cpu { .. } | TreeBackend::Exact(_) | TreeBackend::GpuExact(_) => None,
+        }
+    }
+
     /// The GPU growing the trees, if one does.
     fn gpu(&self) -> Option<&'g Gpu> {
         match self {

@@ -1254,15 +1254,29 @@ impl<'g> GpuTrainer<'g> {
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
-        let n = self.rows;
         let start = Instant::now();
+        let gradients = self.tree_gradients(output, sampler)?;
+        // SAFETY: `gradients` is `rows` pairs of the device rows' buffers, kept for the training run.
+        let (quantiser, fixed, root) = unsafe { self.quantise_on_device(gradients, self.rows)? };
+        self.phases.add("tree: gradients and quantise", start.elapsed());
+        let (mut tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
+        self.quantise_scratch.fixed = Some(fixed);
+        self.add_tree_leaves(params, &mut tree, &order, output, gradients)?;
+        Ok(tree)
+    }
+
+    /// Output `output`'s gradients of the tree about to be grown (zero for the rows `sampler` leaves
+    /// out; row `i` of this trainer is the sampler's row `i`): the device address of `rows` pairs in
+    /// the device rows' buffers.
+    fn tree_gradients(&mut self, output: usize, sampler: RowSampler) -> Result<u64> {
+        let n = self.rows;
         let rows = self.device_rows()?;
         let outputs = rows.gradients.outputs();
         if output >= outputs {
             return Err(Error::InvalidData(format!("output {output} of an objective with {outputs}")));
         }
         let weights = rows.set.weights_ptr();
-        let gradients = match &rows.gradients {
+        Ok(match &rows.gradients {
             RowGradients::Elementwise(objective) => {
                 let args = [
                     rows.set.margins.device_ptr(),
@@ -1290,14 +1304,22 @@ impl<'g> GpuTrainer<'g> {
                     rows.tree_gradients.device_ptr()
                 }
             }
-        };
-        // SAFETY: `gradients` is `n` pairs of `rows`' buffers, kept for the training run.
-        let (quantiser, fixed, root) = unsafe { self.quantise_on_device(gradients, n)? };
-        self.phases.add("tree: gradients and quantise", start.elapsed());
-        let (tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
-        self.quantise_scratch.fixed = Some(fixed);
+        })
+    }
+
+    /// Adds each row's leaf value of `tree` (grown over this trainer's rows, `order` their leaves'
+    /// ranges) to its margin of output `output`, after refreshing the leaves to their residuals'
+    /// quantile for the objectives that ask (from `gradients`, the tree's, at that address).
+    fn add_tree_leaves(
+        &mut self,
+        params: &TreeParams,
+        tree: &mut Tree,
+        order: &RowOrder,
+        output: usize,
+        gradients: u64,
+    ) -> Result<()> {
+        let n = self.rows;
         let start = Instant::now();
-        let mut tree = tree;
         let mut leaves: Vec<(usize, LeafRange)> = (0..tree.len().min(order.nodes()))
             .filter(|&id| tree.is_leaf(id))
             .map(|id| {
@@ -1308,6 +1330,7 @@ impl<'g> GpuTrainer<'g> {
         leaves.sort_unstable_by_key(|(_, leaf)| leaf.begin);
         let mut leaves: (Vec<usize>, Vec<LeafRange>) = leaves.into_iter().unzip();
         let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        let outputs = rows.gradients.outputs();
         if let Some(alpha) = rows.leaf_quantile {
             let inputs = ResidualInputs {
                 labels: rows.set.labels.device_ptr(),
@@ -1327,7 +1350,9 @@ impl<'g> GpuTrainer<'g> {
             self.phases.add("tree: leaves refreshed", start.elapsed());
         }
         let start = Instant::now();
-        let leaves = leaves.1;
+        // Leaves without rows here (a device's shard may have none in a leaf) would tie with their
+        // neighbour's `begin` in the kernel's search: they add nothing, so they are left out.
+        let leaves: Vec<LeafRange> = leaves.1.into_iter().filter(|leaf| leaf.begin < leaf.end).collect();
         let leaves_buffer = self.gpu.upload(&leaves)?;
         let rows = self.device_rows()?;
         let args = [
@@ -1343,7 +1368,7 @@ impl<'g> GpuTrainer<'g> {
         // `outputs` margins per row.
         unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_add_leaves", element_config(n)?, &args)? };
         self.phases.add("tree: margins", start.elapsed());
-        Ok(tree)
+        Ok(())
     }
 
     /// `metric` of the training rows' predictions; see `MetricRows::evaluate`.

@@ -20,13 +20,16 @@ use boost_kernels::reduce::{BlockSum, SUM_BLOCK};
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu};
 
-use super::{Fixed, GpuBackend, GpuTrainer, HistogramStore, SplitContext};
-use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
+use super::{Fixed, GpuBackend, GpuTrainer, HistogramStore, InitialMargins, RowSampler, SplitContext};
+use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix, MetaInfo};
 use crate::fixed_point::GradientQuantiser;
+use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
+use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
-use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::hist::BuiltTree;
+use crate::tree::Tree;
 use crate::{Error, Result};
 use boost_kernels::fixed_point::QuantiserSums;
 use boost_kernels::split::Split;
@@ -108,6 +111,8 @@ pub struct MultiGpuTrainer<'g> {
     trainers: Vec<GpuTrainer<'g>>,
     shards: Vec<Range<usize>>,
     communicator: Box<dyn Communicator>,
+    /// The tree-building steps of every device so far.
+    phases: PhaseTimes,
 }
 
 impl<'g> MultiGpuTrainer<'g> {
@@ -128,7 +133,7 @@ impl<'g> MultiGpuTrainer<'g> {
             .zip(gpus)
             .map(|(shard, &gpu)| GpuTrainer::from_features(gpu, &rows_of(features, shard.clone()), cuts))
             .collect::<Result<_>>()?;
-        Ok(MultiGpuTrainer { trainers, shards, communicator })
+        Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
     }
 
     /// The first device (where splits are evaluated).
@@ -139,6 +144,14 @@ impl<'g> MultiGpuTrainer<'g> {
     /// Bytes of the quantised matrices on all the devices.
     pub fn bins_bytes(&self) -> usize {
         self.trainers.iter().map(GpuTrainer::bins_bytes).sum()
+    }
+
+    /// Wall time of the tree-building steps so far, on every device (and of the gradients and
+    /// margins of device rounds).
+    pub fn phases(&self) -> PhaseTimes {
+        let mut phases = self.phases.clone();
+        self.trainers.iter().for_each(|t| phases.merge(t.phases()));
+        phases
     }
 
     /// The rows of each device, in device order.
@@ -155,30 +168,59 @@ impl<'g> MultiGpuTrainer<'g> {
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<BuiltTree> {
-        let rows = self.shards.last().map_or(0, |s| s.end);
+        let rows = self.rows();
         if gradients.len() != rows {
             return Err(Error::InvalidData(format!("{} gradients for {rows} rows", gradients.len())));
         }
-        // The quantiser from every block's sums, in row order (shards are whole blocks).
+        let uploaded: Vec<DeviceBuffer<GradientPair<f32>>> = self
+            .trainers
+            .iter()
+            .zip(&self.shards)
+            .map(|(t, shard)| Ok(t.gpu.upload(&gradients[shard.clone()])?))
+            .collect::<Result<_>>()?;
+        let parts: Vec<u64> = uploaded.iter().map(DeviceBuffer::device_ptr).collect();
+        // SAFETY: each part holds its shard's pairs and outlives the call.
+        let (tree, orders) = unsafe { self.grow(params, &parts, features, true, rng)? };
+        let positions = orders.iter().flat_map(|order| order.positions(&tree)).collect();
+        Ok(BuiltTree { tree, positions, phases: Default::default() })
+    }
+
+    /// The rows of all the shards.
+    fn rows(&self) -> usize {
+        self.shards.last().map_or(0, |s| s.end)
+    }
+
+    /// Grows one tree from each device's gradients (the device address of its shard's pairs):
+    /// the quantiser from every block's sums in row order, each device's gradients in fixed point
+    /// on it, then the expansion driver over the devices. Returns the tree and each device's row
+    /// order (its rows read back when `read_rows`).
+    ///
+    /// # Safety
+    /// `gradients[d]` is the address of device `d`'s shard of pairs, alive for the call.
+    unsafe fn grow(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[u64],
+        features: &[u32],
+        read_rows: bool,
+        rng: &mut impl rand::Rng,
+    ) -> Result<(Tree, Vec<RowOrder>)> {
+        let rows = self.rows();
         let mut sums = QuantiserSums::zero();
-        let mut uploaded = Vec::with_capacity(self.trainers.len());
-        for (trainer, shard) in self.trainers.iter_mut().zip(&self.shards) {
-            let part = trainer.gpu.upload(&gradients[shard.clone()])?;
-            // SAFETY: `part` holds the shard's pairs and outlives the call.
-            let blocks = unsafe { trainer.quantiser_block_sums(part.device_ptr(), shard.len())? };
+        for ((trainer, shard), &part) in self.trainers.iter_mut().zip(&self.shards).zip(gradients) {
+            // SAFETY: as the caller promises.
+            let blocks = unsafe { trainer.quantiser_block_sums(part, shard.len())? };
             sums = blocks.into_iter().fold(sums, BlockSum::plus);
-            uploaded.push(part);
         }
         let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, rows);
         let mut fixed = Vec::with_capacity(self.trainers.len());
-        for ((trainer, part), shard) in self.trainers.iter_mut().zip(&uploaded).zip(&self.shards) {
+        for ((trainer, shard), &part) in self.trainers.iter_mut().zip(&self.shards).zip(gradients) {
             // SAFETY: as above.
-            fixed.push(unsafe { trainer.quantise_fixed(part.device_ptr(), shard.len(), &quantiser)? });
+            fixed.push(unsafe { trainer.quantise_fixed(part, shard.len(), &quantiser)? });
         }
         let context = SplitContext { params: params.split(), quantiser };
         let mut backends = Vec::with_capacity(self.trainers.len());
-        for (trainer, (fixed, root)) in self.trainers.iter_mut().zip(&fixed) {
-            let t = trainer;
+        for (t, (fixed, root)) in self.trainers.iter_mut().zip(&fixed) {
             backends.push(GpuBackend::new(
                 t.gpu,
                 &t.cuts,
@@ -191,15 +233,111 @@ impl<'g> MultiGpuTrainer<'g> {
             )?);
         }
         let gpus: Vec<&Gpu> = backends.iter().map(|b| b.gpu).collect();
-        let mut multi =
-            MultiBackend { backends, gpus, communicator: &*self.communicator, global: HistogramStore::default() };
+        let global = HistogramStore::default();
+        let mut multi = MultiBackend { backends, gpus, communicator: &*self.communicator, global };
         let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
-        let mut positions = Vec::with_capacity(rows);
+        let mut orders = Vec::with_capacity(multi.backends.len());
         for backend in &mut multi.backends {
-            backend.finish(true)?;
-            positions.extend(backend.order.positions(&tree));
+            backend.finish(read_rows)?;
+            orders.push(std::mem::replace(&mut backend.order, RowOrder::ranges_only(0)));
+            // The devices' steps run one after the other from this thread: their times add up.
+            self.phases.merge(&backend.phases);
         }
-        Ok(BuiltTree { tree, positions, phases: Default::default() })
+        drop(multi);
+        for (trainer, (fixed, _)) in self.trainers.iter_mut().zip(fixed) {
+            trainer.quantise_scratch.fixed = Some(fixed);
+        }
+        Ok((tree, orders))
+    }
+
+    /// Whether the device rounds take `objective`: element-wise objectives whose leaves are not
+    /// refreshed to quantiles, and the softmax. Ranking groups may cross shards and a leaf's
+    /// quantile needs all its rows, so those take the host's gradients.
+    pub fn takes(objective: DeviceObjective) -> bool {
+        match objective {
+            DeviceObjective::Elementwise(o) => o.leaf_quantile().is_none(),
+            DeviceObjective::Softmax { .. } => true,
+            DeviceObjective::LambdaRank(_) => false,
+        }
+    }
+
+    /// [`GpuTrainer::keep_rows_on_device`] over the shards: each device keeps its rows' labels,
+    /// weights and margins (of every row: `margins`, or the base margins).
+    pub fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()> {
+        let rows = self.rows();
+        if !Self::takes(objective) || !info.group_ptr.is_empty() {
+            return Err(Error::InvalidData("this objective's rounds take the host's gradients over devices".into()));
+        }
+        if info.labels.len() != rows || !(info.weights.is_empty() || info.weights.len() == rows) {
+            return Err(Error::InvalidData(format!(
+                "{} labels and {} weights for {rows} rows",
+                info.labels.len(),
+                info.weights.len()
+            )));
+        }
+        let outputs = objective.outputs();
+        for (trainer, shard) in self.trainers.iter_mut().zip(&self.shards) {
+            let part = MetaInfo {
+                labels: info.labels[shard.clone()].to_vec(),
+                weights: if info.weights.is_empty() { Vec::new() } else { info.weights[shard.clone()].to_vec() },
+                ..Default::default()
+            };
+            let margins = match margins {
+                InitialMargins::Rows(all) => {
+                    let range = shard.start * outputs..shard.end * outputs;
+                    InitialMargins::Rows(all.get(range).ok_or_else(|| {
+                        Error::InvalidData(format!("{} margins for {rows} rows of {outputs}", all.len()))
+                    })?)
+                }
+                base => base,
+            };
+            trainer.keep_rows_on_device(objective, &part, margins)?;
+        }
+        Ok(())
+    }
+
+    /// [`GpuTrainer::compute_gradients`] on every device.
+    pub fn compute_gradients(&mut self, iteration: usize) -> Result<()> {
+        self.trainers.iter_mut().try_for_each(|t| t.compute_gradients(iteration))
+    }
+
+    /// [`GpuTrainer::boost_tree`] over the devices: each device's gradients of its rows (sampled
+    /// as the whole run's rows are), one tree grown over all of them, each device's margins
+    /// updated with its rows' leaves.
+    pub fn boost_tree(
+        &mut self,
+        params: &TreeParams,
+        output: usize,
+        sampler: RowSampler,
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<Tree> {
+        let start = std::time::Instant::now();
+        let mut parts = Vec::with_capacity(self.trainers.len());
+        for (trainer, shard) in self.trainers.iter_mut().zip(&self.shards) {
+            parts.push(trainer.tree_gradients(output, sampler.from_row(shard.start as u64))?);
+        }
+        self.phases.add("tree: gradients", start.elapsed());
+        // SAFETY: each part is its trainer's tree gradients, kept for the run.
+        let (mut tree, orders) = unsafe { self.grow(params, &parts, features, false, rng)? };
+        for ((trainer, order), &part) in self.trainers.iter_mut().zip(&orders).zip(&parts) {
+            trainer.add_tree_leaves(params, &mut tree, order, output, part)?;
+        }
+        Ok(tree)
+    }
+
+    /// Every row's margins, read back from the devices, in row order.
+    pub fn margins(&self) -> Result<Vec<f32>> {
+        let mut margins = Vec::new();
+        for trainer in &self.trainers {
+            margins.extend(trainer.margins()?);
+        }
+        Ok(margins)
     }
 }
 

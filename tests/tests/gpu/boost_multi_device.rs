@@ -60,8 +60,9 @@ fn trees_over_devices_are_the_one_devices() {
 }
 
 /// Whole training runs with `n_gpus` write the CPU's model file byte for byte, with the same
-/// evaluation log (an evaluation set, early stopping): row and column sampling, a multi-class
-/// objective, absolute error's refreshed leaves. On the emulators (2 and 3 devices) and on a
+/// evaluation log (an evaluation set, early stopping): row and column sampling, weights, base
+/// margins, a multi-class objective (whole rounds on the devices), absolute error's refreshed
+/// leaves (the host's gradients). On the emulators (2 and 3 devices) and on a
 /// machine's GPUs (2, where it has them).
 #[test]
 fn training_over_devices_writes_the_cpus_model() {
@@ -98,7 +99,17 @@ fn training_over_devices_writes_the_cpus_model() {
         ),
     ];
     for (params, task) in cases {
-        let (train_set, valid): (Dataset, Dataset) = (data(1, task), data(2, task));
+        let (mut train_set, valid): (Dataset, Dataset) = (data(1, task), data(2, task));
+        let multi_class = matches!(task, SyntheticTask::MultiClass { .. });
+        if multi_class {
+            // Base margins of the data: each device starts from its rows' own.
+            train_set.info.base_margin = (0..rows * 3).map(|i| (i % 5) as f32 * 0.1 - 0.2).collect();
+        } else {
+            train_set.info.weights = (0..rows).map(|i| 0.5 + (i % 3) as f32 * 0.5).collect();
+        }
+        // Element-wise objectives without refreshed leaves and the softmax run whole rounds on the
+        // devices; absolute error's leaves take the host's gradients.
+        let device_rounds = !params.contains(&("objective", "reg:absoluteerror"));
         let run = |pairs: &[(&str, &str)], gpu: Option<Arc<primitives::Gpu>>| {
             let params = Params::from_pairs(pairs).expect("params");
             let options = TrainOptions {
@@ -117,6 +128,8 @@ fn training_over_devices_writes_the_cpus_model() {
             pairs.push(("n_gpus", &n_gpus));
             let multi = run(&pairs, Some(gpu.clone()));
             assert_eq!(multi.device.matches(", ").count(), n - 1, "{params:?}: devices {}", multi.device);
+            let rounds_on_devices = multi.phases.entries.iter().any(|(name, _)| *name == "tree: gradients");
+            assert_eq!(rounds_on_devices, device_rounds, "{params:?}: rounds on the devices");
             assert_eq!(
                 multi.model.to_json_string().unwrap(),
                 cpu.model.to_json_string().unwrap(),
