@@ -487,9 +487,13 @@ fn train_in(
     // The training set's metrics on the device when the device computes all of them: then the
     // margins never come back.
     let transform = objective.device_eval_transform();
+    // Over several devices, the metrics that are sums of row terms (each device's block sums, added
+    // in row order on the host).
+    let row_wise = |m: &DeviceMetric| matches!(m, DeviceMetric::Elementwise(_) | DeviceMetric::MultiClass(_));
     let device_metrics = device_objective
-        .filter(|_| device_rounds && matches!(backend, TreeBackend::Gpu(_)))
-        .and_then(|objective| device_metrics_of(&metrics, objective, transform, train.info));
+        .filter(|_| device_rounds)
+        .and_then(|objective| device_metrics_of(&metrics, objective, transform, train.info))
+        .filter(|ms| matches!(backend, TreeBackend::Gpu(_)) || ms.iter().all(row_wise));
     // Whether the training data fits each metric, checked once (the data does not change); NaN
     // where it does not, as `Metric::evaluate` gives.
     let fits_device_metric: Vec<bool> = match &device_metrics {
@@ -670,8 +674,7 @@ fn train_in(
                 // A metric of the host's: the margins come back.
                 *m = on_device(gpu, "reading an evaluation set's margins", || eval.set.margins(gpu))?;
             }
-            if let (true, Some(kernel_metrics), TreeBackend::Gpu(trainer)) =
-                (is_train(data), &device_metrics, &mut backend)
+            if let (true, Some(kernel_metrics), Some(mut trainer)) = (is_train(data), &device_metrics, backend.rounds())
             {
                 let gpu = trainer.gpu();
                 log_device_metrics(&mut log, name, &metrics, kernel_metrics, &fits_device_metric, |kernel_metric| {
@@ -947,6 +950,13 @@ impl<'g> Rounds<'_, 'g> {
         match self {
             Rounds::One(t) => t.margins(),
             Rounds::Many(t) => t.margins(),
+        }
+    }
+
+    fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        match self {
+            Rounds::One(t) => t.evaluate(metric, transform),
+            Rounds::Many(t) => t.evaluate(metric, transform),
         }
     }
 }

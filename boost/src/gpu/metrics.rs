@@ -107,16 +107,42 @@ impl MetricRows {
     /// the same row terms, summed in the same fixed order (the device sums each block, the host adds
     /// the block sums in order). Reads back a sum per 1024 rows instead of the margins.
     pub(crate) fn evaluate(&mut self, gpu: &Gpu, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        let outputs = self.outputs;
+        if let Some(block_sums) = self.loss_block_sums(gpu, metric, transform)? {
+            return finish_loss(metric, block_sums.into_iter().fold(LossSum::zero(), BlockSum::plus));
+        }
+        match metric {
+            DeviceMetric::Auc(_) if self.groups.as_ref().is_some_and(|g| g.explicit) => self.rank(gpu, metric),
+            DeviceMetric::Auc(curve) if outputs == 1 || self.softmax => self.auc(gpu, curve, transform),
+            DeviceMetric::Rank(_) if self.groups.is_some() => self.rank(gpu, metric),
+            _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
+        }
+    }
+
+    /// A row-wise `metric`'s sums of each block of 1024 rows, in order (`None` for the metrics that
+    /// are not sums of row terms: the areas, the ranking metrics). The host adds them in order
+    /// ([`finish_loss`]); a run over several devices adds every device's in row order.
+    pub(crate) fn loss_block_sums(
+        &mut self,
+        gpu: &Gpu,
+        metric: DeviceMetric,
+        transform: Transform,
+    ) -> Result<Option<Vec<LossSum>>> {
         let n = self.rows;
         let outputs = self.outputs;
+        let row_wise = match metric {
+            DeviceMetric::Elementwise(_) => outputs == 1,
+            DeviceMetric::MultiClass(_) => self.softmax,
+            _ => false,
+        };
+        if !row_wise {
+            return Ok(None);
+        }
         let blocks = reduce::blocks(n);
         let block_sums = gpu.alloc_zeroed::<LossSum>(blocks.max(1))?;
         let config = warp_per_block_config(blocks)?;
-        let sums = |block_sums: &DeviceBuffer<LossSum>| -> Result<LossSum> {
-            Ok(block_sums.to_vec(gpu)?.into_iter().take(blocks).fold(LossSum::zero(), BlockSum::plus))
-        };
         match metric {
-            DeviceMetric::Elementwise(metric) if outputs == 1 => {
+            DeviceMetric::Elementwise(metric) => {
                 let metric_buffer = gpu.upload(std::slice::from_ref(&metric))?;
                 let args = [
                     self.margins.device_ptr(),
@@ -130,9 +156,8 @@ impl MetricRows {
                 // SAFETY: margins and labels (and weights when given) hold `n` values, one metric, a
                 // sum per block; the grid is whole warps, one per block.
                 unsafe { gpu.launch(crate::KERNELS, "boost_metric_elementwise", config, &args)? };
-                Ok(metric.finish(sums(&block_sums)?))
             }
-            DeviceMetric::MultiClass(metric) if self.softmax => {
+            DeviceMetric::MultiClass(metric) => {
                 let args = [
                     self.margins.device_ptr(),
                     self.labels.device_ptr(),
@@ -146,13 +171,10 @@ impl MetricRows {
                 // (the softmax objective's validation), (weights when given), a sum per block; whole
                 // warps, one per block.
                 unsafe { gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
-                Ok(metric.finish(sums(&block_sums)?))
             }
-            DeviceMetric::Auc(_) if self.groups.as_ref().is_some_and(|g| g.explicit) => self.rank(gpu, metric),
-            DeviceMetric::Auc(curve) if outputs == 1 || self.softmax => self.auc(gpu, curve, transform),
-            DeviceMetric::Rank(_) if self.groups.is_some() => self.rank(gpu, metric),
-            _ => Err(Error::InvalidData(format!("{metric:?} does not apply to an objective of {outputs} outputs"))),
+            _ => return Ok(None),
         }
+        Ok(Some(block_sums.to_vec(gpu)?.into_iter().take(blocks).collect()))
     }
 
     /// `auc` or `aucpr` of the rows' predictions (`transform` of the margins; for a softmax,
@@ -437,5 +459,14 @@ impl RankScratch {
             SortOrder::ascending(),
         )?;
         Ok(scratch)
+    }
+}
+
+/// A row-wise metric's value from the sum of its row terms (the blocks' sums added in order).
+pub(crate) fn finish_loss(metric: DeviceMetric, sum: LossSum) -> Result<f64> {
+    match metric {
+        DeviceMetric::Elementwise(metric) => Ok(metric.finish(sum)),
+        DeviceMetric::MultiClass(metric) => Ok(metric.finish(sum)),
+        _ => Err(Error::InvalidData(format!("{metric:?} is not a sum of row terms"))),
     }
 }

@@ -1378,6 +1378,17 @@ impl<'g> GpuTrainer<'g> {
         rows.set.evaluate(gpu, metric, transform)
     }
 
+    /// A row-wise `metric`'s block sums over the training rows (see `MetricRows::loss_block_sums`).
+    fn loss_block_sums(
+        &mut self,
+        metric: DeviceMetric,
+        transform: Transform,
+    ) -> Result<Option<Vec<boost_kernels::metric::LossSum>>> {
+        let gpu = self.gpu;
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        rows.set.loss_block_sums(gpu, metric, transform)
+    }
+
     /// The training rows' margins, read back from the device.
     pub fn margins(&self) -> Result<Vec<f32>> {
         self.device_rows()?.set.read_margins(self.gpu)

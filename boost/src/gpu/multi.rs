@@ -20,9 +20,11 @@ use boost_kernels::reduce::{BlockSum, SUM_BLOCK};
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu};
 
+use super::metrics::finish_loss;
 use super::{Fixed, GpuBackend, GpuTrainer, HistogramStore, InitialMargins, RowSampler, SplitContext};
 use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix, MetaInfo};
 use crate::fixed_point::GradientQuantiser;
+use crate::metric::DeviceMetric;
 use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
@@ -32,6 +34,7 @@ use crate::tree::hist::BuiltTree;
 use crate::tree::Tree;
 use crate::{Error, Result};
 use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::metric::{LossSum, Transform};
 use boost_kernels::split::Split;
 
 /// How the devices of a run exchange sums.
@@ -329,6 +332,20 @@ impl<'g> MultiGpuTrainer<'g> {
             trainer.add_tree_leaves(params, &mut tree, order, output, part)?;
         }
         Ok(tree)
+    }
+
+    /// A row-wise `metric` (a sum of row terms) of the training rows' predictions on the devices:
+    /// every device's block sums added in row order, as one device adds its own, so the value is
+    /// the host's bit for bit. An error for the other metrics (the caller reads the margins back).
+    pub fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        let mut sum = LossSum::zero();
+        for trainer in &mut self.trainers {
+            let blocks = trainer
+                .loss_block_sums(metric, transform)?
+                .ok_or_else(|| Error::InvalidData(format!("{metric:?} is not a sum of row terms")))?;
+            sum = blocks.into_iter().fold(sum, BlockSum::plus);
+        }
+        finish_loss(metric, sum)
     }
 
     /// Every row's margins, read back from the devices, in row order.

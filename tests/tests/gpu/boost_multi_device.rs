@@ -130,6 +130,9 @@ fn training_over_devices_writes_the_cpus_model() {
             assert_eq!(multi.device.matches(", ").count(), n - 1, "{params:?}: devices {}", multi.device);
             let rounds_on_devices = multi.phases.entries.iter().any(|(name, _)| *name == "tree: gradients");
             assert_eq!(rounds_on_devices, device_rounds, "{params:?}: rounds on the devices");
+            // The training set's metrics too (sums of row terms): the margins stay there.
+            let metrics_on_devices = multi.phases.entries.iter().any(|(name, _)| *name == "metrics on the device");
+            assert_eq!(metrics_on_devices, device_rounds, "{params:?}: metrics on the devices");
             assert_eq!(
                 multi.model.to_json_string().unwrap(),
                 cpu.model.to_json_string().unwrap(),
