@@ -351,7 +351,15 @@ fn train_in(
         Some(gpu) if !extra_gpus.is_empty() => {
             let start = Instant::now();
             let features = train.host_features()?;
-            let cuts = QuantileCuts::build(features, &row_weights, max_bin);
+            // Dense rows are sketched on the first device (the host's cuts bit for bit, faster).
+            let cuts = match features {
+                FeatureMatrix::Dense(m) => on_device(gpu, "sketching the features on the device", || {
+                    let values = gpu.upload(&m.values)?;
+                    let weights = (!row_weights.is_empty()).then(|| gpu.upload(&row_weights)).transpose()?;
+                    device_cuts(gpu, &values, (m.rows, m.cols), weights.as_ref(), max_bin)
+                })?,
+                FeatureMatrix::Sparse(_) => QuantileCuts::build(features, &row_weights, max_bin),
+            };
             phases.add("cuts", start.elapsed());
             let start = Instant::now();
             let gpus: Vec<&Gpu> = std::iter::once(gpu).chain(&extra_gpus).collect();

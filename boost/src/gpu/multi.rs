@@ -131,11 +131,15 @@ impl<'g> MultiGpuTrainer<'g> {
             return Err(Error::param("device", "a multi-device run needs at least one device"));
         }
         let shards = shards(features.rows(), gpus.len());
-        let trainers = shards
-            .iter()
-            .zip(gpus)
-            .map(|(shard, &gpu)| GpuTrainer::from_features(gpu, &rows_of(features, shard.clone()), cuts))
-            .collect::<Result<_>>()?;
+        let trainer = |(shard, &gpu): (&Range<usize>, &&'g Gpu)| match features {
+            // Dense rows go up straight from their slice and are quantised there.
+            FeatureMatrix::Dense(m) => {
+                let values = gpu.upload(&m.values[shard.start * m.cols..shard.end * m.cols])?;
+                GpuTrainer::from_device_rows(gpu, &values, (shard.len(), m.cols), cuts)
+            }
+            FeatureMatrix::Sparse(_) => GpuTrainer::from_features(gpu, &rows_of(features, shard.clone()), cuts),
+        };
+        let trainers = shards.iter().zip(gpus).map(trainer).collect::<Result<_>>()?;
         Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
     }
 
