@@ -11,8 +11,10 @@
 //! choice), and the first device also keeps the nodes' histograms summed over the devices, which
 //! split evaluation reads.
 //!
-//! This module holds the tree builder over host gradients ([`MultiGpuTrainer::build_tree`], the
-//! multi-device [`GpuTrainer::build_tree`]); the learner does not drive it yet (issue 23).
+//! [`MultiGpuTrainer`] grows trees from the host's gradients ([`MultiGpuTrainer::build_tree`]) or
+//! runs whole rounds on the devices ([`MultiGpuTrainer::boost_tree`]: each device's gradients and
+//! margins of its rows); the learner drives it for `n_gpus > 1`. The shards' steps are issued one
+//! device after the other from the caller's thread.
 
 use std::ops::Range;
 
@@ -131,6 +133,9 @@ impl<'g> MultiGpuTrainer<'g> {
             return Err(Error::param("device", "a multi-device run needs at least one device"));
         }
         let shards = shards(features.rows(), gpus.len());
+        if shards.is_empty() {
+            return Err(Error::InvalidData("no rows to train on".into()));
+        }
         let trainer = |(shard, &gpu): (&Range<usize>, &&'g Gpu)| match features {
             // Dense rows go up straight from their slice and are quantised there.
             FeatureMatrix::Dense(m) => {
