@@ -11,6 +11,7 @@ use boost_kernels::binarised::{
 };
 use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
+use super::eval::grouped_by_output;
 use crate::tree::oblivious::ObliviousTree;
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -145,15 +146,7 @@ impl BinarisedTrees {
         if blocks > i32::MAX as usize {
             return Err(Error::InvalidData(format!("{rows} rows are too many for one launch")));
         }
-        // The trees grouped by output, in order within each (each margin's sum keeps its order).
-        let table = &self.table[range.clone()];
-        let grouped = if table.windows(2).all(|pair| pair[0].output <= pair[1].output) {
-            None
-        } else {
-            let mut grouped = table.to_vec();
-            grouped.sort_by_key(|tree| tree.output);
-            Some(gpu.upload(&grouped)?)
-        };
+        let grouped = grouped_by_output(gpu, &self.table[range.clone()], |tree| tree.output)?;
         let first_tree = grouped.as_ref().map_or_else(
             || self.trees.device_ptr() + (range.start * size_of::<BinarisedTree>()) as u64,
             DeviceBuffer::device_ptr,

@@ -354,7 +354,7 @@ fn walk_rows(
     // Leaf indices go tree by tree in the model's order: only margins take the trees grouped.
     let (grouped, tail_out) = match out {
         RowWalks::Margins(margins, outputs) => {
-            (grouped_by_output(gpu, trees, range.clone())?, [margins, outputs as u64, 0])
+            (grouped_by_output(gpu, &trees.table[range.clone()], |t| t.output)?, [margins, outputs as u64, 0])
         }
         RowWalks::Leaves(leaves) => (None, [0, trees.outputs as u64, leaves]),
     };
@@ -393,16 +393,20 @@ fn walk_rows(
     Ok(())
 }
 
-/// The trees `range` grouped by output, in order within each output (a stable sort), uploaded;
-/// `None` when they already are (outputs non-decreasing: one output, or a single round's trees;
-/// a multi-class model's rounds alternate them). Each margin's sum keeps its order, so its bits.
-fn grouped_by_output(gpu: &Gpu, trees: &DeviceTrees, range: Range<usize>) -> Result<Option<DeviceBuffer<PredictTree>>> {
-    let table = &trees.table[range];
-    if table.windows(2).all(|pair| pair[0].output <= pair[1].output) {
+/// A launch's trees `table` grouped by `output`, in order within each output (a stable sort),
+/// uploaded; `None` when they already are (outputs non-decreasing: one output, or a single round's
+/// trees; a multi-class model's rounds alternate them). Each margin's sum keeps its order, so its
+/// bits.
+pub(super) fn grouped_by_output<T: Element>(
+    gpu: &Gpu,
+    table: &[T],
+    output: impl Fn(&T) -> u32,
+) -> Result<Option<DeviceBuffer<T>>> {
+    if table.windows(2).all(|pair| output(&pair[0]) <= output(&pair[1])) {
         return Ok(None);
     }
     let mut grouped = table.to_vec();
-    grouped.sort_by_key(|tree| tree.output);
+    grouped.sort_by_key(output);
     Ok(Some(gpu.upload(&grouped)?))
 }
 

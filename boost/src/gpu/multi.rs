@@ -24,7 +24,7 @@ use primitives::{DeviceBuffer, Gpu};
 
 use super::metrics::finish_loss;
 use super::{Fixed, GpuBackend, GpuTrainer, HistogramStore, InitialMargins, RowSampler, SplitContext};
-use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix, MetaInfo};
+use crate::data::{CsrMatrix, FeatureMatrix, MetaInfo};
 use crate::fixed_point::GradientQuantiser;
 use crate::metric::DeviceMetric;
 use crate::objective::DeviceObjective;
@@ -90,25 +90,16 @@ pub fn shards(rows: usize, devices: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Rows `range` of `features`, as a matrix of their own.
-fn rows_of(features: &FeatureMatrix, range: Range<usize>) -> FeatureMatrix {
-    match features {
-        FeatureMatrix::Dense(m) => FeatureMatrix::Dense(DenseMatrix::new(
-            range.len(),
-            m.cols,
-            m.values[range.start * m.cols..range.end * m.cols].to_vec(),
-        )),
-        FeatureMatrix::Sparse(m) => {
-            let entries = m.row_ptr[range.start]..m.row_ptr[range.end];
-            FeatureMatrix::Sparse(CsrMatrix {
-                rows: range.len(),
-                cols: m.cols,
-                row_ptr: m.row_ptr[range.start..=range.end].iter().map(|p| p - entries.start).collect(),
-                col_indices: m.col_indices[entries.clone()].to_vec(),
-                values: m.values[entries].to_vec(),
-            })
-        }
-    }
+/// Rows `range` of CSR rows, as a matrix of their own.
+fn csr_rows(m: &CsrMatrix, range: Range<usize>) -> FeatureMatrix {
+    let entries = m.row_ptr[range.start]..m.row_ptr[range.end];
+    FeatureMatrix::Sparse(CsrMatrix {
+        rows: range.len(),
+        cols: m.cols,
+        row_ptr: m.row_ptr[range.start..=range.end].iter().map(|p| p - entries.start).collect(),
+        col_indices: m.col_indices[entries.clone()].to_vec(),
+        values: m.values[entries].to_vec(),
+    })
 }
 
 /// A [`GpuTrainer`] a device, each over its shard of the rows, and the communicator between them.
@@ -142,7 +133,7 @@ impl<'g> MultiGpuTrainer<'g> {
                 let values = gpu.upload(&m.values[shard.start * m.cols..shard.end * m.cols])?;
                 GpuTrainer::from_device_rows(gpu, &values, (shard.len(), m.cols), cuts)
             }
-            FeatureMatrix::Sparse(_) => GpuTrainer::from_features(gpu, &rows_of(features, shard.clone()), cuts),
+            FeatureMatrix::Sparse(m) => GpuTrainer::from_features(gpu, &csr_rows(m, shard.clone()), cuts),
         };
         let trainers = shards.iter().zip(gpus).map(trainer).collect::<Result<_>>()?;
         Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
@@ -244,9 +235,8 @@ impl<'g> MultiGpuTrainer<'g> {
                 context,
             )?);
         }
-        let gpus: Vec<&Gpu> = backends.iter().map(|b| b.gpu).collect();
         let global = HistogramStore::default();
-        let mut multi = MultiBackend { backends, gpus, communicator: &*self.communicator, global };
+        let mut multi = MultiBackend { backends, communicator: &*self.communicator, global };
         let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
         let mut orders = Vec::with_capacity(multi.backends.len());
         for backend in &mut multi.backends {
@@ -371,7 +361,6 @@ impl<'g> MultiGpuTrainer<'g> {
 /// every device; splits evaluated on the first, from the histograms summed over the devices.
 struct MultiBackend<'a, 'c> {
     backends: Vec<GpuBackend<'a>>,
-    gpus: Vec<&'a Gpu>,
     communicator: &'c dyn Communicator,
     /// The nodes' histograms summed over the devices, on the first device.
     global: HistogramStore,
@@ -386,7 +375,8 @@ impl MultiBackend<'_, '_> {
             .map(|b| b.histograms.batches.last().and_then(|b| b.as_ref()).map(|(buffer, _)| buffer))
             .collect::<Option<_>>()
             .ok_or_else(|| Error::InvalidData("a device has no histogram batch to sum".into()))?;
-        let sum = self.communicator.reduce_sum(&self.gpus, &parts, 0)?;
+        let gpus: Vec<&Gpu> = self.backends.iter().map(|b| b.gpu).collect();
+        let sum = self.communicator.reduce_sum(&gpus, &parts, 0)?;
         self.global.insert(sum, nodes);
         Ok(())
     }
