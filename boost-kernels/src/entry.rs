@@ -25,6 +25,15 @@ use crate::sketch::{
     self, ColumnMerges, CsrRows, DenseColumns, QueueEntries, QueueSummaries, SketchEntry, SketchQueue, TreeRound,
 };
 use crate::subtract;
+use crate::synthetic::{self, SyntheticRows};
+
+kernel! {
+    /// Synthetic rows `first..first + n`; see [`synthetic::rows_kernel`].
+    pub unsafe fn boost_synthetic_rows(spec: *const SyntheticRows, first: u64, n: u64, values: *mut f32, labels: *mut f32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { synthetic::rows_kernel(spec, first, n, values, labels) }
+    }
+}
 
 kernel! {
     /// The packed bins of dense row-major features; see [`bins::dense_kernel`].
@@ -999,6 +1008,7 @@ kernel! {
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
     match name {
+        "boost_synthetic_rows" => Some(boost_synthetic_rows::raw),
         "boost_bins_dense" => Some(boost_bins_dense::raw),
         "boost_bins_csr" => Some(boost_bins_csr::raw),
         "boost_split_features" => Some(boost_split_features::raw),

@@ -16,7 +16,8 @@
 //! [`rank`] LambdaMART's gradients of a query group, [`rank_metric`] `ndcg` and `map` of one,
 //! [`sketch`] the weighted quantile summaries of XGBoost's sketch (the quantile cuts), [`exact`]
 //! the exact method's candidates (every boundary between distinct values), [`binarised`] the fast
-//! applier of oblivious trees (CatBoost's: rows turned into bin codes once, a level an integer add).
+//! applier of oblivious trees (CatBoost's: rows turned into bin codes once, a level an integer add),
+//! [`synthetic`] the benchmarks' synthetic rows (made where they are trained).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
@@ -40,6 +41,7 @@ pub mod sampling;
 pub mod sketch;
 pub mod split;
 pub mod subtract;
+pub mod synthetic;
 
 /// The kernels (`cargo xtask kernels` builds them with this feature; `boost` turns it on for their
 /// host versions, which the emulated device runs).

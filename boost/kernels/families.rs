@@ -180,4 +180,19 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("sketch.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "data",
+        entry_points: &[
+            "boost_synthetic_rows",
+        ],
+        ptx: include_bytes!("data.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("data.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("data.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("data.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("data.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("data.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("data.sm_120.cubin.zst") },
+        ],
+    },
 ]

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use primitives::{DeviceBuffer, Gpu};
 
-use crate::data::{read_data, Categories, CsrMatrix, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
+use crate::data::{read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions};
 use crate::model::{FeatureScore, ImportanceType, Model};
@@ -143,6 +143,12 @@ impl DMatrix {
         Ok(DMatrix { features: Stored::Host(data.features), info: data.info, categories })
     }
 
+    /// A dataset's rows and labels (weights, groups, base margins), as read or generated.
+    pub fn from_dataset(data: Dataset) -> Result<Self> {
+        data.features.check_finite()?;
+        Ok(DMatrix { features: Stored::Host(data.features), info: data.info, categories: Categories::default() })
+    }
+
     fn from_features(features: FeatureMatrix) -> Result<Self> {
         features.check_finite()?;
         Ok(Self::of(Stored::Host(features)))
@@ -229,7 +235,7 @@ impl DMatrix {
     }
 
     /// The rows as the training loop takes them.
-    fn rows_view(&self) -> Rows<'_> {
+    pub(crate) fn rows_view(&self) -> Rows<'_> {
         let features = match &self.features {
             Stored::Host(features) => Features::Host(features),
             Stored::Device(rows) => Features::Device { gpu: &rows.gpu, data: rows.data() },
@@ -322,8 +328,7 @@ impl Booster {
         options: &TrainOptions,
         on_round: impl FnMut(&RoundLog),
     ) -> Result<Self> {
-        let evals: Vec<(Rows, &str)> = evals.iter().map(|(data, name)| (data.rows_view(), *name)).collect();
-        let trained = learner::train_rows(params, &dtrain.rows_view(), &evals, options, on_round)?;
+        let trained = learner::train_matrix(params, dtrain, evals, options, on_round)?;
         Ok(Booster {
             model: trained.model,
             objective: trained.objective,

@@ -32,6 +32,7 @@ use crate::rows::{Features, Rows};
 use crate::tree::exact::{ExactBuilder, SortedColumns};
 use crate::tree::hist::{HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
+use crate::DMatrix;
 use crate::{Error, Result};
 
 /// Options of a training run besides the parameters.
@@ -195,8 +196,11 @@ pub struct Trained {
     /// margins, metrics.
     pub phases: PhaseTimes,
     /// The most device memory in use at once during training (a CUDA device's pool; `None` on the
-    /// CPU and the emulator).
+    /// CPU and the emulator); the first device's of several.
     pub peak_device_bytes: Option<u64>,
+    /// Each device's peak, in device order (one entry with one GPU, none on the CPU and the
+    /// emulator).
+    pub peak_device_bytes_each: Vec<u64>,
 }
 
 /// Trains on `train`, evaluating `evals` (data, name) after every round.
@@ -209,6 +213,19 @@ pub fn train(
 ) -> Result<Trained> {
     let evals: Vec<(Rows, &str)> = evals.iter().map(|(data, name)| (Rows::of(data), *name)).collect();
     train_rows(params, &Rows::of(train), &evals, options, on_round)
+}
+
+/// [`train`] of [`DMatrix`] sets, whose rows may lie in a GPU's memory (then trained there unless
+/// `device=cpu`): the whole report, of which [`crate::Booster::train_with`] keeps the model.
+pub fn train_matrix(
+    params: &Params,
+    train: &DMatrix,
+    evals: &[(&DMatrix, &str)],
+    options: &TrainOptions,
+    on_round: impl FnMut(&RoundLog),
+) -> Result<Trained> {
+    let evals: Vec<(Rows, &str)> = evals.iter().map(|(data, name)| (data.rows_view(), *name)).collect();
+    train_rows(params, &train.rows_view(), &evals, options, on_round)
 }
 
 /// [`train`] with histograms summed in `precision`: an experiment switch for `cargo xtask precision`
@@ -346,31 +363,12 @@ fn train_in(
                 }
             }
         }
-        // Several devices: the host's cuts (the one device's, bit for bit), each device quantising
-        // its shard of the rows.
+        // Several devices: the one device's cuts, each device quantising its shard of the rows.
         Some(gpu) if !extra_gpus.is_empty() => {
-            let start = Instant::now();
-            let features = train.host_features()?;
-            // Dense rows are sketched on the first device (the host's cuts bit for bit, faster).
-            let cuts = match features {
-                FeatureMatrix::Dense(m) => on_device(gpu, "sketching the features on the device", || {
-                    let values = gpu.upload(&m.values)?;
-                    let weights = (!row_weights.is_empty()).then(|| gpu.upload(&row_weights)).transpose()?;
-                    device_cuts(gpu, &values, (m.rows, m.cols), weights.as_ref(), max_bin)
-                })?,
-                FeatureMatrix::Sparse(_) => QuantileCuts::build(features, &row_weights, max_bin),
-            };
-            phases.add("cuts", start.elapsed());
-            let start = Instant::now();
             let gpus: Vec<&Gpu> = std::iter::once(gpu).chain(&extra_gpus).collect();
-            let communicator: Box<dyn Communicator> =
-                if gpus.iter().all(|g| !g.is_emulated()) { Box::new(Nccl::new(&gpus)?) } else { Box::new(HostStaged) };
-            let trainer = on_device(gpu, "quantising the features on the devices", || {
-                MultiGpuTrainer::from_features(&gpus, features, &cuts, communicator)
-            })?;
-            phases.add("matrix for the tree builder", start.elapsed());
-            let bytes = trainer.bins_bytes();
-            (cuts, TreeBackend::MultiGpu(Box::new(trainer)), bytes)
+            let trainer = multi_gpu_trainer(&gpus, train, &row_weights, max_bin, &mut phases)?;
+            let bytes = trainer.trainer.bins_bytes();
+            (trainer.cuts, TreeBackend::MultiGpu(Box::new(trainer.trainer)), bytes)
         }
         Some(gpu) => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
@@ -731,19 +729,24 @@ fn train_in(
         model.attributes.insert("best_iteration".into(), best.to_string());
         model.attributes.insert("best_score".into(), score.to_string());
     }
-    let mut peak_device_bytes = None;
     match &backend {
         TreeBackend::Gpu(trainer) => phases.merge(trainer.phases()),
         TreeBackend::MultiGpu(trainer) => phases.merge(&trainer.phases()),
         _ => {}
     }
-    if let Some(gpu) = backend.gpu() {
+    let mut peak_device_bytes_each = Vec::new();
+    let gpus = match &backend {
+        TreeBackend::MultiGpu(trainer) => trainer.gpus(),
+        _ => backend.gpu().into_iter().collect(),
+    };
+    for gpu in gpus {
         let usage = on_device(gpu, "reading the peak memory", || Ok(gpu.memory_usage()?))?;
-        peak_device_bytes = usage.map(|usage| usage.peak_bytes);
+        peak_device_bytes_each.extend(usage.map(|usage| usage.peak_bytes));
     }
     Ok(Trained {
         phases,
-        peak_device_bytes,
+        peak_device_bytes: peak_device_bytes_each.first().copied(),
+        peak_device_bytes_each,
         model,
         objective,
         history,
@@ -904,6 +907,67 @@ fn gpu_trainer<'g>(
     })?;
     phases.add("matrix for the tree builder", start.elapsed());
     Ok((cuts, trainer))
+}
+
+/// A [`MultiGpuTrainer`] and the cuts it quantised with.
+struct MultiGpu<'g> {
+    trainer: MultiGpuTrainer<'g>,
+    cuts: QuantileCuts,
+}
+
+/// The trainer over `gpus` (at least two) of the training rows: dense rows (the caller's in the
+/// first device's memory, or uploaded there) sketched on the first device (the one device's cuts)
+/// and their shards copied from it to the others; CSR rows sketched on the host, each device's
+/// shard uploaded. The devices sum histograms through NCCL, or through host memory when emulated.
+fn multi_gpu_trainer<'g>(
+    gpus: &[&'g Gpu],
+    train: &Rows<'_>,
+    weights: &[f32],
+    max_bin: usize,
+    phases: &mut PhaseTimes,
+) -> Result<MultiGpu<'g>> {
+    let gpu = gpus[0];
+    for &g in gpus {
+        on_device(g, "resetting the peak memory", || Ok(g.reset_peak_memory()?))?;
+    }
+    let start = Instant::now();
+    let communicator: Box<dyn Communicator> =
+        if gpus.iter().all(|g| !g.is_emulated()) { Box::new(Nccl::new(gpus)?) } else { Box::new(HostStaged) };
+    phases.add("communicator", start.elapsed());
+    let start = Instant::now();
+    let uploaded;
+    let dense = match train.features {
+        Features::Device { data: DeviceData::Dense { values, rows, cols }, .. } if values.is_on(gpu) => {
+            Some((values, rows, cols))
+        }
+        Features::Host(FeatureMatrix::Dense(m)) => {
+            uploaded = on_device(gpu, "uploading the features", || Ok(gpu.upload(&m.values)?))?;
+            Some((&uploaded, m.rows, m.cols))
+        }
+        _ => None,
+    };
+    let Some((values, rows, cols)) = dense else {
+        let features = train.host_features()?;
+        let cuts = QuantileCuts::build(features, weights, max_bin);
+        phases.add("cuts", start.elapsed());
+        let start = Instant::now();
+        let trainer = on_device(gpu, "quantising the features on the devices", || {
+            MultiGpuTrainer::from_features(gpus, features, &cuts, communicator)
+        })?;
+        phases.add("matrix for the tree builder", start.elapsed());
+        return Ok(MultiGpu { trainer, cuts });
+    };
+    let cuts = on_device(gpu, "sketching the features on the device", || {
+        let weights = (!weights.is_empty()).then(|| gpu.upload(weights)).transpose()?;
+        device_cuts(gpu, values, (rows, cols), weights.as_ref(), max_bin)
+    })?;
+    phases.add("cuts", start.elapsed());
+    let start = Instant::now();
+    let trainer = on_device(gpu, "quantising the features on the devices", || {
+        MultiGpuTrainer::from_device_rows(gpus, values, (rows, cols), &cuts, communicator)
+    })?;
+    phases.add("matrix for the tree builder", start.elapsed());
+    Ok(MultiGpu { trainer, cuts })
 }
 
 /// The trainer of device rounds (gradients, trees and margins where the rows are): one GPU's, or

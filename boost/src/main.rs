@@ -8,12 +8,13 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use boost::data::synthetic::{generate as generate_synthetic, generate_on_device, SyntheticSpec};
 use boost::data::{read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions};
 use boost::gpu::{transform_on_device, DeviceModel};
 use boost::learner::{self, RoundLog, TrainOptions};
 use boost::model::Model;
 use boost::param::{Device, Params};
-use boost::{metric, objective, Error, Result};
+use boost::{metric, objective, DMatrix, Error, Result};
 
 /// The model attribute that keeps the string encoding of a CSV training file, so that `predict` and
 /// `eval` read CSV files with the same codes.
@@ -92,7 +93,9 @@ struct DataArgs {
 
 #[derive(Args)]
 struct TrainArgs {
-    /// Training data (CSV/TSV or libsvm, optionally gzip-compressed).
+    /// Training data (CSV/TSV or libsvm, optionally gzip-compressed), or `synthetic:ROWS` (or
+    /// `synthetic:ROWSxCOLS`): `boost generate`'s rows (binary labels, seed 0, 28 features unless
+    /// given) made where the trees are built, in the GPU's memory on a GPU (no file to read).
     data: PathBuf,
     /// XGBoost parameters as NAME=VALUE (`device` defaults to `auto` here: a GPU when one is usable).
     params: Vec<String>,
@@ -246,19 +249,24 @@ fn train(args: TrainArgs) -> Result<()> {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(params.nthread).build_global();
     }
     let previous = args.continue_from.as_ref().map(Model::load_json).transpose()?;
-    let (train_data, categories) =
-        read(&args.data, &args.input, previous_categories(previous.as_ref())?.as_ref(), None)?;
+    let synthetic = synthetic_spec(&args.data)?;
+    let (train_set, categories) = match &synthetic {
+        Some(spec) => (synthetic_rows(spec, &params)?, Categories::default()),
+        None => {
+            let (data, categories) =
+                read(&args.data, &args.input, previous_categories(previous.as_ref())?.as_ref(), None)?;
+            (TrainSet::Host(data), categories)
+        }
+    };
     let mut evals_data = Vec::new();
     for e in &args.evals {
         let (name, path) = e.split_once('=').ok_or_else(|| Error::InvalidParameter {
             name: "--eval".into(),
             reason: format!("`{e}`: expected NAME=PATH"),
         })?;
-        let (data, _) = read(Path::new(path), &args.input, Some(&categories), Some(train_data.cols()))?;
+        let (data, _) = read(Path::new(path), &args.input, Some(&categories), Some(train_set.cols()))?;
         evals_data.push((name.to_string(), data));
     }
-    let mut evals: Vec<(&Dataset, &str)> = vec![(&train_data, "train")];
-    evals.extend(evals_data.iter().map(|(n, d)| (d, n.as_str())));
 
     let progress = ProgressBar::new(args.rounds as u64);
     progress.set_style(
@@ -273,11 +281,25 @@ fn train(args: TrainArgs) -> Result<()> {
         ..Default::default()
     };
     let start = std::time::Instant::now();
-    let trained = learner::train(&params, &train_data, &evals, &options, |log: &RoundLog| {
+    let on_round = |log: &RoundLog| {
         // The log goes to standard output (also when it is not a terminal and the bar is hidden).
         progress.suspend(|| print_line(&log.to_string()));
         progress.inc(1);
-    })?;
+    };
+    let trained = match &train_set {
+        TrainSet::Host(train_data) => {
+            let mut evals: Vec<(&Dataset, &str)> = vec![(train_data, "train")];
+            evals.extend(evals_data.iter().map(|(n, d)| (d, n.as_str())));
+            learner::train(&params, train_data, &evals, &options, on_round)?
+        }
+        TrainSet::Device(train_data) => {
+            let matrices: Vec<(DMatrix, String)> =
+                evals_data.into_iter().map(|(n, d)| Ok((DMatrix::from_dataset(d)?, n))).collect::<Result<_>>()?;
+            let mut evals: Vec<(&DMatrix, &str)> = vec![(train_data, "train")];
+            evals.extend(matrices.iter().map(|(m, n)| (m, n.as_str())));
+            learner::train_matrix(&params, train_data, &evals, &options, on_round)?
+        }
+    };
     progress.finish_and_clear();
     let mut model = trained.model;
     if categories != Categories::default() {
@@ -297,8 +319,10 @@ fn train(args: TrainArgs) -> Result<()> {
         trained.device,
         args.output.display()
     );
-    if let Some(peak) = trained.peak_device_bytes {
-        eprintln!("boost: peak device memory {:.1} MiB", peak as f64 / 1048576.0);
+    if !trained.peak_device_bytes_each.is_empty() {
+        let mib: Vec<String> =
+            trained.peak_device_bytes_each.iter().map(|&b| format!("{:.1}", b as f64 / 1048576.0)).collect();
+        eprintln!("boost: peak device memory {} MiB", mib.join(", "));
     }
     if params.verbosity >= 2 {
         eprintln!("boost: phases: {}", trained.phases);
@@ -311,6 +335,44 @@ fn train(args: TrainArgs) -> Result<()> {
         eprintln!("boost: learning curve written to {}", plot.display());
     }
     Ok(())
+}
+
+/// The training rows: read or generated on the host, or generated in a GPU's memory.
+enum TrainSet {
+    Host(Dataset),
+    Device(DMatrix),
+}
+
+impl TrainSet {
+    fn cols(&self) -> usize {
+        match self {
+            TrainSet::Host(data) => data.cols(),
+            TrainSet::Device(matrix) => matrix.cols(),
+        }
+    }
+}
+
+/// The spec of a `synthetic:ROWS[xCOLS]` training set (`None`: a file).
+fn synthetic_spec(data: &Path) -> Result<Option<SyntheticSpec>> {
+    let Some(shape) = data.to_str().and_then(|d| d.strip_prefix("synthetic:")) else { return Ok(None) };
+    let bad = || Error::InvalidParameter {
+        name: "data".into(),
+        reason: format!("`{}`: expected synthetic:ROWS or synthetic:ROWSxCOLS", data.display()),
+    };
+    let (rows, cols) = shape.split_once('x').unwrap_or((shape, "28"));
+    let (rows, cols) = (rows.parse().map_err(|_| bad())?, cols.parse().map_err(|_| bad())?);
+    Ok(Some(SyntheticSpec { rows, cols, ..Default::default() }))
+}
+
+/// The synthetic rows of `spec` where `params` build the trees: in the GPU's memory (the device
+/// `device` opens, the first of `n_gpus`), or on the host.
+fn synthetic_rows(spec: &SyntheticSpec, params: &Params) -> Result<TrainSet> {
+    let (gpu, _) = learner::open_device(params.device)?;
+    let Some(gpu) = gpu else { return Ok(TrainSet::Host(generate_synthetic(spec)?)) };
+    let (values, labels) = generate_on_device(&gpu, spec, 0..spec.rows)?;
+    let labels = labels.to_vec(&gpu)?;
+    let matrix = DMatrix::from_device_dense(std::sync::Arc::new(gpu), values, spec.rows, spec.cols)?;
+    Ok(TrainSet::Device(matrix.with_labels(labels)?))
 }
 
 fn previous_categories(model: Option<&Model>) -> Result<Option<Categories>> {

@@ -165,6 +165,42 @@ impl<T: Element> DeviceBuffer<T> {
         }
     }
 
+    /// Elements `range` of this buffer (on `from`) copied into a new buffer on `to`: a peer copy
+    /// between two CUDA devices (stream-ordered after `from`'s work, on `to`'s stream), a plain
+    /// device copy when they are one, a byte copy between emulated devices.
+    pub fn copy_range_to(&self, from: &Gpu, range: std::ops::Range<usize>, to: &Gpu) -> Result<DeviceBuffer<T>> {
+        if !self.is_on(from) {
+            return Err(foreign_buffer());
+        }
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::InvalidArgument {
+                name: "range",
+                reason: format!("{}..{} of a buffer of {}", range.start, range.end, self.len),
+            });
+        }
+        let mut copy = Self::uninitialized(to, range.len())?;
+        let (from_byte, bytes) = (range.start * size_of::<T>(), range.len() * size_of::<T>());
+        if bytes == 0 {
+            return Ok(copy);
+        }
+        match (&mut copy.storage, &self.storage, &to.backend) {
+            (Storage::Cuda(destination), Storage::Cuda(source), Backend::Cuda(device)) => {
+                let mut destination = destination.slice_mut(0..bytes);
+                device
+                    .stream
+                    .memcpy_dtod(&source.slice(from_byte..from_byte + bytes), &mut destination)
+                    .map_err(Error::driver("copying between devices", bytes))?;
+            }
+            (Storage::Emulated(destination), Storage::Emulated(source), Backend::Emulated(_)) => {
+                let mut staged = vec![0u8; bytes];
+                source.read_bytes_at(from_byte, &mut staged);
+                destination.write_bytes_at(0, &staged);
+            }
+            _ => return Err(foreign_buffer()),
+        }
+        Ok(copy)
+    }
+
     /// Sets every byte of the buffer to zero (stream-ordered, no wait).
     pub fn fill_zero(&mut self, gpu: &Gpu) -> Result<()> {
         let bytes = self.len * size_of::<T>();
@@ -262,6 +298,19 @@ fn foreign_buffer() -> Error {
 mod tests {
     use super::*;
     use crate::Schedule;
+
+    #[test]
+    fn a_range_copied_to_another_device() {
+        let (a, b) = (Gpu::emulated(Schedule::Deterministic), Gpu::emulated(Schedule::Deterministic));
+        let data: Vec<u32> = (0..100).collect();
+        let buffer = a.upload(&data).unwrap();
+        let copy = buffer.copy_range_to(&a, 10..30, &b).unwrap();
+        assert!(copy.is_on(&b) && !copy.is_on(&a));
+        assert_eq!(copy.to_vec(&b).unwrap(), data[10..30]);
+        assert_eq!(buffer.copy_range_to(&a, 0..0, &b).unwrap().len(), 0);
+        assert!(buffer.copy_range_to(&a, 90..101, &b).is_err(), "past the end");
+        assert!(buffer.copy_range_to(&b, 0..1, &a).is_err(), "not the buffer's device");
+    }
 
     #[test]
     fn a_buffer_is_on_the_device_that_made_it_only() {

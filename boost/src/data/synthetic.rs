@@ -20,25 +20,20 @@
 //! seed in its key and `c` as its stream, so the data depends only on the spec, not on the thread
 //! count. Uniforms come from the generator's 64-bit words by a fixed conversion and normals by
 //! Box-Muller with `libm`'s `log`, `sin` and `cos` (not the platform's), so the values are the same
-//! bits on every platform.
+//! bits on every platform. The generator is `boost_kernels::synthetic`, the source the device runs
+//! too: [`generate_on_device`] makes the same rows in a GPU's memory.
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use std::ops::Range;
+
+use boost_kernels::synthetic::{self as kernel, SyntheticRows};
+use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 use rayon::prelude::*;
 
 use super::{Dataset, DenseMatrix, FeatureMatrix, MetaInfo};
 use crate::{Error, Result};
 
 /// Rows generated from one generator stream.
-pub const ROWS_PER_CHUNK: usize = 4096;
-
-/// The weights of the linear part, on features 0..5.
-const LINEAR: [f64; 5] = [1.0, -0.8, 0.6, -0.4, 0.2];
-const SIN_FEATURE: usize = 5;
-const PRODUCT_FEATURES: (usize, usize) = (6, 7);
-const ABS_FEATURE: usize = 8;
-/// E|x| for a standard normal x.
-const MEAN_ABS: f64 = 0.797_884_560_802_865_4;
+pub const ROWS_PER_CHUNK: usize = kernel::ROWS_PER_CHUNK as usize;
 
 /// What the label is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,13 +87,64 @@ impl Default for SyntheticSpec {
 
 /// A dense dataset as `spec` describes (see the [module](self) docs); an error for a spec out of range.
 pub fn generate(spec: &SyntheticSpec) -> Result<Dataset> {
+    let size = check(spec)?;
+    let rows = kernel_spec(spec);
+    let mut values = vec![0f32; size];
+    let mut labels = vec![0f32; spec.rows];
+    values.par_chunks_mut(ROWS_PER_CHUNK * spec.cols).zip(labels.par_chunks_mut(ROWS_PER_CHUNK)).enumerate().for_each(
+        |(chunk, (values, labels))| {
+            let cols = spec.cols;
+            let value = |r: usize, c: usize, v: f32| values[r * cols + c] = v;
+            kernel::fill_chunk(&rows, chunk as u64, labels.len(), value, |r, y| labels[r] = y);
+        },
+    );
+    Ok(Dataset {
+        features: FeatureMatrix::Dense(DenseMatrix { rows: spec.rows, cols: spec.cols, values }),
+        info: MetaInfo { labels, ..MetaInfo::default() },
+    })
+}
+
+/// Rows `range` of the data `spec` describes, made in the memory of `gpu` by the generator
+/// [`generate`] runs on the host (the same bits): the values (row-major, `NaN` where missing)
+/// and the labels. Rows `range` of `generate(spec)` are these; `spec.rows` only bounds `range`.
+pub fn generate_on_device(
+    gpu: &Gpu,
+    spec: &SyntheticSpec,
+    range: Range<usize>,
+) -> Result<(DeviceBuffer<f32>, DeviceBuffer<f32>)> {
+    check(spec)?;
+    if range.start > range.end || range.end > spec.rows {
+        return Err(Error::param("rows", format!("rows {range:?} of a dataset of {} rows", spec.rows)));
+    }
+    let n = range.len();
+    let values = gpu.alloc_uninitialized::<f32>(n * spec.cols)?;
+    let labels = gpu.alloc_uninitialized::<f32>(n)?;
+    let chunks = (range.end.div_ceil(ROWS_PER_CHUNK) - range.start / ROWS_PER_CHUNK) as u32;
+    if n > 0 {
+        let rows = gpu.upload(std::slice::from_ref(&kernel_spec(spec)))?;
+        let threads = 64;
+        let config = LaunchConfig {
+            grid_dim: (chunks.div_ceil(threads), 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let args = [rows.device_ptr(), range.start as u64, n as u64, values.device_ptr(), labels.device_ptr()];
+        // SAFETY: `rows` holds one spec; `values` holds `n * cols` values and `labels` `n`; a thread
+        // per chunk that meets the range (extra threads return).
+        unsafe { gpu.launch(crate::KERNELS, "boost_synthetic_rows", config, &args)? };
+    }
+    Ok((values, labels))
+}
+
+/// An error for a spec out of range; else the number of values.
+fn check(spec: &SyntheticSpec) -> Result<usize> {
     if spec.rows == 0 {
         return Err(Error::param("rows", "must be at least 1"));
     }
     if spec.cols == 0 {
         return Err(Error::param("cols", "must be at least 1"));
     }
-    let Some(size) = spec.rows.checked_mul(spec.cols) else {
+    let Some(values) = spec.rows.checked_mul(spec.cols) else {
         return Err(Error::param("rows", format!("{} rows of {} columns do not fit in memory", spec.rows, spec.cols)));
     };
     if !(0.0..=1.0).contains(&spec.missing_fraction) {
@@ -116,96 +162,24 @@ pub fn generate(spec: &SyntheticSpec) -> Result<Dataset> {
     if !(spec.noise.is_finite() && spec.noise >= 0.0) {
         return Err(Error::param("noise", format!("{} is not a finite number >= 0", spec.noise)));
     }
-    let missing_columns: Vec<usize> = (0..spec.missing_columns).map(|k| k * spec.cols / spec.missing_columns).collect();
-    let mut values = vec![0f32; size];
-    let mut labels = vec![0f32; spec.rows];
-    values
-        .par_chunks_mut(ROWS_PER_CHUNK * spec.cols)
-        .zip(labels.par_chunks_mut(ROWS_PER_CHUNK))
-        .enumerate()
-        .for_each(|(chunk, (values, labels))| fill_chunk(spec, &missing_columns, chunk as u64, values, labels));
-    Ok(Dataset {
-        features: FeatureMatrix::Dense(DenseMatrix { rows: spec.rows, cols: spec.cols, values }),
-        info: MetaInfo { labels, ..MetaInfo::default() },
-    })
+    Ok(values)
 }
 
-/// The rows of chunk `chunk`.
-fn fill_chunk(spec: &SyntheticSpec, missing_columns: &[usize], chunk: u64, values: &mut [f32], labels: &mut [f32]) {
-    let mut key = [0u8; 32];
-    key[..8].copy_from_slice(&spec.seed.to_le_bytes());
-    let mut rng = ChaCha8Rng::from_seed(key);
-    rng.set_stream(chunk);
-    let mut normal = Normal::default();
-    for (row, label) in values.chunks_exact_mut(spec.cols).zip(labels) {
-        for v in row.iter_mut() {
-            *v = normal.sample(&mut rng) as f32;
-        }
-        let m = margin(row) + spec.noise * normal.sample(&mut rng);
-        for &c in missing_columns {
-            if uniform(&mut rng) < spec.missing_fraction {
-                row[c] = f32::NAN;
-            }
-        }
-        *label = match spec.task {
-            SyntheticTask::Binary => f32::from(u8::from(m > 0.0)),
-            SyntheticTask::Regression => m as f32,
-            SyntheticTask::MultiClass { classes } => {
-                // Φ(m / sd) through the logistic approximation Φ(z) ≈ σ(1.702 z); the margin's other
-                // terms have a variance of about 4.
-                let sd = (4.0 + spec.noise * spec.noise).sqrt();
-                let cdf = 1.0 / (1.0 + (-1.702 * m / sd).exp());
-                ((cdf * classes as f64) as u32).min(classes.saturating_sub(1)) as f32
-            }
-        };
-    }
-}
-
-/// The noise-free margin of a row (before values are removed), from the stored `f32` values so that
-/// the label is a function of what a model can see.
-fn margin(row: &[f32]) -> f64 {
-    let x = |j: usize| row.get(j).map(|&v| f64::from(v));
-    let mut m = 0.0;
-    for (j, w) in LINEAR.iter().enumerate() {
-        if let Some(v) = x(j) {
-            m += w * v;
-        }
-    }
-    if let Some(v) = x(SIN_FEATURE) {
-        m += libm::sin(2.0 * v);
-    }
-    if let (Some(a), Some(b)) = (x(PRODUCT_FEATURES.0), x(PRODUCT_FEATURES.1)) {
-        m += a * b;
-    }
-    if let Some(v) = x(ABS_FEATURE) {
-        m += v.abs() - MEAN_ABS;
-    }
-    m
-}
-
-/// A uniform in [0, 1) from the top 53 bits of one 64-bit word.
-fn uniform(rng: &mut ChaCha8Rng) -> f64 {
-    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
-
-/// Box-Muller standard normals, two per pair of uniforms.
-#[derive(Default)]
-struct Normal {
-    spare: Option<f64>,
-}
-
-impl Normal {
-    fn sample(&mut self, rng: &mut ChaCha8Rng) -> f64 {
-        if let Some(z) = self.spare.take() {
-            return z;
-        }
-        // 1 - u is in (0, 1]: the logarithm stays finite.
-        let u1 = 1.0 - uniform(rng);
-        let u2 = uniform(rng);
-        let r = libm::sqrt(-2.0 * libm::log(u1));
-        let theta = 2.0 * std::f64::consts::PI * u2;
-        self.spare = Some(r * libm::sin(theta));
-        r * libm::cos(theta)
+/// The kernel's spec of `spec`.
+fn kernel_spec(spec: &SyntheticSpec) -> SyntheticRows {
+    let (task, classes) = match spec.task {
+        SyntheticTask::Binary => (kernel::TASK_BINARY, 0),
+        SyntheticTask::Regression => (kernel::TASK_REGRESSION, 0),
+        SyntheticTask::MultiClass { classes } => (kernel::TASK_MULTICLASS, classes),
+    };
+    SyntheticRows {
+        seed: spec.seed,
+        missing_fraction: spec.missing_fraction,
+        noise: spec.noise,
+        cols: spec.cols as u32,
+        missing_columns: spec.missing_columns as u32,
+        task,
+        classes,
     }
 }
 
@@ -269,6 +243,46 @@ mod tests {
         // Another seed gives other data.
         let other = generate(&SyntheticSpec { seed: 8, ..spec }).unwrap();
         assert_ne!(bits(&other).0, values_long);
+    }
+
+    /// The shared generator's stream is `rand_chacha`'s `ChaCha8Rng` (what the data was first
+    /// made with): several keys, streams and blocks.
+    #[test]
+    fn the_generator_is_rand_chachas_chacha8() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        for (seed, stream) in [(0u64, 0u64), (7, 3), (u64::MAX, 1 << 40), (0x0123_4567_89ab_cdef, 24_414)] {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&seed.to_le_bytes());
+            let mut oracle = rand_chacha::ChaCha8Rng::from_seed(key);
+            oracle.set_stream(stream);
+            let mut ours = kernel::ChaCha8::new([seed as u32, (seed >> 32) as u32, 0, 0, 0, 0, 0, 0], stream);
+            for i in 0..200 {
+                assert_eq!(ours.next_u64(), oracle.next_u64(), "seed {seed}, stream {stream}, word {i}");
+            }
+        }
+    }
+
+    /// Rows made on the (emulated) device are the host's, bit for bit, for ranges that start and
+    /// end inside chunks, every task.
+    #[test]
+    fn rows_on_the_device_are_the_hosts() {
+        let gpu = Gpu::emulated(primitives::Schedule::Shuffled { seed: 2 });
+        for task in [SyntheticTask::Binary, SyntheticTask::Regression, SyntheticTask::MultiClass { classes: 3 }] {
+            let spec = SyntheticSpec { rows: 2 * ROWS_PER_CHUNK + 300, cols: 11, task, ..spec(0) };
+            let host = generate(&spec).unwrap();
+            let (values, labels) = bits(&host);
+            for range in [0..spec.rows, 1000..ROWS_PER_CHUNK + 7, ROWS_PER_CHUNK..ROWS_PER_CHUNK, 5..6] {
+                let (v, l) = generate_on_device(&gpu, &spec, range.clone()).unwrap();
+                let v: Vec<u32> = v.to_vec(&gpu).unwrap().iter().map(|x| x.to_bits()).collect();
+                let l: Vec<u32> = l.to_vec(&gpu).unwrap().iter().map(|x| x.to_bits()).collect();
+                assert_eq!(v, values[range.start * 11..range.end * 11], "{task:?} rows {range:?}");
+                assert_eq!(l, labels[range.clone()], "{task:?} rows {range:?}");
+            }
+        }
+        let spec = spec(100);
+        assert!(generate_on_device(&gpu, &spec, 50..101).is_err(), "rows past the end");
+        let bad = SyntheticSpec { missing_columns: 40, ..spec };
+        assert!(matches!(generate_on_device(&gpu, &bad, 0..10), Err(Error::InvalidParameter { .. })));
     }
 
     #[test]

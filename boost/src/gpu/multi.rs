@@ -113,22 +113,17 @@ pub struct MultiGpuTrainer<'g> {
 
 impl<'g> MultiGpuTrainer<'g> {
     /// Splits `features` into [`shards`] over `gpus` and quantises each on its device with `cuts`
-    /// (the cuts of all the rows, computed once).
+    /// (the cuts of all the rows, computed once). Dense rows are better given in the first
+    /// device's memory ([`MultiGpuTrainer::from_device_rows`]): each shard then crosses between
+    /// the devices instead of from the host.
     pub fn from_features(
         gpus: &[&'g Gpu],
         features: &FeatureMatrix,
         cuts: &QuantileCuts,
         communicator: Box<dyn Communicator>,
     ) -> Result<Self> {
-        if gpus.is_empty() {
-            return Err(Error::param("device", "a multi-device run needs at least one device"));
-        }
-        let shards = shards(features.rows(), gpus.len());
-        if shards.is_empty() {
-            return Err(Error::InvalidData("no rows to train on".into()));
-        }
+        let shards = Self::shards_over(gpus, features.rows())?;
         let trainer = |(shard, &gpu): (&Range<usize>, &&'g Gpu)| match features {
-            // Dense rows go up straight from their slice and are quantised there.
             FeatureMatrix::Dense(m) => {
                 let values = gpu.upload(&m.values[shard.start * m.cols..shard.end * m.cols])?;
                 GpuTrainer::from_device_rows(gpu, &values, (shard.len(), m.cols), cuts)
@@ -139,9 +134,50 @@ impl<'g> MultiGpuTrainer<'g> {
         Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
     }
 
+    /// [`MultiGpuTrainer::from_features`] of `rows x cols` dense row-major values in the memory of
+    /// `gpus[0]` (NaN: missing): each shard copied to its device (a peer copy) and quantised there.
+    pub fn from_device_rows(
+        gpus: &[&'g Gpu],
+        values: &DeviceBuffer<f32>,
+        (rows, cols): (usize, usize),
+        cuts: &QuantileCuts,
+        communicator: Box<dyn Communicator>,
+    ) -> Result<Self> {
+        let shards = Self::shards_over(gpus, rows)?;
+        if rows.checked_mul(cols) != Some(values.len()) || !values.is_on(gpus[0]) {
+            return Err(Error::InvalidData(format!(
+                "{} values for {rows} rows of {cols} features, or not on the first device",
+                values.len()
+            )));
+        }
+        let trainer = |(shard, &gpu): (&Range<usize>, &&'g Gpu)| {
+            let part = values.copy_range_to(gpus[0], shard.start * cols..shard.end * cols, gpu)?;
+            GpuTrainer::from_device_rows(gpu, &part, (shard.len(), cols), cuts)
+        };
+        let trainers = shards.iter().zip(gpus).map(trainer).collect::<Result<_>>()?;
+        Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
+    }
+
+    /// The [`shards`] of `rows` rows over `gpus`; an error for no devices or no rows.
+    fn shards_over(gpus: &[&Gpu], rows: usize) -> Result<Vec<Range<usize>>> {
+        if gpus.is_empty() {
+            return Err(Error::param("device", "a multi-device run needs at least one device"));
+        }
+        let shards = shards(rows, gpus.len());
+        if shards.is_empty() {
+            return Err(Error::InvalidData("no rows to train on".into()));
+        }
+        Ok(shards)
+    }
+
     /// The first device (where splits are evaluated).
     pub fn gpu(&self) -> &'g Gpu {
         self.trainers[0].gpu
+    }
+
+    /// The devices, in shard order.
+    pub fn gpus(&self) -> Vec<&'g Gpu> {
+        self.trainers.iter().map(|t| t.gpu).collect()
     }
 
     /// Bytes of the quantised matrices on all the devices.
@@ -507,9 +543,15 @@ mod tests {
             let expected = one.build_tree(&params, &gradients, &features, &mut rng).unwrap();
             assert!(expected.tree.len() > 7, "{policy:?}: a tree worth comparing");
             for devices in [2, 3] {
-                for matrix in [&data.features, &sparse] {
-                    let mut multi =
-                        MultiGpuTrainer::from_features(&gpus[..devices], matrix, &cuts, Box::new(HostStaged)).unwrap();
+                let on_first = gpus[0].upload(&dense.values).unwrap();
+                let from_device = || {
+                    let shape = (dense.rows, dense.cols);
+                    MultiGpuTrainer::from_device_rows(&gpus[..devices], &on_first, shape, &cuts, Box::new(HostStaged))
+                };
+                let from_host =
+                    |matrix| MultiGpuTrainer::from_features(&gpus[..devices], matrix, &cuts, Box::new(HostStaged));
+                for multi in [from_host(&data.features), from_host(&sparse), from_device()] {
+                    let mut multi = multi.unwrap();
                     assert_eq!(multi.shards().len(), devices);
                     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
                     let got = multi.build_tree(&params, &gradients, &features, &mut rng).unwrap();

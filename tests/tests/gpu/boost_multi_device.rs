@@ -160,3 +160,41 @@ fn n_gpus_without_a_gpu_or_with_exact_is_an_error() {
         assert!(error.to_string().starts_with("parameter `n_gpus`"), "{pairs:?}: {error}");
     }
 }
+
+/// Synthetic rows made in the first device's memory are the host's, bit for bit, and training on
+/// them over the devices (each shard copied from the first device to its own) writes the CPU's
+/// model of the host's rows: the path of `boost train synthetic:ROWS n_gpus=K`.
+#[test]
+fn device_rows_over_devices_write_the_cpus_model() {
+    use boost::data::synthetic::generate_on_device;
+    use boost::learner::{train, train_matrix, TrainOptions};
+    use boost::DMatrix;
+    use std::sync::Arc;
+
+    let gpu = Arc::new(tests::gpu());
+    let rows = if gpu.is_emulated() { 6000 } else { 300_000 };
+    let spec = SyntheticSpec { rows, cols: 12, seed: 5, ..Default::default() };
+    let host = generate(&spec).expect("synthetic data");
+    let (values, labels) = generate_on_device(&gpu, &spec, 0..rows).expect("rows on the device");
+    let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let host_values = match &host.features {
+        boost::data::FeatureMatrix::Dense(m) => m.values.clone(),
+        boost::data::FeatureMatrix::Sparse(_) => unreachable!("synthetic rows are dense"),
+    };
+    assert_eq!(bits(values.to_vec(&gpu).unwrap()), bits(host_values), "values");
+    let labels = labels.to_vec(&gpu).unwrap();
+    assert_eq!(bits(labels.clone()), bits(host.info.labels.clone()), "labels");
+    let matrix = DMatrix::from_device_dense(gpu.clone(), values, rows, 12).unwrap().with_labels(labels).unwrap();
+    let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
+    let pairs = [("objective", "binary:logistic"), ("max_depth", "6"), ("subsample", "0.9")];
+    let cpu = train(&Params::from_pairs(&pairs).unwrap(), &host, &[(&host, "train")], &options, |_| {}).unwrap();
+    let devices = if gpu.is_emulated() || tests::gpus(2).1 == [0, 1] { 2 } else { 1 };
+    let n_gpus = devices.to_string();
+    let mut pairs = pairs.to_vec();
+    pairs.extend([("device", "cuda"), ("n_gpus", n_gpus.as_str())]);
+    let params = Params::from_pairs(&pairs).unwrap();
+    let multi = train_matrix(&params, &matrix, &[(&matrix, "train")], &options, |_| {}).unwrap();
+    assert_eq!(multi.device.matches(", ").count(), devices - 1, "devices {}", multi.device);
+    assert_eq!(multi.model.to_json_string().unwrap(), cpu.model.to_json_string().unwrap(), "{devices} devices");
+    assert_eq!(multi.history, cpu.history);
+}
