@@ -13,10 +13,13 @@
 //!
 //! [`MultiGpuTrainer`] grows trees from the host's gradients ([`MultiGpuTrainer::build_tree`]) or
 //! runs whole rounds on the devices ([`MultiGpuTrainer::boost_tree`]: each device's gradients and
-//! margins of its rows); the learner drives it for `n_gpus > 1`. The shards' steps are issued one
-//! device after the other from the caller's thread.
+//! margins of its rows); the learner drives it for `n_gpus > 1`. Each step runs on every device at
+//! once, a thread a device ([`on_each`]): one device's launches and waits overlap the others'; the
+//! sums over the devices are then issued from the caller's thread (NCCL's grouped calls).
 
 use std::ops::Range;
+
+use rayon::prelude::*;
 
 use boost_kernels::reduce::{BlockSum, SUM_BLOCK};
 use primitives::ops::GradientPair;
@@ -90,6 +93,15 @@ pub fn shards(rows: usize, devices: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// `step` on every device's item at once, a thread each (one device's host work, its launches and
+/// waits, then overlaps the others'), the results in device order.
+fn on_each<T: Send, R: Send>(items: &mut [T], step: impl Fn(&mut T) -> Result<R> + Sync + Send) -> Result<Vec<R>> {
+    if items.len() == 1 {
+        return items.iter_mut().map(step).collect();
+    }
+    items.par_iter_mut().with_max_len(1).map(step).collect()
+}
+
 /// Rows `range` of CSR rows, as a matrix of their own.
 fn csr_rows(m: &CsrMatrix, range: Range<usize>) -> FeatureMatrix {
     let entries = m.row_ptr[range.start]..m.row_ptr[range.end];
@@ -123,14 +135,14 @@ impl<'g> MultiGpuTrainer<'g> {
         communicator: Box<dyn Communicator>,
     ) -> Result<Self> {
         let shards = Self::shards_over(gpus, features.rows())?;
-        let trainer = |(shard, &gpu): (&Range<usize>, &&'g Gpu)| match features {
+        let mut parts: Vec<(Range<usize>, &'g Gpu)> = shards.iter().cloned().zip(gpus.iter().copied()).collect();
+        let trainers = on_each(&mut parts, |(shard, gpu)| match features {
             FeatureMatrix::Dense(m) => {
                 let values = gpu.upload(&m.values[shard.start * m.cols..shard.end * m.cols])?;
                 GpuTrainer::from_device_rows(gpu, &values, (shard.len(), m.cols), cuts)
             }
             FeatureMatrix::Sparse(m) => GpuTrainer::from_features(gpu, &csr_rows(m, shard.clone()), cuts),
-        };
-        let trainers = shards.iter().zip(gpus).map(trainer).collect::<Result<_>>()?;
+        })?;
         Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
     }
 
@@ -150,11 +162,12 @@ impl<'g> MultiGpuTrainer<'g> {
                 values.len()
             )));
         }
-        let trainer = |(shard, &gpu): (&Range<usize>, &&'g Gpu)| {
-            let part = values.copy_range_to(gpus[0], shard.start * cols..shard.end * cols, gpu)?;
+        let mut parts: Vec<(Range<usize>, &'g Gpu)> = shards.iter().cloned().zip(gpus.iter().copied()).collect();
+        let first = gpus[0];
+        let trainers = on_each(&mut parts, |(shard, gpu)| {
+            let part = values.copy_range_to(first, shard.start * cols..shard.end * cols, gpu)?;
             GpuTrainer::from_device_rows(gpu, &part, (shard.len(), cols), cuts)
-        };
-        let trainers = shards.iter().zip(gpus).map(trainer).collect::<Result<_>>()?;
+        })?;
         Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
     }
 
@@ -224,6 +237,16 @@ impl<'g> MultiGpuTrainer<'g> {
         Ok(BuiltTree { tree, positions, phases: Default::default() })
     }
 
+    /// Each device's trainer with its part of `gradients` (a device address) and its rows.
+    fn devices<'s>(&'s mut self, gradients: &[u64]) -> Vec<(&'s mut GpuTrainer<'g>, u64, usize)> {
+        self.trainers
+            .iter_mut()
+            .zip(gradients)
+            .zip(&self.shards)
+            .map(|((t, &part), shard)| (t, part, shard.len()))
+            .collect()
+    }
+
     /// The rows of all the shards.
     fn rows(&self) -> usize {
         self.shards.last().map_or(0, |s| s.end)
@@ -245,18 +268,14 @@ impl<'g> MultiGpuTrainer<'g> {
         rng: &mut impl rand::Rng,
     ) -> Result<(Tree, Vec<RowOrder>)> {
         let rows = self.rows();
-        let mut sums = QuantiserSums::zero();
-        for ((trainer, shard), &part) in self.trainers.iter_mut().zip(&self.shards).zip(gradients) {
-            // SAFETY: as the caller promises.
-            let blocks = unsafe { trainer.quantiser_block_sums(part, shard.len())? };
-            sums = blocks.into_iter().fold(sums, BlockSum::plus);
-        }
+        let mut devices = self.devices(gradients);
+        // SAFETY (both steps): each part is its device's shard of pairs, as the caller promises.
+        let blocks = on_each(&mut devices, |(t, part, n)| unsafe { t.quantiser_block_sums(*part, *n) })?;
+        // Every block's sums in row order: the one device's quantiser.
+        let sums = blocks.into_iter().flatten().fold(QuantiserSums::zero(), BlockSum::plus);
         let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, rows);
-        let mut fixed = Vec::with_capacity(self.trainers.len());
-        for ((trainer, shard), &part) in self.trainers.iter_mut().zip(&self.shards).zip(gradients) {
-            // SAFETY: as above.
-            fixed.push(unsafe { trainer.quantise_fixed(part, shard.len(), &quantiser)? });
-        }
+        let fixed = on_each(&mut devices, |(t, part, n)| unsafe { t.quantise_fixed(*part, *n, &quantiser) })?;
+        drop(devices);
         let context = SplitContext { params: params.split(), quantiser };
         let mut backends = Vec::with_capacity(self.trainers.len());
         for (t, (fixed, root)) in self.trainers.iter_mut().zip(&fixed) {
@@ -274,11 +293,12 @@ impl<'g> MultiGpuTrainer<'g> {
         let global = HistogramStore::default();
         let mut multi = MultiBackend { backends, communicator: &*self.communicator, global };
         let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
-        let mut orders = Vec::with_capacity(multi.backends.len());
-        for backend in &mut multi.backends {
+        let orders = on_each(&mut multi.backends, |backend| {
             backend.finish(read_rows)?;
-            orders.push(std::mem::replace(&mut backend.order, RowOrder::ranges_only(0)));
-            // The devices' steps run one after the other from this thread: their times add up.
+            Ok(std::mem::replace(&mut backend.order, RowOrder::ranges_only(0)))
+        })?;
+        // The devices' steps run at once, a thread each: each step's time is the sum of theirs.
+        for backend in &multi.backends {
             self.phases.merge(&backend.phases);
         }
         drop(multi);
@@ -341,7 +361,7 @@ impl<'g> MultiGpuTrainer<'g> {
 
     /// [`GpuTrainer::compute_gradients`] on every device.
     pub fn compute_gradients(&mut self, iteration: usize) -> Result<()> {
-        self.trainers.iter_mut().try_for_each(|t| t.compute_gradients(iteration))
+        on_each(&mut self.trainers, |t| t.compute_gradients(iteration)).map(drop)
     }
 
     /// [`GpuTrainer::boost_tree`] over the devices: each device's gradients of its rows (sampled
@@ -356,16 +376,28 @@ impl<'g> MultiGpuTrainer<'g> {
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
         let start = std::time::Instant::now();
-        let mut parts = Vec::with_capacity(self.trainers.len());
-        for (trainer, shard) in self.trainers.iter_mut().zip(&self.shards) {
-            parts.push(trainer.tree_gradients(output, sampler.from_row(shard.start as u64))?);
-        }
+        let mut devices: Vec<(&mut GpuTrainer<'g>, u64)> =
+            self.trainers.iter_mut().zip(&self.shards).map(|(t, shard)| (t, shard.start as u64)).collect();
+        let parts = on_each(&mut devices, |(t, first)| t.tree_gradients(output, sampler.from_row(*first)))?;
+        drop(devices);
         self.phases.add("tree: gradients", start.elapsed());
         // SAFETY: each part is its trainer's tree gradients, kept for the run.
         let (mut tree, orders) = unsafe { self.grow(params, &parts, features, false, rng)? };
-        for ((trainer, order), &part) in self.trainers.iter_mut().zip(&orders).zip(&parts) {
-            trainer.add_tree_leaves(params, &mut tree, order, output, part)?;
-        }
+        // Each device adds its rows' leaves; the tree's leaf values are the same on every one.
+        let leaves: Vec<Tree> = {
+            let mut devices: Vec<(&mut GpuTrainer<'g>, &RowOrder, u64, Tree)> = self
+                .trainers
+                .iter_mut()
+                .zip(&orders)
+                .zip(&parts)
+                .map(|((t, order), &part)| (t, order, part, tree.clone()))
+                .collect();
+            on_each(&mut devices, |(t, order, part, tree)| {
+                t.add_tree_leaves(params, tree, order, output, *part)?;
+                Ok(tree.clone())
+            })?
+        };
+        tree = leaves.into_iter().next().ok_or_else(|| Error::InvalidData("no devices".into()))?;
         Ok(tree)
     }
 
@@ -373,14 +405,12 @@ impl<'g> MultiGpuTrainer<'g> {
     /// every device's block sums added in row order, as one device adds its own, so the value is
     /// the host's bit for bit. An error for the other metrics (the caller reads the margins back).
     pub fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
-        let mut sum = LossSum::zero();
-        for trainer in &mut self.trainers {
-            let blocks = trainer
-                .loss_block_sums(metric, transform)?
-                .ok_or_else(|| Error::InvalidData(format!("{metric:?} is not a sum of row terms")))?;
-            sum = blocks.into_iter().fold(sum, BlockSum::plus);
-        }
-        finish_loss(metric, sum)
+        let blocks = on_each(&mut self.trainers, |t| {
+            t.loss_block_sums(metric, transform)?
+                .ok_or_else(|| Error::InvalidData(format!("{metric:?} is not a sum of row terms")))
+        })?;
+        // Every block's sums in row order, as one device adds its own.
+        finish_loss(metric, blocks.into_iter().flatten().fold(LossSum::zero(), BlockSum::plus))
     }
 
     /// Every row's margins, read back from the devices, in row order.
@@ -439,19 +469,19 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
     }
 
     fn root_histogram(&mut self) -> Result<()> {
-        self.backends.iter_mut().try_for_each(|b| b.root_histogram())?;
+        on_each(&mut self.backends, |b| b.root_histogram())?;
         self.sum_last_batch(&[(0, 0)])
     }
 
     fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
-        self.backends.iter_mut().try_for_each(|b| b.partition(expanded))
+        on_each(&mut self.backends, |b| b.partition(expanded)).map(drop)
     }
 
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
         if children.is_empty() {
             return Ok(());
         }
-        self.backends.iter_mut().try_for_each(|b| b.children_histograms(children))?;
+        on_each(&mut self.backends, |b| b.children_histograms(children))?;
         for c in children {
             self.global.release(c.parent);
         }
