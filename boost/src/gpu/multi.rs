@@ -269,12 +269,17 @@ impl<'g> MultiGpuTrainer<'g> {
     ) -> Result<(Tree, Vec<RowOrder>)> {
         let rows = self.rows();
         let mut devices = self.devices(gradients);
-        // SAFETY (both steps): each part is its device's shard of pairs, as the caller promises.
-        let blocks = on_each(&mut devices, |(t, part, n)| unsafe { t.quantiser_block_sums(*part, *n) })?;
+        let blocks = on_each(&mut devices, |(t, part, n)| {
+            // SAFETY: each part is its device's shard of pairs, as the caller promises.
+            unsafe { t.quantiser_block_sums(*part, *n) }
+        })?;
         // Every block's sums in row order: the one device's quantiser.
         let sums = blocks.into_iter().flatten().fold(QuantiserSums::zero(), BlockSum::plus);
         let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, rows);
-        let fixed = on_each(&mut devices, |(t, part, n)| unsafe { t.quantise_fixed(*part, *n, &quantiser) })?;
+        let fixed = on_each(&mut devices, |(t, part, n)| {
+            // SAFETY: as above.
+            unsafe { t.quantise_fixed(*part, *n, &quantiser) }
+        })?;
         drop(devices);
         let context = SplitContext { params: params.split(), quantiser };
         let mut backends = Vec::with_capacity(self.trainers.len());
