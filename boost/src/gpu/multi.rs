@@ -232,7 +232,7 @@ impl<'g> MultiGpuTrainer<'g> {
             .collect::<Result<_>>()?;
         let parts: Vec<u64> = uploaded.iter().map(DeviceBuffer::device_ptr).collect();
         // SAFETY: each part holds its shard's pairs and outlives the call.
-        let (tree, orders) = unsafe { self.grow(params, &parts, features, true, rng)? };
+        let (tree, orders) = unsafe { self.grow(params, &parts, None, features, true, rng)? };
         let positions = orders.iter().flat_map(|order| order.positions(&tree)).collect();
         Ok(BuiltTree { tree, positions, phases: Default::default() })
     }
@@ -253,9 +253,10 @@ impl<'g> MultiGpuTrainer<'g> {
     }
 
     /// Grows one tree from each device's gradients (the device address of its shard's pairs):
-    /// the quantiser from every block's sums in row order, each device's gradients in fixed point
-    /// on it, then the expansion driver over the devices. Returns the tree and each device's row
-    /// order (its rows read back when `read_rows`).
+    /// the quantiser from every block's sums in row order (`blocks`: each device's, when the
+    /// caller has them), each device's gradients in fixed point on it, then the expansion driver
+    /// over the devices. Returns the tree and each device's row order (its rows read back when
+    /// `read_rows`).
     ///
     /// # Safety
     /// `gradients[d]` is the address of device `d`'s shard of pairs, alive for the call.
@@ -263,16 +264,20 @@ impl<'g> MultiGpuTrainer<'g> {
         &mut self,
         params: &TreeParams,
         gradients: &[u64],
+        blocks: Option<Vec<Vec<QuantiserSums>>>,
         features: &[u32],
         read_rows: bool,
         rng: &mut impl rand::Rng,
     ) -> Result<(Tree, Vec<RowOrder>)> {
         let rows = self.rows();
         let mut devices = self.devices(gradients);
-        let blocks = on_each(&mut devices, |(t, part, n)| {
-            // SAFETY: each part is its device's shard of pairs, as the caller promises.
-            unsafe { t.quantiser_block_sums(*part, *n) }
-        })?;
+        let blocks = match blocks {
+            Some(blocks) => blocks,
+            None => on_each(&mut devices, |(t, part, n)| {
+                // SAFETY: each part is its device's shard of pairs, as the caller promises.
+                unsafe { t.quantiser_block_sums(*part, *n) }
+            })?,
+        };
         // Every block's sums in row order: the one device's quantiser.
         let sums = blocks.into_iter().flatten().fold(QuantiserSums::zero(), BlockSum::plus);
         let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, rows);
@@ -295,9 +300,9 @@ impl<'g> MultiGpuTrainer<'g> {
                 context,
             )?);
         }
-        let global = HistogramStore::default();
-        let mut multi = MultiBackend { backends, communicator: &*self.communicator, global };
+        let mut multi = MultiBackend::new(backends, &*self.communicator);
         let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
+        multi.flush()?;
         let orders = on_each(&mut multi.backends, |backend| {
             backend.finish(read_rows)?;
             Ok(std::mem::replace(&mut backend.order, RowOrder::ranges_only(0)))
@@ -383,11 +388,19 @@ impl<'g> MultiGpuTrainer<'g> {
         let start = std::time::Instant::now();
         let mut devices: Vec<(&mut GpuTrainer<'g>, u64)> =
             self.trainers.iter_mut().zip(&self.shards).map(|(t, shard)| (t, shard.start as u64)).collect();
-        let parts = on_each(&mut devices, |(t, first)| t.tree_gradients(output, sampler.from_row(*first)))?;
+        // Each device's gradients of the tree and their quantiser block sums, in one dispatch.
+        let (parts, blocks): (Vec<u64>, Vec<Vec<QuantiserSums>>) = on_each(&mut devices, |(t, first)| {
+            let part = t.tree_gradients(output, sampler.from_row(*first))?;
+            let n = t.rows;
+            // SAFETY: the trainer's tree gradients, one a row of its shard, kept for the run.
+            Ok((part, unsafe { t.quantiser_block_sums(part, n)? }))
+        })?
+        .into_iter()
+        .unzip();
         drop(devices);
         self.phases.add("tree: gradients", start.elapsed());
         // SAFETY: each part is its trainer's tree gradients, kept for the run.
-        let (mut tree, orders) = unsafe { self.grow(params, &parts, features, false, rng)? };
+        let (mut tree, orders) = unsafe { self.grow(params, &parts, Some(blocks), features, false, rng)? };
         // Each device adds its rows' leaves; the tree's leaf values are the same on every one.
         let leaves: Vec<Tree> = {
             let mut devices: Vec<(&mut GpuTrainer<'g>, &RowOrder, u64, Tree)> = self
@@ -430,14 +443,36 @@ impl<'g> MultiGpuTrainer<'g> {
 
 /// The expansion driver's backend over a [`GpuBackend`] a device: partitions and histograms on
 /// every device; splits evaluated on the first, from the histograms summed over the devices.
+///
+/// A partition waits for the children's histograms that follow it (the driver's next call), so
+/// that each device's thread partitions and builds in one dispatch; the devices' releases of
+/// histograms in between wait with it (the partition reads the parents' histograms).
 struct MultiBackend<'a, 'c> {
     backends: Vec<GpuBackend<'a>>,
     communicator: &'c dyn Communicator,
     /// The nodes' histograms summed over the devices, on the first device.
     global: HistogramStore,
+    /// The expansions of a partition not yet issued, and the nodes released since.
+    deferred: Option<(Vec<Expansion<Fixed>>, Vec<usize>)>,
 }
 
 impl MultiBackend<'_, '_> {
+    fn new<'a, 'c>(backends: Vec<GpuBackend<'a>>, communicator: &'c dyn Communicator) -> MultiBackend<'a, 'c> {
+        MultiBackend { backends, communicator, global: HistogramStore::default(), deferred: None }
+    }
+
+    /// Issues the deferred partition (and the releases after it) on every device.
+    fn flush(&mut self) -> Result<()> {
+        let Some((expanded, released)) = self.deferred.take() else { return Ok(()) };
+        on_each(&mut self.backends, |b| Self::partition_and_release(b, &expanded, &released)).map(drop)
+    }
+
+    fn partition_and_release(b: &mut GpuBackend<'_>, expanded: &[Expansion<Fixed>], released: &[usize]) -> Result<()> {
+        b.partition(expanded)?;
+        released.iter().for_each(|&node| b.release(node));
+        Ok(())
+    }
+
     /// Sums every device's last histogram batch (slots `nodes`) into the global store.
     fn sum_last_batch(&mut self, nodes: &[(usize, u32)]) -> Result<()> {
         let parts: Vec<&DeviceBuffer<Fixed>> = self
@@ -466,6 +501,7 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
     type Error = Error;
 
     fn total(&mut self) -> Result<Fixed> {
+        self.flush()?;
         let mut total = Fixed::zero();
         for backend in &mut self.backends {
             total = total.plus(backend.total()?);
@@ -474,19 +510,28 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
     }
 
     fn root_histogram(&mut self) -> Result<()> {
+        self.flush()?;
         on_each(&mut self.backends, |b| b.root_histogram())?;
         self.sum_last_batch(&[(0, 0)])
     }
 
     fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
-        on_each(&mut self.backends, |b| b.partition(expanded)).map(drop)
+        self.flush()?;
+        self.deferred = Some((expanded.to_vec(), Vec::new()));
+        Ok(())
     }
 
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
         if children.is_empty() {
-            return Ok(());
+            return self.flush();
         }
-        on_each(&mut self.backends, |b| b.children_histograms(children))?;
+        let deferred = self.deferred.take();
+        on_each(&mut self.backends, |b| {
+            if let Some((expanded, released)) = &deferred {
+                Self::partition_and_release(b, expanded, released)?;
+            }
+            b.children_histograms(children)
+        })?;
         for c in children {
             self.global.release(c.parent);
         }
@@ -499,15 +544,20 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
     }
 
     fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+        self.flush()?;
         self.on_sums(|first| first.evaluate(nodes))
     }
 
     fn evaluate_level(&mut self, nodes: &[(usize, Fixed)], features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
+        self.flush()?;
         self.on_sums(|first| first.evaluate_level(nodes, features))
     }
 
     fn release(&mut self, node: usize) {
-        self.backends.iter_mut().for_each(|b| b.release(node));
+        match &mut self.deferred {
+            Some((_, released)) => released.push(node),
+            None => self.backends.iter_mut().for_each(|b| b.release(node)),
+        }
         self.global.release(node);
     }
 }
