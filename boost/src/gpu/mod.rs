@@ -359,6 +359,11 @@ impl HistogramStore {
         self.nodes.get(node).copied().flatten()
     }
 
+    /// The last batch's buffer, unless freed.
+    fn last_batch(&self) -> Option<&DeviceBuffer<Fixed>> {
+        self.batches.last().and_then(|b| b.as_ref()).map(|(buffer, _)| buffer)
+    }
+
     fn buffer(&self, batch: usize) -> Option<&DeviceBuffer<Fixed>> {
         self.batches.get(batch).and_then(|b| b.as_ref()).map(|(buffer, _)| buffer)
     }

@@ -43,11 +43,31 @@ use boost_kernels::metric::{LossSum, Transform};
 use boost_kernels::split::Split;
 
 /// How the devices of a run exchange sums.
-pub trait Communicator {
+pub trait Communicator: Sync {
     /// The element-wise sum of `parts` (part `d` on `gpus[d]`, all of one length), in a new
     /// buffer on `gpus[root]`. Fixed-point sums wrap as the devices' do, so any order gives the
     /// same result.
     fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>>;
+
+    /// Whether each device can issue its own share of a sum from its own thread
+    /// ([`Communicator::reduce_share`]), all at once.
+    fn shares(&self) -> bool {
+        false
+    }
+
+    /// Device `rank`'s share of a sum to `root` (on `gpu`): its `part`, and when it is the root
+    /// the sum, in a new buffer. Every device's share must be issued, each from its own thread,
+    /// before any of them can finish; only where [`Communicator::shares`].
+    fn reduce_share(
+        &self,
+        rank: usize,
+        gpu: &Gpu,
+        part: &DeviceBuffer<Fixed>,
+        root: usize,
+    ) -> Result<Option<DeviceBuffer<Fixed>>> {
+        let _ = (rank, gpu, part, root);
+        Err(Error::Communication("this communicator sums from one thread".into()))
+    }
 }
 
 /// A [`Communicator`] through host memory: each part read back, summed on the host, the sum
@@ -66,6 +86,10 @@ impl Communicator for HostStaged {
         }
         Ok(gpus[root].upload(&sum)?)
     }
+}
+
+fn no_batch() -> Error {
+    Error::InvalidData("a device has no histogram batch to sum".into())
 }
 
 /// Refuses parts that are not one a device, of one length, or a root that is no device.
@@ -281,11 +305,13 @@ impl<'g> MultiGpuTrainer<'g> {
         // Every block's sums in row order: the one device's quantiser.
         let sums = blocks.into_iter().flatten().fold(QuantiserSums::zero(), BlockSum::plus);
         let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, rows);
+        let start = std::time::Instant::now();
         let fixed = on_each(&mut devices, |(t, part, n)| {
             // SAFETY: as above.
             unsafe { t.quantise_fixed(*part, *n, &quantiser) }
         })?;
         drop(devices);
+        self.phases.add("tree: quantise (wall)", start.elapsed());
         let context = SplitContext { params: params.split(), quantiser };
         let mut backends = Vec::with_capacity(self.trainers.len());
         for (t, (fixed, root)) in self.trainers.iter_mut().zip(&fixed) {
@@ -303,10 +329,13 @@ impl<'g> MultiGpuTrainer<'g> {
         let mut multi = MultiBackend::new(backends, &*self.communicator);
         let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
         multi.flush()?;
+        let start = std::time::Instant::now();
         let orders = on_each(&mut multi.backends, |backend| {
             backend.finish(read_rows)?;
             Ok(std::mem::replace(&mut backend.order, RowOrder::ranges_only(0)))
         })?;
+        multi.phases.add("tree: row check (wall)", start.elapsed());
+        self.phases.merge(&multi.phases);
         // The devices' steps run at once, a thread each: each step's time is the sum of theirs.
         for backend in &multi.backends {
             self.phases.merge(&backend.phases);
@@ -454,11 +483,19 @@ struct MultiBackend<'a, 'c> {
     global: HistogramStore,
     /// The expansions of a partition not yet issued, and the nodes released since.
     deferred: Option<(Vec<Expansion<Fixed>>, Vec<usize>)>,
+    /// Wall time of the steps over all the devices (the backends' own phases add the devices').
+    phases: PhaseTimes,
 }
 
 impl MultiBackend<'_, '_> {
     fn new<'a, 'c>(backends: Vec<GpuBackend<'a>>, communicator: &'c dyn Communicator) -> MultiBackend<'a, 'c> {
-        MultiBackend { backends, communicator, global: HistogramStore::default(), deferred: None }
+        MultiBackend {
+            backends,
+            communicator,
+            global: HistogramStore::default(),
+            deferred: None,
+            phases: PhaseTimes::default(),
+        }
     }
 
     /// Issues the deferred partition (and the releases after it) on every device.
@@ -475,14 +512,12 @@ impl MultiBackend<'_, '_> {
 
     /// Sums every device's last histogram batch (slots `nodes`) into the global store.
     fn sum_last_batch(&mut self, nodes: &[(usize, u32)]) -> Result<()> {
-        let parts: Vec<&DeviceBuffer<Fixed>> = self
-            .backends
-            .iter()
-            .map(|b| b.histograms.batches.last().and_then(|b| b.as_ref()).map(|(buffer, _)| buffer))
-            .collect::<Option<_>>()
-            .ok_or_else(|| Error::InvalidData("a device has no histogram batch to sum".into()))?;
+        let parts: Vec<&DeviceBuffer<Fixed>> =
+            self.backends.iter().map(|b| b.histograms.last_batch()).collect::<Option<_>>().ok_or_else(no_batch)?;
         let gpus: Vec<&Gpu> = self.backends.iter().map(|b| b.gpu).collect();
+        let start = std::time::Instant::now();
         let sum = self.communicator.reduce_sum(&gpus, &parts, 0)?;
+        self.phases.add("tree: sums over the devices (wall)", start.elapsed());
         self.global.insert(sum, nodes);
         Ok(())
     }
@@ -526,12 +561,23 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
             return self.flush();
         }
         let deferred = self.deferred.take();
-        on_each(&mut self.backends, |b| {
+        let start = std::time::Instant::now();
+        let communicator = self.communicator;
+        let mut ranks: Vec<(usize, &mut GpuBackend<'_>)> = self.backends.iter_mut().enumerate().collect();
+        // Where each device can add its share of the sums, it does so right after its histograms.
+        let sums = on_each(&mut ranks, |(rank, b)| {
             if let Some((expanded, released)) = &deferred {
                 Self::partition_and_release(b, expanded, released)?;
             }
-            b.children_histograms(children)
+            b.children_histograms(children)?;
+            if !communicator.shares() {
+                return Ok(None);
+            }
+            let part = b.histograms.last_batch().ok_or_else(no_batch)?;
+            communicator.reduce_share(*rank, b.gpu, part, 0)
         })?;
+        drop(ranks);
+        self.phases.add("tree: partitions and histograms (wall)", start.elapsed());
         for c in children {
             self.global.release(c.parent);
         }
@@ -540,12 +586,21 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
             .enumerate()
             .flat_map(|(i, c)| [(c.left, 2 * i as u32), (c.right, 2 * i as u32 + 1)])
             .collect();
-        self.sum_last_batch(&nodes)
+        match sums.into_iter().next().flatten() {
+            Some(sum) => {
+                self.global.insert(sum, &nodes);
+                Ok(())
+            }
+            None => self.sum_last_batch(&nodes),
+        }
     }
 
     fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
         self.flush()?;
-        self.on_sums(|first| first.evaluate(nodes))
+        let start = std::time::Instant::now();
+        let splits = self.on_sums(|first| first.evaluate(nodes));
+        self.phases.add("tree: evaluation (wall)", start.elapsed());
+        splits
     }
 
     fn evaluate_level(&mut self, nodes: &[(usize, Fixed)], features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {

@@ -40,6 +40,13 @@ impl Nccl {
     }
 }
 
+// SAFETY: NCCL communicators may be used from any thread, one call on a communicator at a time:
+// `reduce_sum` uses them all from one thread, `reduce_share` each from its own device's thread
+// (a communicator a device, a thread a device), never the two at once.
+unsafe impl Sync for Nccl {}
+// SAFETY: as above; the communicators belong to no thread.
+unsafe impl Send for Nccl {}
+
 impl Drop for Nccl {
     fn drop(&mut self) {
         for &comm in &self.comms {
@@ -60,33 +67,73 @@ impl Communicator for Nccl {
             )));
         }
         let sum = gpus[root].alloc_uninitialized::<Fixed>(parts[root].len())?;
-        // Fixed-point pairs are two `i64` each; NCCL's integer sums wrap as the devices' do.
-        let count = 2 * sum.len();
         result::group_start().map_err(|e| Error::Communication(format!("ncclGroupStart: {e:?}")))?;
         let mut failed = None;
-        for (d, ((gpu, part), &comm)) in gpus.iter().zip(parts).zip(&self.comms).enumerate() {
-            let stream = gpu.cuda_stream().map_or(std::ptr::null_mut(), |s| s.cu_stream()) as sys::cudaStream_t;
-            let receive = if d == root { sum.device_ptr() as *mut c_void } else { std::ptr::null_mut() };
-            // SAFETY: each part holds `count` `i64` on its device, the sum as many on the root's;
-            // the communicator and the stream are the device's (the ordinals checked above).
-            let status = unsafe {
-                result::reduce(
-                    part.device_ptr() as *const c_void,
-                    receive,
-                    count,
-                    sys::ncclDataType_t::ncclInt64,
-                    sys::ncclRedOp_t::ncclSum,
-                    root as i32,
-                    comm,
-                    stream,
-                )
-            };
-            failed = failed.or(status.err().map(|e| format!("ncclReduce on device {}: {e:?}", self.ordinals[d])));
+        for (d, (gpu, part)) in gpus.iter().zip(parts).enumerate() {
+            let receive = (d == root).then_some(&sum);
+            failed = failed.or(self.reduce_rank(d, gpu, part, receive, root).err());
         }
         result::group_end().map_err(|e| Error::Communication(format!("ncclGroupEnd: {e:?}")))?;
         match failed {
-            Some(reason) => Err(Error::Communication(reason)),
+            Some(error) => Err(error),
             None => Ok(sum),
         }
+    }
+
+    fn shares(&self) -> bool {
+        true
+    }
+
+    fn reduce_share(
+        &self,
+        rank: usize,
+        gpu: &Gpu,
+        part: &DeviceBuffer<Fixed>,
+        root: usize,
+    ) -> Result<Option<DeviceBuffer<Fixed>>> {
+        let sum = (rank == root).then(|| gpu.alloc_uninitialized::<Fixed>(part.len())).transpose()?;
+        self.reduce_rank(rank, gpu, part, sum.as_ref(), root)?;
+        Ok(sum)
+    }
+}
+
+impl Nccl {
+    /// Enqueues rank `rank`'s `ncclReduce` of `part` on its device's stream (`sum` on the root).
+    fn reduce_rank(
+        &self,
+        rank: usize,
+        gpu: &Gpu,
+        part: &DeviceBuffer<Fixed>,
+        sum: Option<&DeviceBuffer<Fixed>>,
+        root: usize,
+    ) -> Result<()> {
+        let ordinal = gpu.cuda_context().map(|c| c.ordinal());
+        if rank >= self.comms.len() || ordinal != Some(self.ordinals[rank]) || (rank == root) != sum.is_some() {
+            return Err(Error::Communication(format!(
+                "rank {rank} of devices {:?} on device {ordinal:?}, root {root}",
+                self.ordinals
+            )));
+        }
+        let stream = gpu.cuda_stream().map_or(std::ptr::null_mut(), |s| s.cu_stream()) as sys::cudaStream_t;
+        let receive = sum.map_or(std::ptr::null_mut(), |s| s.device_ptr() as *mut c_void);
+        // Fixed-point pairs are two `i64` each; NCCL's integer sums wrap as the devices' do.
+        let count = 2 * part.len();
+        // SAFETY: the part holds `count` `i64` on its device, the sum as many on the root's; the
+        // communicator and the stream are the device's (checked above).
+        let status = unsafe {
+            result::reduce(
+                part.device_ptr() as *const c_void,
+                receive,
+                count,
+                sys::ncclDataType_t::ncclInt64,
+                sys::ncclRedOp_t::ncclSum,
+                root as i32,
+                self.comms[rank],
+                stream,
+            )
+        };
+        status
+            .map(drop)
+            .map_err(|e| Error::Communication(format!("ncclReduce on device {}: {e:?}", self.ordinals[rank])))
     }
 }
