@@ -43,31 +43,11 @@ use boost_kernels::metric::{LossSum, Transform};
 use boost_kernels::split::Split;
 
 /// How the devices of a run exchange sums.
-pub trait Communicator: Sync {
+pub trait Communicator {
     /// The element-wise sum of `parts` (part `d` on `gpus[d]`, all of one length), in a new
     /// buffer on `gpus[root]`. Fixed-point sums wrap as the devices' do, so any order gives the
     /// same result.
     fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>>;
-
-    /// Whether each device can issue its own share of a sum from its own thread
-    /// ([`Communicator::reduce_share`]), all at once.
-    fn shares(&self) -> bool {
-        false
-    }
-
-    /// Device `rank`'s share of a sum to `root` (on `gpu`): its `part`, and when it is the root
-    /// the sum, in a new buffer. Every device's share must be issued, each from its own thread,
-    /// before any of them can finish; only where [`Communicator::shares`].
-    fn reduce_share(
-        &self,
-        rank: usize,
-        gpu: &Gpu,
-        part: &DeviceBuffer<Fixed>,
-        root: usize,
-    ) -> Result<Option<DeviceBuffer<Fixed>>> {
-        let _ = (rank, gpu, part, root);
-        Err(Error::Communication("this communicator sums from one thread".into()))
-    }
 }
 
 /// A [`Communicator`] through host memory: each part read back, summed on the host, the sum
@@ -562,21 +542,12 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
         }
         let deferred = self.deferred.take();
         let start = std::time::Instant::now();
-        let communicator = self.communicator;
-        let mut ranks: Vec<(usize, &mut GpuBackend<'_>)> = self.backends.iter_mut().enumerate().collect();
-        // Where each device can add its share of the sums, it does so right after its histograms.
-        let sums = on_each(&mut ranks, |(rank, b)| {
+        on_each(&mut self.backends, |b| {
             if let Some((expanded, released)) = &deferred {
                 Self::partition_and_release(b, expanded, released)?;
             }
-            b.children_histograms(children)?;
-            if !communicator.shares() {
-                return Ok(None);
-            }
-            let part = b.histograms.last_batch().ok_or_else(no_batch)?;
-            communicator.reduce_share(*rank, b.gpu, part, 0)
+            b.children_histograms(children)
         })?;
-        drop(ranks);
         self.phases.add("tree: partitions and histograms (wall)", start.elapsed());
         for c in children {
             self.global.release(c.parent);
@@ -586,13 +557,7 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
             .enumerate()
             .flat_map(|(i, c)| [(c.left, 2 * i as u32), (c.right, 2 * i as u32 + 1)])
             .collect();
-        match sums.into_iter().next().flatten() {
-            Some(sum) => {
-                self.global.insert(sum, &nodes);
-                Ok(())
-            }
-            None => self.sum_last_batch(&nodes),
-        }
+        self.sum_last_batch(&nodes)
     }
 
     fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {

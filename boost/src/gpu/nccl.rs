@@ -40,13 +40,6 @@ impl Nccl {
     }
 }
 
-// SAFETY: NCCL communicators may be used from any thread, one call on a communicator at a time:
-// `reduce_sum` uses them all from one thread, `reduce_share` each from its own device's thread
-// (a communicator a device, a thread a device), never the two at once.
-unsafe impl Sync for Nccl {}
-// SAFETY: as above; the communicators belong to no thread.
-unsafe impl Send for Nccl {}
-
 impl Drop for Nccl {
     fn drop(&mut self) {
         for &comm in &self.comms {
@@ -78,22 +71,6 @@ impl Communicator for Nccl {
             Some(error) => Err(error),
             None => Ok(sum),
         }
-    }
-
-    fn shares(&self) -> bool {
-        true
-    }
-
-    fn reduce_share(
-        &self,
-        rank: usize,
-        gpu: &Gpu,
-        part: &DeviceBuffer<Fixed>,
-        root: usize,
-    ) -> Result<Option<DeviceBuffer<Fixed>>> {
-        let sum = (rank == root).then(|| gpu.alloc_uninitialized::<Fixed>(part.len())).transpose()?;
-        self.reduce_rank(rank, gpu, part, sum.as_ref(), root)?;
-        Ok(sum)
     }
 }
 
