@@ -369,8 +369,10 @@ fn synthetic_spec(data: &Path) -> Result<Option<SyntheticSpec>> {
 fn synthetic_rows(spec: &SyntheticSpec, params: &Params) -> Result<TrainSet> {
     let (gpu, _) = learner::open_device(params.device)?;
     let Some(gpu) = gpu else { return Ok(TrainSet::Host(generate_synthetic(spec)?)) };
+    let start = std::time::Instant::now();
     let (values, labels) = generate_on_device(&gpu, spec, 0..spec.rows)?;
     let labels = labels.to_vec(&gpu)?;
+    eprintln!("boost: {} synthetic rows made on the GPU in {:.2} s", spec.rows, start.elapsed().as_secs_f64());
     let matrix = DMatrix::from_device_dense(std::sync::Arc::new(gpu), values, spec.rows, spec.cols)?;
     Ok(TrainSet::Device(matrix.with_labels(labels)?))
 }
