@@ -143,6 +143,42 @@ fn training_over_devices_writes_the_cpus_model() {
     }
 }
 
+/// Ranking over the devices (groups of many sizes, crossing the shards' boundaries; the host's
+/// LambdaMART gradients, every tree on the devices) writes the CPU's model and evaluation log.
+#[test]
+fn ranking_over_devices_writes_the_cpus_model() {
+    use boost::learner::{train, TrainOptions};
+    use std::sync::Arc;
+
+    let gpu = Arc::new(tests::gpu());
+    let devices = if gpu.is_emulated() || tests::gpus(2).1 == [0, 1] { 2 } else { 1 };
+    let rows = if gpu.is_emulated() { 5000 } else { 200_000 };
+    let spec = SyntheticSpec { rows, cols: 8, task: SyntheticTask::Regression, seed: 3, ..Default::default() };
+    let mut data = generate(&spec).expect("synthetic data");
+    data.info.labels = data.info.labels.iter().map(|&m| (m + 2.0).clamp(0.0, 4.0).floor()).collect();
+    let mut offsets = vec![0];
+    for size in [3usize, 41, 1, 17, 90, 8].into_iter().cycle() {
+        let last = *offsets.last().unwrap();
+        if last + size >= rows {
+            break;
+        }
+        offsets.push(last + size);
+    }
+    offsets.push(rows);
+    data.info.group_ptr = offsets;
+    let options = TrainOptions { num_boost_round: 5, verbose_eval: 0, ..Default::default() };
+    let pairs = [("objective", "rank:ndcg"), ("max_depth", "5"), ("eval_metric", "ndcg@10")];
+    let cpu = train(&Params::from_pairs(&pairs).unwrap(), &data, &[(&data, "train")], &options, |_| {}).unwrap();
+    let n_gpus = devices.to_string();
+    let mut pairs = pairs.to_vec();
+    pairs.push(("n_gpus", n_gpus.as_str()));
+    let options = TrainOptions { gpu: Some(gpu), ..options };
+    let multi = train(&Params::from_pairs(&pairs).unwrap(), &data, &[(&data, "train")], &options, |_| {}).unwrap();
+    assert_eq!(multi.device.matches(", ").count(), devices - 1, "devices {}", multi.device);
+    assert_eq!(multi.model.to_json_string().unwrap(), cpu.model.to_json_string().unwrap(), "{devices} devices");
+    assert_eq!(multi.history, cpu.history);
+}
+
 /// `n_gpus` takes a GPU and the `hist` method; other runs are refused naming the parameter.
 #[test]
 fn n_gpus_without_a_gpu_or_with_exact_is_an_error() {
