@@ -266,3 +266,40 @@ fn generate_writes_the_same_table_as_raw_f32() {
     let same = values.iter().zip(&from_csv).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
     assert!(same && values.len() == from_csv.len(), "the raw table differs from the CSV");
 }
+
+/// `boost train synthetic:ROWSxCOLS` trains on `boost generate`'s rows without a file: on the CPU,
+/// made on the (emulated) GPU, and over two emulated GPUs, each writes the model of the CSV file
+/// `boost generate` wrote; a malformed spec is an error naming it.
+#[test]
+fn synthetic_rows_train_as_the_generated_file() {
+    let dir = scratch("synthetic");
+    let csv = dir.join("data.csv");
+    let out = boost(&["generate", csv.to_str().unwrap(), "--rows", "3000", "--cols", "10"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let train = |data: &str, device: &str, extra: &[&str], model: &Path| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_boost"));
+        command.env("PRIMITIVES_DEVICE", "emulator");
+        command.args(["train", data, "--rounds", "3", "-o", model.to_str().unwrap(), "max_depth=4"]);
+        command.args(["objective=binary:logistic", &format!("device={device}")]).args(extra);
+        command.output().expect("run boost")
+    };
+    let from_file = dir.join("file.json");
+    let out = train(csv.to_str().unwrap(), "cpu", &[], &from_file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The trees and the model's parameters (a CSV file's model also keeps its column codes).
+    let learned = |path: &Path| {
+        let model: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        (model["learner"]["gradient_booster"].to_string(), model["learner"]["learner_model_param"].to_string())
+    };
+    let expected = learned(&from_file);
+    assert!(expected.0.len() > 1000, "a model worth comparing");
+    for (device, extra, name) in [("cpu", &[][..], "cpu"), ("cuda", &[], "gpu"), ("cuda", &["n_gpus=2"], "gpus")] {
+        let model = dir.join(format!("{name}.json"));
+        let out = train("synthetic:3000x10", device, extra, &model);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        assert!(learned(&model) == expected, "{name}: not the model of the generated file");
+    }
+    let out = train("synthetic:3000y10", "cpu", &[], &dir.join("bad.json"));
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("synthetic:ROWSxCOLS"), "{}", text(&out.stderr));
+}
