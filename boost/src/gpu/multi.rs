@@ -68,10 +68,6 @@ impl Communicator for HostStaged {
     }
 }
 
-fn no_batch() -> Error {
-    Error::InvalidData("a device has no histogram batch to sum".into())
-}
-
 /// Refuses parts that are not one a device, of one length, or a root that is no device.
 pub(super) fn check_parts(gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<()> {
     let same = parts.iter().all(|p| p.len() == parts.first().map_or(0, |f| f.len()));
@@ -409,22 +405,17 @@ impl<'g> MultiGpuTrainer<'g> {
         drop(devices);
         self.phases.add("tree: gradients", start.elapsed());
         // SAFETY: each part is its trainer's tree gradients, kept for the run.
-        let (mut tree, orders) = unsafe { self.grow(params, &parts, Some(blocks), features, false, rng)? };
-        // Each device adds its rows' leaves; the tree's leaf values are the same on every one.
-        let leaves: Vec<Tree> = {
-            let mut devices: Vec<(&mut GpuTrainer<'g>, &RowOrder, u64, Tree)> = self
-                .trainers
-                .iter_mut()
-                .zip(&orders)
-                .zip(&parts)
-                .map(|((t, order), &part)| (t, order, part, tree.clone()))
-                .collect();
-            on_each(&mut devices, |(t, order, part, tree)| {
-                t.add_tree_leaves(params, tree, order, output, *part)?;
-                Ok(tree.clone())
-            })?
-        };
-        tree = leaves.into_iter().next().ok_or_else(|| Error::InvalidData("no devices".into()))?;
+        let (tree, orders) = unsafe { self.grow(params, &parts, Some(blocks), features, false, rng)? };
+        // Each device adds its rows' leaves to its margins. The device rounds refresh no leaf
+        // values (`takes`), so every device's copy of the tree stays the one grown.
+        let mut devices: Vec<(&mut GpuTrainer<'g>, &RowOrder, u64, Tree)> = self
+            .trainers
+            .iter_mut()
+            .zip(&orders)
+            .zip(&parts)
+            .map(|((t, order), &part)| (t, order, part, tree.clone()))
+            .collect();
+        on_each(&mut devices, |(t, order, part, tree)| t.add_tree_leaves(params, tree, order, output, *part))?;
         Ok(tree)
     }
 
@@ -492,8 +483,12 @@ impl MultiBackend<'_, '_> {
 
     /// Sums every device's last histogram batch (slots `nodes`) into the global store.
     fn sum_last_batch(&mut self, nodes: &[(usize, u32)]) -> Result<()> {
-        let parts: Vec<&DeviceBuffer<Fixed>> =
-            self.backends.iter().map(|b| b.histograms.last_batch()).collect::<Option<_>>().ok_or_else(no_batch)?;
+        let parts: Vec<&DeviceBuffer<Fixed>> = self
+            .backends
+            .iter()
+            .map(|b| b.histograms.last_batch())
+            .collect::<Option<_>>()
+            .ok_or_else(|| Error::InvalidData("a device has no histogram batch to sum".into()))?;
         let gpus: Vec<&Gpu> = self.backends.iter().map(|b| b.gpu).collect();
         let start = std::time::Instant::now();
         let sum = self.communicator.reduce_sum(&gpus, &parts, 0)?;

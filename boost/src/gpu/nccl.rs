@@ -75,7 +75,8 @@ impl Communicator for Nccl {
 }
 
 impl Nccl {
-    /// Enqueues rank `rank`'s `ncclReduce` of `part` on its device's stream (`sum` on the root).
+    /// Enqueues rank `rank`'s `ncclReduce` of `part` on its device's stream (`sum` on the root);
+    /// the caller has checked that `gpu` is the rank's device.
     fn reduce_rank(
         &self,
         rank: usize,
@@ -84,19 +85,12 @@ impl Nccl {
         sum: Option<&DeviceBuffer<Fixed>>,
         root: usize,
     ) -> Result<()> {
-        let ordinal = gpu.cuda_context().map(|c| c.ordinal());
-        if rank >= self.comms.len() || ordinal != Some(self.ordinals[rank]) || (rank == root) != sum.is_some() {
-            return Err(Error::Communication(format!(
-                "rank {rank} of devices {:?} on device {ordinal:?}, root {root}",
-                self.ordinals
-            )));
-        }
         let stream = gpu.cuda_stream().map_or(std::ptr::null_mut(), |s| s.cu_stream()) as sys::cudaStream_t;
         let receive = sum.map_or(std::ptr::null_mut(), |s| s.device_ptr() as *mut c_void);
         // Fixed-point pairs are two `i64` each; NCCL's integer sums wrap as the devices' do.
         let count = 2 * part.len();
         // SAFETY: the part holds `count` `i64` on its device, the sum as many on the root's; the
-        // communicator and the stream are the device's (checked above).
+        // communicator and the stream are the device's (checked by the caller).
         let status = unsafe {
             result::reduce(
                 part.device_ptr() as *const c_void,
