@@ -14,17 +14,16 @@
 //! [`MultiGpuTrainer`] grows trees from the host's gradients ([`MultiGpuTrainer::build_tree`]) or
 //! runs whole rounds on the devices ([`MultiGpuTrainer::boost_tree`]: each device's gradients and
 //! margins of its rows); the learner drives it for `n_gpus > 1`. Each step runs on every device at
-//! once, a thread a device ([`on_each`]): one device's launches and waits overlap the others'; the
+//! once, a thread a device ([`DeviceThreads`]): one device's launches and waits overlap the others'; the
 //! sums over the devices are then issued from the caller's thread (NCCL's grouped calls).
 
 use std::ops::Range;
-
-use rayon::prelude::*;
 
 use boost_kernels::reduce::{BlockSum, SUM_BLOCK};
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu};
 
+use super::device_threads::DeviceThreads;
 use super::metrics::finish_loss;
 use super::{Fixed, GpuBackend, GpuTrainer, HistogramStore, InitialMargins, RowSampler, SplitContext};
 use crate::data::{CsrMatrix, FeatureMatrix, MetaInfo};
@@ -93,13 +92,12 @@ pub fn shards(rows: usize, devices: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// `step` on every device's item at once, a thread each (one device's host work, its launches and
-/// waits, then overlaps the others'), the results in device order.
-fn on_each<T: Send, R: Send>(items: &mut [T], step: impl Fn(&mut T) -> Result<R> + Sync + Send) -> Result<Vec<R>> {
-    if items.len() == 1 {
-        return items.iter_mut().map(step).collect();
-    }
-    items.par_iter_mut().with_max_len(1).map(step).collect()
+/// The threads of a run over `gpus`: a thread a device past the first, spinning between steps
+/// on CUDA devices.
+fn device_threads(gpus: &[&Gpu]) -> Result<DeviceThreads> {
+    let cuda = gpus.iter().all(|gpu| gpu.cuda_context().is_some());
+    DeviceThreads::new(gpus.len(), cuda)
+        .map_err(|e| Error::Communication(format!("starting a thread for each of {} devices: {e}", gpus.len())))
 }
 
 /// Rows `range` of CSR rows, as a matrix of their own.
@@ -119,6 +117,8 @@ pub struct MultiGpuTrainer<'g> {
     trainers: Vec<GpuTrainer<'g>>,
     shards: Vec<Range<usize>>,
     communicator: Box<dyn Communicator>,
+    /// Each device's steps run on its own thread ([`DeviceThreads::on_each`]).
+    threads: DeviceThreads,
     /// The tree-building steps of every device so far.
     phases: PhaseTimes,
 }
@@ -136,14 +136,15 @@ impl<'g> MultiGpuTrainer<'g> {
     ) -> Result<Self> {
         let shards = Self::shards_over(gpus, features.rows())?;
         let mut parts: Vec<(Range<usize>, &'g Gpu)> = shards.iter().cloned().zip(gpus.iter().copied()).collect();
-        let trainers = on_each(&mut parts, |(shard, gpu)| match features {
+        let threads = device_threads(gpus)?;
+        let trainers = threads.on_each(&mut parts, |(shard, gpu)| match features {
             FeatureMatrix::Dense(m) => {
                 let values = gpu.upload(&m.values[shard.start * m.cols..shard.end * m.cols])?;
                 GpuTrainer::from_device_rows(gpu, &values, (shard.len(), m.cols), cuts)
             }
             FeatureMatrix::Sparse(m) => GpuTrainer::from_features(gpu, &csr_rows(m, shard.clone()), cuts),
         })?;
-        Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
+        Ok(MultiGpuTrainer { trainers, shards, communicator, threads, phases: PhaseTimes::default() })
     }
 
     /// [`MultiGpuTrainer::from_features`] of `rows x cols` dense row-major values in the memory of
@@ -164,11 +165,12 @@ impl<'g> MultiGpuTrainer<'g> {
         }
         let mut parts: Vec<(Range<usize>, &'g Gpu)> = shards.iter().cloned().zip(gpus.iter().copied()).collect();
         let first = gpus[0];
-        let trainers = on_each(&mut parts, |(shard, gpu)| {
+        let threads = device_threads(gpus)?;
+        let trainers = threads.on_each(&mut parts, |(shard, gpu)| {
             let part = values.copy_range_to(first, shard.start * cols..shard.end * cols, gpu)?;
             GpuTrainer::from_device_rows(gpu, &part, (shard.len(), cols), cuts)
         })?;
-        Ok(MultiGpuTrainer { trainers, shards, communicator, phases: PhaseTimes::default() })
+        Ok(MultiGpuTrainer { trainers, shards, communicator, threads, phases: PhaseTimes::default() })
     }
 
     /// The [`shards`] of `rows` rows over `gpus`; an error for no devices or no rows.
@@ -238,13 +240,12 @@ impl<'g> MultiGpuTrainer<'g> {
     }
 
     /// Each device's trainer with its part of `gradients` (a device address) and its rows.
-    fn devices<'s>(&'s mut self, gradients: &[u64]) -> Vec<(&'s mut GpuTrainer<'g>, u64, usize)> {
-        self.trainers
-            .iter_mut()
-            .zip(gradients)
-            .zip(&self.shards)
-            .map(|((t, &part), shard)| (t, part, shard.len()))
-            .collect()
+    fn devices<'s>(
+        trainers: &'s mut [GpuTrainer<'g>],
+        shards: &[Range<usize>],
+        gradients: &[u64],
+    ) -> Vec<(&'s mut GpuTrainer<'g>, u64, usize)> {
+        trainers.iter_mut().zip(gradients).zip(shards).map(|((t, &part), shard)| (t, part, shard.len())).collect()
     }
 
     /// The rows of all the shards.
@@ -270,10 +271,11 @@ impl<'g> MultiGpuTrainer<'g> {
         rng: &mut impl rand::Rng,
     ) -> Result<(Tree, Vec<RowOrder>)> {
         let rows = self.rows();
-        let mut devices = self.devices(gradients);
+        let threads = &self.threads;
+        let mut devices = Self::devices(&mut self.trainers, &self.shards, gradients);
         let blocks = match blocks {
             Some(blocks) => blocks,
-            None => on_each(&mut devices, |(t, part, n)| {
+            None => threads.on_each(&mut devices, |(t, part, n)| {
                 // SAFETY: each part is its device's shard of pairs, as the caller promises.
                 unsafe { t.quantiser_block_sums(*part, *n) }
             })?,
@@ -282,7 +284,7 @@ impl<'g> MultiGpuTrainer<'g> {
         let sums = blocks.into_iter().flatten().fold(QuantiserSums::zero(), BlockSum::plus);
         let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, rows);
         let start = std::time::Instant::now();
-        let fixed = on_each(&mut devices, |(t, part, n)| {
+        let fixed = threads.on_each(&mut devices, |(t, part, n)| {
             // SAFETY: as above.
             unsafe { t.quantise_fixed(*part, *n, &quantiser) }
         })?;
@@ -302,11 +304,11 @@ impl<'g> MultiGpuTrainer<'g> {
                 context,
             )?);
         }
-        let mut multi = MultiBackend::new(backends, &*self.communicator);
+        let mut multi = MultiBackend::new(backends, &*self.communicator, threads);
         let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
         multi.flush()?;
         let start = std::time::Instant::now();
-        let orders = on_each(&mut multi.backends, |backend| {
+        let orders = threads.on_each(&mut multi.backends, |backend| {
             backend.finish(read_rows)?;
             Ok(std::mem::replace(&mut backend.order, RowOrder::ranges_only(0)))
         })?;
@@ -376,7 +378,7 @@ impl<'g> MultiGpuTrainer<'g> {
 
     /// [`GpuTrainer::compute_gradients`] on every device.
     pub fn compute_gradients(&mut self, iteration: usize) -> Result<()> {
-        on_each(&mut self.trainers, |t| t.compute_gradients(iteration)).map(drop)
+        self.threads.on_each(&mut self.trainers, |t| t.compute_gradients(iteration)).map(drop)
     }
 
     /// [`GpuTrainer::boost_tree`] over the devices: each device's gradients of its rows (sampled
@@ -394,14 +396,16 @@ impl<'g> MultiGpuTrainer<'g> {
         let mut devices: Vec<(&mut GpuTrainer<'g>, u64)> =
             self.trainers.iter_mut().zip(&self.shards).map(|(t, shard)| (t, shard.start as u64)).collect();
         // Each device's gradients of the tree and their quantiser block sums, in one dispatch.
-        let (parts, blocks): (Vec<u64>, Vec<Vec<QuantiserSums>>) = on_each(&mut devices, |(t, first)| {
-            let part = t.tree_gradients(output, sampler.from_row(*first))?;
-            let n = t.rows;
-            // SAFETY: the trainer's tree gradients, one a row of its shard, kept for the run.
-            Ok((part, unsafe { t.quantiser_block_sums(part, n)? }))
-        })?
-        .into_iter()
-        .unzip();
+        let (parts, blocks): (Vec<u64>, Vec<Vec<QuantiserSums>>) = self
+            .threads
+            .on_each(&mut devices, |(t, first)| {
+                let part = t.tree_gradients(output, sampler.from_row(*first))?;
+                let n = t.rows;
+                // SAFETY: the trainer's tree gradients, one a row of its shard, kept for the run.
+                Ok((part, unsafe { t.quantiser_block_sums(part, n)? }))
+            })?
+            .into_iter()
+            .unzip();
         drop(devices);
         self.phases.add("tree: gradients", start.elapsed());
         // SAFETY: each part is its trainer's tree gradients, kept for the run.
@@ -415,7 +419,8 @@ impl<'g> MultiGpuTrainer<'g> {
             .zip(&parts)
             .map(|((t, order), &part)| (t, order, part, tree.clone()))
             .collect();
-        on_each(&mut devices, |(t, order, part, tree)| t.add_tree_leaves(params, tree, order, output, *part))?;
+        self.threads
+            .on_each(&mut devices, |(t, order, part, tree)| t.add_tree_leaves(params, tree, order, output, *part))?;
         Ok(tree)
     }
 
@@ -423,7 +428,7 @@ impl<'g> MultiGpuTrainer<'g> {
     /// every device's block sums added in row order, as one device adds its own, so the value is
     /// the host's bit for bit. An error for the other metrics (the caller reads the margins back).
     pub fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
-        let blocks = on_each(&mut self.trainers, |t| {
+        let blocks = self.threads.on_each(&mut self.trainers, |t| {
             t.loss_block_sums(metric, transform)?
                 .ok_or_else(|| Error::InvalidData(format!("{metric:?} is not a sum of row terms")))
         })?;
@@ -450,6 +455,7 @@ impl<'g> MultiGpuTrainer<'g> {
 struct MultiBackend<'a, 'c> {
     backends: Vec<GpuBackend<'a>>,
     communicator: &'c dyn Communicator,
+    threads: &'c DeviceThreads,
     /// The nodes' histograms summed over the devices, on the first device.
     global: HistogramStore,
     /// The expansions of a partition not yet issued, and the nodes released since.
@@ -459,10 +465,15 @@ struct MultiBackend<'a, 'c> {
 }
 
 impl MultiBackend<'_, '_> {
-    fn new<'a, 'c>(backends: Vec<GpuBackend<'a>>, communicator: &'c dyn Communicator) -> MultiBackend<'a, 'c> {
+    fn new<'a, 'c>(
+        backends: Vec<GpuBackend<'a>>,
+        communicator: &'c dyn Communicator,
+        threads: &'c DeviceThreads,
+    ) -> MultiBackend<'a, 'c> {
         MultiBackend {
             backends,
             communicator,
+            threads,
             global: HistogramStore::default(),
             deferred: None,
             phases: PhaseTimes::default(),
@@ -472,7 +483,7 @@ impl MultiBackend<'_, '_> {
     /// Issues the deferred partition (and the releases after it) on every device.
     fn flush(&mut self) -> Result<()> {
         let Some((expanded, released)) = self.deferred.take() else { return Ok(()) };
-        on_each(&mut self.backends, |b| Self::partition_and_release(b, &expanded, &released)).map(drop)
+        self.threads.on_each(&mut self.backends, |b| Self::partition_and_release(b, &expanded, &released)).map(drop)
     }
 
     fn partition_and_release(b: &mut GpuBackend<'_>, expanded: &[Expansion<Fixed>], released: &[usize]) -> Result<()> {
@@ -521,7 +532,7 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
 
     fn root_histogram(&mut self) -> Result<()> {
         self.flush()?;
-        on_each(&mut self.backends, |b| b.root_histogram())?;
+        self.threads.on_each(&mut self.backends, |b| b.root_histogram())?;
         self.sum_last_batch(&[(0, 0)])
     }
 
@@ -537,7 +548,7 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
         }
         let deferred = self.deferred.take();
         let start = std::time::Instant::now();
-        on_each(&mut self.backends, |b| {
+        self.threads.on_each(&mut self.backends, |b| {
             if let Some((expanded, released)) = &deferred {
                 Self::partition_and_release(b, expanded, released)?;
             }

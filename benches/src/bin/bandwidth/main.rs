@@ -1,8 +1,9 @@
 //! GPU bandwidth of the device primitives, for the side-by-side scripts in `benches/scripts/`: one
 //! executable (each embeds the PTX) with a subcommand per primitive.
 //!
-//! Usage: bandwidth <first-call | reduce | scan | scan-variants | scan-timeline[-specialized] | select | segmented | multi | sort | sort-once> [MAX_LOG2 (default 28)]
+//! Usage: bandwidth <first-call | driver-calls | reduce | scan | scan-variants | scan-timeline[-specialized] | select | segmented | multi | sort | sort-once> [MAX_LOG2 (default 28)]
 
+mod driver_calls;
 mod histogram;
 mod multi;
 mod reduce;
@@ -16,6 +17,7 @@ fn main() {
     let max_log2: u32 = args.get(1).map(|a| a.parse().expect("MAX_LOG2 must be an integer")).unwrap_or(28);
     match args.first().map(String::as_str) {
         Some("first-call") => first_call(),
+        Some("driver-calls") => driver_calls::run(),
         Some("histogram") => histogram::run(max_log2),
         Some("reduce") => reduce::run(max_log2),
         Some("scan") => scan::run(max_log2),
@@ -29,7 +31,7 @@ fn main() {
         Some("sort-once") => sort::once(max_log2),
         _ => {
             eprintln!(
-                "usage: bandwidth <first-call | reduce | scan | scan-variants | select | segmented | multi | sort | sort-once> [MAX_LOG2]"
+                "usage: bandwidth <first-call | driver-calls | reduce | scan | scan-variants | select | segmented | multi | sort | sort-once> [MAX_LOG2]"
             );
             std::process::exit(2);
         }
