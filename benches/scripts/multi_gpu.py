@@ -34,7 +34,7 @@ def memory_used():
 
 
 available = len(memory_used())
-SETUP = {"data checks", "device open", "communicator", "cuts", "matrix for the tree builder",
+SETUP = {"data checks", "device open", "communicator: host", "communicator: nccl", "communicator: peer access", "cuts", "matrix for the tree builder",
          "base score and initial margins", "labels and margins to the device", "evaluation sets to the device"}
 counts = [int(c) for c in sys.argv[5].split(",")] if len(sys.argv) > 5 and sys.argv[5] else [1, 2, 4, 8]
 counts = [c for c in counts if c <= available]

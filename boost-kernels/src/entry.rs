@@ -9,6 +9,7 @@ use crate::auc::{self, AucCurve, Positives};
 use crate::binarised::{self, BinarisedFeature, BinarisedModel, BinarisedTree, LevelSplit};
 use crate::bins::PackedRows;
 use crate::bins::{self, Cuts, PackedShape};
+use crate::device_sum::{self, MAX_PARTS};
 use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
 use crate::exact::{self, ExactExpansion};
 use crate::fixed_point::{GradientQuantiser, QuantiserSums};
@@ -287,6 +288,29 @@ kernel! {
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { subtract::subtract_kernel(histograms, slot_len, plans, num_plans) }
+    }
+}
+
+kernel! {
+    /// Several devices' histograms summed, read through their addresses; see
+    /// [`device_sum::sum_parts_kernel`]. Parts past `count` are ignored (pass null).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn boost_histogram_sum_parts(
+        sum: *mut GradientPair<i64>,
+        len: u64,
+        count: u64,
+        p0: *const GradientPair<i64>,
+        p1: *const GradientPair<i64>,
+        p2: *const GradientPair<i64>,
+        p3: *const GradientPair<i64>,
+        p4: *const GradientPair<i64>,
+        p5: *const GradientPair<i64>,
+        p6: *const GradientPair<i64>,
+        p7: *const GradientPair<i64>,
+    ) {
+        let parts: [*const GradientPair<i64>; MAX_PARTS] = [p0, p1, p2, p3, p4, p5, p6, p7];
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { device_sum::sum_parts_kernel(sum, len, parts, count) }
     }
 }
 
@@ -1021,6 +1045,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         "boost_partition_scatter" => Some(boost_partition_scatter::raw),
         "boost_partition_counts" => Some(boost_partition_counts::raw),
         "boost_histogram_subtract" => Some(boost_histogram_subtract::raw),
+        "boost_histogram_sum_parts" => Some(boost_histogram_sum_parts::raw),
         "boost_quantise_sums" => Some(boost_quantise_sums::raw),
         "boost_quantise_fixed" => Some(boost_quantise_fixed::raw),
         "boost_objective_gradients" => Some(boost_objective_gradients::raw),

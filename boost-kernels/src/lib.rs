@@ -25,6 +25,7 @@ pub mod adaptive;
 pub mod auc;
 pub mod binarised;
 pub mod bins;
+pub mod device_sum;
 pub mod evaluate;
 pub mod exact;
 pub mod fixed_point;

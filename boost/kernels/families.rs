@@ -57,6 +57,7 @@
         name: "histogram",
         entry_points: &[
             "boost_histogram_subtract",
+            "boost_histogram_sum_parts",
         ],
         ptx: include_bytes!("histogram.compute_80.ptx.zst"),
         sass: &[

@@ -20,7 +20,7 @@ use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point;
 use crate::gpu::{
     csr_is_checked, device_cuts, device_cuts_csr, Communicator, DeviceCsr, DeviceData, DeviceEvalSet, DeviceModel,
-    DeviceTrees, GpuExact, GpuTrainer, HostStaged, InitialMargins, MultiGpuTrainer, Nccl,
+    DeviceTrees, GpuExact, GpuTrainer, HostStaged, InitialMargins, MultiGpuTrainer, Nccl, PeerSum,
 };
 use crate::metric::{self, DeviceMetric, Metric};
 use crate::model::Model;
@@ -931,9 +931,15 @@ fn multi_gpu_trainer<'g>(
         on_device(g, "resetting the peak memory", || Ok(g.reset_peak_memory()?))?;
     }
     let start = Instant::now();
-    let communicator: Box<dyn Communicator> =
-        if gpus.iter().all(|g| !g.is_emulated()) { Box::new(Nccl::new(gpus)?) } else { Box::new(HostStaged) };
-    phases.add("communicator", start.elapsed());
+    // Peer access where every pair of devices has it (a few driver calls a sum), else NCCL.
+    let (communicator, name): (Box<dyn Communicator>, _) = if gpus.iter().any(|g| g.is_emulated()) {
+        (Box::new(HostStaged), "communicator: host")
+    } else if let Ok(peer) = PeerSum::new(gpus) {
+        (Box::new(peer), "communicator: peer access")
+    } else {
+        (Box::new(Nccl::new(gpus)?), "communicator: nccl")
+    };
+    phases.add(name, start.elapsed());
     let start = Instant::now();
     let uploaded;
     let dense = match train.features {

@@ -213,6 +213,9 @@ pub(crate) struct CudaDevice {
     /// What each kernel has been given so far, set once each rather than a driver call per launch
     /// (a lossguide tree launches the multi-feature histogram hundreds of times).
     attributes: Mutex<HashMap<&'static str, FunctionAttributes>>,
+    /// The event [`Gpu::wait_for`] records on this stream, made on first use and reused (a wait
+    /// takes the event's state when it is enqueued).
+    marker: Mutex<Option<cudarc::driver::CudaEvent>>,
 }
 
 /// Attributes set on a kernel: its dynamic shared memory opt-in (bytes) and the largest carveout.
@@ -351,7 +354,13 @@ impl Gpu {
             return Err(Error::UnsupportedDevice { compute_capability: (major, minor) });
         }
         let stream = context.default_stream();
-        let device = CudaDevice { context, stream, functions: Mutex::default(), attributes: Mutex::default() };
+        let device = CudaDevice {
+            context,
+            stream,
+            functions: Mutex::default(),
+            attributes: Mutex::default(),
+            marker: Mutex::default(),
+        };
         Ok(Self {
             backend: Backend::Cuda(device),
             properties,
@@ -369,6 +378,70 @@ impl Gpu {
     /// True for the SIMT emulator.
     pub fn is_emulated(&self) -> bool {
         matches!(self.backend, Backend::Emulated(_))
+    }
+
+    /// Lets kernels on `peer` read and write this device's buffers through their addresses (peer
+    /// access over NVLink or PCIe): the memory of this device's pool, where every [`DeviceBuffer`]
+    /// comes from. Once a pair is enough; granting again is harmless. An error when either device
+    /// is emulated, they are one device, or the driver reports that `peer` cannot reach this one.
+    pub fn grant_peer_access(&self, peer: &Gpu) -> Result<()> {
+        let (Backend::Cuda(mine), Backend::Cuda(theirs)) = (&self.backend, &peer.backend) else {
+            return Err(Error::InvalidArgument { name: "peer", reason: "peer access is between CUDA devices".into() });
+        };
+        let (owner, reader) = (mine.context.cu_device(), theirs.context.cu_device());
+        let mut can = 0;
+        // SAFETY: two devices of the driver; `can` is written.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, reader, owner) }
+            .result()
+            .map_err(Error::driver("asking whether the devices can reach each other", 0))?;
+        if can == 0 || owner == reader {
+            return Err(Error::InvalidArgument {
+                name: "peer",
+                reason: format!("device {reader} cannot reach device {owner}'s memory (peer access)"),
+            });
+        }
+        theirs.context.bind_to_thread().map_err(Error::driver("making the peer's context current", 0))?;
+        // SAFETY: the reader's context is current; the owner's context is alive (held by `self`).
+        match unsafe { sys::cuCtxEnablePeerAccess(mine.context.cu_ctx(), 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            failed => return Err(Error::driver("enabling peer access", 0)(cudarc::driver::DriverError(failed))),
+        }
+        // Stream-ordered allocations are reachable from another device only when their pool says so.
+        if let Some(pool) = self.memory_pool()? {
+            let access = sys::CUmemAccessDesc {
+                location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: reader },
+                flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            };
+            // SAFETY: this device's default pool; one access descriptor.
+            unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
+                .result()
+                .map_err(Error::driver("granting a peer access to the memory pool", 0))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the work enqueued on this device from now on wait for the work enqueued on `other`
+    /// so far (an event recorded on `other`'s stream, waited for on this one; no host wait).
+    /// Nothing to do between emulated devices, whose work is done when enqueued.
+    pub fn wait_for(&self, other: &Gpu) -> Result<()> {
+        match (&self.backend, &other.backend) {
+            (Backend::Emulated(_), Backend::Emulated(_)) => Ok(()),
+            (Backend::Cuda(mine), Backend::Cuda(theirs)) => {
+                let mut marker = theirs.marker.lock().unwrap_or_else(|p| p.into_inner());
+                let event = match &mut *marker {
+                    Some(event) => event,
+                    empty => {
+                        empty.insert(theirs.context.new_event(None).map_err(Error::driver("creating an event", 0))?)
+                    }
+                };
+                event.record(&theirs.stream).map_err(Error::driver("recording an event", 0))?;
+                mine.stream.wait(event).map_err(Error::driver("waiting for another device's event", 0))
+            }
+            _ => Err(Error::InvalidArgument {
+                name: "other",
+                reason: "a CUDA device and an emulated one do not order each other's work".into(),
+            }),
+        }
     }
 
     /// The cudarc stream every primitive uses (CUDA devices only), for interoperation.

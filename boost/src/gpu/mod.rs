@@ -17,6 +17,7 @@ mod exact;
 mod metrics;
 mod multi;
 mod nccl;
+mod peer;
 mod predict;
 mod rank;
 mod sketch;
@@ -57,6 +58,7 @@ pub use metrics::InitialMargins;
 use metrics::MetricRows;
 pub use multi::{shards, Communicator, HostStaged, MultiGpuTrainer};
 pub use nccl::Nccl;
+pub use peer::PeerSum;
 pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};
 use rank::RankGradients;
 #[doc(hidden)]
@@ -311,6 +313,8 @@ pub struct RowBuffers {
     /// A batch's plan and results ([`PendingPartition`]).
     batch: Kept<u32>,
     evaluation: EvaluationScratch,
+    /// Histogram buffers of the last tree, for the next one's batches of the same sizes.
+    histogram_spares: Vec<DeviceBuffer<Fixed>>,
 }
 
 impl RowBuffers {
@@ -329,6 +333,7 @@ impl RowBuffers {
             partition_upload: Kept::default(),
             batch: Kept::default(),
             evaluation: EvaluationScratch::default(),
+            histogram_spares: Vec::new(),
         })
     }
 }
@@ -341,9 +346,59 @@ struct HistogramStore {
     batches: Vec<Option<(DeviceBuffer<Fixed>, usize)>>,
     /// Each node's batch and slot.
     nodes: Vec<Option<(usize, u32)>>,
+    /// Freed batches' buffers, for later batches of the same size (depthwise levels repeat
+    /// from tree to tree): an allocation and a free a level cost tens of microseconds of host time
+    /// when several devices' threads call the driver at once.
+    spares: Vec<DeviceBuffer<Fixed>>,
 }
 
+/// The most buffers, and bytes, [`HistogramStore`] keeps for reuse.
+const HISTOGRAM_SPARES: usize = 12;
+const HISTOGRAM_SPARE_BYTES: usize = 256 << 20;
+
 impl HistogramStore {
+    /// A store that reuses `spares` (buffers of an earlier store on the same device).
+    fn with_spares(spares: Vec<DeviceBuffer<Fixed>>) -> Self {
+        HistogramStore { spares, ..Default::default() }
+    }
+
+    /// A zeroed buffer of `len` sums: a spare of that length cleared, or a new one.
+    fn zeroed(&mut self, gpu: &Gpu, len: usize) -> Result<DeviceBuffer<Fixed>> {
+        match self.spares.iter().position(|b| b.len() == len) {
+            Some(i) => {
+                let mut buffer = self.spares.swap_remove(i);
+                buffer.fill_zero(gpu)?;
+                Ok(buffer)
+            }
+            None => Ok(gpu.alloc_zeroed(len)?),
+        }
+    }
+
+    /// A buffer of `len` sums to be overwritten whole: a spare of that length, or a new one.
+    fn uninitialized(&mut self, gpu: &Gpu, len: usize) -> Result<DeviceBuffer<Fixed>> {
+        match self.spares.iter().position(|b| b.len() == len) {
+            Some(i) => Ok(self.spares.swap_remove(i)),
+            None => Ok(gpu.alloc_uninitialized(len)?),
+        }
+    }
+
+    /// Keeps `buffer` for reuse, within the limits (the oldest spares go first).
+    fn spare(&mut self, buffer: DeviceBuffer<Fixed>) {
+        self.spares.push(buffer);
+        let bytes = |spares: &[DeviceBuffer<Fixed>]| spares.iter().map(|b| b.len() * size_of::<Fixed>()).sum::<usize>();
+        while self.spares.len() > HISTOGRAM_SPARES || bytes(&self.spares) > HISTOGRAM_SPARE_BYTES {
+            self.spares.remove(0);
+        }
+    }
+
+    /// Every buffer, live or spare, as spares for a later store (the nodes' histograms dropped).
+    fn into_spares(mut self) -> Vec<DeviceBuffer<Fixed>> {
+        for (buffer, _) in std::mem::take(&mut self.batches).into_iter().flatten() {
+            self.spare(buffer);
+        }
+        self.spares
+    }
+
     /// Adds a batch's buffer holding `nodes` (node, slot).
     fn insert(&mut self, buffer: DeviceBuffer<Fixed>, nodes: &[(usize, u32)]) {
         let batch = self.batches.len();
@@ -376,7 +431,9 @@ impl HistogramStore {
         if let Some(Some((_, live))) = self.batches.get_mut(batch) {
             *live -= 1;
             if *live == 0 {
-                self.batches[batch] = None;
+                if let Some((buffer, _)) = self.batches[batch].take() {
+                    self.spare(buffer);
+                }
             }
         }
     }
@@ -490,6 +547,7 @@ impl<'a> GpuBackend<'a> {
             return Err(Error::InvalidData(format!("{rows} gradients, row buffers for {}", buffers.identity.len())));
         }
         buffers.rows.copy_from_device(gpu, &buffers.identity)?;
+        let spares = std::mem::take(&mut buffers.histogram_spares);
         Ok(GpuBackend {
             gpu,
             cuts,
@@ -502,7 +560,7 @@ impl<'a> GpuBackend<'a> {
             context,
             order: RowOrder::ranges_only(rows),
             buffers,
-            histograms: HistogramStore::default(),
+            histograms: HistogramStore::with_spares(spares),
             pending: None,
             bad_row: gpu.upload(&[u32::MAX])?,
             phases: PhaseTimes::default(),
@@ -521,7 +579,7 @@ impl<'a> GpuBackend<'a> {
             let (begin, end) = self.order.range(node);
             ranges[slot as usize] = (begin as u32, end as u32);
         }
-        let mut histograms = self.gpu.alloc_zeroed::<Fixed>(slots * self.slot_len())?;
+        let mut histograms = self.histograms.zeroed(self.gpu, slots * self.slot_len())?;
         let matrix = self.bins.matrix();
         DeviceHistogram::multi_feature_ranges(
             self.gpu,
@@ -714,7 +772,7 @@ impl<'a> GpuBackend<'a> {
         }
         let plans = pending.plans_at();
         let batch = self.buffers.batch.get().ok_or_else(|| Error::InvalidData("the batch's plan is missing".into()))?;
-        let mut histograms = self.gpu.alloc_zeroed::<Fixed>(2 * pairs * self.slot_len())?;
+        let mut histograms = self.histograms.zeroed(self.gpu, 2 * pairs * self.slot_len())?;
         let matrix = self.bins.matrix();
         DeviceHistogram::multi_feature_device_ranges(
             self.gpu,
@@ -959,6 +1017,13 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
 
     fn release(&mut self, node: usize) {
         self.histograms.release(node);
+    }
+}
+
+impl Drop for GpuBackend<'_> {
+    /// Hands the tree's histogram buffers to the next tree's backend.
+    fn drop(&mut self) {
+        self.buffers.histogram_spares = std::mem::take(&mut self.histograms).into_spares();
     }
 }
 

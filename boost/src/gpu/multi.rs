@@ -43,10 +43,16 @@ use boost_kernels::split::Split;
 
 /// How the devices of a run exchange sums.
 pub trait Communicator {
-    /// The element-wise sum of `parts` (part `d` on `gpus[d]`, all of one length), in a new
-    /// buffer on `gpus[root]`. Fixed-point sums wrap as the devices' do, so any order gives the
-    /// same result.
-    fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>>;
+    /// The element-wise sum of `parts` (part `d` on `gpus[d]`, all of one length) into `sum`, a
+    /// buffer of that length on `gpus[root]` (its contents overwritten). Fixed-point sums wrap as
+    /// the devices' do, so any order gives the same result.
+    fn reduce_sum(
+        &self,
+        gpus: &[&Gpu],
+        parts: &[&DeviceBuffer<Fixed>],
+        root: usize,
+        sum: &mut DeviceBuffer<Fixed>,
+    ) -> Result<()>;
 }
 
 /// A [`Communicator`] through host memory: each part read back, summed on the host, the sum
@@ -55,27 +61,41 @@ pub trait Communicator {
 pub struct HostStaged;
 
 impl Communicator for HostStaged {
-    fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>> {
-        check_parts(gpus, parts, root)?;
-        let mut sum = parts[0].to_vec(gpus[0])?;
+    fn reduce_sum(
+        &self,
+        gpus: &[&Gpu],
+        parts: &[&DeviceBuffer<Fixed>],
+        root: usize,
+        sum: &mut DeviceBuffer<Fixed>,
+    ) -> Result<()> {
+        check_parts(gpus, parts, root, sum)?;
+        let mut total = parts[0].to_vec(gpus[0])?;
         for (gpu, part) in gpus.iter().zip(parts).skip(1) {
-            for (s, v) in sum.iter_mut().zip(part.to_vec(gpu)?) {
+            for (s, v) in total.iter_mut().zip(part.to_vec(gpu)?) {
                 *s = s.plus(v);
             }
         }
-        Ok(gpus[root].upload(&sum)?)
+        Ok(sum.copy_from_host(gpus[root], &total)?)
     }
 }
 
-/// Refuses parts that are not one a device, of one length, or a root that is no device.
-pub(super) fn check_parts(gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<()> {
-    let same = parts.iter().all(|p| p.len() == parts.first().map_or(0, |f| f.len()));
-    if parts.len() != gpus.len() || root >= gpus.len() || !same {
+/// Refuses parts that are not one a device, of one length, a root that is no device, or a sum
+/// buffer not of that length on the root.
+pub(super) fn check_parts(
+    gpus: &[&Gpu],
+    parts: &[&DeviceBuffer<Fixed>],
+    root: usize,
+    sum: &DeviceBuffer<Fixed>,
+) -> Result<()> {
+    let len = parts.first().map_or(0, |f| f.len());
+    let same = parts.iter().all(|p| p.len() == len);
+    if parts.len() != gpus.len() || root >= gpus.len() || !same || sum.len() != len || !sum.is_on(gpus[root]) {
         return Err(Error::InvalidData(format!(
-            "a sum of {} parts over {} devices to device {root}, lengths {:?}",
+            "a sum of {} parts over {} devices to device {root}, lengths {:?}, into {} sums",
             parts.len(),
             gpus.len(),
-            parts.iter().map(|p| p.len()).collect::<Vec<_>>()
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            sum.len()
         )));
     }
     Ok(())
@@ -119,6 +139,8 @@ pub struct MultiGpuTrainer<'g> {
     communicator: Box<dyn Communicator>,
     /// Each device's steps run on its own thread ([`DeviceThreads::on_each`]).
     threads: DeviceThreads,
+    /// The buffers of the last tree's sums over the devices (on the first), for the next tree's.
+    sum_spares: Vec<DeviceBuffer<Fixed>>,
     /// The tree-building steps of every device so far.
     phases: PhaseTimes,
 }
@@ -144,7 +166,14 @@ impl<'g> MultiGpuTrainer<'g> {
             }
             FeatureMatrix::Sparse(m) => GpuTrainer::from_features(gpu, &csr_rows(m, shard.clone()), cuts),
         })?;
-        Ok(MultiGpuTrainer { trainers, shards, communicator, threads, phases: PhaseTimes::default() })
+        Ok(MultiGpuTrainer {
+            trainers,
+            shards,
+            communicator,
+            threads,
+            sum_spares: Vec::new(),
+            phases: PhaseTimes::default(),
+        })
     }
 
     /// [`MultiGpuTrainer::from_features`] of `rows x cols` dense row-major values in the memory of
@@ -170,7 +199,14 @@ impl<'g> MultiGpuTrainer<'g> {
             let part = values.copy_range_to(first, shard.start * cols..shard.end * cols, gpu)?;
             GpuTrainer::from_device_rows(gpu, &part, (shard.len(), cols), cuts)
         })?;
-        Ok(MultiGpuTrainer { trainers, shards, communicator, threads, phases: PhaseTimes::default() })
+        Ok(MultiGpuTrainer {
+            trainers,
+            shards,
+            communicator,
+            threads,
+            sum_spares: Vec::new(),
+            phases: PhaseTimes::default(),
+        })
     }
 
     /// The [`shards`] of `rows` rows over `gpus`; an error for no devices or no rows.
@@ -304,7 +340,8 @@ impl<'g> MultiGpuTrainer<'g> {
                 context,
             )?);
         }
-        let mut multi = MultiBackend::new(backends, &*self.communicator, threads);
+        let spares = std::mem::take(&mut self.sum_spares);
+        let mut multi = MultiBackend::new(backends, &*self.communicator, threads, spares);
         let tree = grow::grow(&mut multi, params, &quantiser, features, rows, rng)?;
         multi.flush()?;
         let start = std::time::Instant::now();
@@ -318,6 +355,7 @@ impl<'g> MultiGpuTrainer<'g> {
         for backend in &multi.backends {
             self.phases.merge(&backend.phases);
         }
+        self.sum_spares = std::mem::take(&mut multi.global).into_spares();
         drop(multi);
         for (trainer, (fixed, _)) in self.trainers.iter_mut().zip(fixed) {
             trainer.quantise_scratch.fixed = Some(fixed);
@@ -469,12 +507,13 @@ impl MultiBackend<'_, '_> {
         backends: Vec<GpuBackend<'a>>,
         communicator: &'c dyn Communicator,
         threads: &'c DeviceThreads,
+        spares: Vec<DeviceBuffer<Fixed>>,
     ) -> MultiBackend<'a, 'c> {
         MultiBackend {
             backends,
             communicator,
             threads,
-            global: HistogramStore::default(),
+            global: HistogramStore::with_spares(spares),
             deferred: None,
             phases: PhaseTimes::default(),
         }
@@ -502,7 +541,8 @@ impl MultiBackend<'_, '_> {
             .ok_or_else(|| Error::InvalidData("a device has no histogram batch to sum".into()))?;
         let gpus: Vec<&Gpu> = self.backends.iter().map(|b| b.gpu).collect();
         let start = std::time::Instant::now();
-        let sum = self.communicator.reduce_sum(&gpus, &parts, 0)?;
+        let mut sum = self.global.uninitialized(gpus[0], parts[0].len())?;
+        self.communicator.reduce_sum(&gpus, &parts, 0, &mut sum)?;
         self.phases.add("tree: sums over the devices (wall)", start.elapsed());
         self.global.insert(sum, nodes);
         Ok(())

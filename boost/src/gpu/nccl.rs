@@ -50,8 +50,14 @@ impl Drop for Nccl {
 }
 
 impl Communicator for Nccl {
-    fn reduce_sum(&self, gpus: &[&Gpu], parts: &[&DeviceBuffer<Fixed>], root: usize) -> Result<DeviceBuffer<Fixed>> {
-        check_parts(gpus, parts, root)?;
+    fn reduce_sum(
+        &self,
+        gpus: &[&Gpu],
+        parts: &[&DeviceBuffer<Fixed>],
+        root: usize,
+        sum: &mut DeviceBuffer<Fixed>,
+    ) -> Result<()> {
+        check_parts(gpus, parts, root, sum)?;
         let ordinals: Vec<Option<usize>> = gpus.iter().map(|g| g.cuda_context().map(|c| c.ordinal())).collect();
         if ordinals.iter().copied().ne(self.ordinals.iter().map(|&o| Some(o))) {
             return Err(Error::Communication(format!(
@@ -59,18 +65,14 @@ impl Communicator for Nccl {
                 self.ordinals
             )));
         }
-        let sum = gpus[root].alloc_uninitialized::<Fixed>(parts[root].len())?;
         result::group_start().map_err(|e| Error::Communication(format!("ncclGroupStart: {e:?}")))?;
         let mut failed = None;
         for (d, (gpu, part)) in gpus.iter().zip(parts).enumerate() {
-            let receive = (d == root).then_some(&sum);
+            let receive = (d == root).then_some(&*sum);
             failed = failed.or(self.reduce_rank(d, gpu, part, receive, root).err());
         }
         result::group_end().map_err(|e| Error::Communication(format!("ncclGroupEnd: {e:?}")))?;
-        match failed {
-            Some(error) => Err(error),
-            None => Ok(sum),
-        }
+        failed.map_or(Ok(()), Err)
     }
 }
 

@@ -1,10 +1,10 @@
 //! Trees grown over several devices (`boost::gpu::MultiGpuTrainer`: rows in shards, histograms
 //! summed over the devices) are the one device's, node for node and row for row: depthwise,
 //! lossguide and oblivious growth, on the emulators in `cargo test` and on the GPUs of a machine
-//! (the sums through host memory, and through NCCL where there are two GPUs).
+//! (the sums through host memory, and through NCCL and peer access where there are two GPUs).
 
 use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
-use boost::gpu::{Communicator, GpuTrainer, HostStaged, MultiGpuTrainer, Nccl};
+use boost::gpu::{Communicator, GpuTrainer, HostStaged, MultiGpuTrainer, Nccl, PeerSum};
 use boost::param::Params;
 use boost::quantile::QuantileCuts;
 use boost::GradientPair;
@@ -44,8 +44,9 @@ fn trees_over_devices_are_the_one_devices() {
         let mut communicators: Vec<(&str, Box<dyn Communicator>)> = vec![("host", Box::new(HostStaged))];
         if distinct {
             communicators.push(("nccl", Box::new(Nccl::new(&gpus).expect("NCCL over the machine's GPUs"))));
+            communicators.push(("peer", Box::new(PeerSum::new(&gpus).expect("peer access between the GPUs"))));
         } else {
-            eprintln!("devices {ordinals:?}: the NCCL sums need two GPUs and are not run here");
+            eprintln!("devices {ordinals:?}: the NCCL and peer sums need two GPUs and are not run here");
         }
         for (name, communicator) in communicators {
             let mut multi = MultiGpuTrainer::from_features(&gpus, &data.features, &cuts, communicator)
