@@ -157,22 +157,12 @@ impl<'g> MultiGpuTrainer<'g> {
         communicator: Box<dyn Communicator>,
     ) -> Result<Self> {
         let shards = Self::shards_over(gpus, features.rows())?;
-        let mut parts: Vec<(Range<usize>, &'g Gpu)> = shards.iter().cloned().zip(gpus.iter().copied()).collect();
-        let threads = device_threads(gpus)?;
-        let trainers = threads.on_each(&mut parts, |(shard, gpu)| match features {
+        Self::on_shards(gpus, shards, communicator, |shard, gpu| match features {
             FeatureMatrix::Dense(m) => {
                 let values = gpu.upload(&m.values[shard.start * m.cols..shard.end * m.cols])?;
                 GpuTrainer::from_device_rows(gpu, &values, (shard.len(), m.cols), cuts)
             }
             FeatureMatrix::Sparse(m) => GpuTrainer::from_features(gpu, &csr_rows(m, shard.clone()), cuts),
-        })?;
-        Ok(MultiGpuTrainer {
-            trainers,
-            shards,
-            communicator,
-            threads,
-            sum_spares: Vec::new(),
-            phases: PhaseTimes::default(),
         })
     }
 
@@ -192,13 +182,24 @@ impl<'g> MultiGpuTrainer<'g> {
                 values.len()
             )));
         }
-        let mut parts: Vec<(Range<usize>, &'g Gpu)> = shards.iter().cloned().zip(gpus.iter().copied()).collect();
         let first = gpus[0];
-        let threads = device_threads(gpus)?;
-        let trainers = threads.on_each(&mut parts, |(shard, gpu)| {
+        Self::on_shards(gpus, shards, communicator, |shard, gpu| {
             let part = values.copy_range_to(first, shard.start * cols..shard.end * cols, gpu)?;
             GpuTrainer::from_device_rows(gpu, &part, (shard.len(), cols), cuts)
-        })?;
+        })
+    }
+
+    /// The trainer whose device `d` has the trainer `make(shards[d], gpus[d])`, each made on its
+    /// device's thread.
+    fn on_shards(
+        gpus: &[&'g Gpu],
+        shards: Vec<Range<usize>>,
+        communicator: Box<dyn Communicator>,
+        make: impl Fn(&Range<usize>, &'g Gpu) -> Result<GpuTrainer<'g>> + Sync,
+    ) -> Result<Self> {
+        let mut parts: Vec<(Range<usize>, &'g Gpu)> = shards.iter().cloned().zip(gpus.iter().copied()).collect();
+        let threads = device_threads(gpus)?;
+        let trainers = threads.on_each(&mut parts, |(shard, gpu)| make(shard, gpu))?;
         Ok(MultiGpuTrainer {
             trainers,
             shards,
