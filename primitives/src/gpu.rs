@@ -786,4 +786,14 @@ mod tests {
         assert!(decompress(b"not zstd at all").is_err());
         assert!(decompress(&[]).is_err());
     }
+
+    /// Emulated devices do their work when it is enqueued, so ordering them is a no-op; they have
+    /// no address space to share, so peer access is refused with a named parameter.
+    #[test]
+    fn emulated_devices_order_trivially_and_refuse_peer_access() {
+        let (a, b) = (Gpu::emulated(Schedule::Deterministic), Gpu::emulated(Schedule::Deterministic));
+        a.wait_for(&b).expect("no-op between emulators");
+        let refused = a.grant_peer_access(&b).expect_err("no peer access on the emulator");
+        assert!(matches!(refused, Error::InvalidArgument { name: "peer", .. }), "{refused}");
+    }
 }

@@ -59,6 +59,9 @@ unsafe impl Send for JobRef {}
 pub(super) struct DeviceThreads {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
+    /// Held for a whole step: the workers serve one caller at a time (a step's share calling
+    /// `on_each` of the same threads would wait for itself).
+    busy: Mutex<()>,
 }
 
 impl DeviceThreads {
@@ -78,7 +81,7 @@ impl DeviceThreads {
             spin: if spin { Duration::from_millis(5) } else { Duration::ZERO },
             stop: AtomicBool::new(false),
         });
-        let mut threads = DeviceThreads { shared, workers: Vec::with_capacity(workers) };
+        let mut threads = DeviceThreads { shared, workers: Vec::with_capacity(workers), busy: Mutex::new(()) };
         for w in 0..workers {
             let shared = Arc::clone(&threads.shared);
             let name = format!("boost-device-{}", w + 1);
@@ -119,6 +122,7 @@ impl DeviceThreads {
     /// Runs `job(d)` for `d` in `0..devices`, `0` on the caller's thread, and returns when all have
     /// ended (a panic of any share is resumed here, after that).
     fn broadcast<'j>(&self, devices: usize, job: &'j (dyn Fn(usize) + Sync + 'j)) {
+        let _one_caller = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
         let shared = &*self.shared;
         *shared.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(thread::current());
         // SAFETY: the erased lifetime outlives every use: this function returns (or unwinds) only
@@ -243,6 +247,23 @@ mod tests {
         assert!(panicked.is_err(), "a worker's panic reaches the caller");
         // The threads still serve steps after a panic.
         assert_eq!(threads.on_each(&mut items, |x| Ok::<_, Error>(*x + 1)).unwrap(), [1, 2, 3]);
+    }
+
+    #[test]
+    fn callers_on_two_threads_take_turns() {
+        let threads = DeviceThreads::new(3, true).unwrap();
+        std::thread::scope(|s| {
+            for caller in 0..2u64 {
+                let threads = &threads;
+                s.spawn(move || {
+                    for round in 0..100u64 {
+                        let mut items = [0u64, 1, 2];
+                        let out = threads.on_each(&mut items, |x| Ok::<_, Error>(*x * 10 + caller + round)).unwrap();
+                        assert_eq!(out, [caller + round, 10 + caller + round, 20 + caller + round]);
+                    }
+                });
+            }
+        });
     }
 
     #[test]

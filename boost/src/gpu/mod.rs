@@ -439,9 +439,9 @@ impl HistogramStore {
     }
 }
 
-/// [`boost_kernels::partition::split_index_entry`] for `b` in `0..entries`, in one sweep: the entries' positions grow with
-/// `b`, so the count of `begins` (sorted) at or below each only moves forward. A binary search
-/// an entry cost a deep level of 100M rows about 0.5 ms of host time.
+/// [`boost_kernels::partition::split_index_entry`] for `b` in `0..entries`, in one sweep: the
+/// entries' positions grow with `b`, so the count of `begins` (sorted) at or below each only moves
+/// forward. A binary search an entry cost a deep level of 100M rows about 0.5 ms of host time.
 fn split_index(begins: &[u32], entries: usize) -> Vec<u32> {
     let mut index = Vec::with_capacity(entries.next_multiple_of(2));
     let mut at_or_below = 0;
