@@ -18,7 +18,8 @@ use crate::{Error, Result};
 /// Sums over devices through peer access (see the module).
 #[derive(Debug)]
 pub struct PeerSum {
-    devices: usize,
+    /// The devices' ordinals, in rank order: those that may read each other's memory.
+    ordinals: Vec<usize>,
 }
 
 impl PeerSum {
@@ -38,7 +39,7 @@ impl PeerSum {
                     .map_err(|e| Error::Communication(format!("device {j} reading device {i}'s memory: {e}")))?;
             }
         }
-        Ok(PeerSum { devices: gpus.len() })
+        Ok(PeerSum { ordinals: ordinals(gpus) })
     }
 }
 
@@ -51,11 +52,11 @@ impl Communicator for PeerSum {
         sum: &mut DeviceBuffer<Fixed>,
     ) -> Result<()> {
         check_parts(gpus, parts, root, sum)?;
-        if gpus.len() != self.devices {
+        if ordinals(gpus) != self.ordinals {
             return Err(Error::Communication(format!(
-                "a sum over {} devices with peer access granted among {}",
-                gpus.len(),
-                self.devices
+                "a sum over devices {:?} with peer access granted among {:?}",
+                ordinals(gpus),
+                self.ordinals
             )));
         }
         let root_gpu = gpus[root];
@@ -70,6 +71,11 @@ impl Communicator for PeerSum {
         }
         Ok(())
     }
+}
+
+/// The CUDA ordinals of `gpus` (none for an emulated device, which `PeerSum::new` refuses).
+fn ordinals(gpus: &[&Gpu]) -> Vec<usize> {
+    gpus.iter().filter_map(|gpu| gpu.cuda_context().map(|c| c.ordinal())).collect()
 }
 
 /// Enqueues `sum = Σ parts` on `gpu`, the parts given by their addresses (each `sum.len()` sums,
