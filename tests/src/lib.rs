@@ -22,10 +22,10 @@ pub fn gpu() -> Gpu {
 }
 
 /// Largest input the tests give this device: everything on a GPU; on the emulator, sizes that keep
-/// `cargo test` quick (the GPU runs keep the large ones).
+/// `cargo test` quick (still many tiles of every kernel; the GPU runs keep the large ones).
 pub fn max_len(gpu: &Gpu) -> usize {
     if gpu.is_emulated() {
-        1 << 20
+        1 << 18
     } else {
         usize::MAX
     }

@@ -351,7 +351,19 @@ fn ptx_arch() -> String {
     CPU.replace("sm_", "compute_")
 }
 
-pub fn build(check: bool) -> Result<()> {
+/// What `cargo xtask kernels` does with the fresh build.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Write the images, manifest and index.
+    Build,
+    /// Compare with the committed files; ptxas runs only for families whose PTX changed.
+    Check,
+    /// Compare with the committed files, every family's machine code compiled afresh.
+    CheckFull,
+}
+
+pub fn build(mode: Mode) -> Result<()> {
+    let check = mode != Mode::Build;
     setup::ensure_installed()?;
     let root = crate::workspace_root();
     let linker = build_linker(&root)?;
@@ -361,9 +373,13 @@ pub fn build(check: bool) -> Result<()> {
     let mut problems = Vec::new();
     for krate in &KERNEL_CRATES {
         let ptx = build_ptx(&root, &linker, krate)?;
-        // A check compiles everything afresh; a build reuses the committed machine code of families
-        // whose PTX and ptxas are unchanged (ptxas is deterministic: `--check` proves it in CI).
-        let reusable = if check { Vec::new() } else { committed_sass(&root, krate, &ptx, &ptxas) };
+        // The committed machine code of a family whose PTX and ptxas are unchanged is reused (its
+        // images checked against their hashes): ptxas is deterministic, which `--check --full`
+        // proves by compiling every family afresh.
+        let reusable = match mode {
+            Mode::CheckFull => Vec::new(),
+            Mode::Build | Mode::Check => committed_sass(&root, krate, &ptx, &ptxas),
+        };
         let sass = compile_sass(&root, krate, &ptx, &reusable)?;
         let families = ptx
             .iter()

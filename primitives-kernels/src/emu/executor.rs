@@ -333,7 +333,14 @@ fn run_block(block: &BlockContext<'_>, mut rng: Option<&mut SmallRng>, kernel: &
         coroutines.push(Some(coroutine));
     }
 
-    let mut scheduler = Scheduler { block, threads: &threads, state: vec![State::Runnable; n], at_barrier: 0 };
+    let mut scheduler = Scheduler {
+        block,
+        threads: &threads,
+        state: vec![State::Runnable; n],
+        at_barrier: 0,
+        first_at_barrier: usize::MAX,
+        first_done: usize::MAX,
+    };
     let mut order = Vec::with_capacity(n);
     loop {
         order.clear();
@@ -362,6 +369,7 @@ fn run_block(block: &BlockContext<'_>, mut rng: Option<&mut SmallRng>, kernel: &
                 }
                 Ok(CoroutineResult::Return(())) => {
                     scheduler.state[t] = State::Done;
+                    scheduler.first_done = scheduler.first_done.min(t);
                     if let Some(done) = coroutines[t].take() {
                         let stack = done.into_stack();
                         STACKS.with(|s| s.borrow_mut().push(stack));
@@ -378,7 +386,12 @@ struct Scheduler<'a, 'b> {
     block: &'a BlockContext<'b>,
     threads: &'a [ThreadContext],
     state: Vec<State>,
+    /// Threads waiting at the block barrier, and the lowest-numbered of them (`usize::MAX`: none).
     at_barrier: usize,
+    first_at_barrier: usize,
+    /// The lowest-numbered thread that has exited (`usize::MAX`: none). With the two above, the
+    /// checks at a barrier and at an exit take constant time instead of a scan of the block.
+    first_done: usize,
 }
 
 impl Scheduler<'_, '_> {
@@ -396,7 +409,8 @@ impl Scheduler<'_, '_> {
     }
 
     fn arrive_at_barrier(&mut self, t: usize, location: &'static Location<'static>) -> BlockResult {
-        if let Some(exited) = self.state.iter().position(|&s| s == State::Done) {
+        if self.first_done != usize::MAX {
+            let exited = self.first_done;
             return Err((
                 Some(t as u32),
                 Fault::BarrierNotReached {
@@ -407,6 +421,7 @@ impl Scheduler<'_, '_> {
             ));
         }
         self.at_barrier += 1;
+        self.first_at_barrier = self.first_at_barrier.min(t);
         if self.at_barrier < self.state.len() {
             return Ok(());
         }
@@ -421,6 +436,7 @@ impl Scheduler<'_, '_> {
             }
         }
         self.at_barrier = 0;
+        self.first_at_barrier = usize::MAX;
         for u in 0..self.state.len() {
             self.threads[u].wait.set(None);
             self.state[u] = State::Runnable;
@@ -534,35 +550,38 @@ impl Scheduler<'_, '_> {
         Ok(())
     }
 
-    /// Thread `t` returned from the kernel.
+    /// Thread `t` returned from the kernel: a fault if a thread waits for it at the block barrier
+    /// or at a warp collective whose mask has its lane (the lowest-numbered such waiter is named).
     fn exited(&mut self, t: usize) -> BlockResult {
-        for u in 0..self.state.len() {
-            match self.wait_of(u) {
-                Some(Wait::Barrier(location)) => {
-                    return Err((
-                        Some(t as u32),
-                        Fault::BarrierNotReached {
-                            location: location.to_string(),
-                            waiting: self.at_barrier as u32,
-                            exited_thread: t as u32,
-                        },
-                    ));
-                }
-                Some(Wait::Collective { op, mask, location, .. })
-                    if u / WARP as usize == t / WARP as usize && mask & (1 << (t % 32)) != 0 =>
-                {
-                    return Err((
-                        Some(u as u32),
-                        Fault::CollectiveMissingLane {
-                            operation: format!("{} at {location}", op.name()),
-                            mask,
-                            lane: t as u32 % WARP,
-                            reason: "has exited".into(),
-                        },
-                    ));
-                }
-                _ => {}
-            }
+        let warp = t / WARP as usize * WARP as usize;
+        let collective = (warp..(warp + WARP as usize).min(self.state.len()))
+            .find(|&u| matches!(self.wait_of(u), Some(Wait::Collective { mask, .. }) if mask & (1 << (t % 32)) != 0));
+        if self.at_barrier > 0 && collective.is_none_or(|u| self.first_at_barrier < u) {
+            let Some(Wait::Barrier(location)) = self.wait_of(self.first_at_barrier) else {
+                unreachable!("the first thread at the barrier waits there")
+            };
+            return Err((
+                Some(t as u32),
+                Fault::BarrierNotReached {
+                    location: location.to_string(),
+                    waiting: self.at_barrier as u32,
+                    exited_thread: t as u32,
+                },
+            ));
+        }
+        if let Some(u) = collective {
+            let Some(Wait::Collective { op, mask, location, .. }) = self.wait_of(u) else {
+                unreachable!("found waiting at a collective")
+            };
+            return Err((
+                Some(u as u32),
+                Fault::CollectiveMissingLane {
+                    operation: format!("{} at {location}", op.name()),
+                    mask,
+                    lane: t as u32 % WARP,
+                    reason: "has exited".into(),
+                },
+            ));
         }
         Ok(())
     }

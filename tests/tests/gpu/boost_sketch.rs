@@ -19,7 +19,7 @@ fn device_cuts_are_the_hosts_on_every_shipped_dataset() {
     for case in SHIPPED {
         let (data, _) = read_data(&dir.join(case.file), &case.read_options()).expect(case.file);
         // The emulator runs a thread at a time: a prefix of the rows there.
-        let rows = if gpu.is_emulated() { data.rows().min(1500) } else { data.rows() };
+        let rows = if gpu.is_emulated() { data.rows().min(500) } else { data.rows() };
         let cols = data.cols();
         let mut values = vec![0f32; rows * cols];
         for (i, row) in values.chunks_mut(cols.max(1)).enumerate().take(rows) {

@@ -138,7 +138,7 @@ fn cuda_suffix(gpu: &primitives::Gpu) -> String {
 #[test]
 fn training_on_the_device_writes_the_cpu_backends_model() {
     let gpu = Arc::new(gpu());
-    let (rows, cols, rounds) = if gpu.is_emulated() { (4000, 9, 5) } else { (200_000, 28, 20) };
+    let (rows, cols, rounds) = if gpu.is_emulated() { (2500, 9, 4) } else { (200_000, 28, 20) };
     let mut binary = dataset(rows, cols, SyntheticTask::Binary, 3);
     binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
     let mut binary_valid = dataset(rows / 2, cols, SyntheticTask::Binary, 13);
