@@ -17,7 +17,8 @@
 //! [`sketch`] the weighted quantile summaries of XGBoost's sketch (the quantile cuts), [`exact`]
 //! the exact method's candidates (every boundary between distinct values), [`binarised`] the fast
 //! applier of oblivious trees (CatBoost's: rows turned into bin codes once, a level an integer add),
-//! [`synthetic`] the benchmarks' synthetic rows (made where they are trained).
+//! [`synthetic`] the benchmarks' synthetic rows (made where they are trained), [`exp::expf`] the
+//! exponential as XGBoost's CPU build rounds it (its sigmoid and softmax, bit for bit).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
@@ -28,6 +29,7 @@ pub mod bins;
 pub mod device_sum;
 pub mod evaluate;
 pub mod exact;
+pub mod exp;
 pub mod fixed_point;
 pub mod metric;
 pub mod objective;

@@ -30,7 +30,7 @@ impl Transform {
     pub fn apply(self, margin: f32) -> f32 {
         match self {
             Self::SIGMOID => sigmoid(margin),
-            Self::EXP => libm::expf(margin),
+            Self::EXP => crate::exp::expf(margin),
             _ => margin,
         }
     }

@@ -17,7 +17,7 @@ use crate::sampling::RowSampler;
 /// `1 / (1 + e^-x)`, with the exponent capped at 88.7 as XGBoost does (so it never overflows).
 #[inline]
 pub fn sigmoid(x: f32) -> f32 {
-    let e = libm::expf(if -x < 88.7 { -x } else { 88.7 });
+    let e = crate::exp::expf(if -x < 88.7 { -x } else { 88.7 });
     1.0 / (e + 1.0)
 }
 
@@ -76,7 +76,7 @@ pub fn absolute_error_gradient(margin: f32, label: f32, weight: f32) -> Gradient
 /// `e^max_delta_step`, XGBoost's safeguard against huge first steps.
 #[inline]
 pub fn poisson_gradient(margin: f32, label: f32, weight: f32, max_delta_step: f32) -> GradientPair<f32> {
-    GradientPair::new((libm::expf(margin) - label) * weight, libm::expf(margin + max_delta_step) * weight)
+    GradientPair::new((crate::exp::expf(margin) - label) * weight, crate::exp::expf(margin + max_delta_step) * weight)
 }
 
 /// An element-wise objective as the device takes it: which gradient function, and its parameter
@@ -158,7 +158,7 @@ pub fn softmax_normaliser(margin: impl Fn(usize) -> f32, classes: usize) -> (f32
     }
     let mut sum = 0.0f64;
     for c in 0..classes {
-        sum += libm::expf(margin(c) - largest) as f64;
+        sum += crate::exp::expf(margin(c) - largest) as f64;
     }
     (largest, sum as f32)
 }
@@ -167,7 +167,7 @@ pub fn softmax_normaliser(margin: impl Fn(usize) -> f32, classes: usize) -> (f32
 /// ([`softmax_normaliser`]).
 #[inline]
 pub fn softmax_probability(margin: f32, (largest, sum): (f32, f32)) -> f32 {
-    libm::expf(margin - largest) / sum
+    crate::exp::expf(margin - largest) / sum
 }
 
 /// The softmax cross-entropy's gradient pair for a class of probability `p` (`is_label`: the row's

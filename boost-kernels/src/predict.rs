@@ -495,7 +495,7 @@ impl OutputTransform {
         match self {
             Self::Identity => (0..outputs).for_each(|c| write(c, margin(c))),
             Self::Sigmoid => (0..outputs).for_each(|c| write(c, sigmoid(margin(c)))),
-            Self::Exp => (0..outputs).for_each(|c| write(c, libm::expf(margin(c)))),
+            Self::Exp => (0..outputs).for_each(|c| write(c, crate::exp::expf(margin(c)))),
             Self::Softmax => {
                 let normaliser = softmax_normaliser(&margin, outputs);
                 (0..outputs).for_each(|c| write(c, softmax_probability(margin(c), normaliser)));
@@ -552,7 +552,7 @@ mod tests {
         assert_eq!(row(OutputTransform::Identity), margins);
         assert_eq!(row(OutputTransform::ArgMax), [1.0], "the first of equal maxima");
         assert_eq!(row(OutputTransform::Sigmoid)[0], sigmoid(1.0));
-        assert_eq!(row(OutputTransform::Exp)[3], libm::expf(-1.0));
+        assert_eq!(row(OutputTransform::Exp)[3], crate::exp::expf(-1.0));
         let p = row(OutputTransform::Softmax);
         assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6 && p[1] == p[2] && p[1] > p[0]);
         for t in [OutputTransform::Identity, OutputTransform::Softmax, OutputTransform::ArgMax] {

@@ -5,7 +5,8 @@
 
 `R.csv`: a header line, then one row per line, an empty field for a missing value. `P.json`: boost's
 outputs for those rows: `margin` (rows * outputs, row-major), `leaf` (rows * trees), and
-`margin_range` for `iteration_range` [begin, end]. The script loads `M.json` with
+`margin_range` for `iteration_range` [begin, end], and `prediction` (the objective's outputs, compared bit
+for bit). The script loads `M.json` with
 `xgb.Booster(model_file=...)`, predicts the same things and compares (margins within the tolerance,
 relative above 1 in magnitude; leaves exactly). It also saves the model from XGBoost and reports
 whether XGBoost's file is byte-identical to ours: a failure with --require-identical, else information.
@@ -52,6 +53,37 @@ def compare(what, ours, theirs, tolerance):
     return True
 
 
+def compare_bits(what, ours, theirs):
+    """The same float32 values bit for bit (the objective's transform of the margins)."""
+    ours = np.asarray(ours, dtype=np.float32).ravel()
+    theirs = np.asarray(theirs, dtype=np.float32).ravel()
+    if ours.shape != theirs.shape:
+        print(f"FAIL {what}: {ours.size} values from boost, {theirs.size} from XGBoost")
+        return False
+    differ = np.flatnonzero(ours.view(np.uint32) != theirs.view(np.uint32))
+    if differ.size:
+        i = differ[0]
+        print(f"FAIL {what}: {differ.size} of {ours.size} differ in their bits; first at {i}: "
+              f"boost {ours[i]!r}, XGBoost {theirs[i]!r}")
+        return False
+    print(f"ok   {what}: {ours.size} values bit-identical")
+    return True
+
+
+def check_sklearn(path, booster, X, margin, tolerance):
+    """XGBoost's scikit-learn API loads the file and predicts with every tree: it stops at a recorded
+    `best_iteration`, which a model must hold only when early stopping ran."""
+    objective = json.loads(booster.save_config())["learner"]["objective"]["name"]
+    estimator = xgb.XGBClassifier() if objective.startswith(("binary:", "multi:")) else xgb.XGBRegressor()
+    estimator.load_model(path)
+    rounds = booster.num_boosted_rounds()
+    used = estimator.get_booster().attr("best_iteration")
+    if used is not None and int(used) + 1 < rounds:
+        print(f"FAIL scikit-learn API: best_iteration {used} of {rounds} rounds limits its predictions")
+        return False
+    return compare("scikit-learn API margin", margin, estimator.predict(X, output_margin=True), tolerance)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
@@ -76,6 +108,9 @@ def main():
     ok = compare("margin", ours["margin"], booster.predict(d, output_margin=True), args.tolerance)
     ok &= compare("margin iteration_range", ours["margin_range"],
                   booster.predict(d, output_margin=True, iteration_range=(begin, end)), args.tolerance)
+    if "prediction" in ours:
+        ok &= compare_bits("prediction", ours["prediction"], booster.predict(d))
+    ok &= check_sklearn(args.model, booster, X, ours["margin"], args.tolerance)
     leaf = booster.predict(d, pred_leaf=True).astype(np.int64).ravel()
     if list(leaf) == list(ours["leaf"]):
         print(f"ok   leaf: {leaf.size} indices equal")

@@ -478,7 +478,7 @@ impl Booster {
         if let Some((_, gpu)) = opened.as_ref().filter(|(d, _)| *d == device) {
             return Ok(Some(gpu.clone()));
         }
-        let Some(gpu) = learner::open_device(device)?.0 else { return Ok(None) };
+        let Some(gpu) = learner::open_device(device, false)?.0 else { return Ok(None) };
         let gpu = Arc::new(gpu);
         *opened = Some((device, gpu.clone()));
         Ok(Some(gpu))

@@ -179,7 +179,8 @@ pub struct Trained {
     pub objective: Box<dyn Objective>,
     /// Each logged round's metrics.
     pub history: Vec<RoundLog>,
-    /// The round with the best score of the early-stopping metric (when evaluation sets were given).
+    /// The round with the best score of the early-stopping metric: only when early stopping ran (as
+    /// XGBoost, whose scikit-learn API predicts with the trees up to this round).
     pub best_iteration: Option<usize>,
     /// The early-stopping metric's value at `best_iteration`.
     pub best_score: Option<f64>,
@@ -322,7 +323,7 @@ fn train_in(
     };
     let (opened, mut device) = match options.gpu.as_deref().or(rows_gpu) {
         Some(gpu) => (None, describe(gpu)),
-        None => open_device(params.device)?,
+        None => open_device(params.device, params.verbosity >= 2)?,
     };
     phases.add("device open", start.elapsed());
     let gpu = options.gpu.as_deref().or(rows_gpu).or(opened.as_ref());
@@ -428,6 +429,9 @@ fn train_in(
             };
             let mut m = Model::new(objective.to_json(), train.cols(), num_class, base_score)?;
             m.boost_from_average = params.base_score.is_none();
+            if train.info.feature_names.len() == train.cols() {
+                m.feature_names = train.info.feature_names.clone();
+            }
             m
         }
     };
@@ -714,7 +718,9 @@ fn train_in(
                 }
             }
         };
-        if improved {
+        // XGBoost records the best round only when early stopping watches the metric: its
+        // scikit-learn API predicts with the trees up to `best_iteration` whenever the model has one.
+        if improved && options.early_stopping_rounds.is_some() {
             best_score = Some(score);
             best_iteration = Some(round);
         }
@@ -1105,8 +1111,9 @@ fn open_extra_devices(params: &Params, first: Option<&Gpu>) -> Result<Vec<Gpu>> 
 }
 
 /// The device `device` names, opened (`None`: the CPU), and how [`Trained::device`] describes it.
-/// `PRIMITIVES_DEVICE` overrides which device `cuda`/`auto` open (the tests' SIMT emulator).
-pub fn open_device(device: Device) -> Result<(Option<Gpu>, String)> {
+/// `PRIMITIVES_DEVICE` overrides which device `cuda`/`auto` open (the tests' SIMT emulator). With
+/// `explain`, an `auto` that falls back to the CPU says why in the description.
+pub fn open_device(device: Device, explain: bool) -> Result<(Option<Gpu>, String)> {
     let open = |ordinal| Gpu::with_kind(DeviceKind::from_env_or(DeviceKind::Cuda { ordinal })?);
     match device {
         Device::Cpu => Ok((None, "cpu".into())),
@@ -1121,7 +1128,9 @@ pub fn open_device(device: Device) -> Result<(Option<Gpu>, String)> {
                 let name = describe(&gpu);
                 Ok((Some(gpu), name))
             }
-            Err(reason) => Ok((None, format!("cpu (device=auto, no usable GPU: {reason})"))),
+            // Said once, briefly: the reason (no driver, on most CPU machines) only when asked.
+            Err(reason) if explain => Ok((None, format!("cpu (device=auto, no usable GPU: {reason})"))),
+            Err(_) => Ok((None, "cpu (device=auto, no usable GPU)".into())),
         },
     }
 }
@@ -1321,9 +1330,9 @@ mod tests {
         if std::env::var(primitives::DEVICE_ENV).is_ok() {
             return; // the variable chooses the device instead
         }
-        let error = open_device(Device::Cuda { ordinal: 1 << 20 }).expect_err("no machine has that GPU");
+        let error = open_device(Device::Cuda { ordinal: 1 << 20 }, false).expect_err("no machine has that GPU");
         assert!(matches!(error, Error::Device { ref device, .. } if device == "cuda:1048576"), "{error}");
-        let (gpu, description) = open_device(Device::Cpu).unwrap();
+        let (gpu, description) = open_device(Device::Cpu, false).unwrap();
         assert!(gpu.is_none() && description == "cpu");
     }
 }

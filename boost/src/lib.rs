@@ -1,20 +1,22 @@
-//! Gradient boosting on the GPU and the CPU: XGBoost's `hist` tree method (depth-wise and
-//! loss-guided), its objectives (regression, classification, ranking), metrics and JSON models,
-//! composed from the `primitives` crate's algorithms. XGBoost's `exact` method and CatBoost-style
-//! oblivious trees are planned, not yet here.
+//! Gradient boosting on the GPU and the CPU, compatible with XGBoost: its `hist` tree method
+//! (depthwise and lossguide growth), its `exact` method (`tree_method=exact`), CatBoost-style
+//! oblivious trees (`grow_policy=oblivious`, saved as ordinary XGBoost trees), its objectives
+//! (regression, classification, ranking), metrics, parameter names and JSON models, composed from
+//! the `primitives` crate's algorithms.
 //!
 //! Training runs on the CPU (`device=cpu`, XGBoost's default) or on a CUDA GPU (`device=cuda`,
-//! `cuda:N`, or `auto` for the GPU when one can be opened); both write the same model file, byte for
-//! byte, because the arithmetic that decides a tree is one `no_std` source (`boost-kernels`) compiled
-//! for the host and to the kernels this crate embeds (built by `cargo xtask kernels`).
+//! `cuda:N`, or `auto` for the GPU when one can be opened). Both write the same model file, byte for
+//! byte, because the arithmetic that decides a tree is one `no_std` source (`boost-kernels`),
+//! compiled for the host and into the kernels this crate embeds.
 //!
 //! # Training and predicting
 //!
 //! [`DMatrix`] holds the data (features from host slices, CSR or a file, or rows already in a
-//! GPU's memory, with labels, weights, query groups and base margins, each checked); [`Booster::train`] fits a model with XGBoost's
-//! parameter names ([`Params::from_pairs`], or typed: [`Params::builder`]); [`Booster::predict`] takes [`PredictOptions`]
-//! (values or margins, an iteration range, a [`Device`]); [`Booster::save_model`] writes
-//! XGBoost's JSON, which [`Booster::load_model`] (and XGBoost) read back.
+//! GPU's memory, with labels, weights, query groups and base margins, each checked).
+//! [`Booster::train`] fits a model with XGBoost's parameter names ([`Params::from_pairs`], or
+//! typed: [`Params::builder`]); [`Booster::predict`] takes [`PredictOptions`] (values or margins,
+//! an iteration range, a [`Device`]); [`Booster::save_model`] writes XGBoost's JSON, which
+//! [`Booster::load_model`] (and XGBoost) read back.
 //!
 //! ```
 //! use boost::{Booster, DMatrix, Params, PredictOptions};
@@ -39,11 +41,11 @@
 //! With `("device", "cuda")` among the parameters the trees are built on the GPU (the same model
 //! file); `PredictOptions::default().device(Device::Cuda { ordinal: 0 })` predicts there.
 //! [`Booster::continue_training`] appends rounds to a trained or loaded model.
-//! [`Booster::train_with`] takes [`TrainOptions`]: early stopping, a model to continue, a
-//! [`CustomObjective`] (gradients from a closure), a [`CustomMetric`], a per-round callback. `boost/examples/` has a
-//! runnable program for each. The lower layers stay public: [`learner::train`], [`model::Model`],
-//! and the GPU backend's pieces in [`gpu`] ([`gpu::device_cuts`], [`gpu::DeviceModel`],
-//! [`gpu::DeviceCsr`]).
+//! [`Booster::train_with`] takes [`TrainOptions`] (early stopping, a model to continue, a
+//! [`CustomObjective`] whose gradients come from a closure, a [`CustomMetric`], an opened GPU) and a
+//! per-round callback; `boost/examples/` has runnable programs. The lower layers stay public:
+//! [`learner::train`], [`model::Model`], and the GPU backend's pieces in [`gpu`]
+//! ([`gpu::device_cuts`], [`gpu::DeviceModel`], [`gpu::DeviceCsr`]).
 
 #![warn(missing_docs)]
 
@@ -57,6 +59,7 @@ pub mod learner;
 pub mod metric;
 pub mod model;
 pub mod objective;
+pub mod output;
 pub mod param;
 pub mod phases;
 pub mod quantile;
@@ -81,3 +84,8 @@ pub static KERNELS: primitives::KernelModule = primitives::KernelModule {
     },
     host_kernel: boost_kernels::entry::host_kernel,
 };
+
+/// The README's Rust snippets, compiled and run as this crate's doc tests (so the README stays true).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

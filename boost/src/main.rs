@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use boost::data::synthetic::{generate as generate_synthetic, generate_on_device, SyntheticSpec};
-use boost::data::{read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions};
+use boost::data::{
+    read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions, SideFiles,
+};
 use boost::gpu::{transform_on_device, DeviceModel};
 use boost::learner::{self, RoundLog, TrainOptions};
 use boost::model::Model;
@@ -21,7 +23,11 @@ use boost::{metric, objective, DMatrix, Error, Result};
 const CATEGORIES_ATTRIBUTE: &str = "boost_categories";
 
 #[derive(Parser)]
-#[command(name = "boost", version, about = "Gradient-boosted trees, XGBoost-compatible (hist method)")]
+#[command(
+    name = "boost",
+    version,
+    about = "Gradient-boosted trees, XGBoost-compatible: hist, exact and oblivious trees on the CPU or a GPU"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,6 +36,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Train a model; parameters are XGBoost's (`objective=binary:logistic max_depth=6 eta=0.3 ...`).
+    #[command(after_help = train_help())]
     Train(TrainArgs),
     /// Predict with a model: one line per row (outputs separated by commas).
     Predict(PredictArgs),
@@ -39,6 +46,17 @@ enum Command {
     Importance(ImportanceArgs),
     /// Write a synthetic dataset (dense, with missing values; label in column 0) as CSV.
     Generate(GenerateArgs),
+}
+
+/// What `boost train --help` lists after the options: the parameters, objectives and metrics.
+fn train_help() -> String {
+    format!(
+        "Parameters (NAME=VALUE, XGBoost's names): {}.\n\nObjectives: {}.\n\nMetrics (eval_metric=): {} \
+         (error@T, ndcg@K, ndcg@K-, map@K take an argument).",
+        boost::param::PARAMETER_NAMES,
+        objective::OBJECTIVE_NAMES.join(", "),
+        metric::METRIC_NAMES.join(", ")
+    )
 }
 
 #[derive(Args)]
@@ -78,7 +96,7 @@ struct GenerateArgs {
 
 #[derive(Args)]
 struct DataArgs {
-    /// Label column of CSV/TSV files: a 0-based index or a header name (default 0).
+    /// Label column of CSV/TSV files: a 0-based index or a header name.
     #[arg(long, default_value = "0")]
     label: String,
     /// A CSV/TSV column of categories (0-based index or header name; repeatable): read as strings
@@ -89,6 +107,28 @@ struct DataArgs {
     /// File format (detected from the name and content when not given).
     #[arg(long, value_parser = ["csv", "libsvm"])]
     format: Option<String>,
+    /// Weights of the data file's rows (one a line; for ranking, one a group). Without it,
+    /// `DATA.weight` is read when it exists.
+    #[arg(long, value_name = "FILE")]
+    weights: Option<PathBuf>,
+    /// Query group sizes of the data file (one a line, consecutive rows). Without it, `DATA.query`
+    /// is read when it exists.
+    #[arg(long, value_name = "FILE")]
+    groups: Option<PathBuf>,
+    /// Read no `DATA.weight` / `DATA.query` files beside the data.
+    #[arg(long, conflicts_with_all = ["weights", "groups"])]
+    no_side_files: bool,
+}
+
+impl DataArgs {
+    /// Where the main data file's weights and groups come from (evaluation sets: beside them).
+    fn side_files(&self) -> SideFiles {
+        match (&self.weights, &self.groups, self.no_side_files) {
+            (_, _, true) => SideFiles::Ignored,
+            (None, None, false) => SideFiles::Beside,
+            (weights, groups, false) => SideFiles::Given { weights: weights.clone(), groups: groups.clone() },
+        }
+    }
 }
 
 #[derive(Args)]
@@ -133,9 +173,12 @@ struct PredictArgs {
     /// The model (XGBoost JSON, written by `boost train` or by XGBoost).
     #[arg(long, short)]
     model: PathBuf,
-    /// Where to write the predictions (default: standard output).
+    /// Where to write the predictions (default, or `-`: standard output).
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// The data has no label column: every column is a feature.
+    #[arg(long)]
+    no_label: bool,
     /// Raw margins instead of transformed predictions.
     #[arg(long)]
     margin: bool,
@@ -198,12 +241,29 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn read(
-    path: &Path,
-    input: &DataArgs,
-    categories: Option<&Categories>,
+/// What reading a file for a model takes from it: the training file's string encoding and the
+/// model's feature count and names (a CSV header is matched to them).
+#[derive(Default)]
+struct ForModel<'a> {
+    categories: Option<&'a Categories>,
     num_features: Option<usize>,
-) -> Result<(Dataset, Categories)> {
+    feature_names: Option<&'a [String]>,
+    has_label: bool,
+}
+
+impl<'a> ForModel<'a> {
+    fn new(model: &'a Model, categories: Option<&'a Categories>) -> Self {
+        ForModel {
+            categories,
+            num_features: Some(model.num_feature),
+            feature_names: Some(model.feature_names.as_slice()),
+            has_label: true,
+        }
+    }
+}
+
+/// Reads a data file (`-`: standard input) as the CLI's options say; `side_files` apply to it.
+fn read(path: &Path, input: &DataArgs, side_files: SideFiles, model: &ForModel<'_>) -> Result<(Dataset, Categories)> {
     let column = |text: &str| match text.parse::<usize>() {
         Ok(i) => Column::Index(i),
         Err(_) => Column::Name(text.to_string()),
@@ -211,12 +271,59 @@ fn read(
     let label = column(&input.label);
     let categorical = input.categorical.iter().map(|c| column(c)).collect();
     let format = input.format.as_deref().map(|f| if f == "csv" { DataFormat::Csv } else { DataFormat::Libsvm });
+    let (weights, groups) = side_files.paths(path);
+    for (what, file) in [("weights", weights), ("query groups", groups)] {
+        if let Some(file) = file {
+            eprintln!("boost: {what} of {} from {}", path.display(), file.display());
+        }
+    }
     let options = ReadOptions {
         format,
-        csv: CsvOptions { label, categorical, categories, ..Default::default() },
-        libsvm: LibsvmOptions { num_features },
+        csv: CsvOptions {
+            label,
+            has_label: model.has_label,
+            categorical,
+            categories: model.categories,
+            feature_names: model.feature_names,
+            ..Default::default()
+        },
+        libsvm: LibsvmOptions { num_features: model.num_features },
+        side_files,
     };
-    read_data(path, &options)
+    // Pipes and standard input are read twice (the format and header are detected from a first
+    // look): they are copied to a temporary file first.
+    let spooled = spool_if_not_a_file(path)?;
+    let file = spooled.as_deref().unwrap_or(path);
+    read_data(file, &options).map_err(|e| rename_path(e, file, path))
+}
+
+/// A copy of standard input (`-`) or of a pipe in a temporary file, `None` for a regular file.
+fn spool_if_not_a_file(path: &Path) -> Result<Option<tempfile::TempPath>> {
+    let stdin = path.as_os_str() == "-";
+    if !stdin && std::fs::metadata(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?.is_file() {
+        return Ok(None);
+    }
+    let io = |e| Error::Io { path: path.to_path_buf(), source: e };
+    let mut temp = tempfile::NamedTempFile::new().map_err(io)?;
+    if stdin {
+        std::io::copy(&mut std::io::stdin().lock(), temp.as_file_mut()).map_err(io)?;
+    } else {
+        std::io::copy(&mut std::fs::File::open(path).map_err(io)?, temp.as_file_mut()).map_err(io)?;
+    }
+    Ok(Some(temp.into_temp_path()))
+}
+
+/// An error about the spooled copy `from`, told of the user's `to` instead.
+fn rename_path(error: Error, from: &Path, to: &Path) -> Error {
+    let to = if to.as_os_str() == "-" { PathBuf::from("<standard input>") } else { to.to_path_buf() };
+    match error {
+        Error::Io { path, source } if path == from => Error::Io { path: to, source },
+        Error::Parse { path, line, reason } if path == from => Error::Parse { path: to, line, reason },
+        Error::InvalidData(text) => {
+            Error::InvalidData(text.replace(&from.display().to_string(), &to.display().to_string()))
+        }
+        other => other,
+    }
 }
 
 fn parse_params(pairs: &[String]) -> Result<Params> {
@@ -253,8 +360,9 @@ fn train(args: TrainArgs) -> Result<()> {
     let (train_set, categories) = match &synthetic {
         Some(spec) => (synthetic_rows(spec, &params)?, Categories::default()),
         None => {
-            let (data, categories) =
-                read(&args.data, &args.input, previous_categories(previous.as_ref())?.as_ref(), None)?;
+            let categories = previous_categories(previous.as_ref())?;
+            let for_model = ForModel { categories: categories.as_ref(), has_label: true, ..Default::default() };
+            let (data, categories) = read(&args.data, &args.input, args.input.side_files(), &for_model)?;
             (TrainSet::Host(data), categories)
         }
     };
@@ -264,7 +372,13 @@ fn train(args: TrainArgs) -> Result<()> {
             name: "--eval".into(),
             reason: format!("`{e}`: expected NAME=PATH"),
         })?;
-        let (data, _) = read(Path::new(path), &args.input, Some(&categories), Some(train_set.cols()))?;
+        let for_model = ForModel {
+            categories: Some(&categories),
+            num_features: Some(train_set.cols()),
+            feature_names: train_set.feature_names(),
+            has_label: true,
+        };
+        let (data, _) = read(Path::new(path), &args.input, SideFiles::Beside, &for_model)?;
         evals_data.push((name.to_string(), data));
     }
 
@@ -350,6 +464,14 @@ impl TrainSet {
             TrainSet::Device(matrix) => matrix.cols(),
         }
     }
+
+    /// The header's names, which an evaluation set's header must match.
+    fn feature_names(&self) -> Option<&[String]> {
+        match self {
+            TrainSet::Host(data) => Some(data.info.feature_names.as_slice()),
+            TrainSet::Device(_) => None,
+        }
+    }
 }
 
 /// The spec of a `synthetic:ROWS[xCOLS]` training set (`None`: a file).
@@ -367,7 +489,7 @@ fn synthetic_spec(data: &Path) -> Result<Option<SyntheticSpec>> {
 /// The synthetic rows of `spec` where `params` build the trees: in the GPU's memory (the device
 /// `device` opens, the first of `n_gpus`), or on the host.
 fn synthetic_rows(spec: &SyntheticSpec, params: &Params) -> Result<TrainSet> {
-    let (gpu, _) = learner::open_device(params.device)?;
+    let (gpu, _) = learner::open_device(params.device, params.verbosity >= 2)?;
     let Some(gpu) = gpu else { return Ok(TrainSet::Host(generate_synthetic(spec)?)) };
     let start = std::time::Instant::now();
     let (values, labels) = generate_on_device(&gpu, spec, 0..spec.rows)?;
@@ -399,10 +521,11 @@ fn predict(args: PredictArgs) -> Result<()> {
     let model = Model::load_json(&args.model)?;
     let objective = objective::from_json(&model.objective)?;
     let categories = previous_categories(Some(&model))?;
-    let (data, _) = read(&args.data, &args.input, categories.as_ref(), Some(model.num_feature))?;
+    let for_model = ForModel { has_label: !args.no_label, ..ForModel::new(&model, categories.as_ref()) };
+    let (data, _) = read(&args.data, &args.input, args.input.side_files(), &for_model)?;
     let range = parse_range(&args.iteration_range)?;
     let device = Params::from_pairs(&[("device", args.device.as_str())])?.device;
-    let (gpu, device_name) = learner::open_device(device)?;
+    let (gpu, device_name) = learner::open_device(device, false)?;
     if device != Device::Cpu {
         eprintln!("boost: predicting on {device_name}");
     }
@@ -448,12 +571,8 @@ fn predict(args: PredictArgs) -> Result<()> {
         text.push('\n');
     }
     match &args.output {
-        Some(path) => {
-            let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, text).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
-            std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-        }
-        None => print_line(text.trim_end_matches('\n')),
+        Some(path) if path.as_os_str() != "-" => boost::output::write_file(path, text.as_bytes())?,
+        _ => print_line(text.trim_end_matches('\n')),
     }
     Ok(())
 }
@@ -462,7 +581,8 @@ fn eval(args: EvalArgs) -> Result<()> {
     let model = Model::load_json(&args.model)?;
     let objective = objective::from_json(&model.objective)?;
     let categories = previous_categories(Some(&model))?;
-    let (data, _) = read(&args.data, &args.input, categories.as_ref(), Some(model.num_feature))?;
+    let for_model = ForModel::new(&model, categories.as_ref());
+    let (data, _) = read(&args.data, &args.input, args.input.side_files(), &for_model)?;
     objective.validate(&data.info)?;
     let margins = model.predict_dataset_margin(&data, objective.as_ref(), (0, 0))?;
     let predictions = objective.eval_transform(&margins);
@@ -525,19 +645,12 @@ fn generate(args: GenerateArgs) -> Result<()> {
         }
         text.push('\n');
     }
-    write_through_temporary(&args.output, text.as_bytes())?;
+    boost::output::write_file(&args.output, text.as_bytes())?;
     if let Some(path) = &args.raw {
         let bytes: Vec<u8> = raw.iter().flat_map(|v| v.to_le_bytes()).collect();
-        write_through_temporary(path, &bytes)?;
+        boost::output::write_file(path, &bytes)?;
     }
     Ok(())
-}
-
-/// Writes `bytes` to a temporary name beside `path`, then renames it: no partial file at `path`.
-fn write_through_temporary(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| Error::Io { path: tmp.clone(), source: e })?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })
 }
 
 /// Every (set, metric) series of the evaluation log against the round, as an SVG line chart.
@@ -559,9 +672,9 @@ fn plot_learning_curve(history: &[RoundLog], path: &Path) -> Result<()> {
     let ys = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).filter(|y| y.is_finite());
     let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| (a.min(y), b.max(y)));
     let pad = ((y1 - y0) * 0.05).max(1e-9);
-    let tmp = path.with_extension("svg.tmp");
+    let mut svg = String::new();
     {
-        let root = SVGBackend::new(&tmp, (900, 540)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (900, 540)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| plot_error(&e))?;
         let mut chart = ChartBuilder::on(&root)
             .caption("learning curve", ("sans-serif", 22))
@@ -587,5 +700,5 @@ fn plot_learning_curve(history: &[RoundLog], path: &Path) -> Result<()> {
             .map_err(|e| plot_error(&e))?;
         root.present().map_err(|e| plot_error(&e))?;
     }
-    std::fs::rename(&tmp, path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })
+    boost::output::write_file(path, svg.as_bytes())
 }

@@ -234,7 +234,8 @@ fn a_gpu_that_cannot_be_opened_is_an_error_naming_it_and_no_model_is_written() {
     // `auto` falls back to the CPU and says why; it is the CLI's default.
     let out = train_on("auto", Some("cuda:4096"), &model);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("on cpu (device=auto, no usable GPU"), "{}", text(&out.stderr));
+    // Said in one short phrase: the reason (no driver on most machines) only at verbosity=2.
+    assert!(text(&out.stderr).contains("on cpu (device=auto, no usable GPU);"), "{}", text(&out.stderr));
     let train = data("higgs_lgbm_sample/binary.train");
     let out = Command::new(env!("CARGO_BIN_EXE_boost"))
         .env("PRIMITIVES_DEVICE", "cuda:4096")
@@ -302,4 +303,223 @@ fn synthetic_rows_train_as_the_generated_file() {
     let out = train("synthetic:3000y10", "cpu", &[], &dir.join("bad.json"));
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("synthetic:ROWSxCOLS"), "{}", text(&out.stderr));
+}
+
+// Regression tests of the defects found by trying the CLI as a new user (issue 43).
+
+/// A CSV of `rows` rows with a header: `label` and the features `names` (x0 + x1 > 1 is the label),
+/// with `delimiter` between fields; columns in `order` (indices into label-then-features).
+fn write_csv(path: &Path, rows: usize, names: &[&str], order: &[usize], delimiter: &str, with_label: bool) {
+    let header: Vec<&str> = std::iter::once("label").chain(names.iter().copied()).collect();
+    let keep = |&&c: &&usize| with_label || c != 0;
+    let mut text = order.iter().filter(keep).map(|&c| header[c]).collect::<Vec<_>>().join(delimiter);
+    text.push('\n');
+    for r in 0..rows {
+        let features: Vec<f32> = (0..names.len()).map(|j| ((r * 37 + j * 53) % 101) as f32 / 100.0).collect();
+        let label = f32::from(features[0] + features[1] > 1.0);
+        let fields: Vec<f32> = std::iter::once(label).chain(features).collect();
+        let line: Vec<String> = order.iter().filter(keep).map(|&c| fields[c].to_string()).collect();
+        text.push_str(&line.join(delimiter));
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn model_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn best_iteration_is_recorded_only_when_early_stopping_ran() {
+    let dir = scratch("best-iteration");
+    let (train, model) = (dir.join("train.csv"), dir.join("model.json"));
+    write_csv(&train, 300, &["a", "b", "c"], &[0, 1, 2, 3], ",", true);
+    let eval = format!("test={}", train.display());
+    let args = |extra: &[&str]| {
+        let mut args = vec![train.display().to_string(), "--eval".into(), eval.clone(), "--rounds".into(), "20".into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["objective=binary:logistic".into(), "device=cpu".into()]);
+        args
+    };
+    let (_, out) = train_to(args(&[]), &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("best iteration"), "{}", text(&out.stderr));
+    let attributes = &model_json(&model)["learner"]["attributes"];
+    assert!(attributes.get("best_iteration").is_none(), "{attributes}");
+    let (_, out) = train_to(args(&["--early-stopping-rounds", "5"]), &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("best iteration"), "{}", text(&out.stderr));
+    assert!(model_json(&model)["learner"]["attributes"].get("best_iteration").is_some());
+}
+
+#[test]
+fn output_files_replace_only_their_target() {
+    let dir = scratch("outputs");
+    let (train, model) = (dir.join("train.csv"), dir.join("model.json"));
+    write_csv(&train, 200, &["a", "b"], &[0, 1, 2], ",", true);
+    let (_, out) =
+        train_to(vec![train.display().to_string(), "--rounds".into(), "3".into(), "device=cpu".into()], &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let predict =
+        |output: &str| boost(&["predict", "-m", model.to_str().unwrap(), train.to_str().unwrap(), "-o", output]);
+    let expected = text(&out_predictions(&model, &train).stdout);
+    // A file named like the old fixed temporary name survives, and none is left behind.
+    let (target, neighbour) = (dir.join("p.txt"), dir.join("p.tmp"));
+    std::fs::write(&neighbour, "mine").unwrap();
+    assert!(predict(target.to_str().unwrap()).status.success());
+    assert_eq!(std::fs::read_to_string(&neighbour).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), expected);
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["model.json", "p.tmp", "p.txt", "train.csv"]);
+    // A symbolic link stays a link to the file it names.
+    #[cfg(unix)]
+    {
+        let link = dir.join("link.txt");
+        std::os::unix::fs::symlink("p.txt", &link).unwrap();
+        std::fs::write(&target, "old").unwrap();
+        assert!(predict(link.to_str().unwrap()).status.success());
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), expected);
+    }
+    // Standard output, by name or as `-`; a device file is written in place.
+    for name in ["/dev/stdout", "-"] {
+        let out = predict(name);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).trim_end(), expected.trim_end(), "{name}");
+    }
+    assert!(predict("/dev/null").status.success());
+    assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+    // A directory is named as such.
+    let out = predict(&format!("{}/", dir.join("new").display()));
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("give a file name"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn csv_header_names_become_feature_names_and_are_matched_at_prediction() {
+    let dir = scratch("names");
+    let (train, model) = (dir.join("train.csv"), dir.join("model.json"));
+    write_csv(&train, 300, &["alpha", "beta", "gamma"], &[0, 1, 2, 3], ",", true);
+    let (_, out) =
+        train_to(vec![train.display().to_string(), "--rounds".into(), "5".into(), "device=cpu".into()], &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(model_json(&model)["learner"]["feature_names"], serde_json::json!(["alpha", "beta", "gamma"]));
+    let importance = boost(&["importance", "-m", model.to_str().unwrap()]);
+    assert!(text(&importance.stdout).starts_with("alpha\t") || text(&importance.stdout).starts_with("beta\t"));
+    // The same rows with the columns in another order predict the same values.
+    let shuffled = dir.join("shuffled.csv");
+    write_csv(&shuffled, 300, &["alpha", "beta", "gamma"], &[3, 1, 0, 2], ",", true);
+    let out = boost(&["predict", "-m", model.to_str().unwrap(), "--label", "label", shuffled.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), text(&out_predictions(&model, &train).stdout));
+    // A column the model does not know, or one it lacks, is an error naming it.
+    let other = dir.join("other.csv");
+    write_csv(&other, 10, &["alpha", "beta", "delta"], &[0, 1, 2, 3], ",", true);
+    let out = out_predictions(&model, &other);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("`delta`") && text(&out.stderr).contains("not one of the model's features"));
+}
+
+#[test]
+fn prediction_data_without_labels_and_from_standard_input() {
+    let dir = scratch("no-label");
+    let (train, model) = (dir.join("train.csv"), dir.join("model.json"));
+    write_csv(&train, 300, &["a", "b"], &[0, 1, 2], ",", true);
+    let (_, out) =
+        train_to(vec![train.display().to_string(), "--rounds".into(), "5".into(), "device=cpu".into()], &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let expected = text(&out_predictions(&model, &train).stdout);
+    let unlabelled = dir.join("unlabelled.csv");
+    write_csv(&unlabelled, 300, &["a", "b"], &[0, 1, 2], ",", false);
+    let out = boost(&["predict", "-m", model.to_str().unwrap(), "--no-label", unlabelled.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), expected);
+    // Without --no-label the first column is taken as the label, and the message says how to fix it.
+    let out = out_predictions(&model, &unlabelled);
+    assert!(!out.status.success());
+    // Standard input, as `-`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_boost"))
+        .args(["predict", "-m", model.to_str().unwrap(), "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&std::fs::read(&train).unwrap()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), expected);
+}
+
+#[test]
+fn messages_say_what_is_wrong() {
+    let dir = scratch("messages");
+    let (train, model) = (dir.join("train.csv"), dir.join("model.json"));
+    write_csv(&train, 300, &["a", "b"], &[0, 1, 2], ",", true);
+    let fails_with = |params: &[&str], needles: &[&str]| {
+        let mut args = vec![train.display().to_string(), "--rounds".to_string(), "2".to_string()];
+        args.extend(params.iter().map(|p| p.to_string()));
+        let (_, out) = train_to(args, &model);
+        let message = text(&out.stderr);
+        assert!(!out.status.success(), "{params:?} should fail");
+        for needle in needles {
+            assert!(message.contains(needle), "{params:?}: `{needle}` not in {message}");
+        }
+    };
+    fails_with(&["max_depth=-3"], &["max_depth", "whole number >= 0"]);
+    fails_with(&["objective=reg:nonsense"], &["unknown objective", "supported:", "binary:logistic"]);
+    fails_with(&["eval_metric=nonsense"], &["unknown metric", "supported:", "logloss"]);
+    fails_with(&["objective=reg:gamma"], &["not supported yet"]);
+    fails_with(&["monotone_constraints=(1,0)"], &["monotone_constraints", "not supported yet"]);
+    fails_with(&["no_such_thing=1"], &["unknown parameter"]);
+    // A semicolon-separated file is read as such.
+    let semicolons = dir.join("semicolons.csv");
+    write_csv(&semicolons, 300, &["a", "b"], &[0, 1, 2], ";", true);
+    let (_, out) = train_to(vec![semicolons.display().to_string(), "--rounds".into(), "2".into()], &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A file of another width names both counts.
+    let wide = dir.join("wide.csv");
+    std::fs::write(&wide, "1,2,3,4\n0,5,6,7\n").unwrap();
+    let out = out_predictions(&model, &wide);
+    assert!(text(&out.stderr).contains("3 feature columns, but the model was trained on 2"), "{}", text(&out.stderr));
+    // Binary input is not echoed raw to the terminal.
+    let binary = dir.join("binary.csv");
+    std::fs::write(&binary, b"\x1b[2J\x07\x00\x01,\x02\n\x1b]0;x\x07,1\n").unwrap();
+    let out = out_predictions(&model, &binary);
+    assert!(!out.status.success());
+    assert!(!out.stderr.iter().any(|&b| b == 0x1b || b == 0x07 || b == 0), "{:?}", text(&out.stderr));
+    // `--help` lists the objectives, metrics and parameters, without doubled defaults.
+    let help = text(&boost(&["train", "--help"]).stdout);
+    for needle in ["rank:ndcg", "aucpr", "colsample_bynode"] {
+        assert!(help.contains(needle), "`{needle}` not in the help");
+    }
+    assert!(!help.contains("(default 0)"), "{help}");
+}
+
+#[test]
+fn side_files_are_announced_and_can_be_named_or_ignored() {
+    let dir = scratch("side-files");
+    let (train, model) = (dir.join("train.csv"), dir.join("model.json"));
+    write_csv(&train, 300, &["a", "b"], &[0, 1, 2], ",", true);
+    let weights: String = (0..300).map(|i| format!("{}\n", 1 + i % 3)).collect();
+    std::fs::write(dir.join("train.csv.weight"), &weights).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![train.display().to_string(), "--rounds".to_string(), "3".to_string(), "device=cpu".into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let (_, out) = train_to(args, &model);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (text(&out.stderr), std::fs::read(&model).unwrap())
+    };
+    let (said, beside) = run(&[]);
+    assert!(said.contains("weights of") && said.contains("train.csv.weight"), "{said}");
+    let (said, ignored) = run(&["--no-side-files"]);
+    assert!(!said.contains("weights of"), "{said}");
+    assert_ne!(beside, ignored, "the weights change the model");
+    let named = dir.join("w.txt");
+    std::fs::write(&named, &weights).unwrap();
+    let (said, given) = run(&["--weights", named.to_str().unwrap()]);
+    assert!(said.contains("w.txt"), "{said}");
+    assert_eq!(given, beside);
 }

@@ -504,7 +504,10 @@ fn model_trained_here(objective: &[(&str, &str)]) -> (Model, DenseMatrix) {
     pairs.extend_from_slice(objective);
     let params = Params::from_pairs(&pairs).unwrap();
     let options = TrainOptions { num_boost_round: 10, verbose_eval: 0, ..Default::default() };
-    let model = train(&params, &data, &[], &options, |_| {}).unwrap().model;
+    // Evaluated every round but without early stopping: the model must record no best iteration,
+    // or XGBoost's scikit-learn API would predict with only the trees up to it.
+    let model = train(&params, &data, &[(&data, "train")], &options, |_| {}).unwrap().model;
+    assert!(!model.attributes.contains_key("best_iteration"), "{:?}", model.attributes);
     let (test, _) = read_data(&dir.join("multiclass.test"), &ReadOptions::default()).unwrap();
     let cols = test.cols();
     let mut values = Vec::with_capacity(300 * cols);
@@ -530,8 +533,12 @@ fn write_check_case(dir: &Path, name: &str, model: &Model, rows: &DenseMatrix, r
     assert_eq!(reread, written, "{name}");
     let x = FeatureMatrix::Dense(rows.clone());
     let p2m = prob_to_margin(&model.objective_name);
+    let margin = reread.predict_margin(&x, None, p2m, (0, 0)).unwrap();
+    let objective = boost::objective::from_json(&reread.objective).unwrap();
     let ours = json!({
-        "margin": reread.predict_margin(&x, None, p2m, (0, 0)).unwrap(),
+        // The objective's outputs too: XGBoost's sigmoid and softmax bit for bit (`exp::expf`).
+        "prediction": objective.transform(&margin),
+        "margin": margin,
         "leaf": reread.predict_leaf(&x, (0, 0)).unwrap(),
         "iteration_range": [range.0, range.1],
         "margin_range": reread.predict_margin(&x, None, p2m, range).unwrap(),

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     open_text, parse_error, parse_number, read_sample, read_siblings, shown, Dataset, DenseMatrix, FeatureMatrix,
-    MetaInfo, Number,
+    MetaInfo, Number, SideFiles,
 };
 use crate::{Error, Result};
 
@@ -51,7 +51,8 @@ pub enum Column {
 /// Options of [`read_csv`] and [`read_csv_with_categories`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsvOptions<'a> {
-    /// The field delimiter. `None`: a tab if the first line has one, a comma otherwise.
+    /// The field delimiter. `None`: the first of tab, semicolon, comma and vertical bar that the first
+    /// line holds (a comma if none).
     pub delimiter: Option<u8>,
     /// Whether the first line is a header. `None`: a header when the label or an ignored column is
     /// given by name; otherwise detected from the first 1000 lines: the first line is a header when
@@ -60,8 +61,11 @@ pub struct CsvOptions<'a> {
     /// as having no header: say `Some(true)` for it. A file of one line with such a field is a header
     /// over no rows (an error).
     pub has_header: Option<bool>,
-    /// The label column (default: column 0, LightGBM's default).
+    /// The label column (default: column 0, LightGBM's default); unused without [`CsvOptions::has_label`].
     pub label: Column,
+    /// Whether the file has a label column (default true). Data to predict may have none: then every
+    /// column that is not ignored is a feature and the dataset has no labels.
+    pub has_label: bool,
     /// Columns that are neither label nor feature (an identifier, a leaking target); default none.
     pub ignore_columns: Vec<Column>,
     /// Columns read as strings (categories) even where their fields parse as numbers, such as codes
@@ -73,6 +77,10 @@ pub struct CsvOptions<'a> {
     /// The column kinds and string codes of the training file, to read a test file with the same
     /// encoding; `None` for a training file (kinds and codes are learned from it).
     pub categories: Option<&'a Categories>,
+    /// The feature names a model was trained with (its `feature_names`), to read data for it: a
+    /// header's feature columns are matched to them by name, in any order, and a name missing from
+    /// either side is an error. Without a header, or with no names given, columns are taken in order.
+    pub feature_names: Option<&'a [String]>,
 }
 
 impl Default for CsvOptions<'_> {
@@ -81,10 +89,12 @@ impl Default for CsvOptions<'_> {
             delimiter: None,
             has_header: None,
             label: Column::Index(0),
+            has_label: true,
             ignore_columns: Vec::new(),
             categorical: Vec::new(),
             missing_tokens: DEFAULT_MISSING_TOKENS.iter().map(|t| t.to_string()).collect(),
             categories: None,
+            feature_names: None,
         }
     }
 }
@@ -118,15 +128,25 @@ pub fn read_csv(path: &Path, options: &CsvOptions<'_>) -> Result<Dataset> {
 /// encoding: learned from the file, or `options.categories` when given. The features are the columns
 /// other than the label and the ignored ones, in file order.
 pub fn read_csv_with_categories(path: &Path, options: &CsvOptions<'_>) -> Result<(Dataset, Categories)> {
+    read_csv_with(path, options, &SideFiles::Beside)
+}
+
+/// [`read_csv_with_categories`] with the weights and groups from `side_files`.
+pub(crate) fn read_csv_with(
+    path: &Path,
+    options: &CsvOptions<'_>,
+    side_files: &SideFiles,
+) -> Result<(Dataset, Categories)> {
     let sample = read_sample(path, SAMPLE_LINES, SAMPLE_BYTES)?;
     let first_line = sample.split(|&b| b == b'\n').find(|line| !line.trim_ascii().is_empty()).unwrap_or_default();
-    let delimiter = options.delimiter.unwrap_or(if first_line.contains(&b'\t') { b'\t' } else { b',' });
+    let delimiter = options.delimiter.unwrap_or_else(|| detect_delimiter(first_line));
     let missing = MissingTokens::new(&options.missing_tokens);
     let records = sample_records(&sample, delimiter);
     let Some(first) = records.first() else {
         return Err(Error::InvalidData(format!("{}: no data rows", path.display())));
     };
     let names_used = std::iter::once(&options.label)
+        .filter(|_| options.has_label)
         .chain(&options.ignore_columns)
         .chain(&options.categorical)
         .any(|c| matches!(c, Column::Name(_)));
@@ -143,10 +163,11 @@ pub fn read_csv_with_categories(path: &Path, options: &CsvOptions<'_>) -> Result
         Some(categories) => {
             if categories.features.len() != layout.features {
                 return Err(Error::InvalidData(format!(
-                    "{}: {} feature columns, but the categories given are of a file with {}",
+                    "{}: {} feature columns, but the model was trained on {} (the label column {})",
                     path.display(),
                     layout.features,
-                    categories.features.len()
+                    categories.features.len(),
+                    if options.has_label { "excluded; without one, say so" } else { "absent" },
                 )));
             }
             // Codes are found by binary search: strings out of order would be given wrong codes.
@@ -183,9 +204,16 @@ pub fn read_csv_with_categories(path: &Path, options: &CsvOptions<'_>) -> Result
         label: ColumnState::new(label),
         values: Vec::new(),
         labels: Vec::new(),
+        rows: 0,
     };
     pass.run(delimiter, has_header)?;
-    pass.finish(given)
+    pass.finish(given, side_files)
+}
+
+/// The delimiter of a file whose first line is `line`: the first of tab, semicolon (European CSV,
+/// whose numbers may hold decimal commas), comma and vertical bar that it holds; a comma if none.
+fn detect_delimiter(line: &[u8]) -> u8 {
+    [b'\t', b';', b',', b'|'].into_iter().find(|d| line.contains(d)).unwrap_or(b',')
 }
 
 /// The missing-value tokens, trimmed as the fields are.
@@ -260,6 +288,8 @@ struct Layout {
     features: usize,
     /// The header's names, if the file has a header.
     names: Option<Vec<String>>,
+    /// The feature columns' names in feature order (from the header; empty without one).
+    feature_names: Vec<String>,
 }
 
 impl Layout {
@@ -294,11 +324,13 @@ impl Layout {
             }
         };
         let mut roles = vec![Role::Feature(0); columns];
-        let label = resolve(&options.label, "label")?;
-        roles[label] = Role::Label;
+        let label = options.has_label.then(|| resolve(&options.label, "label")).transpose()?;
+        if let Some(label) = label {
+            roles[label] = Role::Label;
+        }
         for column in &options.ignore_columns {
             let c = resolve(column, "ignore_columns")?;
-            if c == label {
+            if Some(c) == label {
                 return Err(Error::param("ignore_columns", format!("column {c} is the label")));
             }
             roles[c] = Role::Ignored;
@@ -314,16 +346,82 @@ impl Layout {
                 features += 1;
             }
         }
-        Ok(Layout { roles, categorical, features, names })
+        let mut layout = Layout { roles, categorical, features, names, feature_names: Vec::new() };
+        if let Some(names) = &layout.names {
+            layout.feature_names = (0..columns).filter(|&c| layout.is_feature(c)).map(|c| names[c].clone()).collect();
+            if let Some(expected) = options.feature_names.filter(|e| !e.is_empty()) {
+                layout.match_names(path, expected)?;
+            }
+        }
+        Ok(layout)
+    }
+
+    fn is_feature(&self, c: usize) -> bool {
+        matches!(self.roles[c], Role::Feature(_))
+    }
+
+    /// Maps the header's feature columns to the model's features by name (`expected`, in the model's
+    /// order): the file's columns may come in any order, but must be the model's, each once.
+    fn match_names(&mut self, path: &Path, expected: &[String]) -> Result<()> {
+        if self.feature_names == expected {
+            return Ok(());
+        }
+        let mismatch = |reason: String| {
+            Error::InvalidData(format!(
+                "{}: {reason}; the model's features are {}",
+                path.display(),
+                quoted_list(expected)
+            ))
+        };
+        let mut seen = vec![false; expected.len()];
+        for c in 0..self.roles.len() {
+            if !self.is_feature(c) {
+                continue;
+            }
+            let name = &self.names.as_ref().expect("names were read")[c];
+            let Some(j) = expected.iter().position(|e| e == name) else {
+                return Err(mismatch(format!("{} is not one of the model's features", self.describe(c))));
+            };
+            if std::mem::replace(&mut seen[j], true) {
+                return Err(mismatch(format!("{} names a feature a second time", self.describe(c))));
+            }
+            self.roles[c] = Role::Feature(j);
+        }
+        let missing: Vec<String> = expected.iter().zip(&seen).filter(|(_, s)| !**s).map(|(e, _)| e.clone()).collect();
+        if !missing.is_empty() {
+            let label = self.roles.iter().position(|r| *r == Role::Label);
+            let label_name = label.and_then(|c| self.names.as_ref().map(|names| &names[c]));
+            let hint = match label_name {
+                Some(name) if missing.contains(name) => {
+                    format!(
+                        " (`{}` is read as the label: data without a label column must say so)",
+                        shown(name.as_bytes())
+                    )
+                }
+                _ => String::new(),
+            };
+            return Err(mismatch(format!("the header lacks {}{hint}", quoted_list(&missing))));
+        }
+        self.feature_names = expected.to_vec();
+        Ok(())
     }
 
     /// A column for an error message: its index, and its name if the file has a header.
     fn describe(&self, c: usize) -> String {
         match self.names.as_ref().and_then(|names| names.get(c)) {
-            Some(name) => format!("column {c} (`{name}`)"),
+            Some(name) => format!("column {c} (`{}`)", shown(name.as_bytes())),
             None => format!("column {c}"),
         }
     }
+}
+
+/// Names as `a`, `b`, `c` (the first 20, then how many more).
+fn quoted_list(names: &[String]) -> String {
+    let mut text: Vec<String> = names.iter().take(20).map(|n| format!("`{}`", shown(n.as_bytes()))).collect();
+    if names.len() > 20 {
+        text.push(format!("and {} more", names.len() - 20));
+    }
+    text.join(", ")
 }
 
 /// How a column's fields are read.
@@ -511,6 +609,7 @@ struct Pass<'p, 'c> {
     label: ColumnState<'c>,
     values: Vec<f32>,
     labels: Vec<f32>,
+    rows: usize,
 }
 
 impl<'c> Pass<'_, 'c> {
@@ -545,6 +644,10 @@ impl<'c> Pass<'_, 'c> {
                     format!("{} fields, but line {first_line} has {columns}", record.len()),
                 ));
             }
+            // Each feature at its position: a header matched to a model's names may reorder them.
+            let row = self.values.len();
+            self.values.resize(row + self.layout.features, f32::NAN);
+            self.rows += 1;
             for (c, field) in record.iter().enumerate() {
                 let field = field.trim_ascii();
                 let value = match self.layout.roles[c] {
@@ -553,7 +656,7 @@ impl<'c> Pass<'_, 'c> {
                         label_value(&mut self.label, field, self.missing, self.learn, line).map(|v| self.labels.push(v))
                     }
                     Role::Feature(j) => feature_value(&mut self.features[j], field, self.missing, self.learn, line)
-                        .map(|v| self.values.push(v)),
+                        .map(|v| self.values[row + j] = v),
                 };
                 value.map_err(|reason| parse_error(path, line, format!("{}: {reason}", self.layout.describe(c))))?;
             }
@@ -563,8 +666,8 @@ impl<'c> Pass<'_, 'c> {
 
     /// The dataset and categories, once the last pass is done: learned codes replace the
     /// first-appearance ids.
-    fn finish(self, given: Option<&Categories>) -> Result<(Dataset, Categories)> {
-        let rows = self.labels.len();
+    fn finish(self, given: Option<&Categories>, side_files: &SideFiles) -> Result<(Dataset, Categories)> {
+        let rows = self.rows;
         if rows == 0 {
             return Err(Error::InvalidData(format!("{}: no data rows", self.path.display())));
         }
@@ -592,8 +695,8 @@ impl<'c> Pass<'_, 'c> {
             }
             learned.labels = Some(strings);
         }
-        let mut info = MetaInfo { labels, ..MetaInfo::default() };
-        read_siblings(self.path, &mut info)?;
+        let mut info = MetaInfo { labels, feature_names: self.layout.feature_names.clone(), ..MetaInfo::default() };
+        read_siblings(self.path, rows, &mut info, side_files)?;
         let features = FeatureMatrix::Dense(DenseMatrix { rows, cols, values });
         let categories = given.cloned().unwrap_or(learned);
         Ok((Dataset { features, info }, categories))

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::{
     open_text, parse_error, parse_number, read_siblings, shown, CsrMatrix, Dataset, FeatureMatrix, MetaInfo, Number,
-    MAX_FEATURES,
+    SideFiles, MAX_FEATURES,
 };
 use crate::{Error, Result};
 
@@ -32,6 +32,11 @@ pub struct LibsvmOptions {
 /// a query together). Weights written as `label:weight` (all lines or none) are per row; with groups,
 /// they must be constant within each group and become per-group weights, as the `.weight` file's.
 pub fn read_libsvm(path: &Path, options: &LibsvmOptions) -> Result<Dataset> {
+    read_libsvm_with(path, options, &SideFiles::Beside)
+}
+
+/// [`read_libsvm`] with the weights and groups from `side_files`.
+pub(crate) fn read_libsvm_with(path: &Path, options: &LibsvmOptions, side_files: &SideFiles) -> Result<Dataset> {
     let mut reader = open_text(path)?;
     let mut parser = Parser::new(path, options.num_features);
     let mut line = Vec::new();
@@ -45,7 +50,7 @@ pub fn read_libsvm(path: &Path, options: &LibsvmOptions) -> Result<Dataset> {
         line_no += 1;
         parser.line(&line, line_no)?;
     }
-    parser.finish()
+    parser.finish(side_files)
 }
 
 /// Whether a sample of a file's first lines looks like LibSVM: some line has tokens after the label
@@ -267,7 +272,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn finish(self) -> Result<Dataset> {
+    fn finish(self, side_files: &SideFiles) -> Result<Dataset> {
         let rows = self.labels.len();
         if rows == 0 {
             return Err(Error::InvalidData(format!("{}: no data rows", self.path.display())));
@@ -276,8 +281,8 @@ impl<'a> Parser<'a> {
         if !group_ptr.is_empty() {
             group_ptr.push(rows);
         }
-        let mut info = MetaInfo { labels: self.labels, weights: self.weights, base_margin: Vec::new(), group_ptr };
-        read_siblings(self.path, &mut info)?;
+        let mut info = MetaInfo { labels: self.labels, weights: self.weights, group_ptr, ..MetaInfo::default() };
+        read_siblings(self.path, rows, &mut info, side_files)?;
         let matrix = CsrMatrix {
             rows,
             cols: self.num_features.unwrap_or(self.cols_seen),

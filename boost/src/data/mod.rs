@@ -18,7 +18,8 @@
 //! - [`read_data`]: either of the two, by [`DataFormat::detect`] unless [`ReadOptions::format`] says.
 //!
 //! Both readers decompress gzip input (recognised by its magic bytes, whatever the file's name) and
-//! read LightGBM-style sibling files when they exist:
+//! read LightGBM-style sibling files when they exist ([`ReadOptions::side_files`] can name others or
+//! none):
 //! - `<file>.weight`: one weight per line (per row; for ranking data, per group, or per row constant
 //!   within each group);
 //! - `<file>.query`: one group size per line, consecutive rows; when the file also has `qid:` fields,
@@ -196,6 +197,9 @@ pub struct MetaInfo {
     pub base_margin: Vec<f32>,
     /// Ranking groups as offsets (`groups + 1` entries from 0 to `rows`), or empty.
     pub group_ptr: Vec<usize>,
+    /// The features' names (a CSV header's), or empty; a model trained on the data keeps them as its
+    /// `feature_names`, as XGBoost's does.
+    pub feature_names: Vec<String>,
 }
 
 impl MetaInfo {
@@ -269,6 +273,39 @@ pub struct ReadOptions<'a> {
     pub csv: CsvOptions<'a>,
     /// How a LibSVM file is read.
     pub libsvm: LibsvmOptions,
+    /// Where weights and query groups come from besides the file's own lines.
+    pub side_files: SideFiles,
+}
+
+/// Where a data file's weights and query groups come from besides its own lines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SideFiles {
+    /// `FILE.weight` and `FILE.query` beside the data, when they exist (LightGBM's convention).
+    #[default]
+    Beside,
+    /// None: only what the data file itself holds.
+    Ignored,
+    /// These files (either may be absent); a file named here that cannot be read is an error.
+    Given {
+        /// One weight per line.
+        weights: Option<PathBuf>,
+        /// One group size per line.
+        groups: Option<PathBuf>,
+    },
+}
+
+impl SideFiles {
+    /// The weight file and the query-group file that reading `data` takes, if any.
+    pub fn paths(&self, data: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
+        match self {
+            SideFiles::Beside => {
+                let existing = |suffix| Some(sibling(data, suffix)).filter(|p| p.is_file());
+                (existing("weight"), existing("query"))
+            }
+            SideFiles::Ignored => (None, None),
+            SideFiles::Given { weights, groups } => (weights.clone(), groups.clone()),
+        }
+    }
 }
 
 /// Reads `path` as [`ReadOptions::format`] says, or as [`DataFormat::detect`] finds. The categories
@@ -279,8 +316,10 @@ pub fn read_data(path: &Path, options: &ReadOptions<'_>) -> Result<(Dataset, Cat
         None => DataFormat::detect(path)?,
     };
     match format {
-        DataFormat::Csv => read_csv_with_categories(path, &options.csv),
-        DataFormat::Libsvm => Ok((read_libsvm(path, &options.libsvm)?, Categories::default())),
+        DataFormat::Csv => csv::read_csv_with(path, &options.csv, &options.side_files),
+        DataFormat::Libsvm => {
+            Ok((libsvm::read_libsvm_with(path, &options.libsvm, &options.side_files)?, Categories::default()))
+        }
     }
 }
 
@@ -340,10 +379,20 @@ fn parse_error(path: &Path, line: usize, reason: impl Into<String>) -> Error {
 fn shown(bytes: &[u8]) -> String {
     const MAX: usize = 40;
     let text = String::from_utf8_lossy(bytes);
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.into_owned(),
+    // Control characters (a binary file's bytes) escaped, so that no message drives the terminal.
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
+    out
 }
 
 /// What a numeric field holds.
@@ -375,14 +424,10 @@ fn parse_number(bytes: &[u8]) -> Number {
 /// The non-blank lines of a sibling file parsed by `parse` (which says why a line is wrong), or
 /// `None` when the file does not exist.
 fn read_sibling<T>(
-    path: &Path,
-    suffix: &str,
+    sibling: Option<PathBuf>,
     mut parse: impl FnMut(&str) -> std::result::Result<T, String>,
 ) -> Result<Option<(PathBuf, Vec<T>)>> {
-    let sibling = sibling(path, suffix);
-    if !sibling.is_file() {
-        return Ok(None);
-    }
+    let Some(sibling) = sibling else { return Ok(None) };
     let mut reader = open_text(&sibling)?;
     let mut text = String::new();
     reader.read_to_string(&mut text).map_err(|e| Error::io(&sibling, e))?;
@@ -401,9 +446,9 @@ fn read_sibling<T>(
 /// sibling (checked against groups already taken from `qid:` fields) and the weights from the
 /// `.weight` sibling (exclusive with weights written in the file itself), then checks that the weights
 /// fit the rows or groups, turning per-row weights of ranking data into XGBoost's per-group weights.
-fn read_siblings(path: &Path, info: &mut MetaInfo) -> Result<()> {
-    let rows = info.labels.len();
-    let query = read_sibling(path, "query", |line| match line.parse::<usize>() {
+fn read_siblings(path: &Path, rows: usize, info: &mut MetaInfo, side_files: &SideFiles) -> Result<()> {
+    let (weight_file, query_file) = side_files.paths(path);
+    let query = read_sibling(query_file, |line| match line.parse::<usize>() {
         Ok(0) => Err("a group size of 0".to_string()),
         Ok(size) => Ok(size),
         Err(_) => Err(format!("`{}` is not a group size", shown(line.as_bytes()))),
@@ -435,7 +480,7 @@ fn read_siblings(path: &Path, info: &mut MetaInfo) -> Result<()> {
         info.group_ptr = group_ptr;
     }
 
-    let weights = read_sibling(path, "weight", |line| match parse_number(line.as_bytes()) {
+    let weights = read_sibling(weight_file, |line| match parse_number(line.as_bytes()) {
         Number::Value(w) if w >= 0.0 => Ok(w),
         Number::Value(_) | Number::Nan | Number::Infinite => {
             Err(format!("weight `{}` is not finite and >= 0", shown(line.as_bytes())))

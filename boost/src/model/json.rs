@@ -28,8 +28,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -269,31 +268,12 @@ impl Model {
         serde_json::from_slice(&quote_non_finite(self.to_json_string()?.as_bytes())).map_err(json_error)
     }
 
-    /// Writes the model as an XGBoost 3.4 JSON file. The text goes to a temporary file in the same
-    /// directory, which is synced and then renamed over `path`: a failure leaves either the old file
-    /// or none, never a partial model.
+    /// Writes the model as an XGBoost 3.4 JSON file. The text goes to a temporary file of a unique
+    /// name in the same directory, which is synced and then renamed over `path`: a failure leaves
+    /// either the old file or none, never a partial model ([`crate::output::write_file`]).
     pub fn save_json(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let text = self.to_json_string()?;
-        let name = path
-            .file_name()
-            .ok_or_else(|| Error::io(path, std::io::Error::other("the path names no file")))?
-            .to_string_lossy();
-        let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-        let written = write_synced(&temp, text.as_bytes()).and_then(|()| std::fs::rename(&temp, path));
-        if let Err(e) = written {
-            // Best effort: the temporary file may not exist, and the write error is what matters.
-            let _ = std::fs::remove_file(&temp);
-            return Err(Error::io(path, e));
-        }
-        Ok(())
+        crate::output::write_file(path.as_ref(), self.to_json_string()?.as_bytes())
     }
-}
-
-fn write_synced(path: &PathBuf, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 fn json_error(e: serde_json::Error) -> Error {
