@@ -10,7 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use boost::data::synthetic::{generate as generate_synthetic, generate_on_device, SyntheticSpec};
 use boost::data::{
-    read_data, Categories, Column, CsvOptions, DataFormat, Dataset, LibsvmOptions, ReadOptions, SideFiles,
+    read_data, Categories, Column, CsvOptions, DataFormat, Dataset, FeatureMatrix, LibsvmOptions, ReadOptions,
+    SideFiles,
 };
 use boost::gpu::{transform_on_device, DeviceModel};
 use boost::learner::{self, RoundLog, TrainOptions};
@@ -294,7 +295,23 @@ fn read(path: &Path, input: &DataArgs, side_files: SideFiles, model: &ForModel<'
     // look): they are copied to a temporary file first.
     let spooled = spool_if_not_a_file(path)?;
     let file = spooled.as_deref().unwrap_or(path);
-    read_data(file, &options).map_err(|e| rename_path(e, file, path))
+    let (data, categories) = read_data(file, &options).map_err(|e| rename_path(e, file, path))?;
+    // A dense file has every feature column (sparse rows may stop short of the model's last).
+    if let (Some(expected), FeatureMatrix::Dense(_)) = (model.num_features, &data.features) {
+        if data.cols() != expected {
+            let label = if model.has_label {
+                "the label column excluded; data without one needs --no-label"
+            } else {
+                "no label column"
+            };
+            return Err(Error::InvalidData(format!(
+                "{}: {} feature columns, but the model was trained on {expected} ({label})",
+                path.display(),
+                data.cols()
+            )));
+        }
+    }
+    Ok((data, categories))
 }
 
 /// A copy of standard input (`-`) or of a pipe in a temporary file, `None` for a regular file.
@@ -416,7 +433,8 @@ fn train(args: TrainArgs) -> Result<()> {
     };
     progress.finish_and_clear();
     let mut model = trained.model;
-    if categories != Categories::default() {
+    // Only string columns need their codes kept (an all-numeric file's encoding is empty).
+    if categories.features.iter().any(Option::is_some) || categories.labels.is_some() {
         let text = serde_json::to_string(&categories).map_err(|e| Error::Model(e.to_string()))?;
         model.attributes.insert(CATEGORIES_ATTRIBUTE.into(), text);
     }

@@ -167,7 +167,7 @@ pub(crate) fn read_csv_with(
                     path.display(),
                     layout.features,
                     categories.features.len(),
-                    if options.has_label { "excluded; without one, say so" } else { "absent" },
+                    if options.has_label { "excluded; data without one must say so" } else { "absent" },
                 )));
             }
             // Codes are found by binary search: strings out of order would be given wrong codes.
