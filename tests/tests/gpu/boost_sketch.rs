@@ -18,12 +18,15 @@ fn device_cuts_are_the_hosts_on_every_shipped_dataset() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
     for case in SHIPPED {
         let (data, _) = read_data(&dir.join(case.file), &case.read_options()).expect(case.file);
-        // The emulator runs a thread at a time: a prefix of the rows there.
+        // The emulator runs a thread at a time: the first rows and columns there.
         let rows = if gpu.is_emulated() { data.rows().min(500) } else { data.rows() };
-        let cols = data.cols();
+        let all_cols = data.cols();
+        let cols = if gpu.is_emulated() { all_cols.min(16) } else { all_cols };
         let mut values = vec![0f32; rows * cols];
+        let mut full_row = vec![0f32; all_cols];
         for (i, row) in values.chunks_mut(cols.max(1)).enumerate().take(rows) {
-            data.features.fill_row(i, row);
+            data.features.fill_row(i, &mut full_row);
+            row.copy_from_slice(&full_row[..row.len()]);
         }
         let weights: Vec<f32> = data.info.weights.iter().take(rows).copied().collect();
         let device_values = gpu.upload(&values).expect("upload");
