@@ -272,8 +272,9 @@ fn read(path: &Path, input: &DataArgs, side_files: SideFiles, model: &ForModel<'
     let label = column(&input.label);
     let categorical = input.categorical.iter().map(|c| column(c)).collect();
     let format = input.format.as_deref().map(|f| if f == "csv" { DataFormat::Csv } else { DataFormat::Libsvm });
+    // Resolved once, beside the user's path: a spooled copy (below) has no side files of its own.
     let (weights, groups) = side_files.paths(path);
-    for (what, file) in [("weights", weights), ("query groups", groups)] {
+    for (what, file) in [("weights", &weights), ("query groups", &groups)] {
         if let Some(file) = file {
             eprintln!("boost: {what} of {} from {}", path.display(), file.display());
         }
@@ -289,7 +290,7 @@ fn read(path: &Path, input: &DataArgs, side_files: SideFiles, model: &ForModel<'
             ..Default::default()
         },
         libsvm: LibsvmOptions { num_features: model.num_features },
-        side_files,
+        side_files: SideFiles::Given { weights, groups },
     };
     // Pipes and standard input are read twice (the format and header are detected from a first
     // look): they are copied to a temporary file first.

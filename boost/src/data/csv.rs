@@ -373,13 +373,18 @@ impl Layout {
                 quoted_list(expected)
             ))
         };
+        // Each name's first position (a lookup, not a scan a column: files may have many columns).
+        let mut position = std::collections::HashMap::with_capacity(expected.len());
+        for (j, e) in expected.iter().enumerate() {
+            position.entry(e.as_str()).or_insert(j);
+        }
         let mut seen = vec![false; expected.len()];
         for c in 0..self.roles.len() {
             if !self.is_feature(c) {
                 continue;
             }
             let name = &self.names.as_ref().expect("names were read")[c];
-            let Some(j) = expected.iter().position(|e| e == name) else {
+            let Some(&j) = position.get(name.as_str()) else {
                 return Err(mismatch(format!("{} is not one of the model's features", self.describe(c))));
             };
             if std::mem::replace(&mut seen[j], true) {
