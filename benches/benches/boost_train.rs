@@ -19,7 +19,7 @@ fn boost_train(c: &mut Criterion) {
         for rounds in [1usize, 10] {
             let options = TrainOptions { num_boost_round: rounds, verbose_eval: 0, ..Default::default() };
             group.bench_function(BenchmarkId::new(format!("{rows}x28"), format!("{rounds} rounds")), |b| {
-                b.iter(|| train(&params, &data, &[], &options, |_| {}).expect("train"))
+                b.iter(|| train(&params, &data, &[], &options, &mut []).expect("train"))
             });
         }
     }

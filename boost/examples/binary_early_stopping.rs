@@ -6,7 +6,7 @@ use std::path::Path;
 
 use boost::data::ReadOptions;
 use boost::learner::TrainOptions;
-use boost::{Booster, DMatrix, Params, PredictOptions};
+use boost::{Booster, DMatrix, EarlyStopping, EvaluationMonitor, Params, PredictOptions};
 
 fn main() -> boost::Result<()> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/higgs_lgbm_sample");
@@ -20,13 +20,15 @@ fn main() -> boost::Result<()> {
         ("eta", "0.1"),
         ("subsample", "0.8"),
     ])?;
-    // Stop when the test set's AUC (the last set's last metric) has not improved for 10 rounds.
-    let options =
-        TrainOptions { num_boost_round: 300, early_stopping_rounds: Some(10), verbose_eval: 25, ..Default::default() };
-    let booster = Booster::train_with(&params, &dtrain, &[(&dtrain, "train"), (&dtest, "test")], &options, |log| {
-        println!("{log}")
-    })?;
-    let (best, auc) = booster.best_iteration().expect("an evaluation set was given");
+    // Callbacks, as XGBoost's: stop when the test set's AUC has not improved for 10 rounds, and
+    // print every 25th round's log to standard output. (`TrainOptions::early_stopping_rounds` and
+    // `verbose_eval` add the same two, the log going to standard error.)
+    let mut early_stopping = EarlyStopping::new(10).data_name("test").metric_name("auc");
+    let mut monitor = EvaluationMonitor::with_output(25, |log| println!("{log}"));
+    let options = TrainOptions { num_boost_round: 300, verbose_eval: 0, ..Default::default() };
+    let evals = [(&dtrain, "train"), (&dtest, "test")];
+    let booster = Booster::train_with(&params, &dtrain, &evals, &options, &mut [&mut early_stopping, &mut monitor])?;
+    let (best, auc) = booster.best_iteration().expect("early stopping ran");
     println!("best iteration {best}: test auc {auc:.5}, {} rounds trained", booster.model().num_rounds());
 
     let probabilities = booster.predict(&dtest, &PredictOptions::default())?;

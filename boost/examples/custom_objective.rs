@@ -41,7 +41,7 @@ fn main() -> boost::Result<()> {
         custom_metric: Some(CustomMetric::new("my-error", false, error_rate)),
         ..Default::default()
     };
-    let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, |log| println!("{log}"))?;
+    let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, &mut [])?;
     let probabilities = booster.predict(&dtest, &PredictOptions::default())?;
     let labels = &dtest.info().labels;
     let wrong = probabilities.iter().zip(labels).filter(|(p, y)| (**p > 0.5) != (**y > 0.5)).count();

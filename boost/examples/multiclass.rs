@@ -20,7 +20,7 @@ fn main() -> boost::Result<()> {
         .eta(0.3)
         .build()?;
     let options = TrainOptions { num_boost_round: 30, verbose_eval: 10, ..Default::default() };
-    let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, |log| println!("{log}"))?;
+    let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, &mut [])?;
 
     // `multi:softprob`: 5 probabilities a row, row-major.
     let probabilities = booster.predict(&dtest, &PredictOptions::default())?;

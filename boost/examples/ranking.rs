@@ -19,7 +19,7 @@ fn main() -> boost::Result<()> {
         ("eta", "0.1"),
     ])?;
     let options = TrainOptions { num_boost_round: 40, verbose_eval: 10, ..Default::default() };
-    let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, |log| println!("{log}"))?;
+    let booster = Booster::train_with(&params, &dtrain, &[(&dtest, "test")], &options, &mut [])?;
     let last = booster.history().last().expect("a round was logged");
     let (_, metric, ndcg) = &last.values[0];
     println!("after {} rounds: test {metric} {ndcg:.5}", last.round + 1);

@@ -16,7 +16,7 @@ use primitives::{DeviceBuffer, Gpu};
 
 use crate::data::{read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
-use crate::learner::{self, RoundLog, TrainOptions};
+use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
 use crate::model::{FeatureScore, ImportanceType, Model};
 use crate::objective::{self, Objective};
 use crate::param::{Device, Params};
@@ -315,20 +315,21 @@ impl Booster {
         evals: &[(&DMatrix, &str)],
     ) -> Result<Self> {
         let options = TrainOptions { num_boost_round, ..Default::default() };
-        Self::train_with(params, dtrain, evals, &options, |log| eprintln!("{log}"))
+        Self::train_with(params, dtrain, evals, &options, &mut [])
     }
 
     /// [`Booster::train`] with the rest of the options (early stopping, a model to continue, an
-    /// opened device), calling `on_round` with the metrics of every `options.verbose_eval`-th round
-    /// and the last (a progress line, a custom log; XGBoost's line is the log's `Display`).
+    /// opened device, the log's period) and the caller's `callbacks`, called before the ones the
+    /// options add (XGBoost's `train(..., callbacks=)`: an [`crate::EvaluationMonitor`] writing the
+    /// log elsewhere, an [`crate::EarlyStopping`] watching another metric, a progress bar).
     pub fn train_with(
         params: &Params,
         dtrain: &DMatrix,
         evals: &[(&DMatrix, &str)],
         options: &TrainOptions,
-        on_round: impl FnMut(&RoundLog),
+        callbacks: &mut [&mut dyn TrainingCallback],
     ) -> Result<Self> {
-        let trained = learner::train_matrix(params, dtrain, evals, options, on_round)?;
+        let trained = learner::train_matrix(params, dtrain, evals, options, callbacks)?;
         Ok(Booster {
             model: trained.model,
             objective: trained.objective,
@@ -351,7 +352,7 @@ impl Booster {
         evals: &[(&DMatrix, &str)],
     ) -> Result<Self> {
         let options = TrainOptions { num_boost_round, xgb_model: Some(self.model), ..Default::default() };
-        Self::train_with(params, dtrain, evals, &options, |log| eprintln!("{log}"))
+        Self::train_with(params, dtrain, evals, &options, &mut [])
     }
 
     /// A model saved by [`Booster::save_model`] or by XGBoost (its JSON format).
@@ -540,9 +541,9 @@ mod tests {
     fn a_booster_predicts_what_the_lower_layers_predict_and_survives_a_save() {
         let data = binary();
         let options = TrainOptions { num_boost_round: 5, verbose_eval: 0, ..Default::default() };
-        let booster = Booster::train_with(&params(), &data, &[(&data, "train")], &options, |_| {}).unwrap();
+        let booster = Booster::train_with(&params(), &data, &[(&data, "train")], &options, &mut []).unwrap();
         let dataset = Dataset { features: data.features().unwrap().clone(), info: data.info().clone() };
-        let trained = learner::train(&params(), &dataset, &[], &options, |_| {}).unwrap();
+        let trained = learner::train(&params(), &dataset, &[], &options, &mut []).unwrap();
         let expected = trained.model.predict(&dataset, trained.objective.as_ref(), (0, 0)).unwrap();
         let values = booster.predict(&data, &PredictOptions::default()).unwrap();
         assert_eq!(values, expected);
@@ -566,8 +567,8 @@ mod tests {
     fn continued_training_appends_the_rounds_training_at_once_would_build() {
         let data = binary();
         let quiet = |rounds| TrainOptions { num_boost_round: rounds, verbose_eval: 0, ..Default::default() };
-        let at_once = Booster::train_with(&params(), &data, &[(&data, "train")], &quiet(8), |_| {}).unwrap();
-        let first = Booster::train_with(&params(), &data, &[], &quiet(5), |_| {}).unwrap();
+        let at_once = Booster::train_with(&params(), &data, &[(&data, "train")], &quiet(8), &mut []).unwrap();
+        let first = Booster::train_with(&params(), &data, &[], &quiet(5), &mut []).unwrap();
         let continued = first.continue_training(&params(), &data, 3, &[(&data, "train")]).unwrap();
         assert_eq!(continued.model().to_json_string().unwrap(), at_once.model().to_json_string().unwrap());
         assert_eq!(continued.history().len(), 3);
@@ -577,7 +578,7 @@ mod tests {
     fn device_rows_predict_the_cpus_values_and_the_trees_are_laid_out_once() {
         let data = binary();
         let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
-        let booster = Booster::train_with(&params(), &data, &[], &options, |_| {}).unwrap();
+        let booster = Booster::train_with(&params(), &data, &[], &options, &mut []).unwrap();
         let gpu = Gpu::emulated(Schedule::Deterministic);
         let Some(FeatureMatrix::Dense(m)) = data.features() else { unreachable!() };
         let values = gpu.upload(&m.values).unwrap();
@@ -600,17 +601,17 @@ mod tests {
             margins.iter().zip(&info.labels).map(|(m, y)| GradientPair::new(m - y, 1.0)).collect()
         });
         let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
-        let built_in = Booster::train_with(&params, &data, &[], &options, |_| {}).unwrap();
+        let built_in = Booster::train_with(&params, &data, &[], &options, &mut []).unwrap();
         let custom = TrainOptions { custom_objective: Some(squared_error.clone()), ..options.clone() };
-        let booster = Booster::train_with(&params, &data, &[], &custom, |_| {}).unwrap();
+        let booster = Booster::train_with(&params, &data, &[], &custom, &mut []).unwrap();
         let json = |b: &Booster| b.model().to_json_string().unwrap();
         assert_eq!(json(&booster), json(&built_in));
         let gpu = Arc::new(Gpu::emulated(Schedule::Deterministic));
         let on_device = TrainOptions { gpu: Some(gpu), ..custom.clone() };
-        assert_eq!(json(&Booster::train_with(&params, &data, &[], &on_device, |_| {}).unwrap()), json(&built_in));
+        assert_eq!(json(&Booster::train_with(&params, &data, &[], &on_device, &mut []).unwrap()), json(&built_in));
         let short = CustomObjective::new(|_: &[f32], _: &MetaInfo| vec![GradientPair::new(0.0, 1.0)]);
         let wrong = TrainOptions { custom_objective: Some(short), ..options };
-        let refused = Booster::train_with(&params, &data, &[], &wrong, |_| {}).err().map(|e| e.to_string());
+        let refused = Booster::train_with(&params, &data, &[], &wrong, &mut []).err().map(|e| e.to_string());
         assert!(refused.is_some_and(|e| e.contains("gave 1 gradient pairs for 300 margins")));
     }
 
@@ -627,7 +628,7 @@ mod tests {
         params.set("eval_metric", "error").unwrap();
         let options =
             TrainOptions { num_boost_round: 3, verbose_eval: 1, custom_metric: Some(error), ..Default::default() };
-        let booster = Booster::train_with(&params, &data, &[(&data, "train")], &options, |_| {}).unwrap();
+        let booster = Booster::train_with(&params, &data, &[(&data, "train")], &options, &mut []).unwrap();
         for log in booster.history() {
             let names: Vec<&str> = log.values.iter().map(|(_, m, _)| m.as_str()).collect();
             assert_eq!(names, ["error", "my-error"]);
@@ -658,22 +659,22 @@ mod tests {
         let mut on_gpu = params();
         on_gpu.set("device", "cuda").unwrap();
         let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
-        let host = Booster::train_with(&params(), &data, &[(&data, "train"), (&data, "test")], &options, |_| {});
+        let host = Booster::train_with(&params(), &data, &[(&data, "train"), (&data, "test")], &options, &mut []);
         let host = host.unwrap();
         let evals = [(&device_data, "train"), (&data, "test")];
-        let device = Booster::train_with(&on_gpu, &device_data, &evals, &options, |_| {}).unwrap();
+        let device = Booster::train_with(&on_gpu, &device_data, &evals, &options, &mut []).unwrap();
         let json = |b: &Booster| b.model().to_json_string().unwrap();
         assert_eq!(json(&device), json(&host));
         assert_eq!(device.history(), host.history());
         // `device=cpu` reads the rows back and trains on the CPU: the same model again.
-        let read_back = Booster::train_with(&params(), &device_data, &evals, &options, |_| {}).unwrap();
+        let read_back = Booster::train_with(&params(), &device_data, &evals, &options, &mut []).unwrap();
         assert_eq!(json(&read_back), json(&host));
         assert_eq!(read_back.history(), host.history());
         // Continuing from the device rows predicts the model's margins there first.
         let more = |b: Booster, p: &Params, d: &DMatrix| b.continue_training(p, d, 2, &[]).unwrap();
         assert_eq!(json(&more(device, &on_gpu, &device_data)), json(&more(host, &params(), &data)));
 
-        let booster = Booster::train_with(&params(), &data, &[], &options, |_| {}).unwrap();
+        let booster = Booster::train_with(&params(), &data, &[], &options, &mut []).unwrap();
         let expected = booster.predict(&data, &PredictOptions::default()).unwrap();
         assert_eq!(booster.predict(&device_data, &PredictOptions::default()).unwrap(), expected);
         let on_cpu = PredictOptions::default().device(Device::Cpu);
@@ -715,8 +716,8 @@ mod tests {
         });
         for custom_objective in [None, Some(squared_error)] {
             let options = TrainOptions { num_boost_round: 3, verbose_eval: 0, custom_objective, ..Default::default() };
-            let on_host = Booster::train_with(&params(), &host, &[(&host, "test")], &options, |_| {}).unwrap();
-            let on_device = Booster::train_with(&on_gpu, &device, &[(&device, "test")], &options, |_| {}).unwrap();
+            let on_host = Booster::train_with(&params(), &host, &[(&host, "test")], &options, &mut []).unwrap();
+            let on_device = Booster::train_with(&on_gpu, &device, &[(&device, "test")], &options, &mut []).unwrap();
             assert_eq!(on_device.model().to_json_string().unwrap(), on_host.model().to_json_string().unwrap());
             assert_eq!(on_device.history(), on_host.history());
         }
@@ -739,7 +740,7 @@ mod tests {
         let mut on_gpu = params();
         on_gpu.set("device", "cuda").unwrap();
         let options = TrainOptions { num_boost_round: 1, verbose_eval: 0, ..Default::default() };
-        let refused = Booster::train_with(&on_gpu, &train, &[(&test, "test")], &options, |_| {}).err();
+        let refused = Booster::train_with(&on_gpu, &train, &[(&test, "test")], &options, &mut []).err();
         assert!(refused.is_some_and(|e| e.to_string().contains("a buffer of another device")));
     }
 

@@ -42,8 +42,9 @@
 //! file); `PredictOptions::default().device(Device::Cuda { ordinal: 0 })` predicts there.
 //! [`Booster::continue_training`] appends rounds to a trained or loaded model.
 //! [`Booster::train_with`] takes [`TrainOptions`] (early stopping, a model to continue, a
-//! [`CustomObjective`] whose gradients come from a closure, a [`CustomMetric`], an opened GPU) and a
-//! per-round callback; `boost/examples/` has runnable programs. The lower layers stay public:
+//! [`CustomObjective`] whose gradients come from a closure, a [`CustomMetric`], an opened GPU) and
+//! callbacks ([`TrainingCallback`]: [`EvaluationMonitor`], [`EarlyStopping`], the caller's own);
+//! `boost/examples/` has runnable programs. The lower layers stay public:
 //! [`learner::train`], [`model::Model`], and the GPU backend's pieces in [`gpu`]
 //! ([`gpu::device_cuts`], [`gpu::DeviceModel`], [`gpu::DeviceCsr`]).
 
@@ -68,7 +69,10 @@ pub mod tree;
 
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
-pub use learner::{CustomMetric, CustomObjective, RoundLog, TrainOptions};
+pub use learner::{
+    CustomMetric, CustomObjective, EarlyStopping, EvalLayout, EvaluationMonitor, RoundLog, TrainOptions,
+    TrainingCallback,
+};
 pub use param::{Device, Params, ParamsBuilder};
 pub use primitives::ops::GradientPair;
 

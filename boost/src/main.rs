@@ -17,7 +17,7 @@ use boost::gpu::{transform_on_device, DeviceModel};
 use boost::learner::{self, RoundLog, TrainOptions};
 use boost::model::Model;
 use boost::param::{Device, Params};
-use boost::{metric, objective, DMatrix, Error, Result};
+use boost::{metric, objective, DMatrix, Error, EvaluationMonitor, Result, TrainingCallback};
 
 /// The model attribute that keeps the string encoding of a CSV training file, so that `predict` and
 /// `eval` read CSV files with the same codes.
@@ -409,27 +409,28 @@ fn train(args: TrainArgs) -> Result<()> {
         num_boost_round: args.rounds,
         xgb_model: previous,
         early_stopping_rounds: args.early_stopping_rounds,
-        verbose_eval: args.verbose_eval,
+        verbose_eval: 0,
         ..Default::default()
     };
     let start = std::time::Instant::now();
-    let on_round = |log: &RoundLog| {
-        // The log goes to standard output (also when it is not a terminal and the bar is hidden).
-        progress.suspend(|| print_line(&log.to_string()));
-        progress.inc(1);
-    };
+    // The log goes to standard output (also when it is not a terminal and the bar is hidden).
+    let mut monitor =
+        EvaluationMonitor::with_output(args.verbose_eval, |log| progress.suspend(|| print_line(&log.to_string())));
+    let mut bar = ProgressCallback(&progress);
+    let mut with_log: [&mut dyn TrainingCallback; 2] = [&mut bar, &mut monitor];
+    let callbacks = if args.verbose_eval > 0 { &mut with_log[..] } else { &mut with_log[..1] };
     let trained = match &train_set {
         TrainSet::Host(train_data) => {
             let mut evals: Vec<(&Dataset, &str)> = vec![(train_data, "train")];
             evals.extend(evals_data.iter().map(|(n, d)| (d, n.as_str())));
-            learner::train(&params, train_data, &evals, &options, on_round)?
+            learner::train(&params, train_data, &evals, &options, callbacks)?
         }
         TrainSet::Device(train_data) => {
             let matrices: Vec<(DMatrix, String)> =
                 evals_data.into_iter().map(|(n, d)| Ok((DMatrix::from_dataset(d)?, n))).collect::<Result<_>>()?;
             let mut evals: Vec<(&DMatrix, &str)> = vec![(train_data, "train")];
             evals.extend(matrices.iter().map(|(m, n)| (m, n.as_str())));
-            learner::train_matrix(&params, train_data, &evals, &options, on_round)?
+            learner::train_matrix(&params, train_data, &evals, &options, callbacks)?
         }
     };
     progress.finish_and_clear();
@@ -673,6 +674,16 @@ fn generate(args: GenerateArgs) -> Result<()> {
 }
 
 /// Every (set, metric) series of the evaluation log against the round, as an SVG line chart.
+/// Moves the progress bar on a round at every round.
+struct ProgressCallback<'a>(&'a ProgressBar);
+
+impl TrainingCallback for ProgressCallback<'_> {
+    fn after_iteration(&mut self, _model: &Model, _log: &RoundLog) -> Result<std::ops::ControlFlow<()>> {
+        self.0.inc(1);
+        Ok(std::ops::ControlFlow::Continue(()))
+    }
+}
+
 fn plot_learning_curve(history: &[RoundLog], path: &Path) -> Result<()> {
     use plotters::prelude::*;
     let plot_error =

@@ -211,7 +211,7 @@ fn compare_with_xgboost(tree_method: &str) {
         pairs.extend_from_slice(case.params);
         let params = Params::from_pairs(&pairs).expect("params");
         let options = TrainOptions { num_boost_round: 100, verbose_eval: 0, ..Default::default() };
-        let trained = train(&params, &train_data, &[], &options, |_| {}).expect("train");
+        let trained = train(&params, &train_data, &[], &options, &mut []).expect("train");
         let margins =
             trained.model.predict_dataset_margin(&test_data, trained.objective.as_ref(), (0, 0)).expect("predict");
         let predictions = trained.objective.eval_transform(&margins);

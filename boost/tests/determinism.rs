@@ -24,7 +24,7 @@ fn model_text(threads: usize, objective: &[(&str, &str)], path: &str, label: Col
     let params = Params::from_pairs(&pairs).expect("params");
     let options = TrainOptions { num_boost_round: 15, verbose_eval: 0, ..Default::default() };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-    let trained = pool.install(|| train(&params, &data, &[], &options, |_| {})).expect("train");
+    let trained = pool.install(|| train(&params, &data, &[], &options, &mut [])).expect("train");
     trained.model.to_json_string().expect("json")
 }
 
@@ -71,7 +71,7 @@ fn byte_identical_models_for_every_thread_count_on_large_nodes() {
     let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
     let model = |threads| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-        let trained = pool.install(|| train(&params, &data, &[], &options, |_| {})).expect("train");
+        let trained = pool.install(|| train(&params, &data, &[], &options, &mut [])).expect("train");
         trained.model.to_json_string().expect("json")
     };
     let one = model(1);

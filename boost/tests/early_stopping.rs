@@ -25,7 +25,7 @@ fn stops_after_the_patience_and_records_the_best_round() {
     let options =
         TrainOptions { num_boost_round: 500, early_stopping_rounds: Some(5), verbose_eval: 0, ..Default::default() };
     let evals = [(&train_data, "train"), (&test_data, "test")];
-    let trained = train(&params, &train_data, &evals, &options, |_| {}).expect("train");
+    let trained = train(&params, &train_data, &evals, &options, &mut []).expect("train");
     let rounds = trained.history.len();
     assert!(rounds < 100, "stopped early ({rounds} rounds)");
     assert_eq!(trained.model.num_rounds(), rounds, "every round's trees are kept");
@@ -37,4 +37,75 @@ fn stops_after_the_patience_and_records_the_best_round() {
     assert_eq!(rounds - 1 - best, 5, "stopped 5 rounds after the best");
     assert_eq!(trained.best_score, Some(losses[best]));
     assert_eq!(trained.model.attributes.get("best_iteration"), Some(&best.to_string()));
+}
+
+/// The callbacks as XGBoost's: an `EarlyStopping` watching a named set and metric (larger is
+/// better for AUC), a monitor showing every `period`-th round and the last, a caller's callback
+/// ending training, and names the log does not have refused before any tree is grown.
+#[test]
+fn callbacks_watch_what_they_name_and_stop_training() {
+    use std::ops::ControlFlow;
+
+    use boost::model::Model;
+    use boost::{EarlyStopping, EvalLayout, EvaluationMonitor, RoundLog, TrainingCallback};
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/higgs_lgbm_sample");
+    let (train_data, _) = read_data(&dir.join("binary.train"), &ReadOptions::default()).expect("train");
+    let (test_data, _) = read_data(&dir.join("binary.test"), &ReadOptions::default()).expect("test");
+    let pairs = [("objective", "binary:logistic"), ("max_depth", "8"), ("eta", "0.5"), ("eval_metric", "auc")];
+    let mut params = Params::from_pairs(&pairs).expect("params");
+    params.set("eval_metric", "logloss").expect("a second metric");
+    let options = TrainOptions { num_boost_round: 200, verbose_eval: 0, ..Default::default() };
+    let evals = [(&train_data, "train"), (&test_data, "test")];
+
+    // The test set's AUC, not its logloss (the last metric): the best round is the largest AUC.
+    let mut stopping = EarlyStopping::new(4).data_name("test").metric_name("auc");
+    let mut shown = Vec::new();
+    let mut monitor = EvaluationMonitor::with_output(3, |log: &RoundLog| shown.push(log.round));
+    let trained = train(&params, &train_data, &evals, &options, &mut [&mut stopping, &mut monitor]).expect("train");
+    let aucs: Vec<f64> = trained.history.iter().map(|log| log.values[2].2).collect();
+    assert!(trained.history.iter().all(|log| log.values[2].0 == "test" && log.values[2].1 == "auc"));
+    let best = (0..aucs.len()).max_by(|&a, &b| aucs[a].total_cmp(&aucs[b]).then(b.cmp(&a))).unwrap();
+    assert_eq!(trained.best_iteration, Some(best));
+    assert_eq!(stopping.best(), Some((best, aucs[best])));
+    assert_eq!(aucs.len() - 1 - best, 4, "stopped 4 rounds after the best");
+    let last = aucs.len() - 1;
+    let mut expected: Vec<usize> = (0..=last).step_by(3).collect();
+    if !last.is_multiple_of(3) {
+        expected.push(last);
+    }
+    drop(monitor);
+    assert_eq!(shown, expected, "every third round and the last");
+
+    // A caller's callback ends training after round 2; nothing else stops it.
+    struct StopAfter(usize, Vec<usize>);
+    impl TrainingCallback for StopAfter {
+        fn before_training(&mut self, _model: &Model, layout: &EvalLayout) -> boost::Result<()> {
+            assert_eq!(layout.sets, ["train", "test"]);
+            let names: Vec<&str> = layout.metrics.iter().map(|(name, _)| name.as_str()).collect();
+            assert_eq!(names, ["auc", "logloss"]);
+            assert_eq!(layout.metrics.iter().map(|m| m.1).collect::<Vec<_>>(), [true, false]);
+            Ok(())
+        }
+        fn after_iteration(&mut self, model: &Model, log: &RoundLog) -> boost::Result<ControlFlow<()>> {
+            self.1.push(log.round);
+            assert_eq!(model.num_rounds(), log.round + 1, "the round's trees are in the model");
+            Ok(if log.round == self.0 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        }
+    }
+    let mut stop = StopAfter(2, Vec::new());
+    let trained = train(&params, &train_data, &evals, &options, &mut [&mut stop]).expect("train");
+    assert_eq!((trained.model.num_rounds(), stop.1), (3, vec![0, 1, 2]));
+    assert_eq!(trained.best_iteration, None, "no early stopping ran");
+
+    // Names the log does not have, and early stopping without an evaluation set.
+    for (mut callback, named) in
+        [(EarlyStopping::new(3).data_name("valid"), "`valid`"), (EarlyStopping::new(3).metric_name("rmse"), "`rmse`")]
+    {
+        let error = train(&params, &train_data, &evals, &options, &mut [&mut callback]).err().expect("refused");
+        assert!(error.to_string().contains(named), "{error}");
+    }
+    let mut callback = EarlyStopping::new(3);
+    let error = train(&params, &train_data, &[], &options, &mut [&mut callback]).err().expect("refused");
+    assert!(error.to_string().contains("needs at least one evaluation set"), "{error}");
 }

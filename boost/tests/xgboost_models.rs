@@ -506,7 +506,7 @@ fn model_trained_here(objective: &[(&str, &str)]) -> (Model, DenseMatrix) {
     let options = TrainOptions { num_boost_round: 10, verbose_eval: 0, ..Default::default() };
     // Evaluated every round but without early stopping: the model must record no best iteration,
     // or XGBoost's scikit-learn API would predict with only the trees up to it.
-    let model = train(&params, &data, &[(&data, "train")], &options, |_| {}).unwrap().model;
+    let model = train(&params, &data, &[(&data, "train")], &options, &mut []).unwrap().model;
     assert!(!model.attributes.contains_key("best_iteration"), "{:?}", model.attributes);
     let (test, _) = read_data(&dir.join("multiclass.test"), &ReadOptions::default()).unwrap();
     let cols = test.cols();

@@ -571,7 +571,7 @@ mod tests {
             }
             let params = Params::from_pairs(&pairs).unwrap();
             let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
-            let trained = train(&params, &data, &[], &options, |_| {}).unwrap();
+            let trained = train(&params, &data, &[], &options, &mut []).unwrap();
             let (model, objective) = (trained.model, trained.objective);
             let device_objective = objective.device_objective().unwrap();
 

@@ -24,8 +24,9 @@ use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu};
 
 use super::device_threads::DeviceThreads;
+use super::histogram::HistogramStore;
 use super::metrics::finish_loss;
-use super::{Fixed, GpuBackend, GpuTrainer, HistogramStore, InitialMargins, RowSampler, SplitContext};
+use super::{Fixed, GpuBackend, GpuTrainer, InitialMargins, RowSampler, SplitContext};
 use crate::data::{CsrMatrix, FeatureMatrix, MetaInfo};
 use crate::fixed_point::GradientQuantiser;
 use crate::metric::DeviceMetric;

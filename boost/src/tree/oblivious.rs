@@ -138,7 +138,7 @@ mod tests {
     fn fit(pairs: &[(&str, &str)], data: &Dataset, rounds: usize) -> Model {
         let params = Params::from_pairs(pairs).unwrap();
         let options = TrainOptions { num_boost_round: rounds, verbose_eval: 0, ..Default::default() };
-        train(&params, data, &[], &options, |_| {}).unwrap().model
+        train(&params, data, &[], &options, &mut []).unwrap().model
     }
 
     /// Every level's nodes share one split, every tree is full (`2^depth` leaves, nodes numbered

@@ -120,7 +120,8 @@ fn training_over_devices_writes_the_cpus_model() {
                 early_stopping_rounds: Some(2),
                 ..Default::default()
             };
-            train(&params, &train_set, &[(&train_set, "train"), (&valid, "valid")], &options, |_| {}).expect("training")
+            train(&params, &train_set, &[(&train_set, "train"), (&valid, "valid")], &options, &mut [])
+                .expect("training")
         };
         let cpu = run(params, None);
         for &n in counts {
@@ -169,12 +170,12 @@ fn ranking_over_devices_writes_the_cpus_model() {
     data.info.group_ptr = offsets;
     let options = TrainOptions { num_boost_round: 5, verbose_eval: 0, ..Default::default() };
     let pairs = [("objective", "rank:ndcg"), ("max_depth", "5"), ("eval_metric", "ndcg@10")];
-    let cpu = train(&Params::from_pairs(&pairs).unwrap(), &data, &[(&data, "train")], &options, |_| {}).unwrap();
+    let cpu = train(&Params::from_pairs(&pairs).unwrap(), &data, &[(&data, "train")], &options, &mut []).unwrap();
     let n_gpus = devices.to_string();
     let mut pairs = pairs.to_vec();
     pairs.push(("n_gpus", n_gpus.as_str()));
     let options = TrainOptions { gpu: Some(gpu), ..options };
-    let multi = train(&Params::from_pairs(&pairs).unwrap(), &data, &[(&data, "train")], &options, |_| {}).unwrap();
+    let multi = train(&Params::from_pairs(&pairs).unwrap(), &data, &[(&data, "train")], &options, &mut []).unwrap();
     assert_eq!(multi.device.matches(", ").count(), devices - 1, "devices {}", multi.device);
     assert_eq!(multi.model.to_json_string().unwrap(), cpu.model.to_json_string().unwrap(), "{devices} devices");
     assert_eq!(multi.history, cpu.history);
@@ -193,7 +194,7 @@ fn n_gpus_without_a_gpu_or_with_exact_is_an_error() {
     ] {
         let params = Params::from_pairs(pairs).expect("params");
         let options = TrainOptions { num_boost_round: 1, verbose_eval: 0, gpu, ..Default::default() };
-        let error = train(&params, &data, &[], &options, |_| {}).err().expect("refused");
+        let error = train(&params, &data, &[], &options, &mut []).err().expect("refused");
         assert!(error.to_string().starts_with("parameter `n_gpus`"), "{pairs:?}: {error}");
     }
 }
@@ -224,13 +225,13 @@ fn device_rows_over_devices_write_the_cpus_model() {
     let matrix = DMatrix::from_device_dense(gpu.clone(), values, rows, 12).unwrap().with_labels(labels).unwrap();
     let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
     let pairs = [("objective", "binary:logistic"), ("max_depth", "6"), ("subsample", "0.9")];
-    let cpu = train(&Params::from_pairs(&pairs).unwrap(), &host, &[(&host, "train")], &options, |_| {}).unwrap();
+    let cpu = train(&Params::from_pairs(&pairs).unwrap(), &host, &[(&host, "train")], &options, &mut []).unwrap();
     let devices = if gpu.is_emulated() || tests::gpus(2).1 == [0, 1] { 2 } else { 1 };
     let n_gpus = devices.to_string();
     let mut pairs = pairs.to_vec();
     pairs.extend([("device", "cuda"), ("n_gpus", n_gpus.as_str())]);
     let params = Params::from_pairs(&pairs).unwrap();
-    let multi = train_matrix(&params, &matrix, &[(&matrix, "train")], &options, |_| {}).unwrap();
+    let multi = train_matrix(&params, &matrix, &[(&matrix, "train")], &options, &mut []).unwrap();
     assert_eq!(multi.device.matches(", ").count(), devices - 1, "devices {}", multi.device);
     assert_eq!(multi.model.to_json_string().unwrap(), cpu.model.to_json_string().unwrap(), "{devices} devices");
     assert_eq!(multi.history, cpu.history);

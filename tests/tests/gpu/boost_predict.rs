@@ -131,7 +131,7 @@ fn device_predictions_are_the_cpu_predictors() {
     let params =
         Params::from_pairs(&[("objective", "multi:softprob"), ("num_class", "3"), ("max_depth", "5")]).unwrap();
     let options = TrainOptions { num_boost_round: 6, verbose_eval: 0, ..Default::default() };
-    let model = train(&params, &data, &[], &options, |_| {}).expect("training").model;
+    let model = train(&params, &data, &[], &options, &mut []).expect("training").model;
     let FeatureMatrix::Dense(full) = &data.features else { panic!("synthetic data is dense") };
     let cols = full.cols - 1;
     let values: Vec<f32> = (0..full.rows).flat_map(|i| full.row(i)[..cols].to_vec()).collect();
@@ -145,7 +145,7 @@ fn device_predictions_are_the_cpu_predictors() {
         ("grow_policy", "oblivious"),
     ])
     .unwrap();
-    let model = train(&params, &data, &[], &options, |_| {}).expect("training").model;
+    let model = train(&params, &data, &[], &options, &mut []).expect("training").model;
     assert!(model.trees.iter().any(|t| t.max_depth() == 7), "the trees reach the depth limit");
     assert_same_margins("ours, oblivious multi:softprob", &model, fewer, &gpu);
 }

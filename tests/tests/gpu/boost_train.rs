@@ -31,7 +31,7 @@ fn run(
         TrainOptions { num_boost_round: rounds, verbose_eval: 1, gpu, early_stopping_rounds, ..Default::default() };
     let mut evals = vec![(data, "train")];
     evals.extend(valid.map(|v| (v, "valid")));
-    train(&params, data, &evals, &options, |_| {}).expect("training")
+    train(&params, data, &evals, &options, &mut []).expect("training")
 }
 
 /// Where a training run on the device computes what.
@@ -724,15 +724,15 @@ fn a_custom_objective_trains_the_same_model_on_the_device() {
         custom_metric: Some(mean_error),
         ..Default::default()
     };
-    let on_cpu = train(&params, &data, &[(&data, "train")], &options, |_| {}).expect("cpu");
+    let on_cpu = train(&params, &data, &[(&data, "train")], &options, &mut []).expect("cpu");
     let on_device = TrainOptions { gpu: Some(gpu.clone()), ..options.clone() };
-    let on_gpu = train(&params, &data, &[(&data, "train")], &on_device, |_| {}).expect("device");
+    let on_gpu = train(&params, &data, &[(&data, "train")], &on_device, &mut []).expect("device");
     let json = |t: &Trained| t.model.to_json_string().expect("json");
     assert_eq!(json(&on_gpu), json(&on_cpu), "custom objective{}", cuda_suffix(&gpu));
     assert_eq!(on_gpu.history, on_cpu.history);
     assert_eq!(on_cpu.history[0].values.last().map(|v| v.1.as_str()), Some("mean-error"));
     let built_in = TrainOptions { custom_objective: None, custom_metric: None, gpu: Some(gpu.clone()), ..options };
-    let reference = train(&params, &data, &[], &built_in, |_| {}).expect("built-in");
+    let reference = train(&params, &data, &[], &built_in, &mut []).expect("built-in");
     // (The trees: the model files differ in the early-stopping attributes of the logged run.)
     assert!(on_gpu.model.trees == reference.model.trees, "the custom gradients are squared error's");
 }
@@ -782,14 +782,14 @@ fn a_dmatrix_in_device_memory_trains_the_cpus_model() {
     let mut on_gpu = on_cpu.clone();
     on_gpu.set("device", "cuda").expect("device");
     let options = TrainOptions { num_boost_round: 8, verbose_eval: 0, ..Default::default() };
-    let reference = Booster::train_with(&on_cpu, &dtrain, &[(&dtest, "test")], &options, |_| {}).expect("cpu");
+    let reference = Booster::train_with(&on_cpu, &dtrain, &[(&dtest, "test")], &options, &mut []).expect("cpu");
     let json = |b: &Booster| b.model().to_json_string().expect("json");
     let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
     let expected = bits(reference.predict(&dtest, &PredictOptions::default()).expect("cpu predictions"));
     for csr in [false, true] {
         let (train_rows, test_rows) = (device(&train_set, csr), device(&test_set, csr));
         let trained =
-            Booster::train_with(&on_gpu, &train_rows, &[(&test_rows, "test")], &options, |_| {}).expect("device rows");
+            Booster::train_with(&on_gpu, &train_rows, &[(&test_rows, "test")], &options, &mut []).expect("device rows");
         assert_eq!(json(&trained), json(&reference), "csr: {csr}{}", cuda_suffix(&gpu));
         assert_eq!(trained.history(), reference.history(), "csr: {csr}");
         let predicted = trained.predict(&test_rows, &PredictOptions::default()).expect("device predictions");

@@ -134,9 +134,9 @@ pub fn run(options: &Options) -> Result<Table> {
         let mut reference: Option<(Trained, Vec<f32>)> = None;
         for precision in PRECISIONS {
             let start = std::time::Instant::now();
-            let trained = train_with_precision(&params, &train, &evals, &train_options, precision, |_| {})?;
+            let trained = train_with_precision(&params, &train, &evals, &train_options, precision, &mut [])?;
             let seconds = start.elapsed().as_secs_f64();
-            let again = train_with_precision(&params, &train, &evals, &train_options, precision, |_| {})?;
+            let again = train_with_precision(&params, &train, &evals, &train_options, precision, &mut [])?;
             let repeats = if again.model == trained.model { "yes" } else { "no" };
             let last = trained.history.last().context("no evaluation log")?;
             let metric = |m: &str| last.values.iter().find(|v| v.1 == m).map(|v| v.2).unwrap_or(f64::NAN);

@@ -1,0 +1,146 @@
+//! One tree on the device ([`GpuBackend`]): the expansion driver's backend (`tree::grow`), whose
+//! steps are the files beside this one: histograms, split evaluation, the partition.
+
+use std::time::Instant;
+
+use primitives::{DeviceBuffer, Gpu};
+
+use boost_kernels::evaluate::SplitContext;
+use boost_kernels::split::Split;
+
+use super::histogram::HistogramStore;
+use super::partition::{PendingPartition, RowBuffers};
+use super::{DeviceBins, DeviceCuts, Fixed};
+use crate::phases::PhaseTimes;
+use crate::tree::grow::{ChildHistograms, Expansion, GrowBackend, RowOrder};
+use crate::{Error, Result};
+
+/// The GPU backend of the expansion driver ([`crate::tree::grow::grow`]): per batch of nodes, rows partitioned
+/// on the device (flags, scan, scatter and counts: four launches, over the span of the batch's
+/// rows), the smaller children's histograms built in one launch
+/// (`DeviceHistogram::multi_feature_device_ranges`, from ranges the counts kernel wrote) and their
+/// siblings' derived by subtraction (one launch), splits evaluated on the device
+/// ([`super::evaluate_splits`], two launches). The host waits once a batch, for the splits, which the
+/// driver needs; the counts of left rows come back with them. Gradient sums are exact fixed-point
+/// integers, so the trees are the CPU builder's, bit for bit.
+pub struct GpuBackend<'a> {
+    pub(super) gpu: &'a Gpu,
+    pub(super) cuts: &'a DeviceCuts,
+    pub(super) bins: &'a DeviceBins,
+    pub(super) bins_per_feature: usize,
+    pub(super) features: usize,
+    pub(super) first_bins: &'a [u32],
+    /// The fixed-point gradients and their sum (the root's).
+    pub(super) gradients: &'a DeviceBuffer<Fixed>,
+    pub(super) root: Fixed,
+    pub(super) context: SplitContext,
+    /// The nodes' ranges of the row order; its rows live on the device, read back only when asked.
+    pub(super) order: RowOrder,
+    pub(super) buffers: &'a mut RowBuffers,
+    pub(super) histograms: HistogramStore,
+    /// The last partition, until its counts are read back.
+    pub(super) pending: Option<PendingPartition>,
+    /// The histogram kernel's check of the row indices, read once a tree.
+    pub(super) bad_row: DeviceBuffer<u32>,
+    /// Wall time of each step (each ends in a host synchronisation or is host work).
+    pub(super) phases: PhaseTimes,
+}
+
+impl<'a> GpuBackend<'a> {
+    /// A backend over the device copies of the cuts, the bins and the fixed-point gradients,
+    /// whose sum is `root`; `buffers` sized for the gradients' rows.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        gpu: &'a Gpu,
+        cuts: &'a DeviceCuts,
+        bins: &'a DeviceBins,
+        first_bins: &'a [u32],
+        gradients: &'a DeviceBuffer<Fixed>,
+        root: Fixed,
+        buffers: &'a mut RowBuffers,
+        context: SplitContext,
+    ) -> Result<Self> {
+        let rows = gradients.len();
+        if buffers.identity.len() != rows {
+            return Err(Error::InvalidData(format!("{rows} gradients, row buffers for {}", buffers.identity.len())));
+        }
+        buffers.rows.copy_from_device(gpu, &buffers.identity)?;
+        let spares = std::mem::take(&mut buffers.histogram_spares);
+        Ok(GpuBackend {
+            gpu,
+            cuts,
+            bins,
+            bins_per_feature: bins.layout.bins_per_feature,
+            features: cuts.features,
+            first_bins,
+            gradients,
+            root,
+            context,
+            order: RowOrder::ranges_only(rows),
+            buffers,
+            histograms: HistogramStore::with_spares(spares),
+            pending: None,
+            bad_row: gpu.upload(&[u32::MAX])?,
+            phases: PhaseTimes::default(),
+        })
+    }
+}
+
+impl GrowBackend<Fixed> for GpuBackend<'_> {
+    type Error = Error;
+
+    fn total(&mut self) -> Result<Fixed> {
+        Ok(self.root)
+    }
+
+    fn root_histogram(&mut self) -> Result<()> {
+        let start = Instant::now();
+        let histograms = self.build_histograms(&[(0, 0)], 1)?;
+        self.histograms.insert(histograms, &[(0, 0)]);
+        self.phases.add("tree: histograms", start.elapsed());
+        Ok(())
+    }
+
+    fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
+        let start = Instant::now();
+        self.partition_on_device(expanded)?;
+        self.phases.add("tree: partitions", start.elapsed());
+        Ok(())
+    }
+
+    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
+        if children.is_empty() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        self.children_on_device(children)?;
+        self.phases.add("tree: histograms", start.elapsed());
+        Ok(())
+    }
+
+    fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+        let start = Instant::now();
+        let splits = self.evaluate_batch(nodes);
+        self.phases.add("tree: evaluation", start.elapsed());
+        splits
+    }
+
+    fn evaluate_level(&mut self, nodes: &[(usize, Fixed)], features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
+        let start = Instant::now();
+        self.settle(None)?;
+        let splits = self.evaluate_level_on_device(nodes, features);
+        self.phases.add("tree: evaluation", start.elapsed());
+        splits
+    }
+
+    fn release(&mut self, node: usize) {
+        self.histograms.release(node);
+    }
+}
+
+impl Drop for GpuBackend<'_> {
+    /// Hands the tree's histogram buffers to the next tree's backend.
+    fn drop(&mut self) {
+        self.buffers.histogram_spares = std::mem::take(&mut self.histograms).into_spares();
+    }
+}

@@ -1,0 +1,462 @@
+//! A training run on one GPU ([`GpuTrainer`], XGBoost's `updater_gpu_hist.cu`): the cuts, bins and
+//! row buffers made once; each tree grown by a [`GpuBackend`]; for the objectives the device
+//! computes, the labels, margins, gradients and row-wise metrics kept there too.
+
+use std::time::Instant;
+
+use primitives::ops::GradientPair;
+use primitives::{DeviceBuffer, Gpu};
+
+use boost_kernels::evaluate::SplitContext;
+use boost_kernels::metric::Transform;
+use boost_kernels::objective::{ElementwiseObjective, LeafRange};
+use boost_kernels::sampling::RowSampler;
+
+use super::adaptive::{self, AdaptiveScratch, ResidualInputs};
+use super::grow::GpuBackend;
+use super::metrics::MetricRows;
+use super::partition::RowBuffers;
+use super::quantiser::QuantiseScratch;
+use super::rank::RankGradients;
+use super::{bins, csr};
+use super::{element_config, local_bins, DeviceBins, DeviceCsr, DeviceCuts, Fixed, InitialMargins};
+use crate::data::{FeatureMatrix, MetaInfo};
+use crate::ellpack::EllpackMatrix;
+use crate::fixed_point::GradientQuantiser;
+use crate::metric::DeviceMetric;
+use crate::objective::DeviceObjective;
+use crate::param::TreeParams;
+use crate::phases::PhaseTimes;
+use crate::quantile::QuantileCuts;
+use crate::tree::grow::{self, RowOrder};
+use crate::tree::Tree;
+use crate::{Error, Result};
+
+/// What the GPU backend keeps on the device for a whole training run: the cuts, every row's bins
+/// ([`local_bins`]) and the row-order buffers, made once; each tree then uploads only its gradients.
+pub struct GpuTrainer<'g> {
+    pub(super) gpu: &'g Gpu,
+    pub(super) cuts: DeviceCuts,
+    pub(super) first_bins: Vec<u32>,
+    pub(super) rows: usize,
+    pub(super) bins: DeviceBins,
+    pub(super) buffers: RowBuffers,
+    /// Labels, weights and margins when the device computes the gradients.
+    pub(super) device_rows: Option<DeviceRows>,
+    pub(super) quantise_scratch: QuantiseScratch,
+    /// The steps of every tree built so far.
+    pub(super) phases: PhaseTimes,
+}
+
+impl<'g> GpuTrainer<'g> {
+    /// Uploads the cuts and the bins of `matrix`.
+    pub fn new(gpu: &'g Gpu, matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<Self> {
+        let bins = DeviceBins::upload(gpu, local_bins(matrix, cuts)?)?;
+        Self::with_bins(gpu, DeviceCuts::upload(gpu, cuts)?, cuts, matrix.rows, bins)
+    }
+
+    /// Uploads the cuts and quantises `features` with them on the device: the bins
+    /// [`GpuTrainer::new`] uploads from the CPU's matrix of the same features, without that matrix.
+    pub fn from_features(gpu: &'g Gpu, features: &FeatureMatrix, cuts: &QuantileCuts) -> Result<Self> {
+        let device_cuts = DeviceCuts::upload(gpu, cuts)?;
+        let bins = bins::device_bins(gpu, features, cuts, &device_cuts)?;
+        Self::with_bins(gpu, device_cuts, cuts, features.rows(), bins)
+    }
+
+    /// The trainer of `rows x cols` dense row-major values already in device memory (NaN:
+    /// missing), quantised there with `cuts` (the cuts of these rows, as [`super::device_cuts`] makes
+    /// them): the bins [`GpuTrainer::from_features`] makes of the same rows on the host.
+    pub fn from_device_rows(
+        gpu: &'g Gpu,
+        values: &DeviceBuffer<f32>,
+        (rows, cols): (usize, usize),
+        cuts: &QuantileCuts,
+    ) -> Result<Self> {
+        if rows.checked_mul(cols) != Some(values.len()) || cols != cuts.features() {
+            return Err(Error::InvalidData(format!(
+                "{} device values for {rows} rows of {cols} features, cuts of {} features",
+                values.len(),
+                cuts.features()
+            )));
+        }
+        csr::check_dense_finite(gpu, values, (rows, cols))?;
+        let device_cuts = DeviceCuts::upload(gpu, cuts)?;
+        let bins = bins::device_rows_bins(gpu, values, rows, cuts, &device_cuts)?;
+        Self::with_bins(gpu, device_cuts, cuts, rows, bins)
+    }
+
+    /// The trainer of CSR rows already in device memory, quantised there with `cuts` (the cuts of
+    /// these rows, as [`super::device_cuts_csr`] makes them).
+    pub fn from_device_csr(gpu: &'g Gpu, csr: &DeviceCsr, cuts: &QuantileCuts) -> Result<Self> {
+        csr.check_on(gpu)?;
+        let rows = csr.rows();
+        let device_cuts = DeviceCuts::upload(gpu, cuts)?;
+        let bins = bins::device_csr_bins(gpu, csr, cuts, &device_cuts)?;
+        Self::with_bins(gpu, device_cuts, cuts, rows, bins)
+    }
+
+    /// Bytes of the quantised matrix on the device (packed rows, [`super::BinLayout`]).
+    pub fn bins_bytes(&self) -> usize {
+        self.bins.bytes()
+    }
+
+    pub(super) fn with_bins(
+        gpu: &'g Gpu,
+        device_cuts: DeviceCuts,
+        cuts: &QuantileCuts,
+        rows: usize,
+        bins: DeviceBins,
+    ) -> Result<Self> {
+        Ok(GpuTrainer {
+            gpu,
+            cuts: device_cuts,
+            first_bins: cuts.cut_ptrs.clone(),
+            rows,
+            bins,
+            buffers: RowBuffers::new(gpu, rows)?,
+            device_rows: None,
+            quantise_scratch: QuantiseScratch::default(),
+            phases: PhaseTimes::default(),
+        })
+    }
+
+    /// Wall time of the tree-building steps so far.
+    pub fn phases(&self) -> &PhaseTimes {
+        &self.phases
+    }
+
+    /// The device this trainer runs on.
+    pub fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Grows one tree (see [`GpuBackend`]) from `gradients`, one per row, quantised on the device;
+    /// returns it with each row's leaf, as [`crate::tree::hist::HistBuilder::build`] does on the CPU
+    /// with [`GradientQuantiser::new`], drawing the same random numbers from `rng`.
+    pub fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<crate::tree::hist::BuiltTree> {
+        if gradients.len() != self.rows {
+            return Err(Error::InvalidData(format!(
+                "{} gradients for a matrix of {} rows",
+                gradients.len(),
+                self.rows
+            )));
+        }
+        let start = Instant::now();
+        let (quantiser, fixed, root) = self.quantise(gradients)?;
+        self.phases.add("tree: quantise", start.elapsed());
+        let (tree, order) = self.grow(params, quantiser, &fixed, root, features, true, rng)?;
+        self.quantise_scratch.fixed = Some(fixed);
+        let start = Instant::now();
+        let positions = order.positions(&tree);
+        self.phases.add("tree: positions", start.elapsed());
+        // The trainer keeps its own phases (`GpuTrainer::phases`), merged once at the end of a run.
+        Ok(crate::tree::hist::BuiltTree { tree, positions, phases: PhaseTimes::default() })
+    }
+
+    /// Grows one tree from fixed-point gradients on the device; returns it with the row order: its
+    /// nodes' ranges, and its rows read back from the device when `read_rows`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn grow(
+        &mut self,
+        params: &TreeParams,
+        quantiser: GradientQuantiser,
+        fixed: &DeviceBuffer<Fixed>,
+        root: Fixed,
+        features: &[u32],
+        read_rows: bool,
+        rng: &mut impl rand::Rng,
+    ) -> Result<(Tree, RowOrder)> {
+        let context = SplitContext { params: params.split(), quantiser };
+        let mut backend = GpuBackend::new(
+            self.gpu,
+            &self.cuts,
+            &self.bins,
+            &self.first_bins,
+            fixed,
+            root,
+            &mut self.buffers,
+            context,
+        )?;
+        let tree = grow::grow(&mut backend, params, &quantiser, features, fixed.len(), rng)?;
+        let start = Instant::now();
+        backend.finish(read_rows)?;
+        backend.phases.add("tree: row check and order read back", start.elapsed());
+        let order = std::mem::replace(&mut backend.order, RowOrder::ranges_only(0));
+        self.phases.merge(&backend.phases);
+        Ok((tree, order))
+    }
+
+    /// Keeps the training rows' labels, weights and `margins` (one per output) on the
+    /// device, so that [`GpuTrainer::compute_gradients`] and [`GpuTrainer::boost_tree`] compute the
+    /// gradients of `objective` there and update the margins themselves.
+    pub fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()> {
+        let n = self.rows;
+        if info.labels.len() != n {
+            return Err(Error::InvalidData(format!("{} labels for {n} rows", info.labels.len())));
+        }
+        let set = MetricRows::new(self.gpu, objective, info, margins)?;
+        let (gradients, leaf_quantile) = match objective {
+            DeviceObjective::Elementwise(objective) => {
+                (RowGradients::Elementwise(self.gpu.upload(&[objective])?), objective.leaf_quantile())
+            }
+            DeviceObjective::Softmax { classes } => (
+                RowGradients::PerRound { outputs: classes, all: self.gpu.alloc_zeroed(n * classes)?, rank: None },
+                None,
+            ),
+            DeviceObjective::LambdaRank(params) => {
+                let rank = Some(Box::new(RankGradients::new(self.gpu, params, info)?));
+                (RowGradients::PerRound { outputs: 1, all: self.gpu.alloc_zeroed(n)?, rank }, None)
+            }
+        };
+        self.device_rows = Some(DeviceRows {
+            set,
+            tree_gradients: self.gpu.alloc_zeroed(n)?,
+            gradients,
+            leaf_quantile,
+            adaptive: AdaptiveScratch::default(),
+        });
+        Ok(())
+    }
+
+    pub(super) fn device_rows(&self) -> Result<&DeviceRows> {
+        self.device_rows.as_ref().ok_or_else(no_device_rows)
+    }
+
+    /// The gradients of round `iteration` of every output, from the margins at the round's start,
+    /// for the softmax and ranking objectives; an element-wise objective's come with its tree
+    /// ([`GpuTrainer::boost_tree`]), sampled as they are computed.
+    pub fn compute_gradients(&mut self, iteration: usize) -> Result<()> {
+        let start = Instant::now();
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        if let RowGradients::PerRound { all, rank: Some(rank), .. } = &mut rows.gradients {
+            rank.compute(self.gpu, &rows.set.margins, &rows.set.labels, &self.buffers.identity, iteration, all)?;
+        }
+        if let RowGradients::PerRound { outputs: classes, all, rank: None } = &rows.gradients {
+            let n = self.rows;
+            let args = [
+                rows.set.margins.device_ptr(),
+                rows.set.labels.device_ptr(),
+                rows.set.weights_ptr(),
+                n as u64,
+                *classes as u64,
+                all.device_ptr(),
+            ];
+            // SAFETY: margins and the gradients hold `n * classes` values, labels (and the weights when
+            // given) `n`.
+            unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_softmax_gradients", element_config(n)?, &args)? };
+        }
+        self.phases.add("tree: gradients and quantise", start.elapsed());
+        Ok(())
+    }
+
+    /// Output `output`'s tree of a boosting round on the device, for the rows
+    /// [`GpuTrainer::keep_rows_on_device`] keeps: its gradients (zero for the rows `sampler` leaves
+    /// out), the tree, and each row's leaf value added to its margin of that output. Returns the tree,
+    /// as the CPU builder grows it from the same gradients. Call [`GpuTrainer::compute_gradients`]
+    /// first in each round.
+    pub fn boost_tree(
+        &mut self,
+        params: &TreeParams,
+        output: usize,
+        sampler: RowSampler,
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<Tree> {
+        let start = Instant::now();
+        let gradients = self.tree_gradients(output, sampler)?;
+        // SAFETY: `gradients` is `rows` pairs of the device rows' buffers, kept for the training run.
+        let (quantiser, fixed, root) = unsafe { self.quantise_on_device(gradients, self.rows)? };
+        self.phases.add("tree: gradients and quantise", start.elapsed());
+        let (mut tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
+        self.quantise_scratch.fixed = Some(fixed);
+        self.add_tree_leaves(params, &mut tree, &order, output, gradients)?;
+        Ok(tree)
+    }
+
+    /// Output `output`'s gradients of the tree about to be grown (zero for the rows `sampler` leaves
+    /// out; row `i` of this trainer is the sampler's row `i`): the device address of `rows` pairs in
+    /// the device rows' buffers.
+    pub(super) fn tree_gradients(&mut self, output: usize, sampler: RowSampler) -> Result<u64> {
+        let n = self.rows;
+        let rows = self.device_rows()?;
+        let outputs = rows.gradients.outputs();
+        if output >= outputs {
+            return Err(Error::InvalidData(format!("output {output} of an objective with {outputs}")));
+        }
+        let weights = rows.set.weights_ptr();
+        Ok(match &rows.gradients {
+            RowGradients::Elementwise(objective) => {
+                let args = [
+                    rows.set.margins.device_ptr(),
+                    rows.set.labels.device_ptr(),
+                    weights,
+                    sampler.key,
+                    sampler.threshold,
+                    n as u64,
+                    objective.device_ptr(),
+                    rows.tree_gradients.device_ptr(),
+                ];
+                // SAFETY: margins, labels, gradients (and the weights when given) hold `n` values.
+                unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_gradients", element_config(n)?, &args)? };
+                rows.tree_gradients.device_ptr()
+            }
+            // Output `output`'s gradients are the `n` pairs from `output * n` of the round's.
+            RowGradients::PerRound { all: round, .. } => {
+                let column = round.device_ptr() + (output * n * std::mem::size_of::<GradientPair<f32>>()) as u64;
+                if sampler == RowSampler::ALL {
+                    column
+                } else {
+                    let args = [column, sampler.key, sampler.threshold, n as u64, rows.tree_gradients.device_ptr()];
+                    // SAFETY: the column and the tree's gradients hold `n` pairs.
+                    unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_sample", element_config(n)?, &args)? };
+                    rows.tree_gradients.device_ptr()
+                }
+            }
+        })
+    }
+
+    /// Adds each row's leaf value of `tree` (grown over this trainer's rows, `order` their leaves'
+    /// ranges) to its margin of output `output`, after refreshing the leaves to their residuals'
+    /// quantile for the objectives that ask (from `gradients`, the tree's, at that address).
+    pub(super) fn add_tree_leaves(
+        &mut self,
+        params: &TreeParams,
+        tree: &mut Tree,
+        order: &RowOrder,
+        output: usize,
+        gradients: u64,
+    ) -> Result<()> {
+        let n = self.rows;
+        let start = Instant::now();
+        let mut leaves: Vec<(usize, LeafRange)> = (0..tree.len().min(order.nodes()))
+            .filter(|&id| tree.is_leaf(id))
+            .map(|id| {
+                let (begin, end) = order.range(id);
+                (id, LeafRange { begin: begin as u32, end: end as u32, value: tree.split_conditions[id], padding: 0 })
+            })
+            .collect();
+        leaves.sort_unstable_by_key(|(_, leaf)| leaf.begin);
+        let mut leaves: (Vec<usize>, Vec<LeafRange>) = leaves.into_iter().unzip();
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        let outputs = rows.gradients.outputs();
+        if let Some(alpha) = rows.leaf_quantile {
+            let inputs = ResidualInputs {
+                labels: rows.set.labels.device_ptr(),
+                weights: rows.set.weights_ptr(),
+                margins: rows.set.margins.device_ptr(),
+                outputs,
+                output,
+                gradients,
+            };
+            let quantiles =
+                adaptive::leaf_quantiles(self.gpu, &mut rows.adaptive, &self.buffers.rows, &leaves.1, &inputs, alpha)?;
+            for ((&id, leaf), q) in leaves.0.iter().zip(&mut leaves.1).zip(quantiles) {
+                tree.split_conditions[id] =
+                    boost_kernels::adaptive::refreshed_leaf(q, tree.split_conditions[id], params.eta);
+                leaf.value = tree.split_conditions[id];
+            }
+            self.phases.add("tree: leaves refreshed", start.elapsed());
+        }
+        let start = Instant::now();
+        // Leaves without rows here (a device's shard may have none in a leaf) would tie with their
+        // neighbour's `begin` in the kernel's search: they add nothing, so they are left out.
+        let leaves: Vec<LeafRange> = leaves.1.into_iter().filter(|leaf| leaf.begin < leaf.end).collect();
+        let leaves_buffer = self.gpu.upload(&leaves)?;
+        let rows = self.device_rows()?;
+        let args = [
+            self.buffers.rows.device_ptr(),
+            n as u64,
+            leaves_buffer.device_ptr(),
+            leaves.len() as u64,
+            rows.set.margins.device_ptr(),
+            outputs as u64,
+            output as u64,
+        ];
+        // SAFETY: the row order holds `n` distinct rows; the leaves' ranges, sorted, partition `0..n`;
+        // `outputs` margins per row.
+        unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_add_leaves", element_config(n)?, &args)? };
+        self.phases.add("tree: margins", start.elapsed());
+        Ok(())
+    }
+
+    /// `metric` of the training rows' predictions; see `MetricRows::evaluate`.
+    pub fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        let gpu = self.gpu;
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        rows.set.evaluate(gpu, metric, transform)
+    }
+
+    /// A row-wise `metric`'s block sums over the training rows (see `MetricRows::loss_block_sums`).
+    pub(super) fn loss_block_sums(
+        &mut self,
+        metric: DeviceMetric,
+        transform: Transform,
+    ) -> Result<Option<Vec<boost_kernels::metric::LossSum>>> {
+        let gpu = self.gpu;
+        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
+        rows.set.loss_block_sums(gpu, metric, transform)
+    }
+
+    /// The training rows' margins, read back from the device.
+    pub fn margins(&self) -> Result<Vec<f32>> {
+        self.device_rows()?.set.read_margins(self.gpu)
+    }
+}
+
+/// The training rows as [`GpuTrainer::keep_rows_on_device`] keeps them on the device.
+pub(super) struct DeviceRows {
+    /// Labels, weights and margins, with the metrics' scratch.
+    pub(super) set: MetricRows,
+    /// One tree's gradients (sampled).
+    pub(super) tree_gradients: DeviceBuffer<GradientPair<f32>>,
+    pub(super) gradients: RowGradients,
+    /// The quantile of the residuals that each tree's leaves are refreshed to (absolute error).
+    pub(super) leaf_quantile: Option<f64>,
+    pub(super) adaptive: AdaptiveScratch,
+}
+
+pub(super) fn no_device_rows() -> Error {
+    Error::InvalidData("no training rows on the device".into())
+}
+
+/// How the device computes the gradients.
+pub(super) enum RowGradients {
+    /// An element-wise objective's kernel, for each tree.
+    Elementwise(DeviceBuffer<ElementwiseObjective>),
+    /// Every output's gradients once a round (`all`, class-major): the softmax's kernel, or with
+    /// `rank`, the ranking kernels.
+    PerRound { outputs: usize, all: DeviceBuffer<GradientPair<f32>>, rank: Option<Box<RankGradients>> },
+}
+
+impl RowGradients {
+    pub(super) fn outputs(&self) -> usize {
+        match self {
+            RowGradients::Elementwise(_) => 1,
+            RowGradients::PerRound { outputs, .. } => *outputs,
+        }
+    }
+}
+
+/// Grows one tree on `gpu`: [`GpuTrainer::build_tree`] for a single tree (uploads the matrix too).
+pub fn build_tree(
+    gpu: &Gpu,
+    matrix: &EllpackMatrix,
+    cuts: &QuantileCuts,
+    params: &TreeParams,
+    gradients: &[GradientPair<f32>],
+    features: &[u32],
+    rng: &mut impl rand::Rng,
+) -> Result<crate::tree::hist::BuiltTree> {
+    GpuTrainer::new(gpu, matrix, cuts)?.build_tree(params, gradients, features, rng)
+}

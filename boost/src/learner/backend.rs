@@ -1,0 +1,337 @@
+//! Where a run's trees grow, behind two traits: [`TreeBackend`] grows a tree from the host's
+//! gradients (the CPU's hist and exact builders, one GPU, several GPUs, the exact method on a GPU);
+//! [`DeviceRounds`] is a backend that also keeps the training rows' labels and margins where its
+//! rows are and computes the gradients there (one GPU, several).
+
+use primitives::ops::GradientPair;
+use primitives::Gpu;
+use rand_chacha::ChaCha8Rng;
+
+use boost_kernels::metric::Transform;
+use boost_kernels::sampling::RowSampler;
+
+use super::device::on_device;
+use crate::data::MetaInfo;
+use crate::ellpack::{EllpackMatrix, UnpackedBins};
+use crate::fixed_point;
+use crate::gpu::{GpuExact, GpuTrainer, InitialMargins, MultiGpuTrainer};
+use crate::metric::DeviceMetric;
+use crate::objective::DeviceObjective;
+use crate::param::TreeParams;
+use crate::phases::PhaseTimes;
+use crate::quantile::QuantileCuts;
+use crate::tree::exact::{ExactBuilder, SortedColumns};
+use crate::tree::hist::{BuiltTree, HistBuilder, HistogramPrecision};
+use crate::tree::Tree;
+use crate::Result;
+
+/// Grows one tree at a time from the host's gradients.
+pub(super) trait TreeBackend<'g> {
+    /// One output's tree from `gradients` (one a row, zero for the rows sampling left out), with
+    /// each row's leaf.
+    fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<BuiltTree>;
+
+    /// Bytes of what the builder reads for every tree (the quantised matrix, the sorted columns).
+    fn matrix_bytes(&self) -> usize;
+
+    /// The GPU growing the trees (the first of several), if one does.
+    fn gpu(&self) -> Option<&'g Gpu> {
+        None
+    }
+
+    /// Every GPU growing the trees.
+    fn gpus(&self) -> Vec<&'g Gpu> {
+        self.gpu().into_iter().collect()
+    }
+
+    /// Phases the backend timed itself, reported once at the end of the run.
+    fn phases(&self) -> PhaseTimes {
+        PhaseTimes::default()
+    }
+
+    /// The backend as [`DeviceRounds`], when it can be.
+    fn device_rounds(&mut self) -> Option<&mut dyn DeviceRounds<'g>> {
+        None
+    }
+}
+
+/// Rounds computed where the rows are: gradients, trees, margins and the training metrics.
+pub(super) trait DeviceRounds<'g> {
+    /// The device (the first of several).
+    fn gpu(&self) -> &'g Gpu;
+
+    /// Whether the device computes `objective`'s gradients.
+    fn takes(&self, objective: DeviceObjective) -> bool;
+
+    /// Whether the device computes `metric` of the training rows.
+    fn evaluates(&self, metric: &DeviceMetric) -> bool;
+
+    /// Keeps the training rows' labels, weights and margins on the device.
+    fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()>;
+
+    /// The round's gradients of every output.
+    fn compute_gradients(&mut self, round: usize) -> Result<()>;
+
+    /// Output `output`'s tree, its leaves added to the rows' margins.
+    fn boost_tree(
+        &mut self,
+        params: &TreeParams,
+        output: usize,
+        sampler: RowSampler,
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Tree>;
+
+    /// The training rows' margins, read back.
+    fn margins(&self) -> Result<Vec<f32>>;
+
+    /// `metric` of the training rows' predictions (`transform` of the margins).
+    fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64>;
+}
+
+/// The CPU's hist method: the quantised matrix, unpacked for the builder.
+pub(super) struct CpuHist {
+    pub cuts: QuantileCuts,
+    pub matrix: EllpackMatrix,
+    pub bins: UnpackedBins,
+    /// Fixed point in training; the others are `cargo xtask precision`'s experiment.
+    pub precision: HistogramPrecision,
+}
+
+impl TreeBackend<'_> for CpuHist {
+    fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<BuiltTree> {
+        let (quantiser, fixed) = fixed_point::quantise(gradients);
+        let (matrix, bins, cuts) = (&self.matrix, &self.bins, &self.cuts);
+        let builder = HistBuilder { matrix, bins, cuts, params, quantiser: &quantiser };
+        Ok(match self.precision {
+            HistogramPrecision::FixedPoint => builder.build(&fixed, features, rng),
+            HistogramPrecision::F64 => {
+                let wide: Vec<GradientPair<f64>> =
+                    gradients.iter().map(|g| GradientPair::new(g.grad as f64, g.hess as f64)).collect();
+                builder.build(&wide, features, rng)
+            }
+            HistogramPrecision::F32 => builder.build(gradients, features, rng),
+        })
+    }
+
+    fn matrix_bytes(&self) -> usize {
+        self.matrix.bytes()
+    }
+}
+
+/// The CPU's exact method: the columns sorted once.
+impl TreeBackend<'_> for SortedColumns {
+    fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<BuiltTree> {
+        let (quantiser, fixed) = fixed_point::quantise(gradients);
+        Ok(ExactBuilder { columns: self, params, quantiser: &quantiser }.build(&fixed, features, rng))
+    }
+
+    fn matrix_bytes(&self) -> usize {
+        self.bytes()
+    }
+}
+
+/// The exact method on a GPU, from the host's gradients.
+impl<'g> TreeBackend<'g> for GpuExact<'g> {
+    fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<BuiltTree> {
+        let (quantiser, fixed) = fixed_point::quantise(gradients);
+        let gpu = GpuExact::gpu(self);
+        on_device(gpu, "growing an exact tree", || {
+            GpuExact::build_tree(self, params, &quantiser, &fixed, features, rng)
+        })
+    }
+
+    fn matrix_bytes(&self) -> usize {
+        self.bytes()
+    }
+
+    fn gpu(&self) -> Option<&'g Gpu> {
+        Some(GpuExact::gpu(self))
+    }
+}
+
+/// One GPU's hist method; it quantises the host's gradients itself (the same quantiser).
+impl<'g> TreeBackend<'g> for GpuTrainer<'g> {
+    fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<BuiltTree> {
+        let gpu = GpuTrainer::gpu(self);
+        on_device(gpu, "growing a tree", || GpuTrainer::build_tree(self, params, gradients, features, rng))
+    }
+
+    fn matrix_bytes(&self) -> usize {
+        self.bins_bytes()
+    }
+
+    fn gpu(&self) -> Option<&'g Gpu> {
+        Some(GpuTrainer::gpu(self))
+    }
+
+    fn phases(&self) -> PhaseTimes {
+        GpuTrainer::phases(self).clone()
+    }
+
+    fn device_rounds(&mut self) -> Option<&mut dyn DeviceRounds<'g>> {
+        Some(self)
+    }
+}
+
+impl<'g> DeviceRounds<'g> for GpuTrainer<'g> {
+    fn gpu(&self) -> &'g Gpu {
+        GpuTrainer::gpu(self)
+    }
+
+    fn takes(&self, _objective: DeviceObjective) -> bool {
+        true
+    }
+
+    fn evaluates(&self, _metric: &DeviceMetric) -> bool {
+        true
+    }
+
+    fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()> {
+        GpuTrainer::keep_rows_on_device(self, objective, info, margins)
+    }
+
+    fn compute_gradients(&mut self, round: usize) -> Result<()> {
+        GpuTrainer::compute_gradients(self, round)
+    }
+
+    fn boost_tree(
+        &mut self,
+        params: &TreeParams,
+        output: usize,
+        sampler: RowSampler,
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Tree> {
+        GpuTrainer::boost_tree(self, params, output, sampler, features, rng)
+    }
+
+    fn margins(&self) -> Result<Vec<f32>> {
+        GpuTrainer::margins(self)
+    }
+
+    fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        GpuTrainer::evaluate(self, metric, transform)
+    }
+}
+
+/// Several GPUs, each over its shard of the rows.
+impl<'g> TreeBackend<'g> for MultiGpuTrainer<'g> {
+    fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<BuiltTree> {
+        let gpu = MultiGpuTrainer::gpu(self);
+        on_device(gpu, "growing a tree", || MultiGpuTrainer::build_tree(self, params, gradients, features, rng))
+    }
+
+    fn matrix_bytes(&self) -> usize {
+        self.bins_bytes()
+    }
+
+    fn gpu(&self) -> Option<&'g Gpu> {
+        Some(MultiGpuTrainer::gpu(self))
+    }
+
+    fn gpus(&self) -> Vec<&'g Gpu> {
+        MultiGpuTrainer::gpus(self)
+    }
+
+    fn phases(&self) -> PhaseTimes {
+        MultiGpuTrainer::phases(self)
+    }
+
+    fn device_rounds(&mut self) -> Option<&mut dyn DeviceRounds<'g>> {
+        Some(self)
+    }
+}
+
+impl<'g> DeviceRounds<'g> for MultiGpuTrainer<'g> {
+    fn gpu(&self) -> &'g Gpu {
+        MultiGpuTrainer::gpu(self)
+    }
+
+    fn takes(&self, objective: DeviceObjective) -> bool {
+        MultiGpuTrainer::takes(objective)
+    }
+
+    /// The metrics that are sums of row terms: each device's block sums, added in row order.
+    fn evaluates(&self, metric: &DeviceMetric) -> bool {
+        matches!(metric, DeviceMetric::Elementwise(_) | DeviceMetric::MultiClass(_))
+    }
+
+    fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()> {
+        MultiGpuTrainer::keep_rows_on_device(self, objective, info, margins)
+    }
+
+    fn compute_gradients(&mut self, round: usize) -> Result<()> {
+        MultiGpuTrainer::compute_gradients(self, round)
+    }
+
+    fn boost_tree(
+        &mut self,
+        params: &TreeParams,
+        output: usize,
+        sampler: RowSampler,
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Tree> {
+        MultiGpuTrainer::boost_tree(self, params, output, sampler, features, rng)
+    }
+
+    fn margins(&self) -> Result<Vec<f32>> {
+        MultiGpuTrainer::margins(self)
+    }
+
+    fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        MultiGpuTrainer::evaluate(self, metric, transform)
+    }
+}

@@ -1,0 +1,376 @@
+//! A run between its setup and its report ([`Run`]): the model so far, the backend, the training
+//! rows' margins, the one generator every random draw comes from, and one boosting round.
+
+use std::time::Instant;
+
+use primitives::ops::GradientPair;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use boost_kernels::adaptive;
+use boost_kernels::sampling::RowSampler;
+
+use super::backend::TreeBackend;
+use super::device::{on_device, Devices};
+use super::evaluation::{Evaluation, RoundsOn};
+use super::setup::Checked;
+use super::{initial_margins, RoundLog, TrainOptions, Trained};
+use crate::data::MetaInfo;
+use crate::gpu::DeviceModel;
+use crate::model::Model;
+use crate::objective::{self, DeviceObjective, Objective};
+use crate::param::Params;
+use crate::phases::PhaseTimes;
+use crate::rows::{Features, Rows};
+use crate::tree::Tree;
+use crate::{Error, Result};
+
+/// A training run after its setup.
+pub(super) struct Run<'a, 'g> {
+    params: &'a Params,
+    options: &'a TrainOptions,
+    train: &'a Rows<'a>,
+    objective: Box<dyn Objective>,
+    /// The model so far (a continued model's trees first).
+    pub(super) model: Model,
+    backend: Box<dyn TreeBackend<'g> + 'g>,
+    /// The objective's form on the device when the device computes the rounds (gradients, trees and
+    /// margins where the rows are; the margins come back only for the log).
+    device_objective: Option<DeviceObjective>,
+    /// The training rows' margins on the host, `rows * outputs`.
+    margins: Vec<f32>,
+    /// The host's gradients, when the host computes them.
+    gradients: Vec<GradientPair<f32>>,
+    rng: ChaCha8Rng,
+    all_features: Vec<u32>,
+    evaluation: Evaluation<'a>,
+    phases: PhaseTimes,
+}
+
+impl<'a, 'g> Run<'a, 'g> {
+    /// The model to grow (new, or the one to continue), every set's margins before the first round,
+    /// and the training rows (and evaluation sets) on the device when it computes the rounds.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start(
+        params: &'a Params,
+        train: &'a Rows<'a>,
+        evals: &'a [(Rows<'a>, &'a str)],
+        options: &'a TrainOptions,
+        (objective, metrics): Checked,
+        mut backend: Box<dyn TreeBackend<'g> + 'g>,
+        mut phases: PhaseTimes,
+    ) -> Result<Self> {
+        let start = Instant::now();
+        let outputs = objective.outputs();
+        let model = initial_model(params, train, options, objective.as_ref())?;
+        let device_objective = objective
+            .device_objective()
+            .filter(|_| options.custom_objective.is_none())
+            .filter(|&o| backend.device_rounds().is_some_and(|rounds| rounds.takes(o)));
+        // Rows start at the model's base margins unless the data gives its own or a model's trees
+        // are continued; the device then makes such margins itself instead of receiving them.
+        let base_margins = model.base_margins(|b| objective.prob_to_margin(b));
+        let from_base = device_objective.is_some() && model.trees.is_empty() && base_margins.len() == outputs;
+        let at_base = |data: &Rows| from_base && data.info.base_margin.is_empty();
+        let initial = |data: &Rows| margins_of(&model, data, objective.as_ref());
+        let margins = if at_base(train) { Vec::new() } else { initial(train)? };
+        // An evaluation set that is the training data itself (`train` in the log) reads the training
+        // margins, which the rows' leaves keep up to date: the same values prediction would give.
+        let eval_margins = evals
+            .iter()
+            .map(|(d, _)| if train.is(d) || at_base(d) { Ok(Vec::new()) } else { initial(d) })
+            .collect::<Result<_>>()?;
+        let gradients = match device_objective {
+            Some(_) => Vec::new(),
+            None => vec![GradientPair::new(0f32, 0f32); train.rows() * outputs],
+        };
+        phases.add("base score and initial margins", start.elapsed());
+        let device = match (device_objective, backend.device_rounds()) {
+            (Some(device_objective), Some(rounds)) => {
+                let start = Instant::now();
+                on_device(rounds.gpu(), "uploading the labels and margins", || {
+                    let margins = initial_margins(at_base(train), &base_margins, &margins);
+                    rounds.keep_rows_on_device(device_objective, train.info, margins)
+                })?;
+                phases.add("labels and margins to the device", start.elapsed());
+                Some((rounds, device_objective))
+            }
+            _ => None,
+        };
+        let rounds = RoundsOn { device, base_margins: &base_margins, from_base };
+        let evaluation = Evaluation::new(train, evals, metrics, objective.as_ref(), eval_margins, rounds, &mut phases)?;
+        Ok(Run {
+            params,
+            options,
+            train,
+            objective,
+            model,
+            backend,
+            device_objective,
+            margins,
+            gradients,
+            rng: ChaCha8Rng::seed_from_u64(params.seed),
+            all_features: (0..train.cols() as u32).collect(),
+            evaluation,
+            phases,
+        })
+    }
+
+    /// What the evaluation log holds.
+    pub(super) fn layout(&self) -> super::EvalLayout {
+        self.evaluation.layout()
+    }
+
+    /// Round `round`: one tree an output, every set's margins moved on by them.
+    pub(super) fn boost_round(&mut self, round: usize) -> Result<()> {
+        let trees = match self.device_objective {
+            Some(_) => self.boost_on_device(round)?,
+            None => self.boost_on_host(round)?,
+        };
+        let start = Instant::now();
+        let gpu = self.backend.gpu();
+        self.evaluation.add_round(&mut self.model, trees, gpu, self.objective.as_ref())?;
+        self.phases.add("margins", start.elapsed());
+        Ok(())
+    }
+
+    /// The round's trees where the rows are: the device's gradients, trees and margins.
+    fn boost_on_device(&mut self, round: usize) -> Result<Vec<(Tree, u32)>> {
+        let tree_params = &self.params.tree;
+        let reads_margins = self.evaluation.reads_train_margins();
+        let rounds = self.backend.device_rounds().ok_or_else(|| Error::Model("no device rounds".into()))?;
+        let gpu = rounds.gpu();
+        let start = Instant::now();
+        on_device(gpu, "computing the gradients", || rounds.compute_gradients(round))?;
+        self.phases.add("gradients", start.elapsed());
+        let mut trees = Vec::new();
+        for k in 0..self.objective.outputs() {
+            let start = Instant::now();
+            // The same draws, in the same order, as the host's rounds.
+            let sampler = row_sampler(tree_params.subsample, &mut self.rng);
+            let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
+            self.phases.add("gradients", start.elapsed());
+            let start = Instant::now();
+            let rng = &mut self.rng;
+            let tree = on_device(gpu, "growing a tree", || rounds.boost_tree(tree_params, k, sampler, &features, rng))?;
+            trees.push((tree, k as u32));
+            self.phases.add("trees", start.elapsed());
+        }
+        if reads_margins {
+            let start = Instant::now();
+            self.margins = on_device(gpu, "reading the margins back", || rounds.margins())?;
+            self.phases.add("margins", start.elapsed());
+        }
+        Ok(trees)
+    }
+
+    /// The round's trees from the host's gradients, grown by the backend; the host's margins moved
+    /// on by each.
+    fn boost_on_host(&mut self, round: usize) -> Result<Vec<(Tree, u32)>> {
+        let (tree_params, info, outputs) = (&self.params.tree, self.train.info, self.objective.outputs());
+        let start = Instant::now();
+        match &self.options.custom_objective {
+            Some(custom) => custom.gradients_into(&self.margins, info, &mut self.gradients)?,
+            None => self.objective.gradients(&self.margins, info, round, &mut self.gradients),
+        }
+        self.phases.add("gradients", start.elapsed());
+        let mut trees = Vec::new();
+        for k in 0..outputs {
+            let start = Instant::now();
+            let sampler = row_sampler(tree_params.subsample, &mut self.rng);
+            let gradients = &self.gradients;
+            let column: Vec<GradientPair<f32>> = (0..self.train.rows())
+                .into_par_iter()
+                .map(|i| if sampler.keeps(i as u64) { gradients[i * outputs + k] } else { GradientPair::new(0.0, 0.0) })
+                .collect();
+            let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
+            self.phases.add("gradients", start.elapsed());
+            let start = Instant::now();
+            let mut built = self.backend.build_tree(tree_params, &column, &features, &mut self.rng)?;
+            if let Some(alpha) = self.objective.leaf_quantile() {
+                let (tree, positions) = (&mut built.tree, &built.positions);
+                refresh_leaves(alpha, tree, positions, &column, &self.margins, info, outputs, k, tree_params.eta);
+            }
+            self.phases.add("trees", start.elapsed());
+            self.phases.merge(&built.phases);
+            let start = Instant::now();
+            let leaves = &built.tree.split_conditions;
+            self.margins
+                .par_chunks_mut(outputs)
+                .zip(built.positions.par_iter())
+                .with_min_len(1 << 14)
+                .for_each(|(row, &leaf)| row[k] += leaves[leaf as usize]);
+            self.phases.add("margins", start.elapsed());
+            trees.push((built.tree, k as u32));
+        }
+        Ok(trees)
+    }
+
+    /// Round `round`'s evaluation log (no values when there is nothing to evaluate).
+    pub(super) fn evaluate(&mut self, round: usize) -> Result<RoundLog> {
+        if self.evaluation.is_empty() {
+            return Ok(RoundLog { round, values: Vec::new() });
+        }
+        let start = Instant::now();
+        let gpu = self.backend.gpu();
+        let rounds = match self.device_objective {
+            Some(_) => self.backend.device_rounds(),
+            None => None,
+        };
+        let (log, on_the_device) = self.evaluation.log(round, &self.margins, rounds, gpu, self.objective.as_ref())?;
+        self.phases.add(if on_the_device { "metrics on the device" } else { "metrics" }, start.elapsed());
+        Ok(log)
+    }
+
+    /// The report: the model, the log, the phases and each device's peak memory.
+    /// `carried`: the continued model's best round, put back when this run found none.
+    pub(super) fn finish(
+        mut self,
+        history: Vec<RoundLog>,
+        devices: &Devices<'_>,
+        carried: Vec<(String, String)>,
+    ) -> Result<Trained> {
+        self.phases.merge(&self.backend.phases());
+        let mut peak_device_bytes_each = Vec::new();
+        for gpu in self.backend.gpus() {
+            let usage = on_device(gpu, "reading the peak memory", || Ok(gpu.memory_usage()?))?;
+            peak_device_bytes_each.extend(usage.map(|usage| usage.peak_bytes));
+        }
+        let attribute = |name: &str| self.model.attributes.get(name);
+        let best_iteration = attribute("best_iteration").and_then(|v| v.parse().ok());
+        let best_score = attribute("best_score").and_then(|v| v.parse().ok());
+        if best_iteration.is_none() {
+            self.model.attributes.extend(carried);
+        }
+        Ok(Trained {
+            best_iteration,
+            best_score,
+            peak_device_bytes: peak_device_bytes_each.first().copied(),
+            peak_device_bytes_each,
+            ellpack_bytes: self.backend.matrix_bytes(),
+            dense_f32_bytes: self.train.rows() * self.train.cols() * 4,
+            device: devices.description.clone(),
+            phases: self.phases,
+            history,
+            objective: self.objective,
+            model: self.model,
+        })
+    }
+}
+
+/// The model the rounds are added to: `options.xgb_model` (checked against the objective and the
+/// data), or a new one at the base score (the parameter's, or the objective's from the labels).
+fn initial_model(
+    params: &Params,
+    train: &Rows<'_>,
+    options: &TrainOptions,
+    objective: &dyn Objective,
+) -> Result<Model> {
+    let outputs = objective.outputs();
+    if let Some(previous) = &options.xgb_model {
+        if previous.num_outputs() != outputs || previous.objective_name != objective.name() {
+            return Err(Error::param(
+                "xgb_model",
+                format!(
+                    "the model to continue has objective {} with {} outputs, the parameters {} with {outputs}",
+                    previous.objective_name,
+                    previous.num_outputs(),
+                    objective.name()
+                ),
+            ));
+        }
+        if previous.num_feature > train.cols() {
+            return Err(Error::InvalidData(format!(
+                "the model to continue has {} features, the training data {}",
+                previous.num_feature,
+                train.cols()
+            )));
+        }
+        let mut model = previous.clone();
+        model.num_feature = train.cols();
+        return Ok(model);
+    }
+    let base_score = match params.base_score {
+        Some(b) => {
+            objective.check_base_score(b)?;
+            vec![b]
+        }
+        None => objective.initial_base_scores(train.info),
+    };
+    let num_class = if outputs > 1 { outputs } else { 0 };
+    let mut model = Model::new(objective.to_json(), train.cols(), num_class, base_score)?;
+    model.boost_from_average = params.base_score.is_none();
+    if train.info.feature_names.len() == train.cols() {
+        model.feature_names = train.info.feature_names.clone();
+    }
+    Ok(model)
+}
+
+/// `data`'s margins under `model` (its base margins, or the base score, plus its trees): on the
+/// device for device rows (the host's bits).
+fn margins_of(model: &Model, data: &Rows<'_>, objective: &dyn Objective) -> Result<Vec<f32>> {
+    let base = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
+    let to_margin = |b: f32| objective.prob_to_margin(b);
+    match data.features {
+        Features::Host(features) => model.predict_margin(features, base, to_margin, (0, 0)),
+        Features::Device { gpu, data } => on_device(gpu, "predicting the initial margins", || {
+            let trees = DeviceModel::upload(gpu, model)?;
+            Ok(trees.predict_margin_on_device(gpu, data, base, to_margin, (0, 0))?.to_vec(gpu)?)
+        }),
+    }
+}
+
+/// Row sampling of one tree (`subsample`): a key drawn from the run's generator when sampling, so
+/// that the draws of both backends are one stateless function of it ([`RowSampler`]).
+fn row_sampler(subsample: f32, rng: &mut impl Rng) -> RowSampler {
+    if subsample < 1.0 {
+        RowSampler::new(rng.gen(), subsample)
+    } else {
+        RowSampler::ALL
+    }
+}
+
+fn sample_features(features: &[u32], fraction: f32, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    if fraction >= 1.0 {
+        return features.to_vec();
+    }
+    let count = ((features.len() as f64 * fraction as f64) as usize).max(1);
+    let mut chosen: Vec<u32> =
+        rand::seq::index::sample(rng, features.len(), count).into_iter().map(|i| features[i]).collect();
+    chosen.sort_unstable();
+    chosen
+}
+
+/// For objectives that recompute leaf values after the tree is built (absolute error): each leaf's
+/// value from the residuals of its rows that took part in the tree (a non-zero hessian in
+/// `gradients`, the tree's column), times `eta` (`boost_kernels::adaptive::refreshed_leaf`). The
+/// leaves' base weights stay the builder's, as in XGBoost's models.
+#[allow(clippy::too_many_arguments)]
+fn refresh_leaves(
+    alpha: f64,
+    tree: &mut Tree,
+    positions: &[u32],
+    gradients: &[GradientPair<f32>],
+    margins: &[f32],
+    info: &MetaInfo,
+    outputs: usize,
+    output: usize,
+    eta: f32,
+) {
+    let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); tree.len()];
+    for (i, &leaf) in positions.iter().enumerate() {
+        if gradients[i].hess != 0.0 {
+            rows_of[leaf as usize].push(i as u32);
+        }
+    }
+    let own_margins: Vec<f32> =
+        if outputs == 1 { Vec::new() } else { (0..positions.len()).map(|i| margins[i * outputs + output]).collect() };
+    let margins = if outputs == 1 { margins } else { &own_margins };
+    for (leaf, rows) in rows_of.iter().enumerate() {
+        if tree.is_leaf(leaf) {
+            let quantile = objective::residual_quantile(alpha, rows, margins, info);
+            tree.split_conditions[leaf] = adaptive::refreshed_leaf(quantile, tree.split_conditions[leaf], eta);
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! A run's setup: the inputs checked, the objective and metrics named, and the tree backend
+//! built (the CPU's quantised matrix or sorted columns; a GPU's sketch and bins; several GPUs'
+//! shards).
+
+use std::time::Instant;
+
+use primitives::{DeviceBuffer, Gpu};
+
+use super::backend::{CpuHist, TreeBackend};
+use super::device::{on_device, Devices};
+use super::TrainOptions;
+use crate::data::{FeatureMatrix, MetaInfo};
+use crate::ellpack::EllpackMatrix;
+use crate::gpu::{
+    csr_is_checked, device_cuts, device_cuts_csr, Communicator, DeviceCsr, DeviceData, GpuExact, GpuTrainer,
+    HostStaged, MultiGpuTrainer, Nccl, PeerSum,
+};
+use crate::metric::{self, Metric};
+use crate::objective::{self, Objective};
+use crate::param::{Params, TreeMethod};
+use crate::phases::PhaseTimes;
+use crate::quantile::QuantileCuts;
+use crate::rows::{Features, Rows};
+use crate::tree::exact::SortedColumns;
+use crate::tree::hist::HistogramPrecision;
+use crate::{Error, Result};
+
+/// The objective and the metrics of the log, in order.
+pub(super) type Checked = (Box<dyn Objective>, Vec<Box<dyn Metric>>);
+
+/// The training and evaluation sets checked (shapes, finite features, labels the objective takes,
+/// data each metric takes), and the objective and the metrics of the log in order: `eval_metric`'s,
+/// else the objective's default, then the caller's.
+pub(super) fn check(
+    params: &Params,
+    train: &Rows<'_>,
+    evals: &[(Rows<'_>, &str)],
+    options: &TrainOptions,
+) -> Result<Checked> {
+    if train.rows() == 0 {
+        return Err(Error::InvalidData("the training data has no rows".into()));
+    }
+    if train.info.labels.len() != train.rows() {
+        return Err(Error::InvalidData(format!("{} labels for {} rows", train.info.labels.len(), train.rows())));
+    }
+    let objective = objective::from_name(&params.objective, &params.objective_params)?;
+    objective.validate(train.info)?;
+    train.check_finite()?;
+    // The training set named as an evaluation set too is checked once.
+    for (data, name) in evals.iter().filter(|(data, _)| !data.is(train)) {
+        if let Err(Error::InvalidData(reason)) = data.check_finite() {
+            return Err(Error::InvalidData(format!("evaluation set `{name}`: {reason}")));
+        }
+        if data.cols() > train.cols() {
+            return Err(Error::InvalidData(format!(
+                "evaluation set `{name}` has {} features, the training data {}",
+                data.cols(),
+                train.cols()
+            )));
+        }
+        objective.validate(data.info)?;
+    }
+    let outputs = objective.outputs();
+    let mut metrics: Vec<Box<dyn Metric>> = params
+        .eval_metrics
+        .iter()
+        .map(|m| metric::from_name_with_params(m, &params.objective_params))
+        .collect::<Result<_>>()?;
+    if metrics.is_empty() && !params.disable_default_eval_metric {
+        metrics.push(metric::default_metric_for(objective.as_ref())?);
+    }
+    if let Some(custom) = &options.custom_metric {
+        metrics.push(Box::new(custom.clone()));
+    }
+    for (data, _) in evals {
+        for m in &metrics {
+            m.check(data.rows() * outputs, data.info, outputs)?;
+        }
+    }
+    Ok((objective, metrics))
+}
+
+/// The backend growing the trees on `devices`. The CPU sketches and quantises the features into its
+/// ELLPACK matrix. A GPU sketches dense rows itself (the CPU's cuts bit for bit) and quantises them
+/// with the same search into the bins its builder reads; CSR rows are sketched on the host. The
+/// exact method sorts the columns on the host; a GPU keeps them and grows the trees.
+pub(super) fn backend<'g>(
+    params: &Params,
+    train: &Rows<'_>,
+    devices: &'g Devices<'_>,
+    precision: HistogramPrecision,
+    phases: &mut PhaseTimes,
+) -> Result<Box<dyn TreeBackend<'g> + 'g>> {
+    let gpus = devices.all();
+    if !gpus.is_empty() && precision != HistogramPrecision::FixedPoint {
+        return Err(Error::param(
+            "device",
+            format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
+        ));
+    }
+    let row_weights = row_weights(train.info, train.rows())?;
+    let max_bin = params.tree.max_bin as usize;
+    if params.tree_method == TreeMethod::Exact {
+        let columns = phases.time("sorted columns", || train.host_features().map(SortedColumns::new))?;
+        let Some(&gpu) = gpus.first() else {
+            return Ok(Box::new(columns));
+        };
+        on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
+        let start = Instant::now();
+        let exact = on_device(gpu, "uploading the sorted columns", || GpuExact::new(gpu, &columns, train.rows()))?;
+        phases.add("sorted columns to the device", start.elapsed());
+        return Ok(Box::new(exact));
+    }
+    match gpus[..] {
+        [] => Ok(Box::new(cpu_hist(train, &row_weights, max_bin, precision, phases)?)),
+        [gpu] => {
+            on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
+            Ok(Box::new(gpu_trainer(gpu, train, &row_weights, max_bin, phases)?))
+        }
+        // Several devices: the one device's cuts, each device quantising its shard of the rows.
+        _ => Ok(Box::new(multi_gpu_trainer(&gpus, train, &row_weights, max_bin, phases)?)),
+    }
+}
+
+/// The CPU's cuts, ELLPACK matrix and the bins its builder reads.
+fn cpu_hist(
+    train: &Rows<'_>,
+    row_weights: &[f32],
+    max_bin: usize,
+    precision: HistogramPrecision,
+    phases: &mut PhaseTimes,
+) -> Result<CpuHist> {
+    let features = train.host_features()?;
+    let cuts = phases.time("cuts", || QuantileCuts::build(features, row_weights, max_bin));
+    let matrix = phases.time("ellpack", || EllpackMatrix::new(features, &cuts));
+    let bins = phases.time("matrix for the tree builder", || matrix.unpack(&cuts));
+    Ok(CpuHist { cuts, matrix, bins, precision })
+}
+
+/// The features as the GPU builder reads them, with their cuts: dense rows and CSR rows whose
+/// columns increase are sketched on the device ([`device_cuts`], [`device_cuts_csr`]: the host's
+/// cuts bit for bit) and quantised from the same device copy (uploaded once, or the caller's rows
+/// in place); other CSR rows (built in memory) are sketched on the host and quantised on the device.
+fn gpu_trainer<'g>(
+    gpu: &'g Gpu,
+    train: &Rows<'_>,
+    weights: &[f32],
+    max_bin: usize,
+    phases: &mut PhaseTimes,
+) -> Result<GpuTrainer<'g>> {
+    /// The rows the sketch read on the device, for the quantisation.
+    enum OnDevice<'a> {
+        Uploaded(DeviceBuffer<f32>, (usize, usize)),
+        UploadedCsr(DeviceCsr),
+        Caller(DeviceData<'a>),
+        Nothing,
+    }
+    let start = Instant::now();
+    let (rows, cuts) = on_device(gpu, "sketching the features on the device", || {
+        let device_weights = (!weights.is_empty()).then(|| gpu.upload(weights)).transpose()?;
+        let sketch = |data: DeviceData<'_>| match data {
+            DeviceData::Dense { values, rows, cols } => {
+                device_cuts(gpu, values, (rows, cols), device_weights.as_ref(), max_bin)
+            }
+            DeviceData::Csr(csr) => device_cuts_csr(gpu, csr, device_weights.as_ref(), max_bin),
+        };
+        Ok(match train.features {
+            Features::Device { data, .. } => (OnDevice::Caller(data), sketch(data)?),
+            Features::Host(FeatureMatrix::Dense(m)) => {
+                let values = gpu.upload(&m.values)?;
+                let cuts = sketch(DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols })?;
+                (OnDevice::Uploaded(values, (m.rows, m.cols)), cuts)
+            }
+            Features::Host(FeatureMatrix::Sparse(m)) if csr_is_checked(m) => {
+                let csr = DeviceCsr::upload(gpu, m)?;
+                let cuts = sketch(DeviceData::Csr(&csr))?;
+                (OnDevice::UploadedCsr(csr), cuts)
+            }
+            Features::Host(features) => (OnDevice::Nothing, QuantileCuts::build(features, weights, max_bin)),
+        })
+    })?;
+    phases.add("cuts", start.elapsed());
+    let start = Instant::now();
+    let trainer = on_device(gpu, "quantising the features on the device", || match &rows {
+        OnDevice::Uploaded(values, shape) => GpuTrainer::from_device_rows(gpu, values, *shape, &cuts),
+        OnDevice::UploadedCsr(csr) => GpuTrainer::from_device_csr(gpu, csr, &cuts),
+        OnDevice::Caller(DeviceData::Dense { values, rows, cols }) => {
+            GpuTrainer::from_device_rows(gpu, values, (*rows, *cols), &cuts)
+        }
+        OnDevice::Caller(DeviceData::Csr(csr)) => GpuTrainer::from_device_csr(gpu, csr, &cuts),
+        OnDevice::Nothing => GpuTrainer::from_features(gpu, train.host_features()?, &cuts),
+    })?;
+    phases.add("matrix for the tree builder", start.elapsed());
+    Ok(trainer)
+}
+
+/// The trainer over `gpus` (at least two) of the training rows: dense rows (the caller's in the
+/// first device's memory, or uploaded there) sketched on the first device (the one device's cuts)
+/// and their shards copied from it to the others; CSR rows sketched on the host, each device's
+/// shard uploaded. The devices sum histograms through NCCL, or through host memory when emulated.
+fn multi_gpu_trainer<'g>(
+    gpus: &[&'g Gpu],
+    train: &Rows<'_>,
+    weights: &[f32],
+    max_bin: usize,
+    phases: &mut PhaseTimes,
+) -> Result<MultiGpuTrainer<'g>> {
+    let gpu = gpus[0];
+    for &g in gpus {
+        on_device(g, "resetting the peak memory", || Ok(g.reset_peak_memory()?))?;
+    }
+    let start = Instant::now();
+    // Peer access where every pair of devices has it (a few driver calls a sum), else NCCL.
+    let (communicator, name): (Box<dyn Communicator>, _) = if gpus.iter().any(|g| g.is_emulated()) {
+        (Box::new(HostStaged), "communicator: host")
+    } else if let Ok(peer) = PeerSum::new(gpus) {
+        (Box::new(peer), "communicator: peer access")
+    } else {
+        (Box::new(Nccl::new(gpus)?), "communicator: nccl")
+    };
+    phases.add(name, start.elapsed());
+    let start = Instant::now();
+    let uploaded;
+    let dense = match train.features {
+        Features::Device { data: DeviceData::Dense { values, rows, cols }, .. } if values.is_on(gpu) => {
+            Some((values, rows, cols))
+        }
+        Features::Host(FeatureMatrix::Dense(m)) => {
+            uploaded = on_device(gpu, "uploading the features", || Ok(gpu.upload(&m.values)?))?;
+            Some((&uploaded, m.rows, m.cols))
+        }
+        _ => None,
+    };
+    let Some((values, rows, cols)) = dense else {
+        let features = train.host_features()?;
+        let cuts = QuantileCuts::build(features, weights, max_bin);
+        phases.add("cuts", start.elapsed());
+        let start = Instant::now();
+        let trainer = on_device(gpu, "quantising the features on the devices", || {
+            MultiGpuTrainer::from_features(gpus, features, &cuts, communicator)
+        })?;
+        phases.add("matrix for the tree builder", start.elapsed());
+        return Ok(trainer);
+    };
+    let cuts = on_device(gpu, "sketching the features on the device", || {
+        let weights = (!weights.is_empty()).then(|| gpu.upload(weights)).transpose()?;
+        device_cuts(gpu, values, (rows, cols), weights.as_ref(), max_bin)
+    })?;
+    phases.add("cuts", start.elapsed());
+    let start = Instant::now();
+    let trainer = on_device(gpu, "quantising the features on the devices", || {
+        MultiGpuTrainer::from_device_rows(gpus, values, (rows, cols), &cuts, communicator)
+    })?;
+    phases.add("matrix for the tree builder", start.elapsed());
+    Ok(trainer)
+}
+
+/// Row weights for the quantile sketch: per-row weights, or per-group weights spread over the rows.
+fn row_weights(info: &MetaInfo, rows: usize) -> Result<Vec<f32>> {
+    if info.weights.is_empty() || info.weights.len() == rows {
+        return Ok(info.weights.clone());
+    }
+    let groups = info.group_ptr.len().saturating_sub(1);
+    if info.weights.len() == groups {
+        let mut w = vec![0f32; rows];
+        for g in 0..groups {
+            w[info.group_ptr[g]..info.group_ptr[g + 1]].fill(info.weights[g]);
+        }
+        return Ok(w);
+    }
+    Err(Error::InvalidData(format!("{} weights for {rows} rows and {groups} groups", info.weights.len())))
+}
