@@ -91,6 +91,8 @@ pub mod block;
 pub mod device;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod launch;
 pub mod ops;
 pub mod radix_key;
 pub mod thread;
@@ -101,8 +103,10 @@ pub mod entry;
 
 /// Declares a kernel entry point: `extern "ptx-kernel"` with a stable `#[no_mangle]` name on the GPU,
 /// a plain `unsafe fn` of the same name on the host (run it inside [`emu::Emulator::launch`]), plus,
-/// on the host, `NAME::raw(&[u64])`, which calls it with arguments passed as the host would pass them
-/// to a GPU launch (pointers and integers as 64-bit values).
+/// on the host, a module of the same name: `NAME::args(...)`, typed as the kernel's parameters,
+/// makes a launch's [`launch::KernelArgs`] (the one place a launch names the kernel and its
+/// arguments: the wrong count or types do not compile), and `NAME::raw(&[u64])` calls the host
+/// version with arguments as a launch passes them (pointers and integers as 64-bit values).
 #[macro_export]
 macro_rules! kernel {
     ($(#[$attr:meta])* $vis:vis unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
@@ -116,12 +120,22 @@ macro_rules! kernel {
         #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
         $vis unsafe fn $name($($arg: $ty),*) $body
 
-        /// Host-side launcher of the kernel of the same name (emulator only).
+        /// The host's side of the kernel of the same name: its typed launch arguments, and its host
+        /// version called with a launch's words (the emulator).
         #[cfg(not(target_arch = "nvptx64"))]
         #[allow(non_snake_case, dead_code)]
         $vis mod $name {
             #[allow(unused_imports)]
             use super::*;
+
+            /// The kernel's name in the PTX.
+            pub const NAME: &str = stringify!($name);
+
+            /// A launch's arguments, typed as the kernel declares its parameters.
+            #[allow(clippy::too_many_arguments)]
+            pub fn args($($arg: $ty),*) -> $crate::launch::KernelArgs {
+                $crate::launch::KernelArgs::new(NAME, &[$(<$ty as $crate::launch::KernelParam>::to_raw($arg)),*])
+            }
 
             /// Calls the kernel with raw 64-bit arguments; panics when their number is wrong.
             ///
@@ -134,7 +148,7 @@ macro_rules! kernel {
                 #[allow(unused_mut, unused_variables)]
                 let mut next = args.iter().copied();
                 // SAFETY: forwarded to the caller.
-                unsafe { super::$name($(<$ty as $crate::emu::KernelParam>::from_raw(next.next().unwrap_or_default())),*) }
+                unsafe { super::$name($(<$ty as $crate::launch::KernelParam>::from_raw(next.next().unwrap_or_default())),*) }
             }
         }
     };

@@ -288,6 +288,18 @@ impl<T: Element> DeviceBuffer<T> {
             Storage::Emulated(memory) => memory.address(),
         }
     }
+
+    /// The device address as a kernel parameter that reads (`NAME::args(...)` of a kernel; see
+    /// [`Gpu::launch_kernel`](crate::Gpu::launch_kernel)). Only a kernel may dereference it.
+    pub fn as_ptr(&self) -> *const T {
+        self.device_ptr() as usize as *const T
+    }
+
+    /// The device address as a kernel parameter that writes. Taking it borrows nothing: the launch
+    /// that writes through it is `unsafe`, and its caller keeps the buffer alive and unshared.
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.device_ptr() as usize as *mut T
+    }
 }
 
 fn foreign_buffer() -> Error {

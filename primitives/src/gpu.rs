@@ -659,10 +659,27 @@ impl Gpu {
         }
     }
 
-    /// Enqueues `kernel` of `module` with its parameters as raw 64-bit values (device pointers
-    /// from [`DeviceBuffer::device_ptr`] included): a launch of its machine code or PTX on a CUDA
-    /// device, the kernel's host version on the emulator. This is how a crate with kernels of its
-    /// own (built like `primitives-kernels`, embedded as a [`KernelModule`]) launches them.
+    /// Enqueues a kernel of `module` with `args`, which its typed `NAME::args(...)` made (see
+    /// `primitives_kernels::kernel!`): a launch of its machine code or PTX on a CUDA device, the
+    /// kernel's host version on the emulator. This is how a crate with kernels of its own (built
+    /// like `primitives-kernels`, embedded as a [`KernelModule`]) launches them:
+    /// `gpu.launch_kernel(MODULE, config, entry::my_kernel::args(input.as_ptr(), n))`.
+    ///
+    /// # Safety
+    /// Every pointer among the arguments must be valid for what the kernel does with it for the
+    /// launch's grid (the count and types are checked when `args` is compiled).
+    pub unsafe fn launch_kernel(
+        &self,
+        module: KernelModule,
+        config: LaunchConfig,
+        args: primitives_kernels::launch::KernelArgs,
+    ) -> Result<()> {
+        // SAFETY: forwarded to the caller; the words are the kernel's typed parameters.
+        unsafe { self.launch(module, args.name(), config, args.words()) }
+    }
+
+    /// [`Gpu::launch_kernel`] of a kernel named at run time, with its parameters as raw 64-bit
+    /// words: the untyped form, for launches the typed one cannot name (a test of a missing kernel).
     ///
     /// # Safety
     /// The arguments must match the kernel's parameter list, and every pointer among them must be

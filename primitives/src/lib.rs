@@ -71,6 +71,7 @@ pub use gpu::{
 };
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
 pub use primitives_kernels::emu::Schedule;
+pub use primitives_kernels::launch::KernelArgs;
 /// Element bound and operators, shared with the kernels.
 pub use primitives_kernels::ops;
 

@@ -25,6 +25,7 @@
 
 use std::ops::Range;
 
+use boost_kernels::entry;
 use boost_kernels::synthetic::{self as kernel, SyntheticRows};
 use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 use rayon::prelude::*;
@@ -128,10 +129,16 @@ pub fn generate_on_device(
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let args = [rows.device_ptr(), range.start as u64, n as u64, values.device_ptr(), labels.device_ptr()];
+        let args = entry::boost_synthetic_rows::args(
+            rows.as_ptr(),
+            range.start as u64,
+            n as u64,
+            values.as_mut_ptr(),
+            labels.as_mut_ptr(),
+        );
         // SAFETY: `rows` holds one spec; `values` holds `n * cols` values and `labels` `n`; a thread
         // per chunk that meets the range (extra threads return).
-        unsafe { gpu.launch(crate::KERNELS, "boost_synthetic_rows", config, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
     }
     Ok((values, labels))
 }

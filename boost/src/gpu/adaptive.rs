@@ -2,9 +2,11 @@
 //! backend's arithmetic (`boost_kernels::adaptive`): a sort key per position of the row order, our
 //! segmented radix sort over the leaves' ranges, and a thread per leaf for its quantile.
 
+use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, DeviceSegmentedSort, Gpu, SortOrder};
 
 use boost_kernels::adaptive::KEY_BITS;
+use boost_kernels::entry;
 use boost_kernels::objective::LeafRange;
 
 use super::{element_config, Kept};
@@ -27,12 +29,12 @@ struct RowScratch {
 /// What the residuals are made of: the rows' labels, weights (null: none) and margins
 /// (`outputs` a row, the tree's is `output`), and the gradients the tree was grown from.
 pub(super) struct ResidualInputs {
-    pub labels: u64,
-    pub weights: u64,
-    pub margins: u64,
+    pub labels: *const f32,
+    pub weights: *const f32,
+    pub margins: *const f32,
     pub outputs: usize,
     pub output: usize,
-    pub gradients: u64,
+    pub gradients: *const GradientPair<f32>,
 }
 
 /// Each leaf's `alpha`-quantile of its rows' residuals, in the order of `leaves` (sorted by `begin`,
@@ -57,19 +59,19 @@ pub(super) fn leaf_quantiles(
         });
     }
     let RowScratch { keys, sorted_keys, sorted_rows } = scratch.rows.as_mut().expect("made above");
-    let args = [
-        rows.device_ptr(),
+    let args = entry::boost_objective_residual_keys::args(
+        rows.as_ptr(),
         n as u64,
         inputs.labels,
         inputs.margins,
         inputs.outputs as u64,
         inputs.output as u64,
         inputs.gradients,
-        keys.device_ptr(),
-    ];
+        keys.as_mut_ptr(),
+    );
     // SAFETY: the row order and the keys hold `n` values; every row is below the labels', margins'
     // and gradients' row counts.
-    unsafe { gpu.launch(crate::KERNELS, "boost_objective_residual_keys", element_config(n)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
 
     let offsets: Vec<u32> = leaves.iter().map(|leaf| leaf.begin).chain([n as u32]).collect();
     let offsets = gpu.upload(&offsets)?;
@@ -85,10 +87,10 @@ pub(super) fn leaf_quantiles(
     )?;
 
     let quantiles = scratch.quantiles.at_least(gpu, leaves.len())?;
-    let args = [
-        sorted_keys.device_ptr(),
-        sorted_rows.device_ptr(),
-        offsets.device_ptr(),
+    let args = entry::boost_objective_leaf_quantiles::args(
+        sorted_keys.as_ptr(),
+        sorted_rows.as_ptr(),
+        offsets.as_ptr(),
         leaves.len() as u64,
         inputs.labels,
         inputs.margins,
@@ -96,11 +98,11 @@ pub(super) fn leaf_quantiles(
         inputs.output as u64,
         inputs.weights,
         alpha.to_bits(),
-        quantiles.device_ptr(),
-    ];
+        quantiles.as_mut_ptr(),
+    );
     // SAFETY: the offsets are `leaves + 1` non-decreasing positions up to `n`; the sorted rows are the
     // row order's; `quantiles` holds a value a leaf.
-    unsafe { gpu.launch(crate::KERNELS, "boost_objective_leaf_quantiles", element_config(leaves.len())?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(leaves.len())?, args)? };
     let mut values = quantiles.to_vec(gpu)?;
     values.truncate(leaves.len());
     Ok(values)

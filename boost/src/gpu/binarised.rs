@@ -9,9 +9,10 @@ use std::ops::Range;
 use boost_kernels::binarised::{
     self, BinarisedFeature, BinarisedTree, LevelSplit, MAX_LEVELS, MAX_THRESHOLDS, NO_COLUMN, ROWS_PER_THREAD,
 };
+use boost_kernels::entry;
 use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
-use super::eval::grouped_by_output;
+use super::{eval::grouped_by_output, ptr, ptr_mut};
 use crate::tree::oblivious::ObliviousTree;
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -147,34 +148,32 @@ impl BinarisedTrees {
             return Err(Error::InvalidData(format!("{rows} rows are too many for one launch")));
         }
         let grouped = grouped_by_output(gpu, &self.table[range.clone()], |tree| tree.output)?;
-        let first_tree = grouped.as_ref().map_or_else(
-            || self.trees.device_ptr() + (range.start * size_of::<BinarisedTree>()) as u64,
-            DeviceBuffer::device_ptr,
-        );
+        let first_tree =
+            grouped.as_ref().map_or_else(|| self.trees.as_ptr().wrapping_add(range.start), DeviceBuffer::as_ptr);
         let config = LaunchConfig {
             grid_dim: (blocks as u32, 1, 1),
             block_dim: (threads as u32, 1, 1),
             shared_mem_bytes: binarised::staged_bytes(threads, self.columns) as u32,
         };
-        let args = [
-            values,
+        let args = entry::boost_predict_binarised::args(
+            ptr(values),
             rows as u64,
             cols as u64,
-            self.features.device_ptr(),
+            self.features.as_ptr(),
             self.features.len() as u64,
-            self.thresholds.device_ptr(),
+            self.thresholds.as_ptr(),
             u64::from(self.steps),
             first_tree,
             range.len() as u64,
-            self.splits.device_ptr(),
-            self.leaf_values.device_ptr(),
+            self.splits.as_ptr(),
+            self.leaf_values.as_ptr(),
             self.columns as u64,
-            margins,
+            ptr_mut(margins),
             outputs as u64,
-        ];
+        );
         // SAFETY: `rows * cols` values and `rows * outputs` margins (the caller); the layout's
         // indices lie within its buffers (`Layout::of`), and the staged columns fit.
-        unsafe { gpu.launch(crate::KERNELS, "boost_predict_binarised", config, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
         Ok(true)
     }
 }

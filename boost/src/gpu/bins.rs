@@ -10,9 +10,10 @@
 use rayon::prelude::*;
 
 use boost_kernels::bins::{packed_row_word, PackedRows};
+use boost_kernels::entry;
 use primitives::{DeviceBuffer, Gpu, PackedBinMatrix};
 
-use super::{element_config, DeviceCsr, DeviceCuts};
+use super::{element_config, ptr, ptr_mut, DeviceCsr, DeviceCuts};
 use crate::data::{CsrMatrix, FeatureMatrix};
 use crate::ellpack::EllpackMatrix;
 use crate::quantile::QuantileCuts;
@@ -243,12 +244,14 @@ unsafe fn quantise_dense(
         return Ok(());
     }
     let [features, bits, row_words] = bins.layout.shape_args();
-    let (cut_ptrs, cut_values) = (cuts.cut_ptrs.device_ptr(), cuts.cut_values.device_ptr());
-    let args = [values, rows as u64, features, bits, row_words, cut_ptrs, cut_values, bins.row_at(first)];
+    let (cut_ptrs, cut_values) = (cuts.cut_ptrs.as_ptr(), cuts.cut_values.as_ptr());
+    let out = ptr_mut(bins.row_at(first));
+    let args =
+        entry::boost_bins_dense::args(ptr(values), rows as u64, features, bits, row_words, cut_ptrs, cut_values, out);
     // SAFETY: as the caller promises: `rows` rows of values and of packed words (a thread a word);
     // the cuts' `features + 1` offsets lie within their bounds, fewer bins a feature than the
     // missing id.
-    unsafe { gpu.launch(crate::KERNELS, "boost_bins_dense", element_config(words)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(words)?, args)? };
     Ok(())
 }
 
@@ -270,20 +273,20 @@ unsafe fn quantise_csr(
         return Ok(());
     }
     let [features, bits, row_words] = bins.layout.shape_args();
-    let (cut_ptrs, cut_values) = (cuts.cut_ptrs.device_ptr(), cuts.cut_values.device_ptr());
-    let args = [
-        row_ptr,
-        col_indices,
-        values,
+    let (cut_ptrs, cut_values) = (cuts.cut_ptrs.as_ptr(), cuts.cut_values.as_ptr());
+    let args = entry::boost_bins_csr::args(
+        ptr(row_ptr),
+        ptr(col_indices),
+        ptr(values),
         rows as u64,
         features,
         bits,
         row_words,
         cut_ptrs,
         cut_values,
-        bins.row_at(first),
-    ];
+        ptr_mut(bins.row_at(first)),
+    );
     // SAFETY: as the caller promises (a thread a row); the cuts as for the dense kernel.
-    unsafe { gpu.launch(crate::KERNELS, "boost_bins_csr", element_config(rows)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(rows)?, args)? };
     Ok(())
 }

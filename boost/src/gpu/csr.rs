@@ -5,6 +5,7 @@
 use primitives::ops::Element;
 use primitives::{DeviceBuffer, Gpu};
 
+use boost_kernels::entry;
 use boost_kernels::sketch::{CSR_BAD_COLUMN, CSR_BAD_OFFSETS, CSR_INFINITE, CSR_PROBLEMS, CSR_UNORDERED};
 
 use super::element_config;
@@ -84,15 +85,9 @@ impl DeviceCsr {
     }
 
     /// The kernels' view: offsets, columns, values, rows, entries, columns.
-    pub(crate) fn args(&self) -> [u64; 6] {
-        [
-            self.row_ptr.device_ptr(),
-            self.col_indices.device_ptr(),
-            self.values.device_ptr(),
-            self.rows() as u64,
-            self.nnz() as u64,
-            self.cols as u64,
-        ]
+    pub(crate) fn args(&self) -> (*const u64, *const u32, *const f32, u64, u64, u64) {
+        let (rows, nnz, cols) = (self.rows() as u64, self.nnz() as u64, self.cols as u64);
+        (self.row_ptr.as_ptr(), self.col_indices.as_ptr(), self.values.as_ptr(), rows, nnz, cols)
     }
 
     fn check(&self, gpu: &Gpu) -> Result<()> {
@@ -100,11 +95,12 @@ impl DeviceCsr {
             return Ok(());
         }
         let problems = gpu.upload(&[u32::MAX; CSR_PROBLEMS])?;
-        let mut args = self.args().to_vec();
-        args.push(problems.device_ptr());
+        let (row_ptr, col_indices, values, rows, nnz, cols) = self.args();
+        let out = problems.as_mut_ptr();
+        let args = entry::boost_csr_check::args(row_ptr, col_indices, values, rows, nnz, cols, out);
         // SAFETY: `rows + 1` offsets, `nnz` entries (the kernel reads entries only within them),
         // the problem words.
-        unsafe { gpu.launch(crate::KERNELS, "boost_csr_check", element_config(self.rows())?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(self.rows())?, args)? };
         let problems = problems.to_vec(gpu)?;
         let (nnz, cols) = (self.nnz(), self.cols);
         let reasons = [
@@ -132,9 +128,9 @@ pub(crate) fn check_dense_finite(gpu: &Gpu, values: &DeviceBuffer<f32>, (rows, c
         return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
     }
     let first_row = gpu.upload(&[u32::MAX])?;
-    let args = [values.device_ptr(), n as u64, cols as u64, first_row.device_ptr()];
+    let args = entry::boost_check_dense::args(values.as_ptr(), n as u64, cols as u64, first_row.as_mut_ptr());
     // SAFETY: `n` values, one word.
-    unsafe { gpu.launch(crate::KERNELS, "boost_check_dense", element_config(n)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
     let row = first_row.to_vec(gpu)?[0];
     if row == u32::MAX {
         return Ok(());

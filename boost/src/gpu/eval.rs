@@ -9,13 +9,14 @@ use std::ops::Range;
 use primitives::ops::Element;
 use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
+use boost_kernels::entry;
 use boost_kernels::metric::Transform;
 use boost_kernels::predict::{self, PredictNode, PredictTree, DEFAULT_LEFT, LEAF};
 
-use super::binarised::BinarisedTrees;
 use super::element_config;
 use super::metrics::{InitialMargins, MetricRows};
 use super::DeviceData;
+use super::{binarised::BinarisedTrees, ptr, ptr_mut};
 use crate::data::{FeatureMatrix, MetaInfo};
 use crate::metric::DeviceMetric;
 use crate::model::check_features;
@@ -352,15 +353,15 @@ fn walk_rows(
     out: RowWalks,
 ) -> Result<()> {
     // Leaf indices go tree by tree in the model's order: only margins take the trees grouped.
-    let (grouped, tail_out) = match out {
+    let (grouped, (margins, outputs, leaves)) = match out {
         RowWalks::Margins(margins, outputs) => {
-            (grouped_by_output(gpu, &trees.table[range.clone()], |t| t.output)?, [margins, outputs as u64, 0])
+            (grouped_by_output(gpu, &trees.table[range.clone()], |t| t.output)?, (margins, outputs as u64, 0))
         }
-        RowWalks::Leaves(leaves) => (None, [0, trees.outputs as u64, leaves]),
+        RowWalks::Leaves(leaves) => (None, (0, trees.outputs as u64, leaves)),
     };
-    let first_tree = grouped.as_ref().map_or(tree_address(trees, range.start), |g| g.device_ptr());
-    let mut tail = vec![first_tree, range.len() as u64, trees.nodes.device_ptr()];
-    tail.extend(tail_out);
+    let first_tree = grouped.as_ref().map_or(ptr(tree_address(trees, range.start)), |g| g.as_ptr());
+    let (num_trees, nodes) = (range.len() as u64, trees.nodes.as_ptr());
+    let (margins, leaves) = (ptr_mut(margins), ptr_mut(leaves));
     match view {
         FeatureView::Dense { values, cols } => {
             // The most threads a block (down to a warp) whose rows fit in shared memory.
@@ -375,19 +376,31 @@ fn walk_rows(
                 block_dim: (threads as u32, 1, 1),
                 shared_mem_bytes: staged.map_or(0, |t| predict::staged_bytes(t, cols)) as u32,
             };
-            let mut args = vec![values, rows as u64, cols as u64];
-            args.extend(tail);
-            args.push(u64::from(staged.is_some()));
+            let (values, rows, cols, stage) = (ptr(values), rows as u64, cols as u64, u64::from(staged.is_some()));
+            let args = entry::boost_predict_dense::args(
+                values, rows, cols, first_tree, num_trees, nodes, margins, outputs, leaves, stage,
+            );
             // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
             // outputs were checked when uploaded and by the caller; the staged rows fit.
-            unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense", config, &args)? };
+            unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
         }
         FeatureView::Csr { row_ptr, col_indices, values } => {
-            let mut args = vec![row_ptr, col_indices, values, rows as u64];
-            args.extend(tail);
+            let (row_ptr, col_indices, values) = (ptr(row_ptr), ptr(col_indices), ptr(values));
+            let args = entry::boost_predict_csr::args(
+                row_ptr,
+                col_indices,
+                values,
+                rows as u64,
+                first_tree,
+                num_trees,
+                nodes,
+                margins,
+                outputs,
+                leaves,
+            );
             // SAFETY: `rows + 1` non-decreasing offsets within the entries (checked before the
             // upload), the margins and the trees as above.
-            unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr", element_config(rows)?, &args)? };
+            unsafe { gpu.launch_kernel(crate::KERNELS, element_config(rows)?, args)? };
         }
     }
     Ok(())
@@ -428,10 +441,17 @@ fn sum_tree_walks(
         let chunk = first..(first + chunk).min(range.end);
         let count = chunk.len() as u64;
         walk_each_tree(gpu, view, rows, trees, chunk.clone(), (values.device_ptr(), 0, 0))?;
-        let args = [values.device_ptr(), rows as u64, tree_address(trees, chunk.start), count, margins, outputs as u64];
+        let args = entry::boost_predict_sum::args(
+            values.as_ptr(),
+            rows as u64,
+            ptr(tree_address(trees, chunk.start)),
+            count,
+            ptr_mut(margins),
+            outputs as u64,
+        );
         // SAFETY: `count * rows` leaf values just written, `rows * outputs` margins, every tree's
         // output below `outputs` (checked by the caller).
-        unsafe { gpu.launch(crate::KERNELS, "boost_predict_sum", config, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
     }
     Ok(())
 }
@@ -448,21 +468,35 @@ fn walk_each_tree(
     (values_out, leaves, stride): (u64, u64, u64),
 ) -> Result<()> {
     let config = element_config(rows * range.len())?;
-    let tail =
-        [tree_address(trees, range.start), range.len() as u64, trees.nodes.device_ptr(), values_out, leaves, stride];
+    let (first_tree, num_trees, nodes) =
+        (ptr(tree_address(trees, range.start)), range.len() as u64, trees.nodes.as_ptr());
+    let (values_out, leaves) = (ptr_mut(values_out), ptr_mut(leaves));
     match view {
         FeatureView::Dense { values, cols } => {
-            let mut args = vec![values, rows as u64, cols as u64];
-            args.extend(tail);
+            let (values, rows, cols) = (ptr(values), rows as u64, cols as u64);
+            let args = entry::boost_predict_dense_trees::args(
+                values, rows, cols, first_tree, num_trees, nodes, values_out, leaves, stride,
+            );
             // SAFETY: `rows * cols` values; the outputs as the caller sized them; the trees as
             // `walk_trees` checked.
-            unsafe { gpu.launch(crate::KERNELS, "boost_predict_dense_trees", config, &args)? };
+            unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
         }
         FeatureView::Csr { row_ptr, col_indices, values } => {
-            let mut args = vec![row_ptr, col_indices, values, rows as u64];
-            args.extend(tail);
+            let (row_ptr, col_indices, values) = (ptr(row_ptr), ptr(col_indices), ptr(values));
+            let args = entry::boost_predict_csr_trees::args(
+                row_ptr,
+                col_indices,
+                values,
+                rows as u64,
+                first_tree,
+                num_trees,
+                nodes,
+                values_out,
+                leaves,
+                stride,
+            );
             // SAFETY: checked CSR offsets (see `walk_rows`); the rest as above.
-            unsafe { gpu.launch(crate::KERNELS, "boost_predict_csr_trees", config, &args)? };
+            unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
         }
     }
     Ok(())

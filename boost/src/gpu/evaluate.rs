@@ -5,6 +5,7 @@
 
 use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
+use boost_kernels::entry;
 use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::oblivious;
 use boost_kernels::split::{calc_gain, Split};
@@ -69,7 +70,7 @@ pub fn evaluate_splits(
     }
     let best = gpu.alloc_uninitialized::<DeviceSplit>(nodes.len())?;
     let mut scratch = EvaluationScratch::default();
-    enqueue_evaluation(gpu, cuts, histograms, (layout, nodes), context, &mut scratch, best.device_ptr())?;
+    enqueue_evaluation(gpu, cuts, histograms, (layout, nodes), context, &mut scratch, best.as_mut_ptr())?;
     Ok(best.to_vec(gpu)?.iter().map(DeviceSplit::split).collect())
 }
 
@@ -82,7 +83,7 @@ pub(super) fn enqueue_evaluation(
     (layout, nodes): (HistogramLayout, &[NodeToEvaluate]),
     context: &SplitContext,
     scratch: &mut EvaluationScratch,
-    best: u64,
+    best: *mut DeviceSplit,
 ) -> Result<()> {
     let (node_stride, feature_stride) = match layout {
         HistogramLayout::Global => (cuts.total_bins, 0),
@@ -135,38 +136,38 @@ pub(super) fn enqueue_evaluation(
     arena.extend_from_slice(&offsets);
     let pairs_at = arena.len();
     arena.extend_from_slice(&pairs);
-    let arena_at = scratch.arena.upload(gpu, &arena)?.device_ptr();
-    let at = |words: usize| arena_at + (words * size_of::<u32>()) as u64;
+    let arena = scratch.arena.upload(gpu, &arena)?.as_ptr();
+    let at = |words: usize| arena.wrapping_add(words);
     let candidates = scratch.candidates.at_least(gpu, num_pairs)?;
-    let module = crate::KERNELS;
     let config = |items: usize| LaunchConfig {
         grid_dim: (blocks(items), 1, 1),
         block_dim: (EVALUATE_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
     if num_pairs > 0 {
-        let args = [
-            histograms.device_ptr(),
+        let args = entry::boost_split_features::args(
+            histograms.as_ptr(),
             node_stride as u64,
             feature_stride as u64,
             at(slots_at),
-            at(totals_at),
-            cuts.cut_ptrs.device_ptr(),
-            cuts.cut_values.device_ptr(),
+            at(totals_at).cast(),
+            cuts.cut_ptrs.as_ptr(),
+            cuts.cut_values.as_ptr(),
             at(pairs_at),
             num_pairs as u64,
-            at(0),
-            candidates.device_ptr(),
-        ];
+            at(0).cast(),
+            candidates.as_mut_ptr(),
+        );
         // SAFETY: every pair names a node of `slots`/`totals` and a feature of the cuts, every slot's
         // histogram lies within `histograms` and holds each feature's bins (checked above); one
         // warp per pair, whole warps (the block size is a multiple of 32).
-        unsafe { gpu.launch(module, "boost_split_features", config(num_pairs * 32), &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, config(num_pairs * 32), args)? };
     }
-    let args = [candidates.device_ptr(), at(offsets_at), nodes.len() as u64, at(0), best];
+    let args =
+        entry::boost_split_nodes::args(candidates.as_ptr(), at(offsets_at), nodes.len() as u64, at(0).cast(), best);
     // SAFETY: `offsets` has `nodes + 1` entries up to `num_pairs`, the candidates that many; `best`
     // has room for a split per node (caller).
-    unsafe { gpu.launch(module, "boost_split_nodes", config(nodes.len()), &args) }?;
+    unsafe { gpu.launch_kernel(crate::KERNELS, config(nodes.len()), args) }?;
     Ok(())
 }
 
@@ -200,7 +201,7 @@ impl GpuBackend<'_> {
             return evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context);
         };
         let at = pending.splits_at();
-        let best = words.device_ptr() + (at * size_of::<u32>()) as u64;
+        let best = words.as_mut_ptr().wrapping_add(at).cast();
         let evaluation = &mut b.evaluation;
         enqueue_evaluation(self.gpu, self.cuts, histograms, (layout, &batch), &self.context, evaluation, best)?;
         let words = words.range_to_vec(self.gpu, 0..at + nodes.len() * SPLIT_WORDS)?;
@@ -255,34 +256,36 @@ impl GpuBackend<'_> {
         let prefix = gpu.alloc_uninitialized::<Fixed>(nodes.len() * slot_len)?;
         let (totals_d, gains_d, features_d) = (gpu.upload(&totals)?, gpu.upload(&gains)?, gpu.upload(features)?);
         let context = gpu.upload(std::slice::from_ref(&self.context))?;
-        let args = [
-            histograms.device_ptr(),
-            prefix.device_ptr(),
-            nodes.len() as u64,
-            slot_len as u64,
-            bpf as u64,
-            totals_d.device_ptr(),
-            gains_d.device_ptr(),
-            features_d.device_ptr(),
-            features.len() as u64,
-            self.cuts.cut_ptrs.device_ptr(),
-            context.device_ptr(),
-        ];
-        let stage = |stage: u64, feature: u64, candidate: u64, out: u64| {
-            let mut all = args.to_vec();
-            all.extend([stage, feature, candidate, out]);
-            all
+        // One kernel in three stages: the prefix sums, each candidate's gain, the chosen split's sums.
+        let stage = |stage: u64, feature: u64, candidate: u64, out: *mut u8| {
+            entry::boost_split_level::args(
+                histograms.as_ptr(),
+                prefix.as_mut_ptr(),
+                nodes.len() as u64,
+                slot_len as u64,
+                bpf as u64,
+                totals_d.as_ptr(),
+                gains_d.as_ptr(),
+                features_d.as_ptr(),
+                features.len() as u64,
+                self.cuts.cut_ptrs.as_ptr(),
+                context.as_ptr(),
+                stage,
+                feature,
+                candidate,
+                out,
+            )
         };
-        let (module, kernel) = (crate::KERNELS, "boost_split_level");
+        let module = crate::KERNELS;
         let warps = warp_per_block_config(nodes.len() * features.len())?;
         // SAFETY: the level's nodes are slots `0..nodes` of `histograms` (checked), `slot_len` sums
         // each in the padded layout of `bpf` bins a feature; `prefix` as large; a total and a gain a
         // node; the features are the cuts' (the driver's sample); whole warps.
-        unsafe { gpu.launch(module, kernel, warps, &stage(0, 0, 0, 0))? };
+        unsafe { gpu.launch_kernel(module, warps, stage(0, 0, 0, std::ptr::null_mut()))? };
         let candidates = gpu.alloc_uninitialized::<f64>(features.len() * 2 * bpf)?;
-        let out = candidates.device_ptr();
+        let out = candidates.as_mut_ptr().cast();
         // SAFETY: as above, after the prefix sums; `candidates` holds a value per (feature, candidate).
-        unsafe { gpu.launch(module, kernel, element_config(candidates.len())?, &stage(1, 0, 0, out))? };
+        unsafe { gpu.launch_kernel(module, element_config(candidates.len())?, stage(1, 0, 0, out))? };
         let sums = candidates.to_vec(gpu)?;
         // Candidates in the CPU's order (features increasing, then candidates); NaN: none.
         let best = oblivious::first_best(features.iter().enumerate().flat_map(|(i, &f)| {
@@ -294,9 +297,9 @@ impl GpuBackend<'_> {
             return Ok(None);
         };
         let children = gpu.alloc_uninitialized::<Fixed>(2 * nodes.len())?;
-        let choice = stage(2, best.feature as u64, best.candidate as u64, children.device_ptr());
+        let choice = stage(2, best.feature as u64, best.candidate as u64, children.as_mut_ptr().cast());
         // SAFETY: as above; the feature is one of the level's; `children` holds two pairs a node.
-        unsafe { gpu.launch(module, kernel, element_config(nodes.len())?, &choice)? };
+        unsafe { gpu.launch_kernel(module, element_config(nodes.len())?, choice)? };
         let children = children.to_vec(gpu)?;
         let f = best.feature as usize;
         let begin = self.first_bins[f] as usize;

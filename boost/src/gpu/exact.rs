@@ -21,14 +21,15 @@
 
 use std::time::Instant;
 
+use boost_kernels::entry;
 use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::exact::ExactExpansion;
 use boost_kernels::split::{calc_gain, Split};
 use primitives::ops::{Max, Sum};
-use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, SegmentHeads, SortOrder};
+use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, KernelArgs, SegmentHeads, SortOrder};
 use rand::Rng;
 
-use super::{element_config, Fixed};
+use super::{element_config, ptr, Fixed};
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
@@ -179,26 +180,31 @@ struct LevelBuffers<'b> {
 }
 
 impl Level<'_, '_> {
-    fn args(&self, b: &LevelBuffers<'_>, stage: u64, rest: [u64; 6]) -> Vec<u64> {
-        let ptr = |x: Option<u64>| x.unwrap_or(0);
+    /// The stage's arguments: the level's, then the stage's own words (`p0..p5`, each stage's
+    /// meaning in `boost_kernels::exact`).
+    fn args(&self, b: &LevelBuffers<'_>, stage: u64, [p0, p1, p2, p3, p4, p5]: [u64; 6]) -> KernelArgs {
         let e = &self.exact;
-        let mut args = vec![
-            e.values.device_ptr(),
-            e.entry_rows.device_ptr(),
-            b.prefix,
+        entry::boost_exact_level::args(
+            e.values.as_ptr(),
+            e.entry_rows.as_ptr(),
+            ptr(b.prefix),
             self.len as u64,
-            self.segments.device_ptr(),
+            self.segments.as_ptr(),
             self.slots as u64,
             e.features as u64,
-            ptr(b.totals.map(DeviceBuffer::device_ptr)),
-            ptr(b.gains.map(DeviceBuffer::device_ptr)),
-            ptr(b.uses.map(DeviceBuffer::device_ptr)),
-            e.forward.device_ptr(),
-            self.context.device_ptr(),
+            b.totals.map_or(std::ptr::null(), DeviceBuffer::as_ptr),
+            b.gains.map_or(std::ptr::null(), DeviceBuffer::as_ptr),
+            b.uses.map_or(std::ptr::null(), DeviceBuffer::as_ptr),
+            e.forward.as_ptr(),
+            self.context.as_ptr(),
             stage,
-        ];
-        args.extend(rest);
-        args
+            p0,
+            p1,
+            p2,
+            p3,
+            p4,
+            p5,
+        )
     }
 
     /// Launches stage `stage` of `boost_exact_level` over `threads` threads.
@@ -208,7 +214,7 @@ impl Level<'_, '_> {
     unsafe fn launch(&self, b: &LevelBuffers<'_>, stage: u64, threads: usize, rest: [u64; 6]) -> Result<()> {
         let args = self.args(b, stage, rest);
         // SAFETY: forwarded to the caller.
-        unsafe { self.exact.gpu.launch(crate::KERNELS, "boost_exact_level", element_config(threads)?, &args)? };
+        unsafe { self.exact.gpu.launch_kernel(crate::KERNELS, element_config(threads)?, args)? };
         Ok(())
     }
 
@@ -250,10 +256,10 @@ impl Level<'_, '_> {
             return self.find_interleaved(&totals, &gains, &uses);
         }
         let gathered = gpu.alloc_uninitialized::<Fixed>(self.len)?;
-        let args =
-            [self.exact.entry_rows.device_ptr(), self.len as u64, self.gradients.device_ptr(), gathered.device_ptr()];
+        let (rows, gradients) = (self.exact.entry_rows.as_ptr(), self.gradients.as_ptr());
+        let args = entry::boost_exact_gather::args(rows, self.len as u64, gradients, gathered.as_mut_ptr());
         // SAFETY: `len` entries and as many gathered pairs; every entry's row has a gradient.
-        unsafe { gpu.launch(crate::KERNELS, "boost_exact_gather", element_config(self.len)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(self.len)?, args)? };
         let mut prefix = gpu.alloc_uninitialized::<Fixed>(self.len)?;
         DeviceScan::inclusive_segmented_scan::<Fixed, Sum>(
             gpu,
@@ -298,15 +304,15 @@ impl Level<'_, '_> {
         let (plan_d, expansions_d, expansion_of_d) =
             (gpu.upload(&plan)?, gpu.upload(&expansions)?, gpu.upload(&expansion_of)?);
         let rows = self.exact.rows;
-        let args = [
-            self.exact.positions.device_ptr(),
+        let args = entry::boost_exact_default_positions::args(
+            self.exact.positions.as_mut_ptr(),
             rows as u64,
-            plan_d.device_ptr(),
+            plan_d.as_ptr(),
             plan.len() as u64,
-            expansions_d.device_ptr(),
-        ];
+            expansions_d.as_ptr(),
+        );
         // SAFETY: a position a row; the plan names expansions by node id.
-        unsafe { gpu.launch(crate::KERNELS, "boost_exact_default_positions", element_config(rows)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(rows)?, args)? };
         let e = &self.exact;
         if self.len > 0 && self.interleaved {
             let rest = [

@@ -1,6 +1,7 @@
 //! Node histograms on the device (XGBoost's `histogram.cu`): the smaller child's built from its rows,
 //! its sibling's by subtraction from the parent's, kept in one buffer per batch until released.
 
+use boost_kernels::entry;
 use primitives::{DeviceBuffer, DeviceHistogram, Gpu};
 
 use super::grow::GpuBackend;
@@ -178,23 +179,16 @@ impl GpuBackend<'_> {
             &mut histograms,
             &mut self.bad_row,
         )?;
-        let args = [
-            histograms.device_ptr(),
+        let args = entry::boost_histogram_subtract::args(
+            histograms.as_mut_ptr(),
             self.slot_len() as u64,
-            batch.device_ptr() + (plans * size_of::<u32>()) as u64,
+            batch.as_ptr().wrapping_add(plans).cast(),
             pairs as u64,
-        ];
+        );
         // SAFETY: each plan's small and large slots are its pair's two (below `2 * pairs`, every slot
         // `slot_len` sums), its parent the address of a live histogram's slot (the parents are
         // released below, after the enqueue: frees are stream-ordered).
-        unsafe {
-            self.gpu.launch(
-                crate::KERNELS,
-                "boost_histogram_subtract",
-                element_config(pairs * self.slot_len())?,
-                &args,
-            )?
-        };
+        unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(pairs * self.slot_len())?, args)? };
         for c in children {
             self.histograms.release(c.parent);
         }

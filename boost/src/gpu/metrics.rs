@@ -7,6 +7,7 @@ use primitives::ops::Max;
 use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort, Gpu, SortOrder};
 
 use boost_kernels::auc::{AucCurve, Positives};
+use boost_kernels::entry;
 use boost_kernels::metric::{LossSum, Transform};
 use boost_kernels::rank_metric;
 use boost_kernels::reduce::{self, BlockSum};
@@ -36,9 +37,14 @@ impl InitialMargins<'_> {
             InitialMargins::Base(base) if base.len() == outputs && outputs > 0 => {
                 let margins = gpu.alloc_uninitialized::<f32>(count)?;
                 let base = gpu.upload(base)?;
-                let args = [base.device_ptr(), outputs as u64, count as u64, margins.device_ptr()];
+                let args = entry::boost_objective_fill_margins::args(
+                    base.as_ptr(),
+                    outputs as u64,
+                    count as u64,
+                    margins.as_mut_ptr(),
+                );
                 // SAFETY: `outputs >= 1` base margins, `count` margins.
-                unsafe { gpu.launch(crate::KERNELS, "boost_objective_fill_margins", element_config(count)?, &args)? };
+                unsafe { gpu.launch_kernel(crate::KERNELS, element_config(count)?, args)? };
                 Ok(margins)
             }
             InitialMargins::Rows(m) | InitialMargins::Base(m) => Err(Error::InvalidData(format!(
@@ -97,9 +103,9 @@ impl MetricRows {
         })
     }
 
-    /// The device address of the weights, or 0 (every weight 1).
-    pub(crate) fn weights_ptr(&self) -> u64 {
-        self.weights.as_ref().map_or(0, DeviceBuffer::device_ptr)
+    /// The weights as a kernel parameter, or null (every weight 1).
+    pub(crate) fn weights_ptr(&self) -> *const f32 {
+        self.weights.as_ref().map_or(std::ptr::null(), DeviceBuffer::as_ptr)
     }
 
     /// `metric` of the rows' predictions (for an element-wise metric, `transform` of the margins; for
@@ -144,33 +150,33 @@ impl MetricRows {
         match metric {
             DeviceMetric::Elementwise(metric) => {
                 let metric_buffer = gpu.upload(std::slice::from_ref(&metric))?;
-                let args = [
-                    self.margins.device_ptr(),
-                    self.labels.device_ptr(),
+                let args = entry::boost_metric_elementwise::args(
+                    self.margins.as_ptr(),
+                    self.labels.as_ptr(),
                     self.weights_ptr(),
                     n as u64,
                     transform.0 as u64,
-                    metric_buffer.device_ptr(),
-                    block_sums.device_ptr(),
-                ];
+                    metric_buffer.as_ptr(),
+                    block_sums.as_mut_ptr(),
+                );
                 // SAFETY: margins and labels (and weights when given) hold `n` values, one metric, a
                 // sum per block; the grid is whole warps, one per block.
-                unsafe { gpu.launch(crate::KERNELS, "boost_metric_elementwise", config, &args)? };
+                unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
             }
             DeviceMetric::MultiClass(metric) => {
-                let args = [
-                    self.margins.device_ptr(),
-                    self.labels.device_ptr(),
+                let args = entry::boost_metric_multiclass::args(
+                    self.margins.as_ptr(),
+                    self.labels.as_ptr(),
                     self.weights_ptr(),
                     n as u64,
                     outputs as u64,
                     metric.0 as u64,
-                    block_sums.device_ptr(),
-                ];
+                    block_sums.as_mut_ptr(),
+                );
                 // SAFETY: `outputs` margins a row, labels the host checked to be class ids below it
                 // (the softmax objective's validation), (weights when given), a sum per block; whole
                 // warps, one per block.
-                unsafe { gpu.launch(crate::KERNELS, "boost_metric_multiclass", config, &args)? };
+                unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
             }
             _ => return Ok(None),
         }
@@ -212,17 +218,17 @@ impl MetricRows {
         let n = self.rows;
         let classes = self.outputs;
         let scale = self.auc_scales[class];
-        let args = [
-            self.margins.device_ptr(),
+        let args = entry::boost_metric_auc_keys::args(
+            self.margins.as_ptr(),
             n as u64,
             classes as u64,
             class as u64,
             transform.0 as u64,
-            scratch.keys.device_ptr(),
-            scratch.rows.device_ptr(),
-        ];
+            scratch.keys.as_mut_ptr(),
+            scratch.rows.as_mut_ptr(),
+        );
         // SAFETY: `classes` margins a row, `class < classes`; keys and row indices hold `n` values.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_keys", element_config(n)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
         let order = SortOrder::descending();
         DeviceRadixSort::sort_pairs(
             gpu,
@@ -232,35 +238,35 @@ impl MetricRows {
             &mut scratch.sorted_rows,
             order,
         )?;
-        let args = [
-            scratch.sorted_keys.device_ptr(),
-            scratch.sorted_rows.device_ptr(),
-            self.labels.device_ptr(),
+        let args = entry::boost_metric_auc_positives::args(
+            scratch.sorted_keys.as_ptr(),
+            scratch.sorted_rows.as_ptr(),
+            self.labels.as_ptr(),
             self.weights_ptr(),
             n as u64,
             classes as u64,
             class as u64,
             scale.to_bits(),
-            scratch.positives.device_ptr(),
-            scratch.heads.device_ptr(),
-        ];
+            scratch.positives.as_mut_ptr(),
+            scratch.heads.as_mut_ptr(),
+        );
         // SAFETY: every buffer holds `n` values; the sorted rows are a permutation of `0..n`.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_positives", element_config(n)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
         DeviceScan::inclusive_sum(gpu, &scratch.positives, &mut scratch.prefixes)?;
         DeviceScan::inclusive_scan::<u32, Max>(gpu, &scratch.heads, &mut scratch.group_starts)?;
         let blocks = reduce::blocks(n);
-        let args = [
-            scratch.sorted_keys.device_ptr(),
-            scratch.prefixes.device_ptr(),
-            scratch.group_starts.device_ptr(),
+        let args = entry::boost_metric_auc_area::args(
+            scratch.sorted_keys.as_ptr(),
+            scratch.prefixes.as_ptr(),
+            scratch.group_starts.as_ptr(),
             n as u64,
             curve.0 as u64,
             scale.to_bits(),
-            scratch.block_sums.device_ptr(),
-        ];
+            scratch.block_sums.as_mut_ptr(),
+        );
         // SAFETY: keys, prefixes and group starts (positions up to their own) hold `n >= 1` values, a
         // sum per block; whole warps, one per block.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_auc_area", warp_per_block_config(blocks)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks)?, args)? };
         let total = scratch.prefixes.range_to_vec(gpu, n - 1..n)?[0];
         let area = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus).loss;
         Ok((total, area, scale))
@@ -279,9 +285,14 @@ impl MetricRows {
             None => RankScratch::new(gpu, n, &groups.offsets, &self.labels)?,
         };
         let scratch = groups.scratch.insert(scratch);
-        let args = [self.margins.device_ptr(), 0, n as u64, scratch.keys.device_ptr()];
+        let args = entry::boost_objective_descending_keys::args(
+            self.margins.as_ptr(),
+            std::ptr::null(),
+            n as u64,
+            scratch.keys.as_mut_ptr(),
+        );
         // SAFETY: margins and keys hold `n` values.
-        unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", element_config(n)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
         DeviceSegmentedSort::sort_pairs(
             gpu,
             &scratch.keys,
@@ -292,51 +303,52 @@ impl MetricRows {
             SortOrder::ascending(),
         )?;
         let count = groups.count;
-        let weights = groups.weights.as_ref().map_or(0, DeviceBuffer::device_ptr);
+        let weights = groups.weights.as_ref().map_or(std::ptr::null(), DeviceBuffer::as_ptr);
         match metric {
             DeviceMetric::Rank(params) => {
                 let params = gpu.upload(&[params])?;
-                let args = [
-                    params.device_ptr(),
-                    groups.offsets.device_ptr(),
+                let args = entry::boost_metric_rank_groups::args(
+                    params.as_ptr(),
+                    groups.offsets.as_ptr(),
                     count as u64,
-                    self.labels.device_ptr(),
+                    self.labels.as_ptr(),
                     weights,
-                    scratch.ranked.device_ptr(),
-                    scratch.ideal.device_ptr(),
-                    scratch.terms.device_ptr(),
-                ];
+                    scratch.ranked.as_ptr(),
+                    scratch.ideal.as_ptr(),
+                    scratch.terms.as_mut_ptr(),
+                );
                 // SAFETY: one parameter set; the offsets are the groups' (`count + 1`, non-decreasing,
                 // the last `n`); labels and both orders hold `n` values, and the segmented sorts map
                 // each group's positions to its own rows; (the weights and) the terms hold `count`.
-                unsafe { gpu.launch(crate::KERNELS, "boost_metric_rank_groups", element_config(count)?, &args)? };
+                unsafe { gpu.launch_kernel(crate::KERNELS, element_config(count)?, args)? };
             }
             DeviceMetric::Auc(curve) => {
                 if scratch.prefixes.is_none() {
                     scratch.prefixes = Some(gpu.alloc_uninitialized(n)?);
                 }
-                let prefixes = scratch.prefixes.as_ref().map_or(0, DeviceBuffer::device_ptr);
-                let args = [
+                let prefixes = scratch.prefixes.as_ref().map_or(std::ptr::null_mut(), DeviceBuffer::as_mut_ptr);
+                let args = entry::boost_metric_rank_auc::args(
                     curve.0 as u64,
-                    groups.offsets.device_ptr(),
+                    groups.offsets.as_ptr(),
                     count as u64,
-                    self.margins.device_ptr(),
-                    self.labels.device_ptr(),
+                    self.margins.as_ptr(),
+                    self.labels.as_ptr(),
                     weights,
-                    scratch.ranked.device_ptr(),
-                    scratch.ideal.device_ptr(),
+                    scratch.ranked.as_ptr(),
+                    scratch.ideal.as_ptr(),
                     prefixes,
-                    scratch.terms.device_ptr(),
-                ];
+                    scratch.terms.as_mut_ptr(),
+                );
                 // SAFETY: as above, and the margins and prefixes hold `n` values.
-                unsafe { gpu.launch(crate::KERNELS, "boost_metric_rank_auc", element_config(count)?, &args)? };
+                unsafe { gpu.launch_kernel(crate::KERNELS, element_config(count)?, args)? };
             }
             _ => return Err(Error::InvalidData(format!("{metric:?} is not a ranking metric"))),
         }
         let blocks = reduce::blocks(count);
-        let args = [scratch.terms.device_ptr(), count as u64, scratch.block_sums.device_ptr()];
+        let args =
+            entry::boost_metric_sum_terms::args(scratch.terms.as_ptr(), count as u64, scratch.block_sums.as_mut_ptr());
         // SAFETY: `count` terms, a sum per block; whole warps, one per block.
-        unsafe { gpu.launch(crate::KERNELS, "boost_metric_sum_terms", warp_per_block_config(blocks)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks)?, args)? };
         let sums = scratch.block_sums.to_vec(gpu)?.into_iter().fold(LossSum::zero(), BlockSum::plus);
         Ok(match metric {
             DeviceMetric::Auc(_) => rank_metric::finish_auc(sums),
@@ -445,9 +457,14 @@ impl RankScratch {
             block_sums: gpu.alloc_uninitialized(reduce::blocks(count))?,
             prefixes: None,
         };
-        let args = [labels.device_ptr(), 0, n as u64, scratch.keys.device_ptr()];
+        let args = entry::boost_objective_descending_keys::args(
+            labels.as_ptr(),
+            std::ptr::null(),
+            n as u64,
+            scratch.keys.as_mut_ptr(),
+        );
         // SAFETY: labels and keys hold `n` values.
-        unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", element_config(n)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
         let s = &mut scratch;
         DeviceSegmentedSort::sort_pairs(
             gpu,

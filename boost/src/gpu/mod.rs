@@ -135,6 +135,17 @@ impl<T: primitives::ops::Element> Kept<T> {
     }
 }
 
+/// A device address kept as a number (it crosses the device threads, or lies in an upload) as a
+/// kernel's typed parameter that reads.
+fn ptr<T>(address: u64) -> *const T {
+    address as usize as *const T
+}
+
+/// [`ptr`] of a parameter that writes.
+fn ptr_mut<T>(address: u64) -> *mut T {
+    address as usize as *mut T
+}
+
 /// Threads per block of the partition and subtraction kernels (one thread per element).
 const ELEMENT_THREADS: u32 = 256;
 

@@ -2,8 +2,11 @@
 //! right, stably, by flags, a scan and a scatter over the batch's span ([`RowBuffers`]), and the
 //! children's counts read back with the next batch's splits.
 
+use std::ops::Range;
+
 use primitives::{DeviceBuffer, DeviceScan, Gpu};
 
+use boost_kernels::entry;
 use boost_kernels::evaluate::DeviceSplit;
 use boost_kernels::partition::{ChildSlots, PartitionSplit, SubtractionPlan, SPLIT_INDEX_SHIFT};
 
@@ -138,10 +141,88 @@ impl GpuBackend<'_> {
             (Some(first), Some(last)) => first.0.begin as usize..last.0.end as usize,
             _ => return Ok(()),
         };
-        // One upload: the rebased splits, then each one's children's slots (where the plan of their
-        // histograms goes; the parent's sums are in its batch's buffer).
+        let (upload, [index_at, index_entries, children_at]) = self.partition_upload(expanded, &splits, &span)?;
+        let b = &mut *self.buffers;
+        let uploaded = b.partition_upload.upload(self.gpu, &upload)?.as_ptr();
+        let splits_ptr = uploaded.cast::<PartitionSplit>();
+        let children_ptr = uploaded.wrapping_add(children_at).cast::<ChildSlots>();
+        let index_ptr = if index_entries > 0 { uploaded.wrapping_add(index_at).cast() } else { std::ptr::null() };
+        let pending =
+            PendingPartition { expanded: expanded.to_vec(), sorted: splits.iter().map(|&(_, i)| i).collect() };
+        let batch = b.batch.at_least(self.gpu, pending.words())?.as_mut_ptr();
+        let word = |at: usize| batch.wrapping_add(at);
+        let (n, whole) = (span.len(), span.len() == self.gradients.len());
+        let num_splits = splits.len() as u64;
+        let module = crate::KERNELS;
+        // The span's flags and their sums in the first `n + 1` entries of the whole buffers; the
+        // flags kernel writes every flag, the one after the last 0.
+        let args = entry::boost_partition_flags::args(
+            b.rows.as_ptr().wrapping_add(span.start),
+            n as u64,
+            self.bins.words.as_ptr(),
+            self.bins.layout.row_words as u64,
+            self.bins.layout.bits as u64,
+            splits_ptr,
+            num_splits,
+            index_ptr,
+            b.flags.as_mut_ptr(),
+        );
+        // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (packed rows of
+        // `features` ids), the splits are sorted by `begin` and rebased to the span, with features below
+        // `features`, their index (when given) the `(n >> SPLIT_INDEX_SHIFT) + 2` entries of
+        // `split_index_entry`; `flags` holds at least `n + 1` flags (the whole order's `rows + 1`),
+        // one thread each.
+        unsafe { self.gpu.launch_kernel(module, element_config(n + 1)?, args)? };
+        DeviceScan::exclusive_sum_n(self.gpu, &b.flags, &mut b.scan, n + 1)?;
+        let args = entry::boost_partition_scatter::args(
+            b.rows.as_ptr().wrapping_add(span.start),
+            n as u64,
+            splits_ptr,
+            num_splits,
+            index_ptr,
+            b.flags.as_ptr(),
+            b.scan.as_ptr(),
+            b.spare.as_mut_ptr().wrapping_add(span.start),
+        );
+        // SAFETY: as above; `scan` holds the `n + 1` exclusive sums of the flags, `spare` from the
+        // span's start room for `n` rows; each split's range lies within the span, so every
+        // destination does.
+        unsafe { self.gpu.launch_kernel(module, element_config(n)?, args)? };
+        if whole {
+            std::mem::swap(&mut b.rows, &mut b.spare);
+        } else {
+            b.rows.copy_range_from_device(self.gpu, &b.spare, span.clone(), span.start)?;
+        }
+        let args = entry::boost_partition_counts::args(
+            b.scan.as_ptr(),
+            splits_ptr,
+            num_splits,
+            word(pending.counts_at()),
+            children_ptr,
+            span.start as u64,
+            word(0).cast(),
+            word(pending.plans_at()).cast(),
+        );
+        // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; the batch's words
+        // have room for two ranges and a plan per expansion and a count per split (`words()`); each
+        // child slot's pair is its split's expansion, so the pairs are distinct.
+        unsafe { self.gpu.launch_kernel(module, element_config(splits.len())?, args)? };
+        self.pending = Some(pending);
+        Ok(())
+    }
+
+    /// One upload for a partition: the splits rebased to the `span`, the split index when the
+    /// batch has more than a few splits, then each split's children's slots (where the plan of
+    /// their histograms goes; the parent's sums are in its batch's buffer), as 64-bit words; with
+    /// where the index starts, its entries, and where the slots start.
+    fn partition_upload(
+        &self,
+        expanded: &[Expansion<Fixed>],
+        splits: &[(PartitionSplit, usize)],
+        span: &Range<usize>,
+    ) -> Result<(Vec<u64>, [usize; 3])> {
         let mut upload: Vec<u64> = Vec::with_capacity(splits.len() * 5);
-        for &(split, _) in &splits {
+        for &(split, _) in splits {
             let rebased =
                 PartitionSplit { begin: split.begin - span.start as u32, end: split.end - span.start as u32, ..split };
             upload.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&rebased)));
@@ -158,7 +239,7 @@ impl GpuBackend<'_> {
         }
         let children_at = upload.len();
         let slot_bytes = (self.slot_len() * size_of::<Fixed>()) as u64;
-        for &(_, i) in &splits {
+        for &(_, i) in splits {
             let node = expanded[i].node;
             let (batch, slot) = self
                 .histograms
@@ -175,73 +256,7 @@ impl GpuBackend<'_> {
             let child = ChildSlots { pair: i as u32, padding: 0, parent };
             upload.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&child)));
         }
-        let b = &mut *self.buffers;
-        let uploaded = b.partition_upload.upload(self.gpu, &upload)?.device_ptr();
-        let (splits_ptr, children_ptr) = (uploaded, uploaded + 8 * children_at as u64);
-        let index_ptr = if index_entries > 0 { uploaded + 8 * index_at as u64 } else { 0 };
-        let pending =
-            PendingPartition { expanded: expanded.to_vec(), sorted: splits.iter().map(|&(_, i)| i).collect() };
-        let batch = b.batch.at_least(self.gpu, pending.words())?.device_ptr();
-        let word = |at: usize| batch + (at * size_of::<u32>()) as u64;
-        let (n, whole) = (span.len(), span.len() == self.gradients.len());
-        let offset = (span.start * size_of::<u32>()) as u64;
-        let num_splits = splits.len() as u64;
-        let module = crate::KERNELS;
-        // The span's flags and their sums in the first `n + 1` entries of the whole buffers; the
-        // flags kernel writes every flag, the one after the last 0.
-        let args = [
-            b.rows.device_ptr() + offset,
-            n as u64,
-            self.bins.words.device_ptr(),
-            self.bins.layout.row_words as u64,
-            self.bins.layout.bits as u64,
-            splits_ptr,
-            num_splits,
-            index_ptr,
-            b.flags.device_ptr(),
-        ];
-        // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (packed rows of
-        // `features` ids), the splits are sorted by `begin` and rebased to the span, with features below
-        // `features`, their index (when given) the `(n >> SPLIT_INDEX_SHIFT) + 2` entries of
-        // `split_index_entry`; `flags` holds at least `n + 1` flags (the whole order's `rows + 1`),
-        // one thread each.
-        unsafe { self.gpu.launch(module, "boost_partition_flags", element_config(n + 1)?, &args)? };
-        DeviceScan::exclusive_sum_n(self.gpu, &b.flags, &mut b.scan, n + 1)?;
-        let args = [
-            b.rows.device_ptr() + offset,
-            n as u64,
-            splits_ptr,
-            num_splits,
-            index_ptr,
-            b.flags.device_ptr(),
-            b.scan.device_ptr(),
-            b.spare.device_ptr() + offset,
-        ];
-        // SAFETY: as above; `scan` holds the `n + 1` exclusive sums of the flags, `spare` from the
-        // span's start room for `n` rows; each split's range lies within the span, so every
-        // destination does.
-        unsafe { self.gpu.launch(module, "boost_partition_scatter", element_config(n)?, &args)? };
-        if whole {
-            std::mem::swap(&mut b.rows, &mut b.spare);
-        } else {
-            b.rows.copy_range_from_device(self.gpu, &b.spare, span.clone(), span.start)?;
-        }
-        let args = [
-            b.scan.device_ptr(),
-            splits_ptr,
-            num_splits,
-            word(pending.counts_at()),
-            children_ptr,
-            span.start as u64,
-            word(0),
-            word(pending.plans_at()),
-        ];
-        // SAFETY: `scan` holds `n + 1` sums and every range ends at most at `n`; the batch's words
-        // have room for two ranges and a plan per expansion and a count per split (`words()`); each
-        // child slot's pair is its split's expansion, so the pairs are distinct.
-        unsafe { self.gpu.launch(module, "boost_partition_counts", element_config(splits.len())?, &args)? };
-        self.pending = Some(pending);
-        Ok(())
+        Ok((upload, [index_at, index_entries, children_at]))
     }
 
     /// Records the last partition's children's ranges, from the batch's words read back with other

@@ -9,10 +9,11 @@
 //! bandwidth of a collective's ring does not matter here.
 
 use boost_kernels::device_sum::MAX_PARTS;
+use boost_kernels::entry;
 use primitives::{DeviceBuffer, Gpu};
 
 use super::multi::{check_parts, Communicator};
-use super::{element_config, Fixed};
+use super::{element_config, ptr, Fixed};
 use crate::{Error, Result};
 
 /// Sums over devices through peer access (see the module).
@@ -84,10 +85,12 @@ pub(super) fn sum_parts(gpu: &Gpu, parts: &[u64], sum: &mut DeviceBuffer<Fixed>)
     if parts.is_empty() || parts.len() > MAX_PARTS {
         return Err(Error::InvalidData(format!("a sum of {} parts (1 to {MAX_PARTS})", parts.len())));
     }
-    let mut args = vec![sum.device_ptr(), sum.len() as u64, parts.len() as u64];
-    args.extend((0..MAX_PARTS).map(|p| parts.get(p).copied().unwrap_or(0)));
+    let part = |p: usize| ptr::<Fixed>(parts.get(p).copied().unwrap_or(0));
+    let (sum_ptr, len, count) = (sum.as_mut_ptr(), sum.len() as u64, parts.len() as u64);
+    let (p0, p1, p2, p3, p4, p5, p6, p7) = (part(0), part(1), part(2), part(3), part(4), part(5), part(6), part(7));
+    let args = entry::boost_histogram_sum_parts::args(sum_ptr, len, count, p0, p1, p2, p3, p4, p5, p6, p7);
     // SAFETY: the caller gives parts of `sum.len()` sums readable from `gpu`; a thread an element.
-    unsafe { gpu.launch(crate::KERNELS, "boost_histogram_sum_parts", element_config(sum.len())?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(sum.len())?, args)? };
     Ok(())
 }
 

@@ -14,6 +14,8 @@ use super::element_config;
 use super::eval::{walk_trees, DeviceFeatures, DeviceTrees, FeatureView, PredictLaunch, Walks};
 use super::metrics::InitialMargins;
 use super::DeviceCsr;
+use boost_kernels::entry;
+
 use crate::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
 use crate::model::{check_features, trees_of_rounds, Model};
 use crate::{Error, Result};
@@ -37,9 +39,15 @@ pub fn transform_on_device(
     if rows == 0 {
         return Ok(out);
     }
-    let args = [margins.device_ptr(), out.device_ptr(), rows as u64, outputs as u64, u64::from(transform.code())];
+    let args = entry::boost_predict_transform::args(
+        margins.as_ptr(),
+        out.as_mut_ptr(),
+        rows as u64,
+        outputs as u64,
+        u64::from(transform.code()),
+    );
     // SAFETY: `rows * outputs` margins and `rows * values_per_row(outputs)` values, a valid code.
-    unsafe { gpu.launch(crate::KERNELS, "boost_predict_transform", element_config(rows)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(rows)?, args)? };
     Ok(out)
 }
 

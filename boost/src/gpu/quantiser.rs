@@ -4,11 +4,12 @@
 use primitives::ops::GradientPair;
 use primitives::DeviceBuffer;
 
+use boost_kernels::entry;
 use boost_kernels::fixed_point::QuantiserSums;
 use boost_kernels::reduce::{self, BlockSum};
 
 use super::trainer::GpuTrainer;
-use super::{warp_per_block_config, Fixed, Kept};
+use super::{ptr, warp_per_block_config, Fixed, Kept};
 use crate::fixed_point::GradientQuantiser;
 use crate::Result;
 
@@ -52,9 +53,9 @@ impl<'g> GpuTrainer<'g> {
         let blocks = reduce::blocks(n);
         let config = warp_per_block_config(blocks)?;
         let block_sums = self.quantise_scratch.sums.at_least(self.gpu, blocks)?;
-        let args = [gradients, n as u64, block_sums.device_ptr()];
+        let args = entry::boost_quantise_sums::args(ptr(gradients), n as u64, block_sums.as_mut_ptr());
         // SAFETY: `n` gradients, a sum per block; the grid is whole warps, one per block.
-        unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_sums", config, &args)? };
+        unsafe { self.gpu.launch_kernel(crate::KERNELS, config, args)? };
         Ok(block_sums.range_to_vec(self.gpu, 0..blocks)?)
     }
 
@@ -71,7 +72,7 @@ impl<'g> GpuTrainer<'g> {
         let blocks = reduce::blocks(n);
         let config = warp_per_block_config(blocks)?;
         let scratch = &mut self.quantise_scratch;
-        let quantiser_buffer = scratch.quantiser.upload(self.gpu, std::slice::from_ref(quantiser))?.device_ptr();
+        let quantiser_buffer = scratch.quantiser.upload(self.gpu, std::slice::from_ref(quantiser))?.as_ptr();
         // The fixed-point gradients of the last tree, when their buffer has the length (the kernel
         // writes every element).
         let fixed = match scratch.fixed.take() {
@@ -79,9 +80,15 @@ impl<'g> GpuTrainer<'g> {
             _ => self.gpu.alloc_zeroed::<Fixed>(n)?,
         };
         let block_totals = scratch.totals.at_least(self.gpu, blocks)?;
-        let args = [gradients, n as u64, quantiser_buffer, fixed.device_ptr(), block_totals.device_ptr()];
+        let args = entry::boost_quantise_fixed::args(
+            ptr(gradients),
+            n as u64,
+            quantiser_buffer,
+            fixed.as_mut_ptr(),
+            block_totals.as_mut_ptr(),
+        );
         // SAFETY: `n` gradients and fixed-point slots, one quantiser, a total per block; whole warps.
-        unsafe { self.gpu.launch(crate::KERNELS, "boost_quantise_fixed", config, &args)? };
+        unsafe { self.gpu.launch_kernel(crate::KERNELS, config, args)? };
         let root = block_totals.range_to_vec(self.gpu, 0..blocks)?.into_iter().fold(Fixed::zero(), BlockSum::plus);
         Ok((fixed, root))
     }

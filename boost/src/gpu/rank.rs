@@ -8,6 +8,7 @@
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, DeviceSegmentedSort, Gpu, SortOrder};
 
+use boost_kernels::entry;
 use boost_kernels::rank::LambdaRankParams;
 
 use super::element_config;
@@ -79,9 +80,14 @@ impl RankGradients {
         let n = self.keys.len();
         let config = element_config(n)?;
         // Each group's rows by margin, descending, ties in row order.
-        let args = [margins.device_ptr(), 0, n as u64, self.keys.device_ptr()];
+        let args = entry::boost_objective_descending_keys::args(
+            margins.as_ptr(),
+            std::ptr::null(),
+            n as u64,
+            self.keys.as_mut_ptr(),
+        );
         // SAFETY: margins and keys hold `n` values.
-        unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", config, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
         let ascending = SortOrder::ascending();
         DeviceSegmentedSort::sort_pairs(
             gpu,
@@ -94,9 +100,14 @@ impl RankGradients {
         )?;
         if let Some(by_label) = &mut self.by_label {
             // Each group's positions by the label of the document there, descending, stable.
-            let args = [labels.device_ptr(), self.ranked.device_ptr(), n as u64, self.keys.device_ptr()];
+            let args = entry::boost_objective_descending_keys::args(
+                labels.as_ptr(),
+                self.ranked.as_ptr(),
+                n as u64,
+                self.keys.as_mut_ptr(),
+            );
             // SAFETY: the ranked rows and the keys hold `n` values, each row below `n`.
-            unsafe { gpu.launch(crate::KERNELS, "boost_objective_descending_keys", config, &args)? };
+            unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
             DeviceSegmentedSort::sort_pairs(
                 gpu,
                 &self.keys,
@@ -107,18 +118,11 @@ impl RankGradients {
                 ascending,
             )?;
         }
-        let rows = [
-            self.params_buffer.device_ptr(),
-            self.group_ptr.device_ptr(),
-            self.groups as u64,
-            margins.device_ptr(),
-            labels.device_ptr(),
-            self.weights.as_ref().map_or(0, DeviceBuffer::device_ptr),
-            self.inv_idcg.device_ptr(),
-            self.discount.device_ptr(),
-            self.ranked.device_ptr(),
-        ];
-        let map_stats = self.map_stats.as_ref().map_or(0, DeviceBuffer::device_ptr);
+        let (params, group_ptr, groups) = (self.params_buffer.as_ptr(), self.group_ptr.as_ptr(), self.groups as u64);
+        let (margins, labels) = (margins.as_ptr(), labels.as_ptr());
+        let weights = self.weights.as_ref().map_or(std::ptr::null(), DeviceBuffer::as_ptr);
+        let (inv_idcg, discount, ranked) = (self.inv_idcg.as_ptr(), self.discount.as_ptr(), self.ranked.as_ptr());
+        let map_stats = self.map_stats.as_ref().map_or(std::ptr::null_mut(), DeviceBuffer::as_mut_ptr);
         let weight_norm = self.weight_norm.to_bits();
         // Both launches: the offsets are the groups' (`groups + 1`, non-decreasing, the last
         // `n`); every row-wise buffer holds `n` values (the statistics `2 n`), the discounts a value
@@ -127,21 +131,46 @@ impl RankGradients {
         match &self.by_label {
             // `topk`: a warp per group, its pairs 32 at a time.
             None => {
-                let args: Vec<u64> = rows.into_iter().chain([map_stats, weight_norm, out.device_ptr()]).collect();
+                let args = entry::boost_objective_lambdarank_topk::args(
+                    params,
+                    group_ptr,
+                    groups,
+                    margins,
+                    labels,
+                    weights,
+                    inv_idcg,
+                    discount,
+                    ranked,
+                    map_stats,
+                    weight_norm,
+                    out.as_mut_ptr(),
+                );
                 let warps = super::warp_per_block_config(self.groups)?;
                 // SAFETY: as above; a warp per group.
-                unsafe { gpu.launch(crate::KERNELS, "boost_objective_lambdarank_topk", warps, &args)? };
+                unsafe { gpu.launch_kernel(crate::KERNELS, warps, args)? };
             }
             // `mean`: a thread per group, which draws the partners in sequence.
             Some(by_label) => {
                 let seed_base = seed_base(iteration, self.groups) as u64;
-                let args: Vec<u64> = rows
-                    .into_iter()
-                    .chain([by_label.device_ptr(), map_stats, seed_base, weight_norm, out.device_ptr()])
-                    .collect();
+                let args = entry::boost_objective_lambdarank::args(
+                    params,
+                    group_ptr,
+                    groups,
+                    margins,
+                    labels,
+                    weights,
+                    inv_idcg,
+                    discount,
+                    ranked,
+                    by_label.as_ptr(),
+                    map_stats,
+                    seed_base,
+                    weight_norm,
+                    out.as_mut_ptr(),
+                );
                 let threads = element_config(self.groups)?;
                 // SAFETY: as above.
-                unsafe { gpu.launch(crate::KERNELS, "boost_objective_lambdarank", threads, &args)? };
+                unsafe { gpu.launch_kernel(crate::KERNELS, threads, args)? };
             }
         }
         Ok(())

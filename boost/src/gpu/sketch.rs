@@ -19,6 +19,7 @@ use std::ops::Range;
 
 use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
 
+use boost_kernels::entry;
 use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES, TREE_ROUNDS};
 
 use super::csr::{check_dense_finite, check_on};
@@ -177,16 +178,17 @@ fn gather_columns(
 ) -> Result<Columns> {
     let (cols, pieces) = (columns.len(), rows.div_ceil(PIECE_ROWS));
     let threads = pieces * cols;
-    let weights_ptr = weights.map_or(0, |w| w.device_ptr());
-    let first = values.device_ptr() + (columns.start * size_of::<f32>()) as u64;
-    let data = [first, rows as u64, cols as u64, weights_ptr, stride as u64, PIECE_ROWS as u64];
+    let weights_ptr = weights.map_or(std::ptr::null(), |w| w.as_ptr());
+    let first = values.as_ptr().wrapping_add(columns.start);
+    let data = (first, rows as u64, cols as u64, weights_ptr, stride as u64, PIECE_ROWS as u64);
     let (present, kept) = (gpu.alloc_zeroed::<u32>(threads.max(1))?, gpu.alloc_zeroed::<u32>(threads.max(1))?);
     if threads > 0 {
-        let mut args = data.to_vec();
-        args.extend([present.device_ptr(), kept.device_ptr()]);
+        let (values, rows, cols, weights, stride, piece_rows) = data;
+        let (present, kept) = (present.as_mut_ptr(), kept.as_mut_ptr());
+        let args = entry::boost_sketch_count::args(values, rows, cols, weights, stride, piece_rows, present, kept);
         // SAFETY: `rows` rows of `stride` values from the group's first column, `rows` weights
         // (checked by the caller), a count a thread.
-        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_count", element_config(threads)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(threads)?, args)? };
     }
     let (present, kept) = (present.to_vec(gpu)?, kept.to_vec(gpu)?);
     let mut offsets = Vec::with_capacity(threads);
@@ -206,14 +208,21 @@ fn gather_columns(
     let out_weights = weights.map(|_| gpu.alloc_uninitialized::<f32>(n.max(1))).transpose()?;
     if n > 0 {
         let offsets = gpu.upload(&offsets)?;
-        let mut args = data.to_vec();
-        args.extend([
-            offsets.device_ptr(),
-            out_values.device_ptr(),
-            out_weights.as_ref().map_or(0, |w| w.device_ptr()),
-        ]);
+        let (values, rows, cols, weights, stride, piece_rows) = data;
+        let out_weights = out_weights.as_ref().map_or(std::ptr::null_mut(), |w| w.as_mut_ptr());
+        let args = entry::boost_sketch_scatter::args(
+            values,
+            rows,
+            cols,
+            weights,
+            stride,
+            piece_rows,
+            offsets.as_ptr(),
+            out_values.as_mut_ptr(),
+            out_weights,
+        );
         // SAFETY: the counts' exclusive sums, within `n` values (and weights).
-        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_scatter", element_config(threads)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(threads)?, args)? };
     }
     let runs = number_runs(gpu, &out_values, &starts)?;
     Ok(Columns { values: out_values, weights: out_weights, starts, present, runs })
@@ -229,9 +238,15 @@ fn number_runs(gpu: &Gpu, values: &DeviceBuffer<f32>, starts: &[u64]) -> Result<
     }
     let device_starts = gpu.upload(starts)?;
     let heads = gpu.alloc_uninitialized::<u32>(n)?;
-    let args = [values.device_ptr(), n as u64, device_starts.device_ptr(), cols as u64, heads.device_ptr()];
+    let args = entry::boost_sketch_heads::args(
+        values.as_ptr(),
+        n as u64,
+        device_starts.as_ptr(),
+        cols as u64,
+        heads.as_mut_ptr(),
+    );
     // SAFETY: `n` values and flags, `cols + 1` offsets ending at `n`.
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_heads", element_config(n)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
     DeviceScan::inclusive_sum(gpu, &heads, &mut runs)?;
     Ok(runs)
 }
@@ -241,25 +256,35 @@ fn number_runs(gpu: &Gpu, values: &DeviceBuffer<f32>, starts: &[u64]) -> Result<
 /// `boost_kernels::sketch::csr_keys_kernel`), the bounds of the keys, a gather.
 fn gather_csr(gpu: &Gpu, csr: &DeviceCsr, weights: Option<&DeviceBuffer<f32>>) -> Result<Columns> {
     let (nnz, cols) = (csr.nnz(), csr.cols());
-    let weights_ptr = weights.map_or(0, |w| w.device_ptr());
+    let weights_ptr = weights.map_or(std::ptr::null(), |w| w.as_ptr());
+    let (row_ptr, col_indices, values, rows, nnz_arg, cols_arg) = csr.args();
     let (keys, indices) = (gpu.alloc_uninitialized::<u32>(nnz.max(1))?, gpu.alloc_uninitialized::<u32>(nnz.max(1))?);
     let (mut sorted_keys, mut sorted_indices) =
         (gpu.alloc_uninitialized::<u32>(nnz.max(1))?, gpu.alloc_uninitialized::<u32>(nnz.max(1))?);
     if nnz > 0 {
-        let mut args = csr.args().to_vec();
-        args.extend([weights_ptr, keys.device_ptr(), indices.device_ptr()]);
+        let args = entry::boost_sketch_csr_keys::args(
+            row_ptr,
+            col_indices,
+            values,
+            rows,
+            nnz_arg,
+            cols_arg,
+            weights_ptr,
+            keys.as_mut_ptr(),
+            indices.as_mut_ptr(),
+        );
         // SAFETY: checked rows (`DeviceCsr::new`), `rows` weights (checked by the caller), `nnz`
         // keys and indices.
-        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_csr_keys", element_config(nnz)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(nnz)?, args)? };
         let bits = u32::BITS - (2 * cols as u32).leading_zeros();
         let order = SortOrder::ascending().bits(0, bits.max(1));
         DeviceRadixSort::sort_pairs(gpu, &keys, &mut sorted_keys, &indices, &mut sorted_indices, order)?;
     }
     drop((keys, indices));
     let bounds = gpu.alloc_zeroed::<u64>(2 * cols + 1)?;
-    let args = [sorted_keys.device_ptr(), nnz as u64, cols as u64, bounds.device_ptr()];
+    let args = entry::boost_sketch_csr_bounds::args(sorted_keys.as_ptr(), nnz as u64, cols as u64, bounds.as_mut_ptr());
     // SAFETY: `nnz` sorted keys, `2 cols + 1` bounds.
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_csr_bounds", element_config(2 * cols + 1)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(2 * cols + 1)?, args)? };
     let bounds = bounds.to_vec(gpu)?;
     let starts = bounds[..=cols].to_vec();
     let present = (0..cols).map(|c| (bounds[c + 1] - bounds[c] + bounds[cols + c + 1] - bounds[cols + c]) as usize);
@@ -268,16 +293,22 @@ fn gather_csr(gpu: &Gpu, csr: &DeviceCsr, weights: Option<&DeviceBuffer<f32>>) -
     let out_values = gpu.alloc_uninitialized::<f32>(n.max(1))?;
     let out_weights = weights.map(|_| gpu.alloc_uninitialized::<f32>(n.max(1))).transpose()?;
     if n > 0 {
-        let mut args = csr.args().to_vec();
-        args.extend([
+        let out_weights = out_weights.as_ref().map_or(std::ptr::null_mut(), |w| w.as_mut_ptr());
+        let args = entry::boost_sketch_csr_gather::args(
+            row_ptr,
+            col_indices,
+            values,
+            rows,
+            nnz_arg,
+            cols_arg,
             weights_ptr,
-            sorted_indices.device_ptr(),
+            sorted_indices.as_ptr(),
             n as u64,
-            out_values.device_ptr(),
-            out_weights.as_ref().map_or(0, |w| w.device_ptr()),
-        ]);
+            out_values.as_mut_ptr(),
+            out_weights,
+        );
         // SAFETY: the first `n` sorted entry indices (below `nnz`), `n` outputs.
-        unsafe { gpu.launch(crate::KERNELS, "boost_sketch_csr_gather", element_config(n)?, &args)? };
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
     }
     let runs = number_runs(gpu, &out_values, &starts)?;
     Ok(Columns { values: out_values, weights: out_weights, starts, present, runs })
@@ -307,18 +338,18 @@ fn find_queues(gpu: &Gpu, columns: &Columns, limits: &[u32]) -> Result<Queues> {
     let counts = gpu.alloc_zeroed::<u32>(cols)?;
     let (device_starts, device_limits, device_offsets) =
         (gpu.upload(&columns.starts)?, gpu.upload(limits)?, gpu.upload(&queue_offsets)?);
-    let args = [
-        columns.runs.device_ptr(),
-        device_starts.device_ptr(),
+    let args = entry::boost_sketch_queues::args(
+        columns.runs.as_ptr(),
+        device_starts.as_ptr(),
         cols as u64,
-        device_limits.device_ptr(),
-        device_offsets.device_ptr(),
-        all.device_ptr(),
-        counts.device_ptr(),
-    ];
+        device_limits.as_ptr(),
+        device_offsets.as_ptr(),
+        all.as_mut_ptr(),
+        counts.as_mut_ptr(),
+    );
     // SAFETY: the run numbers of the columns' values; room for each column's queues (its
     // capacity bounds them).
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_queues", element_config(cols)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(cols)?, args)? };
     let (counts, all) = (counts.to_vec(gpu)?, all.to_vec(gpu)?);
     let mut host = Vec::new();
     let mut column_queues = vec![0u64];
@@ -358,27 +389,20 @@ fn build_trees(gpu: &Gpu, summaries: &Summaries, limits: &[u32]) -> Result<Devic
         }
         let (device_tasks, device_offsets) = (gpu.upload(tasks)?, gpu.upload(&scratch_offsets)?);
         let scratch = gpu.alloc_uninitialized::<SketchEntry>(scratch as usize)?;
-        let args = [
-            device_tasks.device_ptr(),
+        let args = entry::boost_sketch_tree::args(
+            device_tasks.as_ptr(),
             tasks.len() as u64,
-            summaries.entries.device_ptr(),
-            summaries.offsets.device_ptr(),
-            summaries.lens.device_ptr(),
-            device_limits.device_ptr(),
-            scratch.device_ptr(),
-            device_offsets.device_ptr(),
-            diverged.device_ptr(),
-        ];
+            summaries.entries.as_mut_ptr(),
+            summaries.offsets.as_ptr(),
+            summaries.lens.as_mut_ptr(),
+            device_limits.as_ptr(),
+            scratch.as_mut_ptr(),
+            device_offsets.as_ptr(),
+            diverged.as_mut_ptr(),
+        );
         // SAFETY: each task's children made before (the queues' summaries or the last round's
         // nodes), its node's room (its column's limit), `3 limit` of scratch; the shared memory.
-        unsafe {
-            gpu.launch(
-                crate::KERNELS,
-                "boost_sketch_tree",
-                block_config(gpu, "boost_sketch_tree", tasks.len())?,
-                &args,
-            )?
-        };
+        unsafe { gpu.launch_kernel(crate::KERNELS, block_config(gpu, "boost_sketch_tree", tasks.len())?, args)? };
     }
     Ok(diverged)
 }
@@ -389,19 +413,19 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
     let entries = *queues.entry_offsets.last().unwrap_or(&0) as usize;
     let (keys, weights) = (gpu.alloc_uninitialized::<f32>(entries)?, gpu.alloc_uninitialized::<f32>(entries)?);
     let entry_offsets = gpu.upload(&queues.entry_offsets)?;
-    let args = [
-        columns.values.device_ptr(),
-        columns.weights.as_ref().map_or(0, |w| w.device_ptr()),
-        columns.runs.device_ptr(),
+    let args = entry::boost_sketch_entries::args(
+        columns.values.as_ptr(),
+        columns.weights.as_ref().map_or(std::ptr::null(), |w| w.as_ptr()),
+        columns.runs.as_ptr(),
         n as u64,
-        queues.device.device_ptr(),
+        queues.device.as_ptr(),
         count as u64,
-        entry_offsets.device_ptr(),
-        keys.device_ptr(),
-        weights.device_ptr(),
-    ];
+        entry_offsets.as_ptr(),
+        keys.as_mut_ptr(),
+        weights.as_mut_ptr(),
+    );
     // SAFETY: the queues cover the `n` values in order; `entries` entries.
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_entries", element_config(n)?, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
     // Stable: equal values keep their weights in queue order, the order the host adds them in.
     let (mut sorted_keys, mut sorted_weights) =
         (gpu.alloc_uninitialized::<f32>(entries)?, gpu.alloc_uninitialized::<f32>(entries)?);
@@ -433,30 +457,23 @@ fn queue_summaries(gpu: &Gpu, columns: &Columns, queues: &Queues, limits: &[u32]
     let summaries = gpu.alloc_uninitialized::<SketchEntry>(total as usize)?;
     let words = gpu.alloc_uninitialized::<u32>(queue_entries as usize)?;
     let lens = gpu.alloc_zeroed::<u32>(tree.nodes)?;
-    let args = [
-        sorted_keys.device_ptr(),
-        sorted_weights.device_ptr(),
-        entry_offsets.device_ptr(),
-        queues.device.device_ptr(),
+    let args = entry::boost_sketch_summaries::args(
+        sorted_keys.as_ptr(),
+        sorted_weights.as_ptr(),
+        entry_offsets.as_ptr(),
+        queues.device.as_ptr(),
         count as u64,
         u64::from(columns.weights.is_none()),
-        queue_limits.device_ptr(),
-        offsets.device_ptr(),
-        exact.device_ptr(),
-        summaries.device_ptr(),
-        lens.device_ptr(),
-        words.device_ptr(),
-    ];
+        queue_limits.as_ptr(),
+        offsets.as_ptr(),
+        exact.as_mut_ptr(),
+        summaries.as_mut_ptr(),
+        lens.as_mut_ptr(),
+        words.as_mut_ptr(),
+    );
     // SAFETY: each queue's sorted entries and weights; room for its exact summary (as many as its
     // entries), its pruned one and its words (its limit); the block's shared memory.
-    unsafe {
-        gpu.launch(
-            crate::KERNELS,
-            "boost_sketch_summaries",
-            block_config(gpu, "boost_sketch_summaries", count)?,
-            &args,
-        )?
-    };
+    unsafe { gpu.launch_kernel(crate::KERNELS, block_config(gpu, "boost_sketch_summaries", count)?, args)? };
     Ok(Summaries { entries: summaries, lens, offsets, tree })
 }
 
@@ -534,27 +551,27 @@ fn merge_columns(
         (gpu.upload(&queues.column_queues)?, gpu.upload(limits)?, gpu.upload(&levels)?);
     let (device_scratch_offsets, device_merged_offsets) = (gpu.upload(&scratch_offsets)?, gpu.upload(&merged_offsets)?);
     let round_starts = gpu.upload(&summaries.tree.round_starts)?;
-    let args = [
+    let args = entry::boost_sketch_merge::args(
         cols as u64,
-        summaries.entries.device_ptr(),
-        summaries.lens.device_ptr(),
-        summaries.offsets.device_ptr(),
-        column_queues.device_ptr(),
-        device_limits.device_ptr(),
-        scratch_buffer.device_ptr(),
-        device_scratch_offsets.device_ptr(),
-        device_levels.device_ptr(),
-        merged_buffer.device_ptr(),
-        device_merged_offsets.device_ptr(),
-        merged_lens.device_ptr(),
-        diverged.device_ptr(),
-        round_starts.device_ptr(),
-    ];
+        summaries.entries.as_mut_ptr(),
+        summaries.lens.as_ptr(),
+        summaries.offsets.as_ptr(),
+        column_queues.as_ptr(),
+        device_limits.as_ptr(),
+        scratch_buffer.as_mut_ptr(),
+        device_scratch_offsets.as_ptr(),
+        device_levels.as_ptr(),
+        merged_buffer.as_mut_ptr(),
+        device_merged_offsets.as_ptr(),
+        merged_lens.as_mut_ptr(),
+        diverged.as_ptr(),
+        round_starts.as_ptr(),
+    );
     let config = block_config(gpu, "boost_sketch_merge", cols)?;
     // SAFETY: each column's queue summaries; its scratch sized for its levels (at most 66: a
     // count of queues below 2^64); room for its merged summary (its limit); the block's shared
     // memory.
-    unsafe { gpu.launch(crate::KERNELS, "boost_sketch_merge", config, &args)? };
+    unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
     let (all, lens) = (merged_buffer.to_vec(gpu)?, merged_lens.to_vec(gpu)?);
     Ok((0..cols).map(|c| all[merged_offsets[c] as usize..][..lens[c] as usize].to_vec()).collect())
 }

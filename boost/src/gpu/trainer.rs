@@ -7,6 +7,7 @@ use std::time::Instant;
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu};
 
+use boost_kernels::entry;
 use boost_kernels::evaluate::SplitContext;
 use boost_kernels::metric::Transform;
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
@@ -18,7 +19,7 @@ use super::metrics::MetricRows;
 use super::partition::RowBuffers;
 use super::quantiser::QuantiseScratch;
 use super::rank::RankGradients;
-use super::{bins, csr};
+use super::{bins, csr, ptr};
 use super::{element_config, local_bins, DeviceBins, DeviceCsr, DeviceCuts, Fixed, InitialMargins};
 use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
@@ -244,17 +245,17 @@ impl<'g> GpuTrainer<'g> {
         }
         if let RowGradients::PerRound { outputs: classes, all, rank: None } = &rows.gradients {
             let n = self.rows;
-            let args = [
-                rows.set.margins.device_ptr(),
-                rows.set.labels.device_ptr(),
+            let args = entry::boost_objective_softmax_gradients::args(
+                rows.set.margins.as_ptr(),
+                rows.set.labels.as_ptr(),
                 rows.set.weights_ptr(),
                 n as u64,
                 *classes as u64,
-                all.device_ptr(),
-            ];
+                all.as_mut_ptr(),
+            );
             // SAFETY: margins and the gradients hold `n * classes` values, labels (and the weights when
             // given) `n`.
-            unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_softmax_gradients", element_config(n)?, &args)? };
+            unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
         }
         self.phases.add("tree: gradients and quantise", start.elapsed());
         Ok(())
@@ -297,18 +298,18 @@ impl<'g> GpuTrainer<'g> {
         let weights = rows.set.weights_ptr();
         Ok(match &rows.gradients {
             RowGradients::Elementwise(objective) => {
-                let args = [
-                    rows.set.margins.device_ptr(),
-                    rows.set.labels.device_ptr(),
+                let args = entry::boost_objective_gradients::args(
+                    rows.set.margins.as_ptr(),
+                    rows.set.labels.as_ptr(),
                     weights,
                     sampler.key,
                     sampler.threshold,
                     n as u64,
-                    objective.device_ptr(),
-                    rows.tree_gradients.device_ptr(),
-                ];
+                    objective.as_ptr(),
+                    rows.tree_gradients.as_mut_ptr(),
+                );
                 // SAFETY: margins, labels, gradients (and the weights when given) hold `n` values.
-                unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_gradients", element_config(n)?, &args)? };
+                unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
                 rows.tree_gradients.device_ptr()
             }
             // Output `output`'s gradients are the `n` pairs from `output * n` of the round's.
@@ -317,9 +318,11 @@ impl<'g> GpuTrainer<'g> {
                 if sampler == RowSampler::ALL {
                     column
                 } else {
-                    let args = [column, sampler.key, sampler.threshold, n as u64, rows.tree_gradients.device_ptr()];
+                    let out = rows.tree_gradients.as_mut_ptr();
+                    let args =
+                        entry::boost_objective_sample::args(ptr(column), sampler.key, sampler.threshold, n as u64, out);
                     // SAFETY: the column and the tree's gradients hold `n` pairs.
-                    unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_sample", element_config(n)?, &args)? };
+                    unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
                     rows.tree_gradients.device_ptr()
                 }
             }
@@ -352,12 +355,12 @@ impl<'g> GpuTrainer<'g> {
         let outputs = rows.gradients.outputs();
         if let Some(alpha) = rows.leaf_quantile {
             let inputs = ResidualInputs {
-                labels: rows.set.labels.device_ptr(),
+                labels: rows.set.labels.as_ptr(),
                 weights: rows.set.weights_ptr(),
-                margins: rows.set.margins.device_ptr(),
+                margins: rows.set.margins.as_ptr(),
                 outputs,
                 output,
-                gradients,
+                gradients: ptr(gradients),
             };
             let quantiles =
                 adaptive::leaf_quantiles(self.gpu, &mut rows.adaptive, &self.buffers.rows, &leaves.1, &inputs, alpha)?;
@@ -374,18 +377,18 @@ impl<'g> GpuTrainer<'g> {
         let leaves: Vec<LeafRange> = leaves.1.into_iter().filter(|leaf| leaf.begin < leaf.end).collect();
         let leaves_buffer = self.gpu.upload(&leaves)?;
         let rows = self.device_rows()?;
-        let args = [
-            self.buffers.rows.device_ptr(),
+        let args = entry::boost_objective_add_leaves::args(
+            self.buffers.rows.as_ptr(),
             n as u64,
-            leaves_buffer.device_ptr(),
+            leaves_buffer.as_ptr(),
             leaves.len() as u64,
-            rows.set.margins.device_ptr(),
+            rows.set.margins.as_mut_ptr(),
             outputs as u64,
             output as u64,
-        ];
+        );
         // SAFETY: the row order holds `n` distinct rows; the leaves' ranges, sorted, partition `0..n`;
         // `outputs` margins per row.
-        unsafe { self.gpu.launch(crate::KERNELS, "boost_objective_add_leaves", element_config(n)?, &args)? };
+        unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
         self.phases.add("tree: margins", start.elapsed());
         Ok(())
     }

@@ -80,30 +80,8 @@ impl Model {
         };
         let learner = object(required(root, "learner", "")?, "learner")?;
 
-        let mparam = object(required(learner, "learner_model_param", "learner")?, "learner.learner_model_param")?;
-        let mp = "learner.learner_model_param";
-        let num_feature = param_usize(required(mparam, "num_feature", mp)?, &format!("{mp}.num_feature"))?;
-        if u32::try_from(num_feature).is_err() {
-            // XGBoost counts features in 32 bits.
-            return Err(Error::Model(format!("`{mp}.num_feature` is {num_feature}, more than 32 bits")));
-        }
-        let num_class = param_usize(required(mparam, "num_class", mp)?, &format!("{mp}.num_class"))?;
-        let num_target = match mparam.get("num_target") {
-            Some(v) => param_usize(v, &format!("{mp}.num_target"))?,
-            None => 1,
-        };
-        let boost_from_average = match mparam.get("boost_from_average") {
-            Some(v) => param_bool(v, &format!("{mp}.boost_from_average"))?,
-            None => true,
-        };
-        let outputs = num_class.max(num_target).max(1);
-        if outputs > MAX_OUTPUTS {
-            // A corrupt count would otherwise size the base score (and every prediction) by it.
-            return Err(Error::Model(format!(
-                "`{mp}.num_class`/`num_target` ask for {outputs} outputs, more than the {MAX_OUTPUTS} supported"
-            )));
-        }
-        let base_score = parse_base_score(required(mparam, "base_score", mp)?, outputs)?;
+        let LearnerParams { num_feature, num_class, num_target, boost_from_average, outputs, base_score } =
+            learner_params(learner)?;
 
         let objective = required(learner, "objective", "learner")?.clone();
         let objective_name = object(&objective, "learner.objective")?
@@ -125,64 +103,7 @@ impl Model {
         let feature_names = optional_strings(learner, "feature_names")?;
         let feature_types = optional_strings(learner, "feature_types")?;
 
-        let booster = object(required(learner, "gradient_booster", "learner")?, "learner.gradient_booster")?;
-        let booster_name = required(booster, "name", "learner.gradient_booster")?
-            .as_str()
-            .ok_or_else(|| Error::Model("`learner.gradient_booster.name` is not a string".into()))?;
-        if booster_name != "gbtree" {
-            return Err(Error::Model(format!(
-                "`learner.gradient_booster.name` is `{booster_name}`: only `gbtree` models are supported"
-            )));
-        }
-        let gb = "learner.gradient_booster.model";
-        let gbtree = object(required(booster, "model", "learner.gradient_booster")?, gb)?;
-        let gparam = object(required(gbtree, "gbtree_model_param", gb)?, &format!("{gb}.gbtree_model_param"))?;
-        let num_trees = param_usize(
-            required(gparam, "num_trees", &format!("{gb}.gbtree_model_param"))?,
-            &format!("{gb}.gbtree_model_param.num_trees"),
-        )?;
-        let num_parallel_tree = match gparam.get("num_parallel_tree") {
-            Some(v) => param_usize(v, &format!("{gb}.gbtree_model_param.num_parallel_tree"))?,
-            None => 1,
-        };
-        let cats = match gbtree.get("cats") {
-            None => empty_cats(),
-            Some(c) => {
-                let enc = object(c, &format!("{gb}.cats"))?.get("enc");
-                if enc.and_then(Value::as_array).is_some_and(|e| !e.is_empty()) {
-                    return Err(Error::Model(format!(
-                        "`{gb}.cats.enc` holds category encodings: categorical features are not supported"
-                    )));
-                }
-                c.clone()
-            }
-        };
-
-        let trees_json = required(gbtree, "trees", gb)?
-            .as_array()
-            .ok_or_else(|| Error::Model(format!("`{gb}.trees` is not an array")))?;
-        if trees_json.len() != num_trees {
-            return Err(Error::Model(format!(
-                "`{gb}.gbtree_model_param.num_trees` is {num_trees} but `{gb}.trees` has {} trees",
-                trees_json.len()
-            )));
-        }
-        let trees = place_trees(trees_json)?;
-        let tree_info: Vec<u32> = int_array(required(gbtree, "tree_info", gb)?, &format!("{gb}.tree_info"))?;
-        let iteration_indptr = match gbtree.get("iteration_indptr") {
-            Some(v) => int_array(v, &format!("{gb}.iteration_indptr"))?,
-            None => {
-                // Before XGBoost 2.0 every round had the same number of trees.
-                let per_round = num_parallel_tree.saturating_mul(outputs);
-                if per_round == 0 || trees.len() % per_round != 0 {
-                    return Err(Error::Model(format!(
-                        "no `{gb}.iteration_indptr`, and {} trees are not whole rounds of {per_round}",
-                        trees.len()
-                    )));
-                }
-                (0..=trees.len() / per_round).map(|r| r * per_round).collect()
-            }
-        };
+        let Trees { trees, tree_info, iteration_indptr, num_parallel_tree, cats } = trees(learner, outputs)?;
 
         let model = Model {
             trees,
@@ -621,4 +542,113 @@ fn write_tree(w: &mut String, tree: &Tree, id: usize, num_feature: usize) -> Res
         ",\"tree_param\":{{\"num_deleted\":\"{deleted}\",\"num_feature\":\"{num_feature}\",\"num_nodes\":\"{n}\",\"size_leaf_vector\":\"1\"}}}}"
     );
     Ok(())
+}
+
+/// `learner.learner_model_param`'s counts, flag and base score.
+struct LearnerParams {
+    num_feature: usize,
+    num_class: usize,
+    num_target: usize,
+    boost_from_average: bool,
+    outputs: usize,
+    base_score: Vec<f32>,
+}
+
+fn learner_params(learner: &Map<String, Value>) -> Result<LearnerParams> {
+    let mparam = object(required(learner, "learner_model_param", "learner")?, "learner.learner_model_param")?;
+    let mp = "learner.learner_model_param";
+    let num_feature = param_usize(required(mparam, "num_feature", mp)?, &format!("{mp}.num_feature"))?;
+    if u32::try_from(num_feature).is_err() {
+        // XGBoost counts features in 32 bits.
+        return Err(Error::Model(format!("`{mp}.num_feature` is {num_feature}, more than 32 bits")));
+    }
+    let num_class = param_usize(required(mparam, "num_class", mp)?, &format!("{mp}.num_class"))?;
+    let num_target = match mparam.get("num_target") {
+        Some(v) => param_usize(v, &format!("{mp}.num_target"))?,
+        None => 1,
+    };
+    let boost_from_average = match mparam.get("boost_from_average") {
+        Some(v) => param_bool(v, &format!("{mp}.boost_from_average"))?,
+        None => true,
+    };
+    let outputs = num_class.max(num_target).max(1);
+    if outputs > MAX_OUTPUTS {
+        // A corrupt count would otherwise size the base score (and every prediction) by it.
+        return Err(Error::Model(format!(
+            "`{mp}.num_class`/`num_target` ask for {outputs} outputs, more than the {MAX_OUTPUTS} supported"
+        )));
+    }
+    let base_score = parse_base_score(required(mparam, "base_score", mp)?, outputs)?;
+    Ok(LearnerParams { num_feature, num_class, num_target, boost_from_average, outputs, base_score })
+}
+
+/// `learner.gradient_booster`'s trees with their outputs and rounds.
+struct Trees {
+    trees: Vec<Tree>,
+    tree_info: Vec<u32>,
+    iteration_indptr: Vec<usize>,
+    num_parallel_tree: usize,
+    cats: Value,
+}
+
+fn trees(learner: &Map<String, Value>, outputs: usize) -> Result<Trees> {
+    let booster = object(required(learner, "gradient_booster", "learner")?, "learner.gradient_booster")?;
+    let booster_name = required(booster, "name", "learner.gradient_booster")?
+        .as_str()
+        .ok_or_else(|| Error::Model("`learner.gradient_booster.name` is not a string".into()))?;
+    if booster_name != "gbtree" {
+        return Err(Error::Model(format!(
+            "`learner.gradient_booster.name` is `{booster_name}`: only `gbtree` models are supported"
+        )));
+    }
+    let gb = "learner.gradient_booster.model";
+    let gbtree = object(required(booster, "model", "learner.gradient_booster")?, gb)?;
+    let gparam = object(required(gbtree, "gbtree_model_param", gb)?, &format!("{gb}.gbtree_model_param"))?;
+    let num_trees = param_usize(
+        required(gparam, "num_trees", &format!("{gb}.gbtree_model_param"))?,
+        &format!("{gb}.gbtree_model_param.num_trees"),
+    )?;
+    let num_parallel_tree = match gparam.get("num_parallel_tree") {
+        Some(v) => param_usize(v, &format!("{gb}.gbtree_model_param.num_parallel_tree"))?,
+        None => 1,
+    };
+    let cats = match gbtree.get("cats") {
+        None => empty_cats(),
+        Some(c) => {
+            let enc = object(c, &format!("{gb}.cats"))?.get("enc");
+            if enc.and_then(Value::as_array).is_some_and(|e| !e.is_empty()) {
+                return Err(Error::Model(format!(
+                    "`{gb}.cats.enc` holds category encodings: categorical features are not supported"
+                )));
+            }
+            c.clone()
+        }
+    };
+
+    let trees_json = required(gbtree, "trees", gb)?
+        .as_array()
+        .ok_or_else(|| Error::Model(format!("`{gb}.trees` is not an array")))?;
+    if trees_json.len() != num_trees {
+        return Err(Error::Model(format!(
+            "`{gb}.gbtree_model_param.num_trees` is {num_trees} but `{gb}.trees` has {} trees",
+            trees_json.len()
+        )));
+    }
+    let trees = place_trees(trees_json)?;
+    let tree_info: Vec<u32> = int_array(required(gbtree, "tree_info", gb)?, &format!("{gb}.tree_info"))?;
+    let iteration_indptr = match gbtree.get("iteration_indptr") {
+        Some(v) => int_array(v, &format!("{gb}.iteration_indptr"))?,
+        None => {
+            // Before XGBoost 2.0 every round had the same number of trees.
+            let per_round = num_parallel_tree.saturating_mul(outputs);
+            if per_round == 0 || trees.len() % per_round != 0 {
+                return Err(Error::Model(format!(
+                    "no `{gb}.iteration_indptr`, and {} trees are not whole rounds of {per_round}",
+                    trees.len()
+                )));
+            }
+            (0..=trees.len() / per_round).map(|r| r * per_round).collect()
+        }
+    };
+    Ok(Trees { trees, tree_info, iteration_indptr, num_parallel_tree, cats })
 }

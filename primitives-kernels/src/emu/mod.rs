@@ -200,38 +200,4 @@ impl Emulator {
     }
 }
 
-/// A kernel parameter that can be rebuilt from the 64-bit value the host passes (pointers, integers).
-pub trait KernelParam {
-    fn from_raw(raw: u64) -> Self;
-}
-
-impl<T> KernelParam for *const T {
-    fn from_raw(raw: u64) -> Self {
-        raw as usize as *const T
-    }
-}
-impl<T> KernelParam for *mut T {
-    fn from_raw(raw: u64) -> Self {
-        raw as usize as *mut T
-    }
-}
-macro_rules! integer_params {
-    ($($t:ty),*) => {$(
-        impl KernelParam for $t {
-            fn from_raw(raw: u64) -> Self {
-                raw as $t
-            }
-        }
-    )*};
-}
-integer_params!(u64, i64, u32, i32, u16, i16, u8, i8, usize);
-impl KernelParam for f32 {
-    fn from_raw(raw: u64) -> Self {
-        f32::from_bits(raw as u32)
-    }
-}
-impl KernelParam for f64 {
-    fn from_raw(raw: u64) -> Self {
-        f64::from_bits(raw)
-    }
-}
+pub use crate::launch::KernelParam;

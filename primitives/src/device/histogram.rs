@@ -620,26 +620,7 @@ impl DeviceHistogram {
         }
         let (features, bins_per_feature) = (features as u32, bins_per_feature as u32);
 
-        // Feature groups: as many features as fit in a block's share of the multiprocessor's
-        // shared memory; all of the device's limit when not even one feature fits in that share;
-        // and when not even in that, every feature at once added straight to the device
-        // histogram (XGBoost's global-memory fallback for a large `max_bin`).
-        let limit = gpu.properties().max_shared_bytes_per_block;
-        let share = (limit / MULTI_BLOCKS_PER_MULTIPROCESSOR).saturating_sub(RESERVED_SHARED_BYTES);
-        let feature_bytes = bins_per_feature as usize * size_of::<G>();
-        let fitting = if feature_bytes <= share { share / feature_bytes } else { limit / feature_bytes };
-        let (groups, group_features, layout, shared_bytes) = if fitting == 0 {
-            (1, features, kernel::DIRECT_TO_GLOBAL, 0)
-        } else {
-            let groups = (features as usize).div_ceil(fitting);
-            let group_features = (features as usize).div_ceil(groups) as u32;
-            let slots = group_features * bins_per_feature;
-            let mut layout = BlockHistogramLayout::select::<G>(slots, kernel::MULTI_BLOCK_THREADS).code();
-            if kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) > limit {
-                layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
-            }
-            (groups, group_features, layout, kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout))
-        };
+        let (groups, group_features, layout, shared_bytes) = feature_groups::<G>(gpu, features, bins_per_feature);
 
         // Work items: each node's rows in chunks, each chunk once per feature group.
         let total_rows: usize = ranges.iter().map(|&(begin, end)| (end - begin) as usize).sum();
@@ -649,17 +630,7 @@ impl DeviceHistogram {
         let resident = gpu.properties().multiprocessors.max(1) as usize * MULTI_BLOCKS_PER_MULTIPROCESSOR;
         let split = if device_ranges.is_some() { MULTI_DEVICE_RANGE_SPLIT } else { 1 };
         let chunk = total_rows.div_ceil(resident * MULTI_WAVES * split).max(MULTI_MIN_CHUNK_ROWS);
-        let mut work = Vec::new();
-        for (n, &(begin, range_end)) in ranges.iter().enumerate() {
-            let mut start = begin as usize;
-            while start < range_end as usize {
-                let end = (start + chunk).min(range_end as usize);
-                for group in 0..groups as u32 {
-                    work.push(MultiWork { node: n as u32, start: start as u32, end: end as u32, group });
-                }
-                start = end;
-            }
-        }
+        let work = work_items(ranges, groups, chunk);
         if work.len() > i32::MAX as usize {
             return Err(Error::InvalidArgument { name: "rows", reason: format!("{total_rows} rows are too many") });
         }
@@ -703,6 +674,50 @@ impl DeviceHistogram {
         unsafe { gpu.launch(PRIMITIVES_MODULE, name, config, &args)? };
         Ok(())
     }
+}
+
+/// The feature groups of a multi-feature histogram: as many features as fit in a block's share of
+/// the multiprocessor's shared memory; all of the device's limit when not even one feature fits in
+/// that share; and when not even in that, every feature at once added straight to the device
+/// histogram (XGBoost's global-memory fallback for a large `max_bin`). Returns the groups, the
+/// features a group, the block histogram's layout code and the shared bytes a block.
+fn feature_groups<G: MultiFeatureGradient>(
+    gpu: &Gpu,
+    features: u32,
+    bins_per_feature: u32,
+) -> (usize, u32, u32, usize) {
+    let limit = gpu.properties().max_shared_bytes_per_block;
+    let share = (limit / MULTI_BLOCKS_PER_MULTIPROCESSOR).saturating_sub(RESERVED_SHARED_BYTES);
+    let feature_bytes = bins_per_feature as usize * size_of::<G>();
+    let fitting = if feature_bytes <= share { share / feature_bytes } else { limit / feature_bytes };
+    if fitting == 0 {
+        return (1, features, kernel::DIRECT_TO_GLOBAL, 0);
+    }
+    let groups = (features as usize).div_ceil(fitting);
+    let group_features = (features as usize).div_ceil(groups) as u32;
+    let slots = group_features * bins_per_feature;
+    let mut layout = BlockHistogramLayout::select::<G>(slots, kernel::MULTI_BLOCK_THREADS).code();
+    if kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout) > limit {
+        layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
+    }
+    (groups, group_features, layout, kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout))
+}
+
+/// The work items of a multi-feature histogram: each node's rows in chunks of `chunk`, each chunk
+/// once per feature group.
+fn work_items(ranges: &[(u32, u32)], groups: usize, chunk: usize) -> Vec<MultiWork> {
+    let mut work = Vec::new();
+    for (n, &(begin, range_end)) in ranges.iter().enumerate() {
+        let mut start = begin as usize;
+        while start < range_end as usize {
+            let end = (start + chunk).min(range_end as usize);
+            for group in 0..groups as u32 {
+                work.push(MultiWork { node: n as u32, start: start as u32, end: end as u32, group });
+            }
+            start = end;
+        }
+    }
+    work
 }
 
 /// The bin count as the kernels take it: 1 to 2^32 - 1.

@@ -376,7 +376,8 @@ fn grid_stride(gpu: &Gpu, work: usize) -> LaunchConfig {
 }
 
 /// Sorts the segments `offsets[s]..offsets[s + 1]` of `keys_in` (and the values when given, whose
-/// size is 4, 8 or 16 bytes) into the outputs.
+/// size is 4, 8 or 16 bytes) into the outputs: segments of at most a block's items each sorted by
+/// one block, larger ones by onesweep radix passes over their tiles.
 fn sort_segments<K: SortKey, V: Element>(
     gpu: &Gpu,
     keys_in: &DeviceBuffer<K>,
@@ -394,171 +395,237 @@ fn sort_segments<K: SortKey, V: Element>(
         });
     }
     let kind = value_kind::<V>(values.is_some());
-    let name = |what: &str| format!("primitives_radix_{what}_{}_{}", K::NAME, kind.suffix());
-    let tile = kernel::ONESWEEP_THREADS as usize * kind.items::<K>();
-    let shared = kind.shared_bytes::<K>() as u32;
-    let block_items = kind.block_items::<K>();
-    let block_capacity = kernel::BLOCK_THREADS as usize * block_items;
-    let descending = order.descending as u64;
     let (values_in, values_out) = match &values {
         Some((input, output)) => (input.device_ptr(), output.device_ptr()),
         None => (0, 0),
     };
-
-    // Classify: small segments by block size, large ones in order with their first tiles.
-    let mut small: [Vec<u32>; 4] = Default::default();
-    // Full tiles matter: a segment sorted by a block twice its size pays for the padding in every
-    // pass (1024 pairs took 128-thread blocks of 16 items before the 64-thread class).
-    const SMALL_THREADS: [u32; 4] = [32, 64, 128, 256];
-    let mut large_first_tiles = vec![0u32];
-    let (mut large_begins, mut large_ends) = (Vec::new(), Vec::new());
-    for pair in offsets.windows(2) {
-        let (begin, end) = (pair[0] as usize, pair[1] as usize);
-        let len = end - begin;
-        if len == 0 {
-            continue;
-        }
-        if len <= block_capacity {
-            let class = SMALL_THREADS.iter().position(|&t| len <= t as usize * block_items).expect("len <= capacity");
-            small[class].extend([begin as u32, end as u32]);
-        } else {
-            large_begins.push(begin as u32);
-            large_ends.push(end as u32);
-            let tiles = *large_first_tiles.last().expect("starts with 0") + len.div_ceil(tile) as u32;
-            large_first_tiles.push(tiles);
-        }
-    }
-
-    for (class, ranges) in small.iter().enumerate() {
-        if ranges.is_empty() {
-            continue;
-        }
-        let list = gpu.upload(ranges)?;
-        let threads = SMALL_THREADS[class];
-        let config = LaunchConfig {
-            grid_dim: ((ranges.len() / 2) as u32, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: kind.block_shared_bytes::<K>(threads as usize) as u32,
-        };
-        let args = [
-            keys_in.device_ptr(),
-            keys_out.device_ptr(),
-            values_in,
-            values_out,
-            list.device_ptr(),
-            begin_bit as u64,
-            end_bit as u64,
-            descending,
-        ];
-        // SAFETY: every range lies inside the buffers (offsets checked against n) and holds at
-        // most `threads * block_items` items; shared memory sized for the full block.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, leak(name("block_sort")), config, &args)? };
-    }
-
-    let segment_count = large_begins.len();
-    if segment_count == 0 {
+    let sort = Sort {
+        gpu,
+        kind,
+        buffers: [keys_in.device_ptr(), keys_out.device_ptr(), values_in, values_out],
+        has_values: values.is_some(),
+        bits: (begin_bit, end_bit),
+        descending: order.descending as u64,
+        n,
+    };
+    let tile = kernel::ONESWEEP_THREADS as usize * kind.items::<K>();
+    let segments = Segments::classify(offsets, kind.block_items::<K>(), tile);
+    sort.small_segments::<K>(&segments.small)?;
+    if segments.begins.is_empty() {
         return Ok(());
     }
-    let tiles = *large_first_tiles.last().expect("starts with 0") as usize;
-    let places = (end_bit - begin_bit).div_ceil(kernel::RADIX_BITS) as usize;
-    if places == 0 {
+    if end_bit == begin_bit {
         // An empty bit range: every order is sorted; copy the large segments through.
-        return copy_large(gpu, keys_in, keys_out, values, &large_begins, &large_ends);
+        return copy_large(gpu, keys_in, keys_out, values, &segments.begins, &segments.ends);
     }
-    let mut list = large_first_tiles;
-    list.extend(&large_begins);
-    list.extend(&large_ends);
-    let segments = gpu.upload(&list)?;
+    sort.large_segments::<K, V>(segments)
+}
 
-    let counts = DeviceBuffer::<u32>::zeroed(gpu, places * segment_count * kernel::DIGITS)?;
-    let blocks = tiles.min(gpu.properties().multiprocessors.max(1) as usize * 4);
-    let tiles_per_block = tiles.div_ceil(blocks);
-    let blocks = tiles.div_ceil(tiles_per_block);
-    let config = LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (kernel::BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: kernel::HISTOGRAM_SHARED_BYTES as u32,
-    };
-    let args = [
-        keys_in.device_ptr(),
-        segments.device_ptr(),
-        segment_count as u64,
-        tiles as u64,
-        tiles_per_block as u64,
-        counts.device_ptr(),
-        begin_bit as u64,
-        end_bit as u64,
-        descending,
-        kind.bytes() as u64,
-    ];
-    let histogram = format!("primitives_radix_histogram_{}", K::NAME);
-    // SAFETY: the segment list covers `tiles` tiles of this value kind inside the keys; counts
-    // sized for every place and segment.
-    unsafe { gpu.launch(PRIMITIVES_MODULE, leak(histogram), config, &args)? };
-    let config = LaunchConfig {
-        grid_dim: ((places * segment_count) as u32, 1, 1),
-        block_dim: (kernel::DIGITS as u32, 1, 1),
-        shared_mem_bytes: primitives_kernels::block::BlockScan::<u32>::SHARED_BYTES as u32,
-    };
-    let args = [counts.device_ptr(), segments.device_ptr(), segment_count as u64];
-    // SAFETY: one block per (place, segment) over the counts just made.
-    unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_radix_bin_offsets", config, &args)? };
+/// A sort's segments by size: the small ones (at most a block's items) by block-size class, as
+/// `[begin, end]` pairs; the large ones in order, with the first tile of each and one past the last.
+struct Segments {
+    small: [Vec<u32>; 4],
+    first_tiles: Vec<u32>,
+    begins: Vec<u32>,
+    ends: Vec<u32>,
+}
 
-    // Scratch copies for the places before the last; the status words and the tile counter (last).
-    // Every place writes each item of its destination before the next place reads it, so the
-    // scratch copies need no clearing (for 2^26 u32 pairs that memset was 0.5 GB of writes).
-    let mut scratch_keys = if places > 1 { Some(DeviceBuffer::<K>::uninitialized(gpu, n)?) } else { None };
-    let mut scratch_values =
-        if places > 1 && values.is_some() { Some(DeviceBuffer::<V>::uninitialized(gpu, n)?) } else { None };
-    // One place's status words, cleared again before each later place: a region per place would
-    // save those memsets (12 MB each for 2^26 u32 pairs) for up to eight times the memory.
-    let mut status = DeviceBuffer::<u32>::zeroed(gpu, tiles * kernel::DIGITS + 1)?;
-    let counter = status.device_ptr() + (tiles * kernel::DIGITS * 4) as u64;
-    let onesweep = leak(name("onesweep"));
-    let scratch_key_ptr = scratch_keys.as_mut().map_or(0, |b| b.device_ptr());
-    let scratch_value_ptr = scratch_values.as_mut().map_or(0, |b| b.device_ptr());
-    let mut source = (keys_in.device_ptr(), values_in);
-    for place in 0..places {
-        // The places alternate between the output and the scratch copy, ending in the output.
-        let destination = if (places - 1 - place).is_multiple_of(2) {
-            (keys_out.device_ptr(), values_out)
-        } else {
-            (scratch_key_ptr, scratch_value_ptr)
-        };
-        if place > 0 {
-            status.fill_zero(gpu)?;
+/// Threads of each small-segment class. Full tiles matter: a segment sorted by a block twice its
+/// size pays for the padding in every pass (1024 pairs took 128-thread blocks of 16 items before
+/// the 64-thread class).
+const SMALL_THREADS: [u32; 4] = [32, 64, 128, 256];
+
+impl Segments {
+    fn classify(offsets: &[u64], block_items: usize, tile: usize) -> Self {
+        let block_capacity = kernel::BLOCK_THREADS as usize * block_items;
+        let mut segments =
+            Segments { small: Default::default(), first_tiles: vec![0], begins: Vec::new(), ends: Vec::new() };
+        for pair in offsets.windows(2) {
+            let (begin, end) = (pair[0] as usize, pair[1] as usize);
+            let len = end - begin;
+            if len == 0 {
+                continue;
+            }
+            if len <= block_capacity {
+                let class =
+                    SMALL_THREADS.iter().position(|&t| len <= t as usize * block_items).expect("len <= capacity");
+                segments.small[class].extend([begin as u32, end as u32]);
+            } else {
+                segments.begins.push(begin as u32);
+                segments.ends.push(end as u32);
+                let tiles = *segments.first_tiles.last().expect("starts with 0") + len.div_ceil(tile) as u32;
+                segments.first_tiles.push(tiles);
+            }
         }
-        let shift = begin_bit + place as u32 * kernel::RADIX_BITS;
-        let bits = (end_bit - shift).min(kernel::RADIX_BITS);
+        segments
+    }
+}
+
+/// One segmented sort's launches: its buffers' device addresses (keys in, keys out, values in,
+/// values out; 0 for no values), bit range and direction.
+struct Sort<'g> {
+    gpu: &'g Gpu,
+    kind: ValueKind,
+    buffers: [u64; 4],
+    has_values: bool,
+    bits: (u32, u32),
+    descending: u64,
+    n: usize,
+}
+
+impl Sort<'_> {
+    fn name<K: SortKey>(&self, what: &str) -> &'static str {
+        leak(format!("primitives_radix_{what}_{}_{}", K::NAME, self.kind.suffix()))
+    }
+
+    /// Each small segment sorted by a block of its class.
+    fn small_segments<K: SortKey>(&self, small: &[Vec<u32>; 4]) -> Result<()> {
+        let [keys_in, keys_out, values_in, values_out] = self.buffers;
+        for (class, ranges) in small.iter().enumerate() {
+            if ranges.is_empty() {
+                continue;
+            }
+            let list = self.gpu.upload(ranges)?;
+            let threads = SMALL_THREADS[class];
+            let config = LaunchConfig {
+                grid_dim: ((ranges.len() / 2) as u32, 1, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: self.kind.block_shared_bytes::<K>(threads as usize) as u32,
+            };
+            let (begin_bit, end_bit) = self.bits;
+            let args = [
+                keys_in,
+                keys_out,
+                values_in,
+                values_out,
+                list.device_ptr(),
+                begin_bit as u64,
+                end_bit as u64,
+                self.descending,
+            ];
+            // SAFETY: every range lies inside the buffers (offsets checked against n) and holds at
+            // most `threads * block_items` items; shared memory sized for the full block.
+            unsafe { self.gpu.launch(PRIMITIVES_MODULE, self.name::<K>("block_sort"), config, &args)? };
+        }
+        Ok(())
+    }
+
+    /// The large segments: each place's digit counts of every tile, their offsets, then a onesweep
+    /// pass a place.
+    fn large_segments<K: SortKey, V: Element>(&self, segments: Segments) -> Result<()> {
+        let gpu = self.gpu;
+        let (begin_bit, end_bit) = self.bits;
+        let segment_count = segments.begins.len();
+        let tiles = *segments.first_tiles.last().expect("starts with 0") as usize;
+        let places = (end_bit - begin_bit).div_ceil(kernel::RADIX_BITS) as usize;
+        let mut list = segments.first_tiles;
+        list.extend(&segments.begins);
+        list.extend(&segments.ends);
+        let segments = gpu.upload(&list)?;
+
+        let counts = DeviceBuffer::<u32>::zeroed(gpu, places * segment_count * kernel::DIGITS)?;
+        let blocks = tiles.min(gpu.properties().multiprocessors.max(1) as usize * 4);
+        let tiles_per_block = tiles.div_ceil(blocks);
+        let blocks = tiles.div_ceil(tiles_per_block);
         let config = LaunchConfig {
-            grid_dim: (tiles as u32, 1, 1),
-            block_dim: (kernel::ONESWEEP_THREADS, 1, 1),
-            shared_mem_bytes: shared,
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (kernel::BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: kernel::HISTOGRAM_SHARED_BYTES as u32,
         };
         let args = [
-            source.0,
-            destination.0,
-            source.1,
-            destination.1,
+            self.buffers[0],
             segments.device_ptr(),
             segment_count as u64,
-            counts.device_ptr() + (place * segment_count * kernel::DIGITS * 4) as u64,
-            status.device_ptr(),
-            counter,
             tiles as u64,
-            shift as u64,
-            bits as u64,
-            descending,
+            tiles_per_block as u64,
+            counts.device_ptr(),
+            begin_bit as u64,
+            end_bit as u64,
+            self.descending,
+            self.kind.bytes() as u64,
         ];
-        // SAFETY: source and destination are distinct buffers of n items (input, output, scratch);
-        // the offsets of this place; status zeroed, the counter at 0 (the last tile of each launch
-        // resets it); one block per tile.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, onesweep, config, &args)? };
-        source = destination;
+        let histogram = leak(format!("primitives_radix_histogram_{}", K::NAME));
+        // SAFETY: the segment list covers `tiles` tiles of this value kind inside the keys; counts
+        // sized for every place and segment.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, histogram, config, &args)? };
+        let config = LaunchConfig {
+            grid_dim: ((places * segment_count) as u32, 1, 1),
+            block_dim: (kernel::DIGITS as u32, 1, 1),
+            shared_mem_bytes: primitives_kernels::block::BlockScan::<u32>::SHARED_BYTES as u32,
+        };
+        let args = [counts.device_ptr(), segments.device_ptr(), segment_count as u64];
+        // SAFETY: one block per (place, segment) over the counts just made.
+        unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_radix_bin_offsets", config, &args)? };
+        self.onesweep_passes::<K, V>(&segments, segment_count, tiles, &counts)
     }
-    // The scratch buffers are freed in stream order after the launches that use them.
-    drop((scratch_keys, scratch_values, status, counts, segments));
-    Ok(())
+
+    /// A onesweep pass a place, alternating between the output and a scratch copy so that the
+    /// last pass writes the output. Every place writes each item of its destination before the
+    /// next reads it, so the scratch copies need no clearing (for 2^26 u32 pairs that memset was
+    /// 0.5 GB of writes).
+    fn onesweep_passes<K: SortKey, V: Element>(
+        &self,
+        segments: &DeviceBuffer<u32>,
+        segment_count: usize,
+        tiles: usize,
+        counts: &DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let (gpu, n) = (self.gpu, self.n);
+        let (begin_bit, end_bit) = self.bits;
+        let [keys_in, keys_out, values_in, values_out] = self.buffers;
+        let places = (end_bit - begin_bit).div_ceil(kernel::RADIX_BITS) as usize;
+        let mut scratch_keys = if places > 1 { Some(DeviceBuffer::<K>::uninitialized(gpu, n)?) } else { None };
+        let mut scratch_values =
+            if places > 1 && self.has_values { Some(DeviceBuffer::<V>::uninitialized(gpu, n)?) } else { None };
+        // One place's status words, cleared again before each later place: a region per place would
+        // save those memsets (12 MB each for 2^26 u32 pairs) for up to eight times the memory.
+        let mut status = DeviceBuffer::<u32>::zeroed(gpu, tiles * kernel::DIGITS + 1)?;
+        let counter = status.device_ptr() + (tiles * kernel::DIGITS * 4) as u64;
+        let onesweep = self.name::<K>("onesweep");
+        let scratch_key_ptr = scratch_keys.as_mut().map_or(0, |b| b.device_ptr());
+        let scratch_value_ptr = scratch_values.as_mut().map_or(0, |b| b.device_ptr());
+        let mut source = (keys_in, values_in);
+        for place in 0..places {
+            let destination = if (places - 1 - place).is_multiple_of(2) {
+                (keys_out, values_out)
+            } else {
+                (scratch_key_ptr, scratch_value_ptr)
+            };
+            if place > 0 {
+                status.fill_zero(gpu)?;
+            }
+            let shift = begin_bit + place as u32 * kernel::RADIX_BITS;
+            let bits = (end_bit - shift).min(kernel::RADIX_BITS);
+            let config = LaunchConfig {
+                grid_dim: (tiles as u32, 1, 1),
+                block_dim: (kernel::ONESWEEP_THREADS, 1, 1),
+                shared_mem_bytes: self.kind.shared_bytes::<K>() as u32,
+            };
+            let args = [
+                source.0,
+                destination.0,
+                source.1,
+                destination.1,
+                segments.device_ptr(),
+                segment_count as u64,
+                counts.device_ptr() + (place * segment_count * kernel::DIGITS * 4) as u64,
+                status.device_ptr(),
+                counter,
+                tiles as u64,
+                shift as u64,
+                bits as u64,
+                self.descending,
+            ];
+            // SAFETY: source and destination are distinct buffers of n items (input, output,
+            // scratch); the offsets of this place; status zeroed, the counter at 0 (the last tile of
+            // each launch resets it); one block per tile.
+            unsafe { gpu.launch(PRIMITIVES_MODULE, onesweep, config, &args)? };
+            source = destination;
+        }
+        // The scratch buffers are freed in stream order after the launches that use them.
+        drop((scratch_keys, scratch_values, status));
+        Ok(())
+    }
 }
 
 /// Every kernel name the sorts launch (for the test that the embedded PTX has them all).
