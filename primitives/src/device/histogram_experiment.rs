@@ -2,6 +2,8 @@
 
 use cudarc::driver::LaunchConfig;
 use primitives_kernels::device::histogram_experiment as kernel;
+use primitives_kernels::entry;
+use primitives_kernels::launch::KernelArgs;
 use primitives_kernels::ops::GradientPair;
 
 use super::BLOCK_THREADS;
@@ -28,17 +30,26 @@ mod sealed {
 /// A gradient component type with an experimental histogram kernel: `f32`, `f64`, or `i64` (64-bit
 /// fixed point, as `boost::fixed_point` makes it). Sealed.
 pub trait HistogramExperimentKernel: Element + sealed::Sealed {
+    /// The kernel's name in the PTX.
     const KERNEL: &'static str;
+    /// Its typed launch arguments: bins, gradients, rows, bins in the histogram, the histogram.
+    const ARGS: fn(*const u32, *const GradientPair<Self>, u64, u32, *mut GradientPair<Self>) -> KernelArgs;
 }
 
-impl HistogramExperimentKernel for f32 {
-    const KERNEL: &'static str = "primitives_experimental_histogram_sum_gpf32";
+macro_rules! experiment_kernels {
+    ($($t:ty => $name:ident;)*) => {$(
+        impl HistogramExperimentKernel for $t {
+            const KERNEL: &'static str = entry::$name::NAME;
+            const ARGS: fn(*const u32, *const GradientPair<$t>, u64, u32, *mut GradientPair<$t>) -> KernelArgs =
+                entry::$name::args;
+        }
+    )*};
 }
-impl HistogramExperimentKernel for f64 {
-    const KERNEL: &'static str = "primitives_experimental_histogram_sum_gpf64";
-}
-impl HistogramExperimentKernel for i64 {
-    const KERNEL: &'static str = "primitives_experimental_histogram_sum_gpi64";
+
+experiment_kernels! {
+    f32 => primitives_experimental_histogram_sum_gpf32;
+    f64 => primitives_experimental_histogram_sum_gpf64;
+    i64 => primitives_experimental_histogram_sum_gpi64;
 }
 
 /// **Experimental; for the precision experiment only** (`cargo xtask precision`, docs/precision.md):
@@ -88,15 +99,10 @@ impl ExperimentalHistogram {
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::shared_bytes::<T>(histogram.len()) as u32,
         };
-        let args = [
-            bins.device_ptr(),
-            gradients.device_ptr(),
-            bins.len() as u64,
-            histogram.len() as u64,
-            histogram.device_ptr(),
-        ];
+        let (len, bin_count) = (bins.len() as u64, histogram.len() as u32);
+        let args = T::ARGS(bins.as_ptr(), gradients.as_ptr(), len, bin_count, histogram.as_mut_ptr());
         // SAFETY: `bins` and `gradients` hold `len` elements, `histogram` `bin_count` (at most what
         // the shared memory given holds), and only this launch, in stream order, uses them.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, T::KERNEL, config, &args) }
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
     }
 }

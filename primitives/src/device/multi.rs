@@ -2,6 +2,8 @@
 
 use cudarc::driver::LaunchConfig;
 use primitives_kernels::device::multi as kernel;
+use primitives_kernels::entry;
+use primitives_kernels::launch::KernelArgs;
 use primitives_kernels::ops::GradientPair;
 
 use super::reduce::sealed;
@@ -15,31 +17,53 @@ pub const MAX_BUCKETS: u32 = kernel::MAX_BUCKETS as u32;
 
 /// A (type, operator) pair with multireduce/multiscan kernels. Sealed.
 pub trait MultiKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
+    /// The kernels' names in the PTX: the warps' partials, their combination, the scan.
     const PARTIALS: &'static str;
     const COMBINE: &'static str;
     const SCAN: &'static str;
+    /// Their typed launch arguments (the entry points' `args`).
+    const PARTIALS_ARGS: fn(*const T, *const u32, u64, u32, *mut T, *mut u32) -> KernelArgs;
+    const COMBINE_ARGS: fn(*mut T, u32, u32, *mut T) -> KernelArgs;
+    const SCAN_ARGS: fn(*const T, *const u32, u64, u32, *const T, u32, *mut T, *mut u32) -> KernelArgs;
 }
 
 macro_rules! multi_kernels {
-    ($($op:ty, $t:ty => $suffix:literal;)*) => {$(
+    ($($op:ty, $t:ty => $partials:ident, $combine:ident, $scan:ident;)*) => {$(
         impl MultiKernel<$t> for $op {
-            const PARTIALS: &'static str = concat!("primitives_multi_partials_", $suffix);
-            const COMBINE: &'static str = concat!("primitives_multi_combine_", $suffix);
-            const SCAN: &'static str = concat!("primitives_multi_scan_", $suffix);
+            const PARTIALS: &'static str = entry::$partials::NAME;
+            const COMBINE: &'static str = entry::$combine::NAME;
+            const SCAN: &'static str = entry::$scan::NAME;
+            const PARTIALS_ARGS: fn(*const $t, *const u32, u64, u32, *mut $t, *mut u32) -> KernelArgs =
+                entry::$partials::args;
+            const COMBINE_ARGS: fn(*mut $t, u32, u32, *mut $t) -> KernelArgs = entry::$combine::args;
+            const SCAN_ARGS: fn(*const $t, *const u32, u64, u32, *const $t, u32, *mut $t, *mut u32) -> KernelArgs =
+                entry::$scan::args;
         }
     )*};
 }
 
 multi_kernels! {
-    Sum, f32 => "sum_f32"; Min, f32 => "min_f32"; Max, f32 => "max_f32";
-    Sum, f64 => "sum_f64"; Min, f64 => "min_f64"; Max, f64 => "max_f64";
-    Sum, i32 => "sum_i32"; Min, i32 => "min_i32"; Max, i32 => "max_i32";
-    Sum, u32 => "sum_u32"; Min, u32 => "min_u32"; Max, u32 => "max_u32";
-    Sum, i64 => "sum_i64"; Min, i64 => "min_i64"; Max, i64 => "max_i64";
-    Sum, u64 => "sum_u64"; Min, u64 => "min_u64"; Max, u64 => "max_u64";
-    Sum, GradientPair<f32> => "sum_gpf32";
-    Sum, GradientPair<f64> => "sum_gpf64";
-    Sum, GradientPair<i64> => "sum_gpi64";
+    Sum, f32 => primitives_multi_partials_sum_f32, primitives_multi_combine_sum_f32, primitives_multi_scan_sum_f32;
+    Min, f32 => primitives_multi_partials_min_f32, primitives_multi_combine_min_f32, primitives_multi_scan_min_f32;
+    Max, f32 => primitives_multi_partials_max_f32, primitives_multi_combine_max_f32, primitives_multi_scan_max_f32;
+    Sum, f64 => primitives_multi_partials_sum_f64, primitives_multi_combine_sum_f64, primitives_multi_scan_sum_f64;
+    Min, f64 => primitives_multi_partials_min_f64, primitives_multi_combine_min_f64, primitives_multi_scan_min_f64;
+    Max, f64 => primitives_multi_partials_max_f64, primitives_multi_combine_max_f64, primitives_multi_scan_max_f64;
+    Sum, i32 => primitives_multi_partials_sum_i32, primitives_multi_combine_sum_i32, primitives_multi_scan_sum_i32;
+    Min, i32 => primitives_multi_partials_min_i32, primitives_multi_combine_min_i32, primitives_multi_scan_min_i32;
+    Max, i32 => primitives_multi_partials_max_i32, primitives_multi_combine_max_i32, primitives_multi_scan_max_i32;
+    Sum, u32 => primitives_multi_partials_sum_u32, primitives_multi_combine_sum_u32, primitives_multi_scan_sum_u32;
+    Min, u32 => primitives_multi_partials_min_u32, primitives_multi_combine_min_u32, primitives_multi_scan_min_u32;
+    Max, u32 => primitives_multi_partials_max_u32, primitives_multi_combine_max_u32, primitives_multi_scan_max_u32;
+    Sum, i64 => primitives_multi_partials_sum_i64, primitives_multi_combine_sum_i64, primitives_multi_scan_sum_i64;
+    Min, i64 => primitives_multi_partials_min_i64, primitives_multi_combine_min_i64, primitives_multi_scan_min_i64;
+    Max, i64 => primitives_multi_partials_max_i64, primitives_multi_combine_max_i64, primitives_multi_scan_max_i64;
+    Sum, u64 => primitives_multi_partials_sum_u64, primitives_multi_combine_sum_u64, primitives_multi_scan_sum_u64;
+    Min, u64 => primitives_multi_partials_min_u64, primitives_multi_combine_min_u64, primitives_multi_scan_min_u64;
+    Max, u64 => primitives_multi_partials_max_u64, primitives_multi_combine_max_u64, primitives_multi_scan_max_u64;
+    Sum, GradientPair<f32> => primitives_multi_partials_sum_gpf32, primitives_multi_combine_sum_gpf32, primitives_multi_scan_sum_gpf32;
+    Sum, GradientPair<f64> => primitives_multi_partials_sum_gpf64, primitives_multi_combine_sum_gpf64, primitives_multi_scan_sum_gpf64;
+    Sum, GradientPair<i64> => primitives_multi_partials_sum_gpi64, primitives_multi_combine_sum_gpi64, primitives_multi_scan_sum_gpi64;
 }
 
 /// Multireduce and multiscan over interleaved buckets (Mitchell & Frank 2017): `buckets[i]` in
@@ -146,37 +170,37 @@ impl DeviceMulti {
             block_dim: (kernel::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::shared_bytes::<T>() as u32,
         };
-        let args = [
-            values.device_ptr(),
-            buckets.device_ptr(),
+        let args = Op::PARTIALS_ARGS(
+            values.as_ptr(),
+            buckets.as_ptr(),
             n as u64,
-            bucket_count as u64,
-            partials.device_ptr(),
-            bad.device_ptr(),
-        ];
+            bucket_count,
+            partials.as_mut_ptr(),
+            bad.as_mut_ptr(),
+        );
         // SAFETY: values and buckets hold n entries; partials bucket_count * warps.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::PARTIALS, config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         let combine = LaunchConfig {
             grid_dim: (bucket_count, 1, 1),
             block_dim: (kernel::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::combine_shared_bytes::<T>() as u32,
         };
-        let args = [partials.device_ptr(), warps as u64, scan.is_some() as u64, totals.device_ptr()];
+        let args = Op::COMBINE_ARGS(partials.as_mut_ptr(), warps as u32, scan.is_some() as u32, totals.as_mut_ptr());
         // SAFETY: one block per bucket over its `warps` partials; totals hold bucket_count values.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::COMBINE, combine, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, combine, args)? };
         if let Some((output, inclusive)) = scan {
-            let args = [
-                values.device_ptr(),
-                buckets.device_ptr(),
+            let args = Op::SCAN_ARGS(
+                values.as_ptr(),
+                buckets.as_ptr(),
                 n as u64,
-                bucket_count as u64,
-                partials.device_ptr(),
-                inclusive as u64,
-                output.device_ptr(),
-                bad.device_ptr(),
-            ];
+                bucket_count,
+                partials.as_ptr(),
+                inclusive as u32,
+                output.as_mut_ptr(),
+                bad.as_mut_ptr(),
+            );
             // SAFETY: the same grid as launch 1; output holds n values.
-            unsafe { gpu.launch(PRIMITIVES_MODULE, Op::SCAN, config, &args)? };
+            unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         }
         let bad = bad.to_vec(gpu)?[0];
         if bad != u32::MAX {

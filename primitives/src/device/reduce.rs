@@ -2,6 +2,8 @@
 
 use cudarc::driver::LaunchConfig;
 use primitives_kernels::device::reduce as kernel;
+use primitives_kernels::entry;
+use primitives_kernels::launch::KernelArgs;
 
 use super::BLOCK_THREADS;
 use crate::buffer::DeviceBuffer;
@@ -22,12 +24,19 @@ pub(crate) mod sealed {
 pub trait ReduceKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
     /// The kernel's stable name in the PTX.
     const KERNEL: &'static str;
+
+    /// The kernel's launch arguments (its entry point's typed `args`).
+    fn args(input: *const T, len: u64, block_totals: *mut T, done_blocks: *mut u32, output: *mut T) -> KernelArgs;
 }
 
 macro_rules! reduce_kernels {
-    ($($op:ty, $t:ty => $name:literal;)*) => {$(
+    ($($op:ty, $t:ty => $name:ident;)*) => {$(
         impl ReduceKernel<$t> for $op {
-            const KERNEL: &'static str = $name;
+            const KERNEL: &'static str = entry::$name::NAME;
+
+            fn args(input: *const $t, len: u64, block_totals: *mut $t, done_blocks: *mut u32, output: *mut $t) -> KernelArgs {
+                entry::$name::args(input, len, block_totals, done_blocks, output)
+            }
         }
     )*};
 }
@@ -37,24 +46,24 @@ impl sealed::Sealed for Min {}
 impl sealed::Sealed for Max {}
 
 reduce_kernels! {
-    Sum, f32 => "primitives_reduce_sum_f32";
-    Min, f32 => "primitives_reduce_min_f32";
-    Max, f32 => "primitives_reduce_max_f32";
-    Sum, f64 => "primitives_reduce_sum_f64";
-    Min, f64 => "primitives_reduce_min_f64";
-    Max, f64 => "primitives_reduce_max_f64";
-    Sum, i32 => "primitives_reduce_sum_i32";
-    Min, i32 => "primitives_reduce_min_i32";
-    Max, i32 => "primitives_reduce_max_i32";
-    Sum, u32 => "primitives_reduce_sum_u32";
-    Min, u32 => "primitives_reduce_min_u32";
-    Max, u32 => "primitives_reduce_max_u32";
-    Sum, i64 => "primitives_reduce_sum_i64";
-    Min, i64 => "primitives_reduce_min_i64";
-    Max, i64 => "primitives_reduce_max_i64";
-    Sum, u64 => "primitives_reduce_sum_u64";
-    Min, u64 => "primitives_reduce_min_u64";
-    Max, u64 => "primitives_reduce_max_u64";
+    Sum, f32 => primitives_reduce_sum_f32;
+    Min, f32 => primitives_reduce_min_f32;
+    Max, f32 => primitives_reduce_max_f32;
+    Sum, f64 => primitives_reduce_sum_f64;
+    Min, f64 => primitives_reduce_min_f64;
+    Max, f64 => primitives_reduce_max_f64;
+    Sum, i32 => primitives_reduce_sum_i32;
+    Min, i32 => primitives_reduce_min_i32;
+    Max, i32 => primitives_reduce_max_i32;
+    Sum, u32 => primitives_reduce_sum_u32;
+    Min, u32 => primitives_reduce_min_u32;
+    Max, u32 => primitives_reduce_max_u32;
+    Sum, i64 => primitives_reduce_sum_i64;
+    Min, i64 => primitives_reduce_min_i64;
+    Max, i64 => primitives_reduce_max_i64;
+    Sum, u64 => primitives_reduce_sum_u64;
+    Min, u64 => primitives_reduce_min_u64;
+    Max, u64 => primitives_reduce_max_u64;
 }
 
 /// Device-wide reduction (CUB's `DeviceReduce`).
@@ -97,19 +106,19 @@ impl DeviceReduce {
             // Zeroed: the counter must start at 0; every launch leaves it at 0 again.
             *temp = Some(DeviceBuffer::zeroed(gpu, counter_offset + 16)?);
         }
-        let temp_ptr = temp.as_ref().map(|t| t.device_ptr()).unwrap_or_default();
+        let temp_ptr = temp.as_ref().map(|t| t.as_mut_ptr()).unwrap_or(std::ptr::null_mut());
         let config = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::shared_bytes::<T>() as u32,
         };
-        let args =
-            [input.device_ptr(), input.len() as u64, temp_ptr, temp_ptr + counter_offset as u64, output.device_ptr()];
+        let (totals, counter) = (temp_ptr.cast::<T>(), temp_ptr.wrapping_add(counter_offset).cast::<u32>());
+        let args = Op::args(input.as_ptr(), input.len() as u64, totals, counter, output.as_mut_ptr());
         // SAFETY: the arguments follow `reduce_kernel`'s contract: `input` holds `len` elements,
         // block totals have room for `grid <= max_grid` elements, the counter is 0 between launches
         // (zeroed at allocation, reset by each launch's last block), `output` holds one element, and
         // the temp storage is used only by launches on this stream, in order (the lock is held).
-        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::KERNEL, config, &args) }
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
     }
 
     /// Sum of `input` into `output[0]`.

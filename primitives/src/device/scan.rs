@@ -3,6 +3,8 @@
 
 use cudarc::driver::LaunchConfig;
 use primitives_kernels::device::scan as kernel;
+use primitives_kernels::entry;
+use primitives_kernels::launch::KernelArgs;
 use primitives_kernels::ops::GradientPair;
 
 use super::reduce::sealed;
@@ -14,29 +16,56 @@ use crate::ops::{AssociativeOp, Element, Max, Min, Sum};
 /// A (type, operator) pair with device-scan entry points in `primitives-kernels`. Sealed: other pairs
 /// do not compile.
 pub trait ScanKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
+    /// The inclusive scan's name in the PTX.
     const INCLUSIVE: &'static str;
+    /// The exclusive scan's name in the PTX.
     const EXCLUSIVE: &'static str;
+    /// The inclusive scan's typed launch arguments.
+    const INCLUSIVE_ARGS: ScanArgs<T>;
+    /// The exclusive scan's typed launch arguments.
+    const EXCLUSIVE_ARGS: ScanArgs<T>;
 }
 
+/// How a scan's launch makes its arguments: a [`ScanArgs`], or a bench's variant by name.
+type ScanLaunch<'a, T> = dyn Fn(*const T, *mut T, u64, *const T, *mut u8, u32, u32) -> KernelArgs + 'a;
+
+/// A device scan's launch arguments (its entry point's typed `args`): input, output, items, the
+/// initial value, the temporary storage, tiles, epoch.
+pub type ScanArgs<T> = fn(*const T, *mut T, u64, *const T, *mut u8, u32, u32) -> KernelArgs;
+
 macro_rules! scan_kernels {
-    ($($op:ty, $t:ty => $suffix:literal;)*) => {$(
+    ($($op:ty, $t:ty => $inclusive:ident, $exclusive:ident;)*) => {$(
         impl ScanKernel<$t> for $op {
-            const INCLUSIVE: &'static str = concat!("primitives_scan_inclusive_", $suffix);
-            const EXCLUSIVE: &'static str = concat!("primitives_scan_exclusive_", $suffix);
+            const INCLUSIVE: &'static str = entry::$inclusive::NAME;
+            const EXCLUSIVE: &'static str = entry::$exclusive::NAME;
+            const INCLUSIVE_ARGS: ScanArgs<$t> = entry::$inclusive::args;
+            const EXCLUSIVE_ARGS: ScanArgs<$t> = entry::$exclusive::args;
         }
     )*};
 }
 
 scan_kernels! {
-    Sum, f32 => "sum_f32"; Min, f32 => "min_f32"; Max, f32 => "max_f32";
-    Sum, f64 => "sum_f64"; Min, f64 => "min_f64"; Max, f64 => "max_f64";
-    Sum, i32 => "sum_i32"; Min, i32 => "min_i32"; Max, i32 => "max_i32";
-    Sum, u32 => "sum_u32"; Min, u32 => "min_u32"; Max, u32 => "max_u32";
-    Sum, i64 => "sum_i64"; Min, i64 => "min_i64"; Max, i64 => "max_i64";
-    Sum, u64 => "sum_u64"; Min, u64 => "min_u64"; Max, u64 => "max_u64";
-    Sum, GradientPair<f32> => "sum_gpf32";
-    Sum, GradientPair<f64> => "sum_gpf64";
-    Sum, GradientPair<i64> => "sum_gpi64";
+    Sum, f32 => primitives_scan_inclusive_sum_f32, primitives_scan_exclusive_sum_f32;
+    Min, f32 => primitives_scan_inclusive_min_f32, primitives_scan_exclusive_min_f32;
+    Max, f32 => primitives_scan_inclusive_max_f32, primitives_scan_exclusive_max_f32;
+    Sum, f64 => primitives_scan_inclusive_sum_f64, primitives_scan_exclusive_sum_f64;
+    Min, f64 => primitives_scan_inclusive_min_f64, primitives_scan_exclusive_min_f64;
+    Max, f64 => primitives_scan_inclusive_max_f64, primitives_scan_exclusive_max_f64;
+    Sum, i32 => primitives_scan_inclusive_sum_i32, primitives_scan_exclusive_sum_i32;
+    Min, i32 => primitives_scan_inclusive_min_i32, primitives_scan_exclusive_min_i32;
+    Max, i32 => primitives_scan_inclusive_max_i32, primitives_scan_exclusive_max_i32;
+    Sum, u32 => primitives_scan_inclusive_sum_u32, primitives_scan_exclusive_sum_u32;
+    Min, u32 => primitives_scan_inclusive_min_u32, primitives_scan_exclusive_min_u32;
+    Max, u32 => primitives_scan_inclusive_max_u32, primitives_scan_exclusive_max_u32;
+    Sum, i64 => primitives_scan_inclusive_sum_i64, primitives_scan_exclusive_sum_i64;
+    Min, i64 => primitives_scan_inclusive_min_i64, primitives_scan_exclusive_min_i64;
+    Max, i64 => primitives_scan_inclusive_max_i64, primitives_scan_exclusive_max_i64;
+    Sum, u64 => primitives_scan_inclusive_sum_u64, primitives_scan_exclusive_sum_u64;
+    Min, u64 => primitives_scan_inclusive_min_u64, primitives_scan_exclusive_min_u64;
+    Max, u64 => primitives_scan_inclusive_max_u64, primitives_scan_exclusive_max_u64;
+    Sum, GradientPair<f32> => primitives_scan_inclusive_sum_gpf32, primitives_scan_exclusive_sum_gpf32;
+    Sum, GradientPair<f64> => primitives_scan_inclusive_sum_gpf64, primitives_scan_exclusive_sum_gpf64;
+    Sum, GradientPair<i64> => primitives_scan_inclusive_sum_gpi64, primitives_scan_exclusive_sum_gpi64;
 }
 
 /// Reusable temporary storage of the scans: the tile counter, the initial value and the tile status.
@@ -148,10 +177,18 @@ impl DeviceScan {
                 return Err(Error::InvalidArgument { name: "timeline", reason: "needs 8 words per tile".into() });
             }
         }
-        let timeline = timeline.map(|t| t.device_ptr());
+        let timeline = timeline.map(|t| t.as_ptr().cast::<f32>());
         let shared = shared + shared_padding;
         let n = input.len();
-        Self::launch_with::<f32>(gpu, name, block_threads, tile_items, shared, input, output, n, None, timeline)
+        // The variants share the scan's parameters; the bench names which one.
+        let variant =
+            |input: *const f32, output: *mut f32, n: u64, initial: *const f32, temp: *mut u8, tiles, epoch| {
+                use primitives_kernels::launch::KernelParam;
+                let words =
+                    [input.to_raw(), output.to_raw(), n, initial.to_raw(), temp.to_raw(), tiles as u64, epoch as u64];
+                KernelArgs::new(name, &words)
+            };
+        Self::launch_with::<f32>(gpu, &variant, block_threads, tile_items, shared, input, output, n, None, timeline)
     }
 
     /// `output[i] = input[0] ⊕ ... ⊕ input[i]`.
@@ -160,7 +197,7 @@ impl DeviceScan {
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        Self::launch::<T>(gpu, Op::INCLUSIVE, input, output, None)
+        Self::launch::<T>(gpu, &Op::INCLUSIVE_ARGS, input, output, None)
     }
 
     /// `output[i] = initial ⊕ input[0] ⊕ ... ⊕ input[i - 1]` (`output[0] = initial`).
@@ -170,7 +207,7 @@ impl DeviceScan {
         output: &mut DeviceBuffer<T>,
         initial: T,
     ) -> Result<()> {
-        Self::launch::<T>(gpu, Op::EXCLUSIVE, input, output, Some(initial))
+        Self::launch::<T>(gpu, &Op::EXCLUSIVE_ARGS, input, output, Some(initial))
     }
 
     /// [`Self::exclusive_sum`] of the first `num_items` elements of `input` into the first
@@ -186,7 +223,7 @@ impl DeviceScan {
         Sum: ScanKernel<T>,
     {
         let zero = <Sum as AssociativeOp<T>>::identity();
-        Self::launch_n::<T>(gpu, <Sum as ScanKernel<T>>::EXCLUSIVE, input, output, num_items, Some(zero))
+        Self::launch_n::<T>(gpu, &<Sum as ScanKernel<T>>::EXCLUSIVE_ARGS, input, output, num_items, Some(zero))
     }
 
     /// Inclusive prefix sum.
@@ -207,17 +244,17 @@ impl DeviceScan {
 
     fn launch<T: Element>(
         gpu: &Gpu,
-        kernel_name: &'static str,
+        kernel: &ScanLaunch<'_, T>,
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
         initial: Option<T>,
     ) -> Result<()> {
-        Self::launch_n(gpu, kernel_name, input, output, input.len(), initial)
+        Self::launch_n(gpu, kernel, input, output, input.len(), initial)
     }
 
     fn launch_n<T: Element>(
         gpu: &Gpu,
-        kernel_name: &'static str,
+        kernel: &ScanLaunch<'_, T>,
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
         num_items: usize,
@@ -226,13 +263,13 @@ impl DeviceScan {
         let threads = kernel::staged_block_threads::<T>();
         let shared = kernel::staged_shared_bytes::<T>(threads as usize, kernel::STAGED_ROW_VECTORS);
         let tile = Self::tile_items::<T>();
-        Self::launch_with(gpu, kernel_name, threads, tile, shared, input, output, num_items, initial, None)
+        Self::launch_with(gpu, kernel, threads, tile, shared, input, output, num_items, initial, None)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn launch_with<T: Element>(
         gpu: &Gpu,
-        kernel_name: &'static str,
+        kernel: &ScanLaunch<'_, T>,
         block_threads: u32,
         tile_items: usize,
         shared_bytes: usize,
@@ -240,7 +277,7 @@ impl DeviceScan {
         output: &mut DeviceBuffer<T>,
         num_items: usize,
         initial: Option<T>,
-        timeline: Option<u64>,
+        timeline: Option<*const T>,
     ) -> Result<()> {
         if num_items > input.len() {
             return Err(Error::InvalidArgument {
@@ -274,53 +311,66 @@ impl DeviceScan {
                 temp.initial = Some(bytes.to_vec());
             }
         }
-        let base = temp.buffer.as_ref().expect("prepared above").device_ptr();
+        let base = temp.buffer.as_ref().expect("prepared above").as_mut_ptr();
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
             block_dim: (block_threads, 1, 1),
             shared_mem_bytes: shared_bytes as u32,
         };
-        let args = [
-            input.device_ptr(),
-            output.device_ptr(),
-            num_items as u64,
-            timeline.unwrap_or(base + kernel::INITIAL_OFFSET as u64),
-            base,
-            tiles as u64,
-            epoch as u64,
-        ];
+        let initial = timeline.unwrap_or(base.wrapping_add(kernel::INITIAL_OFFSET).cast::<T>());
+        let args = kernel(input.as_ptr(), output.as_mut_ptr(), num_items as u64, initial, base, tiles as u32, epoch);
         // SAFETY: the arguments follow `scan_kernel`'s contract: buffers of `len` elements, temp
         // storage sized for `tiles` tiles of the largest element with the counter at 0 (zeroed at
         // allocation, reset by every launch's last tile) and a fresh epoch; the lock orders uses of
         // the temp storage on the one stream.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
     }
 }
 
 /// A (type, operator) pair with a segmented-scan kernel (for segments by flags, keys or offsets).
 /// Sealed.
 pub trait SegmentedScanKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
+    /// The kernel's name in the PTX.
     const KERNEL: &'static str;
+    /// The kernel's typed launch arguments.
+    const ARGS: SegmentedScanArgs<T>;
 }
 
+/// A segmented scan's launch arguments: input, head flags, keys, output, items, exclusive,
+/// temporary storage, tiles, epoch.
+pub type SegmentedScanArgs<T> = fn(*const T, *const u8, *const u32, *mut T, u64, u32, *mut u8, u32, u32) -> KernelArgs;
+
 macro_rules! segmented_scan_kernels {
-    ($($op:ty, $t:ty => $suffix:literal;)*) => {$(
+    ($($op:ty, $t:ty => $name:ident;)*) => {$(
         impl SegmentedScanKernel<$t> for $op {
-            const KERNEL: &'static str = concat!("primitives_segmented_scan_", $suffix);
+            const KERNEL: &'static str = entry::$name::NAME;
+            const ARGS: SegmentedScanArgs<$t> = entry::$name::args;
         }
     )*};
 }
 
 segmented_scan_kernels! {
-    Sum, f32 => "sum_f32"; Min, f32 => "min_f32"; Max, f32 => "max_f32";
-    Sum, f64 => "sum_f64"; Min, f64 => "min_f64"; Max, f64 => "max_f64";
-    Sum, i32 => "sum_i32"; Min, i32 => "min_i32"; Max, i32 => "max_i32";
-    Sum, u32 => "sum_u32"; Min, u32 => "min_u32"; Max, u32 => "max_u32";
-    Sum, i64 => "sum_i64"; Min, i64 => "min_i64"; Max, i64 => "max_i64";
-    Sum, u64 => "sum_u64"; Min, u64 => "min_u64"; Max, u64 => "max_u64";
-    Sum, GradientPair<f32> => "sum_gpf32";
-    Sum, GradientPair<f64> => "sum_gpf64";
-    Sum, GradientPair<i64> => "sum_gpi64";
+    Sum, f32 => primitives_segmented_scan_sum_f32;
+    Min, f32 => primitives_segmented_scan_min_f32;
+    Max, f32 => primitives_segmented_scan_max_f32;
+    Sum, f64 => primitives_segmented_scan_sum_f64;
+    Min, f64 => primitives_segmented_scan_min_f64;
+    Max, f64 => primitives_segmented_scan_max_f64;
+    Sum, i32 => primitives_segmented_scan_sum_i32;
+    Min, i32 => primitives_segmented_scan_min_i32;
+    Max, i32 => primitives_segmented_scan_max_i32;
+    Sum, u32 => primitives_segmented_scan_sum_u32;
+    Min, u32 => primitives_segmented_scan_min_u32;
+    Max, u32 => primitives_segmented_scan_max_u32;
+    Sum, i64 => primitives_segmented_scan_sum_i64;
+    Min, i64 => primitives_segmented_scan_min_i64;
+    Max, i64 => primitives_segmented_scan_max_i64;
+    Sum, u64 => primitives_segmented_scan_sum_u64;
+    Min, u64 => primitives_segmented_scan_min_u64;
+    Max, u64 => primitives_segmented_scan_max_u64;
+    Sum, GradientPair<f32> => primitives_segmented_scan_sum_gpf32;
+    Sum, GradientPair<f64> => primitives_segmented_scan_sum_gpf64;
+    Sum, GradientPair<i64> => primitives_segmented_scan_sum_gpi64;
 }
 
 /// Where the segments of a segmented scan start.
@@ -384,11 +434,11 @@ impl DeviceScan {
         }
         let made_flags;
         let (flags, keys) = match heads {
-            SegmentHeads::Flags(f) => (f.device_ptr(), 0),
-            SegmentHeads::Keys(k) => (0, k.device_ptr()),
+            SegmentHeads::Flags(f) => (f.as_ptr(), std::ptr::null()),
+            SegmentHeads::Keys(k) => (std::ptr::null(), k.as_ptr()),
             SegmentHeads::Offsets(offsets) => {
                 made_flags = Self::flags_from_offsets(gpu, offsets, n)?;
-                (made_flags.device_ptr(), 0)
+                (made_flags.as_ptr(), std::ptr::null())
             }
         };
         let tiles = n.div_ceil(kernel::BLOCK_THREADS as usize * kernel::items_per_thread::<T>());
@@ -401,20 +451,11 @@ impl DeviceScan {
             block_dim: (kernel::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: (33 * (size_of::<T>() + 8) + 16 + 4) as u32,
         };
-        let args = [
-            input.device_ptr(),
-            flags,
-            keys,
-            output.device_ptr(),
-            n as u64,
-            exclusive as u64,
-            buffer.device_ptr(),
-            tiles as u64,
-            epoch as u64,
-        ];
+        let (input, output, temp) = (input.as_ptr(), output.as_mut_ptr(), buffer.as_mut_ptr());
+        let args = Op::ARGS(input, flags, keys, output, n as u64, exclusive as u32, temp, tiles as u32, epoch);
         // SAFETY: input, output and heads hold `n` entries (checked above); temp sized for `tiles`
         // tiles of the headed element with a fresh epoch; the lock orders its uses.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::KERNEL, config, &args) }
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
     }
 
     /// Head flags from CSR offsets, checked on the device.
@@ -429,9 +470,15 @@ impl DeviceScan {
         let grid = segments.div_ceil(kernel::BLOCK_THREADS as usize).clamp(1, max_grid) as u32;
         let config =
             LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (kernel::BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-        let args = [offsets.device_ptr(), segments as u64, n as u64, flags.device_ptr(), bad.device_ptr()];
+        let args = entry::primitives_offsets_to_flags::args(
+            offsets.as_ptr(),
+            segments as u64,
+            n as u64,
+            flags.as_mut_ptr(),
+            bad.as_mut_ptr(),
+        );
         // SAFETY: offsets hold segments + 1 entries, flags n bytes.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_offsets_to_flags", config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         let bad = bad.to_vec(gpu)?[0];
         if bad != u32::MAX {
             return Err(Error::InvalidArgument {

@@ -2,6 +2,8 @@
 
 use cudarc::driver::LaunchConfig;
 use primitives_kernels::device::{segmented_reduce as kernel, select as select_kernel};
+use primitives_kernels::entry;
+use primitives_kernels::launch::KernelArgs;
 use primitives_kernels::ops::GradientPair;
 
 use super::reduce::sealed;
@@ -20,31 +22,74 @@ const WARP_FROM_AVERAGE: usize = 16;
 
 /// A (type, operator) pair with segmented-reduce kernels. Sealed.
 pub trait SegmentedReduceKernel<T: Element>: AssociativeOp<T> + sealed::Sealed {
+    /// The kernels' names in the PTX: a worker a segment, the huge segments, their fixup.
     const MAIN: &'static str;
     const HUGE: &'static str;
     const FIXUP: &'static str;
+    /// Their typed launch arguments (the entry points' `args`).
+    const MAIN_ARGS: MainArgs<T>;
+    const HUGE_ARGS: HugeArgs<T>;
+    const FIXUP_ARGS: FixupArgs<T>;
 }
 
+/// The segmented reduce's arguments: input, items, begins, ends, segment count, output, a warp a
+/// segment, the huge size, the huge list, its capacity, its count, the first bad segment.
+pub type MainArgs<T> = fn(
+    *const T,
+    u64,
+    *const u32,
+    *const u32,
+    *const u64,
+    *mut T,
+    u32,
+    u64,
+    *mut u32,
+    u32,
+    *mut u32,
+    *mut u32,
+) -> KernelArgs;
+/// The huge segments' arguments: input, items, begins, ends, segment count, the huge list, its
+/// capacity, its count, the partials.
+pub type HugeArgs<T> =
+    fn(*const T, u64, *const u32, *const u32, *const u64, *const u32, u32, *const u32, *mut T) -> KernelArgs;
+/// The fixup's arguments: the huge list, its capacity, its count, the partials, blocks, output.
+pub type FixupArgs<T> = fn(*const u32, u32, *const u32, *const T, u32, *mut T) -> KernelArgs;
+
 macro_rules! segmented_kernels {
-    ($($op:ty, $t:ty => $suffix:literal;)*) => {$(
+    ($($op:ty, $t:ty => $main:ident, $huge:ident, $fixup:ident;)*) => {$(
         impl SegmentedReduceKernel<$t> for $op {
-            const MAIN: &'static str = concat!("primitives_segmented_reduce_", $suffix);
-            const HUGE: &'static str = concat!("primitives_segmented_reduce_huge_", $suffix);
-            const FIXUP: &'static str = concat!("primitives_segmented_reduce_fixup_", $suffix);
+            const MAIN: &'static str = entry::$main::NAME;
+            const HUGE: &'static str = entry::$huge::NAME;
+            const FIXUP: &'static str = entry::$fixup::NAME;
+            const MAIN_ARGS: MainArgs<$t> = entry::$main::args;
+            const HUGE_ARGS: HugeArgs<$t> = entry::$huge::args;
+            const FIXUP_ARGS: FixupArgs<$t> = entry::$fixup::args;
         }
     )*};
 }
 
 segmented_kernels! {
-    Sum, f32 => "sum_f32"; Min, f32 => "min_f32"; Max, f32 => "max_f32";
-    Sum, f64 => "sum_f64"; Min, f64 => "min_f64"; Max, f64 => "max_f64";
-    Sum, i32 => "sum_i32"; Min, i32 => "min_i32"; Max, i32 => "max_i32";
-    Sum, u32 => "sum_u32"; Min, u32 => "min_u32"; Max, u32 => "max_u32";
-    Sum, i64 => "sum_i64"; Min, i64 => "min_i64"; Max, i64 => "max_i64";
-    Sum, u64 => "sum_u64"; Min, u64 => "min_u64"; Max, u64 => "max_u64";
-    Sum, GradientPair<f32> => "sum_gpf32";
-    Sum, GradientPair<f64> => "sum_gpf64";
-    Sum, GradientPair<i64> => "sum_gpi64";
+    Sum, f32 => primitives_segmented_reduce_sum_f32, primitives_segmented_reduce_huge_sum_f32, primitives_segmented_reduce_fixup_sum_f32;
+    Min, f32 => primitives_segmented_reduce_min_f32, primitives_segmented_reduce_huge_min_f32, primitives_segmented_reduce_fixup_min_f32;
+    Max, f32 => primitives_segmented_reduce_max_f32, primitives_segmented_reduce_huge_max_f32, primitives_segmented_reduce_fixup_max_f32;
+    Sum, f64 => primitives_segmented_reduce_sum_f64, primitives_segmented_reduce_huge_sum_f64, primitives_segmented_reduce_fixup_sum_f64;
+    Min, f64 => primitives_segmented_reduce_min_f64, primitives_segmented_reduce_huge_min_f64, primitives_segmented_reduce_fixup_min_f64;
+    Max, f64 => primitives_segmented_reduce_max_f64, primitives_segmented_reduce_huge_max_f64, primitives_segmented_reduce_fixup_max_f64;
+    Sum, i32 => primitives_segmented_reduce_sum_i32, primitives_segmented_reduce_huge_sum_i32, primitives_segmented_reduce_fixup_sum_i32;
+    Min, i32 => primitives_segmented_reduce_min_i32, primitives_segmented_reduce_huge_min_i32, primitives_segmented_reduce_fixup_min_i32;
+    Max, i32 => primitives_segmented_reduce_max_i32, primitives_segmented_reduce_huge_max_i32, primitives_segmented_reduce_fixup_max_i32;
+    Sum, u32 => primitives_segmented_reduce_sum_u32, primitives_segmented_reduce_huge_sum_u32, primitives_segmented_reduce_fixup_sum_u32;
+    Min, u32 => primitives_segmented_reduce_min_u32, primitives_segmented_reduce_huge_min_u32, primitives_segmented_reduce_fixup_min_u32;
+    Max, u32 => primitives_segmented_reduce_max_u32, primitives_segmented_reduce_huge_max_u32, primitives_segmented_reduce_fixup_max_u32;
+    Sum, i64 => primitives_segmented_reduce_sum_i64, primitives_segmented_reduce_huge_sum_i64, primitives_segmented_reduce_fixup_sum_i64;
+    Min, i64 => primitives_segmented_reduce_min_i64, primitives_segmented_reduce_huge_min_i64, primitives_segmented_reduce_fixup_min_i64;
+    Max, i64 => primitives_segmented_reduce_max_i64, primitives_segmented_reduce_huge_max_i64, primitives_segmented_reduce_fixup_max_i64;
+    Sum, u64 => primitives_segmented_reduce_sum_u64, primitives_segmented_reduce_huge_sum_u64, primitives_segmented_reduce_fixup_sum_u64;
+    Min, u64 => primitives_segmented_reduce_min_u64, primitives_segmented_reduce_huge_min_u64, primitives_segmented_reduce_fixup_min_u64;
+    Max, u64 => primitives_segmented_reduce_max_u64, primitives_segmented_reduce_huge_max_u64, primitives_segmented_reduce_fixup_max_u64;
+    Sum, GradientPair<f32> => primitives_segmented_reduce_sum_gpf32, primitives_segmented_reduce_huge_sum_gpf32, primitives_segmented_reduce_fixup_sum_gpf32;
+    Sum, GradientPair<f64> => primitives_segmented_reduce_sum_gpf64, primitives_segmented_reduce_huge_sum_gpf64, primitives_segmented_reduce_fixup_sum_gpf64;
+    Sum, GradientPair<i64> => primitives_segmented_reduce_sum_gpi64, primitives_segmented_reduce_huge_sum_gpi64, primitives_segmented_reduce_fixup_sum_gpi64;
 }
 
 /// Segmented reduction (CUB's `DeviceSegmentedReduce`): `output[s]` is the reduction of segment `s`,
@@ -75,7 +120,7 @@ impl DeviceSegmentedReduce {
         }
         let segments = begin.len();
         let count = gpu.upload(&[segments as u64])?;
-        Self::launch::<T, Op>(gpu, input, begin.device_ptr(), end.device_ptr(), count.device_ptr(), segments, output)
+        Self::launch::<T, Op>(gpu, input, begin.as_ptr(), end.as_ptr(), count.as_ptr(), segments, output)
     }
 
     /// Segments given by CSR offsets: segment `s` is `offsets[s]..offsets[s + 1]`.
@@ -87,8 +132,8 @@ impl DeviceSegmentedReduce {
     ) -> Result<()> {
         let segments = offsets.len().saturating_sub(1);
         let count = gpu.upload(&[segments as u64])?;
-        let base = offsets.device_ptr();
-        Self::launch::<T, Op>(gpu, input, base, base + 4, count.device_ptr(), segments, output)
+        let base = offsets.as_ptr();
+        Self::launch::<T, Op>(gpu, input, base, base.wrapping_add(1), count.as_ptr(), segments, output)
     }
 
     /// Segments start at item 0 and at every item whose head flag is non-zero; their number goes to
@@ -127,27 +172,28 @@ impl DeviceSegmentedReduce {
                 block_dim: (BLOCK_THREADS, 1, 1),
                 shared_mem_bytes: select_kernel::shared_bytes(16, 4) as u32,
             };
-            let args = [
-                head_flags.device_ptr(),
+            let args = entry::primitives_select_head_flags::args(
+                head_flags.as_ptr(),
                 n as u64,
-                heads.device_ptr(),
-                num_segments.device_ptr(),
-                buffer.device_ptr(),
-                tiles as u64,
-                epoch as u64,
-            ];
+                heads.as_mut_ptr(),
+                num_segments.as_mut_ptr(),
+                buffer.as_mut_ptr(),
+                tiles as u32,
+                epoch,
+            );
             // SAFETY: the flags hold n bytes, `heads` n u32; temp ready with a fresh epoch.
-            unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_select_head_flags", config, &args)? };
+            unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         }
         let config = LaunchConfig {
             grid_dim: (grid_for(gpu, n, 1), 1, 1),
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let args = [heads.device_ptr(), num_segments.device_ptr(), n as u64, ends.device_ptr()];
+        let args =
+            entry::primitives_heads_to_ends::args(heads.as_ptr(), num_segments.as_ptr(), n as u64, ends.as_mut_ptr());
         // SAFETY: `heads` holds `num_segments` indices and `ends` room for as many.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_heads_to_ends", config, &args)? };
-        Self::launch::<T, Op>(gpu, input, heads.device_ptr(), ends.device_ptr(), num_segments.device_ptr(), n, output)
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
+        Self::launch::<T, Op>(gpu, input, heads.as_ptr(), ends.as_ptr(), num_segments.as_ptr(), n, output)
     }
 
     /// Launches the three kernels for `max_segments` (an upper bound of the device word at `count`)
@@ -155,9 +201,9 @@ impl DeviceSegmentedReduce {
     fn launch<T: Element, Op: SegmentedReduceKernel<T>>(
         gpu: &Gpu,
         input: &DeviceBuffer<T>,
-        begin: u64,
-        end: u64,
-        count: u64,
+        begin: *const u32,
+        end: *const u32,
+        count: *const u64,
         max_segments: usize,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
@@ -177,7 +223,7 @@ impl DeviceSegmentedReduce {
         let huge_list = DeviceBuffer::<u32>::zeroed(gpu, huge_capacity)?;
         // [huge count, first bad segment]
         let words = gpu.upload(&[0u32, u32::MAX])?;
-        let (huge_count, bad_segment) = (words.device_ptr(), words.device_ptr() + 4);
+        let (huge_count, bad_segment) = (words.as_mut_ptr(), words.as_mut_ptr().wrapping_add(1));
         let warp_per_segment = n / max_segments >= WARP_FROM_AVERAGE;
         let lanes = if warp_per_segment { 32 } else { 1 };
         let config = LaunchConfig {
@@ -185,23 +231,23 @@ impl DeviceSegmentedReduce {
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let args = [
-            input.device_ptr(),
+        let args = Op::MAIN_ARGS(
+            input.as_ptr(),
             n as u64,
             begin,
             end,
             count,
-            output.device_ptr(),
-            warp_per_segment as u64,
+            output.as_mut_ptr(),
+            warp_per_segment as u32,
             HUGE_SEGMENT as u64,
-            huge_list.device_ptr(),
-            huge_capacity as u64,
+            huge_list.as_mut_ptr(),
+            huge_capacity as u32,
             huge_count,
             bad_segment,
-        ];
+        );
         // SAFETY: offsets arrays hold `*count <= max_segments` entries (checked by the callers),
         // `output` as many results, the huge list room for every segment longer than HUGE_SEGMENT.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::MAIN, config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
 
         let blocks = gpu.properties().multiprocessors.max(1) * HUGE_BLOCKS_PER_MULTIPROCESSOR;
         let partials = DeviceBuffer::<T>::zeroed(gpu, huge_capacity * blocks as usize)?;
@@ -210,34 +256,34 @@ impl DeviceSegmentedReduce {
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::huge_shared_bytes::<T>() as u32,
         };
-        let args = [
-            input.device_ptr(),
+        let args = Op::HUGE_ARGS(
+            input.as_ptr(),
             n as u64,
             begin,
             end,
             count,
-            huge_list.device_ptr(),
-            huge_capacity as u64,
+            huge_list.as_ptr(),
+            huge_capacity as u32,
             huge_count,
-            partials.device_ptr(),
-        ];
+            partials.as_mut_ptr(),
+        );
         // SAFETY: the partials hold `huge_capacity * blocks` results.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::HUGE, config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         let config = LaunchConfig {
             grid_dim: (grid_for(gpu, huge_capacity, 32), 1, 1),
             block_dim: (BLOCK_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let args = [
-            huge_list.device_ptr(),
-            huge_capacity as u64,
+        let args = Op::FIXUP_ARGS(
+            huge_list.as_ptr(),
+            huge_capacity as u32,
             huge_count,
-            partials.device_ptr(),
-            blocks as u64,
-            output.device_ptr(),
-        ];
+            partials.as_ptr(),
+            blocks,
+            output.as_mut_ptr(),
+        );
         // SAFETY: as above.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, Op::FIXUP, config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
 
         let flags = words.to_vec(gpu)?;
         if flags[1] != u32::MAX {

@@ -2,6 +2,8 @@
 
 use cudarc::driver::LaunchConfig;
 use primitives_kernels::device::{scan as scan_kernel, select as kernel};
+use primitives_kernels::entry;
+use primitives_kernels::launch::KernelArgs;
 use primitives_kernels::ops::GradientPair;
 
 use super::reduce::sealed;
@@ -14,46 +16,96 @@ use crate::ops::Element;
 /// An element type with select and partition-by-flags kernels (all instantiated types and the three
 /// gradient pairs). Sealed.
 pub trait SelectKernel: Element + sealed::Sealed {
+    /// The kernels' names in the PTX.
     const SELECT_FLAGGED: &'static str;
     const PARTITION_FLAGGED: &'static str;
+    /// Their typed launch arguments (the entry points' `args`).
+    const SELECT_FLAGGED_ARGS: SelectArgs<Self, *const u8>;
+    const PARTITION_FLAGGED_ARGS: PartitionArgs<Self, *const u8>;
 }
 
 /// A numeric element type that also has select/partition by comparison and run-length encoding.
 pub trait CompareKernel: SelectKernel + PartialOrd {
+    /// The kernels' names in the PTX.
     const SELECT_IF: &'static str;
     const PARTITION_IF: &'static str;
     const OFFSETS_IF: &'static str;
     const RUN_HEADS: &'static str;
     const RUN_LENGTHS: &'static str;
+    /// Their typed launch arguments (the entry points' `args`).
+    const SELECT_IF_ARGS: SelectArgs<Self, Threshold>;
+    const PARTITION_IF_ARGS: PartitionArgs<Self, Threshold>;
+    const OFFSETS_IF_ARGS: fn(*const Self, u32, u64, u64, *mut u64, *mut u8, u32, u32) -> KernelArgs;
+    const RUN_HEADS_ARGS: fn(*const Self, u64, *mut u32, *mut u64, *mut u8, u32, u32) -> KernelArgs;
+    const RUN_LENGTHS_ARGS: fn(*const Self, u64, *const u32, *const u64, *mut Self, *mut u32) -> KernelArgs;
 }
 
+/// A comparison's code and the threshold's bits, as the kernels take them.
+pub type Threshold = (u32, u64);
+
+/// A select's arguments: input, what selects (flags, or a [`Threshold`]), items, output, count,
+/// temporary storage, tiles, epoch, two passes.
+pub type SelectArgs<T, H> = fn(*const T, H, u64, *mut T, *mut u64, *mut u8, u32, u32, u32) -> KernelArgs;
+/// A partition's arguments: a select's without the passes.
+pub type PartitionArgs<T, H> = fn(*const T, H, u64, *mut T, *mut u64, *mut u8, u32, u32) -> KernelArgs;
+
 macro_rules! select_kernels {
-    ($($t:ty => $suffix:literal;)*) => {$(
+    ($($t:ty => $select:ident, $partition:ident;)*) => {$(
         impl sealed::Sealed for $t {}
         impl SelectKernel for $t {
-            const SELECT_FLAGGED: &'static str = concat!("primitives_select_flagged_", $suffix);
-            const PARTITION_FLAGGED: &'static str = concat!("primitives_partition_flagged_", $suffix);
+            const SELECT_FLAGGED: &'static str = entry::$select::NAME;
+            const PARTITION_FLAGGED: &'static str = entry::$partition::NAME;
+            const SELECT_FLAGGED_ARGS: SelectArgs<$t, *const u8> = entry::$select::args;
+            const PARTITION_FLAGGED_ARGS: PartitionArgs<$t, *const u8> = entry::$partition::args;
         }
     )*};
 }
 
 macro_rules! compare_kernels {
-    ($($t:ty => $suffix:literal;)*) => {$(
+    ($($t:ty => $select:ident, $partition:ident, $offsets:ident, $heads:ident, $runs:ident;)*) => {$(
         impl CompareKernel for $t {
-            const SELECT_IF: &'static str = concat!("primitives_select_if_", $suffix);
-            const PARTITION_IF: &'static str = concat!("primitives_partition_if_", $suffix);
-            const OFFSETS_IF: &'static str = concat!("primitives_select_offsets_if_", $suffix);
-            const RUN_HEADS: &'static str = concat!("primitives_run_heads_", $suffix);
-            const RUN_LENGTHS: &'static str = concat!("primitives_run_lengths_", $suffix);
+            const SELECT_IF: &'static str = entry::$select::NAME;
+            const PARTITION_IF: &'static str = entry::$partition::NAME;
+            const OFFSETS_IF: &'static str = entry::$offsets::NAME;
+            const RUN_HEADS: &'static str = entry::$heads::NAME;
+            const RUN_LENGTHS: &'static str = entry::$runs::NAME;
+            const SELECT_IF_ARGS: SelectArgs<$t, Threshold> =
+                |input, (code, bits), n, output, count, temp, tiles, epoch, two_pass| {
+                    entry::$select::args(input, code, bits, n, output, count, temp, tiles, epoch, two_pass)
+                };
+            const PARTITION_IF_ARGS: PartitionArgs<$t, Threshold> =
+                |input, (code, bits), n, output, count, temp, tiles, epoch| {
+                    entry::$partition::args(input, code, bits, n, output, count, temp, tiles, epoch)
+                };
+            const OFFSETS_IF_ARGS: fn(*const $t, u32, u64, u64, *mut u64, *mut u8, u32, u32) -> KernelArgs =
+                entry::$offsets::args;
+            const RUN_HEADS_ARGS: fn(*const $t, u64, *mut u32, *mut u64, *mut u8, u32, u32) -> KernelArgs =
+                entry::$heads::args;
+            const RUN_LENGTHS_ARGS: fn(*const $t, u64, *const u32, *const u64, *mut $t, *mut u32) -> KernelArgs =
+                entry::$runs::args;
         }
     )*};
 }
 
 select_kernels! {
-    f32 => "f32"; f64 => "f64"; i32 => "i32"; u32 => "u32"; i64 => "i64"; u64 => "u64";
-    GradientPair<f32> => "gpf32"; GradientPair<f64> => "gpf64"; GradientPair<i64> => "gpi64";
+    f32 => primitives_select_flagged_f32, primitives_partition_flagged_f32;
+    f64 => primitives_select_flagged_f64, primitives_partition_flagged_f64;
+    i32 => primitives_select_flagged_i32, primitives_partition_flagged_i32;
+    u32 => primitives_select_flagged_u32, primitives_partition_flagged_u32;
+    i64 => primitives_select_flagged_i64, primitives_partition_flagged_i64;
+    u64 => primitives_select_flagged_u64, primitives_partition_flagged_u64;
+    GradientPair<f32> => primitives_select_flagged_gpf32, primitives_partition_flagged_gpf32;
+    GradientPair<f64> => primitives_select_flagged_gpf64, primitives_partition_flagged_gpf64;
+    GradientPair<i64> => primitives_select_flagged_gpi64, primitives_partition_flagged_gpi64;
 }
-compare_kernels! { f32 => "f32"; f64 => "f64"; i32 => "i32"; u32 => "u32"; i64 => "i64"; u64 => "u64"; }
+compare_kernels! {
+    f32 => primitives_select_if_f32, primitives_partition_if_f32, primitives_select_offsets_if_f32, primitives_run_heads_f32, primitives_run_lengths_f32;
+    f64 => primitives_select_if_f64, primitives_partition_if_f64, primitives_select_offsets_if_f64, primitives_run_heads_f64, primitives_run_lengths_f64;
+    i32 => primitives_select_if_i32, primitives_partition_if_i32, primitives_select_offsets_if_i32, primitives_run_heads_i32, primitives_run_lengths_i32;
+    u32 => primitives_select_if_u32, primitives_partition_if_u32, primitives_select_offsets_if_u32, primitives_run_heads_u32, primitives_run_lengths_u32;
+    i64 => primitives_select_if_i64, primitives_partition_if_i64, primitives_select_offsets_if_i64, primitives_run_heads_i64, primitives_run_lengths_i64;
+    u64 => primitives_select_if_u64, primitives_partition_if_u64, primitives_select_offsets_if_u64, primitives_run_heads_u64, primitives_run_lengths_u64;
+}
 
 /// A comparison of each item with a threshold: `item < threshold` for [`Comparison::Less`], and so on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,16 +119,16 @@ pub enum Comparison {
 }
 
 impl Comparison {
-    fn code(self) -> u64 {
+    fn code(self) -> u32 {
         use kernel::comparison::*;
-        (match self {
+        match self {
             Comparison::Less => LESS,
             Comparison::LessEqual => LESS_EQUAL,
             Comparison::Greater => GREATER,
             Comparison::GreaterEqual => GREATER_EQUAL,
             Comparison::Equal => EQUAL,
             Comparison::NotEqual => NOT_EQUAL,
-        }) as u64
+        }
     }
 
     /// The comparison applied to one item (the CPU side of the same rule).
@@ -142,54 +194,71 @@ pub enum SelectPasses {
 /// are (the placement pass does not wait for look-backs).
 pub const TWO_PASS_SELECT_FROM: usize = 1 << 23;
 
+/// The offsets pass's typed arguments from what the pass adds: items, count, temporary storage,
+/// tiles, epoch.
+type OffsetsPass<'a> = Box<dyn Fn(u64, *mut u64, *mut u8, u32, u32) -> KernelArgs + 'a>;
+/// The placement pass's typed arguments from items, output, count, temporary storage, tiles,
+/// epoch, two passes.
+type PlacePass<'a, T> = Box<dyn Fn(u64, *mut T, *mut u64, *mut u8, u32, u32, u32) -> KernelArgs + 'a>;
+
 /// The launches of a select (`partition: false`) or partition of `input` by the staged kernels.
 struct Launch<'a, T: Element> {
     input: &'a DeviceBuffer<T>,
-    /// The offsets pass and its arguments before `len`.
-    offsets_kernel: &'static str,
-    offsets_head: Vec<u64>,
-    /// The select or partition kernel and its arguments between `input` and `len`.
-    kernel: &'static str,
-    head: Vec<u64>,
+    offsets: OffsetsPass<'a>,
+    place: PlacePass<'a, T>,
     partition: bool,
 }
 
 impl<'a, T: Element> Launch<'a, T> {
-    /// By flag bytes, with the select or partition kernel `kernel`.
-    fn flagged(input: &'a DeviceBuffer<T>, flags: &DeviceBuffer<u8>, kernel: &'static str, partition: bool) -> Self {
-        let flags = flags.device_ptr();
-        let offsets_kernel = match size_of::<T>() {
-            4 => "primitives_select_offsets_flagged_4",
-            8 => "primitives_select_offsets_flagged_8",
-            _ => "primitives_select_offsets_flagged_16",
+    /// By flag bytes.
+    fn flagged(input: &'a DeviceBuffer<T>, flags: &DeviceBuffer<u8>, partition: bool) -> Self
+    where
+        T: SelectKernel,
+    {
+        let (data, flags) = (input.as_ptr(), flags.as_ptr());
+        let offsets: fn(*const u8, u64, *mut u64, *mut u8, u32, u32) -> KernelArgs = match size_of::<T>() {
+            4 => entry::primitives_select_offsets_flagged_4::args,
+            8 => entry::primitives_select_offsets_flagged_8::args,
+            _ => entry::primitives_select_offsets_flagged_16::args,
         };
-        Launch { input, offsets_kernel, offsets_head: vec![flags], kernel, head: vec![flags], partition }
+        let place: PlacePass<'a, T> = if partition {
+            Box::new(move |n, out, count, temp, tiles, epoch, _| {
+                T::PARTITION_FLAGGED_ARGS(data, flags, n, out, count, temp, tiles, epoch)
+            })
+        } else {
+            Box::new(move |n, out, count, temp, tiles, epoch, two_pass| {
+                T::SELECT_FLAGGED_ARGS(data, flags, n, out, count, temp, tiles, epoch, two_pass)
+            })
+        };
+        let offsets = Box::new(move |n, count, temp, tiles, epoch| offsets(flags, n, count, temp, tiles, epoch));
+        Launch { input, offsets, place, partition }
     }
 
-    /// By comparison with a threshold, with the kernels `offsets_kernel` and `kernel`.
-    fn compare(
-        input: &'a DeviceBuffer<T>,
-        comparison: Comparison,
-        threshold: T,
-        offsets_kernel: &'static str,
-        kernel: &'static str,
-        partition: bool,
-    ) -> Self {
-        let (code, bits) = (comparison.code(), threshold_bits(threshold));
-        Launch {
-            input,
-            offsets_kernel,
-            offsets_head: vec![input.device_ptr(), code, bits],
-            kernel,
-            head: vec![code, bits],
-            partition,
-        }
+    /// By comparison with a threshold.
+    fn compare(input: &'a DeviceBuffer<T>, comparison: Comparison, threshold: T, partition: bool) -> Self
+    where
+        T: CompareKernel,
+    {
+        let (data, code, bits) = (input.as_ptr(), comparison.code(), threshold_bits(threshold));
+        let place: PlacePass<'a, T> = if partition {
+            Box::new(move |n, out, count, temp, tiles, epoch, _| {
+                T::PARTITION_IF_ARGS(data, (code, bits), n, out, count, temp, tiles, epoch)
+            })
+        } else {
+            Box::new(move |n, out, count, temp, tiles, epoch, two_pass| {
+                T::SELECT_IF_ARGS(data, (code, bits), n, out, count, temp, tiles, epoch, two_pass)
+            })
+        };
+        let offsets = Box::new(move |n, count, temp, tiles, epoch| {
+            T::OFFSETS_IF_ARGS(data, code, bits, n, count, temp, tiles, epoch)
+        });
+        Launch { input, offsets, place, partition }
     }
 
     /// Launches over `input` into `output`, the selected count into `count[0]`; no host
     /// synchronisation. Lengths are checked by the callers (output and flags at least `n` items,
     /// `n < 2^32`).
-    fn run(self, gpu: &Gpu, passes: SelectPasses, output: u64, count: &mut DeviceBuffer<u64>) -> Result<()> {
+    fn run(self, gpu: &Gpu, passes: SelectPasses, output: *mut T, count: &mut DeviceBuffer<u64>) -> Result<()> {
         let n = self.input.len();
         if n == 0 {
             return count.copy_from_host(gpu, &[0]);
@@ -204,7 +273,7 @@ impl<'a, T: Element> Launch<'a, T> {
         let mut temp = gpu.scan_temp.lock().unwrap_or_else(|p| p.into_inner());
         let bytes = if two_pass { kernel::two_pass_temp_bytes(tiles) } else { kernel::temp_bytes(tiles) };
         let (buffer, epoch) = temp.prepare(gpu, bytes)?;
-        let tail = [buffer.device_ptr(), tiles as u64, epoch as u64];
+        let (temp, counter) = (buffer.as_mut_ptr(), count.as_mut_ptr());
 
         if two_pass {
             let config = LaunchConfig {
@@ -212,28 +281,20 @@ impl<'a, T: Element> Launch<'a, T> {
                 block_dim: (kernel::OFFSETS_BLOCK_THREADS, 1, 1),
                 shared_mem_bytes: kernel::OFFSETS_SHARED_BYTES as u32,
             };
-            let mut args = self.offsets_head;
-            args.extend([n as u64, count.device_ptr()]);
-            args.extend(tail);
+            let args = (self.offsets)(n as u64, counter, temp, tiles as u32, epoch);
             // SAFETY: the input (or flags) hold `n` items; the counter holds one u64; temp storage
             // ready for `tiles` tiles with a fresh epoch, its use ordered by the lock.
-            unsafe { gpu.launch(PRIMITIVES_MODULE, self.offsets_kernel, config, &args)? };
+            unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         }
         let config = LaunchConfig {
             grid_dim: (tiles as u32, 1, 1),
             block_dim: (kernel::STAGED_BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::staged_shared_bytes::<T>() as u32,
         };
-        let mut args = vec![self.input.device_ptr()];
-        args.extend(self.head);
-        args.extend([n as u64, output, count.device_ptr()]);
-        args.extend(tail);
-        if !self.partition {
-            args.push(two_pass as u64);
-        }
+        let args = (self.place)(n as u64, output, counter, temp, tiles as u32, epoch, two_pass as u32);
         // SAFETY: as above; output holds `n` items; with two passes the offsets pass, earlier on the
         // stream, left the tiles' offsets in temp and the total in the counter.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, self.kernel, config, &args) }
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
     }
 }
 
@@ -296,8 +357,8 @@ impl DeviceSelect {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
-        let launch = Launch::flagged(input, flags, T::SELECT_FLAGGED, false);
-        launch.run(gpu, passes, output.device_ptr(), num_selected)
+        let launch = Launch::flagged(input, flags, false);
+        launch.run(gpu, passes, output.as_mut_ptr(), num_selected)
     }
 
     /// Selects the items for which `item <comparison> threshold` holds.
@@ -336,8 +397,8 @@ impl DeviceSelect {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), None, num_selected.len())?;
-        let launch = Launch::compare(input, comparison, threshold, T::OFFSETS_IF, T::SELECT_IF, false);
-        launch.run(gpu, passes, output.device_ptr(), num_selected)
+        let launch = Launch::compare(input, comparison, threshold, false);
+        launch.run(gpu, passes, output.as_mut_ptr(), num_selected)
     }
 }
 
@@ -358,8 +419,8 @@ impl DevicePartition {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), Some(flags.len()), num_selected.len())?;
-        let launch = Launch::flagged(input, flags, T::PARTITION_FLAGGED, true);
-        launch.run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
+        let launch = Launch::flagged(input, flags, true);
+        launch.run(gpu, SelectPasses::Two, output.as_mut_ptr(), num_selected)
     }
 
     /// Partitions by a comparison with a threshold (items for which it holds first).
@@ -372,8 +433,8 @@ impl DevicePartition {
         num_selected: &mut DeviceBuffer<u64>,
     ) -> Result<()> {
         check_lengths(input, output.len(), None, num_selected.len())?;
-        let launch = Launch::compare(input, comparison, threshold, T::OFFSETS_IF, T::PARTITION_IF, true);
-        launch.run(gpu, SelectPasses::Two, output.device_ptr(), num_selected)
+        let launch = Launch::compare(input, comparison, threshold, true);
+        launch.run(gpu, SelectPasses::Two, output.as_mut_ptr(), num_selected)
     }
 }
 
@@ -406,31 +467,19 @@ impl DeviceRunLengthEncode {
                 block_dim: (BLOCK_THREADS, 1, 1),
                 shared_mem_bytes: kernel::shared_bytes(items, 4) as u32,
             };
-            let args = [
-                input.device_ptr(),
-                n as u64,
-                heads.device_ptr(),
-                num_runs.device_ptr(),
-                buffer.device_ptr(),
-                tiles as u64,
-                epoch as u64,
-            ];
+            let (data, heads_out, runs, temp) =
+                (input.as_ptr(), heads.as_mut_ptr(), num_runs.as_mut_ptr(), buffer.as_mut_ptr());
+            let args = T::RUN_HEADS_ARGS(data, n as u64, heads_out, runs, temp, tiles as u32, epoch);
             // SAFETY: `heads` holds `n` u32; temp ready for `tiles` tiles with a fresh epoch.
-            unsafe { gpu.launch(PRIMITIVES_MODULE, T::RUN_HEADS, config, &args)? };
+            unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         }
         let max_grid = gpu.properties().multiprocessors.max(1) * 8;
         let grid = (n.div_ceil(BLOCK_THREADS as usize) as u32).clamp(1, max_grid);
         let config = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-        let args = [
-            input.device_ptr(),
-            n as u64,
-            heads.device_ptr(),
-            num_runs.device_ptr(),
-            unique.device_ptr(),
-            lengths.device_ptr(),
-        ];
+        let (data, heads, runs) = (input.as_ptr(), heads.as_ptr(), num_runs.as_ptr());
+        let args = T::RUN_LENGTHS_ARGS(data, n as u64, heads, runs, unique.as_mut_ptr(), lengths.as_mut_ptr());
         // SAFETY: the first pass left `num_runs[0]` ascending head indices below `n` in `heads`;
         // `unique` and `lengths` hold at least `n >= runs` items.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, T::RUN_LENGTHS, config, &args) }
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
     }
 }
