@@ -1,8 +1,8 @@
 //! The crate's own kernel entry points, instantiated per (element type, operator). Their names are
 //! stable: `primitives_<algorithm>_<operator>_<type>`; the host crate refers to them by these names.
 
-mod histogram;
-mod sort;
+pub mod histogram;
+pub mod sort;
 
 use crate::device::{self, histogram_experiment, multi, scan, segmented_reduce as segmented, segmented_scan, select};
 use crate::kernel;

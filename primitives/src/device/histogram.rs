@@ -6,6 +6,8 @@ use cudarc::driver::LaunchConfig;
 pub use primitives_kernels::block::BlockHistogramLayout;
 use primitives_kernels::block::HistogramCounter;
 use primitives_kernels::device::histogram::{self as kernel, MultiWork};
+use primitives_kernels::entry::histogram as hist;
+use primitives_kernels::launch::KernelArgs;
 use primitives_kernels::ops::GradientPair;
 
 use crate::buffer::DeviceBuffer;
@@ -54,20 +56,29 @@ mod sealed {
 pub trait BinIndex: Element + Into<u32> + sealed::Sealed {
     /// Kernel of [`DeviceHistogram::count`].
     const COUNT: &'static str;
+    /// Its typed launch arguments: samples, items, bins, layout, histogram, ignored.
+    #[doc(hidden)]
+    const COUNT_ARGS: fn(*const Self, u64, u32, u32, *mut u64, *mut u64) -> KernelArgs;
     /// Position of the type in the per-bin-type kernel tables below (0, 1, 2).
     const TABLE_INDEX: usize;
 }
 
 impl BinIndex for u8 {
-    const COUNT: &'static str = "primitives_histogram_count_u8";
+    const COUNT: &'static str = hist::primitives_histogram_count_u8::NAME;
+    const COUNT_ARGS: fn(*const u8, u64, u32, u32, *mut u64, *mut u64) -> KernelArgs =
+        hist::primitives_histogram_count_u8::args;
     const TABLE_INDEX: usize = 0;
 }
 impl BinIndex for u16 {
-    const COUNT: &'static str = "primitives_histogram_count_u16";
+    const COUNT: &'static str = hist::primitives_histogram_count_u16::NAME;
+    const COUNT_ARGS: fn(*const u16, u64, u32, u32, *mut u64, *mut u64) -> KernelArgs =
+        hist::primitives_histogram_count_u16::args;
     const TABLE_INDEX: usize = 1;
 }
 impl BinIndex for u32 {
-    const COUNT: &'static str = "primitives_histogram_count_u32";
+    const COUNT: &'static str = hist::primitives_histogram_count_u32::NAME;
+    const COUNT_ARGS: fn(*const u32, u64, u32, u32, *mut u64, *mut u64) -> KernelArgs =
+        hist::primitives_histogram_count_u32::args;
     const TABLE_INDEX: usize = 2;
 }
 
@@ -76,28 +87,58 @@ impl BinIndex for u32 {
 pub trait HistogramWeight: HistogramCounter<Wide = Self> + sealed::Sealed {
     /// Kernels for `u8`, `u16`, `u32` bin ids.
     const WEIGHTED: [&'static str; 3];
+    /// Their typed launch arguments (the samples as bytes: each entry point takes its bin type).
+    #[doc(hidden)]
+    const WEIGHTED_ARGS: [WeightedArgs<Self>; 3];
+}
+
+/// A weighted histogram's arguments: samples, items, bins, weights, layout, histogram, ignored.
+#[doc(hidden)]
+pub type WeightedArgs<W> = fn(*const u8, u64, u32, *const W, u32, *mut W, *mut u64) -> KernelArgs;
+
+macro_rules! weighted_args {
+    ($($name:ident),*) => {
+        [$(|samples, len, bins, weights, layout, histogram, ignored| {
+            hist::$name::args(samples.cast(), len, bins, weights, layout, histogram, ignored)
+        }),*]
+    };
 }
 
 impl HistogramWeight for f32 {
     const WEIGHTED: [&'static str; 3] = [
-        "primitives_histogram_weighted_f32_u8",
-        "primitives_histogram_weighted_f32_u16",
-        "primitives_histogram_weighted_f32_u32",
+        hist::primitives_histogram_weighted_f32_u8::NAME,
+        hist::primitives_histogram_weighted_f32_u16::NAME,
+        hist::primitives_histogram_weighted_f32_u32::NAME,
     ];
+    const WEIGHTED_ARGS: [WeightedArgs<f32>; 3] = weighted_args!(
+        primitives_histogram_weighted_f32_u8,
+        primitives_histogram_weighted_f32_u16,
+        primitives_histogram_weighted_f32_u32
+    );
 }
 impl HistogramWeight for f64 {
     const WEIGHTED: [&'static str; 3] = [
-        "primitives_histogram_weighted_f64_u8",
-        "primitives_histogram_weighted_f64_u16",
-        "primitives_histogram_weighted_f64_u32",
+        hist::primitives_histogram_weighted_f64_u8::NAME,
+        hist::primitives_histogram_weighted_f64_u16::NAME,
+        hist::primitives_histogram_weighted_f64_u32::NAME,
     ];
+    const WEIGHTED_ARGS: [WeightedArgs<f64>; 3] = weighted_args!(
+        primitives_histogram_weighted_f64_u8,
+        primitives_histogram_weighted_f64_u16,
+        primitives_histogram_weighted_f64_u32
+    );
 }
 impl HistogramWeight for GradientPair<i64> {
     const WEIGHTED: [&'static str; 3] = [
-        "primitives_histogram_weighted_gpi64_u8",
-        "primitives_histogram_weighted_gpi64_u16",
-        "primitives_histogram_weighted_gpi64_u32",
+        hist::primitives_histogram_weighted_gpi64_u8::NAME,
+        hist::primitives_histogram_weighted_gpi64_u16::NAME,
+        hist::primitives_histogram_weighted_gpi64_u32::NAME,
     ];
+    const WEIGHTED_ARGS: [WeightedArgs<GradientPair<i64>>; 3] = weighted_args!(
+        primitives_histogram_weighted_gpi64_u8,
+        primitives_histogram_weighted_gpi64_u16,
+        primitives_histogram_weighted_gpi64_u32
+    );
 }
 
 /// A gradient-pair type of [`DeviceHistogram::multi_feature`]: `GradientPair<i64>` (fixed point,
@@ -107,36 +148,148 @@ pub trait MultiFeatureGradient: HistogramCounter<Wide = Self> + sealed::Sealed {
     const MULTI: [&'static str; 3];
     /// Kernel for bit-packed rows.
     const PACKED: &'static str;
+    /// Their typed launch arguments (the dense bins as bytes: each entry point takes its bin type).
+    #[doc(hidden)]
+    const MULTI_ARGS: [MultiArgs<Self>; 3];
+    #[doc(hidden)]
+    const PACKED_ARGS: PackedArgs<Self>;
+}
+
+/// A multi-feature histogram's arguments after its bins: rows of the matrix, features, bins a
+/// feature, gradients, row order, work items, node ranges, features a group, layout, histogram,
+/// the bad row.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct MultiRest<G> {
+    matrix_rows: u64,
+    features: u32,
+    bins_per_feature: u32,
+    gradients: *const G,
+    rows: *const u32,
+    work: *const MultiWork,
+    node_ranges: *const [u32; 2],
+    group_features: u32,
+    layout: u32,
+    histogram: *mut G,
+    bad_row: *mut u32,
+}
+
+/// A dense multi-feature histogram's arguments: the bins, then the rest.
+#[doc(hidden)]
+pub type MultiArgs<G> = fn(*const u8, MultiRest<G>) -> KernelArgs;
+/// A bit-packed multi-feature histogram's arguments: the words, words a row, bits, then the rest.
+#[doc(hidden)]
+pub type PackedArgs<G> = fn(*const u32, u64, u32, MultiRest<G>) -> KernelArgs;
+
+macro_rules! multi_args {
+    ($($name:ident),*) => {
+        [$(|bins, r| {
+            hist::$name::args(bins.cast(), r.matrix_rows, r.features, r.bins_per_feature, r.gradients, r.rows, r.work, r.node_ranges, r.group_features, r.layout, r.histogram, r.bad_row)
+        }),*]
+    };
 }
 
 impl MultiFeatureGradient for GradientPair<i64> {
-    const PACKED: &'static str = "primitives_histogram_multi_gpi64_packed";
+    const PACKED: &'static str = hist::primitives_histogram_multi_gpi64_packed::NAME;
     const MULTI: [&'static str; 3] = [
-        "primitives_histogram_multi_gpi64_u8",
-        "primitives_histogram_multi_gpi64_u16",
-        "primitives_histogram_multi_gpi64_u32",
+        hist::primitives_histogram_multi_gpi64_u8::NAME,
+        hist::primitives_histogram_multi_gpi64_u16::NAME,
+        hist::primitives_histogram_multi_gpi64_u32::NAME,
     ];
+    const MULTI_ARGS: [MultiArgs<GradientPair<i64>>; 3] = multi_args!(
+        primitives_histogram_multi_gpi64_u8,
+        primitives_histogram_multi_gpi64_u16,
+        primitives_histogram_multi_gpi64_u32
+    );
+    const PACKED_ARGS: PackedArgs<GradientPair<i64>> = |words, row_words, bits, r| {
+        hist::primitives_histogram_multi_gpi64_packed::args(
+            words,
+            row_words,
+            bits,
+            r.matrix_rows,
+            r.features,
+            r.bins_per_feature,
+            r.gradients,
+            r.rows,
+            r.work,
+            r.node_ranges,
+            r.group_features,
+            r.layout,
+            r.histogram,
+            r.bad_row,
+        )
+    };
 }
 impl MultiFeatureGradient for GradientPair<f32> {
-    const PACKED: &'static str = "primitives_histogram_multi_gpf32_packed";
+    const PACKED: &'static str = hist::primitives_histogram_multi_gpf32_packed::NAME;
     const MULTI: [&'static str; 3] = [
-        "primitives_histogram_multi_gpf32_u8",
-        "primitives_histogram_multi_gpf32_u16",
-        "primitives_histogram_multi_gpf32_u32",
+        hist::primitives_histogram_multi_gpf32_u8::NAME,
+        hist::primitives_histogram_multi_gpf32_u16::NAME,
+        hist::primitives_histogram_multi_gpf32_u32::NAME,
     ];
+    const MULTI_ARGS: [MultiArgs<GradientPair<f32>>; 3] = multi_args!(
+        primitives_histogram_multi_gpf32_u8,
+        primitives_histogram_multi_gpf32_u16,
+        primitives_histogram_multi_gpf32_u32
+    );
+    const PACKED_ARGS: PackedArgs<GradientPair<f32>> = |words, row_words, bits, r| {
+        hist::primitives_histogram_multi_gpf32_packed::args(
+            words,
+            row_words,
+            bits,
+            r.matrix_rows,
+            r.features,
+            r.bins_per_feature,
+            r.gradients,
+            r.rows,
+            r.work,
+            r.node_ranges,
+            r.group_features,
+            r.layout,
+            r.histogram,
+            r.bad_row,
+        )
+    };
 }
 impl MultiFeatureGradient for GradientPair<f64> {
-    const PACKED: &'static str = "primitives_histogram_multi_gpf64_packed";
+    const PACKED: &'static str = hist::primitives_histogram_multi_gpf64_packed::NAME;
     const MULTI: [&'static str; 3] = [
-        "primitives_histogram_multi_gpf64_u8",
-        "primitives_histogram_multi_gpf64_u16",
-        "primitives_histogram_multi_gpf64_u32",
+        hist::primitives_histogram_multi_gpf64_u8::NAME,
+        hist::primitives_histogram_multi_gpf64_u16::NAME,
+        hist::primitives_histogram_multi_gpf64_u32::NAME,
     ];
+    const MULTI_ARGS: [MultiArgs<GradientPair<f64>>; 3] = multi_args!(
+        primitives_histogram_multi_gpf64_u8,
+        primitives_histogram_multi_gpf64_u16,
+        primitives_histogram_multi_gpf64_u32
+    );
+    const PACKED_ARGS: PackedArgs<GradientPair<f64>> = |words, row_words, bits, r| {
+        hist::primitives_histogram_multi_gpf64_packed::args(
+            words,
+            row_words,
+            bits,
+            r.matrix_rows,
+            r.features,
+            r.bins_per_feature,
+            r.gradients,
+            r.rows,
+            r.work,
+            r.node_ranges,
+            r.group_features,
+            r.layout,
+            r.histogram,
+            r.bad_row,
+        )
+    };
 }
 
 /// A float sample type of [`DeviceHistogram::histogram_even`]: `f32`, `f64`. Sealed.
 pub trait EvenSample: Element + PartialOrd + sealed::Sealed {
     const EVEN: &'static str;
+    /// Its typed launch arguments: samples, items, lower bits, upper bits, bins, layout,
+    /// histogram, ignored.
+    #[doc(hidden)]
+    const EVEN_ARGS: fn(*const Self, u64, u64, u64, u32, u32, *mut u64, *mut u64) -> KernelArgs;
     /// The value's bits, zero-extended to 64.
     fn bits(self) -> u64;
     /// Whether `upper - lower` is a finite, positive width.
@@ -144,7 +297,9 @@ pub trait EvenSample: Element + PartialOrd + sealed::Sealed {
 }
 
 impl EvenSample for f32 {
-    const EVEN: &'static str = "primitives_histogram_even_f32";
+    const EVEN: &'static str = hist::primitives_histogram_even_f32::NAME;
+    const EVEN_ARGS: fn(*const f32, u64, u64, u64, u32, u32, *mut u64, *mut u64) -> KernelArgs =
+        hist::primitives_histogram_even_f32::args;
     fn bits(self) -> u64 {
         self.to_bits() as u64
     }
@@ -153,7 +308,9 @@ impl EvenSample for f32 {
     }
 }
 impl EvenSample for f64 {
-    const EVEN: &'static str = "primitives_histogram_even_f64";
+    const EVEN: &'static str = hist::primitives_histogram_even_f64::NAME;
+    const EVEN_ARGS: fn(*const f64, u64, u64, u64, u32, u32, *mut u64, *mut u64) -> KernelArgs =
+        hist::primitives_histogram_even_f64::args;
     fn bits(self) -> u64 {
         self.to_bits()
     }
@@ -208,12 +365,9 @@ pub trait MultiFeatureBins: Copy + sealed::Sealed {
     /// Rows, features and bins a feature, checked.
     #[doc(hidden)]
     fn shape(&self) -> Result<(usize, usize, usize)>;
-    /// The kernel for gradients `G`.
+    /// The launch arguments of the kernel for gradients `G`: the matrix's, then `rest`.
     #[doc(hidden)]
-    fn kernel<G: MultiFeatureGradient>(&self) -> &'static str;
-    /// The kernel's leading arguments, before `matrix_rows`.
-    #[doc(hidden)]
-    fn source_args(&self) -> Vec<u64>;
+    fn args<G: MultiFeatureGradient>(&self, rest: MultiRest<G>) -> KernelArgs;
 }
 
 impl<B: BinIndex> MultiFeatureBins for MultiFeatureMatrix<'_, B> {
@@ -227,11 +381,8 @@ impl<B: BinIndex> MultiFeatureBins for MultiFeatureMatrix<'_, B> {
         }
         Ok((self.bins.len() / self.features, self.features, self.bins_per_feature))
     }
-    fn kernel<G: MultiFeatureGradient>(&self) -> &'static str {
-        G::MULTI[B::TABLE_INDEX]
-    }
-    fn source_args(&self) -> Vec<u64> {
-        vec![self.bins.device_ptr()]
+    fn args<G: MultiFeatureGradient>(&self, rest: MultiRest<G>) -> KernelArgs {
+        G::MULTI_ARGS[B::TABLE_INDEX](self.bins.as_ptr().cast(), rest)
     }
 }
 
@@ -259,11 +410,8 @@ impl MultiFeatureBins for PackedBinMatrix<'_> {
         }
         Ok((self.words.len() / self.row_words, self.features, self.bins_per_feature))
     }
-    fn kernel<G: MultiFeatureGradient>(&self) -> &'static str {
-        G::PACKED
-    }
-    fn source_args(&self) -> Vec<u64> {
-        vec![self.words.device_ptr(), self.row_words as u64, self.bits as u64]
+    fn args<G: MultiFeatureGradient>(&self, rest: MultiRest<G>) -> KernelArgs {
+        G::PACKED_ARGS(self.words.as_ptr(), self.row_words as u64, self.bits, rest)
     }
 }
 
@@ -338,9 +486,10 @@ impl DeviceHistogram {
     ) -> Result<()> {
         let bins = check_bins(histogram.len())?;
         let layout = Self::layout_code::<u32>(gpu, bins);
-        let args =
-            |ptrs: [u64; 2]| [samples.device_ptr(), samples.len() as u64, bins as u64, layout as u64, ptrs[0], ptrs[1]];
-        Self::launch::<B, u32, 6>(gpu, B::COUNT, samples.len(), bins, layout, histogram, ignored, args)
+        let args = |histogram, ignored| {
+            B::COUNT_ARGS(samples.as_ptr(), samples.len() as u64, bins, layout, histogram, ignored)
+        };
+        Self::launch::<B, u32>(gpu, samples.len(), bins, layout, histogram, ignored, args)
     }
 
     /// [`DeviceHistogram::count`] with the block-histogram layout forced (`None` is the selector's
@@ -366,8 +515,8 @@ impl DeviceHistogram {
             });
         }
         let args =
-            |ptrs: [u64; 2]| [samples.device_ptr(), samples.len() as u64, bins as u64, code as u64, ptrs[0], ptrs[1]];
-        Self::launch::<B, u32, 6>(gpu, B::COUNT, samples.len(), bins, code, histogram, ignored, args)
+            |histogram, ignored| B::COUNT_ARGS(samples.as_ptr(), samples.len() as u64, bins, code, histogram, ignored);
+        Self::launch::<B, u32>(gpu, samples.len(), bins, code, histogram, ignored, args)
     }
 
     /// `histogram[b] += Σ {weights[i] : samples[i] == b}` for every bin `b < histogram.len()`; the
@@ -387,18 +536,11 @@ impl DeviceHistogram {
             });
         }
         let layout = Self::layout_code::<W>(gpu, bins);
-        let args = |ptrs: [u64; 2]| {
-            [
-                samples.device_ptr(),
-                samples.len() as u64,
-                bins as u64,
-                weights.device_ptr(),
-                layout as u64,
-                ptrs[0],
-                ptrs[1],
-            ]
+        let args = |histogram, ignored| {
+            let (data, len) = (samples.as_ptr().cast(), samples.len() as u64);
+            W::WEIGHTED_ARGS[B::TABLE_INDEX](data, len, bins, weights.as_ptr(), layout, histogram, ignored)
         };
-        Self::launch::<B, W, 7>(gpu, W::WEIGHTED[B::TABLE_INDEX], samples.len(), bins, layout, histogram, ignored, args)
+        Self::launch::<B, W>(gpu, samples.len(), bins, layout, histogram, ignored, args)
     }
 
     /// CUB's `HistogramEven`: `histogram.len()` equal-width bins over `[lower, upper)`. Sample `x`
@@ -421,33 +563,24 @@ impl DeviceHistogram {
             });
         }
         let layout = Self::layout_code::<u32>(gpu, bins);
-        let args = |ptrs: [u64; 2]| {
-            [
-                samples.device_ptr(),
-                samples.len() as u64,
-                lower.bits(),
-                upper.bits(),
-                bins as u64,
-                layout as u64,
-                ptrs[0],
-                ptrs[1],
-            ]
+        let args = |histogram, ignored| {
+            let (data, len) = (samples.as_ptr(), samples.len() as u64);
+            F::EVEN_ARGS(data, len, lower.bits(), upper.bits(), bins, layout, histogram, ignored)
         };
-        Self::launch::<F, u32, 8>(gpu, F::EVEN, samples.len(), bins, layout, histogram, ignored, args)
+        Self::launch::<F, u32>(gpu, samples.len(), bins, layout, histogram, ignored, args)
     }
 
     /// Checks the outputs, sizes the grid and launches; `args` builds the kernel's arguments from the
     /// histogram's and the ignored counter's pointers.
     #[allow(clippy::too_many_arguments)]
-    fn launch<S: Element, C: HistogramCounter, const N: usize>(
+    fn launch<S: Element, C: HistogramCounter>(
         gpu: &Gpu,
-        kernel_name: &'static str,
         len: usize,
         bins: u32,
         layout: u32,
         histogram: &mut DeviceBuffer<C::Wide>,
         ignored: &mut DeviceBuffer<u64>,
-        args: impl FnOnce([u64; 2]) -> [u64; N],
+        args: impl FnOnce(*mut C::Wide, *mut u64) -> KernelArgs,
     ) -> Result<()> {
         if ignored.is_empty() {
             return Err(Error::InvalidArgument { name: "ignored", reason: "needs one element".into() });
@@ -468,11 +601,11 @@ impl DeviceHistogram {
             block_dim: (kernel::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::shared_bytes::<C>(bins, layout) as u32,
         };
-        let args = args([histogram.device_ptr(), ignored.device_ptr()]);
+        let args = args(histogram.as_mut_ptr(), ignored.as_mut_ptr());
         // SAFETY: the samples (and weights, checked as long) hold `len` elements, the histogram
         // `bins`, `ignored` one; the shared memory is what `shared_bytes` says for this layout, at
         // most the device's limit (`layout_code`); only this launch, in stream order, uses them.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, kernel_name, config, &args) }
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
     }
 
     /// The multi-feature gradient histogram of gradient boosting:
@@ -648,30 +781,28 @@ impl DeviceHistogram {
             block_dim: (kernel::MULTI_BLOCK_THREADS, 1, 1),
             shared_mem_bytes: shared_bytes as u32,
         };
-        let mut args = matrix.source_args();
-        args.extend([
-            matrix_rows as u64,
-            features as u64,
-            bins_per_feature as u64,
-            gradients.device_ptr(),
-            rows.device_ptr(),
-            work_buffer.device_ptr(),
-            device_ranges.map_or(0, DeviceBuffer::device_ptr),
-            group_features as u64,
-            layout as u64,
-            histogram.device_ptr(),
-            bad_row.device_ptr(),
-        ]);
-        let name = matrix.kernel::<G>();
+        let args = matrix.args(MultiRest {
+            matrix_rows: matrix_rows as u64,
+            features,
+            bins_per_feature,
+            gradients: gradients.as_ptr(),
+            rows: rows.as_ptr(),
+            work: work_buffer.as_ptr().cast(),
+            node_ranges: device_ranges.map_or(std::ptr::null(), |r| r.as_ptr().cast()),
+            group_features,
+            layout,
+            histogram: histogram.as_mut_ptr(),
+            bad_row: bad_row.as_mut_ptr(),
+        });
         // Two blocks of a 28-feature group (115 KB each) a multiprocessor need the largest carveout.
-        gpu.prefer_shared_memory(PRIMITIVES_MODULE, name)?;
+        gpu.prefer_shared_memory(PRIMITIVES_MODULE, args.name())?;
         // SAFETY: the matrix holds `matrix_rows * features` bin ids and the gradients `matrix_rows`
         // pairs (checked); every work item's rows lie in a range within `rows` (checked), its
         // node below `nodes` and its group's first feature below `features`; the histogram holds
         // `nodes * features * bins_per_feature` elements (checked); `device_ranges`, when given, has
         // a range per node (checked), and the kernel keeps within the bounds; the shared memory is what
         // `multi_shared_bytes` says, at most the device's limit, or none for `DIRECT_TO_GLOBAL`.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, name, config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 
 use cudarc::driver::LaunchConfig;
 use primitives_kernels::device::radix_sort as kernel;
+use primitives_kernels::entry::sort;
 use primitives_kernels::radix_key::RadixKey;
 
 use crate::buffer::DeviceBuffer;
@@ -16,14 +17,785 @@ use crate::gpu::{Gpu, PRIMITIVES_MODULE};
 use crate::ops::Element;
 
 mod sealed {
-    /// Only this crate names the key types that have sort kernels.
-    pub trait Sealed {}
-    impl Sealed for u32 {}
-    impl Sealed for i32 {}
-    impl Sealed for f32 {}
-    impl Sealed for u64 {}
-    impl Sealed for i64 {}
-    impl Sealed for f64 {}
+    use primitives_kernels::entry::sort;
+    use primitives_kernels::launch::KernelArgs;
+
+    /// The digit counts' arguments: keys, segments, their count, tiles, tiles a block, counts,
+    /// begin bit, end bit, descending, value bytes.
+    pub type HistogramArgs<K> = fn(*const K, *const u32, u32, u32, u32, *mut u32, u32, u32, u32, u32) -> KernelArgs;
+    /// A onesweep pass's arguments: keys in, keys out, values in, values out (as bytes: the value
+    /// kind's entry point takes them as its unit), segments, their count, offsets, status, counter,
+    /// tiles, shift, bits, descending.
+    pub type OnesweepArgs<K> = fn(
+        *const K,
+        *mut K,
+        *const u8,
+        *mut u8,
+        *const u32,
+        u32,
+        *const u32,
+        *mut u32,
+        *mut u32,
+        u32,
+        u32,
+        u32,
+        u32,
+    ) -> KernelArgs;
+    /// The block sort's arguments: keys in, keys out, values in, values out (as bytes), ranges,
+    /// begin bit, end bit, descending.
+    pub type BlockSortArgs<K> = fn(*const K, *mut K, *const u8, *mut u8, *const u32, u32, u32, u32) -> KernelArgs;
+
+    /// Only this crate names the key types that have sort kernels; their entry points' typed
+    /// arguments, by value kind (keys only, 4, 8, 16 bytes).
+    pub trait Sealed: Sized {
+        const HISTOGRAM: HistogramArgs<Self>;
+        const ONESWEEP: [OnesweepArgs<Self>; 4];
+        const BLOCK_SORT: [BlockSortArgs<Self>; 4];
+    }
+
+    impl Sealed for u32 {
+        const HISTOGRAM: HistogramArgs<u32> = sort::primitives_radix_histogram_u32::args;
+        const ONESWEEP: [OnesweepArgs<u32>; 4] = [
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u32_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u32_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u32_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u32_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+        ];
+        const BLOCK_SORT: [BlockSortArgs<u32>; 4] = [
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u32_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u32_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u32_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u32_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+        ];
+    }
+
+    impl Sealed for i32 {
+        const HISTOGRAM: HistogramArgs<i32> = sort::primitives_radix_histogram_i32::args;
+        const ONESWEEP: [OnesweepArgs<i32>; 4] = [
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i32_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i32_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i32_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i32_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+        ];
+        const BLOCK_SORT: [BlockSortArgs<i32>; 4] = [
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i32_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i32_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i32_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i32_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+        ];
+    }
+
+    impl Sealed for f32 {
+        const HISTOGRAM: HistogramArgs<f32> = sort::primitives_radix_histogram_f32::args;
+        const ONESWEEP: [OnesweepArgs<f32>; 4] = [
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f32_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f32_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f32_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f32_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+        ];
+        const BLOCK_SORT: [BlockSortArgs<f32>; 4] = [
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f32_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f32_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f32_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f32_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+        ];
+    }
+
+    impl Sealed for u64 {
+        const HISTOGRAM: HistogramArgs<u64> = sort::primitives_radix_histogram_u64::args;
+        const ONESWEEP: [OnesweepArgs<u64>; 4] = [
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u64_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u64_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u64_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_u64_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+        ];
+        const BLOCK_SORT: [BlockSortArgs<u64>; 4] = [
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u64_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u64_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u64_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_u64_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+        ];
+    }
+
+    impl Sealed for i64 {
+        const HISTOGRAM: HistogramArgs<i64> = sort::primitives_radix_histogram_i64::args;
+        const ONESWEEP: [OnesweepArgs<i64>; 4] = [
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i64_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i64_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i64_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_i64_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+        ];
+        const BLOCK_SORT: [BlockSortArgs<i64>; 4] = [
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i64_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i64_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i64_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_i64_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+        ];
+    }
+
+    impl Sealed for f64 {
+        const HISTOGRAM: HistogramArgs<f64> = sort::primitives_radix_histogram_f64::args;
+        const ONESWEEP: [OnesweepArgs<f64>; 4] = [
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f64_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f64_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f64_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, segments, count, offsets, status, counter, tiles, shift, bits, descending| {
+                sort::primitives_radix_onesweep_f64_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    segments,
+                    count,
+                    offsets,
+                    status,
+                    counter,
+                    tiles,
+                    shift,
+                    bits,
+                    descending,
+                )
+            },
+        ];
+        const BLOCK_SORT: [BlockSortArgs<f64>; 4] = [
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f64_keys::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f64_v4::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f64_v8::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+            |ki, ko, vi, vo, ranges, begin_bit, end_bit, descending| {
+                sort::primitives_radix_block_sort_f64_v16::args(
+                    ki,
+                    ko,
+                    vi.cast(),
+                    vo.cast(),
+                    ranges,
+                    begin_bit,
+                    end_bit,
+                    descending,
+                )
+            },
+        ];
+    }
 }
 
 /// A key type of the radix sorts: `u32`, `i32`, `f32`, `u64`, `i64`, `f64`. Sealed.
@@ -109,6 +881,12 @@ enum ValueKind {
 }
 
 impl ValueKind {
+    /// Its entry points' place in [`sealed::Sealed`]'s tables.
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    #[cfg(test)]
     fn suffix(self) -> &'static str {
         match self {
             ValueKind::Keys => "keys",
@@ -346,13 +1124,17 @@ fn sort_pairs_any<K: SortKey, V: Element>(
             if n == 0 {
                 return Ok(());
             }
-            let (name, units) =
-                if size % 4 == 0 { ("primitives_gather_u32", size / 4) } else { ("primitives_gather_u8", size) };
+            let (input, output, order) = (values_in.as_ptr(), values_out.as_mut_ptr(), sorted.as_ptr());
+            let (args, units) = if size % 4 == 0 {
+                let units = size / 4;
+                (sort::primitives_gather_u32::args(input.cast(), order, output.cast(), n as u64, units as u32), units)
+            } else {
+                (sort::primitives_gather_u8::args(input.cast(), order, output.cast(), n as u64, size as u32), size)
+            };
             let config = grid_stride(gpu, n * units);
-            let args = [values_in.device_ptr(), sorted.device_ptr(), values_out.device_ptr(), n as u64, units as u64];
             // SAFETY: the sorted indices are a permutation of 0..n; both value buffers hold n
             // elements of `units` units (checked by the callers).
-            unsafe { gpu.launch(PRIMITIVES_MODULE, name, config, &args) }
+            unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args) }
         }
     }
 }
@@ -362,9 +1144,9 @@ fn sequence(gpu: &Gpu, n: usize) -> Result<DeviceBuffer<u32>> {
     let buffer = DeviceBuffer::<u32>::uninitialized(gpu, n)?;
     if n > 0 {
         let config = grid_stride(gpu, n);
-        let args = [buffer.device_ptr(), n as u64];
+        let args = sort::primitives_sequence_u32::args(buffer.as_mut_ptr(), n as u64);
         // SAFETY: the buffer holds n elements.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_sequence_u32", config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
     }
     Ok(buffer)
 }
@@ -396,21 +1178,22 @@ fn sort_segments<K: SortKey, V: Element>(
     }
     let kind = value_kind::<V>(values.is_some());
     let (values_in, values_out) = match &values {
-        Some((input, output)) => (input.device_ptr(), output.device_ptr()),
-        None => (0, 0),
+        Some((input, output)) => (input.as_ptr().cast(), output.as_mut_ptr().cast()),
+        None => (std::ptr::null(), std::ptr::null_mut()),
     };
     let sort = Sort {
         gpu,
         kind,
-        buffers: [keys_in.device_ptr(), keys_out.device_ptr(), values_in, values_out],
+        keys: (keys_in.as_ptr(), keys_out.as_mut_ptr()),
+        values: (values_in, values_out),
         has_values: values.is_some(),
         bits: (begin_bit, end_bit),
-        descending: order.descending as u64,
+        descending: order.descending as u32,
         n,
     };
     let tile = kernel::ONESWEEP_THREADS as usize * kind.items::<K>();
     let segments = Segments::classify(offsets, kind.block_items::<K>(), tile);
-    sort.small_segments::<K>(&segments.small)?;
+    sort.small_segments(&segments.small)?;
     if segments.begins.is_empty() {
         return Ok(());
     }
@@ -418,7 +1201,7 @@ fn sort_segments<K: SortKey, V: Element>(
         // An empty bit range: every order is sorted; copy the large segments through.
         return copy_large(gpu, keys_in, keys_out, values, &segments.begins, &segments.ends);
     }
-    sort.large_segments::<K, V>(segments)
+    sort.large_segments::<V>(segments)
 }
 
 /// A sort's segments by size: the small ones (at most a block's items) by block-size class, as
@@ -461,26 +1244,23 @@ impl Segments {
     }
 }
 
-/// One segmented sort's launches: its buffers' device addresses (keys in, keys out, values in,
-/// values out; 0 for no values), bit range and direction.
-struct Sort<'g> {
+/// One segmented sort's launches: its keys and values (in, out; null for no values, as bytes: the
+/// value kind's kernels take them as their unit), bit range and direction.
+struct Sort<'g, K> {
     gpu: &'g Gpu,
     kind: ValueKind,
-    buffers: [u64; 4],
+    keys: (*const K, *mut K),
+    values: (*const u8, *mut u8),
     has_values: bool,
     bits: (u32, u32),
-    descending: u64,
+    descending: u32,
     n: usize,
 }
 
-impl Sort<'_> {
-    fn name<K: SortKey>(&self, what: &str) -> &'static str {
-        leak(format!("primitives_radix_{what}_{}_{}", K::NAME, self.kind.suffix()))
-    }
-
+impl<K: SortKey> Sort<'_, K> {
     /// Each small segment sorted by a block of its class.
-    fn small_segments<K: SortKey>(&self, small: &[Vec<u32>; 4]) -> Result<()> {
-        let [keys_in, keys_out, values_in, values_out] = self.buffers;
+    fn small_segments(&self, small: &[Vec<u32>; 4]) -> Result<()> {
+        let ((keys_in, keys_out), (values_in, values_out)) = (self.keys, self.values);
         for (class, ranges) in small.iter().enumerate() {
             if ranges.is_empty() {
                 continue;
@@ -493,26 +1273,27 @@ impl Sort<'_> {
                 shared_mem_bytes: self.kind.block_shared_bytes::<K>(threads as usize) as u32,
             };
             let (begin_bit, end_bit) = self.bits;
-            let args = [
+            let block_sort = K::BLOCK_SORT[self.kind.index()];
+            let args = block_sort(
                 keys_in,
                 keys_out,
                 values_in,
                 values_out,
-                list.device_ptr(),
-                begin_bit as u64,
-                end_bit as u64,
+                list.as_ptr(),
+                begin_bit,
+                end_bit,
                 self.descending,
-            ];
+            );
             // SAFETY: every range lies inside the buffers (offsets checked against n) and holds at
             // most `threads * block_items` items; shared memory sized for the full block.
-            unsafe { self.gpu.launch(PRIMITIVES_MODULE, self.name::<K>("block_sort"), config, &args)? };
+            unsafe { self.gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         }
         Ok(())
     }
 
     /// The large segments: each place's digit counts of every tile, their offsets, then a onesweep
     /// pass a place.
-    fn large_segments<K: SortKey, V: Element>(&self, segments: Segments) -> Result<()> {
+    fn large_segments<V: Element>(&self, segments: Segments) -> Result<()> {
         let gpu = self.gpu;
         let (begin_bit, end_bit) = self.bits;
         let segment_count = segments.begins.len();
@@ -532,38 +1313,38 @@ impl Sort<'_> {
             block_dim: (kernel::BLOCK_THREADS, 1, 1),
             shared_mem_bytes: kernel::HISTOGRAM_SHARED_BYTES as u32,
         };
-        let args = [
-            self.buffers[0],
-            segments.device_ptr(),
-            segment_count as u64,
-            tiles as u64,
-            tiles_per_block as u64,
-            counts.device_ptr(),
-            begin_bit as u64,
-            end_bit as u64,
+        let args = K::HISTOGRAM(
+            self.keys.0,
+            segments.as_ptr(),
+            segment_count as u32,
+            tiles as u32,
+            tiles_per_block as u32,
+            counts.as_mut_ptr(),
+            begin_bit,
+            end_bit,
             self.descending,
-            self.kind.bytes() as u64,
-        ];
-        let histogram = leak(format!("primitives_radix_histogram_{}", K::NAME));
+            self.kind.bytes() as u32,
+        );
         // SAFETY: the segment list covers `tiles` tiles of this value kind inside the keys; counts
         // sized for every place and segment.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, histogram, config, &args)? };
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
         let config = LaunchConfig {
             grid_dim: ((places * segment_count) as u32, 1, 1),
             block_dim: (kernel::DIGITS as u32, 1, 1),
             shared_mem_bytes: primitives_kernels::block::BlockScan::<u32>::SHARED_BYTES as u32,
         };
-        let args = [counts.device_ptr(), segments.device_ptr(), segment_count as u64];
+        let args =
+            sort::primitives_radix_bin_offsets::args(counts.as_mut_ptr(), segments.as_ptr(), segment_count as u32);
         // SAFETY: one block per (place, segment) over the counts just made.
-        unsafe { gpu.launch(PRIMITIVES_MODULE, "primitives_radix_bin_offsets", config, &args)? };
-        self.onesweep_passes::<K, V>(&segments, segment_count, tiles, &counts)
+        unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
+        self.onesweep_passes::<V>(&segments, segment_count, tiles, &counts)
     }
 
     /// A onesweep pass a place, alternating between the output and a scratch copy so that the
     /// last pass writes the output. Every place writes each item of its destination before the
     /// next reads it, so the scratch copies need no clearing (for 2^26 u32 pairs that memset was
     /// 0.5 GB of writes).
-    fn onesweep_passes<K: SortKey, V: Element>(
+    fn onesweep_passes<V: Element>(
         &self,
         segments: &DeviceBuffer<u32>,
         segment_count: usize,
@@ -572,7 +1353,7 @@ impl Sort<'_> {
     ) -> Result<()> {
         let (gpu, n) = (self.gpu, self.n);
         let (begin_bit, end_bit) = self.bits;
-        let [keys_in, keys_out, values_in, values_out] = self.buffers;
+        let ((keys_in, keys_out), (values_in, values_out)) = (self.keys, self.values);
         let places = (end_bit - begin_bit).div_ceil(kernel::RADIX_BITS) as usize;
         let mut scratch_keys = if places > 1 { Some(DeviceBuffer::<K>::uninitialized(gpu, n)?) } else { None };
         let mut scratch_values =
@@ -580,10 +1361,10 @@ impl Sort<'_> {
         // One place's status words, cleared again before each later place: a region per place would
         // save those memsets (12 MB each for 2^26 u32 pairs) for up to eight times the memory.
         let mut status = DeviceBuffer::<u32>::zeroed(gpu, tiles * kernel::DIGITS + 1)?;
-        let counter = status.device_ptr() + (tiles * kernel::DIGITS * 4) as u64;
-        let onesweep = self.name::<K>("onesweep");
-        let scratch_key_ptr = scratch_keys.as_mut().map_or(0, |b| b.device_ptr());
-        let scratch_value_ptr = scratch_values.as_mut().map_or(0, |b| b.device_ptr());
+        let counter = status.as_mut_ptr().wrapping_add(tiles * kernel::DIGITS);
+        let onesweep = K::ONESWEEP[self.kind.index()];
+        let scratch_key_ptr = scratch_keys.as_mut().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
+        let scratch_value_ptr = scratch_values.as_mut().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr().cast::<u8>());
         let mut source = (keys_in, values_in);
         for place in 0..places {
             let destination = if (places - 1 - place).is_multiple_of(2) {
@@ -601,26 +1382,26 @@ impl Sort<'_> {
                 block_dim: (kernel::ONESWEEP_THREADS, 1, 1),
                 shared_mem_bytes: self.kind.shared_bytes::<K>() as u32,
             };
-            let args = [
+            let args = onesweep(
                 source.0,
                 destination.0,
                 source.1,
                 destination.1,
-                segments.device_ptr(),
-                segment_count as u64,
-                counts.device_ptr() + (place * segment_count * kernel::DIGITS * 4) as u64,
-                status.device_ptr(),
+                segments.as_ptr(),
+                segment_count as u32,
+                counts.as_ptr().wrapping_add(place * segment_count * kernel::DIGITS),
+                status.as_mut_ptr(),
                 counter,
-                tiles as u64,
-                shift as u64,
-                bits as u64,
+                tiles as u32,
+                shift,
+                bits,
                 self.descending,
-            ];
+            );
             // SAFETY: source and destination are distinct buffers of n items (input, output,
             // scratch); the offsets of this place; status zeroed, the counter at 0 (the last tile of
             // each launch resets it); one block per tile.
-            unsafe { gpu.launch(PRIMITIVES_MODULE, onesweep, config, &args)? };
-            source = destination;
+            unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
+            source = (destination.0.cast_const(), destination.1.cast_const());
         }
         // The scratch buffers are freed in stream order after the launches that use them.
         drop((scratch_keys, scratch_values, status));
@@ -671,7 +1452,8 @@ fn copy_large<K: SortKey, V: Element>(
     Ok(())
 }
 
-/// Kernel names are looked up by `&'static str`; the few sort names are interned once.
+/// A formatted kernel name as `&'static str` (the test's list of every sort entry point).
+#[cfg(test)]
 fn leak(name: String) -> &'static str {
     use std::collections::HashSet;
     use std::sync::Mutex;
