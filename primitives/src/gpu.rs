@@ -201,7 +201,7 @@ pub struct DeviceProperties {
     pub compute_capability: (i32, i32),
     pub multiprocessors: u32,
     pub max_threads_per_multiprocessor: u32,
-    /// Most dynamic shared memory one block may have (with the opt-in `Gpu::launch` does).
+    /// Most dynamic shared memory one block may have (with the opt-in a launch makes).
     pub max_shared_bytes_per_block: usize,
     pub total_memory: usize,
 }
@@ -678,13 +678,12 @@ impl Gpu {
         unsafe { self.launch(module, args.name(), config, args.words()) }
     }
 
-    /// [`Gpu::launch_kernel`] of a kernel named at run time, with its parameters as raw 64-bit
-    /// words: the untyped form, for launches the typed one cannot name (a test of a missing kernel).
+    /// [`Gpu::launch_kernel`] by the kernel's name and its parameters as raw 64-bit words.
     ///
     /// # Safety
     /// The arguments must match the kernel's parameter list, and every pointer among them must be
     /// valid for what the kernel does with it for the launch's grid.
-    pub unsafe fn launch(
+    unsafe fn launch(
         &self,
         module: KernelModule,
         kernel: &'static str,

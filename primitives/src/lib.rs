@@ -48,7 +48,7 @@ mod error;
 mod gpu;
 
 pub use buffer::DeviceBuffer;
-/// A kernel launch's grid, block and dynamic shared memory, for [`Gpu::launch`].
+/// A kernel launch's grid, block and dynamic shared memory, for [`Gpu::launch_kernel`].
 pub use cudarc::driver::LaunchConfig;
 pub use device::{
     pack_bin_rows, BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureBins,

@@ -273,8 +273,10 @@ mod tests {
         // A launch of a kernel the module does not have, through the same path as any device failure.
         let failed = on_device(&gpu, "growing a tree", || -> Result<()> {
             let config = primitives::LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+            // Untyped arguments: the kernel has no `args` to call.
+            let args = primitives::KernelArgs::new("boost_no_such_kernel", &[]);
             // SAFETY: the kernel does not exist, so nothing runs.
-            unsafe { gpu.launch(crate::KERNELS, "boost_no_such_kernel", config, &[])? };
+            unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
             Ok(())
         });
         match failed {
