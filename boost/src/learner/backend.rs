@@ -100,6 +100,43 @@ pub(super) trait DeviceRounds<'g> {
     fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64>;
 }
 
+/// The [`DeviceRounds`] methods a trainer has of its own, by the same names.
+macro_rules! device_rounds_by_delegation {
+    ($trainer:ident) => {
+        fn keep_rows_on_device(
+            &mut self,
+            objective: DeviceObjective,
+            info: &MetaInfo,
+            margins: InitialMargins<'_>,
+        ) -> Result<()> {
+            $trainer::keep_rows_on_device(self, objective, info, margins)
+        }
+
+        fn compute_gradients(&mut self, round: usize) -> Result<()> {
+            $trainer::compute_gradients(self, round)
+        }
+
+        fn boost_tree(
+            &mut self,
+            params: &TreeParams,
+            output: usize,
+            sampler: RowSampler,
+            features: &[u32],
+            rng: &mut ChaCha8Rng,
+        ) -> Result<Tree> {
+            $trainer::boost_tree(self, params, output, sampler, features, rng)
+        }
+
+        fn margins(&self) -> Result<Vec<f32>> {
+            $trainer::margins(self)
+        }
+
+        fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+            $trainer::evaluate(self, metric, transform)
+        }
+    };
+}
+
 /// The CPU's hist method: the quantised matrix, unpacked for the builder.
 pub(super) struct CpuHist {
     pub cuts: QuantileCuts,
@@ -222,37 +259,7 @@ impl<'g> DeviceRounds<'g> for GpuTrainer<'g> {
         true
     }
 
-    fn keep_rows_on_device(
-        &mut self,
-        objective: DeviceObjective,
-        info: &MetaInfo,
-        margins: InitialMargins<'_>,
-    ) -> Result<()> {
-        GpuTrainer::keep_rows_on_device(self, objective, info, margins)
-    }
-
-    fn compute_gradients(&mut self, round: usize) -> Result<()> {
-        GpuTrainer::compute_gradients(self, round)
-    }
-
-    fn boost_tree(
-        &mut self,
-        params: &TreeParams,
-        output: usize,
-        sampler: RowSampler,
-        features: &[u32],
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Tree> {
-        GpuTrainer::boost_tree(self, params, output, sampler, features, rng)
-    }
-
-    fn margins(&self) -> Result<Vec<f32>> {
-        GpuTrainer::margins(self)
-    }
-
-    fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
-        GpuTrainer::evaluate(self, metric, transform)
-    }
+    device_rounds_by_delegation!(GpuTrainer);
 }
 
 /// Several GPUs, each over its shard of the rows.
@@ -303,35 +310,5 @@ impl<'g> DeviceRounds<'g> for MultiGpuTrainer<'g> {
         matches!(metric, DeviceMetric::Elementwise(_) | DeviceMetric::MultiClass(_))
     }
 
-    fn keep_rows_on_device(
-        &mut self,
-        objective: DeviceObjective,
-        info: &MetaInfo,
-        margins: InitialMargins<'_>,
-    ) -> Result<()> {
-        MultiGpuTrainer::keep_rows_on_device(self, objective, info, margins)
-    }
-
-    fn compute_gradients(&mut self, round: usize) -> Result<()> {
-        MultiGpuTrainer::compute_gradients(self, round)
-    }
-
-    fn boost_tree(
-        &mut self,
-        params: &TreeParams,
-        output: usize,
-        sampler: RowSampler,
-        features: &[u32],
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Tree> {
-        MultiGpuTrainer::boost_tree(self, params, output, sampler, features, rng)
-    }
-
-    fn margins(&self) -> Result<Vec<f32>> {
-        MultiGpuTrainer::margins(self)
-    }
-
-    fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
-        MultiGpuTrainer::evaluate(self, metric, transform)
-    }
+    device_rounds_by_delegation!(MultiGpuTrainer);
 }

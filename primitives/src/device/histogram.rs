@@ -189,98 +189,27 @@ macro_rules! multi_args {
     };
 }
 
-impl MultiFeatureGradient for GradientPair<i64> {
-    const PACKED: &'static str = hist::primitives_histogram_multi_gpi64_packed::NAME;
-    const MULTI: [&'static str; 3] = [
-        hist::primitives_histogram_multi_gpi64_u8::NAME,
-        hist::primitives_histogram_multi_gpi64_u16::NAME,
-        hist::primitives_histogram_multi_gpi64_u32::NAME,
-    ];
-    const MULTI_ARGS: [MultiArgs<GradientPair<i64>>; 3] = multi_args!(
-        primitives_histogram_multi_gpi64_u8,
-        primitives_histogram_multi_gpi64_u16,
-        primitives_histogram_multi_gpi64_u32
-    );
-    const PACKED_ARGS: PackedArgs<GradientPair<i64>> = |words, row_words, bits, r| {
-        hist::primitives_histogram_multi_gpi64_packed::args(
-            words,
-            row_words,
-            bits,
-            r.matrix_rows,
-            r.features,
-            r.bins_per_feature,
-            r.gradients,
-            r.rows,
-            r.work,
-            r.node_ranges,
-            r.group_features,
-            r.layout,
-            r.histogram,
-            r.bad_row,
-        )
-    };
+/// A gradient type's multi-feature entry points: by bin type (`u8`, `u16`, `u32`), then packed.
+macro_rules! multi_feature_kernels {
+    ($($g:ty => [$($dense:ident),*], $packed:ident;)*) => {$(
+        impl MultiFeatureGradient for $g {
+            const PACKED: &'static str = hist::$packed::NAME;
+            const MULTI: [&'static str; 3] = [$(hist::$dense::NAME),*];
+            const MULTI_ARGS: [MultiArgs<$g>; 3] = multi_args!($($dense),*);
+            const PACKED_ARGS: PackedArgs<$g> = |words, row_words, bits, r| {
+                hist::$packed::args(
+                    words, row_words, bits, r.matrix_rows, r.features, r.bins_per_feature, r.gradients, r.rows, r.work,
+                    r.node_ranges, r.group_features, r.layout, r.histogram, r.bad_row,
+                )
+            };
+        }
+    )*};
 }
-impl MultiFeatureGradient for GradientPair<f32> {
-    const PACKED: &'static str = hist::primitives_histogram_multi_gpf32_packed::NAME;
-    const MULTI: [&'static str; 3] = [
-        hist::primitives_histogram_multi_gpf32_u8::NAME,
-        hist::primitives_histogram_multi_gpf32_u16::NAME,
-        hist::primitives_histogram_multi_gpf32_u32::NAME,
-    ];
-    const MULTI_ARGS: [MultiArgs<GradientPair<f32>>; 3] = multi_args!(
-        primitives_histogram_multi_gpf32_u8,
-        primitives_histogram_multi_gpf32_u16,
-        primitives_histogram_multi_gpf32_u32
-    );
-    const PACKED_ARGS: PackedArgs<GradientPair<f32>> = |words, row_words, bits, r| {
-        hist::primitives_histogram_multi_gpf32_packed::args(
-            words,
-            row_words,
-            bits,
-            r.matrix_rows,
-            r.features,
-            r.bins_per_feature,
-            r.gradients,
-            r.rows,
-            r.work,
-            r.node_ranges,
-            r.group_features,
-            r.layout,
-            r.histogram,
-            r.bad_row,
-        )
-    };
-}
-impl MultiFeatureGradient for GradientPair<f64> {
-    const PACKED: &'static str = hist::primitives_histogram_multi_gpf64_packed::NAME;
-    const MULTI: [&'static str; 3] = [
-        hist::primitives_histogram_multi_gpf64_u8::NAME,
-        hist::primitives_histogram_multi_gpf64_u16::NAME,
-        hist::primitives_histogram_multi_gpf64_u32::NAME,
-    ];
-    const MULTI_ARGS: [MultiArgs<GradientPair<f64>>; 3] = multi_args!(
-        primitives_histogram_multi_gpf64_u8,
-        primitives_histogram_multi_gpf64_u16,
-        primitives_histogram_multi_gpf64_u32
-    );
-    const PACKED_ARGS: PackedArgs<GradientPair<f64>> = |words, row_words, bits, r| {
-        hist::primitives_histogram_multi_gpf64_packed::args(
-            words,
-            row_words,
-            bits,
-            r.matrix_rows,
-            r.features,
-            r.bins_per_feature,
-            r.gradients,
-            r.rows,
-            r.work,
-            r.node_ranges,
-            r.group_features,
-            r.layout,
-            r.histogram,
-            r.bad_row,
-        )
-    };
+
+multi_feature_kernels! {
+    GradientPair<i64> => [primitives_histogram_multi_gpi64_u8, primitives_histogram_multi_gpi64_u16, primitives_histogram_multi_gpi64_u32], primitives_histogram_multi_gpi64_packed;
+    GradientPair<f32> => [primitives_histogram_multi_gpf32_u8, primitives_histogram_multi_gpf32_u16, primitives_histogram_multi_gpf32_u32], primitives_histogram_multi_gpf32_packed;
+    GradientPair<f64> => [primitives_histogram_multi_gpf64_u8, primitives_histogram_multi_gpf64_u16, primitives_histogram_multi_gpf64_u32], primitives_histogram_multi_gpf64_packed;
 }
 
 /// A float sample type of [`DeviceHistogram::histogram_even`]: `f32`, `f64`. Sealed.
