@@ -1,7 +1,6 @@
 //! Shared helpers of the benchmarks: GPU timing with CUDA events, the median, and input rotation so
 //! that repeated runs do not measure the L2 cache.
 
-use cudarc::driver::sys::CUevent_flags;
 use primitives::Gpu;
 
 /// Median of the measurements (sorts them).
@@ -24,21 +23,16 @@ pub fn rotation(bytes: usize) -> usize {
 /// Times `run(i)` for `repeats` calls after `warmup` calls, each between two CUDA events on the GPU's
 /// stream; returns the median in microseconds.
 pub fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut run: impl FnMut(usize)) -> f64 {
-    let context = gpu.cuda_context().expect("timing needs a CUDA device");
-    let stream = gpu.cuda_stream().expect("timing needs a CUDA device");
-    let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+    assert!(!gpu.is_emulated(), "timing needs a CUDA device");
     for i in 0..warmup {
         run(i);
     }
     let mut samples = Vec::with_capacity(repeats);
     for i in 0..repeats {
-        let start = context.new_event(flags).expect("creating a CUDA event");
-        let stop = context.new_event(flags).expect("creating a CUDA event");
-        start.record(stream).expect("recording an event");
+        let start = gpu.record_event().expect("recording an event");
         run(warmup + i);
-        stop.record(stream).expect("recording an event");
-        let ms = start.elapsed_ms(&stop).expect("reading an event");
-        samples.push(ms as f64 * 1000.0);
+        let stop = gpu.record_event().expect("recording an event");
+        samples.push(stop.elapsed_since(&start).expect("reading an event").as_secs_f64() * 1e6);
     }
     median(&mut samples)
 }

@@ -4,9 +4,8 @@
 //! ([`PredictOptions`]: transformed values, margins or leaves, an iteration range, a device), saves
 //! and loads XGBoost's JSON model format.
 //!
-//! The lower layers stay public for what this one does not cover: [`crate::learner::train`] with
-//! [`TrainOptions`] (a model to continue, early stopping, an opened device), [`crate::model::Model`]
-//! (the trees), [`crate::gpu::DeviceModel`] (margins left in device memory).
+//! Under it, [`crate::learner::train`] with [`TrainOptions`] gives a run's whole report (device,
+//! phases, memory), and [`crate::model::Model`] the trees.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -17,6 +16,7 @@ use primitives::{DeviceBuffer, Gpu};
 use crate::data::{read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
+use crate::metric::{self, Metric};
 use crate::model::{FeatureScore, ImportanceType, Model};
 use crate::objective::{self, Objective};
 use crate::param::{Device, Params};
@@ -449,6 +449,36 @@ impl Booster {
             Walk::Upload(gpu, features) => self.trees_on(&gpu)?.predict_leaf(&gpu, features, range),
             Walk::InPlace(rows) => self.trees_on(&rows.gpu)?.predict_leaf_on_device(&rows.gpu, rows.data(), range),
         }
+    }
+
+    /// The model's metrics on `data` (XGBoost's `Booster.eval`): each of `metrics` by XGBoost's
+    /// names (`auc`, `ndcg@10`, `error@0.7`, ...), or the objective's default metric when none is
+    /// named; computed on the CPU.
+    pub fn evaluate(&self, data: &DMatrix, metrics: &[&str]) -> Result<Vec<(String, f64)>> {
+        self.objective.validate(&data.info)?;
+        let margins = self.predict(data, &PredictOptions::default().margin())?;
+        let predictions = self.objective.eval_transform(&margins);
+        let metrics = if metrics.is_empty() {
+            vec![metric::default_metric_for(self.objective.as_ref())?]
+        } else {
+            metrics.iter().map(|name| metric::from_name(name)).collect::<Result<_>>()?
+        };
+        let outputs = self.model.num_outputs();
+        let evaluate = |m: &dyn Metric| {
+            m.check(predictions.len(), &data.info, outputs)?;
+            Ok((m.name(), m.evaluate(&predictions, &data.info, outputs)))
+        };
+        metrics.iter().map(|m| evaluate(m.as_ref())).collect()
+    }
+
+    /// Opens the device that predictions on `device` run on (kept for them) and names it: the
+    /// GPU's name and ordinal, or `cpu` (also for `auto` without a usable GPU). A GPU that
+    /// `cuda:N` names but that cannot be opened is an error.
+    pub fn open_device(&self, device: Device) -> Result<String> {
+        Ok(match self.open(device)? {
+            Some(gpu) => learner::describe(&gpu),
+            None => "cpu".into(),
+        })
     }
 
     /// Where the trees walk `data`'s rows for a prediction on `device`: host rows on the CPU or

@@ -44,46 +44,75 @@
 //! [`Booster::train_with`] takes [`TrainOptions`] (early stopping, a model to continue, a
 //! [`CustomObjective`] whose gradients come from a closure, a [`CustomMetric`], an opened GPU) and
 //! callbacks ([`TrainingCallback`]: [`EvaluationMonitor`], [`EarlyStopping`], the caller's own);
-//! `boost/examples/` has runnable programs. The lower layers stay public:
-//! [`learner::train`], [`model::Model`], and the GPU backend's pieces in [`gpu`]
-//! ([`gpu::device_cuts`], [`gpu::DeviceModel`], [`gpu::DeviceCsr`]).
+//! `boost/examples/` has runnable programs. Under the booster: [`learner::train`] (the whole
+//! report of a run), [`model::Model`] (the trees, XGBoost's JSON), [`data`] (CSV, libsvm and
+//! synthetic data). The `boost` command line is the `boost-cli` crate.
+//!
+//! The engine (the GPU backend, the tree builders, quantile cuts, fixed-point sums) is
+//! crate-private; the `internals` feature makes it public, hidden from these docs and without
+//! stability, for the workspace's GPU test suite, benchmarks and `xtask`.
 
 #![warn(missing_docs)]
+// Without `internals`, the engine's entry points that only the GPU test suite, the benchmarks and
+// `xtask` call (launch and precision variants, test seams) are unused here; the workspace build,
+// which has the feature, still reports dead code.
+#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 
 mod booster;
 pub mod data;
-pub mod ellpack;
 mod error;
-pub mod fixed_point;
-pub mod gpu;
 pub mod learner;
-pub mod metric;
 pub mod model;
-pub mod objective;
 pub mod output;
 pub mod param;
-pub mod phases;
-pub mod quantile;
 mod rows;
-pub mod tree;
+
+/// The engine's modules: crate-private, or public but hidden with the `internals` feature, for
+/// the GPU test suite, the benchmarks and `xtask`, which reach into them (no stability promised).
+macro_rules! engine {
+    ($(mod $name:ident;)*) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
+engine! {
+    mod ellpack;
+    mod fixed_point;
+    mod gpu;
+    mod metric;
+    mod objective;
+    mod phases;
+    mod quantile;
+    mod tree;
+}
 
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
+pub use gpu::{DeviceCsr, DeviceData};
 pub use learner::{
     CustomMetric, CustomObjective, EarlyStopping, EvalLayout, EvaluationMonitor, RoundLog, TrainOptions,
     TrainingCallback,
 };
+pub use metric::{Metric, METRIC_NAMES};
+pub use objective::{Objective, OBJECTIVE_NAMES};
 pub use param::{Device, Params, ParamsBuilder};
 pub use primitives::ops::GradientPair;
+/// What [`Objective`] and [`Metric`] tell the GPU backend (their device versions): engine hooks.
+#[doc(hidden)]
+pub use {metric::DeviceMetric, objective::DeviceObjective};
 
 /// The kernels of `boost-kernels` as `cargo xtask kernels` built them (`kernels/families.rs`):
 /// machine code per GPU architecture and PTX, loaded family by family on first launch (a `static`
 /// so that the images are embedded once).
-pub static KERNELS: primitives::KernelModule = primitives::KernelModule {
+pub static KERNELS: primitives::kernels::KernelModule = primitives::kernels::KernelModule {
     name: "boost-kernels",
     families: {
         #[allow(unused_imports)]
-        use primitives::{KernelFamily, SassImage};
+        use primitives::kernels::{KernelFamily, SassImage};
         include!("../kernels/families.rs")
     },
     host_kernel: boost_kernels::entry::host_kernel,

@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use boost::data::{CsrMatrix, DenseMatrix, FeatureMatrix};
-use boost::model::{ImportanceType, Model, XGBOOST_FORMAT_VERSION};
-use boost::tree::Tree;
-use boost::Error;
+use boost::model::{ImportanceType, Model, Tree, XGBOOST_FORMAT_VERSION};
+use boost::{Booster, DMatrix, Error, PredictOptions};
 use serde_json::{json, Value};
 
 const CASES: [&str; 5] =
@@ -534,10 +533,11 @@ fn write_check_case(dir: &Path, name: &str, model: &Model, rows: &DenseMatrix, r
     let x = FeatureMatrix::Dense(rows.clone());
     let p2m = prob_to_margin(&model.objective_name);
     let margin = reread.predict_margin(&x, None, p2m, (0, 0)).unwrap();
-    let objective = boost::objective::from_json(&reread.objective).unwrap();
+    let booster = Booster::from_model(reread.clone()).unwrap();
+    let dmatrix = DMatrix::from_dense(rows.values.clone(), rows.rows, rows.cols).unwrap();
     let ours = json!({
         // The objective's outputs too: XGBoost's sigmoid and softmax bit for bit (`exp::expf`).
-        "prediction": objective.transform(&margin),
+        "prediction": booster.predict(&dmatrix, &PredictOptions::default()).unwrap(),
         "margin": margin,
         "leaf": reread.predict_leaf(&x, (0, 0)).unwrap(),
         "iteration_range": [range.0, range.1],

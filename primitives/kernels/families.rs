@@ -459,6 +459,7 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("histogram.sm_120.cubin.zst") },
         ],
     },
+    #[cfg(feature = "experiments")]
     KernelFamily {
         name: "experimental",
         entry_points: &[

@@ -1,6 +1,26 @@
 //! The crate's one error type.
 
-use cudarc::driver::{sys::CUresult, DriverError};
+use cudarc::driver::sys::CUresult;
+
+/// A CUDA driver call's failure: the driver's result code (`CUresult`), its name and description.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{name}: {description}")]
+pub struct DriverError {
+    /// The `CUresult` value (`2`: `CUDA_ERROR_OUT_OF_MEMORY`, ...).
+    pub code: u32,
+    /// The result's name, as `cuGetErrorName` gives it.
+    pub name: String,
+    /// Its description, as `cuGetErrorString` gives it.
+    pub description: String,
+}
+
+impl From<cudarc::driver::DriverError> for DriverError {
+    fn from(error: cudarc::driver::DriverError) -> Self {
+        let text =
+            |c: Result<&std::ffi::CStr, _>| c.map_or_else(|_| "unknown".into(), |c| c.to_string_lossy().into_owned());
+        DriverError { code: error.0 as u32, name: text(error.error_name()), description: text(error.error_string()) }
+    }
+}
 
 /// Everything that can go wrong on the host side of a primitive.
 #[derive(Debug, thiserror::Error)]
@@ -46,17 +66,17 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     /// A driver error during `during`, classified (out of memory is its own variant).
-    pub(crate) fn driver(during: &'static str, bytes: usize) -> impl FnOnce(DriverError) -> Error {
+    pub(crate) fn driver(during: &'static str, bytes: usize) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
         move |source| {
             if source.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
                 Error::OutOfMemory { bytes }
             } else {
-                Error::Driver { during, source }
+                Error::Driver { during, source: source.into() }
             }
         }
     }
 
-    pub(crate) fn launch(kernel: &'static str) -> impl FnOnce(DriverError) -> Error {
-        move |source| Error::Launch { kernel, source }
+    pub(crate) fn launch(kernel: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+        move |source| Error::Launch { kernel, source: source.into() }
     }
 }

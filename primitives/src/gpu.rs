@@ -5,13 +5,53 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use primitives_kernels::emu::{self, Emulator, Schedule};
 
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
 use crate::ops::Element;
+
+/// A kernel launch's shape, for [`Gpu::launch_kernel`]: the grid and block (x, y, z) and the
+/// dynamic shared memory in bytes (above 48 KiB, the launch opts the kernel in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid_dim: (u32, u32, u32),
+    /// Threads in a block.
+    pub block_dim: (u32, u32, u32),
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+/// A point in a [`Gpu`]'s stream ([`Gpu::record_event`]): the time between two of them is the
+/// device's time for the work enqueued between them (CUDA events), which host clocks cannot tell
+/// while the host runs ahead. On the emulator, where work runs as it is enqueued, the host's clock.
+pub struct DeviceEvent(EventKind);
+
+enum EventKind {
+    Cuda(CudaEvent),
+    Host(Instant),
+}
+
+impl DeviceEvent {
+    /// The device time from `start` to this event, waiting for this one to complete. Both must come
+    /// from the same [`Gpu`].
+    pub fn elapsed_since(&self, start: &DeviceEvent) -> Result<Duration> {
+        match (&start.0, &self.0) {
+            (EventKind::Cuda(start), EventKind::Cuda(stop)) => {
+                let ms = start.elapsed_ms(stop).map_err(Error::driver("timing between two events", 0))?;
+                Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+            }
+            (EventKind::Host(start), EventKind::Host(stop)) => Ok(stop.saturating_duration_since(*start)),
+            _ => Err(Error::InvalidArgument {
+                name: "start",
+                reason: "an event of a CUDA device and one of an emulated device cannot be compared".into(),
+            }),
+        }
+    }
+}
 
 /// The host version of a kernel, called with its arguments as 64-bit values (emulator only).
 pub type HostKernel = unsafe fn(&[u64]);
@@ -444,19 +484,34 @@ impl Gpu {
         }
     }
 
-    /// The cudarc stream every primitive uses (CUDA devices only), for interoperation.
-    pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
+    /// The CUDA device's ordinal (`None` on the emulator).
+    pub fn ordinal(&self) -> Option<usize> {
         match &self.backend {
-            Backend::Cuda(device) => Some(&device.stream),
+            Backend::Cuda(device) => Some(device.context.ordinal()),
             Backend::Emulated(_) => None,
         }
     }
 
-    /// The cudarc context (CUDA devices only).
-    pub fn cuda_context(&self) -> Option<&Arc<CudaContext>> {
+    /// The handle (`CUstream`) of the stream that all of this `Gpu`'s work goes to, for other CUDA
+    /// libraries to enqueue on (NCCL's collectives); `None` on the emulator.
+    pub fn raw_stream(&self) -> Option<*mut std::ffi::c_void> {
         match &self.backend {
-            Backend::Cuda(device) => Some(&device.context),
+            Backend::Cuda(device) => Some(device.stream.cu_stream().cast()),
             Backend::Emulated(_) => None,
+        }
+    }
+
+    /// Records an event at this point of the stream, to time the device's work between two events
+    /// ([`DeviceEvent::elapsed_since`]).
+    pub fn record_event(&self) -> Result<DeviceEvent> {
+        match &self.backend {
+            Backend::Cuda(device) => {
+                let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+                let event = device.context.new_event(flags).map_err(Error::driver("creating an event", 0))?;
+                event.record(&device.stream).map_err(Error::driver("recording an event", 0))?;
+                Ok(DeviceEvent(EventKind::Cuda(event)))
+            }
+            Backend::Emulated(_) => Ok(DeviceEvent(EventKind::Host(Instant::now()))),
         }
     }
 
@@ -577,7 +632,7 @@ impl Gpu {
         let function = module_handle.load_function(name).map_err(|source| Error::ModuleLoad {
             module: module.name,
             family: family.name,
-            source,
+            source: source.into(),
         })?;
         functions.insert(name, function.clone());
         Ok(function)
@@ -623,7 +678,7 @@ impl Gpu {
         let handle = device.context.load_module(source).map_err(|source| Error::ModuleLoad {
             module: module.name,
             family: family.name,
-            source,
+            source: source.into(),
         })?;
         let record = ModuleLoad {
             device_ordinal: ordinal,
@@ -714,6 +769,11 @@ impl Gpu {
                 for arg in args {
                     builder.arg(arg);
                 }
+                let config = cudarc::driver::LaunchConfig {
+                    grid_dim: config.grid_dim,
+                    block_dim: config.block_dim,
+                    shared_mem_bytes: config.shared_mem_bytes,
+                };
                 // SAFETY: forwarded from the caller's contract.
                 unsafe { builder.launch(config) }.map_err(Error::launch(kernel))?;
                 Ok(())

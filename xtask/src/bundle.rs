@@ -154,7 +154,7 @@ pub fn run() -> Result<()> {
     let xtask = build(&root, &["build", "--release", "--package", "xtask", "--bin", "xtask"])?;
     binaries.extend(xtask.into_iter().filter(|a| a.kind == "bin" && a.name == "xtask"));
     // `run.sh train`: the `boost` CLI on both devices.
-    let boost = build(&root, &["build", "--release", "--package", "boost", "--bin", "boost"])?;
+    let boost = build(&root, &["build", "--release", "--package", "boost-cli", "--bin", "boost"])?;
     binaries.extend(boost.into_iter().filter(|a| a.kind == "bin" && a.name == "boost"));
     copy_all(&tests, &bundle.join("tests"))?;
     copy_all(&criterion.into_iter().filter(|a| a.kind == "bench").collect::<Vec<_>>(), &bundle.join("criterion"))?;

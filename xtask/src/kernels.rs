@@ -60,7 +60,8 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("multi", &["primitives_multi_"]),
             ("sort", &["primitives_radix_", "primitives_sequence_", "primitives_gather_"]),
             ("histogram", &["primitives_histogram_"]),
-            // Kernels of experiments and benchmarks only (precision study, scan variants).
+            // Kernels of experiments and benchmarks only (precision study, scan variants): see
+            // `EXPERIMENTS_FAMILY`.
             ("experimental", &["primitives_experimental_", "primitives_scanvariant_"]),
         ],
     },
@@ -491,6 +492,10 @@ pub fn compute_capability(arch: &str) -> Option<(u32, u32)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
+/// The family of experiments' and benchmarks' kernels: embedded only with the host crate's
+/// `experiments` feature, so a user's binary carries none of them.
+const EXPERIMENTS_FAMILY: &str = "experimental";
+
 /// The Rust source of a crate's family index: a `&[KernelFamily]` expression with the images
 /// included by `include_bytes!`, which the host crate `include!`s with `KernelFamily` and
 /// `SassImage` in scope.
@@ -502,6 +507,9 @@ pub fn index_source(manifest: &Manifest) -> String {
         manifest.package
     );
     for family in &manifest.families {
+        if family.name == EXPERIMENTS_FAMILY {
+            out.push_str("    #[cfg(feature = \"experiments\")]\n");
+        }
         out.push_str(&format!("    KernelFamily {{\n        name: {:?},\n        entry_points: &[\n", family.name));
         for entry in &family.entry_points {
             out.push_str(&format!("            {entry:?},\n"));

@@ -26,7 +26,8 @@ use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::exact::ExactExpansion;
 use boost_kernels::split::{calc_gain, Split};
 use primitives::ops::{Max, Sum};
-use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, KernelArgs, SegmentHeads, SortOrder};
+use primitives::kernels::KernelArgs;
+use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, SegmentHeads, SortOrder};
 use rand::Rng;
 
 use super::{element_config, ptr, Fixed};

@@ -116,7 +116,7 @@ pub fn shards(rows: usize, devices: usize) -> Vec<Range<usize>> {
 /// The threads of a run over `gpus`: a thread a device past the first, spinning between steps
 /// on CUDA devices.
 fn device_threads(gpus: &[&Gpu]) -> Result<DeviceThreads> {
-    let cuda = gpus.iter().all(|gpu| gpu.cuda_context().is_some());
+    let cuda = gpus.iter().all(|gpu| gpu.ordinal().is_some());
     DeviceThreads::new(gpus.len(), cuda)
         .map_err(|e| Error::Communication(format!("starting a thread for each of {} devices: {e}", gpus.len())))
 }

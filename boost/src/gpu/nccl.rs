@@ -24,7 +24,7 @@ impl Nccl {
     pub fn new(gpus: &[&Gpu]) -> Result<Self> {
         let ordinals: Vec<usize> = gpus
             .iter()
-            .map(|gpu| gpu.cuda_context().map(|c| c.ordinal()))
+            .map(|gpu| gpu.ordinal())
             .collect::<Option<_>>()
             .ok_or_else(|| Error::Communication("NCCL takes CUDA devices, not the emulator".into()))?;
         // SAFETY: only looks the library up.
@@ -58,7 +58,7 @@ impl Communicator for Nccl {
         sum: &mut DeviceBuffer<Fixed>,
     ) -> Result<()> {
         check_parts(gpus, parts, root, sum)?;
-        let ordinals: Vec<Option<usize>> = gpus.iter().map(|g| g.cuda_context().map(|c| c.ordinal())).collect();
+        let ordinals: Vec<Option<usize>> = gpus.iter().map(|g| g.ordinal()).collect();
         if ordinals.iter().copied().ne(self.ordinals.iter().map(|&o| Some(o))) {
             return Err(Error::Communication(format!(
                 "a sum over devices {ordinals:?} with communicators for {:?}",
@@ -87,7 +87,7 @@ impl Nccl {
         sum: Option<&DeviceBuffer<Fixed>>,
         root: usize,
     ) -> Result<()> {
-        let stream = gpu.cuda_stream().map_or(std::ptr::null_mut(), |s| s.cu_stream()) as sys::cudaStream_t;
+        let stream = gpu.raw_stream().unwrap_or(std::ptr::null_mut()) as sys::cudaStream_t;
         let receive = sum.map_or(std::ptr::null_mut(), |s| s.device_ptr() as *mut c_void);
         // Fixed-point pairs are two `i64` each; NCCL's integer sums wrap as the devices' do.
         let count = 2 * part.len();

@@ -76,7 +76,7 @@ impl Communicator for PeerSum {
 
 /// The CUDA ordinals of `gpus` (none for an emulated device, which `PeerSum::new` refuses).
 fn ordinals(gpus: &[&Gpu]) -> Vec<usize> {
-    gpus.iter().filter_map(|gpu| gpu.cuda_context().map(|c| c.ordinal())).collect()
+    gpus.iter().filter_map(|gpu| gpu.ordinal()).collect()
 }
 
 /// Enqueues `sum = Σ parts` on `gpu`, the parts given by their addresses (each `sum.len()` sums,

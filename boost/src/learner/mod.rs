@@ -32,7 +32,7 @@ use crate::gpu::InitialMargins;
 use crate::model::Model;
 use crate::objective::Objective;
 use crate::param::Params;
-use crate::phases::PhaseTimes;
+pub use crate::phases::PhaseTimes;
 use crate::rows::Rows;
 use crate::tree::hist::HistogramPrecision;
 use crate::DMatrix;
@@ -274,7 +274,7 @@ mod tests {
         let failed = on_device(&gpu, "growing a tree", || -> Result<()> {
             let config = primitives::LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
             // Untyped arguments: the kernel has no `args` to call.
-            let args = primitives::KernelArgs::new("boost_no_such_kernel", &[]);
+            let args = primitives::kernels::KernelArgs::new("boost_no_such_kernel", &[]);
             // SAFETY: the kernel does not exist, so nothing runs.
             unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
             Ok(())

@@ -94,7 +94,7 @@ pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
     from_name_with_params(name, &[])
 }
 
-/// The metrics [`from_name`] builds, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
+/// The metrics `eval_metric` takes, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
 /// take an argument).
 pub const METRIC_NAMES: [&str; 14] = [
     "rmse",

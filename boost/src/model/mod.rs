@@ -27,7 +27,8 @@ use std::collections::BTreeMap;
 pub use importance::{FeatureScore, ImportanceType};
 pub use json::MAX_OUTPUTS;
 
-use crate::tree::{Tree, NO_PARENT};
+pub use crate::tree::Tree;
+use crate::tree::NO_PARENT;
 use crate::{Error, Result};
 
 /// The XGBoost version whose JSON layout [`Model::save_json`] writes.

@@ -72,7 +72,7 @@ pub const OBJECTIVE_PARAMETERS: &[&str] = &[
     "ndcg_exp_gain",
 ];
 
-/// The objective names [`from_name`] knows.
+/// The objective names the `objective` parameter takes.
 pub const OBJECTIVE_NAMES: &[&str] = &[
     "reg:squarederror",
     "reg:logistic",
@@ -154,7 +154,7 @@ pub trait Objective: Send + Sync {
     fn default_metric(&self) -> &'static str;
     /// For objectives whose leaf values XGBoost recomputes after each tree (`reg:absoluteerror`):
     /// the `α` of the quantile of a leaf's residuals `label - margin` that becomes its value (see
-    /// [`residual_quantile`] and `boost_kernels::adaptive`). `None` keeps the tree builder's values.
+    /// `residual_quantile` and `boost_kernels::adaptive`). `None` keeps the tree builder's values.
     fn leaf_quantile(&self) -> Option<f64> {
         None
     }
@@ -189,7 +189,7 @@ pub trait Objective: Send + Sync {
     }
     /// The default metric's full name as XGBoost prints it: `ndcg@32` for `rank:ndcg` with the
     /// default `topk` pairs (`default_metric` returns the bare `ndcg`). Build the metric itself with
-    /// [`crate::metric::default_metric_for`], which also carries the objective's parameters over
+    /// `metric::default_metric_for`, which also carries the objective's parameters over
     /// (truncation, `ndcg_exp_gain`, `huber_slope`) as XGBoost does.
     fn default_metric_name(&self) -> String {
         self.default_metric().to_string()

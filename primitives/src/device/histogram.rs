@@ -1,7 +1,7 @@
 //! Host side of the device histograms (`primitives_kernels::device::histogram`): argument checks,
 //! the block-histogram layout, grid sizing, the multi-feature work list, launch.
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 /// The block-histogram layouts, for [`DeviceHistogram::count_with_layout`].
 pub use primitives_kernels::block::BlockHistogramLayout;
 use primitives_kernels::block::HistogramCounter;

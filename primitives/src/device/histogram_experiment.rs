@@ -1,6 +1,6 @@
 //! Host side of the experimental gradient histogram (`primitives_kernels::device::histogram_experiment`).
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 use primitives_kernels::device::histogram_experiment as kernel;
 use primitives_kernels::entry;
 use primitives_kernels::launch::KernelArgs;

@@ -29,9 +29,7 @@ pub use scan::{DeviceScan, ScanKernel, SegmentHeads, SegmentedScanKernel};
 pub use segmented_reduce::{DeviceSegmentedReduce, SegmentedReduceKernel};
 #[cfg(feature = "experiments")]
 pub use select::SelectPasses;
-pub use select::{
-    CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel, TWO_PASS_SELECT_FROM,
-};
+pub use select::{CompareKernel, Comparison, DevicePartition, DeviceRunLengthEncode, DeviceSelect, SelectKernel};
 #[cfg(test)]
 pub(crate) use sort::kernel_names as sort_kernel_names;
 pub use sort::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_SORT_ITEMS};

@@ -1,6 +1,6 @@
 //! Host side of multireduce and multiscan.
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 use primitives_kernels::device::multi as kernel;
 use primitives_kernels::entry;
 use primitives_kernels::launch::KernelArgs;

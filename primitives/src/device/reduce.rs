@@ -1,6 +1,6 @@
 //! Host side of device reduce: grid sizing, temporary storage, launch.
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 use primitives_kernels::device::reduce as kernel;
 use primitives_kernels::entry;
 use primitives_kernels::launch::KernelArgs;

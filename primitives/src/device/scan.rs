@@ -1,7 +1,7 @@
 //! Host side of device scan: temporary storage (tile status reused across launches through epochs),
 //! the initial value, launch.
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 use primitives_kernels::device::scan as kernel;
 use primitives_kernels::entry;
 use primitives_kernels::launch::KernelArgs;

@@ -1,6 +1,6 @@
 //! Host side of segmented reduce.
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 use primitives_kernels::device::{segmented_reduce as kernel, select as select_kernel};
 use primitives_kernels::entry;
 use primitives_kernels::launch::KernelArgs;

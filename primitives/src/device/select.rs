@@ -1,6 +1,6 @@
 //! Host side of select, partition and run-length encode.
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 use primitives_kernels::device::{scan as scan_kernel, select as kernel};
 use primitives_kernels::entry;
 use primitives_kernels::launch::KernelArgs;
@@ -178,7 +178,7 @@ fn check_lengths<T: Element>(
 }
 
 /// How many passes a select takes: one (tiles look back for their offsets) or two (an offsets pass
-/// first, then placement with no look-back). `Auto` picks by size: see [`TWO_PASS_SELECT_FROM`].
+/// first, then placement with no look-back). `Auto` takes two from 2^23 items on.
 /// Public with the feature `experiments` (the side-by-side bench and the tests of both), which
 /// alone asks for one pass.
 #[cfg_attr(not(feature = "experiments"), allow(dead_code))]
@@ -192,7 +192,7 @@ pub enum SelectPasses {
 /// From this many items on, `Auto` selects in two passes. Measured on an H200 with u32 items
 /// (docs/benchmarks.md): at 2^22 items one pass is faster (it saves a launch), at 2^24 two passes
 /// are (the placement pass does not wait for look-backs).
-pub const TWO_PASS_SELECT_FROM: usize = 1 << 23;
+pub(crate) const TWO_PASS_SELECT_FROM: usize = 1 << 23;
 
 /// The offsets pass's typed arguments from what the pass adds: items, count, temporary storage,
 /// tiles, epoch.
@@ -300,7 +300,7 @@ impl<'a, T: Element> Launch<'a, T> {
 
 /// Stream compaction (CUB's `DeviceSelect`): keeps the selected items, in input order, at the start
 /// of `output`, and writes their number to `num_selected[0]`. No host synchronisation; one pass
-/// with decoupled look-back below [`TWO_PASS_SELECT_FROM`] items, two passes (as
+/// with decoupled look-back below 2^23 items, two passes (as
 /// [`DevicePartition`]) from there on.
 ///
 /// ```no_run

@@ -6,7 +6,7 @@
 //! Onesweep together: one histogram launch, one offsets launch, then one launch per digit place,
 //! ping-ponging between the output and a scratch buffer so that the last place lands in the output.
 
-use cudarc::driver::LaunchConfig;
+use crate::LaunchConfig;
 use primitives_kernels::device::radix_sort as kernel;
 use primitives_kernels::entry::sort;
 use primitives_kernels::radix_key::RadixKey;

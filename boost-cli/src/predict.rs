@@ -1,0 +1,70 @@
+//! `boost predict`, `boost eval` and `boost importance`: a loaded [`Booster`] on a data file.
+
+use std::path::Path;
+
+use boost::model::ImportanceType;
+use boost::{Booster, DMatrix, Device, Error, Params, PredictOptions, Result};
+
+use crate::args::{DataArgs, EvalArgs, ImportanceArgs, PredictArgs};
+use crate::read::{previous_categories, read, ForModel};
+use crate::{parse_range, print_line};
+
+/// The model at `model`, and `data` read for it (with the training file's string codes, matched to
+/// its feature count and names).
+fn load(model: &Path, data: &Path, input: &DataArgs, has_label: bool) -> Result<(Booster, DMatrix)> {
+    let booster = Booster::load_model(model)?;
+    let categories = previous_categories(Some(booster.model()))?;
+    let for_model = ForModel { has_label, ..ForModel::new(booster.model(), categories.as_ref()) };
+    let (data, _) = read(data, input, input.side_files(), &for_model)?;
+    Ok((booster, DMatrix::from_dataset(data)?))
+}
+
+pub(crate) fn predict(args: PredictArgs) -> Result<()> {
+    let (booster, data) = load(&args.model, &args.data, &args.input, !args.no_label)?;
+    let (begin, end) = parse_range(&args.iteration_range)?;
+    let device = Params::from_pairs(&[("device", args.device.as_str())])?.device;
+    if device != Device::Cpu {
+        eprintln!("boost: predicting on {}", booster.open_device(device)?);
+    }
+    let options = PredictOptions::default().iteration_range(begin, end).device(device);
+    let values: Vec<String> = if args.leaf {
+        booster.predict_leaf(&data, &options)?.iter().map(u32::to_string).collect()
+    } else {
+        let options = if args.margin { options.margin() } else { options };
+        booster.predict(&data, &options)?.iter().map(f32::to_string).collect()
+    };
+    let per_row = (values.len() / data.rows().max(1)).max(1);
+    let mut text = String::with_capacity(values.len() * 12);
+    for row in values.chunks(per_row) {
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    match &args.output {
+        Some(path) if path.as_os_str() != "-" => boost::output::write_file(path, text.as_bytes())?,
+        _ => print_line(text.trim_end_matches('\n')),
+    }
+    Ok(())
+}
+
+pub(crate) fn eval(args: EvalArgs) -> Result<()> {
+    let (booster, data) = load(&args.model, &args.data, &args.input, true)?;
+    let metrics: Vec<&str> = args.metrics.iter().map(String::as_str).collect();
+    for (name, value) in booster.evaluate(&data, &metrics)? {
+        print_line(&format!("{name}:{value:.6}"));
+    }
+    Ok(())
+}
+
+pub(crate) fn importance(args: ImportanceArgs) -> Result<()> {
+    let booster = Booster::load_model(&args.model)?;
+    let kind: ImportanceType = args
+        .kind
+        .parse()
+        .map_err(|_| Error::InvalidParameter { name: "--type".into(), reason: format!("`{}`", args.kind) })?;
+    let mut scores = booster.feature_importance(kind)?;
+    scores.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.feature.cmp(&b.feature)));
+    for s in scores {
+        print_line(&format!("{}\t{}", s.key(), s.score));
+    }
+    Ok(())
+}
