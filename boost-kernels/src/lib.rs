@@ -1,24 +1,18 @@
 //! Device code of the `boost` gradient-boosting library, and the arithmetic that decides a tree,
-//! written once for the CPU backend and the kernels (`no_std`): [`fixed_point`] (the gradient
-//! quantiser: exact, order-independent sums) and [`split`] (gains, leaf weights, the scan over a
-//! feature's bins in both missing directions, tie-breaking). The CPU backend in `boost` calls these
-//! functions; the GPU backend's kernels, compiled from this crate to PTX, call the same ones, so
-//! that both choose the same splits by construction. [`evaluate`] is split evaluation for a batch
-//! of nodes on the device, over those functions; [`bins`] a value's bin among the cuts (the CPU's
-//! ELLPACK search, and the kernels that quantise the features on the device); [`partition`] the stable row partition of a batch
-//! of split nodes, [`subtract`] the subtraction trick on histograms, [`quantise`] the gradient
-//! quantiser over the fixed-order sums of [`reduce`], [`objective`] the element-wise objectives'
-//! gradients and the margin update,
-//! [`metric`] the row-wise evaluation metrics, [`auc`] the areas under the ROC and PR curves,
-//! [`sampling`] row sampling as a stateless draw, [`predict`] the walk from a tree's root to a leaf
-//! (the CPU predictor's step, and the kernels that keep evaluation sets' margins on the device),
-//! [`adaptive`] leaf values recomputed as quantiles of the rows' residuals (`reg:absoluteerror`),
-//! [`rank`] LambdaMART's gradients of a query group, [`rank_metric`] `ndcg` and `map` of one,
-//! [`sketch`] the weighted quantile summaries of XGBoost's sketch (the quantile cuts), [`exact`]
-//! the exact method's candidates (every boundary between distinct values), [`binarised`] the fast
-//! applier of oblivious trees (CatBoost's: rows turned into bin codes once, a level an integer add),
-//! [`synthetic`] the benchmarks' synthetic rows (made where they are trained), [`exp::expf`] the
-//! exponential as XGBoost's CPU build rounds it (its sigmoid and softmax, bit for bit).
+//! written once (`no_std`) for the CPU backend and the kernels: `boost`'s CPU backend calls these
+//! functions, and its GPU kernels, compiled from this crate to PTX, call the same ones, so both
+//! build the same trees by construction.
+//!
+//! | | shared with the CPU backend | device only |
+//! | --- | --- | --- |
+//! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`rank`] (LambdaMART), [`sampling`] (a stateless draw a row), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
+//! | splits | [`split`] (gains, weights, the bin scan both ways, ties), [`exact`] (the exact method's candidates), [`oblivious`] | [`evaluate`] (a warp a (node, feature)) |
+//! | rows | [`bins`] (a value's bin), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
+//! | leaves, metrics | [`adaptive`] (quantile leaves), [`metric`], [`auc`], [`rank_metric`] | |
+//! | prediction | [`predict`] (a tree walk's step), [`binarised`] (CatBoost's applier) | |
+//! | data | [`synthetic`] (the benchmarks' rows) | |
+//!
+//! The kernels themselves are thin wrappers in `entry/`, a file a family (feature `entry-points`).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
