@@ -695,7 +695,17 @@ mod tests {
     /// filled by its last entry's first value; with and without weights (zeros among them), and bin counts
     /// small enough for many queues a column.
     #[test]
-    fn the_device_sketch_gives_the_hosts_cuts() {
+    fn the_device_sketch_gives_the_hosts_cuts_unweighted() {
+        device_sketch_against_the_hosts(false);
+    }
+
+    /// The same with weights (split from the unweighted case so that the test threads share them).
+    #[test]
+    fn the_device_sketch_gives_the_hosts_cuts_weighted() {
+        device_sketch_against_the_hosts(true);
+    }
+
+    fn device_sketch_against_the_hosts(weighted: bool) {
         let gpu = Gpu::emulated(Schedule::Shuffled { seed: 5 });
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         // Several of the sketch's queues a column (its tiles), small enough for the emulator.
@@ -726,32 +736,38 @@ mod tests {
         let weights: Vec<f32> = (0..rows).map(|i| if i % 17 == 0 { 0.0 } else { rng.gen::<f32>() * 2.0 }).collect();
         let device_weights = gpu.upload(&weights).unwrap();
         for max_bin in [2, 3, 16, 256] {
-            for weighted in [false, true] {
-                let host_weights: &[f32] = if weighted { &weights } else { &[] };
-                let device_weights = weighted.then_some(&device_weights);
-                // The summaries themselves (the cuts keep few of their entries).
-                let (summaries, _) =
-                    column_summaries(&gpu, &device_values, (rows, cols), 0..cols, device_weights, max_bin).unwrap();
-                for (c, column) in columns_of(&features, host_weights).into_iter().enumerate() {
-                    let host = if column.is_empty() {
-                        Vec::new()
-                    } else {
-                        sketch(&column, sketch_limit(column.len(), max_bin))
-                    };
-                    assert_eq!(summaries[c], host, "column {c}, max_bin {max_bin}, weighted {weighted}");
-                }
-                let host = QuantileCuts::build(&features, host_weights, max_bin);
-                let device = device_cuts(&gpu, &device_values, (rows, cols), device_weights, max_bin).unwrap();
-                // Three columns at a time (3, 3, 2): the same cuts.
-                let budget = SKETCH_BYTES_PER_VALUE * rows * 3;
-                let grouped =
-                    device_cuts_within(&gpu, &device_values, (rows, cols), device_weights, max_bin, budget).unwrap();
-                assert_eq!(grouped, device, "max_bin {max_bin}, weighted {weighted}, in groups");
-                assert_eq!(device.cut_ptrs, host.cut_ptrs, "max_bin {max_bin}, weighted {weighted}");
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&device.cut_values), bits(&host.cut_values), "max_bin {max_bin}, weighted {weighted}");
+            let host_weights: &[f32] = if weighted { &weights } else { &[] };
+            let device_weights = weighted.then_some(&device_weights);
+            // The summaries themselves (the cuts keep few of their entries).
+            let (summaries, _) =
+                column_summaries(&gpu, &device_values, (rows, cols), 0..cols, device_weights, max_bin).unwrap();
+            for (c, column) in columns_of(&features, host_weights).into_iter().enumerate() {
+                let host = if column.is_empty() {
+                    Vec::new()
+                } else {
+                    sketch(&column, sketch_limit(column.len(), max_bin))
+                };
+                assert_eq!(summaries[c], host, "column {c}, max_bin {max_bin}, weighted {weighted}");
             }
+            let host = QuantileCuts::build(&features, host_weights, max_bin);
+            let device = device_cuts(&gpu, &device_values, (rows, cols), device_weights, max_bin).unwrap();
+            // Three columns at a time (3, 3, 2): the same cuts.
+            let budget = SKETCH_BYTES_PER_VALUE * rows * 3;
+            let grouped =
+                device_cuts_within(&gpu, &device_values, (rows, cols), device_weights, max_bin, budget).unwrap();
+            assert_eq!(grouped, device, "max_bin {max_bin}, weighted {weighted}, in groups");
+            assert_eq!(device.cut_ptrs, host.cut_ptrs, "max_bin {max_bin}, weighted {weighted}");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&device.cut_values), bits(&host.cut_values), "max_bin {max_bin}, weighted {weighted}");
         }
+    }
+
+    /// Empty data, a wrong shape, an infinite value and another device's buffers.
+    #[test]
+    fn the_device_sketch_refuses_bad_input() {
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 5 });
+        let device_values = gpu.upload(&[0f32; 16]).unwrap();
+        let (rows, cols) = (2, 8);
         let empty = device_cuts(&gpu, &gpu.alloc_zeroed(0).unwrap(), (0, 3), None, 16).unwrap();
         assert_eq!(empty, QuantileCuts::build(&FeatureMatrix::Dense(DenseMatrix::new(0, 3, vec![])), &[], 16));
         assert!(device_cuts(&gpu, &device_values, (rows, cols + 1), None, 16).is_err());

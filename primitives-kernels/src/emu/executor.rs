@@ -340,6 +340,7 @@ fn run_block(block: &BlockContext<'_>, mut rng: Option<&mut SmallRng>, kernel: &
         at_barrier: 0,
         first_at_barrier: usize::MAX,
         first_done: usize::MAX,
+        at_collective: vec![0; n.div_ceil(WARP as usize)],
     };
     let mut order = Vec::with_capacity(n);
     loop {
@@ -392,6 +393,10 @@ struct Scheduler<'a, 'b> {
     /// The lowest-numbered thread that has exited (`usize::MAX`: none). With the two above, the
     /// checks at a barrier and at an exit take constant time instead of a scan of the block.
     first_done: usize,
+    /// Each warp's lanes waiting at a collective, as bits: a lane's arrival looks at the other
+    /// lanes of its mask only once all of them are there (or one of them cannot come), instead of
+    /// at every arrival.
+    at_collective: Vec<u32>,
 }
 
 impl Scheduler<'_, '_> {
@@ -464,6 +469,17 @@ impl Scheduler<'_, '_> {
                 Some(t as u32),
                 Fault::CollectiveMissingLane { operation: operation(), mask, lane: missing.trailing_zeros(), reason },
             ));
+        }
+        self.at_collective[warp as usize] |= 1 << lane;
+        let absent = mask & !self.at_collective[warp as usize];
+        if absent != 0 {
+            // The lowest absent lane decides, as a scan in lane order would: still running, it
+            // will arrive (mismatches are found once every lane is here); exited or at the block
+            // barrier, the scan below names the fault.
+            let first = (warp * WARP + absent.trailing_zeros()) as usize;
+            if self.state[first] == State::Runnable {
+                return Ok(());
+            }
         }
         let mut values = [0u32; WARP as usize];
         let mut ops = [op; WARP as usize];
@@ -547,6 +563,7 @@ impl Scheduler<'_, '_> {
             self.threads[u].wait.set(None);
             self.state[u] = State::Runnable;
         }
+        self.at_collective[warp as usize] &= !mask;
         Ok(())
     }
 
