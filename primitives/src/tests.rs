@@ -3,17 +3,14 @@
 
 use super::*;
 use crate::kernels::{ImageKind, PRIMITIVES_MODULE};
-use crate::ops::{Max, Min, Sum};
+use crate::ops::{GradientPair, Max, Min, Sum};
 
 fn entry_points() -> Vec<&'static str> {
     PRIMITIVES_MODULE.families.iter().flat_map(|family| family.entry_points.iter().copied()).collect()
 }
 
-#[test]
-fn every_host_kernel_name_is_in_the_embedded_ptx() {
-    use crate::ops::GradientPair;
-    let entries = entry_points();
-    let mut names = Vec::new();
+/// The names of the reduce and scan kernels of every (type, operator) the facades offer.
+fn reduce_and_scan_names(names: &mut Vec<&'static str>) {
     macro_rules! collect {
         ($($t:ty),*) => {$(
             names.extend([<Sum as ReduceKernel<$t>>::KERNEL, <Min as ReduceKernel<$t>>::KERNEL, <Max as ReduceKernel<$t>>::KERNEL]);
@@ -29,6 +26,10 @@ fn every_host_kernel_name_is_in_the_embedded_ptx() {
     ] {
         names.extend([inclusive, exclusive]);
     }
+}
+
+/// The names of the select, partition and run-length kernels.
+fn select_names(names: &mut Vec<&'static str>) {
     macro_rules! selects {
         ($($t:ty),*) => {$(
             names.extend([<$t as SelectKernel>::SELECT_FLAGGED, <$t as SelectKernel>::PARTITION_FLAGGED]);
@@ -42,6 +43,10 @@ fn every_host_kernel_name_is_in_the_embedded_ptx() {
     }
     selects!(f32, f64, i32, u32, i64, u64, GradientPair<f32>, GradientPair<f64>, GradientPair<i64>);
     compares!(f32, f64, i32, u32, i64, u64);
+}
+
+/// The names of the segmented reduce and scan kernels.
+fn segmented_names(names: &mut Vec<&'static str>) {
     macro_rules! segmented {
         ($($t:ty),*) => {$(
             for name in [
@@ -74,6 +79,10 @@ fn every_host_kernel_name_is_in_the_embedded_ptx() {
         <Sum as SegmentedScanKernel<GradientPair<f64>>>::KERNEL,
         <Sum as SegmentedScanKernel<GradientPair<i64>>>::KERNEL,
     ]);
+}
+
+/// The names of the multireduce and multiscan kernels.
+fn multi_names(names: &mut Vec<&'static str>) {
     macro_rules! multis {
         ($($t:ty),*) => {$(
             for op_names in [
@@ -92,29 +101,19 @@ fn every_host_kernel_name_is_in_the_embedded_ptx() {
             names.push(name);
         }
     }
-    // The precision experiment's kernels are embedded whatever the features; their facade
-    // (`ExperimentalHistogram`) comes with the feature `experiments`.
-    #[cfg(feature = "experiments")]
+}
+
+/// The experiments' kernels (the precision study's histograms, the scan's tile variants): embedded
+/// only with the feature `experiments`.
+#[cfg(feature = "experiments")]
+fn experimental_names(names: &mut Vec<&'static str>) {
     names.extend([
         <f32 as HistogramExperimentKernel>::KERNEL,
         <f64 as HistogramExperimentKernel>::KERNEL,
         <i64 as HistogramExperimentKernel>::KERNEL,
     ]);
-    #[cfg(not(feature = "experiments"))]
-    names.extend(["gpf32", "gpf64", "gpi64"].map(|t| {
-        let name: &'static str = Box::leak(format!("primitives_experimental_histogram_sum_{t}").into_boxed_str());
-        name
-    }));
-    names.extend(device::histogram_kernel_names());
-    names.extend(device::sort_kernel_names());
+    // The scan variants of the side-by-side bench (`DeviceScan::inclusive_sum_variant`).
     names.extend([
-        "primitives_select_offsets_flagged_4",
-        "primitives_select_offsets_flagged_8",
-        "primitives_select_offsets_flagged_16",
-        "primitives_select_head_flags",
-        "primitives_heads_to_ends",
-        "primitives_offsets_to_flags",
-        // Scan variants for the side-by-side bench (`DeviceScan::inclusive_sum_variant`).
         "primitives_scanvariant_registers_sum_f32",
         "primitives_scanvariant_specialized_d1_b0_sum_f32",
         "primitives_scanvariant_specialized_d1_b64_sum_f32",
@@ -127,6 +126,28 @@ fn every_host_kernel_name_is_in_the_embedded_ptx() {
         "primitives_scanvariant_rows9_sum_f32",
         "primitives_scanvariant_rows8_sum_f32",
         "primitives_scanvariant_specialized_timed_sum_f32",
+    ]);
+}
+
+#[test]
+fn every_host_kernel_name_is_in_the_embedded_ptx() {
+    let entries = entry_points();
+    let mut names = Vec::new();
+    reduce_and_scan_names(&mut names);
+    select_names(&mut names);
+    segmented_names(&mut names);
+    multi_names(&mut names);
+    #[cfg(feature = "experiments")]
+    experimental_names(&mut names);
+    names.extend(device::histogram_kernel_names());
+    names.extend(device::sort_kernel_names());
+    names.extend([
+        "primitives_select_offsets_flagged_4",
+        "primitives_select_offsets_flagged_8",
+        "primitives_select_offsets_flagged_16",
+        "primitives_select_head_flags",
+        "primitives_heads_to_ends",
+        "primitives_offsets_to_flags",
     ]);
     for name in &names {
         assert!(entries.contains(name), "{name} missing from the embedded PTX");

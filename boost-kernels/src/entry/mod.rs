@@ -1,9 +1,9 @@
 //! `boost`'s kernel entry points, a file a family (the PTX modules `cargo xtask kernels` writes,
 //! each loaded on its first launch), with stable names `boost_<family>_...`. `kernel!` gives each
 //! its typed host `args(...)`, which `boost` launches with, and its host version, which the
-//! emulated device runs ([`host_kernel`]).
+//! emulated device runs ([`host_kernel`](fn@crate::entry::host_kernel)).
 
-/// The family's [`host_kernel`] lookup: each named kernel's host version.
+/// The family's part of [`host_kernel`](fn@crate::entry::host_kernel): each named kernel's host version.
 macro_rules! host_kernels {
     ($($name:ident,)*) => {
         /// The host version of this family's kernel `name`.

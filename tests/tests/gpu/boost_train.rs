@@ -135,10 +135,20 @@ fn cuda_suffix(gpu: &primitives::Gpu) -> String {
     }
 }
 
+/// The training sizes of the model-identity tests: small on the emulator.
+fn training_sizes(gpu: &primitives::Gpu) -> (usize, usize, usize) {
+    if gpu.is_emulated() {
+        (2500, 9, 4)
+    } else {
+        (200_000, 28, 20)
+    }
+}
+
+/// Every objective family trains the CPU backend's model on the device, with its metrics there.
 #[test]
-fn training_on_the_device_writes_the_cpu_backends_model() {
+fn binary_objectives_on_the_device_write_the_cpu_backends_models() {
     let gpu = Arc::new(gpu());
-    let (rows, cols, rounds) = if gpu.is_emulated() { (2500, 9, 4) } else { (200_000, 28, 20) };
+    let (rows, cols, rounds) = training_sizes(&gpu);
     let mut binary = dataset(rows, cols, SyntheticTask::Binary, 3);
     binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
     let mut binary_valid = dataset(rows / 2, cols, SyntheticTask::Binary, 13);
@@ -177,6 +187,36 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         OnDevice::RoundsAndMetrics,
     );
 
+    assert_same_model(
+        "binary:logitraw, row-wise metrics on the device",
+        &[
+            ("objective", "binary:logitraw"),
+            ("max_depth", "4"),
+            ("eval_metric", "error@0.3"),
+            ("eval_metric", "rmse"),
+            ("eval_metric", "mae"),
+        ],
+        &binary,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+
+    assert_same_model_with_valid(
+        "binary:logistic with a metric of the host (map@8): the margins come back",
+        &[("objective", "binary:logistic"), ("max_depth", "3"), ("eval_metric", "map@8")],
+        &dataset(rows, cols, SyntheticTask::Binary, 4),
+        &dataset(rows / 3, cols - 2, SyntheticTask::Binary, 14),
+        rounds,
+        &gpu,
+        OnDevice::Rounds,
+    );
+}
+
+#[test]
+fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
     let mut regression = dataset(rows, cols, SyntheticTask::Regression, 5);
     regression.info.base_margin = (0..rows).map(|i| (i % 5) as f32 * 0.1).collect();
     assert_same_model(
@@ -223,21 +263,6 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         OnDevice::RoundsAndMetrics,
     );
 
-    assert_same_model(
-        "binary:logitraw, row-wise metrics on the device",
-        &[
-            ("objective", "binary:logitraw"),
-            ("max_depth", "4"),
-            ("eval_metric", "error@0.3"),
-            ("eval_metric", "rmse"),
-            ("eval_metric", "mae"),
-        ],
-        &binary,
-        rounds,
-        &gpu,
-        OnDevice::RoundsAndMetrics,
-    );
-
     let mut counts = dataset(rows, cols, SyntheticTask::Regression, 6);
     counts.info.labels = counts.info.labels.iter().map(|&m| (m.abs() * 2.0).floor()).collect();
     assert_same_model(
@@ -254,7 +279,12 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
+}
 
+#[test]
+fn multiclass_objectives_on_the_device_write_the_cpu_backends_models() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
     let mut multiclass = dataset(rows, cols, SyntheticTask::Regression, 7);
     multiclass.info.labels = multiclass
         .info
@@ -311,16 +341,12 @@ fn training_on_the_device_writes_the_cpu_backends_model() {
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
-    assert_same_model_with_valid(
-        "binary:logistic with a metric of the host (map@8): the margins come back",
-        &[("objective", "binary:logistic"), ("max_depth", "3"), ("eval_metric", "map@8")],
-        &dataset(rows, cols, SyntheticTask::Binary, 4),
-        &dataset(rows / 3, cols - 2, SyntheticTask::Binary, 14),
-        rounds,
-        &gpu,
-        OnDevice::Rounds,
-    );
+}
 
+#[test]
+fn ranking_objectives_on_the_device_write_the_cpu_backends_models() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
     let mut ranking = dataset(rows, cols, SyntheticTask::Regression, 9);
     ranking.info.labels = ranking.info.labels.iter().map(|&m| (m.clamp(-2.0, 2.0) + 2.0).floor()).collect();
     ranking.info.group_ptr = (0..rows).step_by(25).chain([rows]).collect();

@@ -137,42 +137,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>) -> Result<Table> {
         ],
     );
     for m in &measured {
-        let (mut grad_errors, mut hess_errors) = (Vec::new(), Vec::new());
-        for run in &m.runs {
-            for (h, (eg, eh)) in run.iter().zip(&exact) {
-                grad_errors.push(eg.error_of(h.grad).abs());
-                hess_errors.push(eh.error_of(h.hess).abs());
-            }
-        }
-        let mean = |e: &[f64]| e.iter().sum::<f64>() / e.len().max(1) as f64;
-        let max = |e: &[f64]| e.iter().copied().fold(0.0, f64::max);
-        let (changing, spread) = if m.runs.len() > 1 {
-            let mut changing = 0u64;
-            let mut spread = 0f64;
-            for b in 0..bin_count {
-                let first = m.runs[0][b];
-                changing += u64::from(m.runs.iter().any(|r| r[b] != first));
-                let (lo, hi) = m
-                    .runs
-                    .iter()
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r[b].grad), hi.max(r[b].grad)));
-                spread = spread.max(hi - lo);
-            }
-            (Cell::Text(format!("{changing}/{bin_count}")), Cell::Float(spread))
-        } else {
-            ("- (one order)".into(), Cell::Text("-".into()))
-        };
-        table.rows.push(vec![
-            m.name.into(),
-            m.place.clone().into(),
-            Cell::Int(m.runs.len() as u64),
-            Cell::Float(mean(&grad_errors)),
-            Cell::Float(max(&grad_errors)),
-            Cell::Float(mean(&hess_errors)),
-            Cell::Float(max(&hess_errors)),
-            changing,
-            spread,
-        ]);
+        table.rows.push(row(m, &exact, bin_count));
     }
     let typical: f64 = exact.iter().map(|(_, h)| h.round()).sum::<f64>() / bin_count as f64;
     notes.push(format!(
@@ -184,6 +149,46 @@ pub fn run(options: &Options, gpu: Option<&Gpu>) -> Result<Table> {
     ));
     table.notes = notes;
     Ok(table)
+}
+
+/// A table row of `m`: its errors against the exact sums, and how its runs differ.
+fn row(m: &Measured, exact: &[(ExactSum, ExactSum)], bin_count: usize) -> Vec<Cell> {
+    let (mut grad_errors, mut hess_errors) = (Vec::new(), Vec::new());
+    for run in &m.runs {
+        for (h, (eg, eh)) in run.iter().zip(exact) {
+            grad_errors.push(eg.error_of(h.grad).abs());
+            hess_errors.push(eh.error_of(h.hess).abs());
+        }
+    }
+    let mean = |e: &[f64]| e.iter().sum::<f64>() / e.len().max(1) as f64;
+    let max = |e: &[f64]| e.iter().copied().fold(0.0, f64::max);
+    let (changing, spread) = if m.runs.len() > 1 {
+        let mut changing = 0u64;
+        let mut spread = 0f64;
+        for b in 0..bin_count {
+            let first = m.runs[0][b];
+            changing += u64::from(m.runs.iter().any(|r| r[b] != first));
+            let (lo, hi) = m
+                .runs
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r[b].grad), hi.max(r[b].grad)));
+            spread = spread.max(hi - lo);
+        }
+        (Cell::Text(format!("{changing}/{bin_count}")), Cell::Float(spread))
+    } else {
+        ("- (one order)".into(), Cell::Text("-".into()))
+    };
+    vec![
+        m.name.into(),
+        m.place.clone().into(),
+        Cell::Int(m.runs.len() as u64),
+        Cell::Float(mean(&grad_errors)),
+        Cell::Float(max(&grad_errors)),
+        Cell::Float(mean(&hess_errors)),
+        Cell::Float(max(&hess_errors)),
+        changing,
+        spread,
+    ]
 }
 
 #[cfg(test)]
