@@ -165,43 +165,87 @@ impl DMatrix {
 
     /// With a label a row (finite).
     pub fn with_labels(mut self, labels: Vec<f32>) -> Result<Self> {
+        self.set_labels(labels)?;
+        Ok(self)
+    }
+
+    /// Sets a label a row (finite), as [`DMatrix::with_labels`].
+    pub fn set_labels(&mut self, labels: Vec<f32>) -> Result<()> {
         self.check_rows("labels", labels.len())?;
         if let Some(i) = labels.iter().position(|y| !y.is_finite()) {
             return Err(Error::InvalidData(format!("row {i}: label {} is not finite", labels[i])));
         }
         self.info.labels = labels;
-        Ok(self)
+        Ok(())
     }
 
     /// With a weight a row (finite, non-negative), or a weight a query group once groups are set.
     pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self> {
+        self.set_weights(weights)?;
+        Ok(self)
+    }
+
+    /// Sets the weights, as [`DMatrix::with_weights`].
+    pub fn set_weights(&mut self, weights: Vec<f32>) -> Result<()> {
         let groups = self.info.group_ptr.len().saturating_sub(1);
         if weights.len() != self.rows() && (groups == 0 || weights.len() != groups) {
             return Err(Error::InvalidData(format!("{} weights for {} rows", weights.len(), self.rows())));
         }
         crate::objective::check_weights(&weights, "row")?;
         self.info.weights = weights;
-        Ok(self)
+        Ok(())
     }
 
     /// With query groups for ranking: the sizes of consecutive groups of rows, which sum to the rows.
     pub fn with_groups(mut self, sizes: &[usize]) -> Result<Self> {
+        self.set_groups(sizes)?;
+        Ok(self)
+    }
+
+    /// Sets the query groups, as [`DMatrix::with_groups`].
+    pub fn set_groups(&mut self, sizes: &[usize]) -> Result<()> {
         let mut group_ptr = vec![0];
         for &size in sizes {
             group_ptr.push(group_ptr[group_ptr.len() - 1] + size);
         }
         self.check_rows("query group sizes (their sum)", group_ptr[group_ptr.len() - 1])?;
         self.info.group_ptr = group_ptr;
-        Ok(self)
+        Ok(())
     }
 
     /// With each row's starting margins (`rows * outputs`, row-major) instead of the base score.
     pub fn with_base_margin(mut self, base_margin: Vec<f32>) -> Result<Self> {
+        self.set_base_margin(base_margin)?;
+        Ok(self)
+    }
+
+    /// Sets the starting margins, as [`DMatrix::with_base_margin`].
+    pub fn set_base_margin(&mut self, base_margin: Vec<f32>) -> Result<()> {
         if self.rows() == 0 || !base_margin.len().is_multiple_of(self.rows()) {
             return Err(Error::InvalidData(format!("{} base margins for {} rows", base_margin.len(), self.rows())));
         }
+        if let Some(i) = base_margin.iter().position(|m| !m.is_finite()) {
+            return Err(Error::InvalidData(format!("base margin {i} ({}) is not finite", base_margin[i])));
+        }
         self.info.base_margin = base_margin;
-        Ok(self)
+        Ok(())
+    }
+
+    /// Sets the features' names (one a feature, none empty or repeated; an empty list clears
+    /// them): a model trained on these rows saves them, as XGBoost does.
+    pub fn set_feature_names(&mut self, names: Vec<String>) -> Result<()> {
+        if !names.is_empty() && names.len() != self.cols() {
+            return Err(Error::InvalidData(format!("{} feature names for {} features", names.len(), self.cols())));
+        }
+        if let Some(i) = names.iter().position(|n| n.is_empty()) {
+            return Err(Error::InvalidData(format!("feature name {i} is empty")));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(name) = names.iter().find(|n| !seen.insert(n.as_str())) {
+            return Err(Error::InvalidData(format!("feature name `{name}` is repeated")));
+        }
+        self.info.feature_names = names;
+        Ok(())
     }
 
     fn check_rows(&self, what: &str, n: usize) -> Result<()> {
@@ -539,6 +583,28 @@ impl Booster {
     /// The round with the best score of the last metric of the last evaluation set, and the score.
     pub fn best_iteration(&self) -> Option<(usize, f64)> {
         self.best_iteration.zip(self.best_score)
+    }
+
+    /// Sets a model attribute saved with the model (`None` removes it), as XGBoost's
+    /// `Booster.set_attr`: `best_iteration` and `best_score` are the ones early stopping sets.
+    pub fn set_attribute(&mut self, key: &str, value: Option<&str>) {
+        match value {
+            Some(value) => self.model.attributes.insert(key.into(), value.into()),
+            None => self.model.attributes.remove(key),
+        };
+    }
+
+    /// Sets the features' names saved with the model (one a feature, or none).
+    pub fn set_feature_names(&mut self, names: Vec<String>) -> Result<()> {
+        if !names.is_empty() && names.len() != self.model.num_feature {
+            let features = self.model.num_feature;
+            return Err(Error::InvalidData(format!(
+                "{} feature names for a model of {features} features",
+                names.len()
+            )));
+        }
+        self.model.feature_names = names;
+        Ok(())
     }
 
     /// Each used feature's importance of `kind` (`weight`, `gain`, `cover`, their totals).

@@ -70,6 +70,10 @@ pub enum Error {
     /// The devices of a multi-device run could not exchange their sums (NCCL missing or failing).
     #[error("multi-device communication: {0}")]
     Communication(String),
+    /// A callback, custom objective or custom metric of the caller's failed (a binding's callable
+    /// raised, say): training stopped there and no model is returned.
+    #[error("callback: {0}")]
+    Callback(String),
     /// A failure of the GPU backend outside a named phase.
     #[error("GPU: {0}")]
     Gpu(#[from] primitives::Error),

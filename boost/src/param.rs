@@ -139,6 +139,27 @@ impl std::fmt::Display for Device {
     }
 }
 
+impl std::str::FromStr for Device {
+    type Err = Error;
+
+    /// XGBoost's names: `cpu`, `cuda`, `cuda:N`, `gpu`, `gpu:N`, `auto`.
+    fn from_str(value: &str) -> Result<Self> {
+        let ordinal = value.strip_prefix("cuda:").or_else(|| value.strip_prefix("gpu:"));
+        Ok(match (value, ordinal.map(str::parse::<usize>)) {
+            ("cpu", _) => Device::Cpu,
+            ("cuda" | "gpu", _) => Device::Cuda { ordinal: 0 },
+            ("auto", _) => Device::Auto,
+            (_, Some(Ok(ordinal))) => Device::Cuda { ordinal },
+            _ => {
+                return Err(Error::param(
+                    "device",
+                    format!("`{value}`: expected cpu, cuda, cuda:N, gpu, gpu:N or auto"),
+                ))
+            }
+        })
+    }
+}
+
 /// Everything `train` takes besides the data.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
@@ -350,21 +371,7 @@ impl Params {
                 self.n_gpus = number(name, value)?;
                 check(name, self.n_gpus >= 1, "must be at least 1", value)?;
             }
-            "device" => {
-                let ordinal = value.strip_prefix("cuda:").or_else(|| value.strip_prefix("gpu:"));
-                self.device = match (value, ordinal.map(str::parse::<usize>)) {
-                    ("cpu", _) => Device::Cpu,
-                    ("cuda" | "gpu", _) => Device::Cuda { ordinal: 0 },
-                    ("auto", _) => Device::Auto,
-                    (_, Some(Ok(ordinal))) => Device::Cuda { ordinal },
-                    _ => {
-                        return Err(Error::param(
-                            name,
-                            format!("`{value}`: expected cpu, cuda, cuda:N, gpu, gpu:N or auto"),
-                        ))
-                    }
-                }
-            }
+            "device" => self.device = value.parse()?,
             "verbosity" => {
                 self.verbosity = number(name, value)?;
                 check(name, self.verbosity <= 3, "must be 0 (silent) to 3 (debug)", value)?;

@@ -199,9 +199,37 @@ impl TrainingCallback for EarlyStopping {
     fn after_training(&mut self, model: &mut Model) -> Result<()> {
         if let Some((round, score)) = self.best {
             model.attributes.insert("best_iteration".into(), round.to_string());
-            model.attributes.insert("best_score".into(), score.to_string());
+            model.attributes.insert("best_score".into(), python_float(score));
         }
         Ok(())
+    }
+}
+
+/// `value` as Python's `str(float)` writes it, as XGBoost's early stopping stores `best_score`
+/// (`0.5`, `1.0`, `1e-05`, `1.5e+16`): the same attribute from the Python package and from Rust.
+fn python_float(value: f64) -> String {
+    if !value.is_finite() {
+        return if value.is_nan() {
+            "nan".into()
+        } else if value > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..16).contains(&exponent) {
+        let fixed = value.to_string();
+        if fixed.contains('.') {
+            fixed
+        } else {
+            fixed + ".0"
+        }
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
     }
 }
 
@@ -255,5 +283,29 @@ impl<'c, 'd> Callbacks<'c, 'd> {
 
     pub(super) fn after_training(&mut self, model: &mut Model) -> Result<()> {
         self.each(|c| c.after_training(model).map(ControlFlow::Continue)).map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_float;
+
+    #[test]
+    fn scores_are_written_as_pythons_str_of_a_float() {
+        let cases = [
+            (0.5, "0.5"),
+            (1.0, "1.0"),
+            (-0.0, "-0.0"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (1.5e16, "1.5e+16"),
+            (1e15, "1000000000000000.0"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (value, python) in cases {
+            assert_eq!(python_float(value), python, "{value}");
+        }
     }
 }

@@ -11,7 +11,8 @@ use crate::{Error, Result};
 
 /// The gradient and hessian of each row and output from the margins (`rows * outputs`,
 /// row-major, before any transform) and the training rows' labels, weights and groups.
-type GradientFn = dyn Fn(&[f32], &MetaInfo) -> Vec<GradientPair<f32>> + Send + Sync;
+/// An error ends training (a binding's callable raised, say).
+type GradientFn = dyn Fn(&[f32], &MetaInfo) -> Result<Vec<GradientPair<f32>>> + Send + Sync;
 
 /// A custom objective: a function from the margins and the training rows' [`MetaInfo`] to a
 /// [`GradientPair`] (gradient, hessian) a row and output, as XGBoost's `obj(predt, dtrain)`. The
@@ -22,12 +23,19 @@ pub struct CustomObjective(Arc<GradientFn>);
 impl CustomObjective {
     /// A custom objective computing its gradients with `gradients`.
     pub fn new(gradients: impl Fn(&[f32], &MetaInfo) -> Vec<GradientPair<f32>> + Send + Sync + 'static) -> Self {
+        Self::fallible(move |margins, info| Ok(gradients(margins, info)))
+    }
+
+    /// A custom objective whose gradients may fail: an error ends training with it.
+    pub fn fallible(
+        gradients: impl Fn(&[f32], &MetaInfo) -> Result<Vec<GradientPair<f32>>> + Send + Sync + 'static,
+    ) -> Self {
         CustomObjective(Arc::new(gradients))
     }
 
     /// Its gradients of `margins` into `out`, or an error when it gives another count.
     pub(super) fn gradients_into(&self, margins: &[f32], info: &MetaInfo, out: &mut [GradientPair<f32>]) -> Result<()> {
-        let gradients = (self.0)(margins, info);
+        let gradients = (self.0)(margins, info)?;
         if gradients.len() != out.len() {
             return Err(Error::InvalidData(format!(
                 "the custom objective gave {} gradient pairs for {} margins",

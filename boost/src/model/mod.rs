@@ -144,6 +144,30 @@ impl Model {
         Ok(())
     }
 
+    /// The rounds `begin..end` taken every `step` as a model of their own (XGBoost's model
+    /// slicing, `booster[begin:end:step]`): the trees of those rounds in order, the attributes
+    /// but `best_iteration` and `best_score`, as XGBoost keeps them. `step` is at least 1 and
+    /// the range a non-empty part of the rounds.
+    pub fn slice(&self, begin: usize, end: usize, step: usize) -> Result<Model> {
+        let rounds = self.num_rounds();
+        if step == 0 || begin >= end || end > rounds {
+            return Err(Error::param(
+                "slice",
+                format!("rounds {begin}..{end} by {step} of a model of {rounds} rounds: a non-empty range, step >= 1"),
+            ));
+        }
+        let mut sliced = Model { trees: Vec::new(), tree_info: Vec::new(), iteration_indptr: vec![0], ..self.clone() };
+        for round in (begin..end).step_by(step) {
+            let trees = self.iteration_indptr[round]..self.iteration_indptr[round + 1];
+            sliced.trees.extend_from_slice(&self.trees[trees.clone()]);
+            sliced.tree_info.extend_from_slice(&self.tree_info[trees]);
+            sliced.iteration_indptr.push(sliced.trees.len());
+        }
+        sliced.attributes.remove("best_iteration");
+        sliced.attributes.remove("best_score");
+        Ok(sliced)
+    }
+
     /// Margins per row: the classes of a multi-class model, the targets of a multi-target one, else 1.
     pub fn num_outputs(&self) -> usize {
         self.num_class.max(self.num_target).max(1)

@@ -1,0 +1,385 @@
+"""``DMatrix`` and ``Booster``, with XGBoost's Python names and meanings."""
+
+import copy as _copy
+import os
+
+import numpy as np
+
+from . import _core, data as _data
+from .exceptions import DataError, ModelError
+
+
+class DMatrix:
+    """Training or prediction data, as XGBoost's ``DMatrix``.
+
+    ``data`` is a 2-D NumPy array (any numeric dtype, C or Fortran order; float32 in C order is
+    taken as it is), a pandas DataFrame (its column names become ``feature_names``; nullable
+    dtypes' NA is missing), a SciPy sparse matrix (entries not stored are missing), a list of
+    rows, or the path of a CSV or libsvm file. ``missing`` (NaN by default) marks missing values.
+    ``group`` (sizes) or ``qid`` (a query id a row, rows sorted by it) gives ranking groups.
+    """
+
+    def __init__(self, data, label=None, *, weight=None, base_margin=None, missing=None, silent=False,
+                 feature_names=None, feature_types=None, nthread=None, group=None, qid=None,
+                 enable_categorical=False):
+        del silent, nthread  # XGBoost's: nothing here is printed, and reading is not threaded
+        if enable_categorical:
+            raise NotImplementedError("categorical features are not supported yet")
+        names = None
+        if isinstance(data, (str, os.PathLike)):
+            self._handle = _core.DMatrix.from_file(os.fspath(data))
+        elif _data._is_scipy_sparse(data):
+            self._handle = _core.DMatrix.csr(*_data.csr_features(data, missing))
+        elif _data._is_pandas_frame(data):
+            values, names = _data.frame_features(data, missing)
+            self._handle = _core.DMatrix.dense(values)
+        else:
+            self._handle = _core.DMatrix.dense(_data.dense_features(data, missing))
+        self.set_info(label=label, weight=weight, base_margin=base_margin, group=group, qid=qid,
+                      feature_names=feature_names if feature_names is not None else names,
+                      feature_types=feature_types)
+
+    def set_info(self, *, label=None, weight=None, base_margin=None, group=None, qid=None,
+                 feature_names=None, feature_types=None):
+        """Sets any of the per-row arrays, the groups and the feature names."""
+        if label is not None:
+            self.set_label(label)
+        if group is not None or qid is not None:
+            self._handle.set_groups(_data.group_sizes(group, qid, self.num_row()))
+        if weight is not None:
+            self.set_weight(weight)
+        if base_margin is not None:
+            self.set_base_margin(base_margin)
+        if feature_names is not None:
+            self.feature_names = feature_names
+        if feature_types is not None:
+            self.feature_types = feature_types
+
+    def set_label(self, label):
+        """Sets the labels (finite, one a row)."""
+        self._handle.set_labels(_data.vector(label, "label", self.num_row()))
+
+    def set_weight(self, weight):
+        """Sets the weights (one a row, or one a query group for ranking)."""
+        self._handle.set_weights(_data.vector(weight, "weight"))
+
+    def set_base_margin(self, margin):
+        """Sets each row's starting margins (``rows`` or ``rows x outputs``)."""
+        self._handle.set_base_margin(_data.margins(margin, self.num_row()))
+
+    def set_group(self, group):
+        """Sets the query groups' sizes (consecutive rows)."""
+        self._handle.set_groups(_data.group_sizes(group=group))
+
+    def get_label(self):
+        """The labels (an empty array when none were set)."""
+        return self._handle.labels()
+
+    def get_weight(self):
+        """The weights (an empty array when none were set)."""
+        return self._handle.weights()
+
+    def get_base_margin(self):
+        """The base margins, flat (an empty array when none were set)."""
+        return self._handle.base_margin()
+
+    def get_group(self):
+        """The query groups' sizes (an empty array without groups)."""
+        return np.diff(np.asarray(self._handle.group_ptr(), dtype=np.uint32))
+
+    def num_row(self):
+        """Rows."""
+        return self._handle.rows()
+
+    def num_col(self):
+        """Features."""
+        return self._handle.cols()
+
+    @property
+    def feature_names(self):
+        """The features' names, or None."""
+        return self._handle.feature_names() or None
+
+    @feature_names.setter
+    def feature_names(self, names):
+        self._handle.set_feature_names([] if names is None else [str(n) for n in names])
+
+    @property
+    def feature_types(self):
+        """The features' types: only numeric features (``float``, ``int``, ``q``, ``i``) for now."""
+        return getattr(self, "_feature_types", None)
+
+    @feature_types.setter
+    def feature_types(self, types):
+        if types is not None:
+            types = list(types)
+            if len(types) != self.num_col():
+                raise DataError(f"feature_types: {len(types)} types for {self.num_col()} features")
+            for i, t in enumerate(types):
+                if t == "c":
+                    raise NotImplementedError(f"feature_types[{i}]: categorical features are not supported yet")
+                if t not in ("float", "int", "q", "i"):
+                    raise DataError(f"feature_types[{i}]: unknown type {t!r}")
+        self._feature_types = types
+
+
+def _params_pairs(params):
+    """XGBoost's parameter dict (or list of pairs) as (name, value) strings; a list value such as
+    ``eval_metric=["auc", "logloss"]`` gives one pair a value."""
+    items = params.items() if isinstance(params, dict) else params
+    pairs = []
+    for name, value in items:
+        if value is None:
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, bool):
+                v = int(v)
+            if name in ("nthread", "n_jobs") and isinstance(v, int) and v < 0:
+                v = 0  # XGBoost's -1: every core
+            pairs.append((str(name), str(v)))
+    return pairs
+
+
+def _model_bytes(model):
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model)
+    raise TypeError(f"a model is a path or the bytes of save_raw, not {type(model).__name__}")
+
+
+class Booster:
+    """A trained or loaded model, as XGBoost's ``Booster``: ``predict``, ``save_model`` (XGBoost's
+    JSON, byte for byte what the ``boost`` command line writes), ``load_model`` (ours or
+    XGBoost's JSON), importances, attributes and pickling.
+
+    Predictions run where the ``device`` parameter says (``set_param({"device": "cuda"})``), as in
+    XGBoost; a model trained with ``device="cuda"`` predicts on the GPU.
+    """
+
+    def __init__(self, params=None, cache=None, model_file=None):
+        del cache  # XGBoost's prediction cache: nothing to declare here
+        self._params = dict(params or {})
+        self._handle = None
+        if model_file is not None:
+            self.load_model(model_file)
+
+    @classmethod
+    def _wrap(cls, handle, params):
+        booster = cls(params)
+        booster._handle = handle
+        return booster
+
+    def _model(self):
+        if self._handle is None:
+            raise ModelError("the booster has no model: train it or load one")
+        return self._handle
+
+    # -- parameters and attributes --------------------------------------------------------
+
+    def set_param(self, params, value=None):
+        """Sets parameters (a dict, a list of pairs, or a name and a value): ``device`` decides where
+        predictions run; the others are kept for training that continues this model."""
+        if isinstance(params, str):
+            params = {params: value}
+        self._params.update(params.items() if isinstance(params, dict) else params)
+
+    def attr(self, key):
+        """The attribute ``key``, or None."""
+        return self._model().attributes().get(key)
+
+    def attributes(self):
+        """Every attribute, as a dict."""
+        return dict(self._model().attributes())
+
+    def set_attr(self, **kwargs):
+        """Sets attributes (strings); a value of None removes one."""
+        for key, value in kwargs.items():
+            self._model().set_attribute(key, None if value is None else str(value))
+
+    @property
+    def best_iteration(self):
+        """The best round of early stopping (absolute), as XGBoost: AttributeError without one."""
+        value = self.attr("best_iteration")
+        if value is None:
+            raise AttributeError("best_iteration: the model was not trained with early stopping")
+        return int(value)
+
+    @best_iteration.setter
+    def best_iteration(self, value):
+        self.set_attr(best_iteration=value)
+
+    @property
+    def best_score(self):
+        """The early-stopping metric's value at ``best_iteration``."""
+        value = self.attr("best_score")
+        if value is None:
+            raise AttributeError("best_score: the model was not trained with early stopping")
+        return float(value)
+
+    @best_score.setter
+    def best_score(self, value):
+        self.set_attr(best_score=value)
+
+    @property
+    def feature_names(self):
+        """The features' names saved with the model, or None."""
+        return self._model().feature_names() or None
+
+    @feature_names.setter
+    def feature_names(self, names):
+        self._model().set_feature_names([] if names is None else [str(n) for n in names])
+
+    @property
+    def feature_types(self):
+        """The features' types saved with the model, or None."""
+        return self._model().feature_types() or None
+
+    def num_boosted_rounds(self):
+        """Boosting rounds in the model."""
+        return self._model().num_boosted_rounds()
+
+    def num_features(self):
+        """Features the model was trained on."""
+        return self._model().num_features()
+
+    # -- prediction ---------------------------------------------------------------------------
+
+    def _validate_features(self, data):
+        names, given = self.feature_names, data.feature_names
+        if names is None or given is None or names == given:
+            return
+        missing = [n for n in names if n not in given]
+        extra = [n for n in given if n not in names]
+        raise DataError(
+            "feature_names mismatch: "
+            + (f"the data lacks {missing}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"the data has {extra} that the model does not" if extra else "")
+            + ("" if missing or extra else "the same names in another order")
+        )
+
+    def predict(self, data, output_margin=False, pred_leaf=False, pred_contribs=False,
+                approx_contribs=False, pred_interactions=False, validate_features=True,
+                training=False, iteration_range=(0, 0), strict_shape=False):
+        """Predictions of a ``DMatrix``: transformed values (probabilities, ...), margins with
+        ``output_margin``, or each tree's leaf with ``pred_leaf``, of the rounds of
+        ``iteration_range`` (``(0, 0)``: all). Shapes as XGBoost's: ``(rows,)`` for one output,
+        ``(rows, outputs)`` for several; ``strict_shape`` always gives ``(rows, outputs)``
+        (``(rows, rounds, outputs, parallel trees)`` for leaves)."""
+        del training  # as XGBoost's prediction of a trained model: no dropout here
+        if pred_contribs or approx_contribs or pred_interactions:
+            raise NotImplementedError("SHAP contributions are not supported yet")
+        if not isinstance(data, DMatrix):
+            raise TypeError(f"predict takes a DMatrix, not {type(data).__name__} (see inplace_predict)")
+        if validate_features:
+            self._validate_features(data)
+        begin, end = (int(i) for i in iteration_range)
+        kind = "leaf" if pred_leaf else ("margin" if output_margin else "value")
+        device = str(self._params.get("device", "cpu"))
+        flat = self._model().predict(data._handle, kind, begin, end, device)
+        rows = data.num_row()
+        if pred_leaf:
+            leaves = flat.reshape(rows, -1)
+            if strict_shape:
+                rounds = (end or self.num_boosted_rounds()) - begin
+                return leaves.reshape(rows, rounds, self._model().num_outputs(), -1)
+            return leaves
+        outputs = flat.shape[0] // rows if rows else 1
+        if outputs == 1 and not strict_shape:
+            return flat
+        return flat.reshape(rows, outputs)
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def eval_set(self, evals, iteration=0, feval=None):
+        """XGBoost's evaluation line for ``evals`` (pairs of DMatrix and name):
+        ``[iteration]\\tname-metric:value ...`` with the parameters' ``eval_metric``s."""
+        if feval is not None:
+            raise NotImplementedError("eval_set(feval=): use train(custom_metric=)")
+        metrics = [v for n, v in _params_pairs(self._params) if n == "eval_metric"]
+        line = f"[{iteration}]"
+        for dmat, name in evals:
+            for metric, value in self._model().evaluate(dmat._handle, metrics):
+                line += f"\t{name}-{metric}:{value:.5f}"
+        return line
+
+    def eval(self, data, name="eval", iteration=0):
+        """``eval_set([(data, name)], iteration)``."""
+        return self.eval_set([(data, name)], iteration)
+
+    # -- importance ---------------------------------------------------------------------------
+
+    def get_score(self, fmap="", importance_type="weight"):
+        """Each used feature's importance (``weight``, ``gain``, ``cover``, ``total_gain``,
+        ``total_cover``), keyed by feature name or ``f{index}``."""
+        if fmap:
+            raise NotImplementedError("feature maps (fmap=) are not supported; set feature_names")
+        return {key: float(score) for key, score in self._model().feature_importance(importance_type)}
+
+    def get_fscore(self, fmap=""):
+        """``get_score(importance_type="weight")``."""
+        return self.get_score(fmap, "weight")
+
+    # -- model I/O ----------------------------------------------------------------------------
+
+    def save_model(self, fname):
+        """Writes the model as XGBoost's JSON (``.json``; written under a temporary name, then
+        renamed). XGBoost's binary UBJSON (``.ubj``) is not written yet."""
+        path = os.fspath(fname)
+        if not path.endswith(".json"):
+            raise ModelError(f"{path}: only JSON model files (.json) are written; UBJSON is not supported yet")
+        self._model().save_model(path)
+
+    def save_raw(self, raw_format="json"):
+        """The model's JSON as bytes (``raw_format="json"``; UBJSON is not supported yet)."""
+        if raw_format != "json":
+            raise ModelError(f"raw_format={raw_format!r}: only 'json' is supported")
+        return bytearray(self._model().to_json())
+
+    def load_model(self, fname):
+        """Loads a JSON model: a path (ours or XGBoost's file) or the bytes of ``save_raw``."""
+        if isinstance(fname, (str, os.PathLike)):
+            self._handle = _core.Booster.load_model(os.fspath(fname))
+        else:
+            self._handle = _core.Booster.from_json(_model_bytes(fname))
+
+    def __getitem__(self, index):
+        """The rounds ``index`` selects (an int or a slice with step >= 1) as a new Booster, as
+        XGBoost's model slicing: ``booster[:best_iteration + 1]``. The attributes are kept but for
+        ``best_iteration`` and ``best_score``."""
+        rounds = self.num_boosted_rounds()
+        if isinstance(index, int):
+            index = slice(index, index + 1)
+        if not isinstance(index, slice):
+            raise TypeError(f"a Booster is sliced by an int or a slice, not {type(index).__name__}")
+        start = 0 if index.start is None else int(index.start)
+        stop = rounds if index.stop is None else int(index.stop)
+        step = 1 if index.step is None else int(index.step)
+        if start < 0 or stop < 0:
+            raise IndexError("negative round indices are not supported (as in XGBoost)")
+        if stop > rounds:
+            raise IndexError(f"round index {stop} out of range: the model has {rounds} rounds")
+        if step < 1:
+            raise ValueError(f"slice step {step}: must be >= 1")
+        if stop <= start:
+            raise ValueError(f"the slice {start}:{stop} selects no rounds")
+        return Booster._wrap(self._model().slice(start, stop, step), dict(self._params))
+
+    def copy(self):
+        """A copy of the model and its parameters."""
+        return self.__copy__()
+
+    def __copy__(self):
+        return Booster._wrap(self._handle.copy() if self._handle is not None else None, dict(self._params))
+
+    def __deepcopy__(self, memo):
+        return Booster._wrap(self._handle.copy() if self._handle is not None else None,
+                             _copy.deepcopy(self._params, memo))
+
+    def __getstate__(self):
+        model = bytes(self._handle.to_json()) if self._handle is not None else None
+        return {"params": self._params, "model": model}
+
+    def __setstate__(self, state):
+        self._params = state["params"]
+        self._handle = _core.Booster.from_json(state["model"]) if state["model"] is not None else None

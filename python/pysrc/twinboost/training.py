@@ -1,0 +1,121 @@
+"""``train``: XGBoost's training function. The rounds run in the native module with the GIL
+released; the callbacks run between them, and Ctrl-C stops at the end of the round with
+``KeyboardInterrupt`` (no model is returned)."""
+
+import numpy as np
+
+from . import _core
+from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor
+from .core import Booster, DMatrix, _params_pairs
+from .exceptions import DataError
+
+
+class _TrainingBooster(Booster):
+    """The model as callbacks see it during training: read with a copy of the trees of the round
+    (taken only when a callback reads them), attributes kept and given to the trained model."""
+
+    def __init__(self, params, start):
+        super().__init__(params)
+        self._start = start
+        self._rounds = start.num_boosted_rounds() if start is not None else 0
+        self._view = None
+        self._snapshot = None
+        self._attrs = {}
+
+    def _at(self, view, rounds):
+        self._view, self._snapshot, self._rounds = view, None, rounds
+
+    def _model(self):
+        if self._snapshot is None:
+            if self._view is not None:
+                self._snapshot = self._view.snapshot()
+            elif self._start is not None:
+                self._snapshot = self._start._model().copy()
+            else:
+                return super()._model()
+            for key, value in self._attrs.items():
+                self._snapshot.set_attribute(key, value)
+        return self._snapshot
+
+    def num_boosted_rounds(self):
+        return self._rounds
+
+    def set_attr(self, **kwargs):
+        for key, value in kwargs.items():
+            self._attrs[key] = None if value is None else str(value)
+            if self._snapshot is not None:
+                self._snapshot.set_attribute(key, self._attrs[key])
+
+
+def _objective(obj, dtrain):
+    """XGBoost's ``obj(predt, dtrain) -> (grad, hess)`` over flat float32 margins."""
+    rows = dtrain.num_row()
+
+    def gradients(margins):
+        predt = margins if margins.shape[0] == rows else margins.reshape(rows, -1)
+        grad, hess = obj(predt, dtrain)
+        grad = np.ascontiguousarray(grad, dtype=np.float32).reshape(-1)
+        hess = np.ascontiguousarray(hess, dtype=np.float32).reshape(-1)
+        if grad.shape != margins.shape or hess.shape != margins.shape:
+            raise DataError(f"the objective gave {grad.size} gradients and {hess.size} hessians for {margins.size} margins")
+        return grad, hess
+
+    return gradients
+
+
+def _start_model(xgb_model):
+    if xgb_model is None or isinstance(xgb_model, Booster):
+        return xgb_model
+    return Booster(model_file=xgb_model)
+
+
+def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=None,
+          early_stopping_rounds=None, evals_result=None, verbose_eval=True, xgb_model=None,
+          callbacks=None, custom_metric=None):
+    """Trains a model, as ``xgboost.train``: ``params`` is XGBoost's parameter dict
+    (``device="cuda"`` trains on the GPU, the same model as the CPU's), ``evals`` pairs of
+    ``(DMatrix, name)`` logged every round, ``obj(predt, dtrain) -> (grad, hess)`` a custom
+    objective, ``xgb_model`` a model (Booster, path or bytes) to continue. Returns the Booster."""
+    if custom_metric is not None:
+        raise NotImplementedError("custom_metric is not supported yet")
+    if not isinstance(dtrain, DMatrix):
+        raise TypeError(f"dtrain must be a DMatrix, not {type(dtrain).__name__}")
+    evals = list(evals or [])
+    for pair in evals:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], DMatrix) and isinstance(pair[1], str)):
+            raise TypeError("evals takes (DMatrix, name) pairs")
+    callbacks = list(callbacks or [])
+    if verbose_eval:
+        callbacks.append(EvaluationMonitor(period=1 if verbose_eval is True else int(verbose_eval)))
+    if early_stopping_rounds:
+        callbacks.append(EarlyStopping(rounds=early_stopping_rounds, maximize=maximize))
+    container = CallbackContainer(callbacks)
+    params = dict(params.items() if isinstance(params, dict) else params or [])
+    start = _start_model(xgb_model)
+    model = _TrainingBooster(params, start)
+    container.before_training(model)
+    first = model.num_boosted_rounds()
+
+    def before(round, view):
+        model._at(view, round)
+        return container.before_iteration(model, round - first)
+
+    def after(round, values, view):
+        model._at(view, round + 1)
+        return container.after_iteration(model, round - first, values)
+
+    handle = _core.train(
+        _params_pairs(params), dtrain._handle, int(num_boost_round),
+        [(d._handle, name) for d, name in evals],
+        xgb_model=start._model() if start is not None else None,
+        before_iteration=before if container.callbacks else None,
+        after_iteration=after,
+        obj=_objective(obj, dtrain) if obj is not None else None,
+    )
+    booster = Booster._wrap(handle, params)
+    for key, value in model._attrs.items():
+        handle.set_attribute(key, value)
+    booster = container.after_training(booster)
+    if evals_result is not None:
+        evals_result.update(container.history)
+    return booster

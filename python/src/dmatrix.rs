@@ -1,0 +1,120 @@
+//! `DMatrix`: rows for training and prediction, from the arrays the Python side prepared
+//! (float32 features, dense C-order or CSR; NaN and absent entries are missing).
+
+use std::path::PathBuf;
+
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::errors::OrRaise;
+
+/// Training or prediction data (`boost::DMatrix`).
+#[pyclass(module = "twinboost._core", name = "DMatrix")]
+pub struct DMatrix {
+    pub(crate) inner: boost::DMatrix,
+}
+
+/// A read-only array's values as a slice: the Python side passes C-contiguous arrays.
+fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
+    array: &'a numpy::PyReadonlyArray<'_, T, D>,
+    what: &str,
+) -> PyResult<&'a [T]> {
+    array.as_slice().map_err(|_| PyValueError::new_err(format!("{what}: the array must be C-contiguous")))
+}
+
+#[pymethods]
+impl DMatrix {
+    /// Dense rows: a 2-D C-contiguous float32 array (NaN missing, no infinities).
+    #[staticmethod]
+    fn dense(py: Python<'_>, values: PyReadonlyArray2<'_, f32>) -> PyResult<Self> {
+        let (rows, cols) = (values.shape()[0], values.shape()[1]);
+        let values = contiguous(&values, "data")?.to_vec();
+        let inner = py.detach(|| boost::DMatrix::from_dense(values, rows, cols)).or_raise(py)?;
+        Ok(DMatrix { inner })
+    }
+
+    /// CSR rows of `cols` features: row offsets (`rows + 1`, from 0), each entry's column and value.
+    #[staticmethod]
+    fn csr(
+        py: Python<'_>,
+        indptr: PyReadonlyArray1<'_, u64>,
+        indices: PyReadonlyArray1<'_, u32>,
+        values: PyReadonlyArray1<'_, f32>,
+        cols: usize,
+    ) -> PyResult<Self> {
+        let row_ptr = contiguous(&indptr, "indptr")?.iter().map(|&o| o as usize).collect();
+        let (indices, values) = (contiguous(&indices, "indices")?.to_vec(), contiguous(&values, "data")?.to_vec());
+        let inner = py.detach(|| boost::DMatrix::from_csr(row_ptr, indices, values, cols)).or_raise(py)?;
+        Ok(DMatrix { inner })
+    }
+
+    /// Rows of a CSV or libsvm file (the format from its extension or contents), with its label
+    /// column and side files (`.weight`, `.query`) as the command line reads them.
+    #[staticmethod]
+    fn from_file(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let options = boost::data::ReadOptions::default();
+        let inner = py.detach(|| boost::DMatrix::from_file(&path, &options)).or_raise(py)?;
+        Ok(DMatrix { inner })
+    }
+
+    /// Sets a label a row.
+    fn set_labels(&mut self, py: Python<'_>, labels: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        self.inner.set_labels(contiguous(&labels, "label")?.to_vec()).or_raise(py)
+    }
+
+    /// Sets a weight a row (or a query group).
+    fn set_weights(&mut self, py: Python<'_>, weights: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        self.inner.set_weights(contiguous(&weights, "weight")?.to_vec()).or_raise(py)
+    }
+
+    /// Sets the starting margins, `rows * outputs` row-major.
+    fn set_base_margin(&mut self, py: Python<'_>, margins: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        self.inner.set_base_margin(contiguous(&margins, "base_margin")?.to_vec()).or_raise(py)
+    }
+
+    /// Sets the query groups' sizes (consecutive rows).
+    fn set_groups(&mut self, py: Python<'_>, sizes: Vec<usize>) -> PyResult<()> {
+        self.inner.set_groups(&sizes).or_raise(py)
+    }
+
+    /// Sets the features' names (an empty list clears them).
+    fn set_feature_names(&mut self, py: Python<'_>, names: Vec<String>) -> PyResult<()> {
+        self.inner.set_feature_names(names).or_raise(py)
+    }
+
+    /// The labels (empty when none were set).
+    fn labels<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        PyArray1::from_slice(py, &self.inner.info().labels)
+    }
+
+    /// The weights (empty when none were set).
+    fn weights<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        PyArray1::from_slice(py, &self.inner.info().weights)
+    }
+
+    /// The base margins (empty when none were set).
+    fn base_margin<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        PyArray1::from_slice(py, &self.inner.info().base_margin)
+    }
+
+    /// The query groups' offsets (`groups + 1`, from 0; empty without groups).
+    fn group_ptr(&self) -> Vec<usize> {
+        self.inner.info().group_ptr.clone()
+    }
+
+    /// The features' names (empty when none were set).
+    fn feature_names(&self) -> Vec<String> {
+        self.inner.info().feature_names.clone()
+    }
+
+    /// Rows.
+    fn rows(&self) -> usize {
+        self.inner.rows()
+    }
+
+    /// Features.
+    fn cols(&self) -> usize {
+        self.inner.cols()
+    }
+}

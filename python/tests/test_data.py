@@ -1,0 +1,66 @@
+"""Inputs: pandas DataFrames (names, nullable dtypes), missing values, per-row arrays."""
+
+import numpy as np
+import pytest
+
+import twinboost as tb
+
+PARAMS = {"objective": "reg:squarederror", "max_depth": 3, "nthread": 2}
+
+
+def _rows():
+    rng = np.random.default_rng(11)
+    X = rng.random((400, 3), dtype=np.float32)
+    X[rng.random((400, 3)) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 1])
+    return X, y.astype(np.float32)
+
+
+def _model(data, y, **kwargs):
+    return tb.train(PARAMS, tb.DMatrix(data, label=y, **kwargs), 5, verbose_eval=False).save_raw()
+
+
+def test_a_dataframe_trains_the_arrays_model_with_its_column_names():
+    pd = pytest.importorskip("pandas")
+    X, y = _rows()
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    assert _model(frame, pd.Series(y)) == _model(X, y, feature_names=["a", "b", "c"])
+    assert tb.DMatrix(frame).feature_names == ["a", "b", "c"]
+
+
+def test_nullable_dtypes_are_missing_values():
+    pd = pytest.importorskip("pandas")
+    X, y = _rows()
+    frame = pd.DataFrame({
+        "a": pd.array(X[:, 0], dtype="Float64"),
+        "b": pd.array(np.where(np.isnan(X[:, 1]), None, np.round(X[:, 1] * 100)), dtype="Int64"),
+        "c": pd.array(np.where(np.isnan(X[:, 2]), None, X[:, 2] > 0.5), dtype="boolean"),
+    })
+    expected = np.stack([X[:, 0], np.round(X[:, 1] * 100), np.where(np.isnan(X[:, 2]), np.nan, X[:, 2] > 0.5)], 1)
+    assert _model(frame, y) == _model(expected.astype(np.float32), y, feature_names=["a", "b", "c"])
+
+
+def test_object_and_category_columns_are_type_errors_naming_the_column():
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(TypeError, match="'city'"):
+        tb.DMatrix(pd.DataFrame({"x": [1.0, 2.0], "city": ["Oslo", "Lima"]}))
+    with pytest.raises(TypeError, match="'kind'"):
+        tb.DMatrix(pd.DataFrame({"kind": pd.Categorical(["a", "b"])}))
+
+
+def test_a_missing_marker_other_than_nan():
+    X, y = _rows()
+    marked = np.where(np.isnan(X), -999.0, X).astype(np.float32)
+    assert _model(marked, y, missing=-999.0) == _model(X, y)
+
+
+def test_per_row_arrays_round_trip():
+    X, y = _rows()
+    w = np.linspace(0.5, 2, 400, dtype=np.float32)
+    d = tb.DMatrix(X, label=y.reshape(-1, 1), weight=list(w), base_margin=np.full(400, 0.25))
+    np.testing.assert_array_equal(d.get_label(), y)
+    np.testing.assert_array_equal(d.get_weight(), w)
+    np.testing.assert_array_equal(d.get_base_margin(), np.full(400, 0.25, dtype=np.float32))
+    assert (d.num_row(), d.num_col()) == (400, 3)
+    with pytest.raises(tb.DataError, match="weight"):
+        d.set_weight(-w)

@@ -1,0 +1,115 @@
+"""XGBoost 3.4.1 as the oracle: the same test metrics on shipped data, each library loading the
+other's model files with the same predictions, bit for bit."""
+
+import numpy as np
+import pytest
+
+import twinboost as tb
+
+PARAMS = {"objective": "binary:logistic", "max_depth": 6, "eta": 0.1, "eval_metric": ["logloss", "auc"],
+          "tree_method": "hist", "nthread": 2}
+
+
+def test_higgs_test_metrics_equal_xgboosts(xgb, higgs):
+    (X, y, w), (Xt, yt, wt) = higgs
+    ours, theirs = {}, {}
+    tb.train(PARAMS, tb.DMatrix(X, label=y, weight=w), 30,
+             evals=[(tb.DMatrix(Xt, label=yt, weight=wt), "test")], evals_result=ours, verbose_eval=False)
+    xgb.train(PARAMS, xgb.DMatrix(X, label=y, weight=w), 30,
+              evals=[(xgb.DMatrix(Xt, label=yt, weight=wt), "test")], evals_result=theirs, verbose_eval=False)
+    assert list(ours) == list(theirs) == ["test"]
+    assert list(ours["test"]) == list(theirs["test"]) == ["logloss", "auc"]
+    for metric in ("logloss", "auc"):
+        np.testing.assert_allclose(ours["test"][metric], theirs["test"][metric], rtol=1e-6, atol=0)
+
+
+def test_xgboost_loads_our_model_and_predicts_our_bits(xgb, higgs, tmp_path):
+    (X, y, w), (Xt, _, _) = higgs
+    booster = tb.train(PARAMS, tb.DMatrix(X, label=y, weight=w), 20, verbose_eval=False)
+    path = tmp_path / "ours.json"
+    booster.save_model(path)
+    theirs = xgb.Booster(model_file=str(path))
+    for margin in (False, True):
+        ours = booster.predict(tb.DMatrix(Xt), output_margin=margin)
+        np.testing.assert_array_equal(ours, theirs.predict(xgb.DMatrix(Xt), output_margin=margin))
+    leaves = booster.predict(tb.DMatrix(Xt), pred_leaf=True)
+    np.testing.assert_array_equal(leaves, theirs.predict(xgb.DMatrix(Xt), pred_leaf=True))
+
+
+@pytest.mark.parametrize("objective,num_class", [("multi:softprob", 5), ("reg:squarederror", 0)])
+def test_we_load_xgboosts_model_and_predict_its_bits(xgb, higgs, tmp_path, objective, num_class):
+    (X, y, _), (Xt, _, _) = higgs
+    if num_class:
+        y = (np.abs(X[:, 0] * 3).astype(np.int64) % num_class).astype(np.float32)
+    params = {"objective": objective, "max_depth": 4, "tree_method": "hist", "nthread": 2}
+    if num_class:
+        params["num_class"] = num_class
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y), 10)
+    path = tmp_path / "theirs.json"
+    theirs.save_model(str(path))
+    ours = tb.Booster(model_file=path)
+    expected = theirs.predict(xgb.DMatrix(Xt))
+    got = ours.predict(tb.DMatrix(Xt))
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    for strict in (False, True):
+        assert ours.predict(tb.DMatrix(Xt), strict_shape=strict).shape == \
+            theirs.predict(xgb.DMatrix(Xt), strict_shape=strict).shape
+        assert ours.predict(tb.DMatrix(Xt), pred_leaf=True, strict_shape=strict).shape == \
+            theirs.predict(xgb.DMatrix(Xt), pred_leaf=True, strict_shape=strict).shape
+
+
+def test_the_evaluation_log_is_xgboosts_line(xgb, higgs, capsys):
+    (X, y, w), (Xt, yt, wt) = higgs
+    params = dict(PARAMS, eval_metric="auc")
+    tb.train(params, tb.DMatrix(X, label=y), 5, evals=[(tb.DMatrix(Xt, label=yt), "test")], verbose_eval=2)
+    ours = capsys.readouterr().out.splitlines()
+    xgb.train(params, xgb.DMatrix(X, label=y), 5, evals=[(xgb.DMatrix(Xt, label=yt), "test")], verbose_eval=2)
+    theirs = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in ours] == [line.split(":")[0] for line in theirs] == \
+        ["[0]\ttest-auc", "[2]\ttest-auc", "[4]\ttest-auc"]
+    for a, b in zip(ours, theirs):
+        assert abs(float(a.split(":")[1]) - float(b.split(":")[1])) <= 1e-5
+
+
+def test_early_stopping_matches_xgboosts_rounds(xgb, higgs):
+    (X, y, w), (Xt, yt, wt) = higgs
+    params = dict(PARAMS, eta=0.6, max_depth=8, eval_metric="logloss")
+    ours = tb.train(params, tb.DMatrix(X, label=y), 200, evals=[(tb.DMatrix(Xt, label=yt), "test")],
+                    early_stopping_rounds=5, verbose_eval=False)
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y), 200, evals=[(xgb.DMatrix(Xt, label=yt), "test")],
+                       early_stopping_rounds=5, verbose_eval=False)
+    assert ours.best_iteration == theirs.best_iteration
+    assert ours.num_boosted_rounds() == theirs.num_boosted_rounds() == ours.best_iteration + 6
+    assert ours.best_score == pytest.approx(theirs.best_score, rel=1e-6)
+
+
+def test_slices_predict_as_xgboosts_slices(xgb, higgs, tmp_path):
+    (X, y, w), (Xt, yt, _) = higgs
+    booster = tb.train(PARAMS, tb.DMatrix(X, label=y, weight=w), 12, verbose_eval=False)
+    booster.set_attr(note="kept", best_iteration="11", best_score="0.5")
+    path = tmp_path / "ours.json"
+    booster.save_model(path)
+    theirs = xgb.Booster(model_file=str(path))
+    for index in (slice(2, 8, 2), slice(None, 5), slice(7, None), 3):
+        ours_slice, their_slice = booster[index], theirs[index]
+        assert ours_slice.num_boosted_rounds() == their_slice.num_boosted_rounds()
+        assert ours_slice.attributes() == their_slice.attributes() == {"note": "kept"}
+        np.testing.assert_array_equal(ours_slice.predict(tb.DMatrix(Xt), output_margin=True),
+                                      their_slice.predict(xgb.DMatrix(Xt), output_margin=True))
+    with pytest.raises(IndexError):
+        booster[5:13]
+    with pytest.raises(ValueError):
+        booster[4:4]
+
+
+def test_save_best_keeps_xgboosts_rounds(xgb, higgs):
+    (X, y, _), (Xt, yt, _) = higgs
+    params = dict(PARAMS, eta=0.6, max_depth=8, eval_metric="logloss")
+    stop = [tb.callback.EarlyStopping(rounds=5, save_best=True)]
+    ours = tb.train(params, tb.DMatrix(X, label=y), 200, evals=[(tb.DMatrix(Xt, label=yt), "test")],
+                    callbacks=stop, verbose_eval=False)
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y), 200, evals=[(xgb.DMatrix(Xt, label=yt), "test")],
+                       callbacks=[xgb.callback.EarlyStopping(rounds=5, save_best=True)], verbose_eval=False)
+    assert ours.num_boosted_rounds() == theirs.num_boosted_rounds() == ours.best_iteration + 1
+    assert ours.best_iteration == theirs.best_iteration
