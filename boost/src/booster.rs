@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use primitives::{DeviceBuffer, Gpu};
 
-use crate::data::{read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, MetaInfo, ReadOptions};
+use crate::data::{
+    read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, FeatureValues, MetaInfo, ReadOptions,
+};
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
 use crate::metric::{self, Metric};
@@ -74,8 +76,10 @@ impl std::fmt::Debug for Stored {
 }
 
 impl DMatrix {
-    /// `rows x cols` dense row-major values.
-    pub fn from_dense(values: Vec<f32>, rows: usize, cols: usize) -> Result<Self> {
+    /// `rows x cols` dense row-major values: a `Vec<f32>`, or memory of the caller's read in place
+    /// ([`crate::data::FeatureValues::shared`]).
+    pub fn from_dense(values: impl Into<FeatureValues>, rows: usize, cols: usize) -> Result<Self> {
+        let values = values.into();
         if rows.checked_mul(cols) != Some(values.len()) {
             return Err(Error::InvalidData(format!("{} values for {rows} rows of {cols} features", values.len())));
         }

@@ -97,7 +97,7 @@ pub use learner::{
     CustomMetric, CustomObjective, EarlyStopping, EvalLayout, EvaluationMonitor, RoundLog, TrainOptions,
     TrainingCallback,
 };
-pub use metric::{Metric, METRIC_NAMES};
+pub use metric::{Metric, MetricInput, METRIC_NAMES};
 pub use objective::{Objective, OBJECTIVE_NAMES};
 pub use param::{Device, Params, ParamsBuilder};
 pub use primitives::ops::GradientPair;

@@ -470,7 +470,7 @@ fn model_built_here() -> Model {
 /// Deterministic rows with about one value in six missing.
 fn synthetic_rows(rows: usize, cols: usize) -> DenseMatrix {
     let mut state = 0x2545_f491_4f6c_dd1du64;
-    let values = (0..rows * cols)
+    let values: Vec<f32> = (0..rows * cols)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;

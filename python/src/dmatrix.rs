@@ -2,8 +2,11 @@
 //! (float32 features, dense C-order or CSR; NaN and absent entries are missing).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use boost::data::{FeatureMatrix, FeatureValues};
+
+use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -13,6 +16,27 @@ use crate::errors::OrRaise;
 #[pyclass(module = "twinboost._core", name = "DMatrix")]
 pub struct DMatrix {
     pub(crate) inner: boost::DMatrix,
+}
+
+/// A NumPy array's float32 values read in place: the array is kept alive with them, and NumPy
+/// refuses to resize an array that another object references, so they stay where they are.
+struct NumpyValues {
+    _array: Py<PyArray2<f32>>,
+    data: *const f32,
+    len: usize,
+}
+
+// SAFETY: `data` points into the array `_array` keeps alive; it is only read, from any thread (the
+// array's owner may not change it while a DMatrix views it, as `DMatrix`'s documentation says).
+unsafe impl Send for NumpyValues {}
+// SAFETY: as for `Send`: shared reads only.
+unsafe impl Sync for NumpyValues {}
+
+impl AsRef<[f32]> for NumpyValues {
+    fn as_ref(&self) -> &[f32] {
+        // SAFETY: `data` and `len` came from the live, C-contiguous, aligned array's slice.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
 }
 
 /// A read-only array's values as a slice: the Python side passes C-contiguous arrays.
@@ -25,13 +49,24 @@ fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
 
 #[pymethods]
 impl DMatrix {
-    /// Dense rows: a 2-D C-contiguous float32 array (NaN missing, no infinities).
+    /// Dense rows: a 2-D C-contiguous float32 array (NaN missing, no infinities), read in place.
     #[staticmethod]
-    fn dense(py: Python<'_>, values: PyReadonlyArray2<'_, f32>) -> PyResult<Self> {
-        let (rows, cols) = (values.shape()[0], values.shape()[1]);
-        let values = contiguous(&values, "data")?.to_vec();
+    fn dense(py: Python<'_>, array: PyReadonlyArray2<'_, f32>) -> PyResult<Self> {
+        let (rows, cols) = (array.shape()[0], array.shape()[1]);
+        let slice = contiguous(&array, "data")?;
+        let values = if slice.as_ptr().is_aligned() {
+            let owner = NumpyValues { _array: (*array).clone().unbind(), data: slice.as_ptr(), len: slice.len() };
+            FeatureValues::shared(Arc::new(owner))
+        } else {
+            slice.to_vec().into()
+        };
         let inner = py.detach(|| boost::DMatrix::from_dense(values, rows, cols)).or_raise(py)?;
         Ok(DMatrix { inner })
+    }
+
+    /// Whether the features are the caller's array, read in place (not a copy).
+    fn reads_in_place(&self) -> bool {
+        matches!(self.inner.features(), Some(FeatureMatrix::Dense(m)) if m.values.is_shared())
     }
 
     /// CSR rows of `cols` features: row offsets (`rows + 1`, from 0), each entry's column and value.

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use boost::data::MetaInfo;
 use boost::model::Model;
-use boost::{CustomObjective, GradientPair, Params, RoundLog, TrainOptions, TrainingCallback};
+use boost::{
+    CustomMetric, CustomObjective, GradientPair, MetricInput, Params, RoundLog, TrainOptions, TrainingCallback,
+};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 
@@ -76,6 +78,10 @@ impl PythonRounds {
         if self.interrupted.load(Ordering::Relaxed) {
             return Err(boost::Error::Callback("interrupted".into()));
         }
+        if let Some(error) = self.raised.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            // The custom metric raised while the round was evaluated.
+            return Err(boost::Error::Callback(error.to_string()));
+        }
         let Some(hook) = hook else { return Ok(ControlFlow::Continue(())) };
         Python::attach(|py| {
             let view = self.view.get();
@@ -104,7 +110,7 @@ impl TrainingCallback for PythonRounds {
 }
 
 /// A Python objective `obj(margins) -> (grad, hess)` (float32 arrays of `rows * outputs`).
-fn custom_objective(obj: Py<PyAny>, raised: Raised) -> CustomObjective {
+fn python_objective(obj: Py<PyAny>, raised: Raised) -> CustomObjective {
     CustomObjective::fallible(move |margins: &[f32], _info: &MetaInfo| {
         Python::attach(|py| {
             let gradients = || -> PyResult<Vec<GradientPair<f32>>> {
@@ -119,12 +125,37 @@ fn custom_objective(obj: Py<PyAny>, raised: Raised) -> CustomObjective {
     })
 }
 
+/// A Python metric `metric(predictions, set) -> (name, value)` (`set`: 0 for the training data,
+/// then the evaluation sets in order), computed from the margins or from what `predict` gives. An
+/// exception is kept (the round's hook then raises it) and the value is NaN.
+fn python_metric(metric: Py<PyAny>, margins: bool, maximize: bool, sets: Vec<usize>, raised: Raised) -> CustomMetric {
+    let input = if margins { MetricInput::Margins } else { MetricInput::Prediction };
+    let evaluate = move |predictions: &[f32], info: &MetaInfo| {
+        let set = sets.iter().position(|&address| address == info as *const MetaInfo as usize);
+        Python::attach(|py| {
+            let value = metric.call1(py, (PyArray1::from_slice(py, predictions), set)).and_then(|v| v.extract(py));
+            match value {
+                Ok((name, value)) => (Some(name), value),
+                Err(error) => {
+                    keep(&raised, error);
+                    (None, f64::NAN)
+                }
+            }
+        })
+    };
+    CustomMetric::naming("custom", maximize, evaluate).input(input)
+}
+
 /// Trains `num_boost_round` rounds on `dtrain` with XGBoost-named `params`, evaluating `evals`
 /// each round; `before_iteration(round, view)` or `after_iteration(round, log, view)` returning
 /// true stops (`view.snapshot()` is the model then); `obj(margins)` gives the
-/// gradients instead of the objective's; `nthread` threads do the CPU work (0: all).
+/// gradients instead of the objective's; `custom_metric(predictions, set)` is logged after the
+/// metrics (on the margins when `obj` is given, as XGBoost); `nthread` threads do the CPU work (0: all).
 #[pyfunction]
-#[pyo3(signature = (params, dtrain, num_boost_round, evals, xgb_model=None, before_iteration=None, after_iteration=None, obj=None))]
+#[pyo3(signature = (
+    params, dtrain, num_boost_round, evals, xgb_model=None, before_iteration=None, after_iteration=None, obj=None,
+    custom_metric=None, maximize=false
+))]
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     py: Python<'_>,
@@ -136,15 +167,22 @@ pub fn train(
     before_iteration: Option<Py<PyAny>>,
     after_iteration: Option<Py<PyAny>>,
     obj: Option<Py<PyAny>>,
+    custom_metric: Option<Py<PyAny>>,
+    maximize: bool,
 ) -> PyResult<Booster> {
     let params = Params::from_pairs(&params).or_raise(py)?;
     let raised = Raised::default();
     let interrupted = Arc::new(AtomicBool::new(false));
+    // The sets' labels by address, which is how the metric tells which set it is given.
+    let sets = std::iter::once(&*dtrain).chain(evals.iter().map(|(d, _)| &**d));
+    let sets = sets.map(|d| d.inner.info() as *const MetaInfo as usize).collect();
+    let on_margins = obj.is_some();
     let options = TrainOptions {
         num_boost_round,
         verbose_eval: 0,
         xgb_model: xgb_model.map(|b| b.inner.model().clone()),
-        custom_objective: obj.map(|obj| custom_objective(obj, raised.clone())),
+        custom_objective: obj.map(|obj| python_objective(obj, raised.clone())),
+        custom_metric: custom_metric.map(|m| python_metric(m, on_margins, maximize, sets, raised.clone())),
         ..Default::default()
     };
     let view = Py::new(py, ModelView { model: Mutex::new(std::ptr::null()) })?;

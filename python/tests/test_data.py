@@ -64,3 +64,16 @@ def test_per_row_arrays_round_trip():
     assert (d.num_row(), d.num_col()) == (400, 3)
     with pytest.raises(tb.DataError, match="weight"):
         d.set_weight(-w)
+
+
+def test_float32_rows_in_c_order_are_read_in_place():
+    X, y = _rows()
+    assert tb.DMatrix(X)._handle.reads_in_place()
+    # Other dtypes and orders are converted once (the DMatrix keeps the converted rows alive).
+    converted = tb.DMatrix(X.astype(np.float64))
+    assert converted._handle.reads_in_place()
+    assert _model(X.astype(np.float64), y) == _model(X, y)
+    # A view with strides is copied into C order first.
+    wide = np.repeat(X, 2, axis=1)[:, ::2]
+    assert not wide.flags.c_contiguous
+    assert _model(wide, y) == _model(X, y)

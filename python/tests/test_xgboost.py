@@ -113,3 +113,68 @@ def test_save_best_keeps_xgboosts_rounds(xgb, higgs):
                        callbacks=[xgb.callback.EarlyStopping(rounds=5, save_best=True)], verbose_eval=False)
     assert ours.num_boosted_rounds() == theirs.num_boosted_rounds() == ours.best_iteration + 1
     assert ours.best_iteration == theirs.best_iteration
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "multi:softmax"])
+def test_a_custom_metric_sees_and_logs_what_xgboosts_does(xgb, higgs, objective):
+    (X, y, _), (Xt, yt, _) = higgs
+    params = {"objective": objective, "max_depth": 3, "nthread": 2, "disable_default_eval_metric": 1}
+    if objective == "multi:softmax":
+        params["num_class"] = 2
+
+    def mean_prediction(predt, dmatrix):
+        assert predt.shape == (dmatrix.num_row(),)
+        return "mean-prediction", float(np.mean(predt))
+
+    logs = {}
+    for name, lib in (("ours", tb), ("theirs", xgb)):
+        logs[name] = {}
+        lib.train(params, lib.DMatrix(X, label=y), 5, evals=[(lib.DMatrix(Xt, label=yt), "test")],
+                  custom_metric=mean_prediction, evals_result=logs[name], verbose_eval=False)
+    assert list(logs["ours"]["test"]) == list(logs["theirs"]["test"]) == ["mean-prediction"]
+    np.testing.assert_allclose(logs["ours"]["test"]["mean-prediction"], logs["theirs"]["test"]["mean-prediction"],
+                               rtol=1e-6)
+
+
+def test_a_custom_metric_with_a_custom_objective_sees_margins(xgb, higgs):
+    (X, y, _), _ = higgs
+    params = {"max_depth": 3, "nthread": 2, "disable_default_eval_metric": 1, "base_score": 0.5}
+
+    def squared_error(predt, dtrain):
+        return predt - dtrain.get_label(), np.ones_like(predt)
+
+    def rmse(predt, dmatrix):
+        return "my-rmse", float(np.sqrt(np.mean((predt - dmatrix.get_label()) ** 2)))
+
+    logs = {}
+    for name, lib in (("ours", tb), ("theirs", xgb)):
+        logs[name] = {}
+        d = lib.DMatrix(X, label=y)
+        lib.train(params, d, 6, evals=[(d, "train")], obj=squared_error, custom_metric=rmse, evals_result=logs[name],
+                  verbose_eval=False)
+    np.testing.assert_allclose(logs["ours"]["train"]["my-rmse"], logs["theirs"]["train"]["my-rmse"], rtol=1e-6)
+
+
+def test_a_raising_custom_metric_raises_its_exception(higgs):
+    (X, y, _), _ = higgs
+
+    def broken(predt, dmatrix):
+        raise LookupError("in the metric")
+
+    d = tb.DMatrix(X, label=y)
+    with pytest.raises(LookupError, match="in the metric"):
+        tb.train({"nthread": 2}, d, 5, evals=[(d, "train")], custom_metric=broken, verbose_eval=False)
+
+
+def test_inplace_predict_is_xgboosts(xgb, higgs, tmp_path):
+    (X, y, w), (Xt, _, _) = higgs
+    booster = tb.train(PARAMS, tb.DMatrix(X, label=y, weight=w), 10, verbose_eval=False)
+    path = tmp_path / "ours.json"
+    booster.save_model(path)
+    theirs = xgb.Booster(model_file=str(path))
+    for rows in (Xt[:1], Xt[:1000], Xt.astype(np.float64)):
+        for kind in ("value", "margin"):
+            np.testing.assert_array_equal(booster.inplace_predict(rows, predict_type=kind),
+                                          theirs.inplace_predict(rows, predict_type=kind))
+    np.testing.assert_array_equal(booster.inplace_predict(Xt, iteration_range=(2, 7), strict_shape=True),
+                                  theirs.inplace_predict(Xt, iteration_range=(2, 7), strict_shape=True))

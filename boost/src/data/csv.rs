@@ -702,7 +702,7 @@ impl<'c> Pass<'_, 'c> {
         }
         let mut info = MetaInfo { labels, feature_names: self.layout.feature_names.clone(), ..MetaInfo::default() };
         read_siblings(self.path, rows, &mut info, side_files)?;
-        let features = FeatureMatrix::Dense(DenseMatrix { rows, cols, values });
+        let features = FeatureMatrix::Dense(DenseMatrix { rows, cols, values: values.into() });
         let categories = given.cloned().unwrap_or(learned);
         Ok((Dataset { features, info }, categories))
     }

@@ -38,6 +38,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -58,12 +59,14 @@ pub struct DenseMatrix {
     /// Columns (features).
     pub cols: usize,
     /// `rows * cols` values, row after row.
-    pub values: Vec<f32>,
+    pub values: FeatureValues,
 }
 
 impl DenseMatrix {
-    /// A matrix from its row-major values; `values.len()` must be `rows * cols`.
-    pub fn new(rows: usize, cols: usize, values: Vec<f32>) -> Self {
+    /// A matrix from its row-major values (a `Vec<f32>`, or [`FeatureValues::shared`] memory of the
+    /// caller's); `values.len()` must be `rows * cols`.
+    pub fn new(rows: usize, cols: usize, values: impl Into<FeatureValues>) -> Self {
+        let values = values.into();
         assert_eq!(values.len(), rows * cols, "dense matrix: values for {rows} x {cols}");
         Self { rows, cols, values }
     }
@@ -71,6 +74,81 @@ impl DenseMatrix {
     /// Row `i`.
     pub fn row(&self, i: usize) -> &[f32] {
         &self.values[i * self.cols..(i + 1) * self.cols]
+    }
+}
+
+/// A dense matrix's values: its own, or memory another owner keeps (a NumPy array the Python
+/// package reads in place), read through `Deref<Target = [f32]>` either way.
+#[derive(Clone, Default)]
+pub struct FeatureValues(ValuesRepr);
+
+#[derive(Clone)]
+enum ValuesRepr {
+    Owned(Vec<f32>),
+    Shared(Arc<dyn AsRef<[f32]> + Send + Sync>),
+}
+
+impl Default for ValuesRepr {
+    fn default() -> Self {
+        ValuesRepr::Owned(Vec::new())
+    }
+}
+
+impl FeatureValues {
+    /// Values that `owner` keeps (not copied): its slice must not change while these are in use.
+    pub fn shared(owner: Arc<dyn AsRef<[f32]> + Send + Sync>) -> Self {
+        FeatureValues(ValuesRepr::Shared(owner))
+    }
+
+    /// The values to change: a copy of another owner's first (then this matrix's own).
+    pub fn make_mut(&mut self) -> &mut Vec<f32> {
+        if let ValuesRepr::Shared(owner) = &self.0 {
+            self.0 = ValuesRepr::Owned((**owner).as_ref().to_vec());
+        }
+        match &mut self.0 {
+            ValuesRepr::Owned(values) => values,
+            ValuesRepr::Shared(_) => unreachable!("made owned above"),
+        }
+    }
+
+    /// Whether the values are another owner's memory, not a copy.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.0, ValuesRepr::Shared(_))
+    }
+}
+
+impl std::ops::Deref for FeatureValues {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        match &self.0 {
+            ValuesRepr::Owned(values) => values,
+            ValuesRepr::Shared(owner) => (**owner).as_ref(),
+        }
+    }
+}
+
+impl From<Vec<f32>> for FeatureValues {
+    fn from(values: Vec<f32>) -> Self {
+        FeatureValues(ValuesRepr::Owned(values))
+    }
+}
+
+impl std::fmt::Debug for FeatureValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if self.is_shared() { "shared" } else { "owned" };
+        write!(f, "{} {kind} values", self.len())
+    }
+}
+
+impl PartialEq for FeatureValues {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<Vec<f32>> for FeatureValues {
+    fn eq(&self, other: &Vec<f32>) -> bool {
+        **self == **other
     }
 }
 

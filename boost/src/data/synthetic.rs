@@ -100,7 +100,7 @@ pub fn generate(spec: &SyntheticSpec) -> Result<Dataset> {
         },
     );
     Ok(Dataset {
-        features: FeatureMatrix::Dense(DenseMatrix { rows: spec.rows, cols: spec.cols, values }),
+        features: FeatureMatrix::Dense(DenseMatrix { rows: spec.rows, cols: spec.cols, values: values.into() }),
         info: MetaInfo { labels, ..MetaInfo::default() },
     })
 }

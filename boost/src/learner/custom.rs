@@ -1,12 +1,12 @@
 //! A caller's objective and metric in place of (or beside) the named ones: XGBoost's `obj=` and
 //! `custom_metric=`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use primitives::ops::GradientPair;
 
 use crate::data::MetaInfo;
-use crate::metric::Metric;
+use crate::metric::{Metric, MetricInput};
 use crate::{Error, Result};
 
 /// The gradient and hessian of each row and output from the margins (`rows * outputs`,
@@ -48,16 +48,20 @@ impl CustomObjective {
     }
 }
 
-/// A metric from the predictions (the objective's evaluation transform of the margins, `rows *
-/// outputs` row-major: probabilities for `binary:logistic`) and the evaluated rows' [`MetaInfo`].
-type MetricFn = dyn Fn(&[f32], &MetaInfo) -> f64 + Send + Sync;
+/// A metric from the predictions (`rows * outputs` row-major, as [`CustomMetric::input`] says:
+/// by default the objective's evaluation transform of the margins, probabilities for
+/// `binary:logistic`) and the evaluated rows' [`MetaInfo`]: its value, and its name when the
+/// function names it as it computes it (XGBoost's Python `custom_metric` returns both).
+type MetricFn = dyn Fn(&[f32], &MetaInfo) -> (Option<String>, f64) + Send + Sync;
 
 /// A custom metric: its name in the evaluation log, whether larger is better (for early stopping)
 /// and the function computing it (XGBoost's `custom_metric`).
 #[derive(Clone)]
 pub struct CustomMetric {
-    name: String,
+    /// The name, as given or as the function last gave it.
+    name: Arc<Mutex<String>>,
     higher_is_better: bool,
+    input: MetricInput,
     evaluate: Arc<MetricFn>,
 }
 
@@ -68,25 +72,50 @@ impl CustomMetric {
         higher_is_better: bool,
         evaluate: impl Fn(&[f32], &MetaInfo) -> f64 + Send + Sync + 'static,
     ) -> Self {
-        CustomMetric { name: name.into(), higher_is_better, evaluate: Arc::new(evaluate) }
+        Self::naming(name, higher_is_better, move |predictions, info| (None, evaluate(predictions, info)))
+    }
+
+    /// A custom metric whose function may give its name with each value (`name` until it does),
+    /// as XGBoost's Python `custom_metric` returns `(name, value)`.
+    pub fn naming(
+        name: impl Into<String>,
+        higher_is_better: bool,
+        evaluate: impl Fn(&[f32], &MetaInfo) -> (Option<String>, f64) + Send + Sync + 'static,
+    ) -> Self {
+        let name = Arc::new(Mutex::new(name.into()));
+        CustomMetric { name, higher_is_better, input: MetricInput::EvalTransform, evaluate: Arc::new(evaluate) }
+    }
+
+    /// The same metric computed from `input` (XGBoost's Python `custom_metric` takes
+    /// [`MetricInput::Prediction`], or [`MetricInput::Margins`] with a custom objective).
+    pub fn input(mut self, input: MetricInput) -> Self {
+        self.input = input;
+        self
     }
 }
 
 impl Metric for CustomMetric {
     fn name(&self) -> String {
-        self.name.clone()
+        self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
     fn higher_is_better(&self) -> bool {
         self.higher_is_better
     }
+    fn input(&self) -> MetricInput {
+        self.input
+    }
     fn evaluate(&self, predictions: &[f32], info: &MetaInfo, _outputs: usize) -> f64 {
-        (self.evaluate)(predictions, info)
+        let (name, value) = (self.evaluate)(predictions, info);
+        if let Some(name) = name {
+            *self.name.lock().unwrap_or_else(|p| p.into_inner()) = name;
+        }
+        value
     }
 }
 
 impl std::fmt::Debug for CustomMetric {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CustomMetric({})", self.name)
+        write!(f, "CustomMetric({})", self.name())
     }
 }
 

@@ -12,7 +12,7 @@ use super::device::on_device;
 use super::RoundLog;
 use crate::data::MetaInfo;
 use crate::gpu::{DeviceEvalSet, DeviceTrees, InitialMargins};
-use crate::metric::{DeviceMetric, Metric};
+use crate::metric::{DeviceMetric, Metric, MetricInput};
 use crate::model::Model;
 use crate::objective::{DeviceObjective, Objective};
 use crate::phases::PhaseTimes;
@@ -169,9 +169,18 @@ impl<'a> Evaluation<'a> {
                 on_the_device = true;
                 continue;
             }
-            let predictions = objective.eval_transform(if is_train { train_margins } else { margins });
+            let margins = if is_train { train_margins } else { margins.as_slice() };
+            let predictions = objective.eval_transform(margins);
+            let mut predicted = None;
             for metric in &self.metrics {
-                values.push((name.to_string(), metric.name(), metric.evaluate(&predictions, data.info, self.outputs)));
+                let input = match metric.input() {
+                    MetricInput::EvalTransform => predictions.as_slice(),
+                    MetricInput::Prediction => predicted.get_or_insert_with(|| objective.transform(margins)).as_slice(),
+                    MetricInput::Margins => margins,
+                };
+                // The value first: a custom metric may name itself as it computes it.
+                let value = metric.evaluate(input, data.info, self.outputs);
+                values.push((name.to_string(), metric.name(), value));
             }
         }
         Ok((log, on_the_device))

@@ -53,6 +53,21 @@ pub use rank::{RankMetric, RankMetricKind};
 /// Training parameters (XGBoost names) that [`from_name_with_params`] reads.
 pub const METRIC_PARAMETERS: &[&str] = &["huber_slope", "ndcg_exp_gain"];
 
+/// What a metric is computed from: XGBoost's built-in metrics take the objective's evaluation
+/// transform of the margins; its Python `custom_metric` takes what `predict` gives, or the margins
+/// when the objective is custom too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MetricInput {
+    /// The objective's evaluation transform (`Objective::eval_transform`: probabilities).
+    #[default]
+    EvalTransform,
+    /// The objective's prediction transform (`Objective::transform`: what `predict` gives, a
+    /// class index for `multi:softmax`).
+    Prediction,
+    /// The raw margins.
+    Margins,
+}
+
 /// An evaluation metric.
 pub trait Metric: Send + Sync {
     /// The name as XGBoost prints it in the eval log (`auc`, `ndcg@10`, ...).
@@ -67,6 +82,10 @@ pub trait Metric: Send + Sync {
     /// where XGBoost would stop with an error.
     fn check(&self, _predictions: usize, _info: &MetaInfo, _outputs: usize) -> Result<()> {
         Ok(())
+    }
+    /// What `evaluate`'s `predictions` are.
+    fn input(&self) -> MetricInput {
+        MetricInput::EvalTransform
     }
     /// The metric as the device computes it from the margins (the same arithmetic and summation
     /// order as `evaluate`, so the same value); `None` for those the host computes.

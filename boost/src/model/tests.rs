@@ -89,7 +89,7 @@ fn bad_prediction_inputs_are_errors() {
         values: vec![1.0],
     });
     assert!(matches!(m.predict_margin(&bad_csr, None, |b| b, (0, 0)), Err(Error::InvalidData(_))));
-    let bad_dense = FeatureMatrix::Dense(DenseMatrix { rows: 2, cols: 2, values: vec![0.0] });
+    let bad_dense = FeatureMatrix::Dense(DenseMatrix { rows: 2, cols: 2, values: vec![0.0].into() });
     assert!(matches!(m.predict_leaf(&bad_dense, (0, 0)), Err(Error::InvalidData(_))));
 }
 

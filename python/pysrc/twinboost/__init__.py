@@ -1,7 +1,8 @@
 """twinboost: gradient boosting compatible with XGBoost, whose CPU and GPU build the same model.
 
-The API is XGBoost's: ``DMatrix``, ``train``, ``Booster``, the callbacks; models are XGBoost's
-JSON, loaded by either library with the same predictions::
+The API is XGBoost's: ``DMatrix``, ``train``, ``Booster``, the callbacks, and the scikit-learn
+estimators ``XGBRegressor``, ``XGBClassifier``, ``XGBRanker``; models are XGBoost's JSON, loaded
+by either library with the same predictions::
 
     import numpy as np
     import twinboost as tb
@@ -19,6 +20,17 @@ from .core import Booster, DMatrix
 from .exceptions import BoostError, DataError, DeviceError, FileError, ModelError, ParameterError
 from .training import train
 
+_ESTIMATORS = ("XGBClassifier", "XGBModel", "XGBRanker", "XGBRegressor")
+
+
+def __getattr__(name):
+    # The scikit-learn estimators import scikit-learn, which only they need.
+    if name in _ESTIMATORS:
+        from . import sklearn
+
+        return getattr(sklearn, name)
+    raise AttributeError(f"module 'twinboost' has no attribute {name!r}")
+
 __all__ = [
     "Booster",
     "BoostError",
@@ -33,4 +45,5 @@ __all__ = [
     "__version__",
     "callback",
     "train",
+    *_ESTIMATORS,
 ]

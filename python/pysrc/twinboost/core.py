@@ -13,7 +13,7 @@ class DMatrix:
     """Training or prediction data, as XGBoost's ``DMatrix``.
 
     ``data`` is a 2-D NumPy array (any numeric dtype, C or Fortran order; float32 in C order is
-    taken as it is), a pandas DataFrame (its column names become ``feature_names``; nullable
+    read in place, not copied, so leave it unchanged while the DMatrix is in use), a pandas DataFrame (its column names become ``feature_names``; nullable
     dtypes' NA is missing), a SciPy sparse matrix (entries not stored are missing), a list of
     rows, or the path of a CSV or libsvm file. ``missing`` (NaN by default) marks missing values.
     ``group`` (sizes) or ``qid`` (a query id a row, rows sorted by it) gives ranking groups.
@@ -288,6 +288,19 @@ class Booster:
         if outputs == 1 and not strict_shape:
             return flat
         return flat.reshape(rows, outputs)
+
+    def inplace_predict(self, data, iteration_range=(0, 0), predict_type="value", missing=np.nan,
+                        validate_features=True, base_margin=None, strict_shape=False):
+        """Predictions of rows given as they are (NumPy, pandas, SciPy CSR; float32 C-order NumPy
+        read in place), as XGBoost's ``inplace_predict``: ``predict_type`` is ``"value"`` or
+        ``"margin"``. Runs where the ``device`` parameter says."""
+        if predict_type not in ("value", "margin"):
+            raise ValueError(f"predict_type={predict_type!r}: expected 'value' or 'margin'")
+        rows = DMatrix(data, missing=missing, base_margin=base_margin)
+        if not validate_features:
+            rows.feature_names = None
+        return self.predict(rows, output_margin=predict_type == "margin", validate_features=validate_features,
+                            iteration_range=iteration_range, strict_shape=strict_shape)
 
     # -- evaluation ---------------------------------------------------------------------------
 

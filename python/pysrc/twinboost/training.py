@@ -63,6 +63,25 @@ def _objective(obj, dtrain):
     return gradients
 
 
+def _metric(custom_metric, sets):
+    """XGBoost's ``custom_metric(predt, dmatrix) -> (name, value)`` over flat float32 predictions
+    of set ``index`` (0: the training data, then the evaluation sets)."""
+
+    def metric(predictions, index):
+        data = sets[index]
+        rows = data.num_row()
+        predt = predictions if predictions.shape[0] == rows else predictions.reshape(rows, -1)
+        result = custom_metric(predt, data)
+        if isinstance(result, list):
+            if len(result) != 1:
+                raise NotImplementedError("custom_metric returning several (name, value) pairs is not supported yet")
+            result = result[0]
+        name, value = result
+        return str(name), float(value)
+
+    return metric
+
+
 def _start_model(xgb_model):
     if xgb_model is None or isinstance(xgb_model, Booster):
         return xgb_model
@@ -75,9 +94,9 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
     """Trains a model, as ``xgboost.train``: ``params`` is XGBoost's parameter dict
     (``device="cuda"`` trains on the GPU, the same model as the CPU's), ``evals`` pairs of
     ``(DMatrix, name)`` logged every round, ``obj(predt, dtrain) -> (grad, hess)`` a custom
-    objective, ``xgb_model`` a model (Booster, path or bytes) to continue. Returns the Booster."""
-    if custom_metric is not None:
-        raise NotImplementedError("custom_metric is not supported yet")
+    objective, ``custom_metric(predt, dmatrix) -> (name, value)`` a metric logged after the
+    others (given what ``predict`` gives, or the margins with ``obj``), ``xgb_model`` a model
+    (Booster, path or bytes) to continue. Returns the Booster."""
     if not isinstance(dtrain, DMatrix):
         raise TypeError(f"dtrain must be a DMatrix, not {type(dtrain).__name__}")
     evals = list(evals or [])
@@ -111,6 +130,8 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
         before_iteration=before if container.callbacks else None,
         after_iteration=after,
         obj=_objective(obj, dtrain) if obj is not None else None,
+        custom_metric=_metric(custom_metric, [dtrain] + [d for d, _ in evals]) if custom_metric else None,
+        maximize=bool(maximize),
     )
     booster = Booster._wrap(handle, params)
     for key, value in model._attrs.items():

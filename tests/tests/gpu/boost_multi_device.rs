@@ -219,7 +219,7 @@ fn device_rows_over_devices_write_the_cpus_model() {
         boost::data::FeatureMatrix::Dense(m) => m.values.clone(),
         boost::data::FeatureMatrix::Sparse(_) => unreachable!("synthetic rows are dense"),
     };
-    assert_eq!(bits(values.to_vec(&gpu).unwrap()), bits(host_values), "values");
+    assert_eq!(bits(values.to_vec(&gpu).unwrap()), bits(host_values.to_vec()), "values");
     let labels = labels.to_vec(&gpu).unwrap();
     assert_eq!(bits(labels.clone()), bits(host.info.labels.clone()), "labels");
     let matrix = DMatrix::from_device_dense(gpu.clone(), values, rows, 12).unwrap().with_labels(labels).unwrap();

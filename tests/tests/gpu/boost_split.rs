@@ -127,7 +127,7 @@ fn dataset(rows: usize, cols: usize, seed: u64) -> (boost::data::FeatureMatrix, 
         gradients.push(GradientPair::new(signal + rng.gen_range(-0.5..0.5), rng.gen_range(0.05..0.3)));
         values.extend(row);
     }
-    (boost::data::FeatureMatrix::Dense(boost::data::DenseMatrix { rows, cols, values }), gradients)
+    (boost::data::FeatureMatrix::Dense(boost::data::DenseMatrix { rows, cols, values: values.into() }), gradients)
 }
 
 #[test]

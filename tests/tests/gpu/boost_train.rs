@@ -559,7 +559,7 @@ fn exact_trees_on_the_device_are_the_cpus() {
     binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
     // Columns of few distinct values: long runs of ties.
     if let boost::data::FeatureMatrix::Dense(m) = &mut binary.features {
-        for (i, v) in m.values.iter_mut().enumerate() {
+        for (i, v) in m.values.make_mut().iter_mut().enumerate() {
             if i % cols < 2 {
                 *v = (*v * 4.0).round() / 4.0;
             }
