@@ -178,3 +178,17 @@ def test_inplace_predict_is_xgboosts(xgb, higgs, tmp_path):
                                           theirs.inplace_predict(rows, predict_type=kind))
     np.testing.assert_array_equal(booster.inplace_predict(Xt, iteration_range=(2, 7), strict_shape=True),
                                   theirs.inplace_predict(Xt, iteration_range=(2, 7), strict_shape=True))
+
+
+def test_a_quantile_dmatrix_trains_xgboosts_quantile_dmatrix_model(xgb, higgs):
+    (X, y, w), (Xt, yt, _) = higgs
+    logs = {}
+    for name, lib in (("ours", tb), ("theirs", xgb)):
+        dtrain = lib.QuantileDMatrix(X, label=y, weight=w, max_bin=64)
+        dtest = lib.QuantileDMatrix(Xt, label=yt, ref=dtrain, max_bin=64)
+        logs[name] = {}
+        lib.train({"objective": "binary:logistic", "eval_metric": "auc", "nthread": 2, "max_bin": 64}, dtrain, 10,
+                  evals=[(dtest, "test")], evals_result=logs[name], verbose_eval=False)
+    np.testing.assert_allclose(logs["ours"]["test"]["auc"], logs["theirs"]["test"]["auc"], rtol=1e-6)
+    with pytest.raises(tb.ParameterError, match="max_bin"):
+        tb.train({"max_bin": 32}, tb.QuantileDMatrix(X, label=y, max_bin=64), 1, verbose_eval=False)

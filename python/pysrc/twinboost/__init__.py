@@ -16,7 +16,7 @@ by either library with the same predictions::
 
 from . import callback
 from ._core import METRIC_NAMES, OBJECTIVE_NAMES, __version__
-from .core import Booster, DMatrix
+from .core import Booster, DMatrix, QuantileDMatrix
 from .exceptions import BoostError, DataError, DeviceError, FileError, ModelError, ParameterError
 from .training import train
 
@@ -42,6 +42,7 @@ __all__ = [
     "ModelError",
     "OBJECTIVE_NAMES",
     "ParameterError",
+    "QuantileDMatrix",
     "__version__",
     "callback",
     "train",

@@ -123,6 +123,25 @@ class DMatrix:
         self._feature_types = types
 
 
+class QuantileDMatrix(DMatrix):
+    """XGBoost's ``QuantileDMatrix``: a ``DMatrix`` for training with ``max_bin`` bins, whose
+    evaluation sets name the training matrix as ``ref``. The model is the one a ``DMatrix`` of the
+    same rows trains with the same ``max_bin`` (XGBoost's too: its cuts are the same). Here the
+    rows are kept as they are and quantised when training starts, on the CPU or the GPU; XGBoost
+    quantises them at construction to save memory, which this does not do yet."""
+
+    def __init__(self, data, label=None, *, weight=None, base_margin=None, missing=None, silent=False,
+                 feature_names=None, feature_types=None, nthread=None, max_bin=None, ref=None, group=None,
+                 qid=None, enable_categorical=False):
+        if ref is not None and not isinstance(ref, QuantileDMatrix):
+            raise TypeError(f"ref must be the training QuantileDMatrix, not {type(ref).__name__}")
+        super().__init__(data, label, weight=weight, base_margin=base_margin, missing=missing, silent=silent,
+                         feature_names=feature_names, feature_types=feature_types, nthread=nthread, group=group,
+                         qid=qid, enable_categorical=enable_categorical)
+        self.max_bin = ref.max_bin if ref is not None and max_bin is None else max_bin
+        self.ref = ref
+
+
 def _params_pairs(params):
     """XGBoost's parameter dict (or list of pairs) as (name, value) strings; a list value such as
     ``eval_metric=["auc", "logloss"]`` gives one pair a value."""

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The Python package against the Rust API and against XGBoost, in one run on one machine.
+
+usage: python_side_by_side.py PATH/TO/train_raw [ROWS (default 10000000)] [ROUNDS (default 100)]
+                              [DEVICE: cuda (default) or cpu] [NAME=VALUE ...]
+
+1. Training from a NumPy array: `twinboost.DMatrix(X)` + `twinboost.train` against the Rust API
+   (`benches/src/bin/train_raw`: `DMatrix::from_dense` + `Booster::train`) on the same rows (ROWS x
+   28 float32, standard normal, 5% missing in 4 columns, a noisy nonlinear binary target; depth 8,
+   eta 0.1, 256 bins), each in a fresh process: seconds, peak resident memory (the rows included:
+   a second copy of them would add their size) and the model file's SHA-256 (the same bytes).
+2. `inplace_predict` of the trained model (100 rounds unless ROUNDS says otherwise), ours against
+   XGBoost 3.4.1 loading the same file: the median latency of 1 and 1,000 rows, and the throughput
+   of every row, from a host NumPy array, on DEVICE and on the CPU.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def make_rows(rows, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((rows, 28), dtype=np.float32)
+    for c in (3, 9, 17, 25):
+        X[rng.random(rows) < 0.05, c] = np.nan
+    Z = np.nan_to_num(X)
+    margin = Z[:, 0] * Z[:, 1] + np.sin(Z[:, 2]) + 0.5 * Z[:, 4] ** 2 - Z[:, 5] + 0.3 * rng.standard_normal(rows)
+    y = (margin > np.median(margin)).astype(np.float32)
+    return X, y
+
+
+def resident_mib():
+    """(VmRSS, VmHWM) of this process in MiB."""
+    fields = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    return tuple(round(int(fields[k].split()[0]) / 1024) for k in ("VmRSS", "VmHWM"))
+
+
+def python_training(values_path, labels_path, rounds, params):
+    """Runs in its own process: the rows from the file, then DMatrix + train timed."""
+    import twinboost as tb
+
+    X = np.fromfile(values_path, dtype=np.float32).reshape(-1, 28)
+    y = np.fromfile(labels_path, dtype=np.float32)
+    stages = {"rows read": resident_mib()}
+    start = time.perf_counter()
+    dtrain = tb.DMatrix(X, label=y)
+    stages["DMatrix"] = resident_mib()
+    booster = tb.train(params, dtrain, rounds, verbose_eval=False)
+    seconds = time.perf_counter() - start
+    stages["trained"] = resident_mib()
+    print("python resident MiB (now, peak) by stage:", stages, file=sys.stderr)
+    # VmHWM, not getrusage's ru_maxrss, which on Linux keeps the parent's size from before exec.
+    peak = resident_mib()[1]
+    raw = bytes(booster.save_raw())
+    return {"seconds": seconds, "peak_rss_mib": peak, "model_sha": hashlib.sha256(raw).hexdigest(), "raw": raw}
+
+
+def median_seconds(call, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def prediction(model_path, X, device):
+    import twinboost as tb
+    import xgboost as xgb
+
+    ours = tb.Booster(model_file=model_path)
+    ours.set_param({"device": device})
+    theirs = xgb.Booster(model_file=model_path)
+    theirs.set_param({"device": device})
+    # Ours are XGBoost's CPU predictor's bits on either device; XGBoost's GPU predictor differs from
+    # its CPU one in the last bit of some rows.
+    reference = xgb.Booster(model_file=model_path)
+    reference.set_param({"device": "cpu"})
+    np.testing.assert_array_equal(ours.inplace_predict(X[:100_000]), reference.inplace_predict(X[:100_000]))
+    np.testing.assert_allclose(theirs.inplace_predict(X[:100_000]), reference.inplace_predict(X[:100_000]), rtol=1e-6)
+    print(f"\ninplace_predict on {device} (rows from a host NumPy array; ours XGBoost's CPU bits, checked):")
+    print("| rows | twinboost | XGBoost 3.4.1 | ratio |")
+    print("| --- | --- | --- | --- |")
+    for n, repeats in ((1, 300), (1000, 100)):
+        rows = X[:n]
+        ours.inplace_predict(rows), theirs.inplace_predict(rows)
+        a = median_seconds(lambda: ours.inplace_predict(rows), repeats)
+        b = median_seconds(lambda: theirs.inplace_predict(rows), repeats)
+        print(f"| {n} | {a * 1e6:.0f} us | {b * 1e6:.0f} us | {b / a:.2f}x faster |")
+    a = median_seconds(lambda: ours.inplace_predict(X), 3)
+    b = median_seconds(lambda: theirs.inplace_predict(X), 3)
+    n = X.shape[0]
+    print(f"| {n} | {n / a / 1e6:.1f} M rows/s | {n / b / 1e6:.1f} M rows/s | {b / a:.2f}x faster |")
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--python-training":
+        _, _, values, labels, rounds, params = sys.argv
+        result = python_training(values, labels, int(rounds), json.loads(params))
+        with open(values + ".model.json", "wb") as f:
+            f.write(result.pop("raw"))
+        print(json.dumps(result))
+        return
+    train_raw = sys.argv[1]
+    rows = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+    device = sys.argv[4] if len(sys.argv) > 4 else "cuda"
+    params = {"objective": "binary:logistic", "max_depth": "8", "eta": "0.1", "max_bin": "256",
+              "tree_method": "hist", "device": device}
+    params.update(dict(arg.split("=", 1) for arg in sys.argv[5:]))
+    with tempfile.TemporaryDirectory() as tmp:
+        X, y = make_rows(rows)
+        values, labels = os.path.join(tmp, "X.f32"), os.path.join(tmp, "y.f32")
+        X.tofile(values)
+        y.tofile(labels)
+        print(f"rows {rows} x 28 ({X.nbytes / 2**20:.0f} MiB of float32), {rounds} rounds, device {device}, {params}")
+        rust = subprocess.run([train_raw, values, labels, "28", str(rounds)] + [f"{k}={v}" for k, v in params.items()],
+                              check=True, capture_output=True, text=True).stdout
+        rust = dict(kv.split("=") for line in rust.split() for kv in [line])
+        python = subprocess.run([sys.executable, __file__, "--python-training", values, labels, str(rounds),
+                                 json.dumps(params)], check=True, stdout=subprocess.PIPE, text=True).stdout
+        python = json.loads(python.strip().splitlines()[-1])
+        r, p = float(rust["seconds"]), python["seconds"]
+        print("| run | seconds | peak resident MiB (rows included) |")
+        print("| --- | --- | --- |")
+        print(f"| Rust API (DMatrix::from_dense + Booster::train) | {r:.2f} | {float(rust['peak_rss_mib']):.0f} |")
+        print(f"| Python (DMatrix(X) + train) | {p:.2f} ({p / r:.3f}x) | {python['peak_rss_mib']:.0f} |")
+        same = rust["model_sha"] == python["model_sha"]
+        print(f"the same model file: {same}")
+        model_path = values + ".model.json"
+        prediction(model_path, X, device)
+        if device != "cpu":
+            prediction(model_path, X, "cpu")
+        if not same:
+            sys.exit("the model files differ")
+
+
+if __name__ == "__main__":
+    main()
