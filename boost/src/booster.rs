@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use primitives::{DeviceBuffer, Gpu};
 
@@ -19,7 +19,7 @@ use crate::data::{
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
 use crate::metric::{self, Metric};
-use crate::model::{FeatureScore, ImportanceType, Model};
+use crate::model::{FeatureScore, ImportanceType, Model, PackedTrees};
 use crate::objective::{self, Objective};
 use crate::param::{Device, Params};
 use crate::rows::{Features, Rows};
@@ -350,6 +350,8 @@ pub struct Booster {
     gpu: Mutex<Option<(Device, Arc<Gpu>)>>,
     /// The model's trees on the device of the last GPU prediction.
     trees: Mutex<Option<Arc<DeviceModel>>>,
+    /// The model's trees packed for the CPU's walk, made by the first CPU prediction.
+    packed: OnceLock<Option<PackedTrees>>,
 }
 
 impl Booster {
@@ -386,6 +388,7 @@ impl Booster {
             best_score: trained.best_score,
             gpu: Mutex::new(None),
             trees: Mutex::new(None),
+            packed: OnceLock::new(),
         })
     }
 
@@ -420,6 +423,7 @@ impl Booster {
             best_score: None,
             gpu: Mutex::new(None),
             trees: Mutex::new(None),
+            packed: OnceLock::new(),
         })
     }
 
@@ -438,7 +442,8 @@ impl Booster {
         let to_margin = |b| self.objective.prob_to_margin(b);
         let (gpu, margins, rows) = match self.where_to_walk(data, options.device)? {
             Walk::Host(features) => {
-                let margins = self.model.predict_margin(&features, base_margin, to_margin, range)?;
+                let packed = self.packed.get_or_init(|| self.model.pack()).as_ref();
+                let margins = self.model.predict_margin_with(&features, base_margin, to_margin, range, packed)?;
                 return Ok(self.transform(margins, options.output));
             }
             Walk::Upload(gpu, features) => {

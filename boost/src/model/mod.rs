@@ -20,7 +20,7 @@
 mod importance;
 mod json;
 mod predict;
-pub(crate) use predict::{check_features, trees_of_rounds};
+pub(crate) use predict::{check_features, trees_of_rounds, PackedTrees};
 
 use std::collections::BTreeMap;
 

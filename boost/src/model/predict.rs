@@ -42,7 +42,7 @@ struct PackedNode {
 
 /// The trees of a prediction packed one after the other, checked once: children inside their
 /// tree, no cycles, and each tree's depth.
-struct PackedTrees {
+pub(crate) struct PackedTrees {
     nodes: Vec<PackedNode>,
     /// Each tree's first node, and the end.
     starts: Vec<usize>,
@@ -155,6 +155,25 @@ impl Model {
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<Vec<f32>> {
+        self.predict_margin_with(features, base_margin, prob_to_margin, iteration_range, None)
+    }
+
+    /// The model's trees packed for the CPU walk ([`Model::predict_margin_with`]), kept by a
+    /// booster across predictions; `None` when a tree is not well formed.
+    pub(crate) fn pack(&self) -> Option<PackedTrees> {
+        PackedTrees::of(&self.trees)
+    }
+
+    /// [`Model::predict_margin`] walking `packed` (this model's [`Model::pack`]) when given; else
+    /// the trees are packed for this call from [`PACKED_FROM_ROWS`] rows.
+    pub(crate) fn predict_margin_with(
+        &self,
+        features: &FeatureMatrix,
+        base_margin: Option<&[f32]>,
+        prob_to_margin: impl Fn(f32) -> f32,
+        iteration_range: (usize, usize),
+        packed: Option<&PackedTrees>,
+    ) -> Result<Vec<f32>> {
         self.check_shape()?;
         check_features(features, self.num_feature)?;
         let trees = self.tree_range(iteration_range)?;
@@ -201,16 +220,24 @@ impl Model {
             })?;
             return Ok(out);
         }
-        if rows >= PACKED_FROM_ROWS {
-            if let Some(packed) = PackedTrees::of(trees) {
-                for_each_block(features, &mut out, outputs, |rows_of_block, margins| {
-                    for (t, &group) in groups.iter().enumerate() {
-                        packed.add_leaves(t, rows_of_block, margins, outputs, group as usize);
-                    }
-                    Ok(())
-                })?;
-                return Ok(out);
+        // The packed trees and the index of the range's first tree among them.
+        let packed_here;
+        let packed = match packed {
+            Some(packed) => Some((packed, first_tree)),
+            None if rows >= PACKED_FROM_ROWS => {
+                packed_here = PackedTrees::of(trees);
+                packed_here.as_ref().map(|packed| (packed, 0))
             }
+            None => None,
+        };
+        if let Some((packed, first)) = packed {
+            for_each_block(features, &mut out, outputs, |rows_of_block, margins| {
+                for (t, &group) in groups.iter().enumerate() {
+                    packed.add_leaves(first + t, rows_of_block, margins, outputs, group as usize);
+                }
+                Ok(())
+            })?;
+            return Ok(out);
         }
         for_each_block(features, &mut out, outputs, |rows_of_block, margins| {
             for (t, (tree, &group)) in trees.iter().zip(groups).enumerate() {
