@@ -24,6 +24,12 @@ impl Booster {
     }
 }
 
+/// What a prediction gives: values (or margins), or leaf indices.
+enum Prediction {
+    Values(Vec<f32>),
+    Leaves(Vec<u32>),
+}
+
 #[pymethods]
 impl Booster {
     /// A model file of ours or XGBoost's (JSON).
@@ -54,8 +60,10 @@ impl Booster {
     }
 
     /// Predictions of `data` (flat, `rows * outputs`): `kind` is `value`, `margin` or `leaf`
-    /// (`rows * trees` leaf indices), of rounds `begin..end` (`end == 0`: the last), on `device`.
-    #[pyo3(signature = (data, kind, begin, end, device))]
+    /// (`rows * trees` leaf indices), of rounds `begin..end` (`end == 0`: the last), on `device`,
+    /// the CPU's work on `nthread` threads (0: every core).
+    #[pyo3(signature = (data, kind, begin, end, device, nthread=0))]
+    #[allow(clippy::too_many_arguments)]
     fn predict<'py>(
         &self,
         py: Python<'py>,
@@ -64,21 +72,26 @@ impl Booster {
         begin: usize,
         end: usize,
         device: &str,
+        nthread: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         let device: Device = device.parse().or_raise(py)?;
         let options = PredictOptions::default().iteration_range(begin, end).device(device);
         let data = &data.inner;
-        Ok(match kind {
-            "leaf" => {
-                let leaves = py.detach(|| self.inner.predict_leaf(data, &options)).or_raise(py)?;
-                PyArray1::from_vec(py, leaves).into_any()
-            }
+        let on_pool = |work: &(dyn Fn() -> boost::Result<Prediction> + Sync)| {
+            py.detach(|| crate::pools::install(nthread, work))
+                .map_err(|reason| crate::pools::refused(py, nthread, reason))
+        };
+        let prediction = match kind {
+            "leaf" => on_pool(&|| self.inner.predict_leaf(data, &options).map(Prediction::Leaves))?,
             "margin" | "value" => {
                 let options = if kind == "margin" { options.margin() } else { options };
-                let values = py.detach(|| self.inner.predict(data, &options)).or_raise(py)?;
-                PyArray1::from_vec(py, values).into_any()
+                on_pool(&|| self.inner.predict(data, &options).map(Prediction::Values))?
             }
             _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("prediction kind `{kind}`"))),
+        };
+        Ok(match prediction.or_raise(py)? {
+            Prediction::Leaves(leaves) => PyArray1::from_vec(py, leaves).into_any(),
+            Prediction::Values(values) => PyArray1::from_vec(py, values).into_any(),
         })
     }
 

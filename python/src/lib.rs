@@ -6,13 +6,15 @@
 //! - `dmatrix.rs`: `DMatrix` from dense or CSR arrays, with labels, weights, groups, margins;
 //! - `booster.rs`: `Booster`: predict, evaluate, save and load XGBoost's JSON, attributes;
 //! - `train.rs`: `train`, with the GIL released and the Python callbacks called each round;
-//! - `errors.rs`: `boost::Error` to the package's exception classes.
+//! - `errors.rs`: `boost::Error` to the package's exception classes;
+//! - `pools.rs`: the thread pools of `nthread`, one a count, kept.
 
 use pyo3::prelude::*;
 
 mod booster;
 mod dmatrix;
 mod errors;
+mod pools;
 mod train;
 
 /// The module `twinboost._core`.

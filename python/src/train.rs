@@ -195,16 +195,18 @@ pub fn train(
     };
     let evals: Vec<(&boost::DMatrix, &str)> = evals.iter().map(|(d, name)| (&d.inner, name.as_str())).collect();
     let dtrain = &dtrain.inner;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(params.nthread).build().map_err(|e| {
-        let reason = format!("no pool of {} threads: {e}", params.nthread);
-        crate::errors::to_py(py, boost::Error::InvalidParameter { name: "nthread".into(), reason })
-    })?;
-    let run = || pool.install(|| boost::Booster::train_with(&params, dtrain, &evals, &options, &mut [&mut rounds]));
-    let trained = py.detach(|| run_watching_signals(run, &interrupted));
+    let nthread = params.nthread;
+    let run = || {
+        crate::pools::install(nthread, || {
+            boost::Booster::train_with(&params, dtrain, &evals, &options, &mut [&mut rounds])
+        })
+    };
+    let trained = py.detach(|| run_watching_signals(run, &interrupted))?;
     if let Some(error) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(error);
     }
-    Ok(Booster { inner: trained?.or_raise(py)? })
+    let trained = trained.map_err(|reason| crate::pools::refused(py, nthread, reason))?;
+    Ok(Booster { inner: trained.or_raise(py)? })
 }
 
 /// Runs `run` on a thread of its own while this (the caller's, usually Python's main) thread

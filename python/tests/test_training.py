@@ -190,3 +190,20 @@ def test_qid_gives_the_groups_sizes():
     by_group = tb.train(params, tb.DMatrix(X, label=y, group=[20, 25, 15]), 4, verbose_eval=False)
     assert by_qid.save_raw() == by_group.save_raw()
     np.testing.assert_array_equal(tb.DMatrix(X, label=y, qid=qid).get_group(), [20, 25, 15])
+
+
+def _threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_nthread_sizes_a_pool_kept_for_the_booster(higgs):
+    (X, y, _), _ = higgs
+    booster = tb.train({"max_depth": 3, "nthread": 5}, tb.DMatrix(X[:500], label=y[:500]), 2, verbose_eval=False)
+    before = _threads()
+    booster.set_param({"nthread": 7})
+    expected = booster.predict(tb.DMatrix(X))
+    assert _threads() == before + 7, "a pool of 7 threads, made once"
+    booster.predict(tb.DMatrix(X))
+    assert _threads() == before + 7, "and kept"
+    booster.set_param({"nthread": 0})
+    np.testing.assert_array_equal(booster.predict(tb.DMatrix(X)), expected)

@@ -188,6 +188,14 @@ class Booster:
         booster._handle = handle
         return booster
 
+    def _nthread(self):
+        """The ``nthread`` (or ``n_jobs``) parameter, 0 (every core) when unset or negative."""
+        for name in ("nthread", "n_jobs"):
+            value = self._params.get(name)
+            if value is not None:
+                return max(int(value), 0)
+        return 0
+
     def _model(self):
         if self._handle is None:
             raise ModelError("the booster has no model: train it or load one")
@@ -295,7 +303,7 @@ class Booster:
         begin, end = (int(i) for i in iteration_range)
         kind = "leaf" if pred_leaf else ("margin" if output_margin else "value")
         device = str(self._params.get("device", "cpu"))
-        flat = self._model().predict(data._handle, kind, begin, end, device)
+        flat = self._model().predict(data._handle, kind, begin, end, device, self._nthread())
         rows = data.num_row()
         if pred_leaf:
             leaves = flat.reshape(rows, -1)
