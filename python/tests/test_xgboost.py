@@ -192,3 +192,22 @@ def test_a_quantile_dmatrix_trains_xgboosts_quantile_dmatrix_model(xgb, higgs):
     np.testing.assert_allclose(logs["ours"]["test"]["auc"], logs["theirs"]["test"]["auc"], rtol=1e-6)
     with pytest.raises(tb.ParameterError, match="max_bin"):
         tb.train({"max_bin": 32}, tb.QuantileDMatrix(X, label=y, max_bin=64), 1, verbose_eval=False)
+
+
+def test_a_custom_metric_of_several_pairs_logs_them_as_xgboost(xgb, higgs):
+    (X, y, _), (Xt, yt, _) = higgs
+
+    def moments(predt, dmatrix):
+        return [("mean", float(np.mean(predt))), ("spread", float(np.std(predt)))]
+
+    logs = {}
+    for name, lib in (("ours", tb), ("theirs", xgb)):
+        logs[name] = {}
+        d, dt = lib.DMatrix(X, label=y), lib.DMatrix(Xt, label=yt)
+        lib.train({"objective": "binary:logistic", "eval_metric": "logloss", "max_depth": 3, "nthread": 2}, d, 4,
+                  evals=[(d, "train"), (dt, "test")], custom_metric=moments, evals_result=logs[name],
+                  verbose_eval=False)
+    for data in ("train", "test"):
+        assert list(logs["ours"][data]) == list(logs["theirs"][data]) == ["logloss", "mean", "spread"]
+        for metric in ("logloss", "mean", "spread"):
+            np.testing.assert_allclose(logs["ours"][data][metric], logs["theirs"][data][metric], rtol=1e-5)

@@ -63,23 +63,37 @@ def _objective(obj, dtrain):
     return gradients
 
 
-def _metric(custom_metric, sets):
-    """XGBoost's ``custom_metric(predt, dmatrix) -> (name, value)`` over flat float32 predictions
-    of set ``index`` (0: the training data, then the evaluation sets)."""
+class _CustomMetric:
+    """XGBoost's ``custom_metric(predt, dmatrix)``, returning ``(name, value)`` or a list of them,
+    over flat float32 predictions of set ``index`` (0: the training data, then the evaluation
+    sets). The native module logs the first pair; the others join the round's log after it."""
 
-    def metric(predictions, index):
-        data = sets[index]
+    def __init__(self, function, sets):
+        self.function, self.sets = function, sets
+        self.more = {}  # id of a set's DMatrix -> this round's pairs after the first
+
+    def __call__(self, predictions, index):
+        data = self.sets[index]
         rows = data.num_row()
         predt = predictions if predictions.shape[0] == rows else predictions.reshape(rows, -1)
-        result = custom_metric(predt, data)
-        if isinstance(result, list):
-            if len(result) != 1:
-                raise NotImplementedError("custom_metric returning several (name, value) pairs is not supported yet")
-            result = result[0]
-        name, value = result
-        return str(name), float(value)
+        result = self.function(predt, data)
+        pairs = [(str(name), float(value)) for name, value in (result if isinstance(result, list) else [result])]
+        if not pairs:
+            raise ValueError("custom_metric returned no (name, value) pair")
+        self.more[id(data)] = pairs[1:]
+        return pairs[0]
 
-    return metric
+    def complete(self, values, evals):
+        """The round's log with each set's further pairs after its entries (the custom metric is
+        logged last for each set, as XGBoost does)."""
+        sets = {name: data for data, name in evals}
+        log = []
+        for i, entry in enumerate(values):
+            log.append(entry)
+            name = entry[0]
+            if i + 1 == len(values) or values[i + 1][0] != name:
+                log.extend((name, metric, value) for metric, value in self.more.get(id(sets.get(name)), []))
+        return log
 
 
 def _start_model(xgb_model):
@@ -94,8 +108,8 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
     """Trains a model, as ``xgboost.train``: ``params`` is XGBoost's parameter dict
     (``device="cuda"`` trains on the GPU, the same model as the CPU's), ``evals`` pairs of
     ``(DMatrix, name)`` logged every round, ``obj(predt, dtrain) -> (grad, hess)`` a custom
-    objective, ``custom_metric(predt, dmatrix) -> (name, value)`` a metric logged after the
-    others (given what ``predict`` gives, or the margins with ``obj``), ``xgb_model`` a model
+    objective, ``custom_metric(predt, dmatrix) -> (name, value)`` (or a list of pairs) metrics
+    logged after the others (given what ``predict`` gives, or the margins with ``obj``), ``xgb_model`` a model
     (Booster, path or bytes) to continue. Returns the Booster."""
     if not isinstance(dtrain, DMatrix):
         raise TypeError(f"dtrain must be a DMatrix, not {type(dtrain).__name__}")
@@ -125,8 +139,12 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
         model._at(view, round)
         return container.before_iteration(model, round - first)
 
+    metric = _CustomMetric(custom_metric, [dtrain] + [d for d, _ in evals]) if custom_metric else None
+
     def after(round, values, view):
         model._at(view, round + 1)
+        if metric is not None:
+            values = metric.complete(values, evals)
         return container.after_iteration(model, round - first, values)
 
     handle = _core.train(
@@ -136,7 +154,7 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
         before_iteration=before if container.callbacks else None,
         after_iteration=after,
         obj=_objective(obj, dtrain) if obj is not None else None,
-        custom_metric=_metric(custom_metric, [dtrain] + [d for d, _ in evals]) if custom_metric else None,
+        custom_metric=metric,
         maximize=bool(maximize),
     )
     booster = Booster._wrap(handle, params)
