@@ -90,3 +90,14 @@ def test_pipelines_grid_search_and_cross_validation():
     assert search.best_params_["max_depth"] in (2, 4)
     cloned = clone(XGBRegressor(max_depth=3, reg_lambda=2.0))
     assert cloned.get_params()["max_depth"] == 3 and cloned.get_params()["reg_lambda"] == 2.0
+
+
+@pytest.mark.parametrize("objective", ["multi:softmax", "multi:softprob"])
+def test_multiclass_objectives_give_xgboosts_probabilities(xgb, objective):
+    rng = np.random.default_rng(2)
+    X = rng.random((300, 4), dtype=np.float32)
+    y = (X[:, 0] * 3).astype(int)
+    ours = XGBClassifier(objective=objective, n_estimators=8, n_jobs=2).fit(X, y)
+    theirs = xgb.XGBClassifier(objective=objective, n_estimators=8, n_jobs=2).fit(X, y)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))

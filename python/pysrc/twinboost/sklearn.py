@@ -260,17 +260,23 @@ class XGBClassifier(ClassifierMixin, XGBModel):
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
         params = self.get_xgb_params()
-        if self.n_classes_ > 2:
-            if params.get("objective", "").startswith("binary:"):
-                params["objective"] = "multi:softprob"
+        if self.n_classes_ > 2 and str(params.get("objective", "")).startswith("binary:"):
+            params["objective"] = "multi:softprob"
+        if str(params.get("objective", "")).startswith("multi:"):
             params["num_class"] = self.n_classes_
         return self._fit(X, self._encode(y), params, sample_weight, base_margin, eval_set, sample_weight_eval_set,
                          base_margin_eval_set, verbose, xgb_model)
 
     def predict_proba(self, X, validate_features=True, base_margin=None, iteration_range=None):
         """Each row's probability of each class, ``(rows, n_classes)``."""
-        p = XGBModel.predict(self, X, validate_features=validate_features, base_margin=base_margin,
-                             iteration_range=iteration_range)
+        softmax = self.get_xgb_params().get("objective") == "multi:softmax"
+        p = XGBModel.predict(self, X, output_margin=softmax, validate_features=validate_features,
+                             base_margin=base_margin, iteration_range=iteration_range)
+        if softmax:
+            # multi:softmax predicts class ids; the probabilities are the softmax of the margins,
+            # as XGBoost's predict_proba computes them.
+            e = np.exp(p - p.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
         if p.ndim == 1:
             return np.column_stack([1 - p, p])
         return p
