@@ -1,28 +1,38 @@
 //! [`DeviceBuffer`]: a typed array in device memory.
 
+use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{result, CudaContext, CudaSlice, DevicePtr};
 use primitives_kernels::emu::DeviceMemory;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Backend, Gpu};
+use crate::gpu::{Backend, CudaDevice, Gpu};
 use crate::ops::Element;
 
-enum Storage {
+pub(crate) enum Storage {
     Cuda(CudaSlice<u8>),
+    /// Memory another library allocated on a CUDA device ([`DeviceBuffer::borrow_foreign`]), of
+    /// the context it was borrowed for.
+    Foreign {
+        address: u64,
+        context: Arc<CudaContext>,
+    },
     Emulated(DeviceMemory),
 }
 
-/// `len` elements of `T` in device memory, freed (stream-ordered on a CUDA device) on drop.
+/// `len` elements of `T` in device memory, freed (stream-ordered on a CUDA device) on drop, or
+/// memory another library allocated, borrowed ([`DeviceBuffer::borrow_foreign`]).
 ///
 /// The bytes are held untyped so that any [`Element`] (any `bytemuck::Pod` type) can live on the
 /// device without implementing cudarc's traits. A buffer belongs to the [`Gpu`] that made it.
 pub struct DeviceBuffer<T> {
-    storage: Storage,
-    len: usize,
-    _element: PhantomData<T>,
+    pub(crate) storage: Storage,
+    pub(crate) len: usize,
+    /// What keeps borrowed memory allocated; dropped after `storage` (fields drop in order).
+    pub(crate) _owner: Option<Box<dyn Any + Send + Sync>>,
+    pub(crate) _element: PhantomData<T>,
 }
 
 impl<T> std::fmt::Debug for DeviceBuffer<T> {
@@ -59,7 +69,7 @@ impl<T: Element> DeviceBuffer<T> {
                 Storage::Emulated(emulator.alloc(bytes))
             }
         };
-        Ok(Self { storage, len, _element: PhantomData })
+        Ok(Self { storage, len, _owner: None, _element: PhantomData })
     }
 
     /// `len` zeroed elements.
@@ -107,6 +117,13 @@ impl<T: Element> DeviceBuffer<T> {
                     .memcpy_htod(source, &mut destination)
                     .map_err(Error::driver("copying to the device", source.len()))
             }
+            (Storage::Foreign { address, .. }, Backend::Cuda(device)) => {
+                // SAFETY: `start + source.len()` bytes lie in the borrowed range (checked above and
+                // when borrowed); the copy is enqueued on the device's stream.
+                cuda_step(device, "copying to the device", source.len(), |stream| unsafe {
+                    result::memcpy_htod_async(*address + start as u64, source, stream)
+                })
+            }
             (Storage::Emulated(memory), Backend::Emulated(_)) => {
                 memory.write_bytes_at(start, source);
                 Ok(())
@@ -147,19 +164,19 @@ impl<T: Element> DeviceBuffer<T> {
         if bytes == 0 {
             return Ok(());
         }
+        let (to_address, from_address) = (self.device_ptr() + to_byte as u64, source.device_ptr() + from_byte as u64);
         match (&mut self.storage, &source.storage, &gpu.backend) {
-            (Storage::Cuda(destination), Storage::Cuda(from), Backend::Cuda(device)) => {
-                let mut destination = destination.slice_mut(to_byte..to_byte + bytes);
-                device
-                    .stream
-                    .memcpy_dtod(&from.slice(from_byte..from_byte + bytes), &mut destination)
-                    .map_err(Error::driver("copying within the device", bytes))
-            }
             (Storage::Emulated(destination), Storage::Emulated(from), Backend::Emulated(_)) => {
                 let mut staged = vec![0u8; bytes];
                 from.read_bytes_at(from_byte, &mut staged);
                 destination.write_bytes_at(to_byte, &staged);
                 Ok(())
+            }
+            (destination, from, Backend::Cuda(device)) if destination.is_cuda() && from.is_cuda() => {
+                // SAFETY: both ranges lie in their buffers (checked above); stream-ordered.
+                cuda_step(device, "copying within the device", bytes, |stream| unsafe {
+                    result::memcpy_dtod_async(to_address, from_address, bytes, stream)
+                })
             }
             _ => Err(foreign_buffer()),
         }
@@ -183,13 +200,14 @@ impl<T: Element> DeviceBuffer<T> {
         if bytes == 0 {
             return Ok(copy);
         }
+        let (destination_address, source_address) = (copy.device_ptr(), self.device_ptr() + from_byte as u64);
         match (&mut copy.storage, &self.storage, &to.backend) {
-            (Storage::Cuda(destination), Storage::Cuda(source), Backend::Cuda(device)) => {
-                let mut destination = destination.slice_mut(0..bytes);
-                device
-                    .stream
-                    .memcpy_dtod(&source.slice(from_byte..from_byte + bytes), &mut destination)
-                    .map_err(Error::driver("copying between devices", bytes))?;
+            (destination, source, Backend::Cuda(device)) if destination.is_cuda() && source.is_cuda() => {
+                // SAFETY: `bytes` bytes in both buffers (the range checked above); with unified
+                // addressing a copy by address reaches a peer's memory; stream-ordered on `to`.
+                cuda_step(device, "copying between devices", bytes, |stream| unsafe {
+                    result::memcpy_dtod_async(destination_address, source_address, bytes, stream)
+                })?;
             }
             (Storage::Emulated(destination), Storage::Emulated(source), Backend::Emulated(_)) => {
                 let mut staged = vec![0u8; bytes];
@@ -214,6 +232,12 @@ impl<T: Element> DeviceBuffer<T> {
                         .map_err(Error::driver("clearing device memory", bytes))?;
                 }
                 Ok(())
+            }
+            (Storage::Foreign { address, .. }, Backend::Cuda(device)) => {
+                // SAFETY: the borrowed range holds `bytes` bytes; stream-ordered.
+                cuda_step(device, "clearing device memory", bytes, |stream| unsafe {
+                    result::memset_d8_async(*address, 0, bytes, stream)
+                })
             }
             (Storage::Emulated(memory), Backend::Emulated(_)) => {
                 memory.write_bytes_at(0, &vec![0u8; bytes]);
@@ -251,6 +275,14 @@ impl<T: Element> DeviceBuffer<T> {
                 }
                 gpu.synchronize()?;
             }
+            (Storage::Foreign { address, .. }, Backend::Cuda(device)) => {
+                // SAFETY: the range lies in the borrowed memory (checked above); the copy waits
+                // for the work enqueued before, and the synchronisation for the copy.
+                cuda_step(device, "copying to the host", bytes, |stream| unsafe {
+                    result::memcpy_dtoh_async(destination, *address + start as u64, stream)
+                })?;
+                gpu.synchronize()?;
+            }
             (Storage::Emulated(memory), Backend::Emulated(_)) => memory.read_bytes_at(start, destination),
             _ => return Err(foreign_buffer()),
         }
@@ -262,6 +294,7 @@ impl<T: Element> DeviceBuffer<T> {
     pub fn is_on(&self, gpu: &Gpu) -> bool {
         match (&self.storage, &gpu.backend) {
             (Storage::Cuda(slice), Backend::Cuda(device)) => Arc::ptr_eq(slice.context(), &device.context),
+            (Storage::Foreign { context, .. }, Backend::Cuda(device)) => Arc::ptr_eq(context, &device.context),
             (Storage::Emulated(memory), Backend::Emulated(emulator)) => emulator.owns(memory),
             _ => false,
         }
@@ -285,6 +318,7 @@ impl<T: Element> DeviceBuffer<T> {
                 let (pointer, _guard) = slice.device_ptr(slice.stream());
                 pointer
             }
+            Storage::Foreign { address, .. } => *address,
             Storage::Emulated(memory) => memory.address(),
         }
     }
@@ -300,6 +334,25 @@ impl<T: Element> DeviceBuffer<T> {
     pub fn as_mut_ptr(&self) -> *mut T {
         self.device_ptr() as usize as *mut T
     }
+}
+
+impl Storage {
+    /// Whether the memory is a CUDA device's (allocated or borrowed).
+    fn is_cuda(&self) -> bool {
+        matches!(self, Storage::Cuda(_) | Storage::Foreign { .. })
+    }
+}
+
+/// Runs a driver call that enqueues on `device`'s stream (given), with its context current on
+/// this thread, as cudarc's own calls make it.
+pub(crate) fn cuda_step(
+    device: &CudaDevice,
+    during: &'static str,
+    bytes: usize,
+    call: impl FnOnce(cudarc::driver::sys::CUstream) -> std::result::Result<(), cudarc::driver::DriverError>,
+) -> Result<()> {
+    device.context.bind_to_thread().map_err(Error::driver(during, bytes))?;
+    call(device.stream.cu_stream()).map_err(Error::driver(during, bytes))
 }
 
 fn foreign_buffer() -> Error {

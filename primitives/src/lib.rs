@@ -45,6 +45,7 @@ mod buffer;
 pub mod cpu;
 pub mod device;
 mod error;
+mod foreign;
 mod gpu;
 
 pub use buffer::DeviceBuffer;

@@ -9,6 +9,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::cuda::{DeviceArray, DeviceRows};
 use crate::dmatrix::DMatrix;
 use crate::errors::OrRaise;
 
@@ -93,6 +94,40 @@ impl Booster {
             Prediction::Leaves(leaves) => PyArray1::from_vec(py, leaves).into_any(),
             Prediction::Values(values) => PyArray1::from_vec(py, values).into_any(),
         })
+    }
+
+    /// Predictions of dense rows in device memory (borrowed as `DMatrix.device_dense` borrows
+    /// them), computed on their device and left there: `kind` is `value` or `margin`, of rounds
+    /// `begin..end`.
+    #[allow(clippy::too_many_arguments)]
+    fn predict_device(
+        &self,
+        py: Python<'_>,
+        address: u64,
+        rows: usize,
+        cols: usize,
+        stream: Option<usize>,
+        owner: Py<PyAny>,
+        kind: &str,
+        begin: usize,
+        end: usize,
+    ) -> PyResult<DeviceArray> {
+        let options = PredictOptions::default().iteration_range(begin, end);
+        let options = match kind {
+            "value" => options,
+            "margin" => options.margin(),
+            _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("prediction kind `{kind}`"))),
+        };
+        let (gpu, values) = py
+            .detach(|| {
+                let borrowed = DeviceRows::borrow(address, (rows, cols), stream, owner)?;
+                let values = self.inner.predict_device_data(&borrowed.gpu, borrowed.data(), &options)?;
+                // The rows are read before the caller may change them again.
+                borrowed.gpu.synchronize()?;
+                Ok((borrowed.gpu.clone(), values))
+            })
+            .or_raise(py)?;
+        Ok(DeviceArray::new(gpu, values))
     }
 
     /// The model's metrics on `data` (the objective's default when `metrics` is empty).

@@ -10,6 +10,7 @@ use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArr
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use crate::cuda::DeviceRows;
 use crate::errors::OrRaise;
 
 /// Training or prediction data (`boost::DMatrix`).
@@ -64,9 +65,39 @@ impl DMatrix {
         Ok(DMatrix { inner })
     }
 
+    /// Dense rows in device memory, as a CUDA array interface describes them (`rows x cols`
+    /// C-contiguous float32 at `address`, written on `stream`), borrowed in place: `owner` (the
+    /// array) is kept alive with the DMatrix, and nothing is copied to the host.
+    #[staticmethod]
+    fn device_dense(
+        py: Python<'_>,
+        address: u64,
+        rows: usize,
+        cols: usize,
+        stream: Option<usize>,
+        owner: Py<PyAny>,
+    ) -> PyResult<Self> {
+        let inner = py
+            .detach(|| {
+                let borrowed = DeviceRows::borrow(address, (rows, cols), stream, owner)?;
+                boost::DMatrix::from_device_dense(borrowed.gpu, borrowed.values, rows, cols)
+            })
+            .or_raise(py)?;
+        Ok(DMatrix { inner })
+    }
+
     /// Whether the features are the caller's array, read in place (not a copy).
     fn reads_in_place(&self) -> bool {
-        matches!(self.inner.features(), Some(FeatureMatrix::Dense(m)) if m.values.is_shared())
+        match self.inner.features() {
+            Some(FeatureMatrix::Dense(m)) => m.values.is_shared(),
+            Some(_) => false,
+            None => true,
+        }
+    }
+
+    /// Whether the rows lie in device memory.
+    fn on_device(&self) -> bool {
+        self.inner.features().is_none()
     }
 
     /// CSR rows of `cols` features: row offsets (`rows + 1`, from 0), each entry's column and value.

@@ -4,6 +4,7 @@
 //! scikit-learn estimators); everything that decides a model stays in `boost`.
 //!
 //! - `dmatrix.rs`: `DMatrix` from dense or CSR arrays, with labels, weights, groups, margins;
+//! - `cuda.rs`: device arrays (the CUDA array interface) borrowed in place, `DeviceArray` results;
 //! - `booster.rs`: `Booster`: predict, evaluate, save and load XGBoost's JSON, attributes;
 //! - `train.rs`: `train`, with the GIL released and the Python callbacks called each round;
 //! - `errors.rs`: `boost::Error` to the package's exception classes;
@@ -12,6 +13,7 @@
 use pyo3::prelude::*;
 
 mod booster;
+mod cuda;
 mod dmatrix;
 mod errors;
 mod pools;
@@ -23,6 +25,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dmatrix::DMatrix>()?;
     m.add_class::<booster::Booster>()?;
     m.add_class::<train::ModelView>()?;
+    m.add_class::<cuda::DeviceArray>()?;
     m.add_function(wrap_pyfunction!(train::train, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("OBJECTIVE_NAMES", boost::OBJECTIVE_NAMES.to_vec())?;

@@ -46,3 +46,107 @@ def test_a_gpu_that_cannot_be_opened_is_a_device_error(monkeypatch):
     X = np.arange(20, dtype=np.float32).reshape(10, 2)
     with pytest.raises(tb.DeviceError, match="device"):
         tb.train({"device": "cuda:97"}, tb.DMatrix(X, label=np.arange(10)), 1, verbose_eval=False)
+
+
+class HostBackedDeviceArray:
+    """A stand-in for a CuPy array on the emulator, whose device memory is host memory: the CUDA
+    array interface (version 3) over a NumPy array's buffer."""
+
+    def __init__(self, array, stream=None, mask=None):
+        self.array, self.stream, self.mask = array, stream, mask
+
+    @property
+    def __cuda_array_interface__(self):
+        strides = None if self.array.flags.c_contiguous else self.array.strides
+        return {"shape": self.array.shape, "typestr": self.array.dtype.str, "version": 3,
+                "data": (self.array.ctypes.data, False), "strides": strides, "stream": self.stream,
+                "mask": self.mask}
+
+
+def device_array(values):
+    """``values`` in device memory: a CuPy array on a GPU, host memory the emulator reads."""
+    if ON_GPU:
+        import cupy
+        return cupy.asarray(values)
+    return HostBackedDeviceArray(np.ascontiguousarray(values, dtype=np.float32))
+
+
+def to_host(values):
+    return values.get() if hasattr(values, "get") else np.asarray(values)
+
+
+def test_training_from_a_device_array_reads_it_in_place_and_writes_the_cpu_model(device, higgs):
+    (X, y, _), (Xt, yt, _) = higgs
+    rows = None if ON_GPU else 1200
+    X, y = X[:rows], y[:rows]
+    params = {"objective": "binary:logistic", "max_depth": 4, "eval_metric": "logloss"}
+    rounds = 30 if ON_GPU else 3
+    on_device = tb.DMatrix(device_array(X), label=y)
+    assert on_device._handle.on_device() and on_device._handle.reads_in_place()
+    assert (on_device.num_row(), on_device.num_col()) == X.shape
+    logs = {"cpu": {}, device: {}}
+    gpu = tb.train(dict(params, device=device), on_device, rounds, evals=[(on_device, "train")],
+                   evals_result=logs[device], verbose_eval=False)
+    host = tb.DMatrix(X, label=y)
+    cpu = tb.train(dict(params, device="cpu"), host, rounds, evals=[(host, "train")], evals_result=logs["cpu"],
+                   verbose_eval=False)
+    assert gpu.save_raw() == cpu.save_raw()
+    assert logs[device]["train"] == logs["cpu"]["train"]
+    # Predicted in place on the GPU, left in device memory; the CPU's values.
+    expected = cpu.predict(tb.DMatrix(Xt))
+    predictions = gpu.inplace_predict(device_array(Xt))
+    assert not isinstance(predictions, np.ndarray)
+    assert predictions.shape == (Xt.shape[0],)
+    np.testing.assert_array_equal(to_host(predictions), expected)
+    margins = gpu.inplace_predict(device_array(Xt), predict_type="margin", iteration_range=(0, 2))
+    np.testing.assert_array_equal(to_host(margins), cpu.predict(tb.DMatrix(Xt), output_margin=True,
+                                                                iteration_range=(0, 2)))
+    # device="cpu" reads the rows back, as XGBoost falls back to a DMatrix.
+    gpu.set_param({"device": "cpu"})
+    np.testing.assert_array_equal(to_host(gpu.inplace_predict(device_array(Xt))), expected)
+
+
+def test_multiclass_device_predictions_have_a_column_a_class(device):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32) + (X[:, 1] > 0.5)
+    params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 3}
+    cpu = tb.train(params, tb.DMatrix(X, label=y), 3)
+    gpu = tb.train(dict(params, device=device), tb.DMatrix(X, label=y), 3)
+    predictions = gpu.inplace_predict(device_array(X))
+    assert predictions.shape == (300, 3)
+    np.testing.assert_array_equal(to_host(predictions), cpu.predict(tb.DMatrix(X)))
+    strict = tb.train(dict(params, device=device, objective="binary:logistic", num_class=1),
+                      tb.DMatrix(X, label=y > 0), 2).inplace_predict(device_array(X), strict_shape=True)
+    assert strict.shape == (300, 1)
+
+
+def test_bad_device_arrays_are_refused_with_the_reason(device):
+    X = np.arange(40, dtype=np.float32).reshape(20, 2)
+    booster = tb.train({"device": device}, tb.DMatrix(X, label=np.arange(20) % 2), 1)
+    with pytest.raises(tb.DataError, match="2-D"):
+        tb.DMatrix(HostBackedDeviceArray(X[:, 0].copy()))
+    with pytest.raises(TypeError, match="masked"):
+        tb.DMatrix(HostBackedDeviceArray(X, mask=(0, False)))
+    with pytest.raises(TypeError, match="not numeric"):
+        tb.DMatrix(HostBackedDeviceArray(X.astype("datetime64[s]")))
+    with pytest.raises(TypeError, match="float32"):
+        tb.DMatrix(HostBackedDeviceArray(X.astype(np.float64)))
+    with pytest.raises(tb.DataError, match="features"):
+        booster.inplace_predict(device_array(np.ones((3, 5), dtype=np.float32)))
+    infinite = X.copy()
+    infinite[7, 1] = np.inf
+    with pytest.raises(tb.DataError, match="inf"):
+        tb.DMatrix(device_array(infinite))
+    if ON_GPU:
+        # Host memory, or memory freed, described as device memory: the driver does not know it.
+        with pytest.raises(tb.DataError, match="device array"):
+            tb.DMatrix(HostBackedDeviceArray(X))
+        import cupy
+        freed = cupy.asarray(X)
+        interface = dict(freed.__cuda_array_interface__)
+        del freed
+        cupy.get_default_memory_pool().free_all_blocks()
+        stale = type("Stale", (), {"__cuda_array_interface__": interface})()
+        with pytest.raises(tb.DataError, match="device array"):
+            tb.DMatrix(stale)

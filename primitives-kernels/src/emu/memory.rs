@@ -9,18 +9,25 @@ use std::collections::BTreeMap;
 use std::ptr::NonNull;
 use std::sync::{Arc, RwLock};
 
-/// Every live allocation of one emulated device: start address -> length in bytes.
+/// Every live allocation of one emulated device: start address -> length in bytes, and the host
+/// regions borrowed as device memory (few; they may overlap or repeat, as views of one array do).
 #[derive(Default, Debug)]
 pub struct Registry {
     allocations: RwLock<BTreeMap<usize, usize>>,
+    borrowed: RwLock<Vec<(usize, usize)>>,
 }
 
 impl Registry {
     /// The allocation `(start, len)` holding `[address, address + size)`, if one does.
     pub fn find(&self, address: usize, size: usize) -> Option<(usize, usize)> {
+        let holds = |&(start, len): &(usize, usize)| address >= start && address + size <= start + len;
         let allocations = self.allocations.read().unwrap_or_else(|p| p.into_inner());
-        let (&start, &len) = allocations.range(..=address).next_back()?;
-        (address + size <= start + len).then_some((start, len))
+        let nearest = allocations.range(..=address).next_back().map(|(&start, &len)| (start, len));
+        if let Some(found) = nearest.filter(holds) {
+            return Some(found);
+        }
+        drop(allocations);
+        self.borrowed.read().unwrap_or_else(|p| p.into_inner()).iter().copied().find(holds)
     }
 
     fn insert(&self, start: usize, len: usize) {
@@ -30,6 +37,17 @@ impl Registry {
     fn remove(&self, start: usize) {
         self.allocations.write().unwrap_or_else(|p| p.into_inner()).remove(&start);
     }
+
+    fn insert_borrowed(&self, start: usize, len: usize) {
+        self.borrowed.write().unwrap_or_else(|p| p.into_inner()).push((start, len));
+    }
+
+    fn remove_borrowed(&self, start: usize, len: usize) {
+        let mut borrowed = self.borrowed.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = borrowed.iter().position(|&region| region == (start, len)) {
+            borrowed.swap_remove(i);
+        }
+    }
 }
 
 /// Zeroed, 16-byte aligned bytes of emulated global memory, registered with their device for the
@@ -37,7 +55,9 @@ impl Registry {
 pub struct DeviceMemory {
     pointer: NonNull<u8>,
     len: usize,
-    layout: Layout,
+    /// The heap block's layout; `None` for memory borrowed from the host ([`DeviceMemory::borrowed`]),
+    /// which is not freed here.
+    layout: Option<Layout>,
     registry: Arc<Registry>,
 }
 
@@ -61,7 +81,19 @@ impl DeviceMemory {
         let raw = unsafe { alloc_zeroed(layout) };
         let pointer = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         registry.insert(pointer.as_ptr() as usize, len);
-        Self { pointer, len, layout, registry }
+        Self { pointer, len, layout: Some(layout), registry }
+    }
+
+    /// `len` bytes at `pointer` that the caller owns, registered as the device's until the value
+    /// drops (and then left alone): the emulated form of memory another library allocated on a
+    /// device (a CUDA array interface's pointer), read and written in place.
+    ///
+    /// # Safety
+    /// `pointer` is valid for reads and writes of `len` bytes until the value drops, and nothing
+    /// else accesses them while a kernel or a host copy of this value does.
+    pub(crate) unsafe fn borrowed(registry: Arc<Registry>, pointer: NonNull<u8>, len: usize) -> Self {
+        registry.insert_borrowed(pointer.as_ptr() as usize, len);
+        Self { pointer, len, layout: None, registry }
     }
 
     /// The device address kernels receive.
@@ -118,9 +150,15 @@ impl DeviceMemory {
 
 impl Drop for DeviceMemory {
     fn drop(&mut self) {
-        self.registry.remove(self.pointer.as_ptr() as usize);
-        // SAFETY: allocated in `new` with this layout and not freed before.
-        unsafe { dealloc(self.pointer.as_ptr(), self.layout) };
+        let start = self.pointer.as_ptr() as usize;
+        match self.layout {
+            Some(layout) => {
+                self.registry.remove(start);
+                // SAFETY: allocated in `new` with this layout and not freed before.
+                unsafe { dealloc(self.pointer.as_ptr(), layout) }
+            }
+            None => self.registry.remove_borrowed(start, self.len),
+        }
     }
 }
 

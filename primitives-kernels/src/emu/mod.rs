@@ -54,6 +54,7 @@ use std::write;
 mod executor;
 mod memory;
 
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use executor::current_location;
@@ -191,6 +192,17 @@ impl Emulator {
     /// `len` zeroed bytes of device memory, 16-byte aligned.
     pub fn alloc(&self, len: usize) -> DeviceMemory {
         DeviceMemory::new(self.registry.clone(), len)
+    }
+
+    /// The `len` bytes at `pointer`, owned by the caller, as this device's memory until the value
+    /// drops (see [`DeviceMemory::borrowed`]).
+    ///
+    /// # Safety
+    /// As [`DeviceMemory::borrowed`]: `pointer` stays valid for `len` bytes of reads and writes,
+    /// accessed by nothing else while this memory is, until the value drops.
+    pub unsafe fn borrow(&self, pointer: NonNull<u8>, len: usize) -> DeviceMemory {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { DeviceMemory::borrowed(self.registry.clone(), pointer, len) }
     }
 
     /// Runs `kernel` (a call of one kernel with its arguments) over the grid and waits for it.

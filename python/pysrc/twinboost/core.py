@@ -13,9 +13,12 @@ class DMatrix:
     """Training or prediction data, as XGBoost's ``DMatrix``.
 
     ``data`` is a 2-D NumPy array (any numeric dtype, C or Fortran order; float32 in C order is
-    read in place, not copied, so leave it unchanged while the DMatrix is in use), a pandas DataFrame (its column names become ``feature_names``; nullable
-    dtypes' NA is missing), a SciPy sparse matrix (entries not stored are missing), a list of
-    rows, or the path of a CSV or libsvm file. ``missing`` (NaN by default) marks missing values.
+    read in place, not copied, so leave it unchanged while the DMatrix is in use), a device array
+    (CuPy, PyTorch, anything with ``__cuda_array_interface__``: kept in device memory and read
+    there, float32 C-order in place, other dtypes converted on the device; training and
+    prediction run on its GPU), a pandas DataFrame (its column names become ``feature_names``;
+    nullable dtypes' NA is missing), a SciPy sparse matrix (entries not stored are missing), a
+    list of rows, or the path of a CSV or libsvm file. ``missing`` (NaN by default) marks missing values.
     ``group`` (sizes) or ``qid`` (a query id a row, rows sorted by it) gives ranking groups.
     """
 
@@ -28,6 +31,8 @@ class DMatrix:
         names = None
         if isinstance(data, (str, os.PathLike)):
             self._handle = _core.DMatrix.from_file(os.fspath(data))
+        elif _data.is_device_array(data):
+            self._handle = _core.DMatrix.device_dense(*_data.device_features(data, missing))
         elif _data._is_scipy_sparse(data):
             self._handle = _core.DMatrix.csr(*_data.csr_features(data, missing))
         elif _data._is_pandas_frame(data):
@@ -320,14 +325,35 @@ class Booster:
                         validate_features=True, base_margin=None, strict_shape=False):
         """Predictions of rows given as they are (NumPy, pandas, SciPy CSR; float32 C-order NumPy
         read in place), as XGBoost's ``inplace_predict``: ``predict_type`` is ``"value"`` or
-        ``"margin"``. Runs where the ``device`` parameter says."""
+        ``"margin"``. Runs where the ``device`` parameter says, except that a device array (CuPy,
+        PyTorch) is predicted on its GPU, read in place, unless ``device="cpu"``; its predictions
+        come back as an array of the same library in device memory (a ``DeviceArray``, which
+        exposes the CUDA array interface, for other libraries)."""
         if predict_type not in ("value", "margin"):
             raise ValueError(f"predict_type={predict_type!r}: expected 'value' or 'margin'")
+        if _data.is_device_array(data):
+            return self._device_predict(data, iteration_range, predict_type, missing, base_margin, strict_shape)
         rows = DMatrix(data, missing=missing, base_margin=base_margin)
         if not validate_features:
             rows.feature_names = None
         return self.predict(rows, output_margin=predict_type == "margin", validate_features=validate_features,
                             iteration_range=iteration_range, strict_shape=strict_shape)
+
+    def _device_predict(self, data, iteration_range, predict_type, missing, base_margin, strict_shape):
+        """``inplace_predict`` of a device array: on its GPU, the result in device memory."""
+        address, rows, cols, stream, owner = _data.device_features(data, missing)
+        begin, end = (int(i) for i in iteration_range)
+        device = str(self._params.get("device", "cpu"))
+        if device == "cpu" or base_margin is not None:
+            # Read back for the CPU (as XGBoost falls back to a DMatrix), or with base margins.
+            dmat = DMatrix(owner, base_margin=base_margin)
+            result = self.predict(dmat, output_margin=predict_type == "margin", validate_features=False,
+                                  iteration_range=iteration_range, strict_shape=strict_shape)
+            return _data.device_result(result, like=data)
+        result = self._model().predict_device(address, rows, cols, stream, owner, predict_type, begin, end)
+        outputs = result.shape[0] // rows if rows else 1
+        shape = (rows,) if outputs == 1 and not strict_shape else (rows, outputs)
+        return _data.device_result(result.reshape(list(shape)), like=data)
 
     # -- evaluation ---------------------------------------------------------------------------
 

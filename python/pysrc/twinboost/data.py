@@ -1,6 +1,6 @@
 """Inputs to the arrays the native module takes: NumPy, SciPy sparse and pandas to float32 rows
-(dense C-order or CSR), labels and other per-row arrays to float32 vectors. Each check names what
-it refuses."""
+(dense C-order or CSR), device arrays (the CUDA array interface) to float32 rows in device memory,
+labels and other per-row arrays to float32 vectors. Each check names what it refuses."""
 
 import math
 
@@ -23,9 +23,24 @@ def _is_scipy_sparse(data):
     return type(data).__module__.startswith("scipy.sparse") and hasattr(data, "tocsr")
 
 
+def is_device_array(data):
+    """Whether ``data`` is a device array: CuPy, PyTorch, Numba, any CUDA array interface."""
+    return hasattr(type(data), "__cuda_array_interface__") or hasattr(data, "__cuda_array_interface__")
+
+
+def _library(data):
+    """``"cupy"``, ``"torch"`` or ``None``: the library that made a device array."""
+    module = type(data).__module__.split(".")[0]
+    return module if module in ("cupy", "torch") else None
+
+
+def _is_nan(missing):
+    return missing is None or (isinstance(missing, float) and math.isnan(missing))
+
+
 def _replace_missing(values, missing):
     """NaN where ``values`` equal ``missing`` (a copy only when some do)."""
-    if missing is None or (isinstance(missing, float) and math.isnan(missing)):
+    if _is_nan(missing):
         return values
     hit = values == missing
     if not hit.any():
@@ -80,6 +95,7 @@ def csr_features(matrix, missing):
 
 def vector(values, what, rows=None):
     """A per-row array as float32 (a column vector is flattened)."""
+    values = host_copy(values)
     if _is_pandas_series(values) or _is_pandas_frame(values):
         values = values.to_numpy(dtype=np.float32, na_value=np.nan)
     array = _numeric(values, what)
@@ -94,6 +110,7 @@ def vector(values, what, rows=None):
 
 def margins(values, rows):
     """Base margins, one a row or ``rows x outputs``, as a flat row-major float32 array."""
+    values = host_copy(values)
     array = _numeric(values, "base_margin")
     if array.ndim not in (1, 2) or array.shape[0] != rows:
         raise DataError(f"base_margin: shape {array.shape} for {rows} rows")
@@ -103,11 +120,11 @@ def margins(values, rows):
 def group_sizes(group=None, qid=None, rows=None):
     """Query group sizes from XGBoost's ``group`` (sizes) or ``qid`` (a query id a row, sorted)."""
     if group is not None:
-        sizes = _numeric(group, "group")
+        sizes = _numeric(host_copy(group), "group")
         if sizes.ndim != 1 or (sizes < 0).any():
             raise DataError("group: expected a non-negative size a query group")
         return [int(s) for s in sizes]
-    qid = _numeric(qid, "qid")
+    qid = _numeric(host_copy(qid), "qid")
     if qid.ndim != 1 or (rows is not None and qid.shape[0] != rows):
         raise DataError(f"qid: expected one query id a row, got shape {qid.shape}")
     if qid.shape[0] and (np.diff(qid) < 0).any():
@@ -115,3 +132,86 @@ def group_sizes(group=None, qid=None, rows=None):
         raise DataError(f"qid: row {at} has query id {qid[at]} after {qid[at - 1]}; sort the rows by query id")
     _, counts = np.unique(qid, return_counts=True)
     return [int(c) for c in counts]
+
+
+def _device_float32(data, missing):
+    """A device array as C-contiguous float32 with NaN for ``missing``, converted on its device
+    (CuPy or PyTorch do it; never through host memory)."""
+    library = _library(data)
+    if library == "cupy":
+        import cupy
+        array = cupy.ascontiguousarray(data, dtype=cupy.float32)
+        return array if _is_nan(missing) else cupy.where(array == missing, cupy.float32("nan"), array)
+    if library == "torch":
+        import torch
+        tensor = data.detach().to(torch.float32).contiguous()
+        return tensor if _is_nan(missing) else torch.where(tensor == missing, float("nan"), tensor)
+    raise TypeError(
+        f"data: a {type(data).__name__} device array must be C-contiguous float32 with NaN for missing"
+        " values (CuPy and PyTorch arrays are converted on the device)"
+    )
+
+
+def _c_contiguous(shape, strides, itemsize=4):
+    """Whether ``strides`` (bytes; ``None``: C order) lay ``shape`` out in C order."""
+    if strides is None:
+        return True
+    expected = itemsize
+    for size, stride in reversed(list(zip(shape, strides))):
+        if size > 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def device_features(data, missing):
+    """A device array's rows as ``(address, rows, cols, stream, owner)``: 2-D C-contiguous float32
+    in device memory (converted there if need be), the stream that wrote them and the array that
+    keeps them allocated."""
+    interface = data.__cuda_array_interface__
+    shape = tuple(interface["shape"])
+    if len(shape) != 2:
+        raise DataError(f"data: expected a 2-D device array of rows, got shape {shape}")
+    if interface.get("mask") is not None:
+        raise TypeError("data: masked device arrays are not supported (use NaN for missing values)")
+    typestr = interface["typestr"]
+    if typestr[1:2] not in tuple(_NUMERIC_KINDS):
+        raise TypeError(f"data: device array of type {typestr} is not numeric")
+    if typestr != "<f4" or not _c_contiguous(shape, interface.get("strides")) or not _is_nan(missing):
+        data = _device_float32(data, missing)
+        interface = data.__cuda_array_interface__
+    address, _read_only = interface["data"]
+    stream = interface.get("stream")
+    return int(address), shape[0], shape[1], None if stream is None else int(stream), data
+
+
+def host_copy(values):
+    """A device array's values on the host (labels, weights: small), else ``values`` unchanged."""
+    if not is_device_array(values):
+        return values
+    library = _library(values)
+    if library == "cupy":
+        return values.get()
+    if library == "torch":
+        return values.detach().cpu().numpy()
+    return np.asarray(values)
+
+
+def device_result(values, like):
+    """Predictions (a ``DeviceArray`` or a NumPy array) as an array of the library of ``like``,
+    the device array predicted: CuPy or PyTorch wrap device values without a copy; anything
+    else gets the ``DeviceArray`` (NumPy values are uploaded only for CuPy and PyTorch)."""
+    library = _library(like)
+    if library == "cupy":
+        import cupy
+        with cupy.cuda.Device(_ordinal(values, like)):
+            return cupy.asarray(values)
+    if library == "torch":
+        import torch
+        return torch.as_tensor(values, device=like.device)
+    return values
+
+
+def _ordinal(values, like):
+    ordinal = getattr(values, "device_ordinal", None)
+    return like.device.id if ordinal is None else ordinal
