@@ -12,8 +12,15 @@ usage: python_side_by_side.py PATH/TO/train_raw [ROWS (default 10000000)] [ROUND
 2. `inplace_predict` of the trained model (100 rounds unless ROUNDS says otherwise), ours against
    XGBoost 3.4.1 loading the same file: the median latency of 1 and 1,000 rows, and the throughput
    of every row, from a host NumPy array, on DEVICE and on the CPU.
+3. With DEVICE cuda and CuPy installed, the same from device memory: training from a CuPy array
+   (`DMatrix(cupy_array)` + `train`) against the Rust API from rows already on the GPU (`train_raw
+   --device-rows`: `DMatrix::from_device_dense` + `Booster::train`), with the peak host memory
+   while training (reset once the rows are on the device and their host copy is freed: a host
+   copy of the rows would add their size); and `inplace_predict` of CuPy rows, ours against
+   XGBoost's, results left on the device.
 """
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -61,6 +68,94 @@ def python_training(values_path, labels_path, rounds, params):
     return {"seconds": seconds, "peak_rss_mib": peak, "model_sha": hashlib.sha256(raw).hexdigest(), "raw": raw}
 
 
+def reset_peak_mib():
+    """Resets this process's peak resident memory (VmHWM) to the current (VmRSS), returned in MiB."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return resident_mib()[0]
+
+
+def cupy_training(values_path, labels_path, rounds, params):
+    """Runs in its own process: the rows uploaded with CuPy and their host copy freed, then
+    DMatrix(cupy rows) + train timed, the host peak measured from there."""
+    import gc
+
+    import cupy
+    import twinboost as tb
+
+    X = np.fromfile(values_path, dtype=np.float32).reshape(-1, 28)
+    y = np.fromfile(labels_path, dtype=np.float32)
+    X_device = cupy.asarray(X)
+    cupy.cuda.Device().synchronize()
+    del X
+    gc.collect()
+    base = reset_peak_mib()
+    start = time.perf_counter()
+    dtrain = tb.DMatrix(X_device, label=y)
+    booster = tb.train(params, dtrain, rounds, verbose_eval=False)
+    seconds = time.perf_counter() - start
+    raw = bytes(booster.save_raw())
+    return {"seconds": seconds, "peak_rss_mib": resident_mib()[1], "base_rss_mib": base,
+            "model_sha": hashlib.sha256(raw).hexdigest(), "raw": raw}
+
+
+def device_prediction(model_path, X):
+    """inplace_predict of CuPy rows, ours against XGBoost's (each call waited for)."""
+    import cupy
+    import twinboost as tb
+    import xgboost as xgb
+
+    ours, theirs = tb.Booster(model_file=model_path), xgb.Booster(model_file=model_path)
+    ours.set_param({"device": "cuda"})
+    theirs.set_param({"device": "cuda"})
+    reference = xgb.Booster(model_file=model_path)
+    reference.set_param({"device": "cpu"})
+    X_device = cupy.asarray(X)
+    check = ours.inplace_predict(X_device[:100_000])
+    assert isinstance(check, cupy.ndarray)
+    np.testing.assert_array_equal(check.get(), reference.inplace_predict(X[:100_000]))
+    np.testing.assert_allclose(theirs.inplace_predict(X_device[:100_000]).get(),
+                               reference.inplace_predict(X[:100_000]), rtol=1e-6)
+    synchronize = cupy.cuda.Device().synchronize
+
+    def timed(booster, rows):
+        return lambda: (booster.inplace_predict(rows), synchronize())
+
+    print("\ninplace_predict on cuda of CuPy rows (results left on the device; ours XGBoost's CPU bits, checked):")
+    print("| rows | twinboost | XGBoost 3.4.1 | ratio |")
+    print("| --- | --- | --- | --- |")
+    for n, repeats in ((1, 300), (1000, 100)):
+        rows = X_device[:n]
+        timed(ours, rows)(), timed(theirs, rows)()
+        a, b = median_seconds(timed(ours, rows), repeats), median_seconds(timed(theirs, rows), repeats)
+        print(f"| {n} | {a * 1e6:.0f} us | {b * 1e6:.0f} us | {b / a:.2f}x faster |")
+    a, b = median_seconds(timed(ours, X_device), 3), median_seconds(timed(theirs, X_device), 3)
+    n = X.shape[0]
+    print(f"| {n} | {n / a / 1e6:.1f} M rows/s | {n / b / 1e6:.1f} M rows/s | {b / a:.2f}x faster |")
+
+
+def from_cupy(train_raw, values, labels, rounds, params, X):
+    """Part 3: training from device memory, Rust API against CuPy, and CuPy rows predicted."""
+    rust = subprocess.run([train_raw, "--device-rows", values, labels, "28", str(rounds)]
+                          + [f"{k}={v}" for k, v in params.items()], check=True, capture_output=True, text=True).stdout
+    rust = dict(kv.split("=") for kv in rust.split())
+    python = subprocess.run([sys.executable, __file__, "--cupy-training", values, labels, str(rounds),
+                             json.dumps(params)], check=True, stdout=subprocess.PIPE, text=True).stdout
+    python = json.loads(python.strip().splitlines()[-1])
+    r, p = float(rust["seconds"]), python["seconds"]
+    print("\nfrom device memory:")
+    print("| run | seconds | host MiB at start -> peak while training |")
+    print("| --- | --- | --- |")
+    print(f"| Rust API (DMatrix::from_device_dense + Booster::train) | {r:.2f} | "
+          f"{float(rust['base_rss_mib']):.0f} -> {float(rust['peak_rss_mib']):.0f} |")
+    print(f"| Python (DMatrix(cupy_array) + train) | {p:.2f} ({p / r:.3f}x) | "
+          f"{python['base_rss_mib']:.0f} -> {python['peak_rss_mib']:.0f} |")
+    same = rust["model_sha"] == python["model_sha"]
+    print(f"the same model file: {same}")
+    device_prediction(values + ".model.json", X)
+    return same
+
+
 def median_seconds(call, repeats):
     times = []
     for _ in range(repeats):
@@ -100,11 +195,14 @@ def prediction(model_path, X, device):
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--python-training":
-        _, _, values, labels, rounds, params = sys.argv
-        result = python_training(values, labels, int(rounds), json.loads(params))
-        with open(values + ".model.json", "wb") as f:
-            f.write(result.pop("raw"))
+    if len(sys.argv) > 1 and sys.argv[1] in ("--python-training", "--cupy-training"):
+        mode, values, labels, rounds, params = sys.argv[1:]
+        run = python_training if mode == "--python-training" else cupy_training
+        result = run(values, labels, int(rounds), json.loads(params))
+        if mode == "--python-training":
+            with open(values + ".model.json", "wb") as f:
+                f.write(result.pop("raw"))
+        result.pop("raw", None)
         print(json.dumps(result))
         return
     train_raw = sys.argv[1]
@@ -137,6 +235,10 @@ def main():
         prediction(model_path, X, device)
         if device != "cpu":
             prediction(model_path, X, "cpu")
+            if importlib.util.find_spec("cupy") is None:
+                print("\nCuPy is not installed: no training or prediction from device memory")
+            else:
+                same = from_cupy(train_raw, values, labels, rounds, params, X) and same
         if not same:
             sys.exit("the model files differ")
 

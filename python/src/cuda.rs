@@ -19,7 +19,8 @@ static DEVICES: Mutex<Vec<(DeviceKind, Arc<Gpu>)>> = Mutex::new(Vec::new());
 /// The device holding `address`: the CUDA device the driver names, or the SIMT emulator when
 /// `PRIMITIVES_DEVICE` asks for it (the tests, where "device" arrays are host memory).
 fn device_of(address: u64) -> boost::Result<Arc<Gpu>> {
-    let gpu_error = |source: primitives::Error| boost::Error::Device { device: "cuda".into(), source: Box::new(source) };
+    let gpu_error =
+        |source: primitives::Error| boost::Error::Device { device: "cuda".into(), source: Box::new(source) };
     let kind = match DeviceKind::from_env_or(DeviceKind::Cuda { ordinal: 0 }).map_err(gpu_error)? {
         DeviceKind::Cuda { .. } => {
             let ordinal = Gpu::ordinal_of_pointer(address).map_err(device_array_error)?;
@@ -68,8 +69,8 @@ impl DeviceRows {
         }
         // SAFETY: the interface promises `len` float32 values at `address`, allocated while the
         // array `owner` lives (kept with the buffer); they are only read.
-        let values = unsafe { DeviceBuffer::borrow_foreign(&gpu, address, len, Box::new(owner)) }
-            .map_err(device_array_error)?;
+        let values =
+            unsafe { DeviceBuffer::borrow_foreign(&gpu, address, len, Box::new(owner)) }.map_err(device_array_error)?;
         Ok(DeviceRows { gpu, values, rows, cols })
     }
 

@@ -150,3 +150,22 @@ def test_bad_device_arrays_are_refused_with_the_reason(device):
         stale = type("Stale", (), {"__cuda_array_interface__": interface})()
         with pytest.raises(tb.DataError, match="device array"):
             tb.DMatrix(stale)
+
+
+@pytest.mark.skipif(not ON_GPU, reason="PyTorch's CUDA tensors need a CUDA GPU (TWINBOOST_GPU=1)")
+def test_pytorch_tensors_of_any_dtype_and_stream_train_and_predict_on_their_gpu():
+    import torch
+
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        # float64 in Fortran order, written on a stream of its own: converted on the device.
+        X = torch.randn(6, 3000, dtype=torch.float64, device="cuda", generator=None).T
+        y = (X[:, 0] * X[:, 1] > 0).to(torch.float32)
+    X_host = X.cpu().numpy()
+    params = {"objective": "binary:logistic", "max_depth": 4}
+    gpu = tb.train(dict(params, device="cuda"), tb.DMatrix(X, label=y), 10)
+    cpu = tb.train(params, tb.DMatrix(X_host, label=y.cpu().numpy()), 10)
+    assert gpu.save_raw() == cpu.save_raw()
+    predictions = gpu.inplace_predict(X)
+    assert isinstance(predictions, torch.Tensor) and predictions.is_cuda and predictions.shape == (3000,)
+    np.testing.assert_array_equal(predictions.cpu().numpy(), cpu.predict(tb.DMatrix(X_host)))
