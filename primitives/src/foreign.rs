@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn a_misaligned_or_null_pointer_is_refused() {
         let gpu = Gpu::emulated(Schedule::Deterministic);
-        let values = vec![0u32; 4];
+        let values = [0u32; 4];
         let address = values.as_ptr() as u64;
         // SAFETY: refused before any access.
         let misaligned = unsafe { crate::DeviceBuffer::<u32>::borrow_foreign(&gpu, address + 1, 2, Box::new(())) };
