@@ -109,3 +109,43 @@ fn callbacks_watch_what_they_name_and_stop_training() {
     let error = train(&params, &train_data, &[], &options, &mut [&mut callback]).err().expect("refused");
     assert!(error.to_string().contains("needs at least one evaluation set"), "{error}");
 }
+
+/// A callback's learning rate applies from the round it is set for (XGBoost's
+/// `LearningRateScheduler`): a constant one gives the model of that `eta`, and a schedule's first
+/// rounds are the model of their own rates.
+#[test]
+fn a_callbacks_learning_rate_applies_from_its_round() {
+    use boost::TrainingCallback;
+
+    struct Schedule(fn(usize) -> f32);
+    impl TrainingCallback for Schedule {
+        fn learning_rate(&mut self, round: usize) -> Option<f32> {
+            Some((self.0)(round))
+        }
+    }
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/higgs_lgbm_sample");
+    let (train_data, _) = read_data(&dir.join("binary.train"), &ReadOptions::default()).expect("train");
+    let trained = |eta: &str, rounds: usize, schedule: Option<fn(usize) -> f32>| {
+        let params = Params::from_pairs(&[("objective", "binary:logistic"), ("max_depth", "4"), ("eta", eta)]);
+        let options = TrainOptions { num_boost_round: rounds, verbose_eval: 0, ..Default::default() };
+        let mut callback = schedule.map(Schedule);
+        let mut callbacks: Vec<&mut dyn TrainingCallback> = callback.iter_mut().map(|c| c as _).collect();
+        train(&params.expect("params"), &train_data, &[], &options, &mut callbacks).expect("train").model
+    };
+    let constant = trained("0.5", 4, Some(|_| 0.25));
+    assert_eq!(constant.trees, trained("0.25", 4, None).trees, "a constant rate is that eta's model");
+    assert_ne!(constant.trees, trained("0.5", 4, None).trees);
+    // Halved after the second round: the first two trees are eta 0.4's, the third is not.
+    let halved = trained("0.4", 3, Some(|round| if round < 2 { 0.4 } else { 0.2 }));
+    let plain = trained("0.4", 3, None);
+    assert_eq!(halved.trees[..2], plain.trees[..2]);
+    assert_ne!(halved.trees[2], plain.trees[2]);
+    let leaves = |tree: &boost::model::Tree| -> Vec<f32> {
+        (0..tree.len()).filter(|&n| tree.left_children[n] == -1).map(|n| tree.split_conditions[n]).collect()
+    };
+    // The same split finding (gain does not depend on eta), each leaf half as large.
+    let (a, b) = (leaves(&halved.trees[2]), leaves(&plain.trees[2]));
+    assert_eq!(a.len(), b.len());
+    assert!(a.iter().zip(&b).all(|(x, y)| (x * 2.0 - y).abs() <= 1e-6 * y.abs().max(1e-3)), "{a:?} {b:?}");
+}

@@ -57,21 +57,24 @@ impl ModelView {
     }
 }
 
-/// Calls the Python round hooks, `before(round, view)` and `after(round, log, view)`: a true
-/// result ends training. Stops with an error once Ctrl-C was pressed.
+/// Calls the Python round hooks, `before(round, view) -> (stop, learning_rate or None)` and
+/// `after(round, log, view) -> stop`: a true `stop` ends training. Stops with an error once Ctrl-C
+/// was pressed.
 struct PythonRounds {
     before: Option<Py<PyAny>>,
     after: Option<Py<PyAny>>,
     view: Py<ModelView>,
     interrupted: Arc<AtomicBool>,
     raised: Raised,
+    /// The learning rate the callbacks set (`set_param`) for the coming round.
+    learning_rate: Option<f32>,
 }
 
 impl PythonRounds {
     /// Calls `hook` with `args` and the view, the view showing `model` during the call.
     fn call(
-        &self,
-        hook: &Option<Py<PyAny>>,
+        &mut self,
+        before: bool,
         model: &Model,
         args: impl FnOnce(Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>>,
     ) -> boost::Result<ControlFlow<()>> {
@@ -82,30 +85,37 @@ impl PythonRounds {
             // The custom metric raised while the round was evaluated.
             return Err(boost::Error::Callback(error.to_string()));
         }
+        let hook = if before { &self.before } else { &self.after };
         let Some(hook) = hook else { return Ok(ControlFlow::Continue(())) };
-        Python::attach(|py| {
+        let returned = Python::attach(|py| {
             let view = self.view.get();
             *view.model.lock().unwrap_or_else(|p| p.into_inner()) = model;
-            let stop = args(py).and_then(|args| hook.call1(py, args)).and_then(|r| r.is_truthy(py));
+            let returned = args(py).and_then(|args| hook.call1(py, args)).and_then(|r| match before {
+                true => r.extract::<(bool, Option<f32>)>(py),
+                false => Ok((r.is_truthy(py)?, None)),
+            });
             *view.model.lock().unwrap_or_else(|p| p.into_inner()) = std::ptr::null();
-            match stop {
-                Ok(true) => Ok(ControlFlow::Break(())),
-                Ok(false) => Ok(ControlFlow::Continue(())),
-                Err(error) => Err(keep(&self.raised, error)),
-            }
-        })
+            returned.map_err(|error| keep(&self.raised, error))
+        })?;
+        let (stop, learning_rate) = returned;
+        self.learning_rate = learning_rate.or(self.learning_rate);
+        Ok(if stop { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
     }
 }
 
 impl TrainingCallback for PythonRounds {
     fn before_iteration(&mut self, model: &Model, round: usize) -> boost::Result<ControlFlow<()>> {
-        let view = &self.view;
-        self.call(&self.before, model, |py| (round, view.clone_ref(py)).into_pyobject(py))
+        let view = Python::attach(|py| self.view.clone_ref(py));
+        self.call(true, model, |py| (round, view).into_pyobject(py))
     }
 
     fn after_iteration(&mut self, model: &Model, log: &RoundLog) -> boost::Result<ControlFlow<()>> {
-        let view = &self.view;
-        self.call(&self.after, model, |py| (log.round, log.values.clone(), view.clone_ref(py)).into_pyobject(py))
+        let view = Python::attach(|py| self.view.clone_ref(py));
+        self.call(false, model, |py| (log.round, log.values.clone(), view).into_pyobject(py))
+    }
+
+    fn learning_rate(&mut self, _round: usize) -> Option<f32> {
+        self.learning_rate.take()
     }
 }
 
@@ -192,6 +202,7 @@ pub fn train(
         view,
         interrupted: interrupted.clone(),
         raised: raised.clone(),
+        learning_rate: None,
     };
     let evals: Vec<(&boost::DMatrix, &str)> = evals.iter().map(|(d, name)| (&d.inner, name.as_str())).collect();
     let dtrain = &dtrain.inner;

@@ -169,3 +169,14 @@ def test_pytorch_tensors_of_any_dtype_and_stream_train_and_predict_on_their_gpu(
     predictions = gpu.inplace_predict(X)
     assert isinstance(predictions, torch.Tensor) and predictions.is_cuda and predictions.shape == (3000,)
     np.testing.assert_array_equal(predictions.cpu().numpy(), cpu.predict(tb.DMatrix(X_host)))
+
+
+def test_a_learning_rate_schedule_on_the_gpu_writes_the_cpus_model(device, higgs):
+    (X, y, _), _ = higgs
+    rows = None if ON_GPU else 1000
+    X, y = X[:rows], y[:rows]
+    schedule = [0.5, 0.25, 0.1, 0.05]
+    models = [tb.train({"objective": "binary:logistic", "max_depth": 4, "eta": 0.5, "device": where},
+                       tb.DMatrix(X, label=y), 4, callbacks=[tb.callback.LearningRateScheduler(schedule)])
+              for where in ("cpu", device)]
+    assert models[0].save_raw() == models[1].save_raw()

@@ -211,3 +211,35 @@ def test_a_custom_metric_of_several_pairs_logs_them_as_xgboost(xgb, higgs):
         assert list(logs["ours"][data]) == list(logs["theirs"][data]) == ["logloss", "mean", "spread"]
         for metric in ("logloss", "mean", "spread"):
             np.testing.assert_allclose(logs["ours"][data][metric], logs["theirs"][data][metric], rtol=1e-5)
+
+
+def test_a_learning_rate_schedule_trains_xgboosts_model(xgb, higgs):
+    (X, y, w), (Xt, yt, wt) = higgs
+    rates = [0.3 * 0.8 ** epoch for epoch in range(20)]
+    ours, theirs = {}, {}
+    booster = tb.train(PARAMS, tb.DMatrix(X, label=y, weight=w), 20, evals=[(tb.DMatrix(Xt, label=yt, weight=wt), "test")],
+                       evals_result=ours, verbose_eval=False,
+                       callbacks=[tb.callback.LearningRateScheduler(lambda epoch: rates[epoch])])
+    reference = xgb.train(PARAMS, xgb.DMatrix(X, label=y, weight=w), 20,
+                          evals=[(xgb.DMatrix(Xt, label=yt, weight=wt), "test")], evals_result=theirs,
+                          verbose_eval=False, callbacks=[xgb.callback.LearningRateScheduler(rates)])
+    for metric in ("logloss", "auc"):
+        np.testing.assert_allclose(ours["test"][metric], theirs["test"][metric], rtol=1e-6, atol=0)
+    np.testing.assert_allclose(booster.predict(tb.DMatrix(Xt)), reference.predict(xgb.DMatrix(Xt)), rtol=1e-5)
+    # Not a constant rate: the schedule changed the model.
+    plain = tb.train(PARAMS, tb.DMatrix(X, label=y, weight=w), 20, verbose_eval=False)
+    assert plain.save_raw() != booster.save_raw()
+
+
+def test_only_the_learning_rate_changes_during_training(higgs):
+    (X, y, _), _ = higgs
+
+    class SetDepth(tb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            model.set_param("max_depth", 3)
+
+    with pytest.raises(tb.ParameterError, match="max_depth"):
+        tb.train(PARAMS, tb.DMatrix(X[:500], label=y[:500]), 3, callbacks=[SetDepth()], verbose_eval=False)
+    with pytest.raises(tb.ParameterError, match="learning_rate"):
+        tb.train(PARAMS, tb.DMatrix(X[:500], label=y[:500]), 3, verbose_eval=False,
+                 callbacks=[tb.callback.LearningRateScheduler(lambda epoch: -1.0)])

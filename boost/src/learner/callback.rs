@@ -43,6 +43,13 @@ pub trait TrainingCallback {
     fn after_training(&mut self, _model: &mut Model) -> Result<()> {
         Ok(())
     }
+
+    /// The learning rate (`eta`) from round `round` on, when this callback changes it (XGBoost's
+    /// `LearningRateScheduler`, or a callback's `set_param("learning_rate", ...)`): asked before
+    /// each round, after [`TrainingCallback::before_iteration`]. `None` keeps the current one.
+    fn learning_rate(&mut self, _round: usize) -> Option<f32> {
+        None
+    }
 }
 
 /// Shows the evaluation log every `period` rounds and the last round's (XGBoost's
@@ -279,6 +286,13 @@ impl<'c, 'd> Callbacks<'c, 'd> {
     /// Whether a callback asks to stop after this round.
     pub(super) fn after_iteration(&mut self, model: &Model, log: &RoundLog) -> Result<bool> {
         self.each(|c| c.after_iteration(model, log))
+    }
+
+    /// The learning rate a callback sets for round `round` (the last one's, when several do).
+    pub(super) fn learning_rate(&mut self, round: usize) -> Option<f32> {
+        let callers = self.callers.iter_mut().map(|c| c.learning_rate(round));
+        let own = self.own.iter_mut().map(|c| c.learning_rate(round));
+        callers.chain(own).collect::<Vec<_>>().into_iter().flatten().last()
     }
 
     pub(super) fn after_training(&mut self, model: &mut Model) -> Result<()> {

@@ -213,6 +213,9 @@ fn train_in(
         if callbacks.before_iteration(&run.model, round)? {
             break;
         }
+        if let Some(eta) = callbacks.learning_rate(round) {
+            run.set_learning_rate(eta)?;
+        }
         run.boost_round(round)?;
         let log = run.evaluate(round)?;
         let stop = callbacks.after_iteration(&run.model, &log)?;

@@ -20,7 +20,7 @@ use crate::data::MetaInfo;
 use crate::gpu::DeviceModel;
 use crate::model::Model;
 use crate::objective::{self, DeviceObjective, Objective};
-use crate::param::Params;
+use crate::param::{Params, TreeParams};
 use crate::phases::PhaseTimes;
 use crate::rows::{Features, Rows};
 use crate::tree::Tree;
@@ -28,7 +28,6 @@ use crate::{Error, Result};
 
 /// A training run after its setup.
 pub(super) struct Run<'a, 'g> {
-    params: &'a Params,
     options: &'a TrainOptions,
     train: &'a Rows<'a>,
     objective: Box<dyn Objective>,
@@ -46,6 +45,8 @@ pub(super) struct Run<'a, 'g> {
     all_features: Vec<u32>,
     evaluation: Evaluation<'a>,
     phases: PhaseTimes,
+    /// The trees' parameters: `params.tree`, with the learning rate a callback set.
+    tree_params: TreeParams,
 }
 
 impl<'a, 'g> Run<'a, 'g> {
@@ -101,7 +102,6 @@ impl<'a, 'g> Run<'a, 'g> {
         let rounds = RoundsOn { device, base_margins: &base_margins, from_base };
         let evaluation = Evaluation::new(train, evals, metrics, objective.as_ref(), eval_margins, rounds, &mut phases)?;
         Ok(Run {
-            params,
             options,
             train,
             objective,
@@ -114,12 +114,26 @@ impl<'a, 'g> Run<'a, 'g> {
             all_features: (0..train.cols() as u32).collect(),
             evaluation,
             phases,
+            tree_params: params.tree.clone(),
         })
     }
 
     /// What the evaluation log holds.
     pub(super) fn layout(&self) -> super::EvalLayout {
         self.evaluation.layout()
+    }
+
+    /// The learning rate (`eta`) of the rounds from now on, as a callback sets it: finite and not
+    /// negative, as the parameter.
+    pub(super) fn set_learning_rate(&mut self, eta: f32) -> Result<()> {
+        if !eta.is_finite() || eta < 0.0 {
+            return Err(Error::param(
+                "learning_rate",
+                format!("{eta} set by a callback: expected a finite value >= 0"),
+            ));
+        }
+        self.tree_params.eta = eta;
+        Ok(())
     }
 
     /// Round `round`: one tree an output, every set's margins moved on by them.
@@ -137,7 +151,7 @@ impl<'a, 'g> Run<'a, 'g> {
 
     /// The round's trees where the rows are: the device's gradients, trees and margins.
     fn boost_on_device(&mut self, round: usize) -> Result<Vec<(Tree, u32)>> {
-        let tree_params = &self.params.tree;
+        let tree_params = &self.tree_params;
         let reads_margins = self.evaluation.reads_train_margins();
         let rounds = self.backend.device_rounds().ok_or_else(|| Error::Model("no device rounds".into()))?;
         let gpu = rounds.gpu();
@@ -168,7 +182,7 @@ impl<'a, 'g> Run<'a, 'g> {
     /// The round's trees from the host's gradients, grown by the backend; the host's margins moved
     /// on by each.
     fn boost_on_host(&mut self, round: usize) -> Result<Vec<(Tree, u32)>> {
-        let (tree_params, info, outputs) = (&self.params.tree, self.train.info, self.objective.outputs());
+        let (tree_params, info, outputs) = (&self.tree_params, self.train.info, self.objective.outputs());
         let start = Instant::now();
         match &self.options.custom_objective {
             Some(custom) => custom.gradients_into(&self.margins, info, &mut self.gradients)?,

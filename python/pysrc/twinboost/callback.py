@@ -1,7 +1,8 @@
 """Training callbacks, as XGBoost's ``xgboost.callback``: a ``TrainingCallback`` is called before
 and after training and around each round; ``after_iteration`` (or ``before_iteration``) returning
-True ends training. ``EvaluationMonitor`` prints the evaluation log and ``EarlyStopping`` stops
-when a metric stops improving; ``train(verbose_eval=, early_stopping_rounds=)`` adds them."""
+True ends training. ``EvaluationMonitor`` prints the evaluation log, ``EarlyStopping`` stops
+when a metric stops improving (``train(verbose_eval=, early_stopping_rounds=)`` adds them), and
+``LearningRateScheduler`` changes the learning rate between rounds."""
 
 from collections import OrderedDict
 
@@ -94,6 +95,27 @@ class EvaluationMonitor(TrainingCallback):
             self._print(self._latest)
             self._latest = None
         return model
+
+
+class LearningRateScheduler(TrainingCallback):
+    """Changes the learning rate as training goes, as XGBoost's: ``learning_rates`` is a function
+    of the round (``epoch``, from 0) or a sequence a round. After round ``epoch`` it sets
+    ``learning_rate`` to ``learning_rates(epoch)`` for the rounds that follow; the first round uses
+    the parameters' rate."""
+
+    def __init__(self, learning_rates):
+        if callable(learning_rates):
+            self.learning_rates = learning_rates
+        elif isinstance(learning_rates, (list, tuple)):
+            rates = list(learning_rates)
+            self.learning_rates = lambda epoch: rates[epoch]
+        else:
+            raise TypeError(f"learning_rates: a function of the round or a sequence, not {type(learning_rates).__name__}")
+        super().__init__()
+
+    def after_iteration(self, model, epoch, evals_log):
+        model.set_param("learning_rate", self.learning_rates(epoch))
+        return False
 
 
 class EarlyStopping(TrainingCallback):

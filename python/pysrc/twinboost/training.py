@@ -21,6 +21,23 @@ class _TrainingBooster(Booster):
         self._view = None
         self._snapshot = None
         self._attrs = {}
+        self._learning_rate = None
+
+    def set_param(self, params, value=None):
+        """As XGBoost's during training: ``learning_rate`` (``eta``) applies from the next round
+        (``LearningRateScheduler``); ``device`` and ``nthread`` only to this view's predictions;
+        other training parameters cannot change mid-run (a ``ParameterError``)."""
+        pairs = {params: value} if isinstance(params, str) else dict(params)
+        for name, value in pairs.items():
+            if name in ("learning_rate", "eta"):
+                self._learning_rate = float(value)
+            elif name not in ("device", "nthread", "n_jobs", "verbosity"):
+                raise ParameterError(f"parameter `{name}`: only learning_rate (eta) can change during training")
+        super().set_param(pairs)
+
+    def _take_learning_rate(self):
+        rate, self._learning_rate = self._learning_rate, None
+        return rate
 
     def _at(self, view, rounds):
         self._view, self._snapshot, self._rounds = view, None, rounds
@@ -137,7 +154,8 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
 
     def before(round, view):
         model._at(view, round)
-        return container.before_iteration(model, round - first)
+        stop = container.before_iteration(model, round - first)
+        return bool(stop), model._take_learning_rate()
 
     metric = _CustomMetric(custom_metric, [dtrain] + [d for d, _ in evals]) if custom_metric else None
 
