@@ -115,11 +115,27 @@ impl DMatrix {
         Ok(DMatrix { inner })
     }
 
-    /// Rows of a CSV or libsvm file (the format from its extension or contents), with its label
-    /// column and side files (`.weight`, `.query`) as the command line reads them.
+    /// Rows of a CSV or libsvm file: the format `csv` or `libsvm` (`None`: from its extension or
+    /// contents), the label column of a CSV file (`None`: the first, as the command line reads
+    /// it; -1: none), with its side files (`.weight`, `.query`) as the command line reads them.
     #[staticmethod]
-    fn from_file(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let options = boost::data::ReadOptions::default();
+    #[pyo3(signature = (path, format=None, label_column=None))]
+    fn from_file(py: Python<'_>, path: PathBuf, format: Option<&str>, label_column: Option<i64>) -> PyResult<Self> {
+        let mut options = boost::data::ReadOptions::default();
+        options.format = match format {
+            None => None,
+            Some("csv") => Some(boost::data::DataFormat::Csv),
+            Some("libsvm") => Some(boost::data::DataFormat::Libsvm),
+            Some(other) => {
+                let message = format!("{}: format `{other}` (csv or libsvm)", path.display());
+                return Err(crate::errors::to_py(py, boost::Error::InvalidData(message)));
+            }
+        };
+        match label_column {
+            Some(column) if column < 0 => options.csv.has_label = false,
+            Some(column) => options.csv.label = boost::data::Column::Index(column as usize),
+            None => {}
+        }
         let inner = py.detach(|| boost::DMatrix::from_file(&path, &options)).or_raise(py)?;
         Ok(DMatrix { inner })
     }

@@ -243,3 +243,29 @@ def test_only_the_learning_rate_changes_during_training(higgs):
     with pytest.raises(tb.ParameterError, match="learning_rate"):
         tb.train(PARAMS, tb.DMatrix(X[:500], label=y[:500]), 3, verbose_eval=False,
                  callbacks=[tb.callback.LearningRateScheduler(lambda epoch: -1.0)])
+
+
+def test_text_file_uris_read_as_xgboosts(xgb, tmp_path):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 4)).round(3)
+    y = (X[:, 0] > 0).astype(float)
+    csv = tmp_path / "rows.csv"
+    np.savetxt(csv, np.column_stack([y, X]), delimiter=",", fmt="%.3f")
+    libsvm = tmp_path / "rows.txt"
+    libsvm.write_text("".join(f"{int(t)} " + " ".join(f"{j}:{v}" for j, v in enumerate(row) if v > -0.5) + "\n"
+                              for t, row in zip(y, X)))
+    # XGBoost 3.1 deprecated text input (it warns) but reads it as before.
+    for uri in (f"{csv}?format=csv&label_column=0", f"{csv}?format=csv", f"{libsvm}?format=libsvm"):
+        ours, theirs = tb.DMatrix(uri), xgb.DMatrix(uri)
+        assert (ours.num_row(), ours.num_col()) == (theirs.num_row(), theirs.num_col()), uri
+        np.testing.assert_array_equal(ours.get_label(), theirs.get_label())
+        if theirs.get_label().size:
+            params = {"objective": "binary:logistic", "max_depth": 3}
+            np.testing.assert_allclose(tb.train(params, ours, 3).predict(ours),
+                                       xgb.train(params, theirs, 3).predict(theirs), rtol=1e-6)
+    with pytest.raises(tb.DataError, match="weight_column"):
+        tb.DMatrix(f"{csv}?format=csv&weight_column=1")
+    with pytest.raises(tb.DataError, match="format"):
+        tb.DMatrix(f"{csv}?format=parquet")
+    with pytest.raises(NotImplementedError, match="cache"):
+        tb.DMatrix(f"{libsvm}?format=libsvm#rows.cache")

@@ -18,7 +18,9 @@ class DMatrix:
     there, float32 C-order in place, other dtypes converted on the device; training and
     prediction run on its GPU), a pandas DataFrame (its column names become ``feature_names``;
     nullable dtypes' NA is missing), a SciPy sparse matrix (entries not stored are missing), a
-    list of rows, or the path of a CSV or libsvm file. ``missing`` (NaN by default) marks missing values.
+    list of rows, or the path of a CSV or libsvm file (XGBoost's ``path?format=csv&label_column=0``
+    URI too; a plain path reads a CSV file's first column as the label, as the command line does).
+    ``missing`` (NaN by default) marks missing values.
     ``group`` (sizes) or ``qid`` (a query id a row, rows sorted by it) gives ranking groups.
     """
 
@@ -30,7 +32,7 @@ class DMatrix:
             raise NotImplementedError("categorical features are not supported yet")
         names = None
         if isinstance(data, (str, os.PathLike)):
-            self._handle = _core.DMatrix.from_file(os.fspath(data))
+            self._handle = _core.DMatrix.from_file(*_data.data_uri(os.fspath(data)))
         elif _data.is_device_array(data):
             self._handle = _core.DMatrix.device_dense(*_data.device_features(data, missing))
         elif _data._is_scipy_sparse(data):

@@ -3,6 +3,8 @@
 labels and other per-row arrays to float32 vectors. Each check names what it refuses."""
 
 import math
+import os
+import urllib.parse
 
 import numpy as np
 
@@ -215,3 +217,31 @@ def device_result(values, like):
 def _ordinal(values, like):
     ordinal = getattr(values, "device_ordinal", None)
     return like.device.id if ordinal is None else ordinal
+
+
+def data_uri(text):
+    """XGBoost's text-file URI, ``path?format=csv&label_column=0``, as ``(path, format,
+    label_column)``: ``format`` is ``csv`` or ``libsvm`` (None: from the name), ``label_column`` a
+    CSV file's label column (-1: none, XGBoost's default with ``format=csv``; None: the first, as
+    the command line reads a plain path). A path that exists is taken whole."""
+    if os.path.exists(text) or "?" not in text and "#" not in text:
+        return text, None, None
+    path, _, query = text.partition("?")
+    if "#" in text:
+        raise NotImplementedError(f"{text}: external-memory data (a #cache suffix) is not supported yet")
+    try:
+        options = dict(urllib.parse.parse_qsl(query, strict_parsing=True))
+    except ValueError as error:
+        raise DataError(f"{text}: cannot read the query ({error})") from None
+    unknown = sorted(set(options) - {"format", "label_column"})
+    if unknown:
+        raise DataError(f"{text}: {', '.join(unknown)} not supported (format=csv|libsvm, label_column=N)")
+    label = options.get("label_column")
+    if label is not None:
+        try:
+            label = int(label)
+        except ValueError:
+            raise DataError(f"{text}: label_column={label!r} is not a column index") from None
+    elif options.get("format") == "csv":
+        label = -1
+    return path, options.get("format"), label
