@@ -121,8 +121,7 @@ impl DMatrix {
     #[staticmethod]
     #[pyo3(signature = (path, format=None, label_column=None))]
     fn from_file(py: Python<'_>, path: PathBuf, format: Option<&str>, label_column: Option<i64>) -> PyResult<Self> {
-        let mut options = boost::data::ReadOptions::default();
-        options.format = match format {
+        let format = match format {
             None => None,
             Some("csv") => Some(boost::data::DataFormat::Csv),
             Some("libsvm") => Some(boost::data::DataFormat::Libsvm),
@@ -131,6 +130,7 @@ impl DMatrix {
                 return Err(crate::errors::to_py(py, boost::Error::InvalidData(message)));
             }
         };
+        let mut options = boost::data::ReadOptions { format, ..Default::default() };
         match label_column {
             Some(column) if column < 0 => options.csv.has_label = false,
             Some(column) => options.csv.label = boost::data::Column::Index(column as usize),
