@@ -180,3 +180,23 @@ def test_a_learning_rate_schedule_on_the_gpu_writes_the_cpus_model(device, higgs
                        tb.DMatrix(X, label=y), 4, callbacks=[tb.callback.LearningRateScheduler(schedule)])
               for where in ("cpu", device)]
     assert models[0].save_raw() == models[1].save_raw()
+
+
+@pytest.mark.skipif(not ON_GPU or int(os.environ.get("TWINBOOST_GPUS", "1")) < 2,
+                    reason="needs two CUDA GPUs (TWINBOOST_GPU=1 TWINBOOST_GPUS=2)")
+def test_a_device_array_on_a_second_gpu_trains_and_predicts_there(higgs):
+    import cupy
+
+    (X, y, _), (Xt, _, _) = higgs
+    with cupy.cuda.Device(1):
+        X1, Xt1 = cupy.asarray(X), cupy.asarray(Xt)
+    params = {"objective": "binary:logistic", "max_depth": 4}
+    on_second = tb.train(dict(params, device="cuda:1"), tb.DMatrix(X1, label=y), 10)
+    cpu = tb.train(params, tb.DMatrix(X, label=y), 10)
+    assert on_second.save_raw() == cpu.save_raw()
+    # Rows are predicted on the GPU that holds them, whichever the booster's device names.
+    for device in ("cuda:1", "cuda:0"):
+        on_second.set_param({"device": device})
+        predictions = on_second.inplace_predict(Xt1)
+        assert predictions.device.id == 1
+        np.testing.assert_array_equal(predictions.get(), cpu.predict(tb.DMatrix(Xt)))
