@@ -195,11 +195,11 @@ impl Emulator {
     }
 
     /// The `len` bytes at `pointer`, owned by the caller, as this device's memory until the value
-    /// drops (see [`DeviceMemory::borrowed`]).
+    /// drops, and then left alone (the emulated form of memory another library allocated).
     ///
     /// # Safety
-    /// As [`DeviceMemory::borrowed`]: `pointer` stays valid for `len` bytes of reads and writes,
-    /// accessed by nothing else while this memory is, until the value drops.
+    /// `pointer` stays valid for `len` bytes of reads and writes, accessed by nothing else while
+    /// this memory is, until the value drops.
     pub unsafe fn borrow(&self, pointer: NonNull<u8>, len: usize) -> DeviceMemory {
         // SAFETY: the caller's promise, passed on.
         unsafe { DeviceMemory::borrowed(self.registry.clone(), pointer, len) }
