@@ -28,6 +28,25 @@ pub fn goes_left(value: f32, condition: f32, default_left: bool) -> bool {
     }
 }
 
+/// Categories at and above this (2^24, where `f32` stops holding every integer) are no category,
+/// as in XGBoost.
+pub const MAX_CATEGORY: u32 = 1 << 24;
+
+/// The step of a categorical split (XGBoost's): a missing value follows the node's default
+/// direction; a value whose category (the value truncated to an integer) is one of `categories`
+/// (the split's, sorted) goes right, and every other value goes left, a negative one or one past
+/// [`MAX_CATEGORY`] included (XGBoost's `Decision`).
+#[inline]
+pub fn category_goes_left(value: f32, default_left: bool, categories: &[u32]) -> bool {
+    if value.is_nan() {
+        return default_left;
+    }
+    if !(0.0..MAX_CATEGORY as f32).contains(&value) {
+        return true;
+    }
+    categories.binary_search(&(value as u32)).is_err()
+}
+
 /// The leaf of an oblivious tree of `depth` levels as an index into its `2^depth` leaves (CatBoost's
 /// applier): level `l`'s split `level(l)` (feature, condition, missing left) compared once, its
 /// bit (1 = right) appended, with no branch on the path. The index is the leaf's node id less

@@ -37,7 +37,9 @@ def write_rows(path, X):
 
 
 def dmatrix(booster, X, **kw):
-    return xgb.DMatrix(X, missing=np.nan, feature_names=booster.feature_names, feature_types=booster.feature_types, **kw)
+    categorical = "c" in (booster.feature_types or [])
+    return xgb.DMatrix(X, missing=np.nan, feature_names=booster.feature_names, feature_types=booster.feature_types,
+                       enable_categorical=categorical, **kw)
 
 
 def expected_outputs(booster, X, iteration_range, base_margin):
@@ -141,6 +143,24 @@ def main():
     del legacy["learner"]["gradient_booster"]["model"]["cats"]
     X = with_missing(rng, rng.normal(size=(TEST_ROWS, 4)).astype(np.float32), 0.05)
     save_case(out_dir, "legacy_2x_multi", None, X, (0, 5), rng, model_json=legacy)
+
+    # Categorical splits (feature types "c"): one-hot splits on a column of 3 categories (up to
+    # max_cat_to_onehot), partition splits on one of 30; the rows to predict hold categories unseen
+    # in training, negative and fractional codes, and missing values.
+    n = 500
+    X = np.column_stack([rng.integers(0, 3, n + TEST_ROWS), rng.integers(0, 30, n + TEST_ROWS),
+                         rng.normal(size=n + TEST_ROWS), rng.normal(size=n + TEST_ROWS)]).astype(np.float32)
+    X[:, 1][rng.random(n + TEST_ROWS) < 0.1] = np.nan
+    effect = rng.normal(size=30)
+    y = (X[:, 0] == 1) + effect[np.nan_to_num(X[:, 1], nan=0).astype(int)] + 0.5 * X[:, 2] + rng.normal(scale=0.3, size=len(X))
+    types = ["c", "c", "q", "q"]
+    dtrain = xgb.DMatrix(X[:n], y[:n], missing=np.nan, feature_types=types, enable_categorical=True)
+    params = {"objective": "reg:squarederror", "max_depth": 4, "eta": 0.3, "max_cat_to_onehot": 4, "seed": 5}
+    b = xgb.train(params, dtrain, 8)
+    X_test = X[n:].copy()
+    X_test[:8, 1] = [31, 45, -1, -0.5, 2.5, 1e8, np.nan, 29]
+    X_test[8:12, 0] = [3, -2, 0.99, np.nan]
+    save_case(out_dir, "categorical_splits", b, X_test, (2, 6), rng)
 
 
 if __name__ == "__main__":

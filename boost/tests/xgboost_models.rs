@@ -15,8 +15,14 @@ use boost::model::{ImportanceType, Model, Tree, XGBOOST_FORMAT_VERSION};
 use boost::{Booster, DMatrix, Error, PredictOptions};
 use serde_json::{json, Value};
 
-const CASES: [&str; 5] =
-    ["binary_logistic", "reg_squarederror", "multi_softprob", "reg_exact_forest", "legacy_2x_multi"];
+const CASES: [&str; 6] = [
+    "binary_logistic",
+    "reg_squarederror",
+    "multi_softprob",
+    "reg_exact_forest",
+    "legacy_2x_multi",
+    "categorical_splits",
+];
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/xgboost").join(name)
@@ -339,11 +345,36 @@ fn dart_booster_is_unsupported() {
     assert_model_error(&v, &["dart"]);
 }
 
+/// XGBoost's categorical splits (one-hot and partition, feature types `c`): the same margins and
+/// leaves bit for bit, unseen, negative and fractional categories and missing values included.
 #[test]
-fn categorical_splits_are_unsupported() {
+fn categorical_splits_predict_as_xgboost() {
+    check_case("categorical_splits");
+    let model = Model::load_json(fixture("categorical_splits.model.json")).unwrap();
+    assert_eq!(model.feature_types, ["c", "c", "q", "q"]);
+    let sizes = || model.trees.iter().flat_map(|t| t.categorical.sizes.iter().copied());
+    assert!(sizes().any(|s| s > 1) && sizes().any(|s| s == 1), "partition and one-hot splits");
+}
+
+#[test]
+fn inconsistent_categorical_splits_are_model_errors() {
+    let categorical = || -> Value {
+        serde_json::from_str(&std::fs::read_to_string(fixture("categorical_splits.model.json")).unwrap()).unwrap()
+    };
     let mut v = base_model();
     gbtree(&mut v)["trees"][4]["split_type"][0] = json!(1);
-    assert_model_error(&v, &["tree 4", "split_type", "categorical"]);
+    assert_model_error(&v, &["tree 4", "categories_nodes"]);
+    gbtree(&mut v)["trees"][4]["split_type"][0] = json!(2);
+    assert_model_error(&v, &["tree 4", "node 0", "split_type"]);
+    let mut v = categorical();
+    let sizes = gbtree(&mut v)["trees"][0]["categories_sizes"].as_array().unwrap().len();
+    gbtree(&mut v)["trees"][0]["categories_segments"][sizes - 1] = json!(100000);
+    assert_model_error(&v, &["tree 0", "past"]);
+    let mut v = categorical();
+    let first = gbtree(&mut v)["trees"][0]["categories"][0].clone();
+    gbtree(&mut v)["trees"][0]["categories"][1] = first;
+    assert_model_error(&v, &["tree 0", "sorted"]);
+    // String categories (XGBoost's `cats.enc`, from pandas) are not read yet.
     let mut v = base_model();
     gbtree(&mut v)["cats"]["enc"] = json!([{"type": 1, "values": ["a", "b"]}]);
     assert_model_error(&v, &["cats.enc"]);

@@ -269,3 +269,26 @@ def test_text_file_uris_read_as_xgboosts(xgb, tmp_path):
         tb.DMatrix(f"{csv}?format=parquet")
     with pytest.raises(NotImplementedError, match="cache"):
         tb.DMatrix(f"{libsvm}?format=libsvm#rows.cache")
+
+
+def test_we_load_xgboosts_categorical_model_and_predict_its_bits(xgb, tmp_path):
+    rng = np.random.default_rng(11)
+    n = 2000
+    X = np.column_stack([rng.integers(0, 40, n), rng.integers(0, 3, n), rng.normal(size=n)]).astype(np.float32)
+    X[rng.random(n) < 0.05, 0] = np.nan
+    effect = rng.normal(size=40)
+    y = (effect[np.nan_to_num(X[:, 0]).astype(int)] + X[:, 1] + X[:, 2] > 0.5).astype(np.float32)
+    types = ["c", "c", "q"]
+    theirs = xgb.train({"objective": "binary:logistic", "max_depth": 5, "max_cat_to_onehot": 4},
+                       xgb.DMatrix(X, y, feature_types=types, enable_categorical=True), 20)
+    path = tmp_path / "categorical.json"
+    theirs.save_model(path)
+    ours = tb.Booster(model_file=str(path))
+    rows = X.copy()
+    rows[:5, 0] = [45, -3, 7.5, 1e9, np.nan]  # unseen, negative, fractional, huge, missing
+    expected = theirs.predict(xgb.DMatrix(rows, feature_types=types, enable_categorical=True), output_margin=True)
+    np.testing.assert_array_equal(ours.inplace_predict(rows, predict_type="margin"), expected)
+    ours.save_model(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
+    with pytest.raises(tb.ParameterError, match="categorical"):
+        tb.train({"objective": "binary:logistic"}, tb.DMatrix(X, label=y), 1, xgb_model=ours)

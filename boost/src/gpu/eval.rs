@@ -48,12 +48,18 @@ impl DeviceTrees {
     }
 
     /// Uploads `trees` (each with the output it adds to). A child outside its tree, a node reached
-    /// twice or a feature index of 2^31 or more is an error, so the kernels' walks stay inside the
+    /// twice, a feature index of 2^31 or more or a categorical split (not walked on the device yet)
+    /// is an error, so the kernels' walks stay inside the
     /// trees.
     pub fn upload(gpu: &Gpu, trees: &[(Tree, u32)]) -> Result<Self> {
         let mut nodes = Vec::with_capacity(trees.iter().map(|(t, _)| t.len()).sum());
         let mut table = Vec::with_capacity(trees.len());
         for (index, (tree, output)) in trees.iter().enumerate() {
+            if !tree.categorical.is_empty() {
+                return Err(Error::Model(format!(
+                    "tree {index} has categorical splits: the GPU predictor does not walk them yet (predict with device=cpu)"
+                )));
+            }
             let first_node = nodes.len();
             let oblivious = ObliviousTree::of(tree).filter(|o| !o.levels.is_empty());
             let levels = match &oblivious {
@@ -583,6 +589,24 @@ mod tests {
     use crate::learner::{train, TrainOptions};
     use crate::param::Params;
     use primitives::Schedule;
+
+    /// A tree with a categorical split is refused by the device's walk (not walked as a numeric
+    /// one: that would be a wrong answer).
+    #[test]
+    fn categorical_splits_are_refused_on_the_device() {
+        let gpu = Gpu::emulated(Schedule::Deterministic);
+        let mut tree = Tree::leaf(0.0, 4.0);
+        tree.split(0, 0, 0.0, false, 1.0, (-1.0, 2.0), (1.0, 2.0));
+        assert!(DeviceTrees::upload(&gpu, &[(tree.clone(), 0)]).is_ok());
+        tree.categorical.nodes = vec![0];
+        tree.categorical.segments = vec![0];
+        tree.categorical.sizes = vec![2];
+        tree.categorical.categories = vec![1, 4];
+        assert_eq!(tree.predict_row(&[4.0]), 1.0, "category 4 goes right");
+        assert_eq!(tree.predict_row(&[0.5]), -1.0, "category 0 goes left");
+        let refused = DeviceTrees::upload(&gpu, &[(tree, 0)]).map(|_| ()).unwrap_err().to_string();
+        assert!(refused.contains("categorical"), "{refused}");
+    }
 
     /// A model's later rounds added on the device to the margins of its first equal the host's
     /// prediction of the whole model, bit for bit: dense rows with missing values and fewer columns

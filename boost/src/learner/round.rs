@@ -301,6 +301,12 @@ fn initial_model(
                 train.cols()
             )));
         }
+        if previous.trees.iter().any(|t| !t.categorical.is_empty()) {
+            return Err(Error::param(
+                "xgb_model",
+                "the model to continue has categorical splits, which training does not make yet",
+            ));
+        }
         let mut model = previous.clone();
         model.num_feature = train.cols();
         return Ok(model);

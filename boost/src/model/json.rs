@@ -18,6 +18,9 @@
 //! `right_children`, `split_conditions`, `split_indices`, `split_type`, `sum_hessian` and
 //! `tree_param` (`num_deleted`, `num_feature`, `num_nodes`, `size_leaf_vector`). Parameters are
 //! strings; floats are written in the shortest form that reads back to the same `f32`, as `1.25E1`.
+//! A categorical split (`split_type` 1) keeps its categories (the ones that go right) in
+//! `categories`, at `categories_segments`/`categories_sizes` in the order of `categories_nodes`:
+//! [`crate::tree::CategoricalSplits`]. String categories (`cats.enc`, from pandas) are refused.
 //!
 //! `base_score` is a string holding a JSON number (XGBoost 2.x, `"5E-1"`) or an array of one value or
 //! one per output (3.x, `"[5E-1]"`, `"[1E-1,2E-1,3E-1]"`); XGBoost 3.2 broadcasts a single value to every
@@ -33,7 +36,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::{Model, XGBOOST_FORMAT_VERSION};
-use crate::tree::Tree;
+use crate::tree::{CategoricalSplits, Tree};
 use crate::{Error, Result};
 
 /// XGBoost's `split_indices` value for a node that the pruner deleted (the node stays in the arrays).
@@ -396,6 +399,7 @@ fn tree_from_json(o: &Map<String, Value>, path: &str, id: usize) -> Result<Tree>
         base_weights: float_array(field("base_weights")?, &p("base_weights"))?,
         loss_changes: float_array(field("loss_changes")?, &p("loss_changes"))?,
         sum_hessian: float_array(field("sum_hessian")?, &p("sum_hessian"))?,
+        categorical: Default::default(),
     };
     let n = tree.left_children.len();
     let tparam = object(field("tree_param")?, &p("tree_param"))?;
@@ -414,22 +418,56 @@ fn tree_from_json(o: &Map<String, Value>, path: &str, id: usize) -> Result<Tree>
             )));
         }
     }
-    if let Some(v) = o.get("split_type") {
-        let types: Vec<i64> = int_array(v, &p("split_type"))?;
-        if types.len() != n {
-            return Err(Error::Model(format!(
-                "tree {id}: `split_type` has {} entries, `left_children` {n}",
-                types.len()
-            )));
-        }
-        if let Some(node) = types.iter().position(|&t| t != 0) {
-            return Err(Error::Model(format!(
-                "tree {id}: node {node} has `split_type` {}: categorical splits are not supported",
-                types[node]
-            )));
+    let split_type: Vec<i64> = match o.get("split_type") {
+        Some(v) => int_array(v, &p("split_type"))?,
+        None => vec![0; n],
+    };
+    if split_type.len() != n {
+        return Err(Error::Model(format!(
+            "tree {id}: `split_type` has {} entries, `left_children` {n}",
+            split_type.len()
+        )));
+    }
+    let mut tree = tree;
+    tree.categorical = categorical_splits(o, &split_type, path, id)?;
+    Ok(tree)
+}
+
+/// A tree's categorical splits (`split_type` 1), checked: each listed once, in node order, with
+/// its categories sorted, distinct and below `MAX_CATEGORY`, inside `categories`.
+fn categorical_splits(o: &Map<String, Value>, split_type: &[i64], path: &str, id: usize) -> Result<CategoricalSplits> {
+    let p = |key: &str| format!("{path}.{key}");
+    let array = |key: &str| o.get(key).map_or(Ok(Vec::new()), |v| int_array::<u64>(v, &p(key)));
+    let nodes: Vec<u32> = array("categories_nodes")?.into_iter().map(|n| n.min(u32::MAX as u64) as u32).collect();
+    let segments: Vec<usize> = array("categories_segments")?.into_iter().map(|s| s as usize).collect();
+    let sizes: Vec<usize> = array("categories_sizes")?.into_iter().map(|s| s as usize).collect();
+    let categories = array("categories")?;
+    let bad = |what: String| Err(Error::Model(format!("tree {id}: {what}")));
+    if segments.len() != nodes.len() || sizes.len() != nodes.len() {
+        return bad(format!("{} categorical nodes, {} segments, {} sizes", nodes.len(), segments.len(), sizes.len()));
+    }
+    let split: Vec<usize> = (0..split_type.len()).filter(|&n| split_type[n] != 0).collect();
+    if let Some(&node) = split.iter().find(|&&n| split_type[n] != 1) {
+        return bad(format!("node {node} has `split_type` {}: expected 0 or 1", split_type[node]));
+    }
+    if split.iter().map(|&n| n as u32).ne(nodes.iter().copied()) {
+        return bad("`categories_nodes` is not the nodes whose `split_type` is 1, in order".into());
+    }
+    let max = boost_kernels::predict::MAX_CATEGORY as u64;
+    for (i, (&start, &size)) in segments.iter().zip(&sizes).enumerate() {
+        let Some(own) = start.checked_add(size).and_then(|end| categories.get(start..end)) else {
+            return bad(format!(
+                "categorical node {}: categories {start}..+{size} past the {}",
+                nodes[i],
+                categories.len()
+            ));
+        };
+        if own.windows(2).any(|w| w[0] >= w[1]) || own.last().is_some_and(|&c| c >= max) {
+            return bad(format!("categorical node {}: categories not sorted, distinct and below {max}", nodes[i]));
         }
     }
-    Ok(tree)
+    let categories = categories.into_iter().map(|c| c as u32).collect();
+    Ok(CategoricalSplits { nodes, segments, sizes, categories })
 }
 
 // ---- writing ----
@@ -515,9 +553,16 @@ fn write_tree(w: &mut String, tree: &Tree, id: usize, num_feature: usize) -> Res
     let n = tree.len();
     w.push_str("{\"base_weights\":");
     write_floats(w, &tree.base_weights);
-    w.push_str(
-        ",\"categories\":[],\"categories_nodes\":[],\"categories_segments\":[],\"categories_sizes\":[],\"default_left\":",
-    );
+    let categorical = &tree.categorical;
+    w.push_str(",\"categories\":");
+    write_ints(w, &categorical.categories);
+    w.push_str(",\"categories_nodes\":");
+    write_ints(w, &categorical.nodes);
+    w.push_str(",\"categories_segments\":");
+    write_ints(w, &categorical.segments);
+    w.push_str(",\"categories_sizes\":");
+    write_ints(w, &categorical.sizes);
+    w.push_str(",\"default_left\":");
     write_ints(w, &tree.default_left.iter().map(|&d| u8::from(d)).collect::<Vec<_>>());
     let _ = write!(w, ",\"id\":{id},\"left_children\":");
     write_ints(w, &tree.left_children);
@@ -532,7 +577,13 @@ fn write_tree(w: &mut String, tree: &Tree, id: usize, num_feature: usize) -> Res
     w.push_str(",\"split_indices\":");
     write_ints(w, &tree.split_indices);
     w.push_str(",\"split_type\":");
-    write_ints(w, &vec![0u8; n]);
+    let mut split_type = vec![0u8; n];
+    for &node in &categorical.nodes {
+        if let Some(t) = split_type.get_mut(node as usize) {
+            *t = 1;
+        }
+    }
+    write_ints(w, &split_type);
     w.push_str(",\"sum_hessian\":");
     write_floats(w, &tree.sum_hessian);
     // XGBoost counts the nodes its pruner deleted by their marker split index (never the root).

@@ -57,6 +57,9 @@ impl PackedTrees {
     fn of(trees: &[Tree]) -> Option<Self> {
         let mut packed = PackedTrees { nodes: Vec::new(), starts: vec![0], depths: Vec::new() };
         for tree in trees {
+            if !tree.categorical.is_empty() {
+                return None; // Categorical splits take the unpacked walk.
+            }
             let n = tree.len();
             for node in 0..n {
                 let (left, right, feature) =
@@ -426,8 +429,7 @@ fn leaf_of(tree: &Tree, index: usize, row: &Row<'_>) -> Result<usize> {
         if left == -1 {
             return Ok(node);
         }
-        let v = row.value(tree.split_indices[node] as usize);
-        let go_left = goes_left(v, tree.split_conditions[node], tree.default_left[node]);
+        let go_left = tree.goes_left(node, row.value(tree.split_indices[node] as usize));
         let child = if go_left { left } else { tree.right_children[node] };
         node = usize::try_from(child).ok().filter(|&c| c < n).ok_or_else(|| {
             Error::Model(format!("tree {index}: node {node} has child {child}, not one of its {n} nodes"))

@@ -35,6 +35,37 @@ pub struct Tree {
     pub loss_changes: Vec<f32>,
     /// Sum of the hessians of the rows in the node (the cover).
     pub sum_hessian: Vec<f32>,
+    /// The splits on categories (XGBoost's categorical splits; none for numeric trees).
+    pub categorical: CategoricalSplits,
+}
+
+/// A tree's categorical splits, as XGBoost's JSON lays them out: such a node sends a row right when
+/// its category is one of the node's (see [`boost_kernels::predict::category_goes_left`]); its
+/// `split_conditions` entry is unused.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CategoricalSplits {
+    /// The nodes that split on categories, increasing.
+    pub nodes: Vec<u32>,
+    /// Where each node's categories start in `categories`.
+    pub segments: Vec<usize>,
+    /// How many categories each node has.
+    pub sizes: Vec<usize>,
+    /// Every node's categories one after the other, each node's sorted and distinct.
+    pub categories: Vec<u32>,
+}
+
+impl CategoricalSplits {
+    /// Whether the tree has no categorical split.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The categories that node `node` sends right, when it splits on categories.
+    #[inline]
+    pub fn of(&self, node: usize) -> Option<&[u32]> {
+        let i = self.nodes.binary_search(&(node as u32)).ok()?;
+        self.categories.get(self.segments[i]..self.segments[i] + self.sizes[i])
+    }
 }
 
 impl Tree {
@@ -98,13 +129,25 @@ impl Tree {
         (l, r)
     }
 
+    /// Whether split `node` sends `value` left (NaN: missing): below the condition, or for a
+    /// categorical split, not one of its categories (`boost_kernels::predict`'s rules).
+    #[inline]
+    pub fn goes_left(&self, node: usize, value: f32) -> bool {
+        let default_left = self.default_left[node];
+        if !self.categorical.is_empty() {
+            if let Some(categories) = self.categorical.of(node) {
+                return boost_kernels::predict::category_goes_left(value, default_left, categories);
+            }
+        }
+        boost_kernels::predict::goes_left(value, self.split_conditions[node], default_left)
+    }
+
     /// The leaf a row reaches; `value(feature)` gives the row's value (NaN = missing).
     #[inline]
     pub fn leaf_index(&self, value: impl Fn(usize) -> f32) -> usize {
         let mut node = 0usize;
         while self.left_children[node] != -1 {
-            let v = value(self.split_indices[node] as usize);
-            let left = if v.is_nan() { self.default_left[node] } else { v < self.split_conditions[node] };
+            let left = self.goes_left(node, value(self.split_indices[node] as usize));
             node = if left { self.left_children[node] } else { self.right_children[node] } as usize;
         }
         node

@@ -80,7 +80,8 @@ impl ObliviousTree {
         let lengths =
             [tree.right_children.len(), tree.split_indices.len(), tree.split_conditions.len(), tree.default_left.len()];
         // `n + 1` a power of two: `2^(depth + 1) - 1` nodes (no tree of no nodes, no corrupt arrays).
-        if n == 0 || !(n + 1).is_power_of_two() || lengths.iter().any(|&len| len != n) {
+        let categorical = !tree.categorical.is_empty();
+        if categorical || n == 0 || !(n + 1).is_power_of_two() || lengths.iter().any(|&len| len != n) {
             return None;
         }
         let depth = (n + 1).ilog2() as usize - 1;
