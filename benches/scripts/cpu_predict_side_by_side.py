@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 
@@ -24,20 +23,11 @@ MODEL = "/tmp/cpu_predict_model.json"
 ROWS = 10_000_000
 
 
-def median_seconds(call, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def measure(site):
     sys.path.insert(0, site)
     import twinboost as tb
     import xgboost as xgb
-    from python_side_by_side import make_rows
+    from python_side_by_side import make_rows, median_seconds
 
     X, _ = make_rows(ROWS)
     ours, theirs = tb.Booster(model_file=MODEL), xgb.Booster(model_file=MODEL)

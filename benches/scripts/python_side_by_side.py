@@ -134,14 +134,19 @@ def device_prediction(model_path, X):
     print(f"| {n} | {n / a / 1e6:.1f} M rows/s | {n / b / 1e6:.1f} M rows/s | {b / a:.2f}x faster |")
 
 
+def train_both(rust_command, python_mode, values, labels, rounds, params):
+    """The Rust side (`train_raw` and its flags) and the Python side (this script in `python_mode`)
+    trained in fresh processes on the same files: each one's `key=value` / JSON results."""
+    rust = subprocess.run(rust_command + [values, labels, "28", str(rounds)] + [f"{k}={v}" for k, v in params.items()],
+                          check=True, capture_output=True, text=True).stdout
+    python = subprocess.run([sys.executable, __file__, python_mode, values, labels, str(rounds), json.dumps(params)],
+                            check=True, stdout=subprocess.PIPE, text=True).stdout
+    return dict(kv.split("=") for kv in rust.split()), json.loads(python.strip().splitlines()[-1])
+
+
 def from_cupy(train_raw, values, labels, rounds, params, X):
     """Part 3: training from device memory, Rust API against CuPy, and CuPy rows predicted."""
-    rust = subprocess.run([train_raw, "--device-rows", values, labels, "28", str(rounds)]
-                          + [f"{k}={v}" for k, v in params.items()], check=True, capture_output=True, text=True).stdout
-    rust = dict(kv.split("=") for kv in rust.split())
-    python = subprocess.run([sys.executable, __file__, "--cupy-training", values, labels, str(rounds),
-                             json.dumps(params)], check=True, stdout=subprocess.PIPE, text=True).stdout
-    python = json.loads(python.strip().splitlines()[-1])
+    rust, python = train_both([train_raw, "--device-rows"], "--cupy-training", values, labels, rounds, params)
     r, p = float(rust["seconds"]), python["seconds"]
     print("\nfrom device memory:")
     print("| run | seconds | host MiB at start -> peak while training |")
@@ -218,12 +223,7 @@ def main():
         X.tofile(values)
         y.tofile(labels)
         print(f"rows {rows} x 28 ({X.nbytes / 2**20:.0f} MiB of float32), {rounds} rounds, device {device}, {params}")
-        rust = subprocess.run([train_raw, values, labels, "28", str(rounds)] + [f"{k}={v}" for k, v in params.items()],
-                              check=True, capture_output=True, text=True).stdout
-        rust = dict(kv.split("=") for line in rust.split() for kv in [line])
-        python = subprocess.run([sys.executable, __file__, "--python-training", values, labels, str(rounds),
-                                 json.dumps(params)], check=True, stdout=subprocess.PIPE, text=True).stdout
-        python = json.loads(python.strip().splitlines()[-1])
+        rust, python = train_both([train_raw], "--python-training", values, labels, rounds, params)
         r, p = float(rust["seconds"]), python["seconds"]
         print("| run | seconds | peak resident MiB (rows included) |")
         print("| --- | --- | --- |")

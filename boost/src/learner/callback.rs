@@ -290,9 +290,10 @@ impl<'c, 'd> Callbacks<'c, 'd> {
 
     /// The learning rate a callback sets for round `round` (the last one's, when several do).
     pub(super) fn learning_rate(&mut self, round: usize) -> Option<f32> {
+        // Every callback is asked (one may take what it holds), the last rate set wins.
         let callers = self.callers.iter_mut().map(|c| c.learning_rate(round));
         let own = self.own.iter_mut().map(|c| c.learning_rate(round));
-        callers.chain(own).collect::<Vec<_>>().into_iter().flatten().last()
+        callers.chain(own).fold(None, |last, rate| rate.or(last))
     }
 
     pub(super) fn after_training(&mut self, model: &mut Model) -> Result<()> {
