@@ -10,7 +10,7 @@ use primitives_kernels::arch;
 use primitives_kernels::ops::GradientPair;
 
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{self, calc_gain, Split, SplitParams};
+use crate::split::{self, calc_gain, Split, SplitKind, SplitParams};
 
 type Fixed = GradientPair<i64>;
 
@@ -22,7 +22,9 @@ pub struct SplitContext {
     pub quantiser: GradientQuantiser,
 }
 
-/// A [`Split`] of fixed-point sums as the kernels store it (`found` = 0: no split).
+/// A [`Split`] of fixed-point sums as the kernels store it (`found` = 0: no split). `kind` is 0 for
+/// a numeric split, [`ONE_HOT`] or [`PARTITION`] for a categorical one, whose bin or count is then
+/// in `last_left_bin`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct DeviceSplit {
@@ -34,8 +36,13 @@ pub struct DeviceSplit {
     pub threshold: f32,
     pub default_left: u32,
     pub found: u32,
-    pub padding: u32,
+    pub kind: u32,
 }
+
+/// [`DeviceSplit::kind`] of a one-hot split.
+pub const ONE_HOT: u32 = 1;
+/// [`DeviceSplit::kind`] of a partition split.
+pub const PARTITION: u32 = 2;
 
 impl From<Option<Split<Fixed>>> for DeviceSplit {
     fn from(split: Option<Split<Fixed>>) -> Self {
@@ -44,13 +51,21 @@ impl From<Option<Split<Fixed>>> for DeviceSplit {
             Some(s) => DeviceSplit {
                 left: s.left,
                 right: s.right,
-                last_left_bin: s.last_left_bin,
+                last_left_bin: match s.kind {
+                    SplitKind::Numeric => s.last_left_bin,
+                    SplitKind::OneHot { bin } => bin as i64,
+                    SplitKind::Partition { count } => count as i64,
+                },
                 loss_chg: s.loss_chg,
                 feature: s.feature,
                 threshold: s.threshold,
                 default_left: s.default_left as u32,
                 found: 1,
-                padding: 0,
+                kind: match s.kind {
+                    SplitKind::Numeric => 0,
+                    SplitKind::OneHot { .. } => ONE_HOT,
+                    SplitKind::Partition { .. } => PARTITION,
+                },
             },
         }
     }
@@ -59,10 +74,16 @@ impl From<Option<Split<Fixed>>> for DeviceSplit {
 impl DeviceSplit {
     /// The split, if one was found.
     pub fn split(&self) -> Option<Split<Fixed>> {
+        let (last_left_bin, kind) = match self.kind {
+            ONE_HOT => (-1, SplitKind::OneHot { bin: self.last_left_bin as u32 }),
+            PARTITION => (-1, SplitKind::Partition { count: self.last_left_bin as u32 }),
+            _ => (self.last_left_bin, SplitKind::Numeric),
+        };
         (self.found != 0).then_some(Split {
             loss_chg: self.loss_chg,
             feature: self.feature,
-            last_left_bin: self.last_left_bin,
+            last_left_bin,
+            kind,
             threshold: self.threshold,
             default_left: self.default_left != 0,
             left: self.left,
@@ -196,7 +217,9 @@ pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
             |left: Fixed, right: Fixed, last_left_bin: i64, threshold: f32, default_left: bool, seq: u32| {
                 if let Some(loss_chg) = split::candidate_loss(left, right, parent_gain, p, q) {
                     if beats(loss_chg, seq, true, best.split.loss_chg, best.seq) {
-                        let found = Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right };
+                        let kind = SplitKind::Numeric;
+                        let found =
+                            Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right, kind };
                         best = LaneBest { split: DeviceSplit::from(Some(found)), seq };
                     }
                 }

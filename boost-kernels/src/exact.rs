@@ -28,7 +28,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{global_thread, DeviceSplit, SplitContext};
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{candidate_loss, GradientSum, Split, SplitParams};
+use crate::split::{candidate_loss, GradientSum, Split, SplitKind, SplitParams};
 
 /// XGBoost's `kRtEps` as the `f32` it adds to `|last|` for an end candidate's gap.
 pub const END_GAP: f32 = 1e-6;
@@ -93,7 +93,16 @@ pub fn end<S: GradientSum>(taken: S, n: &NodeFeature<'_, S>) -> Option<(f32, S, 
 /// A candidate as a split of `feature` (the exact method has no bins: `last_left_bin` is 0).
 #[inline(always)]
 pub fn split_of<S>(feature: u32, (loss_chg, left, right): (f32, S, S), threshold: f32, missing_left: bool) -> Split<S> {
-    Split { loss_chg, feature, last_left_bin: 0, threshold, default_left: missing_left, left, right }
+    Split {
+        loss_chg,
+        feature,
+        last_left_bin: 0,
+        threshold,
+        default_left: missing_left,
+        left,
+        right,
+        kind: SplitKind::Numeric,
+    }
 }
 
 /// One node's walk over one feature's values in one direction (the CPU's enumeration): the sums

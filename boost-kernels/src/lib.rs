@@ -6,7 +6,7 @@
 //! | | shared with the CPU backend | device only |
 //! | --- | --- | --- |
 //! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`rank`] (LambdaMART), [`sampling`] (a stateless draw a row), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
-//! | splits | [`split`] (gains, weights, the bin scan both ways, ties), [`exact`] (the exact method's candidates), [`oblivious`] | [`evaluate`] (a warp a (node, feature)) |
+//! | splits | [`split`] (gains, weights, the bin scan both ways, ties), [`categorical`] (one-hot and partition splits), [`exact`] (the exact method's candidates), [`oblivious`] | [`evaluate`] (a warp a (node, feature)) |
 //! | rows | [`bins`] (a value's bin), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
 //! | leaves, metrics | [`adaptive`] (quantile leaves), [`metric`], [`auc`], [`rank_metric`] | |
 //! | prediction | [`predict`] (a tree walk's step), [`binarised`] (CatBoost's applier) | |
@@ -20,6 +20,7 @@ pub mod adaptive;
 pub mod auc;
 pub mod binarised;
 pub mod bins;
+pub mod categorical;
 pub mod device_sum;
 pub mod evaluate;
 pub mod exact;

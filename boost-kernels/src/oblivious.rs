@@ -20,7 +20,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, global_thread, SplitContext};
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{candidate_loss, GradientSum, Split, SplitParams, NO_VALUE_LEFT, RT_EPS};
+use crate::split::{candidate_loss, GradientSum, Split, SplitKind, SplitParams, NO_VALUE_LEFT, RT_EPS};
 
 /// Candidate `c` of a feature of `n` bins: the last bin (counted from the feature's first) that
 /// goes left (-1 when none does), and whether missing values go left.
@@ -105,6 +105,7 @@ impl LevelBest {
             default_left,
             left,
             right,
+            kind: SplitKind::Numeric,
         }
     }
 

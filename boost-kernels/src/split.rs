@@ -145,9 +145,10 @@ macro_rules! float_sums {
 
 float_sums!(f32, f64);
 
-/// A split of a node: rows whose bin of `feature` is at most `last_left_bin` (a global bin id; below
-/// the feature's first bin when no present value goes left) go left, missing values to
-/// `default_left`; `left` and `right` are the children's sums.
+/// A split of a node: for a numeric split, rows whose bin of `feature` is at most `last_left_bin`
+/// (a global bin id; below the feature's first bin when no present value goes left) go left; for
+/// a categorical one, rows whose category is in the set [`SplitKind`] names go right. Missing
+/// values go to `default_left`; `left` and `right` are the children's sums.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Split<S> {
     pub loss_chg: f32,
@@ -157,6 +158,27 @@ pub struct Split<S> {
     pub default_left: bool,
     pub left: S,
     pub right: S,
+    pub kind: SplitKind,
+}
+
+/// What a split compares ([`crate::categorical`] for the categorical kinds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SplitKind {
+    /// A threshold on the feature's bins (`last_left_bin`).
+    #[default]
+    Numeric,
+    /// One category (the feature's bin `bin`) goes right, the others left.
+    OneHot { bin: u32 },
+    /// The first `count` categories of the node's order ([`crate::categorical::sort_key`]) go right.
+    Partition { count: u32 },
+}
+
+impl SplitKind {
+    /// Whether the split is on categories.
+    #[inline]
+    pub fn is_categorical(self) -> bool {
+        self != SplitKind::Numeric
+    }
 }
 
 /// One feature's histogram and cuts, as the scan reads them: its bins are the global bins
@@ -240,7 +262,8 @@ pub fn best_split_of_feature<S: GradientSum>(
     let mut consider = |left: S, right: S, last_left_bin: i64, threshold: f32, default_left: bool| {
         if let Some(loss_chg) = candidate_loss(left, right, parent_gain, p, q) {
             if best.is_none_or(|b| loss_chg > b.loss_chg) {
-                best = Some(Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right });
+                let kind = SplitKind::Numeric;
+                best = Some(Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right, kind });
             }
         }
     };

@@ -4,7 +4,8 @@ as JSON, so that the test compares boost's metrics with XGBoost's on exactly the
 
 usage: xgboost_accuracy.py SPEC.json
 
-SPEC.json: {"cases": [{"name", "train", "test", "params": {...}, "rounds", "metric"}]}. Each data file
+SPEC.json: {"cases": [{"name", "train", "test", "params": {...}, "rounds", "metric", "feature_types"}]}
+(`feature_types`: XGBoost's, "c" for a categorical feature; empty when all are numeric). Each data file
 is a CSV written by the test: a header line, then `label,weight,group,f0,f1,...` rows, with `nan` for a
 missing value; `weight` is 1 when the data has none, `group` is the ranking group's index (or 0).
 Prints {"name": metric value on the test set, ...} and {"xgboost": version}.
@@ -22,9 +23,13 @@ def load(path):
     return label, weight, group.astype(np.int64), features
 
 
-def dmatrix(path, ranking):
+def dmatrix(path, ranking, feature_types):
     label, weight, group, features = load(path)
-    d = xgb.DMatrix(features, label=label, missing=np.nan)
+    if feature_types:
+        d = xgb.DMatrix(features, label=label, missing=np.nan, feature_types=feature_types,
+                        enable_categorical=True)
+    else:
+        d = xgb.DMatrix(features, label=label, missing=np.nan)
     if ranking:
         # Group sizes in row order; ranking weights are per group (the first row's weight).
         boundaries = np.flatnonzero(np.diff(group)) + 1
@@ -43,8 +48,9 @@ def main():
     results = {"xgboost": xgb.__version__}
     for case in spec["cases"]:
         ranking = case["params"]["objective"].startswith("rank:")
-        train = dmatrix(case["train"], ranking)
-        test = dmatrix(case["test"], ranking)
+        types = case.get("feature_types") or None
+        train = dmatrix(case["train"], ranking, types)
+        test = dmatrix(case["test"], ranking, types)
         params = dict(case["params"], eval_metric=case["metric"], nthread=2)
         evals_result = {}
         xgb.train(params, train, case["rounds"], evals=[(test, "test")], evals_result=evals_result,

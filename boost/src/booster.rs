@@ -252,6 +252,17 @@ impl DMatrix {
         Ok(())
     }
 
+    /// Sets the features' types by XGBoost's names (one a feature; an empty list clears them):
+    /// `c` marks a categorical feature, whose values are category codes split by
+    /// [`boost_kernels::categorical`]; `q`, `float`, `int` and `i` are numeric. A model trained on
+    /// these rows saves them, as XGBoost does.
+    pub fn set_feature_types(&mut self, types: Vec<String>) -> Result<()> {
+        let info = MetaInfo { feature_types: types, ..MetaInfo::default() };
+        info.categorical_features(self.cols())?;
+        self.info.feature_types = info.feature_types;
+        Ok(())
+    }
+
     fn check_rows(&self, what: &str, n: usize) -> Result<()> {
         if n != self.rows() {
             return Err(Error::InvalidData(format!("{n} {what} for {} rows", self.rows())));

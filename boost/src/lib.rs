@@ -12,7 +12,8 @@
 //! # Training and predicting
 //!
 //! [`DMatrix`] holds the data (features from host slices, CSR or a file, or rows already in a
-//! GPU's memory, with labels, weights, query groups and base margins, each checked).
+//! GPU's memory, with labels, weights, query groups and base margins, each checked; features of
+//! type `c` are categorical, split as XGBoost splits them: [`DMatrix::set_feature_types`]).
 //! [`Booster::train`] fits a model with XGBoost's parameter names ([`Params::from_pairs`], or
 //! typed: [`Params::builder`]); [`Booster::predict`] takes [`PredictOptions`] (values or margins,
 //! an iteration range, a [`Device`]); [`Booster::save_model`] writes XGBoost's JSON, which

@@ -65,6 +65,11 @@ pub struct TreeParams {
     pub grow_policy: GrowPolicy,
     /// Bins a feature's values are quantised into.
     pub max_bin: u32,
+    /// Categorical features with fewer categories get one-hot splits, the others partition splits
+    /// (`boost_kernels::categorical`).
+    pub max_cat_to_onehot: u32,
+    /// The most categories a partition split's scan considers on either side.
+    pub max_cat_threshold: u32,
     /// The exact method on a GPU: levels `0..exact_interleaved_levels` find their splits with the
     /// entries in each feature's value order (Mitchell & Frank's interleaved algorithm: a masked
     /// scan a node), deeper levels with them grouped by node (the sorting algorithm). The CPU's
@@ -89,6 +94,8 @@ impl Default for TreeParams {
             colsample_bynode: 1.0,
             grow_policy: GrowPolicy::Depthwise,
             max_bin: 256,
+            max_cat_to_onehot: 4,
+            max_cat_threshold: 64,
             exact_interleaved_levels: EXACT_INTERLEAVED_LEVELS,
         }
     }
@@ -105,6 +112,15 @@ impl TreeParams {
             max_delta_step: self.max_delta_step,
             lambda: self.lambda,
             alpha: self.alpha,
+        }
+    }
+
+    /// The categorical split parameters, as the shared arithmetic (`boost_kernels::categorical`)
+    /// takes them.
+    pub fn categorical(&self) -> boost_kernels::categorical::CategoricalParams {
+        boost_kernels::categorical::CategoricalParams {
+            max_cat_to_onehot: self.max_cat_to_onehot,
+            max_cat_threshold: self.max_cat_threshold,
         }
     }
 }
@@ -247,7 +263,7 @@ const XGBOOST_PARAMETERS_NOT_YET: [&str; 18] = [
 /// The parameters [`Params::set`] takes, by XGBoost's names (aliases after a slash), for help texts.
 pub const PARAMETER_NAMES: &str = "eta/learning_rate, gamma/min_split_loss, max_depth, max_leaves, \
 min_child_weight, max_delta_step, lambda/reg_lambda, alpha/reg_alpha, subsample, colsample_bytree, \
-colsample_bylevel, colsample_bynode, max_bin, grow_policy, tree_method, booster, num_parallel_tree, \
+colsample_bylevel, colsample_bynode, max_bin, max_cat_to_onehot, max_cat_threshold, grow_policy, tree_method, booster, num_parallel_tree, \
 objective, base_score, eval_metric, disable_default_eval_metric, seed/random_state, nthread/n_jobs, \
 n_gpus, device, verbosity, sampling_method, validate_parameters, and the objectives' and metrics' \
 (scale_pos_weight, huber_slope, num_class, lambdarank_*, ndcg_exp_gain)";
@@ -325,6 +341,14 @@ impl Params {
             "max_bin" => {
                 t.max_bin = number(name, value)?;
                 check(name, t.max_bin >= 2, "must be >= 2", value)?;
+            }
+            "max_cat_to_onehot" => {
+                t.max_cat_to_onehot = number(name, value)?;
+                check(name, t.max_cat_to_onehot >= 1, "must be >= 1", value)?;
+            }
+            "max_cat_threshold" => {
+                t.max_cat_threshold = number(name, value)?;
+                check(name, t.max_cat_threshold >= 1, "must be >= 1", value)?;
             }
             "grow_policy" => {
                 t.grow_policy = match value {
@@ -493,6 +517,10 @@ impl ParamsBuilder {
         grow_policy: &str;
         /// Bins a feature.
         max_bin: u32;
+        /// Categorical features with fewer categories get one-hot splits.
+        max_cat_to_onehot: u32;
+        /// The most categories a partition split's scan considers on either side.
+        max_cat_threshold: u32;
         /// Classes of a multiclass objective.
         num_class: u32;
         /// The base score (in the objective's output space).

@@ -24,7 +24,10 @@ use boost_kernels::sketch;
 pub(crate) use boost_kernels::sketch::SketchEntry as Entry;
 use rayon::prelude::*;
 
+use boost_kernels::predict::MAX_CATEGORY;
+
 use crate::data::FeatureMatrix;
+use crate::{Error, Result};
 
 /// Per-feature bin boundaries.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -34,6 +37,9 @@ pub struct QuantileCuts {
     pub cut_ptrs: Vec<u32>,
     /// Upper bounds of the bins, increasing within a feature.
     pub cut_values: Vec<f32>,
+    /// Which features are categorical (empty: none). A categorical feature's bins are its codes
+    /// `0..=max`, bin `c` bounded above by `c + 0.5` so that the search puts code `c` in it.
+    pub categorical: Vec<bool>,
 }
 
 impl QuantileCuts {
@@ -43,6 +49,38 @@ impl QuantileCuts {
         let per_feature: Vec<Vec<f32>> =
             columns.into_par_iter().map(|column| feature_cuts(column, max_bin.max(1))).collect();
         Self::from_features(per_feature)
+    }
+
+    /// [`QuantileCuts::build`] with the features `categorical` names given a bin a category (codes
+    /// `0..=max` of the column's largest code `max`; XGBoost's cuts of a categorical feature). A
+    /// categorical value that is not a whole number from 0 to `MAX_CATEGORY - 1` is an error naming
+    /// its row, feature and value.
+    pub fn build_typed(features: &FeatureMatrix, weights: &[f32], max_bin: usize, categorical: &[bool]) -> Result<Self> {
+        if !categorical.contains(&true) {
+            return Ok(Self::build(features, weights, max_bin));
+        }
+        let columns = columns_of(features, weights);
+        let per_feature: Vec<std::result::Result<Vec<f32>, f32>> = columns
+            .into_par_iter()
+            .enumerate()
+            .map(|(f, column)| match categorical.get(f) {
+                Some(true) => category_cuts(&column),
+                _ => Ok(feature_cuts(column, max_bin.max(1))),
+            })
+            .collect();
+        let mut cuts = Vec::with_capacity(per_feature.len());
+        for (f, c) in per_feature.into_iter().enumerate() {
+            cuts.push(c.map_err(|value| bad_category(features, f, value))?);
+        }
+        let mut cuts = Self::from_features(cuts);
+        cuts.categorical = categorical.to_vec();
+        Ok(cuts)
+    }
+
+    /// Whether feature `f` is categorical.
+    #[inline]
+    pub fn is_categorical(&self, f: usize) -> bool {
+        self.categorical.get(f).copied().unwrap_or(false)
     }
 
     /// The cuts of each feature's bounds, in feature order.
@@ -115,6 +153,39 @@ pub(crate) fn columns_of(features: &FeatureMatrix, weights: &[f32]) -> Vec<Vec<(
         features.for_each_present(i, |j, v| columns[j].push((v, w)));
     }
     columns
+}
+
+/// A categorical column's bounds: `c + 0.5` for each code `c` up to its largest; the first value
+/// that is no code when there is one.
+fn category_cuts(column: &[(f32, f32)]) -> std::result::Result<Vec<f32>, f32> {
+    let mut max = None;
+    for &(v, _) in column {
+        if !is_category(v) {
+            return Err(v);
+        }
+        max = max.max(Some(v as u32));
+    }
+    Ok(max.map(|m| (0..=m).map(|c| c as f32 + 0.5).collect()).unwrap_or_default())
+}
+
+/// Whether `v` is a category code: a whole number from 0 below `MAX_CATEGORY` (XGBoost's limit,
+/// the integers an `f32` holds exactly).
+pub fn is_category(v: f32) -> bool {
+    v >= 0.0 && v < MAX_CATEGORY as f32 && v.fract() == 0.0
+}
+
+/// The error of a value `value` of categorical feature `f` that is no category, naming its row.
+fn bad_category(features: &FeatureMatrix, f: usize, value: f32) -> Error {
+    let row = (0..features.rows()).find(|&i| {
+        let mut found = false;
+        features.for_each_present(i, |j, v| found |= j == f && v.to_bits() == value.to_bits());
+        found
+    });
+    let place = row.map(|r| format!("row {r}, ")).unwrap_or_default();
+    Error::InvalidData(format!(
+        "{place}feature {f} is categorical but holds {value}: a category is a whole number from 0 to {}",
+        MAX_CATEGORY - 1
+    ))
 }
 
 /// One feature's bounds: XGBoost's sketch of the column (`max_bin` bins), then its `MakeCuts`.

@@ -3,7 +3,8 @@
 //! `hist` trained on exactly the same numbers (the test writes the data it read, and
 //! `boost/scripts/xgboost_accuracy.py` trains XGBoost on them). Against XGBoost 3.3 or later, whose
 //! quantile sketch ours is, the datasets where we build XGBoost's own trees must give its metric to
-//! six significant digits.
+//! six significant digits. Categorical features (adult's string columns, the columns LightGBM's
+//! test names in `lgbm_categorical`) are XGBoost's (`feature_types` `c`) on both sides.
 //!
 //! With `BOOST_XGBOOST_CHECK=1` (CI sets it) the comparison runs, and fails if Python or XGBoost is
 //! missing. Without it, only boost's own metrics are computed and checked against loose floors (so a
@@ -33,6 +34,8 @@ struct Case {
     sanity: f64,
     /// Whether we build XGBoost 3.3+'s trees (the same metric to six digits).
     same_trees: bool,
+    /// Feature columns marked categorical (type `c`) besides a CSV file's string columns.
+    categorical: &'static [usize],
 }
 
 const CASES: &[Case] = &[
@@ -46,6 +49,7 @@ const CASES: &[Case] = &[
         label_shift: 0.0,
         sanity: 0.75,
         same_trees: true,
+        categorical: &[],
     },
     Case {
         name: "agaricus",
@@ -57,6 +61,7 @@ const CASES: &[Case] = &[
         label_shift: 0.0,
         sanity: 0.99,
         same_trees: true,
+        categorical: &[],
     },
     Case {
         name: "adult",
@@ -68,6 +73,7 @@ const CASES: &[Case] = &[
         label_shift: 0.0,
         sanity: 0.90,
         same_trees: true,
+        categorical: &[],
     },
     Case {
         name: "california_housing",
@@ -79,6 +85,7 @@ const CASES: &[Case] = &[
         label_shift: 0.0,
         sanity: 60_000.0,
         same_trees: true,
+        categorical: &[],
     },
     Case {
         name: "lgbm_multiclass",
@@ -90,6 +97,7 @@ const CASES: &[Case] = &[
         label_shift: 0.0,
         sanity: 1.6,
         same_trees: true,
+        categorical: &[],
     },
     Case {
         name: "lgbm_rank",
@@ -103,6 +111,7 @@ const CASES: &[Case] = &[
         // LambdaMART's trees are XGBoost's since its sigmoid's `e^x` is glibc's `expf` (before:
         // 0.7192 against 0.7232).
         same_trees: true,
+        categorical: &[],
     },
     Case {
         name: "dermatology",
@@ -114,6 +123,20 @@ const CASES: &[Case] = &[
         label_shift: -1.0,
         sanity: 0.5,
         same_trees: true,
+        categorical: &[],
+    },
+    Case {
+        name: "lgbm_categorical",
+        train: "lgbm_categorical/categorical.train",
+        test: "lgbm_categorical/categorical.test",
+        label: "0",
+        params: &[("objective", "binary:logistic")],
+        metric: "auc",
+        label_shift: 0.0,
+        sanity: 0.60,
+        same_trees: true,
+        // LightGBM's own test's categorical columns.
+        categorical: &[0, 1, 4, 5, 6],
     },
 ];
 
@@ -144,6 +167,10 @@ fn load(case: &Case) -> (Dataset, Dataset) {
     let (mut test, _) = read_data(&dir.join(case.test), &test_options).expect("read test");
     for d in [&mut train, &mut test] {
         d.info.labels.iter_mut().for_each(|l| *l += case.label_shift);
+        if !case.categorical.is_empty() {
+            let kind = |f| if case.categorical.contains(&f) { "c" } else { "q" }.to_string();
+            d.info.feature_types = (0..d.cols()).map(kind).collect();
+        }
     }
     (train, test)
 }
@@ -205,7 +232,12 @@ fn compare_with_xgboost(tree_method: &str) {
     let mut ours = Vec::new();
     let mut spec_cases = Vec::new();
     for case in CASES {
-        let (train_data, test_data) = load(case);
+        let (mut train_data, mut test_data) = load(case);
+        if tree_method == "exact" {
+            // The exact method has no categorical splits (XGBoost's neither): codes are numbers.
+            train_data.info.feature_types.clear();
+            test_data.info.feature_types.clear();
+        }
         let mut pairs: Vec<(&str, &str)> =
             vec![("max_depth", "6"), ("eta", "0.3"), ("tree_method", tree_method), ("max_bin", "256")];
         pairs.extend_from_slice(case.params);
@@ -232,6 +264,7 @@ fn compare_with_xgboost(tree_method: &str) {
             spec_cases.push(serde_json::json!({
                 "name": case.name, "train": train_path, "test": test_path,
                 "params": params, "rounds": 100, "metric": case.metric,
+                "feature_types": train_data.info.feature_types,
             }));
         }
     }

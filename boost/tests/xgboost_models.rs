@@ -552,6 +552,43 @@ fn model_trained_here(objective: &[(&str, &str)]) -> (Model, DenseMatrix) {
     (model, DenseMatrix::new(300, cols, values))
 }
 
+/// A model with categorical splits trained here: `lgbm_categorical` with LightGBM's categorical
+/// columns (one-hot splits on those of fewer than 8 categories, partition splits on the others,
+/// lossguide growth), and 300 test rows with missing values, unseen, negative and fractional codes.
+fn model_trained_on_categories() -> (Model, DenseMatrix) {
+    use boost::data::{read_data, ReadOptions};
+    use boost::learner::{train, TrainOptions};
+    use boost::param::Params;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/lgbm_categorical");
+    let (mut data, _) = read_data(&dir.join("categorical.train"), &ReadOptions::default()).unwrap();
+    let types: Vec<String> =
+        (0..data.cols()).map(|f| if [0, 1, 4, 5, 6].contains(&f) { "c" } else { "q" }.into()).collect();
+    data.info.feature_types = types;
+    let pairs = [
+        ("objective", "binary:logistic"),
+        ("max_depth", "0"),
+        ("max_leaves", "24"),
+        ("grow_policy", "lossguide"),
+        ("max_cat_to_onehot", "8"),
+        ("max_cat_threshold", "32"),
+    ];
+    let params = Params::from_pairs(&pairs).unwrap();
+    let options = TrainOptions { num_boost_round: 10, verbose_eval: 0, ..Default::default() };
+    let model = train(&params, &data, &[], &options, &mut []).unwrap().model;
+    assert!(model.trees.iter().any(|t| !t.categorical.is_empty()));
+    let (test, _) = read_data(&dir.join("categorical.test"), &ReadOptions::default()).unwrap();
+    let cols = test.cols();
+    let mut values = Vec::with_capacity(300 * cols);
+    let mut row = vec![0f32; cols];
+    for i in 0..300 {
+        test.features.fill_row(i, &mut row);
+        let odd = [f32::NAN, 9999.0, -1.0, 2.5, 1e9];
+        row[[0, 1, 4, 5, 6][i % 5]] = if i % 3 == 0 { odd[i % odd.len()] } else { row[[0, 1, 4, 5, 6][i % 5]] };
+        values.extend_from_slice(&row);
+    }
+    (model, DenseMatrix::new(300, cols, values))
+}
+
 fn write_check_case(dir: &Path, name: &str, model: &Model, rows: &DenseMatrix, range: (usize, usize)) -> [PathBuf; 3] {
     let model_path = dir.join(format!("{name}.model.json"));
     model.save_json(&model_path).unwrap();
@@ -597,6 +634,8 @@ fn xgboost_loads_our_models_checked_by_python_when_boost_xgboost_check_is_set() 
         let (model, rows) = model_trained_here(objective);
         cases.push(write_check_case(&dir, name, &model, &rows, (2, 9)));
     }
+    let (model, rows) = model_trained_on_categories();
+    cases.push(write_check_case(&dir, "trained_categorical", &model, &rows, (2, 9)));
     for case in CASES {
         let model = Model::load_json(fixture(&format!("{case}.model.json"))).unwrap();
         let rows = read_rows(&fixture(&format!("{case}.rows.csv")));

@@ -165,6 +165,16 @@ impl DMatrix {
         self.inner.set_feature_names(names).or_raise(py)
     }
 
+    /// Sets the features' types by XGBoost's names (`c`: categorical; an empty list clears them).
+    fn set_feature_types(&mut self, py: Python<'_>, types: Vec<String>) -> PyResult<()> {
+        self.inner.set_feature_types(types).or_raise(py)
+    }
+
+    /// The features' types (empty when none were set).
+    fn feature_types(&self) -> Vec<String> {
+        self.inner.info().feature_types.clone()
+    }
+
     /// The labels (empty when none were set).
     fn labels<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
         PyArray1::from_slice(py, &self.inner.info().labels)

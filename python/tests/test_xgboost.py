@@ -1,6 +1,8 @@
 """XGBoost 3.4.1 as the oracle: the same test metrics on shipped data, each library loading the
 other's model files with the same predictions, bit for bit."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -292,3 +294,36 @@ def test_we_load_xgboosts_categorical_model_and_predict_its_bits(xgb, tmp_path):
     assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
     with pytest.raises(tb.ParameterError, match="categorical"):
         tb.train({"objective": "binary:logistic"}, tb.DMatrix(X, label=y), 1, xgb_model=ours)
+
+
+def test_we_train_xgboosts_categorical_trees(xgb, tmp_path):
+    rng = np.random.default_rng(12)
+    n = 3000
+    X = np.column_stack([rng.integers(0, 50, n), rng.integers(0, 3, n), rng.normal(size=n)]).astype(np.float32)
+    X[rng.random(n) < 0.05, 0] = np.nan
+    effect = rng.normal(size=50)
+    y = (effect[np.nan_to_num(X[:, 0]).astype(int)] + X[:, 1] + X[:, 2] > 0.5).astype(np.float32)
+    types = ["c", "c", "q"]
+    params = {"objective": "binary:logistic", "max_depth": 4, "max_cat_to_onehot": 4, "max_cat_threshold": 16}
+    theirs = xgb.train(params, xgb.DMatrix(X, y, feature_types=types, enable_categorical=True), 10)
+    d = tb.DMatrix(X, label=y, feature_types=types, enable_categorical=True)
+    assert d.feature_types == types
+    ours = tb.train(params, d, 10)
+    assert ours.feature_types == types
+    theirs.save_model(tmp_path / "theirs.json")
+    ours.save_model(tmp_path / "ours.json")
+    trees = [json.loads((tmp_path / f).read_text())["learner"]["gradient_booster"]["model"]["trees"]
+             for f in ("theirs.json", "ours.json")]
+    for a, b in zip(*trees):
+        for key in ("split_indices", "split_type", "default_left", "categories_nodes", "categories"):
+            assert a[key] == b[key], key
+    rows = X.copy()
+    rows[:4, 0] = [55, -3, 7.5, np.nan]  # unseen, negative, fractional, missing
+    np.testing.assert_allclose(ours.predict(tb.DMatrix(rows, feature_types=types)),
+                               theirs.predict(xgb.DMatrix(rows, feature_types=types, enable_categorical=True)),
+                               rtol=1e-5)
+    with pytest.raises(tb.ParameterError, match="feature_types"):
+        tb.DMatrix(X, feature_types=["c", "x", "q"])
+    X[7, 0] = 2.5
+    with pytest.raises(tb.DataError, match="row 7, feature 0"):
+        tb.train(params, tb.DMatrix(X, label=y, feature_types=types), 1)

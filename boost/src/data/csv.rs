@@ -9,7 +9,8 @@
 //! *numeric* otherwise; in a numeric column, a field that is neither a number nor a missing token is
 //! an error naming its line and column (a typo must not turn a column of numbers into categories).
 //! A string column's distinct strings, sorted by bytes (code point order), get the codes `0..k` as
-//! `f32` values. The label column follows the same rule (string labels become `0..k`; numeric labels
+//! `f32` values, and the column is a categorical feature (type `c` in [`MetaInfo::feature_types`],
+//! numeric columns `q`; no types when every column is numeric). The label column follows the same rule (string labels become `0..k`; numeric labels
 //! are kept as they are). With categories (a test file), the training file's kinds and codes are
 //! applied: a string unseen in training is a missing feature value (and an error as a label), and a
 //! non-number in a numeric column is an error.
@@ -704,6 +705,11 @@ impl<'c> Pass<'_, 'c> {
         read_siblings(self.path, rows, &mut info, side_files)?;
         let features = FeatureMatrix::Dense(DenseMatrix { rows, cols, values: values.into() });
         let categories = given.cloned().unwrap_or(learned);
+        // String columns are categorical features (XGBoost's type `c`), their codes categories.
+        if categories.features.iter().any(Option::is_some) {
+            info.feature_types =
+                categories.features.iter().map(|c| if c.is_some() { "c" } else { "q" }.to_string()).collect();
+        }
         Ok((Dataset { features, info }, categories))
     }
 }

@@ -278,9 +278,28 @@ pub struct MetaInfo {
     /// The features' names (a CSV header's), or empty; a model trained on the data keeps them as its
     /// `feature_names`, as XGBoost's does.
     pub feature_names: Vec<String>,
+    /// The features' types by XGBoost's names (`q`, `float`, `int`, `i`: numeric; `c`:
+    /// categorical), or empty (all numeric); a model trained on the data keeps them as its
+    /// `feature_types`.
+    pub feature_types: Vec<String>,
 }
 
 impl MetaInfo {
+    /// Which of `cols` features are categorical (all `false` without [`MetaInfo::feature_types`]);
+    /// an unknown type or a list of another length is an error naming it.
+    pub fn categorical_features(&self, cols: usize) -> Result<Vec<bool>> {
+        if self.feature_types.is_empty() {
+            return Ok(vec![false; cols]);
+        }
+        if self.feature_types.len() != cols {
+            return Err(Error::param(
+                "feature_types",
+                format!("{} types for {cols} features", self.feature_types.len()),
+            ));
+        }
+        self.feature_types.iter().enumerate().map(|(f, t)| feature_type_is_categorical(f, t)).collect()
+    }
+
     /// The weight of row `i` (1 when no weights are set).
     pub fn weight(&self, i: usize) -> f32 {
         if self.weights.is_empty() {
@@ -288,6 +307,19 @@ impl MetaInfo {
         } else {
             self.weights[i]
         }
+    }
+}
+
+/// Whether XGBoost's feature type `name` (of feature `feature`) is categorical: `c` is; `q`,
+/// `float`, `int` and `i` are not; any other name is an error.
+pub fn feature_type_is_categorical(feature: usize, name: &str) -> Result<bool> {
+    match name {
+        "c" => Ok(true),
+        "q" | "float" | "int" | "i" => Ok(false),
+        _ => Err(Error::param(
+            "feature_types",
+            format!("feature {feature}: unknown type `{name}` (expected q, float, int, i or c)"),
+        )),
     }
 }
 

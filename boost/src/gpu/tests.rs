@@ -18,7 +18,7 @@ use primitives::Schedule;
 fn the_device_quantiser_is_the_hosts_bit_for_bit() {
     use rand::{Rng, SeedableRng};
     let gpu = Gpu::emulated(Schedule::Deterministic);
-    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
+    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], ..Default::default() };
     let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
     // Sizes around a block (1024) and a warp, with signs, zeros and magnitudes mixed.
     for n in [0usize, 1, 31, 33, 1024, 1025, 5000] {
@@ -51,7 +51,7 @@ fn the_device_auc_is_the_hosts_bit_for_bit() {
     use boost_kernels::auc::AucCurve;
     use rand::{Rng, SeedableRng};
     let gpu = Gpu::emulated(Schedule::Shuffled { seed: 7 });
-    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
+    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], ..Default::default() };
     let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
     let objective =
         DeviceObjective::Elementwise(ElementwiseObjective { kind: ElementwiseObjective::LOGISTIC, parameter: 1.0 });
@@ -187,7 +187,7 @@ fn the_device_ranking_metrics_are_the_hosts_bit_for_bit() {
     use boost_kernels::rank::LambdaRankParams;
     use rand::{Rng, SeedableRng};
     let gpu = Gpu::emulated(Schedule::Shuffled { seed: 4 });
-    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
+    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], ..Default::default() };
     let mut rng = rand::rngs::SmallRng::seed_from_u64(8);
     let params = LambdaRankParams {
         kind: LambdaRankParams::NDCG,
@@ -284,7 +284,7 @@ fn the_split_index_sweep_is_the_entries_one_by_one() {
 #[test]
 fn bad_batches_are_errors_not_faults() {
     let gpu = Gpu::emulated(Schedule::Deterministic);
-    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0] };
+    let cuts = QuantileCuts { cut_ptrs: vec![0, 2], cut_values: vec![1.0, 2.0], ..Default::default() };
     let device_cuts = DeviceCuts::upload(&gpu, &cuts).unwrap();
     let h = gpu.upload(&[Fixed::default(); 2]).unwrap();
     let context = SplitContext {

@@ -321,6 +321,9 @@ fn initial_model(
     let num_class = if outputs > 1 { outputs } else { 0 };
     let mut model = Model::new(objective.to_json(), train.cols(), num_class, base_score)?;
     model.boost_from_average = params.base_score.is_none();
+    if train.info.feature_types.len() == train.cols() {
+        model.feature_types = train.info.feature_types.clone();
+    }
     if train.info.feature_names.len() == train.cols() {
         model.feature_names = train.info.feature_names.clone();
     }

@@ -17,7 +17,7 @@ use crate::gpu::{
 };
 use crate::metric::{self, Metric};
 use crate::objective::{self, Objective};
-use crate::param::{Params, TreeMethod};
+use crate::param::{GrowPolicy, Params, TreeMethod};
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::rows::{Features, Rows};
@@ -100,6 +100,12 @@ pub(super) fn backend<'g>(
     }
     let row_weights = row_weights(train.info, train.rows())?;
     let max_bin = params.tree.max_bin as usize;
+    let categorical = train.info.categorical_features(train.cols())?;
+    if categorical.contains(&true) {
+        check_categorical_support(params, !gpus.is_empty())?;
+        let features = train.host_features()?;
+        return Ok(Box::new(cpu_hist(features, &row_weights, max_bin, &categorical, precision, phases)?));
+    }
     if params.tree_method == TreeMethod::Exact {
         let columns = phases.time("sorted columns", || train.host_features().map(SortedColumns::new))?;
         let Some(&gpu) = gpus.first() else {
@@ -112,7 +118,7 @@ pub(super) fn backend<'g>(
         return Ok(Box::new(exact));
     }
     match gpus[..] {
-        [] => Ok(Box::new(cpu_hist(train, &row_weights, max_bin, precision, phases)?)),
+        [] => Ok(Box::new(cpu_hist(train.host_features()?, &row_weights, max_bin, &categorical, precision, phases)?)),
         [gpu] => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
             Ok(Box::new(gpu_trainer(gpu, train, &row_weights, max_bin, phases)?))
@@ -122,16 +128,38 @@ pub(super) fn backend<'g>(
     }
 }
 
-/// The CPU's cuts, ELLPACK matrix and the bins its builder reads.
+/// Categorical features are split by the `hist` method's depthwise and lossguide trees, on the CPU
+/// for now: any other method, or a GPU, is an error naming the parameter.
+fn check_categorical_support(params: &Params, on_gpu: bool) -> Result<()> {
+    if params.tree_method == TreeMethod::Exact {
+        return Err(Error::param("tree_method", "the exact method has no categorical splits (as XGBoost's): use hist"));
+    }
+    if params.tree.grow_policy == GrowPolicy::Oblivious {
+        return Err(Error::param(
+            "grow_policy",
+            "oblivious trees have no categorical splits: use depthwise or lossguide",
+        ));
+    }
+    if on_gpu {
+        return Err(Error::param(
+            "device",
+            "categorical features train on the CPU for now (device=cpu); the GPU's categorical splits are not done",
+        ));
+    }
+    Ok(())
+}
+
+/// The CPU's cuts (a bin a category for the `categorical` features), ELLPACK matrix and the bins
+/// its builder reads.
 fn cpu_hist(
-    train: &Rows<'_>,
+    features: &FeatureMatrix,
     row_weights: &[f32],
     max_bin: usize,
+    categorical: &[bool],
     precision: HistogramPrecision,
     phases: &mut PhaseTimes,
 ) -> Result<CpuHist> {
-    let features = train.host_features()?;
-    let cuts = phases.time("cuts", || QuantileCuts::build(features, row_weights, max_bin));
+    let cuts = phases.time("cuts", || QuantileCuts::build_typed(features, row_weights, max_bin, categorical))?;
     let matrix = phases.time("ellpack", || EllpackMatrix::new(features, &cuts));
     let bins = phases.time("matrix for the tree builder", || matrix.unpack(&cuts));
     Ok(CpuHist { cuts, matrix, bins, precision })

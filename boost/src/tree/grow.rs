@@ -19,7 +19,7 @@ use crate::param::{GrowPolicy, TreeParams};
 use crate::tree::Tree;
 
 /// A node being split: its id, its split, and its children's ids.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Expansion<S> {
     /// The node split.
     pub node: usize,
@@ -29,6 +29,9 @@ pub struct Expansion<S> {
     pub left: usize,
     /// Its right child's id.
     pub right: usize,
+    /// A categorical split's categories going right, a bitset over its feature's bins
+    /// (`boost_kernels::categorical::CategorySet`); empty for a numeric split.
+    pub categories: Vec<u32>,
 }
 
 /// Children whose histograms a batch needs: the smaller one's built from its rows, the other's as
@@ -150,6 +153,13 @@ pub trait GrowBackend<S: GradientSum> {
     fn evaluate_level(&mut self, nodes: &[(usize, S)], features: &[u32]) -> Result<Option<Vec<Split<S>>>, Self::Error>;
     /// Drops a node's histogram: it will not be split.
     fn release(&mut self, node: usize);
+    /// The categories a categorical split of `node` (found by [`GrowBackend::evaluate`]) sends
+    /// right, as a bitset over its feature's bins; asked before the node is partitioned, while its
+    /// histogram is kept. Only backends whose setup takes categorical features are asked.
+    fn categories(&mut self, node: usize, split: &Split<S>) -> Result<Vec<u32>, Self::Error> {
+        let _ = (node, split);
+        unreachable!("this backend's setup refuses categorical features")
+    }
 }
 
 /// A node waiting to be split.
@@ -190,27 +200,30 @@ pub(crate) fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Siz
 
 /// Splits `node` of `tree` (gradient sum `sum`) by `split`: its children become leaves of their
 /// sums' values, and the node keeps its own weight without `eta`, as XGBoost writes it.
+/// A categorical split's categories are its bitset's (`categories`, empty for a numeric split).
 pub(crate) fn split_node<S: GradientSum>(
     tree: &mut Tree,
     node: usize,
     sum: S,
     split: Split<S>,
+    categories: Vec<u32>,
     params: &TreeParams,
     quantiser: &GradientQuantiser,
 ) -> Expansion<S> {
     let sp = params.split();
     let (l, r, own) = (split.left.to_float(quantiser), split.right.to_float(quantiser), sum.to_float(quantiser));
-    let (left, right) = tree.split(
-        node,
-        split.feature,
-        split.threshold,
-        split.default_left,
-        split.loss_chg,
-        (leaf_value(&sp, l.grad, l.hess), l.hess as f32),
-        (leaf_value(&sp, r.grad, r.hess), r.hess as f32),
-    );
+    let left = (leaf_value(&sp, l.grad, l.hess), l.hess as f32);
+    let right = (leaf_value(&sp, r.grad, r.hess), r.hess as f32);
+    let (f, loss, default_left) = (split.feature, split.loss_chg, split.default_left);
+    let (left, right) = if split.kind.is_categorical() {
+        let set = boost_kernels::categorical::CategorySet { words: &categories };
+        let list: Vec<u32> = (0..categories.len() as u32 * 32).filter(|&c| set.contains(c)).collect();
+        tree.split_categorical(node, f, &list, default_left, loss, left, right)
+    } else {
+        tree.split(node, f, split.threshold, default_left, loss, left, right)
+    };
     tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
-    Expansion { node, split, left, right }
+    Expansion { node, split, left, right, categories }
 }
 
 /// What the driver knows of a node.
@@ -284,7 +297,8 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
                 continue;
             }
             leaves += 1;
-            expanded.push(split_node(&mut tree, node, nodes[node].sum, split, params, quantiser));
+            let categories = if split.kind.is_categorical() { backend.categories(node, &split)? } else { Vec::new() };
+            expanded.push(split_node(&mut tree, node, nodes[node].sum, split, categories, params, quantiser));
         }
         if expanded.is_empty() {
             continue;

@@ -63,7 +63,8 @@ use boost_kernels::partition::build_left;
 /// The sum types of the builder (`boost_kernels::split::GradientSum`): fixed point in training,
 /// floats for the precision experiment.
 pub use boost_kernels::split::GradientSum as HistogramSum;
-use boost_kernels::split::{self, SliceBins, Split, SplitParams};
+use boost_kernels::categorical::{self, CategorySet};
+use boost_kernels::split::{self, SliceBins, Split, SplitKind, SplitParams};
 pub use boost_kernels::split::{calc_gain, calc_weight, leaf_value};
 
 /// Rows per parallel task of a histogram build.
@@ -221,7 +222,33 @@ impl HistBuilder<'_> {
             hist: &hist[begin..end],
             cut_values: &cuts.cut_values[begin..end],
         };
-        split::best_split_of_feature(&bins, total, parent_gain, p, self.quantiser)
+        let q = self.quantiser;
+        if !cuts.is_categorical(f) {
+            return split::best_split_of_feature(&bins, total, parent_gain, p, q);
+        }
+        let c = self.params.categorical();
+        if categorical::use_one_hot(end - begin, &c) {
+            return categorical::best_one_hot_split(&bins, total, parent_gain, p, q);
+        }
+        let order = category_order(&hist[begin..end], p, q);
+        categorical::best_partition_split(&bins, |i| order[i] as usize, total, parent_gain, p, &c, q)
+    }
+
+    /// The categories `split` (categorical, of a node with histogram `hist`) sends right, as a
+    /// bitset over its feature's bins.
+    fn categories<S: HistogramSum>(&self, hist: &[S], split: &Split<S>) -> Vec<u32> {
+        let f = split.feature as usize;
+        let (begin, end) = (self.cuts.cut_ptrs[f] as usize, self.cuts.cut_ptrs[f + 1] as usize);
+        let mut words = vec![0u32; categorical::words_for(end - begin)];
+        match split.kind {
+            SplitKind::OneHot { bin } => categorical::insert(&mut words, bin as usize),
+            SplitKind::Partition { count } => {
+                let order = category_order(&hist[begin..end], &self.params.split(), self.quantiser);
+                order[..count as usize].iter().for_each(|&b| categorical::insert(&mut words, b as usize));
+            }
+            SplitKind::Numeric => {}
+        }
+        words
     }
 
     /// The split of an oblivious tree's level: nodes with histograms `hists` and sums `totals`,
@@ -286,13 +313,26 @@ impl HistBuilder<'_> {
         Some(splits)
     }
 
-    /// Stable partition of a node's rows by `split`; returns how many go left.
-    fn partition<S: Sync>(&self, rows: &mut [u32], split: &Split<S>) -> usize {
+    /// Stable partition of a node's rows by its split; returns how many go left.
+    fn partition<S: Sync>(&self, rows: &mut [u32], e: &Expansion<S>) -> usize {
+        let split = &e.split;
+        let first = self.cuts.cut_ptrs[split.feature as usize];
+        let set = CategorySet { words: &e.categories };
+        let categorical = split.kind.is_categorical();
+        // A present value's global bin: left at or below the threshold, or when not in the set.
+        let goes_left = |bin: u32| {
+            if categorical {
+                !set.contains(bin - first)
+            } else {
+                (bin as i64) <= split.last_left_bin
+            }
+        };
+        let d = Decision { goes_left, default_left: split.default_left };
         let flags = match (&self.bins.columns, &self.bins.data) {
-            (Some(UnpackedData::U16(columns)), _) => self.flags_of_column(columns, rows, split),
-            (Some(UnpackedData::U32(columns)), _) => self.flags_of_column(columns, rows, split),
-            (None, UnpackedData::U16(bins)) => self.flags_of_rows(bins, rows, split),
-            (None, UnpackedData::U32(bins)) => self.flags_of_rows(bins, rows, split),
+            (Some(UnpackedData::U16(columns)), _) => self.flags_of_column(columns, rows, split.feature, &d),
+            (Some(UnpackedData::U32(columns)), _) => self.flags_of_column(columns, rows, split.feature, &d),
+            (None, UnpackedData::U16(bins)) => self.flags_of_rows(bins, rows, split.feature, &d),
+            (None, UnpackedData::U32(bins)) => self.flags_of_rows(bins, rows, split.feature, &d),
         };
         if rows.len() > ROWS_PER_TASK {
             parallel_stable_partition(rows, &flags)
@@ -302,36 +342,38 @@ impl HistBuilder<'_> {
     }
 
     /// Whether each row goes left, from the split feature's column (one slot a feature).
-    fn flags_of_column<B: Copy + Into<u32> + Sync, S: Sync>(
+    fn flags_of_column<B: Copy + Into<u32> + Sync, F: Fn(u32) -> bool + Sync>(
         &self,
         columns: &[B],
         rows: &[u32],
-        split: &Split<S>,
+        feature: u32,
+        d: &Decision<F>,
     ) -> Vec<bool> {
         let n = self.matrix.rows;
-        let f = split.feature as usize;
+        let f = feature as usize;
         let column = &columns[f * n..(f + 1) * n];
         let null = self.bins.null;
         let goes_left = |row: u32| {
             let b: u32 = column[row as usize].into();
             if b == null {
-                split.default_left
+                d.default_left
             } else {
-                (b as i64) <= split.last_left_bin
+                (d.goes_left)(b)
             }
         };
         flags(rows, |chunk, out| chunk.iter().zip(out.iter_mut()).for_each(|(&row, flag)| *flag = goes_left(row)))
     }
 
     /// Whether each row goes left, from the rows' entries (sparse layouts).
-    fn flags_of_rows<B: Copy + Into<u32> + Sync, S: Sync>(
+    fn flags_of_rows<B: Copy + Into<u32> + Sync, F: Fn(u32) -> bool + Sync>(
         &self,
         bins: &[B],
         rows: &[u32],
-        split: &Split<S>,
+        feature: u32,
+        d: &Decision<F>,
     ) -> Vec<bool> {
         let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
-        let f = split.feature as usize;
+        let f = feature as usize;
         let (lo, hi) = (self.cuts.cut_ptrs[f], self.cuts.cut_ptrs[f + 1]);
         let bin_of = |row: usize| -> Option<u32> {
             let entries = &bins[row * stride..(row + 1) * stride];
@@ -344,8 +386,8 @@ impl HistBuilder<'_> {
             entries.get(k).map(|&b| b.into()).filter(|&b| b < hi)
         };
         let goes_left = |row: u32| match bin_of(row as usize) {
-            Some(bin) => (bin as i64) <= split.last_left_bin,
-            None => split.default_left,
+            Some(bin) => (d.goes_left)(bin),
+            None => d.default_left,
         };
         // Rows are scattered over the matrix: ask for the entry a few rows ahead.
         let slot = if by_feature { f } else { 0 };
@@ -358,6 +400,22 @@ impl HistBuilder<'_> {
             }
         })
     }
+}
+
+/// A node's categories of one feature (the feature's slice of its histogram) in the order partition
+/// splits take them: increasing [`categorical::sort_key`], ties in bin order (a stable sort, as
+/// XGBoost's and the device's radix sort).
+fn category_order<S: HistogramSum>(hist: &[S], p: &SplitParams, q: &GradientQuantiser) -> Vec<u32> {
+    let keys: Vec<f32> = hist.iter().map(|&h| categorical::sort_key(h, p, q)).collect();
+    let mut order: Vec<u32> = (0..hist.len() as u32).collect();
+    order.sort_by(|&a, &b| keys[a as usize].total_cmp(&keys[b as usize]));
+    order
+}
+
+/// Where a split sends a row: by its present value's global bin, or to the default side.
+struct Decision<F> {
+    goes_left: F,
+    default_left: bool,
 }
 
 /// `decide(chunk, flags)` over `rows`, in parallel tasks when there are many.
@@ -504,6 +562,11 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
             *hist = None;
         }
     }
+
+    fn categories(&mut self, node: usize, split: &Split<S>) -> Result<Vec<u32>, Infallible> {
+        let hist = self.hists[node].as_ref().expect("a node's histogram is kept until it is split");
+        Ok(self.builder.categories(hist, split))
+    }
 }
 
 impl<S: HistogramSum> CpuBackend<'_, '_, S> {
@@ -529,7 +592,7 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
         let builder = self.builder;
         let mut lefts = vec![0usize; expanded.len()];
         let counted: Vec<(usize, usize)> =
-            slices.into_par_iter().map(|(slice, i)| (i, builder.partition(slice, &expanded[i].split))).collect();
+            slices.into_par_iter().map(|(slice, i)| (i, builder.partition(slice, &expanded[i]))).collect();
         for (i, n_left) in counted {
             lefts[i] = n_left;
         }

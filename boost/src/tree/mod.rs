@@ -60,6 +60,18 @@ impl CategoricalSplits {
         self.nodes.is_empty()
     }
 
+    /// Records that `node` (not yet listed) sends `categories` (sorted, distinct) right, keeping
+    /// the nodes in order and each node's categories where its segment says.
+    pub fn insert(&mut self, node: u32, categories: &[u32]) {
+        let i = self.nodes.partition_point(|&n| n < node);
+        let start = self.segments.get(i).copied().unwrap_or(self.categories.len());
+        self.nodes.insert(i, node);
+        self.segments.insert(i, start);
+        self.sizes.insert(i, categories.len());
+        self.categories.splice(start..start, categories.iter().copied());
+        self.segments[i + 1..].iter_mut().for_each(|s| *s += categories.len());
+    }
+
     /// The categories that node `node` sends right, when it splits on categories.
     #[inline]
     pub fn of(&self, node: usize) -> Option<&[u32]> {
@@ -129,6 +141,25 @@ impl Tree {
         (l, r)
     }
 
+    /// Turns leaf `node` into a split on the categories of `feature`: rows whose category is one of
+    /// `categories` (sorted, distinct) go right. The condition is XGBoost's placeholder.
+    #[allow(clippy::too_many_arguments)]
+    pub fn split_categorical(
+        &mut self,
+        node: usize,
+        feature: u32,
+        categories: &[u32],
+        default_left: bool,
+        loss_change: f32,
+        left: (f32, f32),
+        right: (f32, f32),
+    ) -> (usize, usize) {
+        let condition = boost_kernels::categorical::CATEGORICAL_CONDITION;
+        let children = self.split(node, feature, condition, default_left, loss_change, left, right);
+        self.categorical.insert(node as u32, categories);
+        children
+    }
+
     /// Whether split `node` sends `value` left (NaN: missing): below the condition, or for a
     /// categorical split, not one of its categories (`boost_kernels::predict`'s rules).
     #[inline]
@@ -189,5 +220,21 @@ mod tests {
         assert_eq!(tree.parents, vec![NO_PARENT, 0, 0, 1, 1]);
         assert_eq!(tree.max_depth(), 2);
         assert!(tree.is_leaf(ll));
+    }
+
+    #[test]
+    fn categorical_splits_are_kept_in_node_order() {
+        let mut tree = Tree::leaf(0.0, 10.0);
+        let (l, r) = tree.split_categorical(0, 0, &[1, 4], false, 3.0, (-1.0, 4.0), (2.0, 6.0));
+        // Lossguide may split a later node first.
+        tree.split_categorical(r, 1, &[0], true, 1.0, (0.5, 3.0), (1.5, 3.0));
+        tree.split_categorical(l, 1, &[2, 3], false, 1.0, (0.5, 2.0), (1.5, 2.0));
+        let c = &tree.categorical;
+        assert_eq!((&c.nodes[..], &c.segments[..], &c.sizes[..]), (&[0, 1, 2][..], &[0, 2, 4][..], &[2, 2, 1][..]));
+        assert_eq!(c.categories, vec![1, 4, 2, 3, 0]);
+        assert_eq!(tree.predict_row(&[4.0, 3.0]), 0.5, "category 4 right, then 3 left");
+        assert_eq!(tree.predict_row(&[0.0, 2.0]), 1.5, "category 0 left, then 2 right");
+        assert_eq!(tree.predict_row(&[7.0, f32::NAN]), 1.5, "unseen category left, missing to its default");
+        assert_eq!(tree.split_conditions[0].to_bits(), 1, "XGBoost's placeholder condition");
     }
 }

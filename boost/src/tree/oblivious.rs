@@ -45,7 +45,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         let expanded: Vec<Expansion<S>> = level
             .iter()
             .zip(splits)
-            .map(|(&(node, sum), split)| split_node(&mut tree, node, sum, split, params, quantiser))
+            .map(|(&(node, sum), split)| split_node(&mut tree, node, sum, split, Vec::new(), params, quantiser))
             .collect();
         backend.partition(&expanded)?;
         level = expanded.iter().flat_map(|e| [(e.left, e.split.left), (e.right, e.split.right)]).collect();

@@ -28,8 +28,9 @@ class DMatrix:
                  feature_names=None, feature_types=None, nthread=None, group=None, qid=None,
                  enable_categorical=False):
         del silent, nthread  # XGBoost's: nothing here is printed, and reading is not threaded
-        if enable_categorical:
-            raise NotImplementedError("categorical features are not supported yet")
+        # Category codes are marked by ``feature_types`` ("c"); pandas ``category`` columns are
+        # refused by ``frame_features`` until their strings can be kept in the model.
+        del enable_categorical
         names = None
         if isinstance(data, (str, os.PathLike)):
             self._handle = _core.DMatrix.from_file(*_data.data_uri(os.fspath(data)))
@@ -113,21 +114,13 @@ class DMatrix:
 
     @property
     def feature_types(self):
-        """The features' types: only numeric features (``float``, ``int``, ``q``, ``i``) for now."""
-        return getattr(self, "_feature_types", None)
+        """The features' types by XGBoost's names (``q``, ``float``, ``int``, ``i``: numeric; ``c``:
+        categorical, the values category codes 0, 1, ...), or None."""
+        return self._handle.feature_types() or None
 
     @feature_types.setter
     def feature_types(self, types):
-        if types is not None:
-            types = list(types)
-            if len(types) != self.num_col():
-                raise DataError(f"feature_types: {len(types)} types for {self.num_col()} features")
-            for i, t in enumerate(types):
-                if t == "c":
-                    raise NotImplementedError(f"feature_types[{i}]: categorical features are not supported yet")
-                if t not in ("float", "int", "q", "i"):
-                    raise DataError(f"feature_types[{i}]: unknown type {t!r}")
-        self._feature_types = types
+        self._handle.set_feature_types([] if types is None else [str(t) for t in types])
 
 
 class QuantileDMatrix(DMatrix):

@@ -78,7 +78,8 @@ def frame_features(frame, missing):
     for name, dtype in zip(frame.columns, frame.dtypes):
         kind = getattr(dtype, "kind", "O")
         if str(dtype) == "category":
-            raise TypeError(f"column {name!r}: categorical columns are not supported yet")
+            raise TypeError(f"column {name!r}: pandas category columns are not supported yet; pass the "
+                            "codes with feature_types='c' for that column")
         if kind not in _NUMERIC_KINDS:
             raise TypeError(f"column {name!r}: dtype {dtype} is not numeric")
     values = frame.to_numpy(dtype=np.float32, na_value=np.nan)

@@ -643,9 +643,19 @@ fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
         let options = ReadOptions { libsvm: LibsvmOptions { num_features: Some(data.cols()) }, ..options };
         let (test, _) = read_data(&test, &options).expect("the test file");
         // The emulator runs a thread at a time: the first rows (whole query groups) there.
-        let (data, test) = if gpu.is_emulated() { (head(&data, 2000), head(&test, 1000)) } else { (data, test) };
+        let (mut data, mut test) =
+            if gpu.is_emulated() { (head(&data, 2000), head(&test, 1000)) } else { (data, test) };
         let mut params = vec![("max_depth", depth), ("eta", "0.3"), ("seed", "3"), ("colsample_bynode", "0.8")];
         params.extend_from_slice(case.params);
+        if !data.info.feature_types.is_empty() {
+            // Categorical splits do not grow on the device yet (issue 45): it refuses them by name,
+            // and the categories' codes train as numbers on both.
+            let options = TrainOptions { num_boost_round: 1, gpu: Some(gpu.clone()), ..Default::default() };
+            let refused = train(&Params::from_pairs(&params).unwrap(), &data, &[], &options, &mut []).err();
+            assert!(refused.is_some_and(|e| e.to_string().contains("categorical")), "{}", case.file);
+            data.info.feature_types.clear();
+            test.info.feature_types.clear();
+        }
         compare(case.file, &params, &data, Some(&test), rounds, &gpu);
     }
 }

@@ -1,0 +1,92 @@
+//! Categorical features in training (XGBoost's feature type `c`): bad codes and types are typed
+//! errors naming what is wrong, and the methods without categorical splits say so. That the trees
+//! are XGBoost's is `accuracy.rs`'s check (adult and lgbm_categorical to six digits) and
+//! `xgboost_models.rs`'s (XGBoost loads our categorical models and predicts their bits).
+
+use boost::param::Params;
+use boost::{Booster, DMatrix, Error};
+
+/// 200 rows: a categorical column of 12 codes (with missing values) whose effect decides the
+/// label, and a numeric one.
+fn rows(bad: Option<(usize, f32)>) -> DMatrix {
+    let mut values = Vec::new();
+    let mut labels = Vec::new();
+    for i in 0..200 {
+        let code = if i % 17 == 0 { f32::NAN } else { ((i * 7) % 12) as f32 };
+        values.extend_from_slice(&[code, (i % 10) as f32]);
+        labels.push(if [1.0, 4.0, 6.0, 9.0].contains(&code) { 1.0 } else { 0.0 });
+    }
+    if let Some((row, v)) = bad {
+        values[row * 2] = v;
+    }
+    let mut d = DMatrix::from_dense(values, 200, 2).unwrap();
+    d.set_labels(labels).unwrap();
+    d.set_feature_types(vec!["c".into(), "q".into()]).unwrap();
+    d
+}
+
+fn train(d: &DMatrix, extra: &[(&str, &str)]) -> boost::Result<Booster> {
+    let mut pairs = vec![("objective", "binary:logistic"), ("max_depth", "3")];
+    pairs.extend_from_slice(extra);
+    Booster::train(&Params::from_pairs(&pairs)?, d, 3, &[])
+}
+
+#[test]
+fn a_partition_split_separates_the_categories_of_the_label() {
+    let d = rows(None);
+    let booster = train(&d, &[]).unwrap();
+    let tree = &booster.model().trees[0];
+    // The root splits on the categories: {1, 4, 6, 9} on one side, the other codes on the other.
+    assert_eq!(tree.categorical.nodes.first(), Some(&0));
+    let right = tree.categorical.of(0).unwrap();
+    assert!(right == [1, 4, 6, 9] || right == [0, 2, 3, 5, 7, 8, 10, 11], "{right:?}");
+    assert_eq!(booster.model().feature_types, vec!["c", "q"]);
+    let p = booster.predict(&d, &Default::default()).unwrap();
+    let labels = d.info().labels.clone();
+    assert!(p.iter().zip(&labels).all(|(p, l)| (p - l).abs() < 0.5));
+}
+
+#[test]
+fn one_hot_splits_below_max_cat_to_onehot() {
+    let booster = train(&rows(None), &[("max_cat_to_onehot", "13")]).unwrap();
+    let tree = &booster.model().trees[0];
+    assert_eq!(tree.categorical.of(0).map(<[u32]>::len), Some(1), "one category against the others");
+}
+
+#[test]
+fn codes_that_are_no_categories_are_data_errors_naming_row_feature_and_value() {
+    for (row, v) in [(5, -1.0), (8, 2.5), (13, 16_777_216.0)] {
+        let Err(e) = train(&rows(Some((row, v))), &[]) else { panic!("{v} was taken as a category") };
+        let text = e.to_string();
+        assert!(matches!(e, Error::InvalidData(_)), "{e:?}");
+        assert!(
+            text.contains(&format!("row {row}")) && text.contains("feature 0") && text.contains(&v.to_string()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn unknown_feature_types_and_unsupported_methods_are_parameter_errors() {
+    let mut d = rows(None);
+    let e = d.set_feature_types(vec!["c".into(), "x".into()]).unwrap_err();
+    assert!(e.to_string().contains("feature_types") && e.to_string().contains("`x`"), "{e}");
+    let e = d.set_feature_types(vec!["c".into()]).unwrap_err();
+    assert!(e.to_string().contains("1 types for 2 features"), "{e}");
+    for (name, value) in [("tree_method", "exact"), ("grow_policy", "oblivious")] {
+        let e = train(&d, &[(name, value)]).err().unwrap();
+        assert!(e.to_string().contains(name), "{e}");
+    }
+}
+
+/// On a device (the emulator in `cargo test`), categorical training is refused by name rather than
+/// done on the CPU behind the caller's back.
+#[test]
+fn a_device_refuses_categorical_training_by_name() {
+    if std::env::var("PRIMITIVES_DEVICE").is_err() {
+        eprintln!("PRIMITIVES_DEVICE unset: no device to ask");
+        return;
+    }
+    let e = train(&rows(None), &[("device", "cuda")]).err().unwrap();
+    assert!(e.to_string().contains("device") && e.to_string().contains("categorical"), "{e}");
+}
