@@ -47,6 +47,20 @@ pub fn category_goes_left(value: f32, default_left: bool, categories: &[u32]) ->
     categories.binary_search(&(value as u32)).is_err()
 }
 
+/// [`category_goes_left`] over the split's categories as a bitset of `words` words (bit `c % 32`
+/// of word `c / 32` for category `c`; `word(i)` reads word `i`), as the device keeps them.
+#[inline]
+pub fn category_bits_go_left(value: f32, default_left: bool, words: u32, word: impl Fn(u32) -> u32) -> bool {
+    if value.is_nan() {
+        return default_left;
+    }
+    if !(0.0..MAX_CATEGORY as f32).contains(&value) {
+        return true;
+    }
+    let c = value as u32;
+    !(c / 32 < words && word(c / 32) >> (c % 32) & 1 != 0)
+}
+
 /// The leaf of an oblivious tree of `depth` levels as an index into its `2^depth` leaves (CatBoost's
 /// applier): level `l`'s split `level(l)` (feature, condition, missing left) compared once, its
 /// bit (1 = right) appended, with no branch on the path. The index is the leaf's node id less
@@ -65,6 +79,18 @@ pub fn oblivious_index(depth: usize, level: impl Fn(usize) -> (u32, f32, bool), 
 pub const LEAF: u32 = u32::MAX;
 /// The bit of a split's `feature` that sends missing values left.
 pub const DEFAULT_LEFT: u32 = 1 << 31;
+/// The bit of a split's `feature` that makes it categorical: its `value`'s bits are then where
+/// its categories start in [`TreeNodes::categories`] (a word count, then that many bitset words).
+pub const CATEGORICAL: u32 = 1 << 30;
+/// The feature index of a split's `feature` (the flags cleared).
+pub const FEATURE_MASK: u32 = !(DEFAULT_LEFT | CATEGORICAL);
+
+/// The nodes of a prediction launch's trees, and the categorical splits' bitsets.
+#[derive(Clone, Copy)]
+pub struct TreeNodes {
+    pub nodes: *const PredictNode,
+    pub categories: *const u32,
+}
 
 /// A tree node as the device walks it: 16 bytes, read with one vector load. The host lays each
 /// tree out breadth first (`boost::gpu::DeviceTrees`), so a split's children are adjacent and after
@@ -74,19 +100,36 @@ pub const DEFAULT_LEFT: u32 = 1 << 31;
 pub struct PredictNode {
     /// The left child's index within the laid-out tree, or [`LEAF`].
     pub left: u32,
-    /// The split's feature, with [`DEFAULT_LEFT`] when a missing value goes left.
+    /// The split's feature, with [`DEFAULT_LEFT`] when a missing value goes left and
+    /// [`CATEGORICAL`] for a split on categories.
     pub feature: u32,
-    /// The split condition, or the leaf value.
+    /// The split condition, or the leaf value (a categorical split: its bitset's place, as bits).
     pub value: f32,
     /// The node's index in the model's tree (what leaf prediction reports).
     pub id: u32,
 }
 
 impl PredictNode {
-    /// The child of a split that a row with `value` of the split's feature goes to.
+    /// The child of a split that a row with `value` of the split's feature goes to; a categorical
+    /// split's categories are read from `categories`.
+    ///
+    /// # Safety
+    /// For a categorical split, `categories` holds its word count and words where `value` says.
     #[inline]
-    fn child(&self, value: f32) -> u32 {
-        self.left + u32::from(!goes_left(value, self.value, self.feature & DEFAULT_LEFT != 0))
+    unsafe fn child(&self, value: f32, categories: *const u32) -> u32 {
+        let default_left = self.feature & DEFAULT_LEFT != 0;
+        let left = if self.feature & CATEGORICAL != 0 {
+            let at = self.value.to_bits() as usize;
+            // SAFETY: the split's words are within `categories` (caller).
+            let words = unsafe { arch::load(categories.add(at)) };
+            // SAFETY: as above, `w < words`.
+            category_bits_go_left(value, default_left, words, |w| unsafe {
+                arch::load(categories.add(at + 1 + w as usize))
+            })
+        } else {
+            goes_left(value, self.value, default_left)
+        };
+        self.left + u32::from(!left)
     }
 }
 
@@ -113,10 +156,10 @@ const LEVELS_IN_FLIGHT: usize = 4;
 ///
 /// # Safety
 /// `tree.nodes >= 1`, `nodes` holds the tree's `tree.first_node + tree.nodes` nodes, 16-byte
-/// aligned.
+/// aligned, and the bitsets of its categorical splits.
 #[inline]
-unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32) -> f32) -> PredictNode {
-    let first = nodes.wrapping_add(tree.first_node as usize) as *const [u32; 4];
+unsafe fn leaf(nodes: TreeNodes, tree: PredictTree, value: impl Fn(u32) -> f32) -> PredictNode {
+    let first = nodes.nodes.wrapping_add(tree.first_node as usize) as *const [u32; 4];
     // SAFETY: the root and every child loaded are below `tree.nodes` (checked before the load); the
     // nodes are read-only during the launch, so the non-coherent path is sound.
     let load = |i: u32| -> PredictNode { bytemuck::cast(unsafe { arch::load_global_nc_v4(first.add(i as usize)) }) };
@@ -128,7 +171,8 @@ unsafe fn leaf(nodes: *const PredictNode, tree: PredictTree, value: impl Fn(u32)
         if node.left == LEAF {
             break;
         }
-        let child = node.child(value(node.feature & !DEFAULT_LEFT));
+        // SAFETY: a categorical split's words are within `nodes.categories` (caller).
+        let child = unsafe { node.child(value(node.feature & FEATURE_MASK), nodes.categories) };
         if child >= tree.nodes {
             break;
         }
@@ -187,7 +231,7 @@ unsafe fn walk_row(
     row: u64,
     trees: *const PredictTree,
     num_trees: u64,
-    nodes: *const PredictNode,
+    nodes: TreeNodes,
     leaves: *mut u32,
     margins: *mut f32,
     value: impl Fn(u32) -> f32,
@@ -265,7 +309,7 @@ pub unsafe fn dense_kernel(
     cols: u64,
     trees: *const PredictTree,
     num_trees: u64,
-    nodes: *const PredictNode,
+    nodes: TreeNodes,
     margins: *mut f32,
     outputs: u64,
     leaves: *mut u32,
@@ -326,7 +370,7 @@ pub unsafe fn csr_kernel(
     rows: u64,
     trees: *const PredictTree,
     num_trees: u64,
-    nodes: *const PredictNode,
+    nodes: TreeNodes,
     margins: *mut f32,
     outputs: u64,
     leaves: *mut u32,
@@ -367,7 +411,7 @@ pub unsafe fn dense_trees_kernel(
     cols: u64,
     trees: *const PredictTree,
     num_trees: u64,
-    nodes: *const PredictNode,
+    nodes: TreeNodes,
     out: TreeWalks,
 ) {
     let Some((t, row)) = tree_and_row(rows, num_trees) else { return };
@@ -395,7 +439,7 @@ pub unsafe fn csr_trees_kernel(
     rows: u64,
     trees: *const PredictTree,
     num_trees: u64,
-    nodes: *const PredictNode,
+    nodes: TreeNodes,
     out: TreeWalks,
 ) {
     let Some((t, row)) = tree_and_row(rows, num_trees) else { return };
@@ -424,7 +468,7 @@ unsafe fn walk_tree(
     row: u64,
     rows: u64,
     trees: *const PredictTree,
-    nodes: *const PredictNode,
+    nodes: TreeNodes,
     out: TreeWalks,
     value: impl Fn(u32) -> f32,
 ) {
@@ -559,6 +603,22 @@ pub unsafe fn transform_kernel(margins: *const f32, out: *mut f32, rows: u64, ou
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The device's bitset step is the host's list step for every kind of value.
+    #[test]
+    fn category_bitsets_decide_as_category_lists() {
+        let list = [0u32, 5, 31, 32, 70];
+        let mut words = [0u32; 3];
+        list.iter().for_each(|&c| words[c as usize / 32] |= 1 << (c % 32));
+        let values =
+            [0.0, 0.9, 5.0, 5.5, 6.0, 31.0, 32.0, 64.0, 70.0, 95.0, 96.0, 1e6, -0.5, -3.0, 1.6777216e7, f32::NAN];
+        for v in values {
+            for default_left in [false, true] {
+                let bits = category_bits_go_left(v, default_left, 3, |w| words[w as usize]);
+                assert_eq!(bits, category_goes_left(v, default_left, &list), "{v} {default_left}");
+            }
+        }
+    }
 
     #[test]
     fn output_transforms_of_a_row() {

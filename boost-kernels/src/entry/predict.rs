@@ -23,13 +23,14 @@ kernel! {
         trees: *const PredictTree,
         num_trees: u64,
         nodes: *const PredictNode,
+        categories: *const u32,
         margins: *mut f32,
         outputs: u64,
         leaves: *mut u32,
         stage: u64,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, nodes, margins, outputs, leaves, stage) }
+        unsafe { predict::dense_kernel(values, rows, cols, trees, num_trees, predict::TreeNodes { nodes, categories }, margins, outputs, leaves, stage) }
     }
 }
 
@@ -78,13 +79,14 @@ kernel! {
         trees: *const PredictTree,
         num_trees: u64,
         nodes: *const PredictNode,
+        categories: *const u32,
         margins: *mut f32,
         outputs: u64,
         leaves: *mut u32,
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe {
-            predict::csr_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, margins, outputs, leaves)
+            predict::csr_kernel(row_ptr, col_indices, values, rows, trees, num_trees, predict::TreeNodes { nodes, categories }, margins, outputs, leaves)
         }
     }
 }
@@ -99,13 +101,14 @@ kernel! {
         trees: *const PredictTree,
         num_trees: u64,
         nodes: *const PredictNode,
+        categories: *const u32,
         leaf_values: *mut f32,
         leaves: *mut u32,
         leaf_stride: u64,
     ) {
         let out = predict::TreeWalks { values: leaf_values, leaves, leaf_stride };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::dense_trees_kernel(values, rows, cols, trees, num_trees, nodes, out) }
+        unsafe { predict::dense_trees_kernel(values, rows, cols, trees, num_trees, predict::TreeNodes { nodes, categories }, out) }
     }
 }
 
@@ -119,13 +122,14 @@ kernel! {
         trees: *const PredictTree,
         num_trees: u64,
         nodes: *const PredictNode,
+        categories: *const u32,
         leaf_values: *mut f32,
         leaves: *mut u32,
         leaf_stride: u64,
     ) {
         let out = predict::TreeWalks { values: leaf_values, leaves, leaf_stride };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::csr_trees_kernel(row_ptr, col_indices, values, rows, trees, num_trees, nodes, out) }
+        unsafe { predict::csr_trees_kernel(row_ptr, col_indices, values, rows, trees, num_trees, predict::TreeNodes { nodes, categories }, out) }
     }
 }
 

@@ -11,7 +11,7 @@ use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
 use boost_kernels::entry;
 use boost_kernels::metric::Transform;
-use boost_kernels::predict::{self, PredictNode, PredictTree, DEFAULT_LEFT, LEAF};
+use boost_kernels::predict::{self, PredictNode, PredictTree, CATEGORICAL, DEFAULT_LEFT, FEATURE_MASK, LEAF};
 
 use super::element_config;
 use super::metrics::{InitialMargins, MetricRows};
@@ -35,6 +35,8 @@ pub struct DeviceTrees {
     /// The same table on the host, for launches that take the trees in another order.
     table: Vec<PredictTree>,
     nodes: DeviceBuffer<PredictNode>,
+    /// The categorical splits' bitsets, each a word count and the words (a word when none).
+    categories: DeviceBuffer<u32>,
     count: usize,
     /// The largest output a tree adds to, plus one.
     outputs: usize,
@@ -48,23 +50,18 @@ impl DeviceTrees {
     }
 
     /// Uploads `trees` (each with the output it adds to). A child outside its tree, a node reached
-    /// twice, a feature index of 2^31 or more or a categorical split (not walked on the device yet)
-    /// is an error, so the kernels' walks stay inside the
+    /// twice or a feature index of 2^30 or more is an error, so the kernels' walks stay inside the
     /// trees.
     pub fn upload(gpu: &Gpu, trees: &[(Tree, u32)]) -> Result<Self> {
         let mut nodes = Vec::with_capacity(trees.iter().map(|(t, _)| t.len()).sum());
+        let mut categories = Vec::new();
         let mut table = Vec::with_capacity(trees.len());
         for (index, (tree, output)) in trees.iter().enumerate() {
-            if !tree.categorical.is_empty() {
-                return Err(Error::Model(format!(
-                    "tree {index} has categorical splits: the GPU predictor does not walk them yet (predict with device=cpu)"
-                )));
-            }
             let first_node = nodes.len();
             let oblivious = ObliviousTree::of(tree).filter(|o| !o.levels.is_empty());
             let levels = match &oblivious {
                 Some(o) => lay_out_oblivious(o, index, &mut nodes)?,
-                None => lay_out(tree, index, &mut nodes).map(|()| 0)?,
+                None => lay_out(tree, index, &mut nodes, &mut categories).map(|()| 0)?,
             };
             let first = u32::try_from(first_node);
             let Ok(first_node) = first else {
@@ -81,6 +78,7 @@ impl DeviceTrees {
             trees: gpu.upload(&table)?,
             table,
             nodes: gpu.upload(&nodes)?,
+            categories: gpu.upload(if categories.is_empty() { &[0] } else { &categories })?,
             count: trees.len(),
             outputs: trees.iter().map(|&(_, output)| output as usize + 1).max().unwrap_or(0),
             binarised: if trees.len() >= MIN_BINARISED_TREES { BinarisedTrees::upload(gpu, trees)? } else { None },
@@ -90,8 +88,10 @@ impl DeviceTrees {
 
 /// Appends the nodes of `tree` that the root reaches, breadth first: each split's children get the
 /// next two places, so the left one's index is all a node keeps (and every child comes after its
-/// parent). Each node keeps its index in `tree` for leaf prediction.
-fn lay_out(tree: &Tree, index: usize, nodes: &mut Vec<PredictNode>) -> Result<()> {
+/// parent). Each node keeps its index in `tree` for leaf prediction. A categorical split's
+/// categories go to `categories` as a bitset (a word count, then the words), its `value` the
+/// bitset's place.
+fn lay_out(tree: &Tree, index: usize, nodes: &mut Vec<PredictNode>, categories: &mut Vec<u32>) -> Result<()> {
     let n = tree.len();
     let bad = |what: String| Error::Model(format!("tree {index} of {n} nodes: {what}"));
     if n == 0 || n > (u32::MAX / 2) as usize {
@@ -115,18 +115,23 @@ fn lay_out(tree: &Tree, index: usize, nodes: &mut Vec<PredictNode>) -> Result<()
             }
         }
         let feature = tree.split_indices[id];
-        if feature >= DEFAULT_LEFT {
+        if feature & !FEATURE_MASK != 0 {
             return Err(bad(format!("node {id} splits on feature {feature}")));
         }
-        let flag = if tree.default_left[id] { DEFAULT_LEFT } else { 0 };
+        let mut flag = if tree.default_left[id] { DEFAULT_LEFT } else { 0 };
+        let mut value = tree.split_conditions[id];
+        if let Some(set) = tree.categorical.of(id) {
+            let at = u32::try_from(categories.len()).map_err(|_| bad("too many categories".into()))?;
+            let words = set.last().map_or(0, |&c| c as usize / 32 + 1);
+            categories.push(words as u32);
+            let start = categories.len();
+            categories.resize(start + words, 0);
+            set.iter().for_each(|&c| categories[start + c as usize / 32] |= 1 << (c % 32));
+            (flag, value) = (flag | CATEGORICAL, f32::from_bits(at));
+        }
         let first_child = order.len() as u32;
         order.extend([left as usize, right as usize]);
-        nodes.push(PredictNode {
-            left: first_child,
-            feature: feature | flag,
-            value: tree.split_conditions[id],
-            id: id as u32,
-        });
+        nodes.push(PredictNode { left: first_child, feature: feature | flag, value, id: id as u32 });
     }
     Ok(())
 }
@@ -135,7 +140,7 @@ fn lay_out(tree: &Tree, index: usize, nodes: &mut Vec<PredictNode>) -> Result<()
 /// index (each keeping its node id in the full tree, `2^levels - 1 + index`); returns its levels.
 fn lay_out_oblivious(tree: &ObliviousTree, index: usize, nodes: &mut Vec<PredictNode>) -> Result<u32> {
     for (l, &(feature, value, default_left)) in tree.levels.iter().enumerate() {
-        if feature >= DEFAULT_LEFT || l >= 31 {
+        if feature & !FEATURE_MASK != 0 || l >= 31 {
             return Err(Error::Model(format!("tree {index}: level {l} splits on feature {feature}")));
         }
         let flag = if default_left { DEFAULT_LEFT } else { 0 };
@@ -366,7 +371,7 @@ fn walk_rows(
         RowWalks::Leaves(leaves) => (None, (0, trees.outputs as u64, leaves)),
     };
     let first_tree = grouped.as_ref().map_or(ptr(tree_address(trees, range.start)), |g| g.as_ptr());
-    let (num_trees, nodes) = (range.len() as u64, trees.nodes.as_ptr());
+    let (num_trees, nodes, categories) = (range.len() as u64, trees.nodes.as_ptr(), trees.categories.as_ptr());
     let (margins, leaves) = (ptr_mut(margins), ptr_mut(leaves));
     match view {
         FeatureView::Dense { values, cols } => {
@@ -384,7 +389,7 @@ fn walk_rows(
             };
             let (values, rows, cols, stage) = (ptr(values), rows as u64, cols as u64, u64::from(staged.is_some()));
             let args = entry::boost_predict_dense::args(
-                values, rows, cols, first_tree, num_trees, nodes, margins, outputs, leaves, stage,
+                values, rows, cols, first_tree, num_trees, nodes, categories, margins, outputs, leaves, stage,
             );
             // SAFETY: `rows * cols` values and `rows * outputs` margins; the trees' nodes and
             // outputs were checked when uploaded and by the caller; the staged rows fit.
@@ -400,6 +405,7 @@ fn walk_rows(
                 first_tree,
                 num_trees,
                 nodes,
+                categories,
                 margins,
                 outputs,
                 leaves,
@@ -474,14 +480,14 @@ fn walk_each_tree(
     (values_out, leaves, stride): (u64, u64, u64),
 ) -> Result<()> {
     let config = element_config(rows * range.len())?;
-    let (first_tree, num_trees, nodes) =
-        (ptr(tree_address(trees, range.start)), range.len() as u64, trees.nodes.as_ptr());
+    let (first_tree, num_trees, nodes, categories) =
+        (ptr(tree_address(trees, range.start)), range.len() as u64, trees.nodes.as_ptr(), trees.categories.as_ptr());
     let (values_out, leaves) = (ptr_mut(values_out), ptr_mut(leaves));
     match view {
         FeatureView::Dense { values, cols } => {
             let (values, rows, cols) = (ptr(values), rows as u64, cols as u64);
             let args = entry::boost_predict_dense_trees::args(
-                values, rows, cols, first_tree, num_trees, nodes, values_out, leaves, stride,
+                values, rows, cols, first_tree, num_trees, nodes, categories, values_out, leaves, stride,
             );
             // SAFETY: `rows * cols` values; the outputs as the caller sized them; the trees as
             // `walk_trees` checked.
@@ -497,6 +503,7 @@ fn walk_each_tree(
                 first_tree,
                 num_trees,
                 nodes,
+                categories,
                 values_out,
                 leaves,
                 stride,
@@ -590,22 +597,56 @@ mod tests {
     use crate::param::Params;
     use primitives::Schedule;
 
-    /// A tree with a categorical split is refused by the device's walk (not walked as a numeric
-    /// one: that would be a wrong answer).
+    /// A model with one-hot and partition splits walks on the device as on the host, bit for bit:
+    /// missing values, categories unseen in training, negative, fractional and huge codes, in
+    /// dense and CSR rows.
     #[test]
-    fn categorical_splits_are_refused_on_the_device() {
-        let gpu = Gpu::emulated(Schedule::Deterministic);
-        let mut tree = Tree::leaf(0.0, 4.0);
-        tree.split(0, 0, 0.0, false, 1.0, (-1.0, 2.0), (1.0, 2.0));
-        assert!(DeviceTrees::upload(&gpu, &[(tree.clone(), 0)]).is_ok());
-        tree.categorical.nodes = vec![0];
-        tree.categorical.segments = vec![0];
-        tree.categorical.sizes = vec![2];
-        tree.categorical.categories = vec![1, 4];
-        assert_eq!(tree.predict_row(&[4.0]), 1.0, "category 4 goes right");
-        assert_eq!(tree.predict_row(&[0.5]), -1.0, "category 0 goes left");
-        let refused = DeviceTrees::upload(&gpu, &[(tree, 0)]).map(|_| ()).unwrap_err().to_string();
-        assert!(refused.contains("categorical"), "{refused}");
+    fn categorical_splits_walk_on_the_device_as_on_the_host() {
+        let gpu = Gpu::emulated(Schedule::Shuffled { seed: 4 });
+        let spec = SyntheticSpec { rows: 1200, cols: 4, seed: 6, missing_columns: 2, ..Default::default() };
+        let mut data = generate(&spec).unwrap();
+        let FeatureMatrix::Dense(m) = &mut data.features else { panic!("synthetic data is dense") };
+        let values = m.values.make_mut();
+        for (i, v) in values.iter_mut().enumerate().filter(|(i, v)| i % 4 < 2 && !v.is_nan()) {
+            // Column 0: 3 categories (one-hot splits); column 1: 40 (partition splits).
+            *v = ((v.abs() * 7.0) as u32 % if i % 4 == 0 { 3 } else { 40 }) as f32;
+        }
+        data.info.feature_types = vec!["c".into(), "c".into(), "q".into(), "q".into()];
+        let params = Params::from_pairs(&[("objective", "reg:squarederror"), ("max_depth", "4")]).unwrap();
+        let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
+        let trained = train(&params, &data, &[], &options, &mut []).unwrap();
+        let (model, objective) = (trained.model, trained.objective);
+        let kinds: Vec<usize> = model.trees.iter().flat_map(|t| t.categorical.sizes.clone()).collect();
+        assert!(kinds.contains(&1) && kinds.iter().any(|&k| k > 1), "one-hot and partition splits: {kinds:?}");
+        let FeatureMatrix::Dense(m) = &data.features else { unreachable!() };
+        let mut rows = m.values.to_vec()[..200 * 4].to_vec();
+        for (i, odd) in [f32::NAN, 41.0, -1.0, 2.5, 1e9, 3.0, 16_777_216.0].into_iter().enumerate() {
+            rows[i * 8 + 1] = odd;
+            rows[i * 8 + 4] = odd;
+        }
+        let dense = DenseMatrix::new(200, 4, rows.clone());
+        let mut csr = CsrMatrix { rows: 200, cols: 4, row_ptr: vec![0], col_indices: Vec::new(), values: Vec::new() };
+        for row in rows.chunks(4) {
+            for (c, &v) in row.iter().enumerate().filter(|(_, v)| !v.is_nan()) {
+                csr.col_indices.push(c as u32);
+                csr.values.push(v);
+            }
+            csr.row_ptr.push(csr.values.len());
+        }
+        let to_margin = |b| objective.prob_to_margin(b);
+        let device_objective = objective.device_objective().unwrap();
+        let info = MetaInfo { labels: vec![0.0; 200], ..Default::default() };
+        for features in [FeatureMatrix::Dense(dense), FeatureMatrix::Sparse(csr)] {
+            let zero = vec![0.0; 200];
+            let mut device = DeviceEvalSet::new(&gpu, &features, &info, device_objective, InitialMargins::Rows(&zero))
+                .unwrap();
+            let trees: Vec<(Tree, u32)> = model.trees.iter().cloned().zip(model.tree_info.iter().copied()).collect();
+            device.add_trees(&gpu, &DeviceTrees::upload(&gpu, &trees).unwrap()).unwrap();
+            let host = model.predict_margin(&features, Some(&zero), to_margin, (0, 0)).unwrap();
+            let device = device.margins(&gpu).unwrap();
+            let differ = host.iter().zip(&device).position(|(h, d)| h.to_bits() != d.to_bits());
+            assert_eq!(differ, None, "margin {differ:?} differs");
+        }
     }
 
     /// A model's later rounds added on the device to the margins of its first equal the host's

@@ -108,7 +108,16 @@ fn assert_same_margins_of(case: &str, model: &Model, device: &DeviceModel, dense
 #[test]
 fn device_predictions_are_the_cpu_predictors() {
     let gpu = gpu();
-    for case in ["binary_logistic", "reg_squarederror", "multi_softprob", "reg_exact_forest", "legacy_2x_multi"] {
+    // `categorical_splits`: XGBoost's one-hot and partition splits, rows with unseen, negative,
+    // fractional and missing categories.
+    for case in [
+        "binary_logistic",
+        "reg_squarederror",
+        "multi_softprob",
+        "reg_exact_forest",
+        "legacy_2x_multi",
+        "categorical_splits",
+    ] {
         let mut model = Model::load_json(fixture(&format!("{case}.model.json"))).expect("model");
         assert_same_margins(case, &model, rows(case), &gpu);
         // XGBoost's GPU trees split at -Infinity (every present value right); +Infinity sends
