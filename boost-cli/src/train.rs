@@ -43,6 +43,10 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
     if categories.features.iter().any(Option::is_some) || categories.labels.is_some() {
         let text = serde_json::to_string(&categories).map_err(|e| Error::Model(e.to_string()))?;
         trained.model.attributes.insert(CATEGORIES_ATTRIBUTE.into(), text);
+        if options.xgb_model.is_none() {
+            // XGBoost's category encoder too: its users predict from frames of the strings.
+            trained.model.categories = boost::model::CategoryEncoder::from_names(&categories.features);
+        }
     }
     trained.model.save_json(&args.output)?;
     report(&args, &params, &trained, start)

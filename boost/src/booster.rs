@@ -19,7 +19,7 @@ use crate::data::{
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
 use crate::metric::{self, Metric};
-use crate::model::{FeatureScore, ImportanceType, Model, PackedTrees};
+use crate::model::{CategoryEncoder, FeatureScore, ImportanceType, Model, PackedTrees};
 use crate::objective::{self, Objective};
 use crate::param::{Device, Params};
 use crate::rows::{Features, Rows};
@@ -162,9 +162,22 @@ impl DMatrix {
         DMatrix { features, info: MetaInfo::default(), categories: Categories::default() }
     }
 
-    /// The codes of the string columns of the CSV file this was read from (empty otherwise).
+    /// The codes of the string columns of the CSV file this was read from, or the names
+    /// [`DMatrix::set_category_names`] gave (empty otherwise).
     pub fn categories(&self) -> &Categories {
         &self.categories
+    }
+
+    /// Names the categories of categorical features: `names[f][k]` is what code `k` of feature
+    /// `f` stands for (`None`: a numeric feature or codes without names; an empty list clears
+    /// them). A model trained on these rows keeps them (XGBoost's category encoder), and rows
+    /// named otherwise are recoded to its codes when predicted.
+    pub fn set_category_names(&mut self, names: Vec<Option<Vec<String>>>) -> Result<()> {
+        if !names.is_empty() && names.len() != self.cols() {
+            return Err(Error::InvalidData(format!("category names for {} features of {}", names.len(), self.cols())));
+        }
+        self.categories.features = names;
+        Ok(())
     }
 
     /// With a label a row (finite).
@@ -306,7 +319,7 @@ impl DMatrix {
 /// Where a prediction's trees walk the rows (see `Booster::where_to_walk`).
 enum Walk<'d> {
     Host(Cow<'d, FeatureMatrix>),
-    Upload(Arc<Gpu>, &'d FeatureMatrix),
+    Upload(Arc<Gpu>, Cow<'d, FeatureMatrix>),
     InPlace(&'d DeviceRows),
 }
 
@@ -390,7 +403,12 @@ impl Booster {
         options: &TrainOptions,
         callbacks: &mut [&mut dyn TrainingCallback],
     ) -> Result<Self> {
-        let trained = learner::train_matrix(params, dtrain, evals, options, callbacks)?;
+        let mut trained = learner::train_matrix(params, dtrain, evals, options, callbacks)?;
+        if options.xgb_model.is_none() {
+            // The rows' category names (a CSV file's strings, pandas' categories) go with the model,
+            // as XGBoost keeps them, so that rows coded otherwise are recoded when predicted.
+            trained.model.categories = CategoryEncoder::from_names(&dtrain.categories.features);
+        }
         Ok(Booster {
             model: trained.model,
             objective: trained.objective,
@@ -459,7 +477,7 @@ impl Booster {
             }
             Walk::Upload(gpu, features) => {
                 let margins =
-                    self.trees_on(&gpu)?.predict_margin_uploaded(&gpu, features, base_margin, to_margin, range)?;
+                    self.trees_on(&gpu)?.predict_margin_uploaded(&gpu, &features, base_margin, to_margin, range)?;
                 (gpu, margins, features.rows())
             }
             Walk::InPlace(rows) => {
@@ -510,7 +528,7 @@ impl Booster {
         let range = options.iteration_range;
         match self.where_to_walk(data, options.device)? {
             Walk::Host(features) => self.model.predict_leaf(&features, range),
-            Walk::Upload(gpu, features) => self.trees_on(&gpu)?.predict_leaf(&gpu, features, range),
+            Walk::Upload(gpu, features) => self.trees_on(&gpu)?.predict_leaf(&gpu, &features, range),
             Walk::InPlace(rows) => self.trees_on(&rows.gpu)?.predict_leaf_on_device(&rows.gpu, rows.data(), range),
         }
     }
@@ -547,14 +565,19 @@ impl Booster {
 
     /// Where the trees walk `data`'s rows for a prediction on `device`: host rows on the CPU or
     /// uploaded to the GPU `device` opens, device rows on their GPU or, for `device=cpu`, read back.
+    /// Host rows whose categories are named otherwise than the model's are recoded to its codes
+    /// first ([`crate::model::CategoryEncoder::recode`]).
     fn where_to_walk<'d>(&self, data: &'d DMatrix, device: Device) -> Result<Walk<'d>> {
         Ok(match &data.features {
             Stored::Device(rows) if device == Device::Cpu => Walk::Host(Cow::Owned(rows.data().to_host(&rows.gpu)?)),
             Stored::Device(rows) => Walk::InPlace(rows),
-            Stored::Host(features) => match self.open(device)? {
-                None => Walk::Host(Cow::Borrowed(features)),
-                Some(gpu) => Walk::Upload(gpu, features),
-            },
+            Stored::Host(features) => {
+                let features = self.model.categories.recode(features, &data.categories.features)?;
+                match self.open(device)? {
+                    None => Walk::Host(features),
+                    Some(gpu) => Walk::Upload(gpu, features),
+                }
+            }
         })
     }
 

@@ -374,10 +374,16 @@ fn inconsistent_categorical_splits_are_model_errors() {
     let first = gbtree(&mut v)["trees"][0]["categories"][0].clone();
     gbtree(&mut v)["trees"][0]["categories"][1] = first;
     assert_model_error(&v, &["tree 0", "sorted"]);
-    // String categories (XGBoost's `cats.enc`, from pandas) are not read yet.
+    // A category encoder (XGBoost's `cats`) that does not hold strings or integers, one a feature.
     let mut v = base_model();
     gbtree(&mut v)["cats"]["enc"] = json!([{"type": 1, "values": ["a", "b"]}]);
-    assert_model_error(&v, &["cats.enc"]);
+    assert_model_error(&v, &["cats", "feature 0", "values"]);
+    gbtree(&mut v)["cats"]["enc"] = json!([{"offsets": [0, 2, 9], "values": [97, 98, 99]}]);
+    assert_model_error(&v, &["cats", "feature 0", "offsets"]);
+    gbtree(&mut v)["cats"]["enc"] = json!([{"offsets": [0, 1], "values": [-1]}]);
+    assert_model_error(&v, &["cats", "UTF-8"]);
+    gbtree(&mut v)["cats"]["enc"] = json!([{"offsets": [0, 1], "values": [97]}]);
+    assert_model_error(&v, &["cats", "encodes 1 features", "num_feature"]);
 }
 
 #[test]
@@ -589,6 +595,24 @@ fn model_trained_on_categories() -> (Model, DenseMatrix) {
     (model, DenseMatrix::new(300, cols, values))
 }
 
+/// A model trained through the `Booster` on a CSV file of string columns (`adult`): categorical
+/// splits, and the strings in XGBoost's category encoder; 300 test rows as codes.
+fn model_trained_on_strings() -> (Model, DenseMatrix) {
+    use boost::data::{Column, CsvOptions, ReadOptions};
+    use boost::param::Params;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/adult");
+    let csv = |categories| CsvOptions { label: Column::Name("income".into()), categories, ..Default::default() };
+    let options = ReadOptions { csv: csv(None), ..Default::default() };
+    let train = DMatrix::from_file(dir.join("adult_train.csv"), &options).unwrap();
+    let params = Params::from_pairs(&[("objective", "binary:logistic"), ("max_depth", "4")]).unwrap();
+    let model = Booster::train(&params, &train, 5, &[]).unwrap().model().clone();
+    assert!(!model.categories.is_empty() && model.trees.iter().any(|t| !t.categorical.is_empty()));
+    let options = ReadOptions { csv: csv(Some(train.categories())), ..Default::default() };
+    let test = DMatrix::from_file(dir.join("adult_test.csv"), &options).unwrap();
+    let FeatureMatrix::Dense(m) = test.features().unwrap() else { panic!("CSV rows are dense") };
+    (model, DenseMatrix::new(300, m.cols, m.values.to_vec()[..300 * m.cols].to_vec()))
+}
+
 fn write_check_case(dir: &Path, name: &str, model: &Model, rows: &DenseMatrix, range: (usize, usize)) -> [PathBuf; 3] {
     let model_path = dir.join(format!("{name}.model.json"));
     model.save_json(&model_path).unwrap();
@@ -636,6 +660,8 @@ fn xgboost_loads_our_models_checked_by_python_when_boost_xgboost_check_is_set() 
     }
     let (model, rows) = model_trained_on_categories();
     cases.push(write_check_case(&dir, "trained_categorical", &model, &rows, (2, 9)));
+    let (model, rows) = model_trained_on_strings();
+    cases.push(write_check_case(&dir, "trained_strings", &model, &rows, (1, 4)));
     for case in CASES {
         let model = Model::load_json(fixture(&format!("{case}.model.json"))).unwrap();
         let rows = read_rows(&fixture(&format!("{case}.rows.csv")));

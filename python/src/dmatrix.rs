@@ -170,6 +170,11 @@ impl DMatrix {
         self.inner.set_feature_types(types).or_raise(py)
     }
 
+    /// Names the categories of categorical features (`None` a feature without names).
+    fn set_category_names(&mut self, py: Python<'_>, names: Vec<Option<Vec<String>>>) -> PyResult<()> {
+        self.inner.set_category_names(names).or_raise(py)
+    }
+
     /// The features' types (empty when none were set).
     fn feature_types(&self) -> Vec<String> {
         self.inner.info().feature_types.clone()

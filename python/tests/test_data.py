@@ -40,12 +40,14 @@ def test_nullable_dtypes_are_missing_values():
     assert _model(frame, y) == _model(expected.astype(np.float32), y, feature_names=["a", "b", "c"])
 
 
-def test_object_and_category_columns_are_type_errors_naming_the_column():
+def test_object_columns_and_categories_without_enable_categorical_are_errors_naming_the_column():
     pd = pytest.importorskip("pandas")
     with pytest.raises(TypeError, match="'city'"):
         tb.DMatrix(pd.DataFrame({"x": [1.0, 2.0], "city": ["Oslo", "Lima"]}))
-    with pytest.raises(TypeError, match="'kind'"):
+    with pytest.raises(ValueError, match="'kind'.*enable_categorical"):
         tb.DMatrix(pd.DataFrame({"kind": pd.Categorical(["a", "b"])}))
+    with pytest.raises(NotImplementedError, match="'size'"):
+        tb.DMatrix(pd.DataFrame({"size": pd.Categorical([3, 5])}), enable_categorical=True)
 
 
 def test_a_missing_marker_other_than_nan():

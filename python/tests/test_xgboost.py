@@ -327,3 +327,50 @@ def test_we_train_xgboosts_categorical_trees(xgb, tmp_path):
     X[7, 0] = 2.5
     with pytest.raises(tb.DataError, match="row 7, feature 0"):
         tb.train(params, tb.DMatrix(X, label=y, feature_types=types), 1)
+
+
+def test_pandas_categories_train_xgboosts_trees_and_models_keep_their_strings(xgb, tmp_path):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(13)
+    n = 2000
+    colors = np.array(["red", "green", "blue", "teal", "gold", "café"])
+    frame = pd.DataFrame({
+        "color": pd.Categorical(rng.choice(colors, n)),
+        "x": rng.normal(size=n).astype(np.float32),
+        "size": pd.Categorical(rng.choice(["S", "M", "L"], n), categories=["S", "M", "L", "XL"]),
+    })
+    frame.loc[rng.random(n) < 0.05, "color"] = None
+    y = ((frame["color"] == "red") | (frame["color"] == "café")).astype(np.float32) + frame["x"] \
+        + (frame["size"] == "L")
+    params = {"objective": "reg:squarederror", "max_depth": 3}
+    theirs = xgb.train(params, xgb.DMatrix(frame, y, enable_categorical=True), 5)
+    ours = tb.train(params, tb.DMatrix(frame, label=y, enable_categorical=True), 5)
+    theirs.save_model(tmp_path / "theirs.json")
+    ours.save_model(tmp_path / "ours.json")
+    load = lambda f: json.loads((tmp_path / f).read_text())["learner"]["gradient_booster"]["model"]
+    assert load("ours.json")["cats"] == load("theirs.json")["cats"]
+    for a, b in zip(load("theirs.json")["trees"], load("ours.json")["trees"]):
+        assert (a["split_indices"], a["categories"]) == (b["split_indices"], b["categories"])
+    # Rows whose categories are coded otherwise (fewer of them, another order) are recoded.
+    rows = pd.DataFrame({"color": pd.Categorical(["café", "blue", None], categories=["gold", "café", "blue"]),
+                         "x": np.zeros(3, dtype=np.float32), "size": pd.Categorical(["L", "S", "XL"])})
+    expected = theirs.predict(xgb.DMatrix(rows, enable_categorical=True))
+    np.testing.assert_allclose(ours.predict(tb.DMatrix(rows, enable_categorical=True)), expected, rtol=1e-6)
+    np.testing.assert_allclose(ours.inplace_predict(rows), expected, rtol=1e-6)
+    # Each library's file in the other, predicting the same.
+    np.testing.assert_allclose(tb.Booster(model_file=str(tmp_path / "theirs.json")).inplace_predict(rows), expected,
+                               rtol=1e-6)
+    mine = xgb.Booster(model_file=str(tmp_path / "ours.json"))
+    np.testing.assert_allclose(mine.inplace_predict(rows), ours.inplace_predict(rows), rtol=1e-6)
+    # An evaluation set of categories in another order is recoded too, as XGBoost does.
+    valid = frame.iloc[:300].copy()
+    valid["color"] = valid["color"].cat.reorder_categories(list(reversed(valid["color"].cat.categories)))
+    logs = [{}, {}]
+    xgb.train(params, xgb.DMatrix(frame, y, enable_categorical=True), 3, verbose_eval=False, evals_result=logs[0],
+              evals=[(xgb.DMatrix(valid, y[:300], enable_categorical=True), "valid")])
+    tb.train(params, tb.DMatrix(frame, label=y, enable_categorical=True), 3, verbose_eval=False, evals_result=logs[1],
+             evals=[(tb.DMatrix(valid, label=y[:300], enable_categorical=True), "valid")])
+    np.testing.assert_allclose(logs[1]["valid"]["rmse"], logs[0]["valid"]["rmse"], rtol=1e-6)
+    unseen = pd.DataFrame({"color": pd.Categorical(["mauve"]), "x": [0.0], "size": pd.Categorical(["S"])})
+    with pytest.raises(tb.DataError, match="mauve"):
+        ours.inplace_predict(unseen)

@@ -18,6 +18,7 @@ mod evaluation;
 mod round;
 mod setup;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use primitives::Gpu;
@@ -27,13 +28,13 @@ pub use custom::{CustomMetric, CustomObjective};
 pub(crate) use device::describe;
 pub use device::open_device;
 
-use crate::data::Dataset;
+use crate::data::{Dataset, FeatureMatrix};
 use crate::gpu::InitialMargins;
-use crate::model::Model;
+use crate::model::{CategoryEncoder, Model};
 use crate::objective::Objective;
 use crate::param::Params;
 pub use crate::phases::PhaseTimes;
-use crate::rows::Rows;
+use crate::rows::{Features, Rows};
 use crate::tree::hist::HistogramPrecision;
 use crate::DMatrix;
 use crate::Result;
@@ -147,7 +148,9 @@ pub fn train(
 }
 
 /// [`train`] of [`DMatrix`] sets, whose rows may lie in a GPU's memory (then trained there unless
-/// `device=cpu`): the whole report, of which [`crate::Booster::train_with`] keeps the model.
+/// `device=cpu`): the whole report, of which [`crate::Booster::train_with`] keeps the model. An
+/// evaluation set whose categories are named otherwise than the training set's is recoded to its
+/// codes (a category the training set lacks is an error).
 pub fn train_matrix(
     params: &Params,
     train: &DMatrix,
@@ -155,7 +158,27 @@ pub fn train_matrix(
     options: &TrainOptions,
     callbacks: &mut [&mut dyn TrainingCallback],
 ) -> Result<Trained> {
-    let evals: Vec<(Rows, &str)> = evals.iter().map(|(data, name)| (data.rows_view(), *name)).collect();
+    let encoder = CategoryEncoder::from_names(&train.categories().features);
+    let recoded: Vec<Option<FeatureMatrix>> = evals
+        .iter()
+        .map(|(data, _)| match data.features() {
+            Some(features) if !encoder.is_empty() => {
+                Ok(match encoder.recode(features, &data.categories().features)? {
+                    Cow::Owned(m) => Some(m),
+                    Cow::Borrowed(_) => None,
+                })
+            }
+            _ => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    let evals: Vec<(Rows, &str)> = evals
+        .iter()
+        .zip(&recoded)
+        .map(|((data, name), recoded)| match recoded {
+            Some(m) => (Rows::new(Features::Host(m), data.info()), *name),
+            None => (data.rows_view(), *name),
+        })
+        .collect();
     train_rows(params, &train.rows_view(), &evals, options, callbacks)
 }
 

@@ -20,7 +20,8 @@
 //! strings; floats are written in the shortest form that reads back to the same `f32`, as `1.25E1`.
 //! A categorical split (`split_type` 1) keeps its categories (the ones that go right) in
 //! `categories`, at `categories_segments`/`categories_sizes` in the order of `categories_nodes`:
-//! [`crate::tree::CategoricalSplits`]. String categories (`cats.enc`, from pandas) are refused.
+//! [`crate::tree::CategoricalSplits`]. The category encoder (`cats`: the strings of pandas' or a CSV
+//! file's categories) is [`super::CategoryEncoder`].
 //!
 //! `base_score` is a string holding a JSON number (XGBoost 2.x, `"5E-1"`) or an array of one value or
 //! one per output (3.x, `"[5E-1]"`, `"[1E-1,2E-1,3E-1]"`); XGBoost 3.2 broadcasts a single value to every
@@ -35,7 +36,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{Model, XGBOOST_FORMAT_VERSION};
+use super::{CategoryEncoder, Model, XGBOOST_FORMAT_VERSION};
 use crate::tree::{CategoricalSplits, Tree};
 use crate::{Error, Result};
 
@@ -44,11 +45,6 @@ const DELETED_SPLIT_INDEX: u32 = i32::MAX as u32;
 
 /// Most outputs (classes or targets) a model file may declare.
 pub const MAX_OUTPUTS: usize = 1 << 24;
-
-/// `cats` of a model without categorical features.
-pub(super) fn empty_cats() -> Value {
-    serde_json::json!({"enc": [], "feature_segments": [], "sorted_idx": []})
-}
 
 impl Model {
     /// Reads an XGBoost JSON model file.
@@ -123,7 +119,7 @@ impl Model {
             feature_names,
             feature_types,
             attributes,
-            cats,
+            categories: cats,
             version,
         };
         model.validate()?;
@@ -144,7 +140,7 @@ impl Model {
         w.push_str(",\"feature_types\":");
         write_strings(&mut w, &self.feature_types)?;
         w.push_str(",\"gradient_booster\":{\"model\":{\"cats\":");
-        write_value(&mut w, &self.cats)?;
+        write_value(&mut w, &self.categories.to_json())?;
         let _ = write!(
             w,
             ",\"gbtree_model_param\":{{\"num_parallel_tree\":\"{}\",\"num_trees\":\"{}\"}}",
@@ -639,7 +635,7 @@ struct Trees {
     tree_info: Vec<u32>,
     iteration_indptr: Vec<usize>,
     num_parallel_tree: usize,
-    cats: Value,
+    cats: CategoryEncoder,
 }
 
 fn trees(learner: &Map<String, Value>, outputs: usize) -> Result<Trees> {
@@ -664,16 +660,8 @@ fn trees(learner: &Map<String, Value>, outputs: usize) -> Result<Trees> {
         None => 1,
     };
     let cats = match gbtree.get("cats") {
-        None => empty_cats(),
-        Some(c) => {
-            let enc = object(c, &format!("{gb}.cats"))?.get("enc");
-            if enc.and_then(Value::as_array).is_some_and(|e| !e.is_empty()) {
-                return Err(Error::Model(format!(
-                    "`{gb}.cats.enc` holds category encodings: categorical features are not supported"
-                )));
-            }
-            c.clone()
-        }
+        None => CategoryEncoder::default(),
+        Some(c) => CategoryEncoder::from_json(c, &format!("{gb}.cats"))?,
     };
 
     let trees_json = required(gbtree, "trees", gb)?

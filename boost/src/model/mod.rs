@@ -17,6 +17,7 @@
 //! prediction ([`Model::predict_margin`], [`Model::predict_leaf`]) and feature importance
 //! ([`Model::feature_importance`]).
 
+mod cats;
 mod importance;
 mod json;
 mod predict;
@@ -24,6 +25,7 @@ pub(crate) use predict::{check_features, trees_of_rounds, PackedTrees};
 
 use std::collections::BTreeMap;
 
+pub use cats::{CategoryEncoder, FeatureCategories};
 pub use importance::{FeatureScore, ImportanceType};
 pub use json::MAX_OUTPUTS;
 
@@ -71,9 +73,9 @@ pub struct Model {
     pub feature_types: Vec<String>,
     /// Free-form attributes (`best_iteration`, `best_score`, ...).
     pub attributes: BTreeMap<String, String>,
-    /// `gradient_booster.model.cats` as read (the category encoder of XGBoost 3.1+); empty arrays for
-    /// numeric models, the only kind supported here.
-    pub cats: serde_json::Value,
+    /// `gradient_booster.model.cats`: XGBoost 3.1+'s category encoder (empty without named
+    /// categories).
+    pub categories: CategoryEncoder,
     /// The XGBoost version that wrote the model file ([`XGBOOST_FORMAT_VERSION`] for models built
     /// here; `[0, 0, 0]` when a file does not say).
     pub version: [u32; 3],
@@ -117,7 +119,7 @@ impl Model {
             feature_names: Vec::new(),
             feature_types: Vec::new(),
             attributes: BTreeMap::new(),
-            cats: json::empty_cats(),
+            categories: CategoryEncoder::default(),
             version: XGBOOST_FORMAT_VERSION,
         };
         model.validate()?;
@@ -232,6 +234,13 @@ impl Model {
             if len != 0 && len != self.num_feature {
                 return Err(Error::Model(format!("`{name}` has {len} entries for {} features", self.num_feature)));
             }
+        }
+        let encoded = self.categories.features.len();
+        if encoded != 0 && encoded != self.num_feature {
+            return Err(Error::Model(format!(
+                "`cats` encodes {encoded} features; the model has {} (`num_feature`)",
+                self.num_feature
+            )));
         }
         if self.objective.get("name").and_then(serde_json::Value::as_str) != Some(self.objective_name.as_str()) {
             return Err(Error::Model(format!("`objective.name` is not `{}`", self.objective_name)));

@@ -28,10 +28,7 @@ class DMatrix:
                  feature_names=None, feature_types=None, nthread=None, group=None, qid=None,
                  enable_categorical=False):
         del silent, nthread  # XGBoost's: nothing here is printed, and reading is not threaded
-        # Category codes are marked by ``feature_types`` ("c"); pandas ``category`` columns are
-        # refused by ``frame_features`` until their strings can be kept in the model.
-        del enable_categorical
-        names = None
+        names = types = categories = None
         if isinstance(data, (str, os.PathLike)):
             self._handle = _core.DMatrix.from_file(*_data.data_uri(os.fspath(data)))
         elif _data.is_device_array(data):
@@ -39,13 +36,17 @@ class DMatrix:
         elif _data._is_scipy_sparse(data):
             self._handle = _core.DMatrix.csr(*_data.csr_features(data, missing))
         elif _data._is_pandas_frame(data):
-            values, names = _data.frame_features(data, missing)
+            values, names, types, categories = _data.frame_features(data, missing, enable_categorical)
             self._handle = _core.DMatrix.dense(values)
+            if categories is not None:
+                # The strings go with a model trained on these rows (XGBoost's category encoder), and
+                # rows whose categories are coded otherwise are recoded to its codes.
+                self._handle.set_category_names(categories)
         else:
             self._handle = _core.DMatrix.dense(_data.dense_features(data, missing))
         self.set_info(label=label, weight=weight, base_margin=base_margin, group=group, qid=qid,
                       feature_names=feature_names if feature_names is not None else names,
-                      feature_types=feature_types)
+                      feature_types=feature_types if feature_types is not None else types)
 
     def set_info(self, *, label=None, weight=None, base_margin=None, group=None, qid=None,
                  feature_names=None, feature_types=None):
@@ -328,7 +329,7 @@ class Booster:
             raise ValueError(f"predict_type={predict_type!r}: expected 'value' or 'margin'")
         if _data.is_device_array(data):
             return self._device_predict(data, iteration_range, predict_type, missing, base_margin, strict_shape)
-        rows = DMatrix(data, missing=missing, base_margin=base_margin)
+        rows = DMatrix(data, missing=missing, base_margin=base_margin, enable_categorical=True)
         if not validate_features:
             rows.feature_names = None
         return self.predict(rows, output_margin=predict_type == "margin", validate_features=validate_features,

@@ -73,17 +73,38 @@ def dense_features(data, missing):
     return _replace_missing(array, missing)
 
 
-def frame_features(frame, missing):
-    """A pandas DataFrame's rows as float32 and its column names; nullable dtypes' NA is missing."""
+def frame_features(frame, missing, enable_categorical=False):
+    """A pandas DataFrame's rows as float32, its column names, and for ``category`` columns (with
+    ``enable_categorical``, as XGBoost) the feature types (``"c"``) and each one's category strings
+    (their codes are the values; a missing category is NaN). Nullable dtypes' NA is missing."""
+    types, categories = [], []
     for name, dtype in zip(frame.columns, frame.dtypes):
         kind = getattr(dtype, "kind", "O")
         if str(dtype) == "category":
-            raise TypeError(f"column {name!r}: pandas category columns are not supported yet; pass the "
-                            "codes with feature_types='c' for that column")
-        if kind not in _NUMERIC_KINDS:
+            if not enable_categorical:
+                raise DataError(f"column {name!r} is categorical: pass enable_categorical=True, as XGBoost asks")
+            names = dtype.categories
+            if getattr(names.dtype, "kind", "O") not in "OUT" and str(names.dtype) not in ("string", "str"):
+                raise NotImplementedError(f"column {name!r}: categories of {names.dtype} (only strings for now); "
+                                          "pass their codes with feature_types='c'")
+            types.append("c")
+            categories.append([str(c) for c in names])
+        elif kind not in _NUMERIC_KINDS:
             raise TypeError(f"column {name!r}: dtype {dtype} is not numeric")
-    values = frame.to_numpy(dtype=np.float32, na_value=np.nan)
-    return dense_features(values, missing), [str(c) for c in frame.columns]
+        else:
+            types.append("q")
+            categories.append(None)
+    values = np.empty(frame.shape, dtype=np.float32)
+    for j, (name, column) in enumerate(frame.items()):
+        if categories[j] is not None:
+            codes = column.cat.codes.to_numpy().astype(np.float32)
+            codes[codes < 0] = np.nan
+            values[:, j] = codes
+        else:
+            values[:, j] = column.to_numpy(dtype=np.float32, na_value=np.nan)
+    if not any(c is not None for c in categories):
+        types, categories = None, None
+    return dense_features(values, missing), [str(c) for c in frame.columns], types, categories
 
 
 def csr_features(matrix, missing):
