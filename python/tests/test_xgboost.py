@@ -374,3 +374,21 @@ def test_pandas_categories_train_xgboosts_trees_and_models_keep_their_strings(xg
     unseen = pd.DataFrame({"color": pd.Categorical(["mauve"]), "x": [0.0], "size": pd.Categorical(["S"])})
     with pytest.raises(tb.DataError, match="mauve"):
         ours.inplace_predict(unseen)
+
+
+def test_scikit_learn_estimators_take_pandas_categories_as_xgboosts(xgb):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(14)
+    n = 1500
+    frame = pd.DataFrame({"shop": pd.Categorical(rng.choice(["north", "south", "east", "west", "hub"], n)),
+                          "x": rng.normal(size=n)})
+    y = ((frame["shop"] == "hub") | (frame["x"] > 0.8)).astype(int).to_numpy()
+    kwargs = {"n_estimators": 8, "max_depth": 3, "enable_categorical": True, "max_cat_to_onehot": 2}
+    theirs = xgb.XGBClassifier(**kwargs).fit(frame, y)
+    ours = tb.XGBClassifier(**kwargs).fit(frame, y)
+    assert list(ours.feature_names_in_) == ["shop", "x"]
+    rows = frame.iloc[:50].copy()
+    rows["shop"] = rows["shop"].cat.reorder_categories(["west", "hub", "north", "south", "east"])
+    np.testing.assert_allclose(ours.predict_proba(rows), theirs.predict_proba(rows), rtol=1e-6)
+    with pytest.raises(ValueError, match="enable_categorical"):
+        tb.XGBRegressor(n_estimators=2).fit(frame, y)

@@ -20,7 +20,7 @@ _PARAMETERS = (
     "booster", "tree_method", "n_jobs", "gamma", "min_child_weight", "max_delta_step", "subsample",
     "sampling_method", "colsample_bytree", "colsample_bylevel", "colsample_bynode", "reg_alpha",
     "reg_lambda", "scale_pos_weight", "base_score", "random_state", "num_parallel_tree", "device",
-    "validate_parameters", "eval_metric",
+    "validate_parameters", "eval_metric", "max_cat_to_onehot", "max_cat_threshold",
 )
 
 
@@ -29,6 +29,39 @@ def _check_accepted(X, fitting):
     CSR/CSC sparse taken as they are."""
     return dict(accept_sparse=["csr", "csc"], dtype=[np.float32, np.float64], ensure_all_finite="allow-nan",
                 reset=fitting)
+
+
+_NO_Y = object()
+
+
+def _validate(estimator, X, y=_NO_Y, fitting=False, **checks):
+    """scikit-learn's checks of ``X`` (and ``y``, when passed) with the estimator's bookkeeping
+    (``n_features_in_``, ``feature_names_in_``). A pandas frame with ``category`` columns, with
+    ``enable_categorical``, is checked through a copy whose categories are their codes, and kept
+    as it is: its strings reach the ``DMatrix``, which codes them."""
+    proxy = _codes_of_categories(X)
+    if proxy is not None and not estimator.enable_categorical:
+        raise ValueError("X has category columns: pass enable_categorical=True, as XGBoost asks")
+    checked = validate_data(estimator, X if proxy is None else proxy,
+                            *(() if y is _NO_Y else (y,)), **checks, **_check_accepted(X, fitting))
+    if proxy is None:
+        return checked
+    return (X, checked[1]) if y is not _NO_Y else X
+
+
+def _codes_of_categories(X):
+    """A copy of a pandas frame with each ``category`` column as its float codes (NaN where
+    missing); None for anything else (or a frame without such columns)."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns") or not any(str(t) == "category" for t in dtypes):
+        return None
+    proxy = X.copy()
+    for name, dtype in zip(X.columns, dtypes):
+        if str(dtype) == "category":
+            codes = X[name].cat.codes.to_numpy().astype(np.float64)
+            codes[codes < 0] = np.nan
+            proxy[name] = codes
+    return proxy
 
 
 class XGBModel(BaseEstimator):
@@ -40,7 +73,8 @@ class XGBModel(BaseEstimator):
                  colsample_bytree=None, colsample_bylevel=None, colsample_bynode=None, reg_alpha=None,
                  reg_lambda=None, scale_pos_weight=None, base_score=None, random_state=None, missing=np.nan,
                  num_parallel_tree=None, importance_type=None, device=None, validate_parameters=None,
-                 eval_metric=None, early_stopping_rounds=None, callbacks=None, **kwargs):
+                 eval_metric=None, early_stopping_rounds=None, callbacks=None, enable_categorical=False,
+                 feature_types=None, max_cat_to_onehot=None, max_cat_threshold=None, **kwargs):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -73,6 +107,10 @@ class XGBModel(BaseEstimator):
         self.eval_metric = eval_metric
         self.early_stopping_rounds = early_stopping_rounds
         self.callbacks = callbacks
+        self.enable_categorical = enable_categorical
+        self.feature_types = feature_types
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
         if kwargs:
             self.kwargs = kwargs
 
@@ -122,7 +160,8 @@ class XGBModel(BaseEstimator):
 
     def _dmatrix(self, X, y=None, weight=None, base_margin=None, **info):
         return DMatrix(X, label=y, weight=weight, base_margin=base_margin, missing=self.missing,
-                       feature_names=self._feature_names(), **info)
+                       feature_names=self._feature_names(), feature_types=self.feature_types,
+                       enable_categorical=self.enable_categorical, **info)
 
     def _feature_names(self):
         names = getattr(self, "feature_names_in_", None)
@@ -134,7 +173,7 @@ class XGBModel(BaseEstimator):
         dtrain = self._dmatrix(X, y, sample_weight, base_margin, **((evals_info or {}).get("train", {})))
         evals = []
         for i, (Xe, ye) in enumerate(eval_set or []):
-            Xe = validate_data(self, Xe, **_check_accepted(Xe, False))
+            Xe = _validate(self, Xe)
             weight = sample_weight_eval_set[i] if sample_weight_eval_set is not None else None
             margin = base_margin_eval_set[i] if base_margin_eval_set is not None else None
             extra = (evals_info or {}).get(i, {})
@@ -159,7 +198,7 @@ class XGBModel(BaseEstimator):
 
     def _check_rows(self, X):
         check_is_fitted(self, "_Booster")
-        return validate_data(self, X, **_check_accepted(X, False))
+        return _validate(self, X)
 
     def _iteration_range(self, iteration_range):
         """As XGBoost's: the rounds up to the model's best iteration when it has one."""
@@ -225,7 +264,7 @@ class XGBRegressor(RegressorMixin, XGBModel):
     def fit(self, X, y, *, sample_weight=None, base_margin=None, eval_set=None, verbose=True, xgb_model=None,
             sample_weight_eval_set=None, base_margin_eval_set=None):
         """Trains on ``X`` and ``y``; ``eval_set`` is a list of ``(X, y)`` logged every round."""
-        X, y = validate_data(self, X, y, y_numeric=True, **_check_accepted(X, True))
+        X, y = _validate(self, X, y, fitting=True, y_numeric=True)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
         return self._fit(X, y, self.get_xgb_params(), sample_weight, base_margin, eval_set, sample_weight_eval_set,
@@ -251,7 +290,7 @@ class XGBClassifier(ClassifierMixin, XGBModel):
     def fit(self, X, y, *, sample_weight=None, base_margin=None, eval_set=None, verbose=True, xgb_model=None,
             sample_weight_eval_set=None, base_margin_eval_set=None):
         """Trains on ``X`` and the labels ``y``; ``eval_set`` is a list of ``(X, y)``."""
-        X, y = validate_data(self, X, y, **_check_accepted(X, True))
+        X, y = _validate(self, X, y, fitting=True)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         self.n_classes_ = len(self.classes_)
@@ -304,7 +343,7 @@ class XGBRanker(XGBModel):
         """Trains on ``X``, the relevance labels ``y`` and the groups (``group`` or ``qid``)."""
         if group is not None and qid is not None:
             raise ValueError("XGBRanker.fit takes the query groups as group= or qid=, not both")
-        X, y = validate_data(self, X, y, y_numeric=True, **_check_accepted(X, True))
+        X, y = _validate(self, X, y, fitting=True, y_numeric=True)
         if group is None and qid is None:
             group = [X.shape[0]]
         info = {"train": {"group": group, "qid": qid}}
