@@ -38,7 +38,8 @@ pub struct QuantileCuts {
     /// Upper bounds of the bins, increasing within a feature.
     pub cut_values: Vec<f32>,
     /// Which features are categorical (empty: none). A categorical feature's bins are its codes
-    /// `0..=max`, bin `c` bounded above by `c + 0.5` so that the search puts code `c` in it.
+    /// `0..=max`, bin `c` bounded above by `c + 1` (exact in `f32` below 2^24) so that the search
+    /// puts code `c` in it.
     pub categorical: Vec<bool>,
 }
 
@@ -155,7 +156,7 @@ pub(crate) fn columns_of(features: &FeatureMatrix, weights: &[f32]) -> Vec<Vec<(
     columns
 }
 
-/// A categorical column's bounds: `c + 0.5` for each code `c` up to its largest; the first value
+/// A categorical column's bounds: `c + 1` for each code `c` up to its largest; the first value
 /// that is no code when there is one.
 fn category_cuts(column: &[(f32, f32)]) -> std::result::Result<Vec<f32>, f32> {
     let mut max = None;
@@ -165,7 +166,7 @@ fn category_cuts(column: &[(f32, f32)]) -> std::result::Result<Vec<f32>, f32> {
         }
         max = max.max(Some(v as u32));
     }
-    Ok(max.map(|m| (0..=m).map(|c| c as f32 + 0.5).collect()).unwrap_or_default())
+    Ok(max.map(|m| (1..=m + 1).map(|c| c as f32).collect()).unwrap_or_default())
 }
 
 /// Whether `v` is a category code: a whole number from 0 below `MAX_CATEGORY` (XGBoost's limit,
@@ -411,6 +412,21 @@ mod tests {
     use super::*;
     use crate::data::{read_data, Column, CsrMatrix, CsvOptions, DenseMatrix, ReadOptions};
     use rand::{Rng, SeedableRng};
+
+    /// Categorical codes fall in their own bins, up to the largest code XGBoost takes (2^24 - 1,
+    /// where `c + 0.5` would round).
+    #[test]
+    fn category_codes_are_their_bins() {
+        let top = (boost_kernels::predict::MAX_CATEGORY - 1) as f32;
+        let values = vec![0.0, 1.5, 3.0, 2.0, top - 1.0, 7.0, top, f32::NAN];
+        let m = FeatureMatrix::Dense(DenseMatrix::new(4, 2, values));
+        let cuts = QuantileCuts::build_typed(&m, &[], 256, &[true, false]).unwrap();
+        assert_eq!(cuts.bins(0), boost_kernels::predict::MAX_CATEGORY as usize);
+        for code in [0.0, 3.0, top - 1.0, top] {
+            assert_eq!(cuts.search_bin(0, code), Some(code as u32), "{code}");
+        }
+        assert!(cuts.is_categorical(0) && !cuts.is_categorical(1));
+    }
 
     fn dense(cols: usize, values: Vec<f32>) -> FeatureMatrix {
         FeatureMatrix::Dense(DenseMatrix::new(values.len() / cols, cols, values))
