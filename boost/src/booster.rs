@@ -270,9 +270,8 @@ impl DMatrix {
     /// [`boost_kernels::categorical`]; `q`, `float`, `int` and `i` are numeric. A model trained on
     /// these rows saves them, as XGBoost does.
     pub fn set_feature_types(&mut self, types: Vec<String>) -> Result<()> {
-        let info = MetaInfo { feature_types: types, ..MetaInfo::default() };
-        info.categorical_features(self.cols())?;
-        self.info.feature_types = info.feature_types;
+        crate::data::categorical_features(&types, self.cols())?;
+        self.info.feature_types = types;
         Ok(())
     }
 

@@ -288,16 +288,7 @@ impl MetaInfo {
     /// Which of `cols` features are categorical (all `false` without [`MetaInfo::feature_types`]);
     /// an unknown type or a list of another length is an error naming it.
     pub fn categorical_features(&self, cols: usize) -> Result<Vec<bool>> {
-        if self.feature_types.is_empty() {
-            return Ok(vec![false; cols]);
-        }
-        if self.feature_types.len() != cols {
-            return Err(Error::param(
-                "feature_types",
-                format!("{} types for {cols} features", self.feature_types.len()),
-            ));
-        }
-        self.feature_types.iter().enumerate().map(|(f, t)| feature_type_is_categorical(f, t)).collect()
+        categorical_features(&self.feature_types, cols)
     }
 
     /// The weight of row `i` (1 when no weights are set).
@@ -308,6 +299,18 @@ impl MetaInfo {
             self.weights[i]
         }
     }
+}
+
+/// Which of `cols` features XGBoost's feature `types` make categorical (all `false` when `types`
+/// is empty); an unknown type or a list of another length is an error naming it.
+pub fn categorical_features(types: &[String], cols: usize) -> Result<Vec<bool>> {
+    if types.is_empty() {
+        return Ok(vec![false; cols]);
+    }
+    if types.len() != cols {
+        return Err(Error::param("feature_types", format!("{} types for {cols} features", types.len())));
+    }
+    types.iter().enumerate().map(|(f, t)| feature_type_is_categorical(f, t)).collect()
 }
 
 /// Whether XGBoost's feature type `name` (of feature `feature`) is categorical: `c` is; `q`,

@@ -27,7 +27,7 @@ impl<'a> Devices<'a> {
         let given = given.or(rows_gpu);
         // `auto` takes the CPU for categorical features, whose GPU splits are not done yet (an
         // explicit `cuda` is refused by name in the setup).
-        let categorical = train.info.feature_types.iter().any(|t| t == "c");
+        let categorical = train.info.categorical_features(train.cols()).is_ok_and(|c| c.contains(&true));
         let (opened, mut description) = match given {
             Some(gpu) => (None, describe(gpu)),
             None if categorical && params.device == Device::Auto => {
