@@ -16,6 +16,7 @@
 //! sort; both sort by these keys, so both choose, and write, the same categories.
 
 use crate::fixed_point::GradientQuantiser;
+use crate::predict::MAX_CATEGORY;
 use crate::split::{calc_weight, candidate_loss, FeatureBins, GradientSum, Split, SplitKind, SplitParams};
 
 /// The split condition XGBoost writes for a categorical split (its `DftBadValue`, the smallest
@@ -37,6 +38,13 @@ impl Default for CategoricalParams {
     fn default() -> Self {
         CategoricalParams { max_cat_to_onehot: 4, max_cat_threshold: 64 }
     }
+}
+
+/// Whether `v` is a category code: a whole number from 0 below [`MAX_CATEGORY`] (XGBoost's limit,
+/// the integers an `f32` holds exactly).
+#[inline]
+pub fn is_category(v: f32) -> bool {
+    v >= 0.0 && v < MAX_CATEGORY as f32 && (v as u32) as f32 == v
 }
 
 /// Whether a categorical feature of `bins` categories gets one-hot splits (XGBoost's `UseOneHot`).
@@ -164,6 +172,33 @@ pub fn insert(words: &mut [u32], b: usize) {
     words[b / 32] |= 1 << (b % 32);
 }
 
+/// Fills `words` (zeroed, over `bins` bins) with the categories a partition split of `count`
+/// sends right: the first `count` of the node's order. `edge` is the end of the order that
+/// decides them, at most `max_cat_threshold - 1` bins: those first `count` when missing values go
+/// left (the forward scan's splits), else the last `bins - count`, which stay left (the backward
+/// scan's). The device copies only that end back to the host.
+pub fn partition_set(words: &mut [u32], bins: usize, count: usize, default_left: bool, edge: &[u32]) {
+    if default_left {
+        edge.iter().take(count).for_each(|&b| insert(words, b as usize));
+        return;
+    }
+    (0..bins).for_each(|b| insert(words, b));
+    for &b in edge.iter().take(bins.saturating_sub(count)) {
+        words[b as usize / 32] &= !(1 << (b % 32));
+    }
+}
+
+/// The end of a partition split's order that [`partition_set`] reads: its first `count` bins
+/// when missing values go left, else the bins from `count` on.
+#[inline]
+pub fn partition_edge(order_len: usize, count: usize, default_left: bool) -> core::ops::Range<usize> {
+    if default_left {
+        0..count.min(order_len)
+    } else {
+        count.min(order_len)..order_len
+    }
+}
+
 impl CategorySet<'_> {
     /// Whether bin `b` of the feature is in the set (bins past the words are not).
     #[inline(always)]
@@ -264,6 +299,21 @@ mod tests {
             _ => unreachable!(),
         };
         assert!(count == 1 || count == hist.len() - 1, "{narrow:?}");
+    }
+
+    #[test]
+    fn a_partition_set_is_the_orders_prefix_from_either_end() {
+        let order = [5u32, 2, 7, 0, 3, 6, 1, 4];
+        for count in 1..order.len() {
+            let mut want = [0u32; 1];
+            order[..count].iter().for_each(|&b| insert(&mut want, b as usize));
+            for default_left in [true, false] {
+                let mut words = [0u32; 1];
+                let edge = &order[partition_edge(order.len(), count, default_left)];
+                partition_set(&mut words, order.len(), count, default_left, edge);
+                assert_eq!(words, want, "count {count}, default left {default_left}");
+            }
+        }
     }
 
     #[test]

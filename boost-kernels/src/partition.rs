@@ -15,8 +15,10 @@ use crate::bins::PackedRows;
 use crate::evaluate::global_thread;
 
 /// One split node of a partition batch: its rows are positions `begin..end` of the row order; a row
-/// goes left when its bin of `feature` (the bin's index within the feature) is at most `last_left`,
-/// or, when the value is missing, when `default_left` is set. Batches list nodes by increasing
+/// goes left when its bin of `feature` (the bin's index within the feature) is at most `last_left`
+/// (a numeric split) or is not in the split's categories (a categorical split: `category_words`
+/// words of the batch's categories from `categories_at`, [`crate::categorical::CategorySet`]), or,
+/// when the value is missing, when `default_left` is set. Batches list nodes by increasing
 /// `begin`, their ranges apart.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -26,14 +28,26 @@ pub struct PartitionSplit {
     pub feature: u32,
     pub default_left: u32,
     pub last_left: i64,
+    pub categories_at: u32,
+    /// 0 for a numeric split.
+    pub category_words: u32,
 }
 
 /// Whether a row whose bin of the split's feature is `bin` goes left; `missing` is the bin id of a
-/// missing value.
+/// missing value, `categories` the batch's category bitsets.
+///
+/// # Safety
+/// A categorical split's words lie within `categories`.
 #[inline(always)]
-pub fn goes_left(split: &PartitionSplit, bin: u32, missing: u32) -> bool {
+pub unsafe fn goes_left(split: &PartitionSplit, bin: u32, missing: u32, categories: *const u32) -> bool {
     if bin == missing {
         split.default_left != 0
+    } else if split.category_words != 0 {
+        let word = bin / 32;
+        // SAFETY: word `word` of the split's `category_words` (caller).
+        let in_set = word < split.category_words
+            && unsafe { arch::load(categories.add((split.categories_at + word) as usize)) } >> (bin % 32) & 1 != 0;
+        !in_set
     } else {
         bin as i64 <= split.last_left
     }
@@ -103,6 +117,8 @@ pub struct PartitionArgs {
     /// Null, or the batch's split index ([`split_index_entry`]: `(n >> SPLIT_INDEX_SHIFT) + 2`
     /// entries).
     pub split_index: *const u32,
+    /// The categorical splits' bitsets (null when the batch has none, or the kernel reads no bins).
+    pub categories: *const u32,
 }
 
 /// `flags[p]` = 1 when the row at position `p` of the row order goes left, 0 when it goes right or
@@ -127,7 +143,7 @@ pub unsafe fn flags_kernel(a: &PartitionArgs, flags: *mut u32) {
             Some(split) => {
                 let row = arch::load(a.rows.add(p as usize)) as usize;
                 let bin = a.bins.get(row, split.feature as usize);
-                goes_left(&split, bin, (1u32 << a.bins.bits) - 1) as u32
+                goes_left(&split, bin, (1u32 << a.bins.bits) - 1, a.categories) as u32
             }
             None => 0,
         };
@@ -297,6 +313,7 @@ mod tests {
                 splits: splits_at as *const PartitionSplit,
                 num_splits: sizes.len() as u64,
                 split_index: split_index as *const u32,
+                categories: core::ptr::null(),
             };
             let (whole, indexed) = (args(0), args(index_at));
             let feature = |split: Option<PartitionSplit>| split.map_or(u32::MAX, |s| s.feature);

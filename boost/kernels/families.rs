@@ -8,6 +8,7 @@
             "boost_split_features",
             "boost_split_level",
             "boost_split_nodes",
+            "boost_split_sort_keys",
         ],
         ptx: include_bytes!("split.compute_80.ptx.zst"),
         sass: &[
@@ -159,6 +160,7 @@
         entry_points: &[
             "boost_check_dense",
             "boost_csr_check",
+            "boost_sketch_category_max",
             "boost_sketch_count",
             "boost_sketch_csr_bounds",
             "boost_sketch_csr_gather",

@@ -169,11 +169,7 @@ fn category_cuts(column: &[(f32, f32)]) -> std::result::Result<Vec<f32>, f32> {
     Ok(max.map(|m| (1..=m + 1).map(|c| c as f32).collect()).unwrap_or_default())
 }
 
-/// Whether `v` is a category code: a whole number from 0 below `MAX_CATEGORY` (XGBoost's limit,
-/// the integers an `f32` holds exactly).
-pub fn is_category(v: f32) -> bool {
-    v >= 0.0 && v < MAX_CATEGORY as f32 && v.fract() == 0.0
-}
+pub use boost_kernels::categorical::is_category;
 
 /// The error of a value `value` of categorical feature `f` that is no category, naming its row.
 fn bad_category(features: &FeatureMatrix, f: usize, value: f32) -> Error {
@@ -182,6 +178,11 @@ fn bad_category(features: &FeatureMatrix, f: usize, value: f32) -> Error {
         features.for_each_present(i, |j, v| found |= j == f && v.to_bits() == value.to_bits());
         found
     });
+    not_a_category(row, f, value)
+}
+
+/// The error of a value of categorical feature `f` that is no category (in `row`, when known).
+pub(crate) fn not_a_category(row: Option<usize>, f: usize, value: f32) -> Error {
     let place = row.map(|r| format!("row {r}, ")).unwrap_or_default();
     Error::InvalidData(format!(
         "{place}feature {f} is categorical but holds {value}: a category is a whole number from 0 to {}",

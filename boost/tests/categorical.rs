@@ -79,14 +79,21 @@ fn unknown_feature_types_and_unsupported_methods_are_parameter_errors() {
     }
 }
 
-/// On a device (the emulator in `cargo test`), categorical training is refused by name rather than
-/// done on the CPU behind the caller's back.
+/// On a device (the emulator in `cargo test`, which `PRIMITIVES_DEVICE` names), categorical trees
+/// grow there and are the CPU's, byte for byte; a bad code is the same error naming its row.
 #[test]
-fn a_device_refuses_categorical_training_by_name() {
+fn a_device_trains_the_cpus_categorical_trees() {
     if std::env::var("PRIMITIVES_DEVICE").is_err() {
         eprintln!("PRIMITIVES_DEVICE unset: no device to ask");
         return;
     }
-    let e = train(&rows(None), &[("device", "cuda")]).err().unwrap();
-    assert!(e.to_string().contains("device") && e.to_string().contains("categorical"), "{e}");
+    let d = rows(None);
+    for extra in [&[][..], &[("max_cat_to_onehot", "13")], &[("grow_policy", "lossguide")]] {
+        let cpu = train(&d, extra).unwrap().model().to_json_string().unwrap();
+        let device = train(&d, &[extra, &[("device", "cuda")]].concat()).unwrap();
+        assert!(!device.model().trees[0].categorical.is_empty(), "{extra:?}");
+        assert_eq!(device.model().to_json_string().unwrap(), cpu, "{extra:?}");
+    }
+    let Err(e) = train(&rows(Some((8, 2.5))), &[("device", "cuda")]) else { panic!("2.5 was taken as a category") };
+    assert!(e.to_string().contains("row 8, feature 0"), "{e}");
 }

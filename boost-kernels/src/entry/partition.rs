@@ -16,10 +16,11 @@ kernel! {
         splits: *const PartitionSplit,
         num_splits: u64,
         split_index: *const u32,
+        categories: *const u32,
         flags: *mut u32,
     ) {
         let bins = PackedRows { words: bins, row_words: row_words as usize, bits: bits as u32 };
-        let args = PartitionArgs { rows, n, bins, splits, num_splits, split_index };
+        let args = PartitionArgs { rows, n, bins, splits, num_splits, split_index, categories };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { partition::flags_kernel(&args, flags) }
     }
@@ -37,7 +38,8 @@ kernel! {
         scan: *const u32,
         out: *mut u32,
     ) {
-        let args = PartitionArgs { rows, n, bins: partition::NO_BINS, splits, num_splits, split_index };
+        let categories = core::ptr::null();
+        let args = PartitionArgs { rows, n, bins: partition::NO_BINS, splits, num_splits, split_index, categories };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { partition::scatter_kernel(&args, flags, scan, out) }
     }

@@ -69,6 +69,23 @@ kernel! {
 }
 
 kernel! {
+    /// Dense rows' categorical columns: largest codes, bad values; see [`sketch::category_max_kernel`].
+    pub unsafe fn boost_sketch_category_max(
+        values: *const f32,
+        rows: u64,
+        stride: u64,
+        columns: *const u32,
+        num_columns: u64,
+        piece_rows: u64,
+        max: *mut u32,
+        bad: *mut u32,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { sketch::category_max_kernel(values, rows, stride, columns, num_columns, piece_rows, max, bad) }
+    }
+}
+
+kernel! {
     /// The sketch of CSR rows: each entry's sort key; see [`sketch::csr_keys_kernel`].
     pub unsafe fn boost_sketch_csr_keys(
         row_ptr: *const u64,
@@ -253,6 +270,7 @@ kernel! {
 }
 
 host_kernels! {
+    boost_sketch_category_max,
     boost_sketch_count,
     boost_sketch_scatter,
     boost_csr_check,

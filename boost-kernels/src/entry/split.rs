@@ -3,7 +3,7 @@
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
-use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, SplitContext};
+use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, NodeSplitArgs, SplitContext, SplitPair};
 use crate::oblivious::{self, LevelArgs};
 
 kernel! {
@@ -16,17 +16,44 @@ kernel! {
         totals: *const GradientPair<i64>,
         cut_ptrs: *const u32,
         cut_values: *const f32,
-        pairs: *const u32,
+        pairs: *const SplitPair,
         num_pairs: u64,
+        sorted: *const u32,
         context: *const SplitContext,
         out: *mut DeviceSplit,
     ) {
         let args = FeatureSplitArgs {
             histograms, node_stride, feature_stride, slots, totals, cut_ptrs, cut_values, pairs, num_pairs,
-            context, out,
+            sorted, context, out,
         };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { evaluate::split_features_kernel(&args) }
+    }
+}
+
+kernel! {
+    /// The partition pairs' sort keys; see [`evaluate::sort_keys_kernel`].
+    pub unsafe fn boost_split_sort_keys(
+        histograms: *const GradientPair<i64>,
+        node_stride: u64,
+        feature_stride: u64,
+        slots: *const u32,
+        cut_ptrs: *const u32,
+        pairs: *const SplitPair,
+        context: *const SplitContext,
+        partition: *const u32,
+        num_partition: u64,
+        num_keys: u64,
+        keys: *mut f32,
+        bins: *mut u32,
+    ) {
+        let args = FeatureSplitArgs {
+            histograms, node_stride, feature_stride, slots, totals: core::ptr::null(), cut_ptrs,
+            cut_values: core::ptr::null(), pairs, num_pairs: 0, sorted: core::ptr::null(), context,
+            out: core::ptr::null_mut(),
+        };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { evaluate::sort_keys_kernel(&args, partition, num_partition, num_keys, keys, bins) }
     }
 }
 
@@ -37,10 +64,16 @@ kernel! {
         pair_offsets: *const u32,
         num_nodes: u64,
         context: *const SplitContext,
+        pairs: *const SplitPair,
+        sorted: *const u32,
+        cut_ptrs: *const u32,
+        edges: *mut u32,
+        edge_stride: u64,
         out: *mut DeviceSplit,
     ) {
+        let args = NodeSplitArgs { pair_offsets, num_nodes, context, pairs, sorted, cut_ptrs, edges, edge_stride, out };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { evaluate::split_nodes_kernel(candidates, pair_offsets, num_nodes, context, out) }
+        unsafe { evaluate::split_nodes_kernel(candidates, &args) }
     }
 }
 
@@ -83,6 +116,7 @@ kernel! {
 
 host_kernels! {
     boost_split_features,
+    boost_split_sort_keys,
     boost_split_nodes,
     boost_split_level,
 }

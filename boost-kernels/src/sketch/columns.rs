@@ -207,6 +207,53 @@ pub unsafe fn dense_check_kernel(values: *const f32, n: u64, cols: u64, first_ro
     }
 }
 
+/// A thread a (piece of `piece_rows` rows, categorical column): for column `columns[k]` of the
+/// dense rows (`stride` values a row), its largest code plus one into `max[k]` (0 while none is
+/// present) and the first row whose present value is no category
+/// ([`crate::categorical::is_category`]) into `bad[k]` (the host sets it to `u32::MAX`; rows below
+/// 2^32): the cuts of a categorical feature, a bin a code.
+///
+/// # Safety
+/// `values` holds `rows` rows of `stride` values, every column below `stride`; `max` and `bad`
+/// hold `num_columns` words.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn category_max_kernel(
+    values: *const f32,
+    rows: u64,
+    stride: u64,
+    columns: *const u32,
+    num_columns: u64,
+    piece_rows: u64,
+    max: *mut u32,
+    bad: *mut u32,
+) {
+    let pieces = rows.div_ceil(piece_rows.max(1));
+    let t = global_thread();
+    if t >= pieces * num_columns {
+        return;
+    }
+    let (k, piece) = ((t / pieces) as usize, t % pieces);
+    // SAFETY: rows below `rows`, the column below `stride`, `k < num_columns` (contract).
+    unsafe {
+        let col = arch::load(columns.add(k)) as u64;
+        let mut most = 0u32;
+        for r in piece * piece_rows..((piece + 1) * piece_rows).min(rows) {
+            let v = arch::load(values.add((r * stride + col) as usize));
+            if v.is_nan() {
+                continue;
+            }
+            if !crate::categorical::is_category(v) {
+                arch::atomic_min_u32_gpu(bad.add(k), r as u32);
+                break;
+            }
+            most = most.max(v as u32 + 1);
+        }
+        if most > 0 {
+            arch::atomic_max_u32_gpu(max.add(k), most);
+        }
+    }
+}
+
 /// A thread an entry of checked CSR rows: its sort key, the column for an entry the sketch queues
 /// (present, with a weight), `cols` plus the column for a present entry of weight 0 (counted, not
 /// queued), `2 cols` for a missing one (NaN); and its index (the sort's values). Sorted stably, the

@@ -1,14 +1,17 @@
 //! Split evaluation on the device (XGBoost's `evaluate_splits.cu`): the best split of each node
 //! from its histogram, one launch over every (node, feature) pair and one over the nodes
 //! ([`evaluate_splits`]), and an oblivious level's one split; the arithmetic is
-//! `boost_kernels::evaluate`'s, the CPU builder's.
+//! `boost_kernels::evaluate`'s, the CPU builder's. A batch with partition splits to try (categorical
+//! features of many categories) first keys each such pair's categories and sorts them
+//! (`DeviceSegmentedSort`, a segment a pair), as XGBoost's `SortHistogram`.
 
-use primitives::{DeviceBuffer, Gpu, LaunchConfig};
+use primitives::{DeviceBuffer, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
 
+use boost_kernels::categorical;
 use boost_kernels::entry;
-use boost_kernels::evaluate::{DeviceSplit, SplitContext};
+use boost_kernels::evaluate::{DeviceSplit, SplitContext, SplitPair, ONE_HOT, PARTITION};
 use boost_kernels::oblivious;
-use boost_kernels::split::{calc_gain, Split};
+use boost_kernels::split::{calc_gain, Split, SplitKind};
 
 use super::grow::GpuBackend;
 use super::partition::SPLIT_WORDS;
@@ -44,11 +47,58 @@ pub struct NodeToEvaluate {
     pub features: Vec<u32>,
 }
 
-/// The split evaluation's device scratch: its uploaded arena and its per-pair candidates.
+/// The split evaluation's device scratch: its uploaded arena, its per-pair candidates, and the
+/// ends of the orders of the partition splits chosen ([`PartitionEdges`]).
 #[derive(Default)]
 pub struct EvaluationScratch {
     pub(super) arena: Kept<u32>,
     pub(super) candidates: Kept<DeviceSplit>,
+    pub(super) edges: Kept<u32>,
+}
+
+/// Where an enqueued evaluation left each node's end of its categories' order, for a partition
+/// split (`boost_kernels::categorical::partition_edge`): `stride` bins a node in the scratch's
+/// `edges` (0: the batch tried no partition split).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PartitionEdges {
+    pub(super) stride: usize,
+}
+
+/// The batch's (node, feature) pairs, with the categorical ones' kinds; the partition pairs (indices
+/// into the pairs) with the offsets of their orders, and the most steps of their scans.
+#[derive(Default)]
+struct Pairs {
+    pairs: Vec<SplitPair>,
+    partition: Vec<u32>,
+    offsets: Vec<u32>,
+    steps: usize,
+}
+
+impl Pairs {
+    fn push(&mut self, node: u32, feature: u32, cuts: &DeviceCuts, context: &SplitContext) -> Result<()> {
+        let f = feature as usize;
+        let mut pair = SplitPair { node, feature, kind: 0, sorted_at: 0 };
+        if cuts.categorical.get(f).copied().unwrap_or(false) {
+            let bins = (cuts.host_ptrs[f + 1] - cuts.host_ptrs[f]) as usize;
+            if categorical::use_one_hot(bins, &context.categorical) {
+                pair.kind = ONE_HOT;
+            } else {
+                let at = *self.offsets.last().unwrap_or(&0);
+                let end = u32::try_from(at as usize + bins)
+                    .map_err(|_| Error::InvalidData("a batch's categories to sort pass 2^32".into()))?;
+                pair = SplitPair { kind: PARTITION, sorted_at: at, ..pair };
+                if self.offsets.is_empty() {
+                    self.offsets.push(0);
+                }
+                self.offsets.push(end);
+                self.partition.push(self.pairs.len() as u32);
+                let steps = (context.categorical.max_cat_threshold as usize).min(bins).saturating_sub(1);
+                self.steps = self.steps.max(steps);
+            }
+        }
+        self.pairs.push(pair);
+        Ok(())
+    }
 }
 
 pub(super) fn blocks(items: usize) -> u32 {
@@ -56,7 +106,8 @@ pub(super) fn blocks(items: usize) -> u32 {
 }
 
 /// The best split of each node, as the CPU builder chooses it, `None` where no split passes the
-/// limits: one launch over every (node, feature) pair, one over the nodes.
+/// limits: one launch over every (node, feature) pair, one over the nodes (and, when categorical
+/// features take partition splits, their categories keyed and sorted first).
 pub fn evaluate_splits(
     gpu: &Gpu,
     cuts: &DeviceCuts,
@@ -75,7 +126,8 @@ pub fn evaluate_splits(
 }
 
 /// [`evaluate_splits`] without the wait: the best splits go to `best`, the device address of
-/// `nodes.len()` [`DeviceSplit`]s, for the caller to read with whatever else it reads.
+/// `nodes.len()` [`DeviceSplit`]s, for the caller to read with whatever else it reads; the chosen
+/// partition splits' ends of their orders to the scratch's `edges`, as the result says.
 pub(super) fn enqueue_evaluation(
     gpu: &Gpu,
     cuts: &DeviceCuts,
@@ -84,7 +136,7 @@ pub(super) fn enqueue_evaluation(
     context: &SplitContext,
     scratch: &mut EvaluationScratch,
     best: *mut DeviceSplit,
-) -> Result<()> {
+) -> Result<PartitionEdges> {
     let (node_stride, feature_stride) = match layout {
         HistogramLayout::Global => (cuts.total_bins, 0),
         HistogramLayout::Padded { bins_per_feature } => {
@@ -97,7 +149,7 @@ pub(super) fn enqueue_evaluation(
             (cuts.features * bins_per_feature, bins_per_feature)
         }
     };
-    let mut pairs = Vec::new();
+    let mut pairs = Pairs::default();
     let mut offsets = Vec::with_capacity(nodes.len() + 1);
     offsets.push(0u32);
     for (i, node) in nodes.iter().enumerate() {
@@ -114,16 +166,15 @@ pub(super) fn enqueue_evaluation(
         if !node.features.is_sorted_by(|a, b| a < b) {
             return Err(Error::InvalidData(format!("the features of node {i} are not increasing")));
         }
-        pairs.extend(node.features.iter().flat_map(|&f| [i as u32, f]));
-        offsets.push((pairs.len() / 2) as u32);
+        for &f in &node.features {
+            pairs.push(i as u32, f, cuts, context)?;
+        }
+        offsets.push(pairs.pairs.len() as u32);
     }
-    if nodes.is_empty() {
-        return Ok(());
-    }
-    let num_pairs = pairs.len() / 2;
+    let num_pairs = pairs.pairs.len();
     // One upload for the batch (each is an operation on the stream, and the host enqueues a
     // lossguide tree's hundreds of batches one after another): the context, then (16-byte
-    // aligned) the totals, slots, offsets and pairs, as 32-bit words.
+    // aligned) the totals, slots, offsets, pairs and partition pairs, as 32-bit words.
     let mut arena: Vec<u32> = bytemuck::cast_slice(std::slice::from_ref(context)).to_vec();
     arena.resize(arena.len().next_multiple_of(4), 0);
     let totals_at = arena.len();
@@ -134,10 +185,19 @@ pub(super) fn enqueue_evaluation(
     arena.extend(nodes.iter().map(|n| n.slot));
     let offsets_at = arena.len();
     arena.extend_from_slice(&offsets);
+    arena.resize(arena.len().next_multiple_of(4), 0);
     let pairs_at = arena.len();
-    arena.extend_from_slice(&pairs);
+    arena.extend_from_slice(bytemuck::cast_slice(&pairs.pairs));
+    let partition_at = arena.len();
+    arena.extend_from_slice(&pairs.partition);
     let arena = scratch.arena.upload(gpu, &arena)?.as_ptr();
     let at = |words: usize| arena.wrapping_add(words);
+    let sorted = sort_categories(gpu, histograms, (node_stride, feature_stride), cuts, &pairs, arena, [
+        slots_at,
+        pairs_at,
+        partition_at,
+    ])?;
+    let sorted_ptr = sorted.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
     let candidates = scratch.candidates.at_least(gpu, num_pairs)?;
     let config = |items: usize| LaunchConfig {
         grid_dim: (blocks(items), 1, 1),
@@ -153,22 +213,87 @@ pub(super) fn enqueue_evaluation(
             at(totals_at).cast(),
             cuts.cut_ptrs.as_ptr(),
             cuts.cut_values.as_ptr(),
-            at(pairs_at),
+            at(pairs_at).cast(),
             num_pairs as u64,
+            sorted_ptr,
             at(0).cast(),
             candidates.as_mut_ptr(),
         );
         // SAFETY: every pair names a node of `slots`/`totals` and a feature of the cuts, every slot's
-        // histogram lies within `histograms` and holds each feature's bins (checked above); one
-        // warp per pair, whole warps (the block size is a multiple of 32).
+        // histogram lies within `histograms` and holds each feature's bins (checked above), every
+        // partition pair's order lies in `sorted`; one warp per pair, whole warps (the block size
+        // is a multiple of 32).
         unsafe { gpu.launch_kernel(crate::KERNELS, config(num_pairs * 32), args)? };
     }
-    let args =
-        entry::boost_split_nodes::args(candidates.as_ptr(), at(offsets_at), nodes.len() as u64, at(0).cast(), best);
-    // SAFETY: `offsets` has `nodes + 1` entries up to `num_pairs`, the candidates that many; `best`
+    let edges = PartitionEdges { stride: if sorted.is_some() { pairs.steps.max(1) } else { 0 } };
+    let edges_ptr =
+        if edges.stride > 0 { scratch.edges.at_least(gpu, nodes.len() * edges.stride)?.as_mut_ptr() } else { std::ptr::null_mut() };
+    let args = entry::boost_split_nodes::args(
+        candidates.as_ptr(),
+        at(offsets_at),
+        nodes.len() as u64,
+        at(0).cast(),
+        at(pairs_at).cast(),
+        sorted_ptr,
+        cuts.cut_ptrs.as_ptr(),
+        edges_ptr,
+        edges.stride as u64,
+        best,
+    );
+    // SAFETY: `offsets` has `nodes + 1` entries up to `num_pairs`, the candidates that many, read
+    // from these pairs; `edges` holds `stride` bins a node, at least any partition's steps; `best`
     // has room for a split per node (caller).
     unsafe { gpu.launch_kernel(crate::KERNELS, config(nodes.len()), args) }?;
-    Ok(())
+    // The sorted orders are freed after the launches that read them (frees are stream-ordered).
+    drop(sorted);
+    Ok(edges)
+}
+
+/// The partition pairs' categories keyed ([`categorical::sort_key`], a thread a category) and
+/// sorted, a segment a pair (stable: ties keep bin order, as the CPU's sort); `None` when the
+/// batch has no partition pair. `at` are the arena's words of the slots, pairs and partition pairs.
+fn sort_categories(
+    gpu: &Gpu,
+    histograms: &DeviceBuffer<Fixed>,
+    (node_stride, feature_stride): (usize, usize),
+    cuts: &DeviceCuts,
+    pairs: &Pairs,
+    arena: *const u32,
+    [slots_at, pairs_at, partition_at]: [usize; 3],
+) -> Result<Option<DeviceBuffer<u32>>> {
+    let keys = *pairs.offsets.last().unwrap_or(&0) as usize;
+    if pairs.partition.is_empty() || keys == 0 {
+        return Ok(None);
+    }
+    let (unsorted_keys, unsorted_bins) = (gpu.alloc_uninitialized::<f32>(keys)?, gpu.alloc_uninitialized::<u32>(keys)?);
+    let args = entry::boost_split_sort_keys::args(
+        histograms.as_ptr(),
+        node_stride as u64,
+        feature_stride as u64,
+        arena.wrapping_add(slots_at),
+        cuts.cut_ptrs.as_ptr(),
+        arena.wrapping_add(pairs_at).cast(),
+        arena.wrapping_add(0).cast(),
+        arena.wrapping_add(partition_at),
+        pairs.partition.len() as u64,
+        keys as u64,
+        unsorted_keys.as_mut_ptr(),
+        unsorted_bins.as_mut_ptr(),
+    );
+    // SAFETY: the partition pairs' orders are adjacent from 0 up to `keys`, each of its feature's
+    // bins, in histograms checked by the caller; a key and a bin a thread.
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(keys)?, args)? };
+    let (mut sorted_keys, mut sorted) = (gpu.alloc_uninitialized::<f32>(keys)?, gpu.alloc_uninitialized::<u32>(keys)?);
+    DeviceSegmentedSort::sort_pairs_host_offsets(
+        gpu,
+        &unsorted_keys,
+        &mut sorted_keys,
+        &unsorted_bins,
+        &mut sorted,
+        &pairs.offsets,
+        SortOrder::ascending(),
+    )?;
+    Ok(Some(sorted))
 }
 
 impl GpuBackend<'_> {
@@ -198,21 +323,80 @@ impl GpuBackend<'_> {
         let fits = self.pending.as_ref().is_some_and(|p| nodes.len() <= 2 * p.expanded.len());
         let b = &mut *self.buffers;
         let (Some(pending), Some(words)) = (self.pending.as_ref().filter(|_| fits), b.batch.get()) else {
-            return evaluate_splits(self.gpu, self.cuts, histograms, layout, &batch, &self.context);
+            let best = self.gpu.alloc_uninitialized::<DeviceSplit>(nodes.len())?;
+            let (gpu, context) = (self.gpu, &self.context);
+            let edges =
+                enqueue_evaluation(gpu, self.cuts, histograms, (layout, &batch), context, &mut b.evaluation, best.as_mut_ptr())?;
+            let splits: Vec<_> = best.to_vec(gpu)?.iter().map(DeviceSplit::split).collect();
+            self.keep_partition_sets(nodes, &splits, edges)?;
+            return Ok(splits);
         };
         let at = pending.splits_at();
         let best = words.as_mut_ptr().wrapping_add(at).cast();
         let evaluation = &mut b.evaluation;
-        enqueue_evaluation(self.gpu, self.cuts, histograms, (layout, &batch), &self.context, evaluation, best)?;
+        let edges =
+            enqueue_evaluation(self.gpu, self.cuts, histograms, (layout, &batch), &self.context, evaluation, best)?;
         let words = words.range_to_vec(self.gpu, 0..at + nodes.len() * SPLIT_WORDS)?;
         // Read unaligned: a `Vec<u32>` need not be 8-byte aligned.
         let bytes: &[u8] = bytemuck::cast_slice(&words[at..]);
-        let splits = bytes
+        let splits: Vec<_> = bytes
             .chunks_exact(size_of::<DeviceSplit>())
             .map(|chunk| bytemuck::pod_read_unaligned::<DeviceSplit>(chunk).split())
             .collect();
         self.settle(Some(&words))?;
+        self.keep_partition_sets(nodes, &splits, edges)?;
         Ok(splits)
+    }
+
+    /// The categories each partition split of `splits` sends right, kept until the driver asks
+    /// ([`Self::categories_of`]): the ends of their orders read back (one wait, when any).
+    fn keep_partition_sets(
+        &mut self,
+        nodes: &[(usize, Fixed, Vec<u32>)],
+        splits: &[Option<Split<Fixed>>],
+        edges: PartitionEdges,
+    ) -> Result<()> {
+        let partition = |s: &Option<Split<Fixed>>| matches!(s.map(|s| s.kind), Some(SplitKind::Partition { .. }));
+        let Some(last) = splits.iter().rposition(partition) else {
+            return Ok(());
+        };
+        let stride = edges.stride;
+        let buffer = self.buffers.evaluation.edges.get().filter(|_| stride > 0);
+        let buffer = buffer.ok_or_else(|| Error::InvalidData("a partition split without its categories' order".into()))?;
+        let read = buffer.range_to_vec(self.gpu, 0..(last + 1) * stride)?;
+        for (i, split) in splits.iter().enumerate() {
+            let Some(split @ Split { kind: SplitKind::Partition { count }, .. }) = split else {
+                continue;
+            };
+            let f = split.feature as usize;
+            let bins = (self.cuts.host_ptrs[f + 1] - self.cuts.host_ptrs[f]) as usize;
+            let len = categorical::partition_edge(bins, *count as usize, split.default_left).len();
+            let mut words = vec![0u32; categorical::words_for(bins)];
+            let edge = &read[i * stride..i * stride + len.min(stride)];
+            categorical::partition_set(&mut words, bins, *count as usize, split.default_left, edge);
+            self.partition_sets.insert(nodes[i].0, words);
+        }
+        Ok(())
+    }
+
+    /// The categories a categorical split of `node` sends right ([`GrowBackend::categories`]).
+    ///
+    /// [`GrowBackend::categories`]: crate::tree::grow::GrowBackend::categories
+    pub(super) fn categories_of(&mut self, node: usize, split: &Split<Fixed>) -> Result<Vec<u32>> {
+        let f = split.feature as usize;
+        let bins = (self.cuts.host_ptrs[f + 1] - self.cuts.host_ptrs[f]) as usize;
+        match split.kind {
+            SplitKind::OneHot { bin } => {
+                let mut words = vec![0u32; categorical::words_for(bins)];
+                categorical::insert(&mut words, bin as usize);
+                Ok(words)
+            }
+            SplitKind::Partition { .. } => self
+                .partition_sets
+                .remove(&node)
+                .ok_or_else(|| Error::InvalidData(format!("node {node}'s partition split has no categories kept"))),
+            SplitKind::Numeric => Err(Error::InvalidData(format!("node {node}'s split is numeric, not categorical"))),
+        }
     }
 
     /// An oblivious level's split on the device (`boost_kernels::oblivious`): the level's

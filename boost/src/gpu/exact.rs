@@ -118,7 +118,7 @@ impl<'g> GpuExact<'g> {
         }
         let gpu = self.gpu;
         let start = Instant::now();
-        let context = SplitContext { params: params.split(), quantiser: *quantiser };
+        let context = SplitContext { params: params.split(), quantiser: *quantiser, categorical: params.categorical() };
         let mut level = Level {
             context: gpu.upload(std::slice::from_ref(&context))?,
             host_context: context,

@@ -1,6 +1,7 @@
 //! One tree on the device ([`GpuBackend`]): the expansion driver's backend (`tree::grow`), whose
 //! steps are the files beside this one: histograms, split evaluation, the partition.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use primitives::{DeviceBuffer, Gpu};
@@ -42,6 +43,8 @@ pub struct GpuBackend<'a> {
     pub(super) pending: Option<PendingPartition>,
     /// The histogram kernel's check of the row indices, read once a tree.
     pub(super) bad_row: DeviceBuffer<u32>,
+    /// The categories of the partition splits found, by node, until the driver asks for them.
+    pub(super) partition_sets: HashMap<usize, Vec<u32>>,
     /// Wall time of each step (each ends in a host synchronisation or is host work).
     pub(super) phases: PhaseTimes,
 }
@@ -81,6 +84,7 @@ impl<'a> GpuBackend<'a> {
             histograms: HistogramStore::with_spares(spares),
             pending: None,
             bad_row: gpu.upload(&[u32::MAX])?,
+            partition_sets: HashMap::new(),
             phases: PhaseTimes::default(),
         })
     }
@@ -135,6 +139,10 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
 
     fn release(&mut self, node: usize) {
         self.histograms.release(node);
+    }
+
+    fn categories(&mut self, node: usize, split: &Split<Fixed>) -> Result<Vec<u32>> {
+        self.categories_of(node, split)
     }
 }
 

@@ -66,7 +66,7 @@ pub use peer::PeerSum;
 pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};
 #[doc(hidden)]
 pub use sketch::device_cuts_within;
-pub use sketch::{device_cuts, device_cuts_csr};
+pub use sketch::{device_cuts, device_cuts_csr, device_cuts_typed};
 pub use trainer::{build_tree, GpuTrainer};
 
 type Fixed = GradientPair<i64>;
@@ -81,6 +81,9 @@ pub struct DeviceCuts {
     max_bins: usize,
     /// The bins' upper bounds on the host (an oblivious level's threshold).
     host_values: Vec<f32>,
+    /// The features' first bins on the host, and which features are categorical.
+    host_ptrs: Vec<u32>,
+    categorical: Vec<bool>,
 }
 
 impl DeviceCuts {
@@ -93,6 +96,8 @@ impl DeviceCuts {
             total_bins: cuts.total_bins(),
             max_bins: (0..cuts.features()).map(|f| cuts.bins(f)).max().unwrap_or(0),
             host_values: cuts.cut_values.clone(),
+            host_ptrs: cuts.cut_ptrs.clone(),
+            categorical: (0..cuts.features()).map(|f| cuts.is_categorical(f)).collect(),
         })
     }
 

@@ -328,7 +328,7 @@ impl<'g> MultiGpuTrainer<'g> {
         })?;
         drop(devices);
         self.phases.add("tree: quantise (wall)", start.elapsed());
-        let context = SplitContext { params: params.split(), quantiser };
+        let context = SplitContext { params: params.split(), quantiser, categorical: params.categorical() };
         let mut backends = Vec::with_capacity(self.trainers.len());
         for (t, (fixed, root)) in self.trainers.iter_mut().zip(&fixed) {
             backends.push(GpuBackend::new(
@@ -627,6 +627,11 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
             None => self.backends.iter_mut().for_each(|b| b.release(node)),
         }
         self.global.release(node);
+    }
+
+    /// The first device's: it evaluated the splits, and kept their categories.
+    fn categories(&mut self, node: usize, split: &Split<Fixed>) -> Result<Vec<u32>> {
+        self.backends[0].categories_of(node, split)
     }
 }
 

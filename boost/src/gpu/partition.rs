@@ -122,16 +122,25 @@ impl GpuBackend<'_> {
         // The nodes' ranges come from the last partition's counts.
         self.settle(None)?;
         let mut splits: Vec<(PartitionSplit, usize)> = Vec::with_capacity(expanded.len());
+        // The categorical splits' bitsets, one after another.
+        let mut categories: Vec<u32> = Vec::new();
         for (i, e) in expanded.iter().enumerate() {
             let (begin, end) = self.order.range(e.node);
             let feature = e.split.feature as usize;
+            let categorical = e.split.kind.is_categorical();
             let split = PartitionSplit {
                 begin: begin as u32,
                 end: end as u32,
                 feature: feature as u32,
                 default_left: e.split.default_left as u32,
                 last_left: e.split.last_left_bin - self.first_bins[feature] as i64,
+                categories_at: categories.len() as u32,
+                category_words: if categorical { e.categories.len().max(1) as u32 } else { 0 },
             };
+            if categorical {
+                categories.extend_from_slice(&e.categories);
+                categories.resize(split.categories_at as usize + split.category_words as usize, 0);
+            }
             splits.push((split, i));
         }
         splits.sort_unstable_by_key(|(split, _)| split.begin);
@@ -141,12 +150,16 @@ impl GpuBackend<'_> {
             (Some(first), Some(last)) => first.0.begin as usize..last.0.end as usize,
             _ => return Ok(()),
         };
-        let (upload, [index_at, index_entries, children_at]) = self.partition_upload(expanded, &splits, &span)?;
+        let (mut upload, [index_at, index_entries, children_at]) = self.partition_upload(expanded, &splits, &span)?;
+        let categories_at = upload.len();
+        categories.resize(categories.len().next_multiple_of(2), 0);
+        upload.extend(categories.chunks_exact(2).map(|w| bytemuck::cast::<[u32; 2], u64>([w[0], w[1]])));
         let b = &mut *self.buffers;
         let uploaded = b.partition_upload.upload(self.gpu, &upload)?.as_ptr();
         let splits_ptr = uploaded.cast::<PartitionSplit>();
         let children_ptr = uploaded.wrapping_add(children_at).cast::<ChildSlots>();
         let index_ptr = if index_entries > 0 { uploaded.wrapping_add(index_at).cast() } else { std::ptr::null() };
+        let categories_ptr = uploaded.wrapping_add(categories_at).cast::<u32>();
         let pending =
             PendingPartition { expanded: expanded.to_vec(), sorted: splits.iter().map(|&(_, i)| i).collect() };
         let batch = b.batch.at_least(self.gpu, pending.words())?.as_mut_ptr();
@@ -165,13 +178,14 @@ impl GpuBackend<'_> {
             splits_ptr,
             num_splits,
             index_ptr,
+            categories_ptr,
             b.flags.as_mut_ptr(),
         );
         // SAFETY: `rows` from the span's start holds `n` indices of rows of `bins` (packed rows of
         // `features` ids), the splits are sorted by `begin` and rebased to the span, with features below
         // `features`, their index (when given) the `(n >> SPLIT_INDEX_SHIFT) + 2` entries of
-        // `split_index_entry`; `flags` holds at least `n + 1` flags (the whole order's `rows + 1`),
-        // one thread each.
+        // `split_index_entry`, their bitsets within the upload's categories; `flags` holds at least
+        // `n + 1` flags (the whole order's `rows + 1`), one thread each.
         unsafe { self.gpu.launch_kernel(module, element_config(n + 1)?, args)? };
         DeviceScan::exclusive_sum_n(self.gpu, &b.flags, &mut b.scan, n + 1)?;
         let args = entry::boost_partition_scatter::args(

@@ -75,6 +75,57 @@ pub fn device_cuts(
     device_cuts_within(gpu, values, (rows, cols), weights, max_bin, sketch_budget(gpu)?)
 }
 
+/// [`device_cuts`] with the `categorical` features' cuts a bin a category, codes 0 up to the
+/// column's largest ([`QuantileCuts::build_typed`]'s): a thread a piece of a categorical column
+/// finds its largest code and the first row holding no category (an error naming row, feature and
+/// value, as the host's).
+pub fn device_cuts_typed(
+    gpu: &Gpu,
+    values: &DeviceBuffer<f32>,
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+    categorical: &[bool],
+) -> Result<QuantileCuts> {
+    let cuts = device_cuts(gpu, values, (rows, cols), weights, max_bin)?;
+    let columns: Vec<u32> = (0..cols as u32).filter(|&f| categorical.get(f as usize) == Some(&true)).collect();
+    if columns.is_empty() {
+        return Ok(cuts);
+    }
+    let (most, bad) = (gpu.alloc_zeroed::<u32>(columns.len())?, gpu.upload(&vec![u32::MAX; columns.len()])?);
+    let pieces = rows.div_ceil(PIECE_ROWS);
+    if pieces > 0 {
+        let device_columns = gpu.upload(&columns)?;
+        let args = entry::boost_sketch_category_max::args(
+            values.as_ptr(),
+            rows as u64,
+            cols as u64,
+            device_columns.as_ptr(),
+            columns.len() as u64,
+            PIECE_ROWS as u64,
+            most.as_mut_ptr(),
+            bad.as_mut_ptr(),
+        );
+        // SAFETY: `rows x cols` values (checked by `device_cuts`), columns below `cols`, a word a
+        // column in `most` and `bad`; a thread a (piece, column).
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(pieces * columns.len())?, args)? };
+    }
+    let (most, bad) = (most.to_vec(gpu)?, bad.to_vec(gpu)?);
+    if let Some((k, &row)) = bad.iter().enumerate().find(|&(_, &row)| row != u32::MAX) {
+        let f = columns[k] as usize;
+        let value = values.range_to_vec(gpu, row as usize * cols + f..row as usize * cols + f + 1)?[0];
+        return Err(crate::quantile::not_a_category(Some(row as usize), f, value));
+    }
+    let mut per_feature: Vec<Vec<f32>> =
+        (0..cols).map(|f| cuts.cut_values[cuts.cut_ptrs[f] as usize..cuts.cut_ptrs[f + 1] as usize].to_vec()).collect();
+    for (&f, &most) in columns.iter().zip(&most) {
+        per_feature[f as usize] = (1..=most).map(|c| c as f32).collect();
+    }
+    let mut typed = QuantileCuts::from_features(per_feature);
+    typed.categorical = (0..cols).map(|f| categorical.get(f) == Some(&true)).collect();
+    Ok(typed)
+}
+
 /// [`device_cuts`] with the sketch's buffers within `budget` bytes (at least a column at a time),
 /// for the benchmarks and tests of the column groups.
 #[doc(hidden)]

@@ -290,6 +290,7 @@ fn bad_batches_are_errors_not_faults() {
     let context = SplitContext {
         params: crate::param::TreeParams::default().split(),
         quantiser: GradientQuantiser::new(&[GradientPair::new(1.0, 1.0)]),
+        categorical: Default::default(),
     };
     let node = |slot, features: &[u32]| NodeToEvaluate { slot, total: Fixed::default(), features: features.to_vec() };
     let run = |nodes: &[NodeToEvaluate], layout| evaluate_splits(&gpu, &device_cuts, &h, layout, nodes, &context);

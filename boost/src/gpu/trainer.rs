@@ -173,7 +173,7 @@ impl<'g> GpuTrainer<'g> {
         read_rows: bool,
         rng: &mut impl rand::Rng,
     ) -> Result<(Tree, RowOrder)> {
-        let context = SplitContext { params: params.split(), quantiser };
+        let context = SplitContext { params: params.split(), quantiser, categorical: params.categorical() };
         let mut backend = GpuBackend::new(
             self.gpu,
             &self.cuts,

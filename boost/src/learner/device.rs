@@ -25,14 +25,8 @@ impl<'a> Devices<'a> {
             _ => None,
         };
         let given = given.or(rows_gpu);
-        // `auto` takes the CPU for categorical features, whose GPU splits are not done yet (an
-        // explicit `cuda` is refused by name in the setup).
-        let categorical = train.info.categorical_features(train.cols()).is_ok_and(|c| c.contains(&true));
         let (opened, mut description) = match given {
             Some(gpu) => (None, describe(gpu)),
-            None if categorical && params.device == Device::Auto => {
-                (None, "cpu (device=auto: categorical features train on the CPU for now)".into())
-            }
             None => open_device(params.device, params.verbosity >= 2)?,
         };
         let extra = open_extra_devices(params, given.or(opened.as_ref()))?;

@@ -12,7 +12,7 @@ use super::TrainOptions;
 use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
 use crate::gpu::{
-    csr_is_checked, device_cuts, device_cuts_csr, Communicator, DeviceCsr, DeviceData, GpuExact, GpuTrainer,
+    csr_is_checked, device_cuts_csr, device_cuts_typed, Communicator, DeviceCsr, DeviceData, GpuExact, GpuTrainer,
     HostStaged, MultiGpuTrainer, Nccl, PeerSum,
 };
 use crate::metric::{self, Metric};
@@ -102,9 +102,7 @@ pub(super) fn backend<'g>(
     let max_bin = params.tree.max_bin as usize;
     let categorical = train.info.categorical_features(train.cols())?;
     if categorical.contains(&true) {
-        check_categorical_support(params, !gpus.is_empty())?;
-        let features = train.host_features()?;
-        return Ok(Box::new(cpu_hist(features, &row_weights, max_bin, &categorical, precision, phases)?));
+        check_categorical_support(params)?;
     }
     if params.tree_method == TreeMethod::Exact {
         let columns = phases.time("sorted columns", || train.host_features().map(SortedColumns::new))?;
@@ -121,16 +119,16 @@ pub(super) fn backend<'g>(
         [] => Ok(Box::new(cpu_hist(train.host_features()?, &row_weights, max_bin, &categorical, precision, phases)?)),
         [gpu] => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-            Ok(Box::new(gpu_trainer(gpu, train, &row_weights, max_bin, phases)?))
+            Ok(Box::new(gpu_trainer(gpu, train, &row_weights, (max_bin, &categorical), phases)?))
         }
         // Several devices: the one device's cuts, each device quantising its shard of the rows.
-        _ => Ok(Box::new(multi_gpu_trainer(&gpus, train, &row_weights, max_bin, phases)?)),
+        _ => Ok(Box::new(multi_gpu_trainer(&gpus, train, &row_weights, (max_bin, &categorical), phases)?)),
     }
 }
 
-/// Categorical features are split by the `hist` method's depthwise and lossguide trees, on the CPU
-/// for now: any other method, or a GPU, is an error naming the parameter.
-fn check_categorical_support(params: &Params, on_gpu: bool) -> Result<()> {
+/// Categorical features are split by the `hist` method's depthwise and lossguide trees: any other
+/// method is an error naming the parameter.
+fn check_categorical_support(params: &Params) -> Result<()> {
     if params.tree_method == TreeMethod::Exact {
         return Err(Error::param("tree_method", "the exact method has no categorical splits (as XGBoost's): use hist"));
     }
@@ -138,12 +136,6 @@ fn check_categorical_support(params: &Params, on_gpu: bool) -> Result<()> {
         return Err(Error::param(
             "grow_policy",
             "oblivious trees have no categorical splits: use depthwise or lossguide",
-        ));
-    }
-    if on_gpu {
-        return Err(Error::param(
-            "device",
-            "categorical features train on the CPU for now (device=cpu); the GPU's categorical splits are not done",
         ));
     }
     Ok(())
@@ -166,16 +158,18 @@ fn cpu_hist(
 }
 
 /// The features as the GPU builder reads them, with their cuts: dense rows and CSR rows whose
-/// columns increase are sketched on the device ([`device_cuts`], [`device_cuts_csr`]: the host's
-/// cuts bit for bit) and quantised from the same device copy (uploaded once, or the caller's rows
-/// in place); other CSR rows (built in memory) are sketched on the host and quantised on the device.
+/// columns increase are sketched on the device ([`device_cuts_typed`], [`device_cuts_csr`]: the
+/// host's cuts bit for bit) and quantised from the same device copy (uploaded once, or the caller's
+/// rows in place); other CSR rows (built in memory), and CSR rows with categorical features, are
+/// sketched on the host and quantised on the device.
 fn gpu_trainer<'g>(
     gpu: &'g Gpu,
     train: &Rows<'_>,
     weights: &[f32],
-    max_bin: usize,
+    (max_bin, categorical): (usize, &[bool]),
     phases: &mut PhaseTimes,
 ) -> Result<GpuTrainer<'g>> {
+    let typed = categorical.contains(&true);
     /// The rows the sketch read on the device, for the quantisation.
     enum OnDevice<'a> {
         Uploaded(DeviceBuffer<f32>, (usize, usize)),
@@ -188,8 +182,12 @@ fn gpu_trainer<'g>(
         let device_weights = (!weights.is_empty()).then(|| gpu.upload(weights)).transpose()?;
         let sketch = |data: DeviceData<'_>| match data {
             DeviceData::Dense { values, rows, cols } => {
-                device_cuts(gpu, values, (rows, cols), device_weights.as_ref(), max_bin)
+                device_cuts_typed(gpu, values, (rows, cols), device_weights.as_ref(), max_bin, categorical)
             }
+            DeviceData::Csr(_) if typed => Err(Error::param(
+                "feature_types",
+                "categorical features of CSR rows in device memory are not supported: pass them dense or on the host",
+            )),
             DeviceData::Csr(csr) => device_cuts_csr(gpu, csr, device_weights.as_ref(), max_bin),
         };
         Ok(match train.features {
@@ -199,12 +197,14 @@ fn gpu_trainer<'g>(
                 let cuts = sketch(DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols })?;
                 (OnDevice::Uploaded(values, (m.rows, m.cols)), cuts)
             }
-            Features::Host(FeatureMatrix::Sparse(m)) if csr_is_checked(m) => {
+            Features::Host(FeatureMatrix::Sparse(m)) if csr_is_checked(m) && !typed => {
                 let csr = DeviceCsr::upload(gpu, m)?;
                 let cuts = sketch(DeviceData::Csr(&csr))?;
                 (OnDevice::UploadedCsr(csr), cuts)
             }
-            Features::Host(features) => (OnDevice::Nothing, QuantileCuts::build(features, weights, max_bin)),
+            Features::Host(features) => {
+                (OnDevice::Nothing, QuantileCuts::build_typed(features, weights, max_bin, categorical)?)
+            }
         })
     })?;
     phases.add("cuts", start.elapsed());
@@ -230,7 +230,7 @@ fn multi_gpu_trainer<'g>(
     gpus: &[&'g Gpu],
     train: &Rows<'_>,
     weights: &[f32],
-    max_bin: usize,
+    (max_bin, categorical): (usize, &[bool]),
     phases: &mut PhaseTimes,
 ) -> Result<MultiGpuTrainer<'g>> {
     let gpu = gpus[0];
@@ -261,7 +261,7 @@ fn multi_gpu_trainer<'g>(
     };
     let Some((values, rows, cols)) = dense else {
         let features = train.host_features()?;
-        let cuts = QuantileCuts::build(features, weights, max_bin);
+        let cuts = QuantileCuts::build_typed(features, weights, max_bin, categorical)?;
         phases.add("cuts", start.elapsed());
         let start = Instant::now();
         let trainer = on_device(gpu, "quantising the features on the devices", || {
@@ -272,7 +272,7 @@ fn multi_gpu_trainer<'g>(
     };
     let cuts = on_device(gpu, "sketching the features on the device", || {
         let weights = (!weights.is_empty()).then(|| gpu.upload(weights)).transpose()?;
-        device_cuts(gpu, values, (rows, cols), weights.as_ref(), max_bin)
+        device_cuts_typed(gpu, values, (rows, cols), weights.as_ref(), max_bin, categorical)
     })?;
     phases.add("cuts", start.elapsed());
     let start = Instant::now();

@@ -244,7 +244,9 @@ impl HistBuilder<'_> {
             SplitKind::OneHot { bin } => categorical::insert(&mut words, bin as usize),
             SplitKind::Partition { count } => {
                 let order = category_order(&hist[begin..end], &self.params.split(), self.quantiser);
-                order[..count as usize].iter().for_each(|&b| categorical::insert(&mut words, b as usize));
+                let (count, left) = (count as usize, split.default_left);
+                let edge = &order[categorical::partition_edge(order.len(), count, left)];
+                categorical::partition_set(&mut words, order.len(), count, left, edge);
             }
             SplitKind::Numeric => {}
         }

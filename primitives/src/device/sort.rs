@@ -374,6 +374,24 @@ impl DeviceSegmentedSort {
         let offsets = read_offsets(gpu, offsets, keys_in.len())?;
         sort_pairs_any(gpu, keys_in, keys_out, values_in, values_out, &offsets, order)
     }
+
+    /// [`Self::sort_pairs`] with the offsets on the host (a caller that planned the segments
+    /// there spares the copy to the device and the wait for reading them back).
+    pub fn sort_pairs_host_offsets<K: SortKey, V: Element>(
+        gpu: &Gpu,
+        keys_in: &DeviceBuffer<K>,
+        keys_out: &mut DeviceBuffer<K>,
+        values_in: &DeviceBuffer<V>,
+        values_out: &mut DeviceBuffer<V>,
+        offsets: &[u32],
+        order: SortOrder,
+    ) -> Result<()> {
+        check_out("keys_out", keys_out.len(), keys_in.len())?;
+        check_out("values_in", values_in.len(), keys_in.len())?;
+        check_out("values_out", values_out.len(), keys_in.len())?;
+        let offsets = check_offsets(offsets.to_vec(), keys_in.len())?;
+        sort_pairs_any(gpu, keys_in, keys_out, values_in, values_out, &offsets, order)
+    }
 }
 
 fn check_out(name: &'static str, len: usize, needed: usize) -> Result<()> {
@@ -385,7 +403,11 @@ fn check_out(name: &'static str, len: usize, needed: usize) -> Result<()> {
 
 /// The offsets on the host, checked: non-decreasing, the last at most `len`.
 fn read_offsets(gpu: &Gpu, offsets: &DeviceBuffer<u32>, len: usize) -> Result<Vec<u64>> {
-    let host = offsets.to_vec(gpu)?;
+    check_offsets(offsets.to_vec(gpu)?, len)
+}
+
+/// Segment offsets checked: non-decreasing, the last at most `len`.
+fn check_offsets(host: Vec<u32>, len: usize) -> Result<Vec<u64>> {
     if host.is_empty() {
         return Err(Error::InvalidArgument {
             name: "offsets",

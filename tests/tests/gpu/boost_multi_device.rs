@@ -100,7 +100,12 @@ fn training_over_devices_writes_the_cpus_model() {
         ),
     ];
     for (params, task) in cases {
-        let (mut train_set, valid): (Dataset, Dataset) = (data(1, task), data(2, task));
+        let (mut train_set, mut valid): (Dataset, Dataset) = (data(1, task), data(2, task));
+        if task == SyntheticTask::Binary {
+            // Categorical features: one-hot and partition splits, chosen on the first device.
+            categorize(&mut train_set);
+            categorize(&mut valid);
+        }
         let multi_class = matches!(task, SyntheticTask::MultiClass { .. });
         if multi_class {
             // Base margins of the data: each device starts from its rows' own.
@@ -143,6 +148,19 @@ fn training_over_devices_writes_the_cpus_model() {
             assert_eq!(multi.history, cpu.history, "{params:?} on {n} devices");
         }
     }
+}
+
+/// Columns 6 and 7 made categorical, of 3 and 50 categories coded from columns 0 and 1.
+fn categorize(data: &mut boost::data::Dataset) {
+    let boost::data::FeatureMatrix::Dense(m) = &mut data.features else { panic!("dense synthetic rows") };
+    let cols = m.cols;
+    for values in m.values.make_mut().chunks_exact_mut(cols) {
+        for (f, categories) in [(6, 3.0f32), (7, 50.0)] {
+            let v = values[f - 6];
+            values[f] = if v.is_nan() { f32::NAN } else { ((v.abs() * categories * 5.0) % categories).floor() };
+        }
+    }
+    data.info.feature_types = (0..cols).map(|f| if f >= 6 { "c" } else { "q" }.to_string()).collect();
 }
 
 /// Ranking over the devices (groups of many sizes, crossing the shards' boundaries; the host's

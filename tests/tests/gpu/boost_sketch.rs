@@ -6,7 +6,7 @@
 //! `boost::gpu::sketch` covers the adversarial columns on the emulator.
 
 use boost::data::{read_data, CsrMatrix, DenseMatrix, FeatureMatrix};
-use boost::gpu::{device_cuts, device_cuts_csr, DeviceCsr};
+use boost::gpu::{device_cuts, device_cuts_csr, device_cuts_typed, DeviceCsr};
 use boost::quantile::QuantileCuts;
 use tests::gpu;
 
@@ -43,6 +43,36 @@ fn device_cuts_are_the_hosts_on_every_shipped_dataset() {
             let from_csr = device_cuts_csr(&gpu, &csr, device_weights.as_ref(), max_bin).expect(case.file);
             assert_eq!(from_csr, host, "{}, {max_bin} bins, CSR", case.file);
         }
+        // Categorical columns (the data's string columns): a bin a code, as the host's.
+        let categorical = data.info.categorical_features(all_cols).expect(case.file);
+        let categorical = &categorical[..cols.min(categorical.len())];
+        if categorical.contains(&true) {
+            let host = QuantileCuts::build_typed(&features, &weights, 256, categorical).expect(case.file);
+            let shape = (rows, cols);
+            let device = device_cuts_typed(&gpu, &device_values, shape, device_weights.as_ref(), 256, categorical);
+            assert_eq!(device.expect(case.file), host, "{}, categorical", case.file);
+        }
+    }
+}
+
+/// A categorical column holding a value that is no category is the host's error, naming the row.
+#[test]
+fn a_bad_category_on_the_device_is_the_hosts_error() {
+    let gpu = gpu();
+    let (rows, cols) = (700, 3);
+    let mut values: Vec<f32> = (0..rows * cols).map(|i| (i % 11) as f32).collect();
+    values[5 * cols + 1] = f32::NAN;
+    for bad in [-1.0f32, 2.5, 16_777_216.0] {
+        values[612 * cols + 2] = bad;
+        values[650 * cols + 2] = 3.5;
+        let categorical = [false, true, true];
+        let features = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values.clone()));
+        let host = QuantileCuts::build_typed(&features, &[], 256, &categorical).expect_err("a bad category");
+        let device_values = gpu.upload(&values).expect("upload");
+        let device = device_cuts_typed(&gpu, &device_values, (rows, cols), None, 256, &categorical);
+        let device = device.expect_err("a bad category");
+        assert_eq!(device.to_string(), host.to_string());
+        assert!(host.to_string().contains("row 612, feature 2"), "{host}");
     }
 }
 

@@ -88,7 +88,7 @@ fn split_evaluation_is_the_cpu_builders() {
         .collect();
     for (alpha, max_delta_step, gamma) in [(0.0, 0.0, 0.0), (0.3, 0.0, 0.1), (0.0, 0.7, 0.0)] {
         let params = TreeParams { alpha, max_delta_step, gamma, ..Default::default() };
-        let context = SplitContext { params: params.split(), quantiser };
+        let context = SplitContext { params: params.split(), quantiser, categorical: params.categorical() };
         let device_cuts = DeviceCuts::upload(&gpu, &cuts).unwrap();
         let h = gpu.upload(&histograms).unwrap();
         // Node n's histogram in slot n, but asked for in reverse order: slots are followed.

@@ -117,6 +117,10 @@ fn compare(
             around(&device_json)
         );
     }
+    if data.info.feature_types.iter().any(|t| t == "c") {
+        let splits: usize = cpu.model.trees.iter().map(|t| t.categorical.sizes.len()).sum();
+        assert!(splits > 0, "{case}: categorical features and no categorical split");
+    }
     assert_eq!(cpu.peak_device_bytes, None);
     match device.peak_device_bytes {
         // At least the bins (a byte a value or more at 256 bins: 9 bits) and the row order were
@@ -511,6 +515,47 @@ pub(crate) const SHIPPED: &[Shipped] = &[
     },
 ];
 
+/// Categorical features of 3, 40 and 700 categories with missing values (one-hot and partition
+/// splits, both scans, both missing directions; 40 one-hot under `max_cat_to_onehot` 50), depthwise and lossguide, with column sampling:
+/// the device's trees are the CPU's. Their codes follow numeric features the label depends on, so
+/// the categories matter.
+#[test]
+fn categorical_trees_on_the_device_are_the_cpus() {
+    let gpu = Arc::new(gpu());
+    let (rows, rounds) = if gpu.is_emulated() { (3000, 3) } else { (300_000, 20) };
+    let mut data = dataset(rows, 6, SyntheticTask::Binary, 41);
+    let FeatureMatrix::Dense(m) = &mut data.features else { panic!("dense synthetic rows") };
+    let cols = m.cols;
+    for (row, values) in m.values.make_mut().chunks_exact_mut(cols).enumerate() {
+        for (f, categories) in [(3, 3.0f32), (4, 40.0), (5, 700.0)] {
+            let v = values[f - 3];
+            values[f] = if v.is_nan() || row % 17 == f {
+                f32::NAN
+            } else {
+                ((v.abs() * categories * 7.0) % categories).floor()
+            };
+        }
+    }
+    data.info.feature_types = (0..cols).map(|f| if f >= 3 { "c" } else { "q" }.to_string()).collect();
+    for policy in [&[("grow_policy", "depthwise")][..], &[("grow_policy", "lossguide"), ("max_leaves", "12")]] {
+        for (threshold, one_hot) in [("64", "4"), ("5", "4"), ("64", "50")] {
+            let mut params = vec![
+                ("objective", "binary:logistic"),
+                ("max_depth", "5"),
+                ("max_cat_threshold", threshold),
+                ("max_cat_to_onehot", one_hot),
+                ("colsample_bynode", "0.9"),
+            ];
+            params.extend_from_slice(policy);
+            let case = format!("categorical, {policy:?}, max_cat_threshold {threshold}, max_cat_to_onehot {one_hot}");
+            compare(&case, &params, &data, None, rounds, &gpu);
+        }
+    }
+}
+
+/// Shipped data whose categorical features are numbers: the features typed `c` after reading.
+const CATEGORY_FEATURES: &[(&str, &[usize])] = &[("lgbm_categorical/categorical.train", &[0, 1, 4, 5, 6])];
+
 /// Oblivious trees (`grow_policy=oblivious`): the level's split chosen on the device is the CPU's.
 #[test]
 fn oblivious_trees_on_the_device_are_the_cpus() {
@@ -647,14 +692,13 @@ fn every_shipped_dataset_trains_the_cpu_backends_model_on_the_device() {
             if gpu.is_emulated() { (head(&data, 2000), head(&test, 1000)) } else { (data, test) };
         let mut params = vec![("max_depth", depth), ("eta", "0.3"), ("seed", "3"), ("colsample_bynode", "0.8")];
         params.extend_from_slice(case.params);
-        if !data.info.feature_types.is_empty() {
-            // Categorical splits do not grow on the device yet (issue 45): it refuses them by name,
-            // and the categories' codes train as numbers on both.
-            let options = TrainOptions { num_boost_round: 1, gpu: Some(gpu.clone()), ..Default::default() };
-            let refused = train(&Params::from_pairs(&params).unwrap(), &data, &[], &options, &mut []).err();
-            assert!(refused.is_some_and(|e| e.to_string().contains("categorical")), "{}", case.file);
-            data.info.feature_types.clear();
-            test.info.feature_types.clear();
+        // Categorical features (CSV string columns, LightGBM's test's columns): one-hot and
+        // partition splits, the categories sorted on the device.
+        if let Some((_, features)) = CATEGORY_FEATURES.iter().find(|(file, _)| *file == case.file) {
+            let types: Vec<String> =
+                (0..data.cols()).map(|f| if features.contains(&f) { "c" } else { "q" }.to_string()).collect();
+            data.info.feature_types = types.clone();
+            test.info.feature_types = types;
         }
         compare(case.file, &params, &data, Some(&test), rounds, &gpu);
     }

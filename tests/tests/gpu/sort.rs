@@ -207,6 +207,20 @@ fn check_segmented<K: SortKey>(gpu: &Gpu, keys: &[K], offsets: &[u32], order: So
     assert!(bytes(&sorted_keys.to_vec(gpu).unwrap()) == bytes(&want_keys), "segmented keys {what}, n = {n}, {order:?}");
     assert!(sorted_values.to_vec(gpu).unwrap() == want_values, "segmented values {what}, n = {n}, {order:?}");
 
+    let (mut host_keys, mut host_values) = (gpu.upload(keys).unwrap(), gpu.upload(&values).unwrap());
+    DeviceSegmentedSort::sort_pairs_host_offsets(
+        gpu,
+        &key_buffer,
+        &mut host_keys,
+        &value_buffer,
+        &mut host_values,
+        offsets,
+        order,
+    )
+    .unwrap();
+    assert!(bytes(&host_keys.to_vec(gpu).unwrap()) == bytes(&want_keys), "host offsets' keys {what}, n = {n}");
+    assert!(host_values.to_vec(gpu).unwrap() == want_values, "host offsets' values {what}, n = {n}");
+
     let mut only_keys = gpu.upload(keys).unwrap();
     DeviceSegmentedSort::sort_keys(gpu, &key_buffer, &mut only_keys, &offset_buffer, order).unwrap();
     assert!(bytes(&only_keys.to_vec(gpu).unwrap()) == bytes(&want_keys), "segmented keys only {what}, n = {n}");
