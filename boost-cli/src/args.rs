@@ -30,8 +30,10 @@ pub(crate) struct ImportanceArgs {
 
 #[derive(Args)]
 pub(crate) struct GenerateArgs {
-    /// Output CSV file (label first, then the features; empty fields are missing).
-    pub(crate) output: PathBuf,
+    /// Output CSV file (label first, then the features; empty fields are missing); none with
+    /// `--raw` alone.
+    #[arg(required_unless_present = "raw")]
+    pub(crate) output: Option<PathBuf>,
     #[arg(long, default_value_t = 1_000_000)]
     pub(crate) rows: usize,
     #[arg(long, default_value_t = 28)]
@@ -47,6 +49,10 @@ pub(crate) struct GenerateArgs {
     pub(crate) classes: Option<u32>,
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// The last N columns hold category codes (10, 100, 1,000, 10,000, 100,000, 1,000,000, 10 and
+    /// 1,000 categories, then again), each category an effect on the target.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) categorical: usize,
     /// Also write the same table as little-endian `f32`, row after row (label first, NaN where a value
     /// is missing): what NumPy's `fromfile` reads in a moment, where parsing the CSV takes minutes.
     #[arg(long, value_name = "PATH")]
@@ -93,8 +99,9 @@ impl DataArgs {
 #[derive(Args)]
 pub(crate) struct TrainArgs {
     /// Training data (CSV/TSV or libsvm, optionally gzip-compressed), or `synthetic:ROWS` (or
-    /// `synthetic:ROWSxCOLS`): `boost generate`'s rows (binary labels, seed 0, 28 features unless
-    /// given) made where the trees are built, in the GPU's memory on a GPU (no file to read).
+    /// `synthetic:ROWSxCOLS`, or `synthetic:ROWSxCOLS:cN` with the last N columns categorical):
+    /// `boost generate`'s rows (binary labels, seed 0, 28 features unless given) made where the
+    /// trees are built, in the GPU's memory on a GPU (no file to read).
     pub(crate) data: PathBuf,
     /// XGBoost parameters as NAME=VALUE (`device` defaults to `auto` here: a GPU when one is usable).
     pub(crate) params: Vec<String>,

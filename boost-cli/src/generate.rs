@@ -5,7 +5,7 @@ use boost::Result;
 
 use crate::args::GenerateArgs;
 
-/// Writes the generator's rows as CSV (and raw `f32` with `--raw`).
+/// Writes the generator's rows as CSV and, with `--raw`, as raw `f32`.
 pub(crate) fn generate(args: GenerateArgs) -> Result<()> {
     let spec = SyntheticSpec {
         rows: args.rows,
@@ -17,10 +17,12 @@ pub(crate) fn generate(args: GenerateArgs) -> Result<()> {
             (false, None) => SyntheticTask::Binary,
         },
         seed: args.seed,
+        categorical: args.categorical,
         ..Default::default()
     };
     let data = synthetic::generate(&spec)?;
-    let mut text = String::with_capacity(data.rows() * (data.cols() + 1) * 8);
+    let csv = args.output.is_some();
+    let mut text = String::with_capacity(if csv { data.rows() * (data.cols() + 1) * 8 } else { 0 });
     let mut row = vec![0f32; data.cols()];
     let mut raw = Vec::with_capacity(if args.raw.is_some() { data.rows() * (data.cols() + 1) } else { 0 });
     for i in 0..data.rows() {
@@ -28,6 +30,9 @@ pub(crate) fn generate(args: GenerateArgs) -> Result<()> {
         if args.raw.is_some() {
             raw.push(data.info.labels[i]);
             raw.extend_from_slice(&row);
+        }
+        if !csv {
+            continue;
         }
         text.push_str(&data.info.labels[i].to_string());
         for v in &row {
@@ -38,7 +43,9 @@ pub(crate) fn generate(args: GenerateArgs) -> Result<()> {
         }
         text.push('\n');
     }
-    boost::output::write_file(&args.output, text.as_bytes())?;
+    if let Some(output) = &args.output {
+        boost::output::write_file(output, text.as_bytes())?;
+    }
     if let Some(path) = &args.raw {
         let bytes: Vec<u8> = raw.iter().flat_map(|v| v.to_le_bytes()).collect();
         boost::output::write_file(path, &bytes)?;

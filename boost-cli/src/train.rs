@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use boost::data::synthetic::{generate, generate_on_device, SyntheticSpec};
+use boost::data::synthetic::{feature_types, generate, generate_on_device, SyntheticSpec};
 use boost::data::{Categories, Dataset, SideFiles};
 use boost::learner::{self, RoundLog, TrainOptions, Trained};
 use boost::model::Model;
@@ -186,16 +186,20 @@ impl TrainSet {
     }
 }
 
-/// The spec of a `synthetic:ROWS[xCOLS]` training set (`None`: a file).
+/// The spec of a `synthetic:ROWS[xCOLS][:cN]` training set (`None`: a file).
 fn synthetic_spec(data: &Path) -> Result<Option<SyntheticSpec>> {
     let Some(shape) = data.to_str().and_then(|d| d.strip_prefix("synthetic:")) else { return Ok(None) };
     let bad = || Error::InvalidParameter {
         name: "data".into(),
-        reason: format!("`{}`: expected synthetic:ROWS or synthetic:ROWSxCOLS", data.display()),
+        reason: format!("`{}`: expected synthetic:ROWS, synthetic:ROWSxCOLS or synthetic:ROWSxCOLS:cN", data.display()),
+    };
+    let (shape, categorical) = match shape.split_once(":c") {
+        Some((shape, n)) => (shape, n.parse().map_err(|_| bad())?),
+        None => (shape, 0),
     };
     let (rows, cols) = shape.split_once('x').unwrap_or((shape, "28"));
     let (rows, cols) = (rows.parse().map_err(|_| bad())?, cols.parse().map_err(|_| bad())?);
-    Ok(Some(SyntheticSpec { rows, cols, ..Default::default() }))
+    Ok(Some(SyntheticSpec { rows, cols, categorical, ..Default::default() }))
 }
 
 /// The synthetic rows of `spec` where `params` build the trees: in the GPU's memory (the device
@@ -207,7 +211,8 @@ fn synthetic_rows(spec: &SyntheticSpec, params: &Params) -> Result<TrainSet> {
     let (values, labels) = generate_on_device(&gpu, spec, 0..spec.rows)?;
     let labels = labels.to_vec(&gpu)?;
     eprintln!("boost: {} synthetic rows made on the GPU in {:.2} s", spec.rows, start.elapsed().as_secs_f64());
-    let matrix = DMatrix::from_device_dense(Arc::new(gpu), values, spec.rows, spec.cols)?;
+    let mut matrix = DMatrix::from_device_dense(Arc::new(gpu), values, spec.rows, spec.cols)?;
+    matrix.set_feature_types(feature_types(spec))?;
     Ok(TrainSet::Device(matrix.with_labels(labels)?))
 }
 

@@ -303,6 +303,20 @@ fn synthetic_rows_train_as_the_generated_file() {
     let out = train("synthetic:3000y10", "cpu", &[], &dir.join("bad.json"));
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("synthetic:ROWSxCOLS"), "{}", text(&out.stderr));
+    // The last 4 columns categorical: categorical splits, the same model on the CPU and the GPU.
+    let (cpu, gpu) = (dir.join("cats-cpu.json"), dir.join("cats-gpu.json"));
+    for (device, model) in [("cpu", &cpu), ("cuda", &gpu)] {
+        let out = train("synthetic:3000x10:c4", device, &[], model);
+        assert!(out.status.success(), "{device}: {}", text(&out.stderr));
+    }
+    let trees = learned(&cpu).0;
+    assert!(trees.matches("\"categories_nodes\":[").count() > trees.matches("\"categories_nodes\":[]").count());
+    assert!(learned(&cpu) == learned(&gpu), "the GPU's categorical model is the CPU's");
+    // `--raw` alone writes no CSV.
+    let raw = dir.join("only.f32");
+    let out = boost(&["generate", "--rows", "10", "--cols", "4", "--categorical", "2", "--raw", raw.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&raw).unwrap().len(), 10 * 5 * 4);
 }
 
 // Regression tests of the defects found by trying the CLI as a new user (issue 43).

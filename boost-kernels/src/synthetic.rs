@@ -45,6 +45,34 @@ pub struct SyntheticRows {
     pub task: u32,
     /// The classes of [`TASK_MULTICLASS`].
     pub classes: u32,
+    /// How many of the last columns are categorical (codes, [`CATEGORY_COUNTS`] categories each).
+    pub categorical: u32,
+    /// The most categories of one column (the counts are cut to it; 0: no cut).
+    pub max_categories: u32,
+}
+
+/// The categories of the categorical columns, column `k` (of the last ones) `CATEGORY_COUNTS[k % 8]`.
+pub const CATEGORY_COUNTS: [u32; 8] = [10, 100, 1_000, 10_000, 100_000, 1_000_000, 10, 1_000];
+
+/// The categories of categorical column `k` of `spec`.
+pub fn category_count(spec: &SyntheticRows, k: usize) -> u32 {
+    let count = CATEGORY_COUNTS[k % CATEGORY_COUNTS.len()];
+    if spec.max_categories == 0 {
+        count
+    } else {
+        count.min(spec.max_categories)
+    }
+}
+
+/// Category `code` of categorical column `k`'s effect on the margin, in [-1, 1): a hash of the
+/// seed, column and code (SplitMix64's finaliser).
+fn category_effect(seed: u64, k: usize, code: u32) -> f64 {
+    let mut z = seed ^ ((k as u64) << 40) ^ code as u64;
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    2.0 * ((z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)) - 1.0
 }
 
 /// ChaCha with 8 rounds, the stream of `rand_chacha` 0.3's `ChaCha8Rng` (what the data was first
@@ -201,16 +229,29 @@ pub fn fill_chunk(
     let mut rng = ChaCha8::new([seed as u32, (seed >> 32) as u32, 0, 0, 0, 0, 0, 0], chunk);
     let mut normal = Normal { spare: 0.0, has_spare: false };
     let missing = spec.missing_columns as usize;
+    let numeric = cols - (spec.categorical as usize).min(cols);
     for row in 0..rows {
         let mut head = [0f32; MARGIN_FEATURES];
+        let mut effects = 0.0;
         for column in 0..cols {
             let v = normal.sample(&mut rng) as f32;
+            if column >= numeric {
+                // A code skewed toward the small ones (`K u^2`, `u` the normal's quantile), whose
+                // effect adds to the margin.
+                let k = column - numeric;
+                let count = category_count(spec, k);
+                let u = 0.5 * libm::erfc(-(v as f64) * core::f64::consts::FRAC_1_SQRT_2);
+                let code = ((count as f64 * u * u) as u32).min(count - 1);
+                effects += category_effect(spec.seed, k, code);
+                value(row, column, code as f32);
+                continue;
+            }
             if let Some(kept) = head.get_mut(column) {
                 *kept = v;
             }
             value(row, column, v);
         }
-        let m = margin(&head, cols) + spec.noise * normal.sample(&mut rng);
+        let m = margin(&head, numeric) + effects + spec.noise * normal.sample(&mut rng);
         for k in 0..missing {
             if rng.uniform() < spec.missing_fraction {
                 value(row, k * cols / missing, f32::NAN);

@@ -41,6 +41,26 @@ def test_gpu_training_writes_the_cpu_model_and_predicts_its_values(device, higgs
     np.testing.assert_array_equal(leaves, models["cpu"].predict(tb.DMatrix(Xt), pred_leaf=True))
 
 
+def test_categorical_training_on_the_gpu_writes_the_cpu_model(device):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    rows = 200_000 if ON_GPU else 2000
+    colour = rng.choice([f"c{i}" for i in range(30)], rows)
+    shade = rng.integers(0, 300, rows).astype(np.float32)
+    x = rng.normal(size=rows).astype(np.float32)
+    effect = {f"c{i}": (i * 7 % 11) / 5 - 1 for i in range(30)}
+    y = (np.array([effect[c] for c in colour]) + np.sin(shade) + x > 0).astype(np.float32)
+    frame = pd.DataFrame({"colour": pd.Categorical(colour), "shade": shade, "x": x})
+    params = {"objective": "binary:logistic", "max_depth": 5, "max_cat_threshold": 16}
+    models = {}
+    for where in ("cpu", device):
+        train = tb.DMatrix(frame, label=y, enable_categorical=True, feature_types=["c", "c", "q"])
+        models[where] = tb.train(dict(params, device=where), train, 4, verbose_eval=False)
+    assert models[device].save_raw() == models["cpu"].save_raw()
+    text = bytes(models["cpu"].save_raw()).decode()
+    assert text.count('"categories_nodes":[') > text.count('"categories_nodes":[]')
+
+
 def test_a_gpu_that_cannot_be_opened_is_a_device_error(monkeypatch):
     monkeypatch.setenv("PRIMITIVES_DEVICE", "cuda:97")
     X = np.arange(20, dtype=np.float32).reshape(10, 2)

@@ -10,7 +10,8 @@
 //!   + noise * N(0, 1)
 //! ```
 //!
-//! (terms whose feature is beyond `cols` are left out). The binary label is `m > 0`, the regression
+//! (terms whose feature is beyond `cols` are left out, and so are the `categorical` last columns,
+//! which hold category codes instead, each category adding its effect). The binary label is `m > 0`, the regression
 //! label `m`. The centring keeps the classes balanced. `missing_columns` columns spread evenly over
 //! the features (`k * cols / missing_columns`, so the first is the strongest linear feature) lose each
 //! value with probability `missing_fraction`, independently of everything else; the label is computed
@@ -70,6 +71,13 @@ pub struct SyntheticSpec {
     pub task: SyntheticTask,
     /// The random generator's seed: the same seed, the same rows.
     pub seed: u64,
+    /// How many of the last columns are categorical (default 0): codes of 10, 100, 1,000, 10,000,
+    /// 100,000, 1,000,000, 10 and 1,000 categories (then again), skewed toward the small codes,
+    /// each category adding its own effect in [-1, 1) to the margin; the data's feature types
+    /// say `c` for them.
+    pub categorical: usize,
+    /// The most categories of a categorical column (0: no cut), for small tests.
+    pub max_categories: u32,
 }
 
 impl Default for SyntheticSpec {
@@ -82,6 +90,8 @@ impl Default for SyntheticSpec {
             noise: 1.0,
             task: SyntheticTask::Binary,
             seed: 0,
+            categorical: 0,
+            max_categories: 0,
         }
     }
 }
@@ -101,8 +111,17 @@ pub fn generate(spec: &SyntheticSpec) -> Result<Dataset> {
     );
     Ok(Dataset {
         features: FeatureMatrix::Dense(DenseMatrix { rows: spec.rows, cols: spec.cols, values: values.into() }),
-        info: MetaInfo { labels, ..MetaInfo::default() },
+        info: MetaInfo { labels, feature_types: feature_types(spec), ..MetaInfo::default() },
     })
+}
+
+/// The data's feature types: `q`, then `c` for the categorical columns (none without them).
+pub fn feature_types(spec: &SyntheticSpec) -> Vec<String> {
+    if spec.categorical == 0 {
+        return Vec::new();
+    }
+    let numeric = spec.cols.saturating_sub(spec.categorical);
+    (0..spec.cols).map(|c| if c < numeric { "q" } else { "c" }.to_string()).collect()
 }
 
 /// Rows `range` of the data `spec` describes, made in the memory of `gpu` by the generator
@@ -166,6 +185,12 @@ fn check(spec: &SyntheticSpec) -> Result<usize> {
     if matches!(spec.task, SyntheticTask::MultiClass { classes } if classes < 2) {
         return Err(Error::param("classes", "a multi-class task has at least 2 classes"));
     }
+    if spec.categorical > spec.cols {
+        return Err(Error::param(
+            "categorical",
+            format!("{} is more than the {} columns", spec.categorical, spec.cols),
+        ));
+    }
     if !(spec.noise.is_finite() && spec.noise >= 0.0) {
         return Err(Error::param("noise", format!("{} is not a finite number >= 0", spec.noise)));
     }
@@ -187,6 +212,8 @@ fn kernel_spec(spec: &SyntheticSpec) -> SyntheticRows {
         missing_columns: spec.missing_columns as u32,
         task,
         classes,
+        categorical: spec.categorical as u32,
+        max_categories: spec.max_categories,
     }
 }
 
@@ -286,10 +313,41 @@ mod tests {
                 assert_eq!(l, labels[range.clone()], "{task:?} rows {range:?}");
             }
         }
+        // Categorical columns (codes, their effects in the margin) too.
+        let coded = SyntheticSpec { rows: ROWS_PER_CHUNK + 300, cols: 12, categorical: 7, ..spec(4) };
+        let (values, labels) = bits(&generate(&coded).unwrap());
+        let (v, l) = generate_on_device(&gpu, &coded, 0..coded.rows).unwrap();
+        assert_eq!(v.to_vec(&gpu).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), values, "categorical");
+        assert_eq!(l.to_vec(&gpu).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), labels, "categorical");
         let spec = spec(100);
         assert!(generate_on_device(&gpu, &spec, 50..101).is_err(), "rows past the end");
         let bad = SyntheticSpec { missing_columns: 40, ..spec };
         assert!(matches!(generate_on_device(&gpu, &bad, 0..10), Err(Error::InvalidParameter { .. })));
+    }
+
+    /// Categorical columns hold codes below their counts (the smaller codes more often), typed
+    /// `c`; their categories move the label.
+    #[test]
+    fn categorical_columns_hold_codes_that_move_the_label() {
+        let coded = SyntheticSpec { rows: 20_000, cols: 10, categorical: 6, missing_columns: 0, ..spec(3) };
+        let data = generate(&coded).unwrap();
+        assert_eq!(data.info.feature_types, ["q", "q", "q", "q", "c", "c", "c", "c", "c", "c"]);
+        let v = values(&data);
+        for (k, count) in kernel::CATEGORY_COUNTS[..6].iter().enumerate() {
+            let codes: Vec<f32> = v.chunks_exact(10).map(|row| row[4 + k]).collect();
+            assert!(codes.iter().all(|&c| c >= 0.0 && c < *count as f32 && c.fract() == 0.0), "column {k}");
+            let low = codes.iter().filter(|&&c| c < *count as f32 / 4.0).count();
+            assert!(low > codes.len() * 2 / 5, "column {k}: {low} of {} codes in the lowest quarter", codes.len());
+        }
+        // The 10 categories of the first categorical column: their positive rates differ.
+        let rate = |code: f32| {
+            let rows: Vec<usize> = (0..coded.rows).filter(|&r| v[r * 10 + 4] == code).collect();
+            rows.iter().filter(|&&r| data.info.labels[r] == 1.0).count() as f64 / rows.len().max(1) as f64
+        };
+        let rates: Vec<f64> = (0..10).map(|c| rate(c as f32)).collect();
+        let spread = rates.iter().cloned().fold(f64::MIN, f64::max) - rates.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(spread > 0.1, "{rates:?}");
+        assert!(generate(&SyntheticSpec { categorical: 11, ..coded }).is_err());
     }
 
     #[test]

@@ -319,7 +319,7 @@ impl GpuBackend<'_> {
         let histograms = buffer
             .and_then(|b| self.histograms.buffer(b))
             .ok_or_else(|| Error::InvalidData("the batch's histograms were freed".into()))?;
-        let layout = HistogramLayout::Padded { bins_per_feature: self.bins_per_feature };
+        let layout = self.layout;
         let fits = self.pending.as_ref().is_some_and(|p| nodes.len() <= 2 * p.expanded.len());
         let b = &mut *self.buffers;
         let (Some(pending), Some(words)) = (self.pending.as_ref().filter(|_| fits), b.batch.get()) else {
@@ -424,6 +424,9 @@ impl GpuBackend<'_> {
         let histograms = buffer
             .and_then(|b| self.histograms.buffer(b))
             .ok_or_else(|| Error::InvalidData("the level's histograms were freed".into()))?;
+        if self.layout == HistogramLayout::Global {
+            return Err(Error::InvalidData("an oblivious level's histograms must be padded".into()));
+        }
         if features.is_empty() || nodes.is_empty() {
             return Ok(None);
         }

@@ -9,6 +9,7 @@ use primitives::{DeviceBuffer, Gpu};
 use boost_kernels::evaluate::SplitContext;
 use boost_kernels::split::Split;
 
+use super::evaluate::HistogramLayout;
 use super::histogram::HistogramStore;
 use super::partition::{PendingPartition, RowBuffers};
 use super::{DeviceBins, DeviceCuts, Fixed};
@@ -30,6 +31,9 @@ pub struct GpuBackend<'a> {
     pub(super) bins: &'a DeviceBins,
     pub(super) bins_per_feature: usize,
     pub(super) features: usize,
+    /// How a node's histogram lies in its slot: padded, or (features of very many categories
+    /// beside narrow ones) the global layout of the cuts' first bins.
+    pub(super) layout: HistogramLayout,
     pub(super) first_bins: &'a [u32],
     /// The fixed-point gradients and their sum (the root's).
     pub(super) gradients: &'a DeviceBuffer<Fixed>,
@@ -75,6 +79,7 @@ impl<'a> GpuBackend<'a> {
             bins,
             bins_per_feature: bins.layout.bins_per_feature,
             features: cuts.features,
+            layout: cuts.histogram_layout(bins.layout.bins_per_feature),
             first_bins,
             gradients,
             root,

@@ -4,12 +4,13 @@
 use boost_kernels::entry;
 use primitives::{DeviceBuffer, DeviceHistogram, Gpu};
 
+use super::evaluate::HistogramLayout;
 use super::grow::GpuBackend;
 use super::{element_config, Fixed};
 use crate::tree::grow::ChildHistograms;
 use crate::{Error, Result};
 
-/// Node histograms on the device, one buffer per batch (a slot per node, the padded layout), a
+/// Node histograms on the device, one buffer per batch (a slot per node, in the backend's layout), a
 /// buffer freed when the last of its nodes is released. Lossguide keeps a node's histogram from
 /// the batch that built it until the node is split (its children's are derived from it) or dropped.
 #[derive(Default)]
@@ -112,7 +113,10 @@ impl HistogramStore {
 
 impl GpuBackend<'_> {
     pub(super) fn slot_len(&self) -> usize {
-        self.features * self.bins_per_feature
+        match self.layout {
+            HistogramLayout::Global => self.cuts.total_bins(),
+            HistogramLayout::Padded { bins_per_feature } => self.features * bins_per_feature,
+        }
     }
 
     /// Builds the histograms of `built` from their rows into slots `0..` of a new buffer of `slots`
@@ -124,16 +128,28 @@ impl GpuBackend<'_> {
             ranges[slot as usize] = (begin as u32, end as u32);
         }
         let mut histograms = self.histograms.zeroed(self.gpu, slots * self.slot_len())?;
-        let matrix = self.bins.matrix();
-        DeviceHistogram::multi_feature_ranges(
-            self.gpu,
-            matrix,
-            self.gradients,
-            &self.buffers.rows,
-            &ranges,
-            &mut histograms,
-            &mut self.bad_row,
-        )?;
+        let (gpu, matrix, gradients, rows) = (self.gpu, self.bins.matrix(), self.gradients, &self.buffers.rows);
+        match self.layout {
+            HistogramLayout::Global => DeviceHistogram::multi_feature_global_ranges(
+                gpu,
+                matrix,
+                gradients,
+                rows,
+                &ranges,
+                self.first_bins,
+                &mut histograms,
+                &mut self.bad_row,
+            )?,
+            HistogramLayout::Padded { .. } => DeviceHistogram::multi_feature_ranges(
+                gpu,
+                matrix,
+                gradients,
+                rows,
+                &ranges,
+                &mut histograms,
+                &mut self.bad_row,
+            )?,
+        }
         Ok(histograms)
     }
 
@@ -168,17 +184,30 @@ impl GpuBackend<'_> {
         let plans = pending.plans_at();
         let batch = self.buffers.batch.get().ok_or_else(|| Error::InvalidData("the batch's plan is missing".into()))?;
         let mut histograms = self.histograms.zeroed(self.gpu, 2 * pairs * self.slot_len())?;
-        let matrix = self.bins.matrix();
-        DeviceHistogram::multi_feature_device_ranges(
-            self.gpu,
-            matrix,
-            self.gradients,
-            &self.buffers.rows,
-            &bounds,
-            batch,
-            &mut histograms,
-            &mut self.bad_row,
-        )?;
+        let (gpu, matrix, gradients, rows) = (self.gpu, self.bins.matrix(), self.gradients, &self.buffers.rows);
+        match self.layout {
+            HistogramLayout::Global => DeviceHistogram::multi_feature_global_device_ranges(
+                gpu,
+                matrix,
+                gradients,
+                rows,
+                &bounds,
+                batch,
+                self.first_bins,
+                &mut histograms,
+                &mut self.bad_row,
+            )?,
+            HistogramLayout::Padded { .. } => DeviceHistogram::multi_feature_device_ranges(
+                gpu,
+                matrix,
+                gradients,
+                rows,
+                &bounds,
+                batch,
+                &mut histograms,
+                &mut self.bad_row,
+            )?,
+        }
         let args = entry::boost_histogram_subtract::args(
             histograms.as_mut_ptr(),
             self.slot_len() as u64,

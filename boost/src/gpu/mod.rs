@@ -105,6 +105,18 @@ impl DeviceCuts {
     pub fn total_bins(&self) -> usize {
         self.total_bins
     }
+
+    /// The layout of the builder's histograms: padded to `bins_per_feature` bins a feature (the
+    /// multi-feature kernel's fastest), unless categorical features make the padding more than
+    /// the bins themselves (a feature of a million categories beside numeric ones of 256): then
+    /// the global layout, each feature's bins after the previous one's.
+    pub(super) fn histogram_layout(&self, bins_per_feature: usize) -> HistogramLayout {
+        if self.categorical.contains(&true) && self.features * bins_per_feature > 2 * self.total_bins {
+            HistogramLayout::Global
+        } else {
+            HistogramLayout::Padded { bins_per_feature }
+        }
+    }
 }
 
 /// A device buffer kept between uses and grown when one needs more (a lossguide tree runs hundreds

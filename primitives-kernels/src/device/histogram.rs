@@ -630,7 +630,8 @@ pub unsafe fn multi_feature_kernel<R: RowBins, C: HistogramCounter<Wide = C>>(
     let first_feature = item.group * group_features;
     let group = group_features.min(features - first_feature);
     let offset = (item.node as usize * features as usize + first_feature as usize) * bins_per_feature as usize;
-    let walk = RowWalk { bins, matrix_rows, bins_per_feature, gradients, rows, first_feature, group, bad_row };
+    let padded = Padded { bins_per_feature };
+    let walk = RowWalk { bins, matrix_rows, layout: padded, gradients, rows, first_feature, group, bad_row };
     if layout == DIRECT_TO_GLOBAL {
         // Bins too many for shared memory (a large `max_bin`): every addition an atomic on the
         // device histogram.
@@ -662,11 +663,153 @@ pub unsafe fn multi_feature_kernel<R: RowBins, C: HistogramCounter<Wide = C>>(
     unsafe { block.flush(histogram.add(offset)) };
 }
 
-/// A block's rows of one node and feature group in [`multi_feature_kernel`].
-struct RowWalk<R, C> {
+/// [`multi_feature_kernel`] into histograms in the global layout: node `n`'s bin `b` of feature
+/// `f` at `histogram[n * node_stride + feature_offsets[f] + b]`, no padding, for features of very
+/// different bin counts (a categorical feature of a million categories beside numeric ones of
+/// 256). A work item's `group` indexes `groups`, the host's feature groups (their bins in shared
+/// memory when they fit, else added to the device histogram); ids at or above a feature's bin
+/// count (`feature_offsets[f + 1] - feature_offsets[f]`) are missing values.
+///
+/// Launch as [`multi_feature_kernel`], with [`multi_shared_bytes`]`::<C>(1, most, layout)` bytes of
+/// dynamic shared memory, `most` the largest shared group's bins and `layout` a
+/// [`BlockHistogramLayout::code`] for them (none when no group is shared).
+///
+/// # Safety
+/// As for [`multi_feature_kernel`]; `feature_offsets` holds `features + 1` increasing offsets,
+/// `groups` every work item's group, within `features`, each shared one's bins at most `most`;
+/// `histogram` valid for `nodes * node_stride` elements, `node_stride` at least the last offset.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn multi_feature_global_kernel<R: RowBins, C: HistogramCounter<Wide = C>>(
     bins: R,
     matrix_rows: u64,
+    gradients: *const C,
+    rows: *const u32,
+    work: *const MultiWork,
+    node_ranges: *const [u32; 2],
+    (feature_offsets, groups, node_stride): (*const u32, *const FeatureGroup, u64),
+    layout: u32,
+    histogram: *mut C,
+    bad_row: *mut u32,
+) {
+    // SAFETY: one work item per block (caller).
+    let mut item = unsafe { arch::load(work.add(arch::block_idx_x() as usize)) };
+    if !node_ranges.is_null() {
+        // SAFETY: a range per node (caller).
+        let [begin, end] = unsafe { arch::load(node_ranges.add(item.node as usize)) };
+        item.start = item.start.max(begin);
+        item.end = item.end.min(end);
+        if item.start >= item.end {
+            return;
+        }
+    }
+    // SAFETY: the item's group is one of `groups`, its features' offsets within `feature_offsets`.
+    let (g, offsets) = unsafe {
+        let g = arch::load(groups.add(item.group as usize));
+        (g, feature_offsets.add(g.first as usize))
+    };
+    // SAFETY: as above.
+    let offset = item.node as usize * node_stride as usize + unsafe { arch::load(offsets) } as usize;
+    let group = g.end - g.first;
+    let walk = RowWalk {
+        bins,
+        matrix_rows,
+        layout: Global { offsets, features: g.end - g.first },
+        gradients,
+        rows,
+        first_feature: g.first,
+        group,
+        bad_row,
+    };
+    if g.shared == 0 {
+        // SAFETY: the group's bins of node `node` lie in the histogram from `offset` (caller).
+        unsafe {
+            walk.run(item.start, item.end, |index, gradient| {
+                C::add_global(histogram.add(offset + index as usize), gradient)
+            })
+        };
+        return;
+    }
+    let mut shared = DynamicShared::new();
+    let layout = match BlockHistogramLayout::from_code(layout) {
+        BlockHistogramLayout::WarpColumns => BlockHistogramLayout::Atomic { copies: 1 },
+        atomic => atomic,
+    };
+    let block = BlockHistogram::<C>::from_allocator(&mut shared, g.bins, layout);
+    block.clear();
+    arch::sync_threads();
+    // SAFETY: every index is below the group's bins, the block histogram's size; `Atomic` layout.
+    unsafe { walk.run(item.start, item.end, |index, gradient| block.add_in_layout(false, index, gradient)) };
+    arch::sync_threads();
+    // SAFETY: the group's bins of node `node` are contiguous in the histogram from `offset` (caller).
+    unsafe { block.flush(histogram.add(offset)) };
+}
+
+/// A feature group of [`multi_feature_global_kernel`]: features `first..end`, whose bins
+/// (`bins` in all, adjacent in the global layout) are summed in a block histogram in shared memory
+/// when `shared` is 1, else added straight to the device histogram.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct FeatureGroup {
+    pub first: u32,
+    pub end: u32,
+    pub bins: u32,
+    pub shared: u32,
+}
+
+/// Where a feature of a group puts its bins, from the group's first bin: a row of
+/// `bins_per_feature` a feature (the padded layout), or each feature's own count after the
+/// previous feature's (the global layout, `offsets` the features' first global bins).
+trait GroupBins: Copy {
+    /// The index of bin `id` of the group's feature `f` (counted from its first), `None` for a
+    /// missing value (an id at or above the feature's bin count).
+    fn index(self, f: u32, id: u32) -> Option<u32>;
+}
+
+#[derive(Clone, Copy)]
+struct Padded {
     bins_per_feature: u32,
+}
+
+impl GroupBins for Padded {
+    #[inline(always)]
+    fn index(self, f: u32, id: u32) -> Option<u32> {
+        (id < self.bins_per_feature).then(|| f * self.bins_per_feature + id)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Global {
+    /// The group's first feature's entry of the features' first global bins.
+    offsets: *const u32,
+    /// The group's features (the chunks of ids run past them).
+    features: u32,
+}
+
+impl GroupBins for Global {
+    #[inline(always)]
+    fn index(self, f: u32, id: u32) -> Option<u32> {
+        if f >= self.features {
+            return None;
+        }
+        // SAFETY: `f + 1` is at most the group's feature count, and the offsets run to its end
+        // (the kernel's contract).
+        let (first, begin, end) = unsafe {
+            (
+                arch::load(self.offsets),
+                arch::load(self.offsets.add(f as usize)),
+                arch::load(self.offsets.add(f as usize + 1)),
+            )
+        };
+        (id < end - begin).then(|| begin - first + id)
+    }
+}
+
+/// A block's rows of one node and feature group in [`multi_feature_kernel`].
+struct RowWalk<R, C, L> {
+    bins: R,
+    matrix_rows: u64,
+    layout: L,
     gradients: *const C,
     rows: *const u32,
     first_feature: u32,
@@ -674,7 +817,7 @@ struct RowWalk<R, C> {
     bad_row: *mut u32,
 }
 
-impl<R: RowBins, C: Copy> RowWalk<R, C> {
+impl<R: RowBins, C: Copy, L: GroupBins> RowWalk<R, C, L> {
     /// Calls `add(f * bins_per_feature + id, gradient)` for each row at positions `start..end` and
     /// each feature `f` of the group (counted from the group's first) whose id is a bin.
     ///
@@ -708,8 +851,8 @@ impl<R: RowBins, C: Copy> RowWalk<R, C> {
                     let ids = unsafe { self.bins.chunk(row as usize, from, to) };
                     unrolled!(k < MULTI_BINS_IN_FLIGHT => {
                         // Missing values (ids at or above the bin count) and the padding are skipped.
-                        if ids[k] < self.bins_per_feature {
-                            add((first + k as u32) * self.bins_per_feature + ids[k], gradient);
+                        if let Some(index) = self.layout.index(first + k as u32, ids[k]) {
+                            add(index, gradient);
                         }
                     });
                     chunk = if chunk + 1 == chunks { 0 } else { chunk + 1 };

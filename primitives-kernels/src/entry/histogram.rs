@@ -2,7 +2,7 @@
 //! `primitives_histogram_weighted_<weight>_<bin type>`, `primitives_histogram_even_<sample type>`
 //! and `primitives_histogram_multi_<gradient>_<bin type>`.
 
-use crate::device::histogram::{self, Count, EvenBins, MultiWork, PreBinned, Weights};
+use crate::device::histogram::{self, Count, EvenBins, FeatureGroup, MultiWork, PreBinned, Weights};
 use crate::kernel;
 use crate::ops::GradientPair;
 
@@ -126,6 +126,66 @@ macro_rules! packed_entry_points {
     };
 }
 
+macro_rules! global_entry_points {
+    ($($name:ident: $b:ty, $g:ty;)*) => {
+        $(
+            kernel! {
+                /// Multi-feature histogram in the global layout (no padding); see
+                /// [`histogram::multi_feature_global_kernel`].
+                pub unsafe fn $name(bins: *const $b, matrix_rows: u64, features: u32, gradients: *const $g, rows: *const u32, work: *const MultiWork, node_ranges: *const [u32; 2], feature_offsets: *const u32, groups: *const FeatureGroup, node_stride: u64, layout: u32, histogram: *mut $g, bad_row: *mut u32) {
+                    let bins = histogram::DenseRows { bins, features: features as usize };
+                    let global = (feature_offsets, groups, node_stride);
+                    // SAFETY: as above.
+                    unsafe {
+                        histogram::multi_feature_global_kernel::<_, $g>(
+                            bins, matrix_rows, gradients, rows, work, node_ranges, global, layout, histogram, bad_row,
+                        )
+                    }
+                }
+            }
+        )*
+    };
+}
+
+macro_rules! global_packed_entry_points {
+    ($($name:ident: $g:ty;)*) => {
+        $(
+            kernel! {
+                /// Multi-feature histogram of bit-packed rows in the global layout; see
+                /// [`histogram::multi_feature_global_kernel`] and [`histogram::PackedRows`].
+                pub unsafe fn $name(words: *const u32, row_words: u64, bits: u32, matrix_rows: u64, gradients: *const $g, rows: *const u32, work: *const MultiWork, node_ranges: *const [u32; 2], feature_offsets: *const u32, groups: *const FeatureGroup, node_stride: u64, layout: u32, histogram: *mut $g, bad_row: *mut u32) {
+                    let bins = histogram::PackedRows { words, row_words: row_words as usize, bits };
+                    let global = (feature_offsets, groups, node_stride);
+                    // SAFETY: as above.
+                    unsafe {
+                        histogram::multi_feature_global_kernel::<_, $g>(
+                            bins, matrix_rows, gradients, rows, work, node_ranges, global, layout, histogram, bad_row,
+                        )
+                    }
+                }
+            }
+        )*
+    };
+}
+
+global_packed_entry_points! {
+    primitives_histogram_global_gpi64_packed: GradientPair<i64>;
+    primitives_histogram_global_gpf32_packed: GradientPair<f32>;
+    primitives_histogram_global_gpf64_packed: GradientPair<f64>;
+}
+
+global_entry_points! {
+    primitives_histogram_global_gpi64_u8: u8, GradientPair<i64>;
+    primitives_histogram_global_gpi64_u16: u16, GradientPair<i64>;
+    primitives_histogram_global_gpi64_u32: u32, GradientPair<i64>;
+    primitives_histogram_global_gpf32_u8: u8, GradientPair<f32>;
+    primitives_histogram_global_gpf32_u16: u16, GradientPair<f32>;
+    primitives_histogram_global_gpf32_u32: u32, GradientPair<f32>;
+    primitives_histogram_global_gpf64_u8: u8, GradientPair<f64>;
+    primitives_histogram_global_gpf64_u16: u16, GradientPair<f64>;
+    primitives_histogram_global_gpf64_u32: u32, GradientPair<f64>;
+}
+
 packed_entry_points! {
     primitives_histogram_multi_gpi64_packed: GradientPair<i64>;
     primitives_histogram_multi_gpf32_packed: GradientPair<f32>;
@@ -170,6 +230,18 @@ pub(super) fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         primitives_histogram_weighted_gpi64_u32,
         primitives_histogram_even_f32,
         primitives_histogram_even_f64,
+        primitives_histogram_global_gpi64_u8,
+        primitives_histogram_global_gpi64_u16,
+        primitives_histogram_global_gpi64_u32,
+        primitives_histogram_global_gpf32_u8,
+        primitives_histogram_global_gpf32_u16,
+        primitives_histogram_global_gpf32_u32,
+        primitives_histogram_global_gpf64_u8,
+        primitives_histogram_global_gpf64_u16,
+        primitives_histogram_global_gpf64_u32,
+        primitives_histogram_global_gpi64_packed,
+        primitives_histogram_global_gpf32_packed,
+        primitives_histogram_global_gpf64_packed,
         primitives_histogram_multi_gpi64_u8,
         primitives_histogram_multi_gpi64_u16,
         primitives_histogram_multi_gpi64_u32,

@@ -5,7 +5,7 @@ use crate::LaunchConfig;
 /// The block-histogram layouts, for [`DeviceHistogram::count_with_layout`].
 pub use primitives_kernels::block::BlockHistogramLayout;
 use primitives_kernels::block::HistogramCounter;
-use primitives_kernels::device::histogram::{self as kernel, MultiWork};
+use primitives_kernels::device::histogram::{self as kernel, FeatureGroup, MultiWork};
 use primitives_kernels::entry::histogram as hist;
 use primitives_kernels::launch::KernelArgs;
 use primitives_kernels::ops::GradientPair;
@@ -153,6 +153,46 @@ pub trait MultiFeatureGradient: HistogramCounter<Wide = Self> + sealed::Sealed {
     const MULTI_ARGS: [MultiArgs<Self>; 3];
     #[doc(hidden)]
     const PACKED_ARGS: PackedArgs<Self>;
+    /// The global layout's entry points' arguments: by bin type, then packed.
+    /// Kernels of the global layout: `u8`, `u16`, `u32` bin ids, then packed rows.
+    const GLOBAL: [&'static str; 4];
+    #[doc(hidden)]
+    const GLOBAL_ARGS: [GlobalArgs<Self>; 3];
+    #[doc(hidden)]
+    const GLOBAL_PACKED_ARGS: GlobalPackedArgs<Self>;
+}
+
+/// A multi-feature histogram's arguments in the global layout after its bins: rows of the matrix,
+/// features, gradients, row order, work items, node ranges, feature offsets, groups, node stride,
+/// layout, histogram, the bad row.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct GlobalRest<G> {
+    matrix_rows: u64,
+    features: u32,
+    gradients: *const G,
+    rows: *const u32,
+    work: *const MultiWork,
+    node_ranges: *const [u32; 2],
+    feature_offsets: *const u32,
+    groups: *const FeatureGroup,
+    node_stride: u64,
+    layout: u32,
+    histogram: *mut G,
+    bad_row: *mut u32,
+}
+
+#[doc(hidden)]
+pub type GlobalArgs<G> = fn(*const u8, GlobalRest<G>) -> KernelArgs;
+#[doc(hidden)]
+pub type GlobalPackedArgs<G> = fn(*const u32, u64, u32, GlobalRest<G>) -> KernelArgs;
+
+macro_rules! global_args {
+    ($($name:ident),*) => {
+        [$(|bins, r| {
+            hist::$name::args(bins.cast(), r.matrix_rows, r.features, r.gradients, r.rows, r.work, r.node_ranges, r.feature_offsets, r.groups, r.node_stride, r.layout, r.histogram, r.bad_row)
+        }),*]
+    };
 }
 
 /// A multi-feature histogram's arguments after its bins: rows of the matrix, features, bins a
@@ -191,11 +231,19 @@ macro_rules! multi_args {
 
 /// A gradient type's multi-feature entry points: by bin type (`u8`, `u16`, `u32`), then packed.
 macro_rules! multi_feature_kernels {
-    ($($g:ty => [$($dense:ident),*], $packed:ident;)*) => {$(
+    ($($g:ty => [$($dense:ident),*], $packed:ident, [$($global:ident),*], $global_packed:ident;)*) => {$(
         impl MultiFeatureGradient for $g {
             const PACKED: &'static str = hist::$packed::NAME;
             const MULTI: [&'static str; 3] = [$(hist::$dense::NAME),*];
             const MULTI_ARGS: [MultiArgs<$g>; 3] = multi_args!($($dense),*);
+            const GLOBAL: [&'static str; 4] = [$(hist::$global::NAME,)* hist::$global_packed::NAME];
+            const GLOBAL_ARGS: [GlobalArgs<$g>; 3] = global_args!($($global),*);
+            const GLOBAL_PACKED_ARGS: GlobalPackedArgs<$g> = |words, row_words, bits, r| {
+                hist::$global_packed::args(
+                    words, row_words, bits, r.matrix_rows, r.gradients, r.rows, r.work, r.node_ranges,
+                    r.feature_offsets, r.groups, r.node_stride, r.layout, r.histogram, r.bad_row,
+                )
+            };
             const PACKED_ARGS: PackedArgs<$g> = |words, row_words, bits, r| {
                 hist::$packed::args(
                     words, row_words, bits, r.matrix_rows, r.features, r.bins_per_feature, r.gradients, r.rows, r.work,
@@ -207,9 +255,12 @@ macro_rules! multi_feature_kernels {
 }
 
 multi_feature_kernels! {
-    GradientPair<i64> => [primitives_histogram_multi_gpi64_u8, primitives_histogram_multi_gpi64_u16, primitives_histogram_multi_gpi64_u32], primitives_histogram_multi_gpi64_packed;
-    GradientPair<f32> => [primitives_histogram_multi_gpf32_u8, primitives_histogram_multi_gpf32_u16, primitives_histogram_multi_gpf32_u32], primitives_histogram_multi_gpf32_packed;
-    GradientPair<f64> => [primitives_histogram_multi_gpf64_u8, primitives_histogram_multi_gpf64_u16, primitives_histogram_multi_gpf64_u32], primitives_histogram_multi_gpf64_packed;
+    GradientPair<i64> => [primitives_histogram_multi_gpi64_u8, primitives_histogram_multi_gpi64_u16, primitives_histogram_multi_gpi64_u32], primitives_histogram_multi_gpi64_packed,
+        [primitives_histogram_global_gpi64_u8, primitives_histogram_global_gpi64_u16, primitives_histogram_global_gpi64_u32], primitives_histogram_global_gpi64_packed;
+    GradientPair<f32> => [primitives_histogram_multi_gpf32_u8, primitives_histogram_multi_gpf32_u16, primitives_histogram_multi_gpf32_u32], primitives_histogram_multi_gpf32_packed,
+        [primitives_histogram_global_gpf32_u8, primitives_histogram_global_gpf32_u16, primitives_histogram_global_gpf32_u32], primitives_histogram_global_gpf32_packed;
+    GradientPair<f64> => [primitives_histogram_multi_gpf64_u8, primitives_histogram_multi_gpf64_u16, primitives_histogram_multi_gpf64_u32], primitives_histogram_multi_gpf64_packed,
+        [primitives_histogram_global_gpf64_u8, primitives_histogram_global_gpf64_u16, primitives_histogram_global_gpf64_u32], primitives_histogram_global_gpf64_packed;
 }
 
 /// A float sample type of [`DeviceHistogram::histogram_even`]: `f32`, `f64`. Sealed.
@@ -297,6 +348,9 @@ pub trait MultiFeatureBins: Copy + sealed::Sealed {
     /// The launch arguments of the kernel for gradients `G`: the matrix's, then `rest`.
     #[doc(hidden)]
     fn args<G: MultiFeatureGradient>(&self, rest: MultiRest<G>) -> KernelArgs;
+    /// The same for the global layout's kernel.
+    #[doc(hidden)]
+    fn global_args<G: MultiFeatureGradient>(&self, rest: GlobalRest<G>) -> KernelArgs;
 }
 
 impl<B: BinIndex> MultiFeatureBins for MultiFeatureMatrix<'_, B> {
@@ -312,6 +366,9 @@ impl<B: BinIndex> MultiFeatureBins for MultiFeatureMatrix<'_, B> {
     }
     fn args<G: MultiFeatureGradient>(&self, rest: MultiRest<G>) -> KernelArgs {
         G::MULTI_ARGS[B::TABLE_INDEX](self.bins.as_ptr().cast(), rest)
+    }
+    fn global_args<G: MultiFeatureGradient>(&self, rest: GlobalRest<G>) -> KernelArgs {
+        G::GLOBAL_ARGS[B::TABLE_INDEX](self.bins.as_ptr().cast(), rest)
     }
 }
 
@@ -341,6 +398,9 @@ impl MultiFeatureBins for PackedBinMatrix<'_> {
     }
     fn args<G: MultiFeatureGradient>(&self, rest: MultiRest<G>) -> KernelArgs {
         G::PACKED_ARGS(self.words.as_ptr(), self.row_words as u64, self.bits, rest)
+    }
+    fn global_args<G: MultiFeatureGradient>(&self, rest: GlobalRest<G>) -> KernelArgs {
+        G::GLOBAL_PACKED_ARGS(self.words.as_ptr(), self.row_words as u64, self.bits, rest)
     }
 }
 
@@ -634,6 +694,52 @@ impl DeviceHistogram {
         Self::multi_feature_bounded(gpu, matrix, gradients, rows, bounds, Some(device_ranges), histogram, bad_row)
     }
 
+    /// [`Self::multi_feature_ranges`] into histograms in the **global layout**: node `n`'s bin `b`
+    /// of feature `f` at `histogram[n * total + feature_offsets[f] + b]`, `total` the last of the
+    /// `features + 1` increasing `feature_offsets`, with no padding (XGBoost's layout, for features
+    /// of very different bin counts: a categorical feature of a million categories beside numeric
+    /// ones of 256). A feature's ids at or above its bin count are missing values. Features are
+    /// grouped as their bins fit in shared memory; a feature that alone does not is added straight
+    /// to the device histogram.
+    #[allow(clippy::too_many_arguments)]
+    pub fn multi_feature_global_ranges<M: MultiFeatureBins, G: MultiFeatureGradient>(
+        gpu: &Gpu,
+        matrix: M,
+        gradients: &DeviceBuffer<G>,
+        rows: &DeviceBuffer<u32>,
+        ranges: &[(u32, u32)],
+        feature_offsets: &[u32],
+        histogram: &mut DeviceBuffer<G>,
+        bad_row: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let global = Some(feature_offsets);
+        Self::multi_feature_laid_out(gpu, matrix, gradients, rows, ranges, None, global, histogram, bad_row)
+    }
+
+    /// [`Self::multi_feature_device_ranges`] in the global layout of
+    /// [`Self::multi_feature_global_ranges`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn multi_feature_global_device_ranges<M: MultiFeatureBins, G: MultiFeatureGradient>(
+        gpu: &Gpu,
+        matrix: M,
+        gradients: &DeviceBuffer<G>,
+        rows: &DeviceBuffer<u32>,
+        bounds: &[(u32, u32)],
+        device_ranges: &DeviceBuffer<u32>,
+        feature_offsets: &[u32],
+        histogram: &mut DeviceBuffer<G>,
+        bad_row: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        if device_ranges.len() < 2 * bounds.len() {
+            return Err(Error::InvalidArgument {
+                name: "device_ranges",
+                reason: format!("{} entries for {} nodes; a node needs two", device_ranges.len(), bounds.len()),
+            });
+        }
+        let (ranges, global) = (Some(device_ranges), Some(feature_offsets));
+        Self::multi_feature_laid_out(gpu, matrix, gradients, rows, bounds, ranges, global, histogram, bad_row)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn multi_feature_bounded<M: MultiFeatureBins, G: MultiFeatureGradient>(
         gpu: &Gpu,
@@ -645,7 +751,27 @@ impl DeviceHistogram {
         histogram: &mut DeviceBuffer<G>,
         bad_row: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
+        Self::multi_feature_laid_out(gpu, matrix, gradients, rows, ranges, device_ranges, None, histogram, bad_row)
+    }
+
+    /// The multi-feature histogram, padded (`global` none) or in the global layout of these
+    /// feature offsets.
+    #[allow(clippy::too_many_arguments)]
+    fn multi_feature_laid_out<M: MultiFeatureBins, G: MultiFeatureGradient>(
+        gpu: &Gpu,
+        matrix: M,
+        gradients: &DeviceBuffer<G>,
+        rows: &DeviceBuffer<u32>,
+        ranges: &[(u32, u32)],
+        device_ranges: Option<&DeviceBuffer<u32>>,
+        global: Option<&[u32]>,
+        histogram: &mut DeviceBuffer<G>,
+        bad_row: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
         let (matrix_rows, features, bins_per_feature) = matrix.shape()?;
+        if let Some(offsets) = global {
+            check_feature_offsets(offsets, features)?;
+        }
         if gradients.len() < matrix_rows {
             return Err(Error::InvalidArgument {
                 name: "gradients",
@@ -667,22 +793,29 @@ impl DeviceHistogram {
             return Err(Error::InvalidArgument { name: "bad_row", reason: "needs one element".into() });
         }
         let nodes = ranges.len();
+        let node_len = match global {
+            Some(offsets) => offsets[features] as usize,
+            None => features * bins_per_feature,
+        };
         let needed = nodes
-            .checked_mul(features)
-            .and_then(|x| x.checked_mul(bins_per_feature))
+            .checked_mul(node_len)
             .ok_or_else(|| Error::InvalidArgument { name: "histogram", reason: "size overflows".into() })?;
         if histogram.len() < needed {
             return Err(Error::InvalidArgument {
                 name: "histogram",
-                reason: format!(
-                    "{} elements for {nodes} nodes x {features} features x {bins_per_feature} bins",
-                    histogram.len()
-                ),
+                reason: format!("{} elements for {nodes} nodes x {node_len} bins", histogram.len()),
             });
         }
         let (features, bins_per_feature) = (features as u32, bins_per_feature as u32);
 
-        let (groups, group_features, layout, shared_bytes) = feature_groups::<G>(gpu, features, bins_per_feature);
+        let (groups, group_features, layout, shared_bytes) = match global {
+            None => feature_groups::<G>(gpu, features, bins_per_feature),
+            Some(offsets) => {
+                let (groups, layout, shared_bytes) = global_groups::<G>(gpu, offsets);
+                (groups.len(), 0, layout, shared_bytes)
+            }
+        };
+        let global_groups = global.map(|offsets| global_groups::<G>(gpu, offsets).0);
 
         // Work items: each node's rows in chunks, each chunk once per feature group.
         let total_rows: usize = ranges.iter().map(|&(begin, end)| (end - begin) as usize).sum();
@@ -698,7 +831,14 @@ impl DeviceHistogram {
         }
         // The lock is held until the launch is enqueued; a later call's copy is ordered after it on
         // the one stream.
-        let words: &[u32] = bytemuck::cast_slice(&work);
+        // The global layout's feature offsets and groups follow the work items in one upload.
+        let mut words: Vec<u32> = bytemuck::cast_slice(&work).to_vec();
+        let (offsets_at, groups_at) = (words.len(), words.len() + global.map_or(0, <[u32]>::len));
+        if let (Some(offsets), Some(groups)) = (global, &global_groups) {
+            words.extend_from_slice(offsets);
+            words.extend_from_slice(bytemuck::cast_slice(groups));
+        }
+        let words = &words[..];
         let mut kept = gpu.multi_work.lock().unwrap_or_else(|p| p.into_inner());
         if kept.as_ref().is_none_or(|buffer| buffer.len() < words.len()) {
             *kept = Some(gpu.alloc_uninitialized::<u32>(words.len().next_multiple_of(4096))?);
@@ -710,25 +850,43 @@ impl DeviceHistogram {
             block_dim: (kernel::MULTI_BLOCK_THREADS, 1, 1),
             shared_mem_bytes: shared_bytes as u32,
         };
-        let args = matrix.args(MultiRest {
-            matrix_rows: matrix_rows as u64,
-            features,
-            bins_per_feature,
-            gradients: gradients.as_ptr(),
-            rows: rows.as_ptr(),
-            work: work_buffer.as_ptr().cast(),
-            node_ranges: device_ranges.map_or(std::ptr::null(), |r| r.as_ptr().cast()),
-            group_features,
-            layout,
-            histogram: histogram.as_mut_ptr(),
-            bad_row: bad_row.as_mut_ptr(),
-        });
+        let node_ranges = device_ranges.map_or(std::ptr::null(), |r| r.as_ptr().cast());
+        let args = match global {
+            None => matrix.args(MultiRest {
+                matrix_rows: matrix_rows as u64,
+                features,
+                bins_per_feature,
+                gradients: gradients.as_ptr(),
+                rows: rows.as_ptr(),
+                work: work_buffer.as_ptr().cast(),
+                node_ranges,
+                group_features,
+                layout,
+                histogram: histogram.as_mut_ptr(),
+                bad_row: bad_row.as_mut_ptr(),
+            }),
+            Some(_) => matrix.global_args(GlobalRest {
+                matrix_rows: matrix_rows as u64,
+                features,
+                gradients: gradients.as_ptr(),
+                rows: rows.as_ptr(),
+                work: work_buffer.as_ptr().cast(),
+                node_ranges,
+                feature_offsets: work_buffer.as_ptr().wrapping_add(offsets_at),
+                groups: work_buffer.as_ptr().wrapping_add(groups_at).cast(),
+                node_stride: node_len as u64,
+                layout,
+                histogram: histogram.as_mut_ptr(),
+                bad_row: bad_row.as_mut_ptr(),
+            }),
+        };
         // Two blocks of a 28-feature group (115 KB each) a multiprocessor need the largest carveout.
         gpu.prefer_shared_memory(PRIMITIVES_MODULE, args.name())?;
         // SAFETY: the matrix holds `matrix_rows * features` bin ids and the gradients `matrix_rows`
         // pairs (checked); every work item's rows lie in a range within `rows` (checked), its
         // node below `nodes` and its group's first feature below `features`; the histogram holds
-        // `nodes * features * bins_per_feature` elements (checked); `device_ranges`, when given, has
+        // `nodes * node_len` elements (checked; in the global layout the offsets and groups follow
+        // the work items, every group's features below `features`); `device_ranges`, when given, has
         // a range per node (checked), and the kernel keeps within the bounds; the shared memory is what
         // `multi_shared_bytes` says, at most the device's limit, or none for `DIRECT_TO_GLOBAL`.
         unsafe { gpu.launch_kernel(PRIMITIVES_MODULE, config, args)? };
@@ -761,6 +919,60 @@ fn feature_groups<G: MultiFeatureGradient>(
         layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
     }
     (groups, group_features, layout, kernel::multi_shared_bytes::<G>(group_features, bins_per_feature, layout))
+}
+
+/// The feature groups of a histogram in the global layout (`offsets`, a feature's first bin each
+/// and the end): consecutive features whose bins fit in a block's share of the multiprocessor's
+/// shared memory, about evenly filled; a feature that alone does not fit is a group of its own,
+/// added straight to the device histogram. Returns the groups, the block histogram's layout code
+/// for the largest shared group, and the shared bytes a block.
+fn global_groups<G: MultiFeatureGradient>(gpu: &Gpu, offsets: &[u32]) -> (Vec<FeatureGroup>, u32, usize) {
+    let limit = gpu.properties().max_shared_bytes_per_block;
+    let share = (limit / MULTI_BLOCKS_PER_MULTIPROCESSOR).saturating_sub(RESERVED_SHARED_BYTES);
+    let capacity = (share / size_of::<G>()).max(1) as u32;
+    let features = offsets.len() - 1;
+    let bins = |f: usize| offsets[f + 1] - offsets[f];
+    // Fill to an even share of the shared features' bins, at most the capacity.
+    let small: u64 = (0..features).map(bins).filter(|&b| b <= capacity).map(u64::from).sum();
+    let target = small.div_ceil(small.div_ceil(capacity as u64).max(1)).max(1) as u32;
+    let mut groups: Vec<FeatureGroup> = Vec::new();
+    for f in 0..features as u32 {
+        let b = bins(f as usize);
+        match groups.last_mut() {
+            _ if b > capacity => groups.push(FeatureGroup { first: f, end: f + 1, bins: b, shared: 0 }),
+            Some(g) if g.shared == 1 && g.bins + b <= target => {
+                g.end += 1;
+                g.bins += b;
+            }
+            _ => groups.push(FeatureGroup { first: f, end: f + 1, bins: b, shared: 1 }),
+        }
+    }
+    let most = groups.iter().filter(|g| g.shared == 1).map(|g| g.bins).max().unwrap_or(0);
+    if most == 0 {
+        return (groups, kernel::DIRECT_TO_GLOBAL, 0);
+    }
+    let mut layout = BlockHistogramLayout::select::<G>(most, kernel::MULTI_BLOCK_THREADS).code();
+    if kernel::multi_shared_bytes::<G>(1, most, layout) > limit {
+        layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
+    }
+    (groups, layout, kernel::multi_shared_bytes::<G>(1, most, layout))
+}
+
+/// Feature offsets of the global layout, checked: one a feature and the end, increasing.
+fn check_feature_offsets(offsets: &[u32], features: usize) -> Result<()> {
+    if offsets.len() != features + 1 {
+        return Err(Error::InvalidArgument {
+            name: "feature_offsets",
+            reason: format!("{} offsets for {features} features; one a feature and the end", offsets.len()),
+        });
+    }
+    if let Some(f) = offsets.windows(2).position(|w| w[0] > w[1]) {
+        return Err(Error::InvalidArgument {
+            name: "feature_offsets",
+            reason: format!("feature {f} ends before it begins ({} > {})", offsets[f], offsets[f + 1]),
+        });
+    }
+    Ok(())
 }
 
 /// The work items of a multi-feature histogram: each node's rows in chunks of `chunk`, each chunk
@@ -804,6 +1016,9 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
         <GradientPair<f32> as MultiFeatureGradient>::PACKED,
         <GradientPair<f64> as MultiFeatureGradient>::PACKED,
     ]);
+    names.extend(<GradientPair<i64> as MultiFeatureGradient>::GLOBAL);
+    names.extend(<GradientPair<f32> as MultiFeatureGradient>::GLOBAL);
+    names.extend(<GradientPair<f64> as MultiFeatureGradient>::GLOBAL);
     names
 }
 

@@ -676,6 +676,104 @@ fn multi_feature_over_device_ranges_is_the_ranges_histogram_within_the_bounds() 
     assert!(matches!(result, Err(Error::InvalidArgument { name: "device_ranges", .. })), "{result:?}");
 }
 
+/// The global layout (no padding; features of 0 to 120,000 bins, the largest past shared memory,
+/// added straight to the device histogram; groups of several small features) gives each node's
+/// bins at its feature's offset: dense `u32` ids and packed rows, host and device ranges; bad
+/// offsets are errors naming them.
+#[test]
+fn multi_feature_in_the_global_layout_is_the_histogram_at_the_features_offsets() {
+    let gpu = gpu();
+    let matrix_rows = if gpu.is_emulated() { 4000 } else { 300_000 };
+    let counts = [256u32, 3, 40, 120_000, 0, 256, 1000, 7, 256, 256];
+    let features = counts.len();
+    let mut offsets = vec![0u32];
+    counts.iter().for_each(|&c| offsets.push(offsets.last().unwrap() + c));
+    let total = *offsets.last().unwrap() as usize;
+    let bits = 17;
+    let missing = (1u32 << bits) - 1;
+    let ids: Vec<u32> = random_vec(matrix_rows * features, 91, |r| r.gen::<u32>())
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let count = counts[i % features];
+            if x % 13 == 0 || count == 0 {
+                missing
+            } else {
+                x % count
+            }
+        })
+        .collect();
+    let gradients_host = random_vec(matrix_rows, 92, fixed_gradient);
+    let rows_host = random_vec(matrix_rows, 93, |r| r.gen_range(0..matrix_rows as u32));
+    let ranges = [(0u32, 1500u32), (1500, 1500), (2000, 3900), (100, 900)];
+    let mut want = vec![GradientPair::<i64>::new(0, 0); ranges.len() * total];
+    for (n, &(begin, end)) in ranges.iter().enumerate() {
+        for &row in &rows_host[begin as usize..end as usize] {
+            for f in 0..features {
+                let id = ids[row as usize * features + f];
+                if id < counts[f] {
+                    let slot = &mut want[n * total + (offsets[f] + id) as usize];
+                    *slot = GradientPair::new(
+                        slot.grad + gradients_host[row as usize].grad,
+                        slot.hess + gradients_host[row as usize].hess,
+                    );
+                }
+            }
+        }
+    }
+    let (gradients, rows) = (gpu.upload(&gradients_host).unwrap(), gpu.upload(&rows_host).unwrap());
+    let dense = gpu.upload(&ids).unwrap();
+    let dense = MultiFeatureMatrix { bins: &dense, features, bins_per_feature: missing as usize };
+    let words = gpu.upload(&pack_bin_rows(&ids, features, bits)).unwrap();
+    let row_words = words.len() / matrix_rows;
+    let packed = PackedBinMatrix { words: &words, row_words, bits, features, bins_per_feature: missing as usize };
+    let mut bad_row = gpu.upload(&[u32::MAX]).unwrap();
+    let mut histogram = DeviceBuffer::<GradientPair<i64>>::zeroed(&gpu, ranges.len() * total).unwrap();
+    DeviceHistogram::multi_feature_global_ranges(
+        &gpu,
+        dense,
+        &gradients,
+        &rows,
+        &ranges,
+        &offsets,
+        &mut histogram,
+        &mut bad_row,
+    )
+    .unwrap();
+    assert!(histogram.to_vec(&gpu).unwrap() == want, "dense ids");
+    // Device ranges equal to the bounds: the same sums, from packed rows.
+    let flat: Vec<u32> = ranges.iter().flat_map(|&(b, e)| [b, e]).collect();
+    let device_ranges = gpu.upload(&flat).unwrap();
+    let mut histogram = DeviceBuffer::<GradientPair<i64>>::zeroed(&gpu, ranges.len() * total).unwrap();
+    DeviceHistogram::multi_feature_global_device_ranges(
+        &gpu,
+        packed,
+        &gradients,
+        &rows,
+        &ranges,
+        &device_ranges,
+        &offsets,
+        &mut histogram,
+        &mut bad_row,
+    )
+    .unwrap();
+    assert!(histogram.to_vec(&gpu).unwrap() == want, "packed rows");
+    assert_eq!(bad_row.to_vec(&gpu).unwrap(), [u32::MAX]);
+    for bad in [&offsets[..5], &[0, 5, 3, 9, 9, 9, 9, 9, 9, 9, 9][..]] {
+        let result = DeviceHistogram::multi_feature_global_ranges(
+            &gpu,
+            dense,
+            &gradients,
+            &rows,
+            &ranges,
+            bad,
+            &mut histogram,
+            &mut bad_row,
+        );
+        assert!(matches!(result, Err(Error::InvalidArgument { name: "feature_offsets", .. })), "{result:?}");
+    }
+}
+
 #[test]
 fn device_to_device_copies_overwrite_the_front_of_the_destination() {
     let gpu = gpu();
