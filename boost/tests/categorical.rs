@@ -38,7 +38,7 @@ fn a_partition_split_separates_the_categories_of_the_label() {
     let tree = &booster.model().trees[0];
     // The root splits on the categories: {1, 4, 6, 9} on one side, the other codes on the other.
     assert_eq!(tree.categorical.nodes.first(), Some(&0));
-    let right = tree.categorical.of(0).unwrap();
+    let right = tree.categorical.categories(0).unwrap();
     assert!(right == [1, 4, 6, 9] || right == [0, 2, 3, 5, 7, 8, 10, 11], "{right:?}");
     assert_eq!(booster.model().feature_types, vec!["c", "q"]);
     let p = booster.predict(&d, &Default::default()).unwrap();
@@ -50,7 +50,7 @@ fn a_partition_split_separates_the_categories_of_the_label() {
 fn one_hot_splits_below_max_cat_to_onehot() {
     let booster = train(&rows(None), &[("max_cat_to_onehot", "13")]).unwrap();
     let tree = &booster.model().trees[0];
-    assert_eq!(tree.categorical.of(0).map(<[u32]>::len), Some(1), "one category against the others");
+    assert_eq!(tree.categorical.categories(0).map(|c| c.len()), Some(1), "one category against the others");
 }
 
 #[test]

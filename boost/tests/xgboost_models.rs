@@ -352,7 +352,7 @@ fn categorical_splits_predict_as_xgboost() {
     check_case("categorical_splits");
     let model = Model::load_json(fixture("categorical_splits.model.json")).unwrap();
     assert_eq!(model.feature_types, ["c", "c", "q", "q"]);
-    let sizes = || model.trees.iter().flat_map(|t| t.categorical.sizes.iter().copied());
+    let sizes = || model.trees.iter().flat_map(|t| t.categorical.sizes());
     assert!(sizes().any(|s| s > 1) && sizes().any(|s| s == 1), "partition and one-hot splits");
 }
 

@@ -120,13 +120,10 @@ fn lay_out(tree: &Tree, index: usize, nodes: &mut Vec<PredictNode>, categories: 
         }
         let mut flag = if tree.default_left[id] { DEFAULT_LEFT } else { 0 };
         let mut value = tree.split_conditions[id];
-        if let Some(set) = tree.categorical.of(id) {
+        if let Some(set) = tree.categorical.set(id) {
             let at = u32::try_from(categories.len()).map_err(|_| bad("too many categories".into()))?;
-            let words = set.last().map_or(0, |&c| c as usize / 32 + 1);
-            categories.push(words as u32);
-            let start = categories.len();
-            categories.resize(start + words, 0);
-            set.iter().for_each(|&c| categories[start + c as usize / 32] |= 1 << (c % 32));
+            categories.push(set.len() as u32);
+            categories.extend_from_slice(set);
             (flag, value) = (flag | CATEGORICAL, f32::from_bits(at));
         }
         let first_child = order.len() as u32;
@@ -616,7 +613,7 @@ mod tests {
         let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
         let trained = train(&params, &data, &[], &options, &mut []).unwrap();
         let (model, objective) = (trained.model, trained.objective);
-        let kinds: Vec<usize> = model.trees.iter().flat_map(|t| t.categorical.sizes.clone()).collect();
+        let kinds: Vec<usize> = model.trees.iter().flat_map(|t| t.categorical.sizes()).collect();
         assert!(kinds.contains(&1) && kinds.iter().any(|&k| k > 1), "one-hot and partition splits: {kinds:?}");
         let FeatureMatrix::Dense(m) = &data.features else { unreachable!() };
         let mut rows = m.values.to_vec()[..200 * 4].to_vec();

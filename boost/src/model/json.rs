@@ -462,8 +462,10 @@ fn categorical_splits(o: &Map<String, Value>, split_type: &[i64], path: &str, id
             return bad(format!("categorical node {}: categories not sorted, distinct and below {max}", nodes[i]));
         }
     }
-    let categories = categories.into_iter().map(|c| c as u32).collect();
-    Ok(CategoricalSplits { nodes, segments, sizes, categories })
+    let categories: Vec<u32> = categories.into_iter().map(|c| c as u32).collect();
+    let lists: Vec<&[u32]> =
+        segments.iter().zip(&sizes).map(|(&start, &size)| &categories[start..start + size]).collect();
+    Ok(CategoricalSplits::from_lists(nodes, &lists))
 }
 
 // ---- writing ----
@@ -550,14 +552,18 @@ fn write_tree(w: &mut String, tree: &Tree, id: usize, num_feature: usize) -> Res
     w.push_str("{\"base_weights\":");
     write_floats(w, &tree.base_weights);
     let categorical = &tree.categorical;
+    // The sets as XGBoost lists them: each node's categories, increasing, one node after another.
+    let sizes = categorical.sizes();
+    let segments: Vec<usize> = sizes.iter().scan(0, |at, &size| Some(std::mem::replace(at, *at + size))).collect();
+    let categories: Vec<u32> = categorical.sets.iter().flat_map(|set| crate::tree::members(set)).collect();
     w.push_str(",\"categories\":");
-    write_ints(w, &categorical.categories);
+    write_ints(w, &categories);
     w.push_str(",\"categories_nodes\":");
     write_ints(w, &categorical.nodes);
     w.push_str(",\"categories_segments\":");
-    write_ints(w, &categorical.segments);
+    write_ints(w, &segments);
     w.push_str(",\"categories_sizes\":");
-    write_ints(w, &categorical.sizes);
+    write_ints(w, &sizes);
     w.push_str(",\"default_left\":");
     write_ints(w, &tree.default_left.iter().map(|&d| u8::from(d)).collect::<Vec<_>>());
     let _ = write!(w, ",\"id\":{id},\"left_children\":");

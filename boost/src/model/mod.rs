@@ -295,17 +295,11 @@ fn check_tree_arrays(tree: &Tree, index: usize) -> Result<()> {
 
 /// A tree's categorical splits index its nodes (increasing) and its categories.
 fn check_categorical(splits: &crate::tree::CategoricalSplits, n: usize, index: usize) -> Result<()> {
-    let count = splits.nodes.len();
     let nodes_ok =
         splits.nodes.windows(2).all(|w| w[0] < w[1]) && splits.nodes.last().is_none_or(|&l| (l as usize) < n);
-    let segments_ok = splits.segments.len() == count
-        && splits.sizes.len() == count
-        && splits
-            .segments
-            .iter()
-            .zip(&splits.sizes)
-            .all(|(&s, &z)| s.checked_add(z).is_some_and(|e| e <= splits.categories.len()));
-    if !nodes_ok || !segments_ok {
+    let max_words = boost_kernels::categorical::words_for(boost_kernels::predict::MAX_CATEGORY as usize);
+    let sets_ok = splits.sets.len() == splits.nodes.len() && splits.sets.iter().all(|s| s.len() <= max_words);
+    if !nodes_ok || !sets_ok {
         return Err(Error::Model(format!(
             "tree {index}: categorical splits that do not index its nodes and categories"
         )));

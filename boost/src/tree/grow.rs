@@ -216,9 +216,7 @@ pub(crate) fn split_node<S: GradientSum>(
     let right = (leaf_value(&sp, r.grad, r.hess), r.hess as f32);
     let (f, loss, default_left) = (split.feature, split.loss_chg, split.default_left);
     let (left, right) = if split.kind.is_categorical() {
-        let set = boost_kernels::categorical::CategorySet { words: &categories };
-        let list: Vec<u32> = (0..categories.len() as u32 * 32).filter(|&c| set.contains(c)).collect();
-        tree.split_categorical(node, f, &list, default_left, loss, left, right)
+        tree.split_categorical(node, f, categories.clone(), default_left, loss, left, right)
     } else {
         tree.split(node, f, split.threshold, default_left, loss, left, right)
     };

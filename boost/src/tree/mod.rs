@@ -39,19 +39,17 @@ pub struct Tree {
     pub categorical: CategoricalSplits,
 }
 
-/// A tree's categorical splits, as XGBoost's JSON lays them out: such a node sends a row right when
-/// its category is one of the node's (see [`boost_kernels::predict::category_goes_left`]); its
-/// `split_conditions` entry is unused.
+/// A tree's categorical splits: such a node sends a row right when its category is in the node's
+/// set (see [`boost_kernels::predict::category_bits_go_left`]); its `split_conditions` entry is
+/// unused. Sets are bitsets, as XGBoost keeps them in memory: a partition split of a feature of a
+/// million categories sends most of them one way, and its list is only written to the JSON file
+/// (XGBoost's `categories`, `categories_nodes`, `categories_segments`, `categories_sizes`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CategoricalSplits {
     /// The nodes that split on categories, increasing.
     pub nodes: Vec<u32>,
-    /// Where each node's categories start in `categories`.
-    pub segments: Vec<usize>,
-    /// How many categories each node has.
-    pub sizes: Vec<usize>,
-    /// Every node's categories one after the other, each node's sorted and distinct.
-    pub categories: Vec<u32>,
+    /// Each node's set: bit `c % 32` of word `c / 32` for category `c`, no zero words at the end.
+    pub sets: Vec<Vec<u32>>,
 }
 
 impl CategoricalSplits {
@@ -60,24 +58,58 @@ impl CategoricalSplits {
         self.nodes.is_empty()
     }
 
-    /// Records that `node` (not yet listed) sends `categories` (sorted, distinct) right, keeping
-    /// the nodes in order and each node's categories where its segment says.
-    pub fn insert(&mut self, node: u32, categories: &[u32]) {
+    /// Records that `node` (not yet listed) sends the categories of bitset `words` right, keeping
+    /// the nodes in order.
+    pub fn insert(&mut self, node: u32, mut words: Vec<u32>) {
+        let kept = words.iter().rposition(|&w| w != 0).map_or(0, |last| last + 1);
+        words.truncate(kept);
         let i = self.nodes.partition_point(|&n| n < node);
-        let start = self.segments.get(i).copied().unwrap_or(self.categories.len());
         self.nodes.insert(i, node);
-        self.segments.insert(i, start);
-        self.sizes.insert(i, categories.len());
-        self.categories.splice(start..start, categories.iter().copied());
-        self.segments[i + 1..].iter_mut().for_each(|s| *s += categories.len());
+        self.sets.insert(i, words);
     }
 
-    /// The categories that node `node` sends right, when it splits on categories.
+    /// The bitset of the categories that node `node` sends right, when it splits on categories.
     #[inline]
-    pub fn of(&self, node: usize) -> Option<&[u32]> {
+    pub fn set(&self, node: usize) -> Option<&[u32]> {
         let i = self.nodes.binary_search(&(node as u32)).ok()?;
-        self.categories.get(self.segments[i]..self.segments[i] + self.sizes[i])
+        Some(&self.sets[i])
     }
+
+    /// The categories that node `node` sends right, increasing, when it splits on categories.
+    pub fn categories(&self, node: usize) -> Option<Vec<u32>> {
+        self.set(node).map(members)
+    }
+
+    /// How many categories each categorical node sends right (XGBoost's `categories_sizes`).
+    pub fn sizes(&self) -> Vec<usize> {
+        self.sets.iter().map(|set| set.iter().map(|w| w.count_ones() as usize).sum()).collect()
+    }
+
+    /// Splits sending the categories of `lists` (each a node's, in `nodes`' order) right.
+    pub fn from_lists(nodes: Vec<u32>, lists: &[&[u32]]) -> Self {
+        let sets = lists
+            .iter()
+            .map(|list| {
+                let mut words = vec![0u32; list.last().map_or(0, |&c| c as usize / 32 + 1)];
+                list.iter().for_each(|&c| boost_kernels::categorical::insert(&mut words, c as usize));
+                words
+            })
+            .collect();
+        CategoricalSplits { nodes, sets }
+    }
+}
+
+/// The members of a bitset, increasing.
+pub fn members(words: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (i, &w) in words.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            out.push(i as u32 * 32 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    out
 }
 
 impl Tree {
@@ -141,14 +173,14 @@ impl Tree {
         (l, r)
     }
 
-    /// Turns leaf `node` into a split on the categories of `feature`: rows whose category is one of
-    /// `categories` (sorted, distinct) go right. The condition is XGBoost's placeholder.
+    /// Turns leaf `node` into a split on the categories of `feature`: rows whose category is in the
+    /// bitset `categories` go right. The condition is XGBoost's placeholder.
     #[allow(clippy::too_many_arguments)]
     pub fn split_categorical(
         &mut self,
         node: usize,
         feature: u32,
-        categories: &[u32],
+        categories: Vec<u32>,
         default_left: bool,
         loss_change: f32,
         left: (f32, f32),
@@ -166,8 +198,9 @@ impl Tree {
     pub fn goes_left(&self, node: usize, value: f32) -> bool {
         let default_left = self.default_left[node];
         if !self.categorical.is_empty() {
-            if let Some(categories) = self.categorical.of(node) {
-                return boost_kernels::predict::category_goes_left(value, default_left, categories);
+            if let Some(set) = self.categorical.set(node) {
+                let word = |i: u32| set[i as usize];
+                return boost_kernels::predict::category_bits_go_left(value, default_left, set.len() as u32, word);
             }
         }
         boost_kernels::predict::goes_left(value, self.split_conditions[node], default_left)
@@ -225,13 +258,16 @@ mod tests {
     #[test]
     fn categorical_splits_are_kept_in_node_order() {
         let mut tree = Tree::leaf(0.0, 10.0);
-        let (l, r) = tree.split_categorical(0, 0, &[1, 4], false, 3.0, (-1.0, 4.0), (2.0, 6.0));
+        let set = |list: &[u32]| CategoricalSplits::from_lists(vec![0], &[list]).sets.remove(0);
+        let (l, r) = tree.split_categorical(0, 0, set(&[1, 4]), false, 3.0, (-1.0, 4.0), (2.0, 6.0));
         // Lossguide may split a later node first.
-        tree.split_categorical(r, 1, &[0], true, 1.0, (0.5, 3.0), (1.5, 3.0));
-        tree.split_categorical(l, 1, &[2, 3], false, 1.0, (0.5, 2.0), (1.5, 2.0));
+        tree.split_categorical(r, 1, set(&[0]), true, 1.0, (0.5, 3.0), (1.5, 3.0));
+        tree.split_categorical(l, 1, set(&[2, 3, 40]), false, 1.0, (0.5, 2.0), (1.5, 2.0));
         let c = &tree.categorical;
-        assert_eq!((&c.nodes[..], &c.segments[..], &c.sizes[..]), (&[0, 1, 2][..], &[0, 2, 4][..], &[2, 2, 1][..]));
-        assert_eq!(c.categories, vec![1, 4, 2, 3, 0]);
+        assert_eq!((&c.nodes[..], c.sizes()), (&[0, 1, 2][..], vec![2, 3, 1]));
+        assert_eq!(c.categories(1), Some(vec![2, 3, 40]));
+        assert_eq!(c.sets[1].len(), 2, "words up to the largest category");
+        assert_eq!(members(&[0b1001, 0, 1 << 31]), vec![0, 3, 95]);
         assert_eq!(tree.predict_row(&[4.0, 3.0]), 0.5, "category 4 right, then 3 left");
         assert_eq!(tree.predict_row(&[0.0, 2.0]), 1.5, "category 0 left, then 2 right");
         assert_eq!(tree.predict_row(&[7.0, f32::NAN]), 1.5, "unseen category left, missing to its default");

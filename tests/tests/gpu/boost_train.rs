@@ -118,7 +118,7 @@ fn compare(
         );
     }
     if data.info.feature_types.iter().any(|t| t == "c") {
-        let splits: usize = cpu.model.trees.iter().map(|t| t.categorical.sizes.len()).sum();
+        let splits: usize = cpu.model.trees.iter().map(|t| t.categorical.nodes.len()).sum();
         assert!(splits > 0, "{case}: categorical features and no categorical split");
     }
     assert_eq!(cpu.peak_device_bytes, None);
