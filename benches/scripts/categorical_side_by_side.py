@@ -4,17 +4,18 @@
 categorical columns (10, 100, 1,000, 10,000, 100,000, 1,000,000, 10 and 1,000 categories, codes
 skewed toward the small ones, each category an effect on the margin), a binary target.
 
-usage: categorical_side_by_side.py PATH/TO/boost [ROWS (default 10000000)] [ROUNDS (default 500)]
-                                   [MAX_DEPTH (default 8)] [NAME=VALUE ...]  (more parameters for both)
+usage: categorical_side_by_side.py PATH/TO/boost PATH/TO/train_synthetic [ROWS (default 10000000)]
+                                   [ROUNDS (default 500)] [MAX_DEPTH (default 8)] [NAME=VALUE ...]
 
-Ours trains from `synthetic:ROWSx16:c8` (the same rows, made in the GPU's memory), timed by its
-own report from the data in device memory to the model (the cuts, the quantised matrix and the
-trees); XGBoost from a `QuantileDMatrix` of the same rows as CuPy arrays, timed from building
-that matrix to the trained booster (the same work). Both report the test AUC on another 1M rows
-(seed 1) and the peak device memory (`nvidia-smi` every 20 ms, less what was in use before).
+Ours trains from the same rows made in the GPU's memory (`train_synthetic`, the benches' binary:
+no model file, whose partition splits over a million categories would list most of them each),
+timed from the rows in device memory to the trained booster (the cuts, the quantised matrix and
+the trees); XGBoost from a `QuantileDMatrix` of the same rows as CuPy arrays, timed from building
+that matrix to the trained booster (the same work). Both give the test AUC on another 1M rows
+(seed 1); ours reports its memory pool's peak, XGBoost's is `nvidia-smi`'s (every 20 ms, less what
+was in use before). Each side prints as soon as it is done.
 """
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -24,14 +25,14 @@ import cupy
 import numpy as np
 import xgboost as xgb
 
-boost = sys.argv[1]
-rows = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
-rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 500
-depth = sys.argv[4] if len(sys.argv) > 4 else "8"
+boost, trainer = sys.argv[1], sys.argv[2]
+rows = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000_000
+rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 500
+depth = sys.argv[5] if len(sys.argv) > 5 else "8"
 cols, categorical = 16, 8
 params = {"objective": "binary:logistic", "max_depth": depth, "eta": "0.1", "max_bin": "256",
           "tree_method": "hist", "device": "cuda"}
-params.update(dict(arg.split("=", 1) for arg in sys.argv[5:]))
+params.update(dict(arg.split("=", 1) for arg in sys.argv[6:]))
 types = ["q"] * (cols - categorical) + ["c"] * categorical
 
 
@@ -55,48 +56,36 @@ class MemoryPeak:
         self.peak = max(samples + [self.before]) - self.before
 
 
-def generate(path, n, seed, csv=None):
-    """`boost generate`'s rows as (features, labels); with `csv`, the CSV file too."""
-    out = [csv] if csv else []
-    subprocess.run([boost, "generate", *out, "--rows", str(n), "--cols", str(cols), "--categorical",
+def generate(path, n, seed):
+    """`boost generate`'s rows as (features, labels)."""
+    subprocess.run([boost, "generate", "--rows", str(n), "--cols", str(cols), "--categorical",
                     str(categorical), "--seed", str(seed), "--raw", path], check=True)
     table = np.fromfile(path, dtype="<f4").reshape(n, -1)
     return table[:, 1:], table[:, 0]
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    test_rows = min(rows, 1_000_000)
-    test_csv = os.path.join(tmp, "test.csv")
-    test_features, test_labels = generate(os.path.join(tmp, "test.f32"), test_rows, 1, test_csv)
-    model = os.path.join(tmp, "model.json")
-    args = [boost, "train", f"synthetic:{rows}x{cols}:c{categorical}", "--rounds", str(rounds), "--verbose-eval",
-            str(rounds), "-o", model] + [f"{k}={v}" for k, v in params.items()] + ["verbosity=2"]
-    with MemoryPeak() as ours_memory:
-        run = subprocess.run(args, check=True, capture_output=True, text=True)
-    ours = float(re.search(r"trees in ([0-9.]+) s", run.stderr).group(1))
-    ours_phases = re.search(r"phases: (.*)", run.stderr).group(1)
-    evaluation = subprocess.run([boost, "eval", "-m", model, test_csv, "--metric", "auc"], check=True,
-                                capture_output=True, text=True).stdout
-    ours_auc = float(re.search(r"auc[^0-9]*([0-9.]+)", evaluation).group(1))
-
-    features, labels = generate(os.path.join(tmp, "train.f32"), rows, 0)
-    x, y = cupy.asarray(features), cupy.asarray(labels)
-    del features
-    xgb.train(dict(params), xgb.QuantileDMatrix(x[:1000], label=y[:1000], feature_types=types,
-                                                enable_categorical=True), 1)  # the CUDA context, not timed
-    with MemoryPeak() as theirs_memory:
-        start = time.perf_counter()
-        dtrain = xgb.QuantileDMatrix(x, label=y, feature_types=types, enable_categorical=True, max_bin=256)
-        booster = xgb.train(dict(params), dtrain, rounds)
-        theirs = time.perf_counter() - start
-    dtest = xgb.DMatrix(test_features, label=test_labels, feature_types=types, enable_categorical=True)
-    booster.set_param({"eval_metric": "auc"})
-    theirs_auc = float(booster.eval(dtest, "test").split(":")[-1])
-
-extra = " ".join(sys.argv[5:])
 print(f"rows {rows}, {cols - categorical} numeric + {categorical} categorical features, depth {depth}, "
-      f"{rounds} rounds, eta {params['eta']}, xgboost {xgb.__version__} {extra}")
-print(f"boost   {ours:8.2f} s   test auc {ours_auc:.5f}   peak device memory {ours_memory.peak} MiB")
-print(f"boost phases: {ours_phases}")
-print(f"xgboost {theirs:8.2f} s   test auc {theirs_auc:.5f}   peak device memory {theirs_memory.peak} MiB")
-print(f"time ratio boost / xgboost: {ours / theirs:.3f}")
+      f"{rounds} rounds, eta {params['eta']}, xgboost {xgb.__version__} {' '.join(sys.argv[6:])}", flush=True)
+run = subprocess.run([trainer, str(rows), str(cols), str(categorical), str(rounds)]
+                     + [f"{k}={v}" for k, v in params.items()], check=True, capture_output=True, text=True)
+ours = dict(field.split("=") for field in run.stdout.split())
+print(f"boost   {float(ours['seconds']):8.2f} s   test auc {ours['test_auc']}   "
+      f"peak device memory {ours['peak_device_mib']} MiB (its pool)", flush=True)
+
+with tempfile.TemporaryDirectory() as tmp:
+    test_features, test_labels = generate(os.path.join(tmp, "test.f32"), min(rows, 1_000_000), 1)
+    features, labels = generate(os.path.join(tmp, "train.f32"), rows, 0)
+x, y = cupy.asarray(features), cupy.asarray(labels)
+del features
+xgb.train(dict(params), xgb.QuantileDMatrix(x[:1000], label=y[:1000], feature_types=types,
+                                            enable_categorical=True), 1)  # the CUDA context, not timed
+with MemoryPeak() as theirs_memory:
+    start = time.perf_counter()
+    dtrain = xgb.QuantileDMatrix(x, label=y, feature_types=types, enable_categorical=True, max_bin=256)
+    booster = xgb.train(dict(params), dtrain, rounds)
+    theirs = time.perf_counter() - start
+dtest = xgb.DMatrix(test_features, label=test_labels, feature_types=types, enable_categorical=True)
+booster.set_param({"eval_metric": "auc"})
+theirs_auc = float(booster.eval(dtest, "test").split(":")[-1])
+print(f"xgboost {theirs:8.2f} s   test auc {theirs_auc:.5f}   peak device memory {theirs_memory.peak} MiB (nvidia-smi)")
+print(f"time ratio boost / xgboost: {float(ours['seconds']) / theirs:.3f}")
