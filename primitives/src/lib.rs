@@ -12,7 +12,8 @@
 //! * Device-wide algorithms: [`DeviceReduce`], [`DeviceScan`] (inclusive, exclusive and segmented
 //!   scans), [`DeviceSegmentedReduce`], [`DeviceMulti`] (multireduce and multiscan over buckets),
 //!   [`DeviceRadixSort`] and [`DeviceSegmentedSort`] (stable, keys or pairs, any bit range),
-//!   [`DeviceHistogram`] (even bins, and the multi-feature gradient histograms of tree boosting),
+//!   [`DeviceHistogram`] (even bins, and the multi-feature gradient histograms of tree boosting,
+//!   padded or in the global layout),
 //!   [`DeviceSelect`], [`DevicePartition`] and [`DeviceRunLengthEncode`]. The operators are
 //!   [`ops::Sum`], [`ops::Min`], [`ops::Max`]; unsupported pairs do not compile.
 //! * [`cpu`]: the oracles, the same function shapes on slices.

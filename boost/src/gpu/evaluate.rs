@@ -48,7 +48,7 @@ pub struct NodeToEvaluate {
 }
 
 /// The split evaluation's device scratch: its uploaded arena, its per-pair candidates, and the
-/// ends of the orders of the partition splits chosen ([`PartitionEdges`]).
+/// ends of the orders of the partition splits chosen.
 #[derive(Default)]
 pub struct EvaluationScratch {
     pub(super) arena: Kept<u32>,
