@@ -615,52 +615,38 @@ pub unsafe fn multi_feature_kernel<R: RowBins, C: HistogramCounter<Wide = C>>(
     histogram: *mut C,
     bad_row: *mut u32,
 ) {
-    // SAFETY: one work item per block (caller).
-    let mut item = unsafe { arch::load(work.add(arch::block_idx_x() as usize)) };
-    if !node_ranges.is_null() {
-        // SAFETY: a range per node (caller).
-        let [begin, end] = unsafe { arch::load(node_ranges.add(item.node as usize)) };
-        item.start = item.start.max(begin);
-        item.end = item.end.min(end);
-        // The same in every thread of the block, so the whole block leaves, before any barrier.
-        if item.start >= item.end {
-            return;
-        }
-    }
+    // SAFETY: one work item per block, a range per node when given (caller).
+    let Some(item) = (unsafe { block_item(work, node_ranges) }) else { return };
     let first_feature = item.group * group_features;
     let group = group_features.min(features - first_feature);
     let offset = (item.node as usize * features as usize + first_feature as usize) * bins_per_feature as usize;
     let padded = Padded { bins_per_feature };
     let walk = RowWalk { bins, matrix_rows, layout: padded, gradients, rows, first_feature, group, bad_row };
-    if layout == DIRECT_TO_GLOBAL {
-        // Bins too many for shared memory (a large `max_bin`): every addition an atomic on the
-        // device histogram.
-        // SAFETY: the group's `group * bins_per_feature` sums of node `node` lie in the histogram
-        // from `offset` (caller).
-        unsafe {
-            walk.run(item.start, item.end, |index, gradient| {
-                C::add_global(histogram.add(offset + index as usize), gradient)
-            })
-        };
-        return;
+    // Bins too many for shared memory (a large `max_bin`): every addition an atomic on the device
+    // histogram.
+    let direct = layout == DIRECT_TO_GLOBAL;
+    // SAFETY: the group's `group * bins_per_feature` sums of node `node` are contiguous in the
+    // histogram from `offset` (caller).
+    unsafe { walk.add_to(&item, (direct, layout, group * bins_per_feature), histogram.add(offset)) };
+}
+
+/// The block's work item, clipped to its node's range when `node_ranges` is given; `None` when
+/// nothing is left (the same in every thread of the block, so the whole block leaves before any
+/// barrier).
+///
+/// # Safety
+/// `work` holds an item for this block; `node_ranges` is null or holds a range per node.
+#[inline(always)]
+unsafe fn block_item(work: *const MultiWork, node_ranges: *const [u32; 2]) -> Option<MultiWork> {
+    // SAFETY: as the caller says.
+    let mut item = unsafe { arch::load(work.add(arch::block_idx_x() as usize)) };
+    if !node_ranges.is_null() {
+        // SAFETY: as the caller says.
+        let [begin, end] = unsafe { arch::load(node_ranges.add(item.node as usize)) };
+        item.start = item.start.max(begin);
+        item.end = item.end.min(end);
     }
-    let mut shared = DynamicShared::new();
-    // Only the `Atomic` layouts (a `WarpColumns` code is read as one atomic copy), so that the hot
-    // loop has one kind of addition.
-    let layout = match BlockHistogramLayout::from_code(layout) {
-        BlockHistogramLayout::WarpColumns => BlockHistogramLayout::Atomic { copies: 1 },
-        atomic => atomic,
-    };
-    let block = BlockHistogram::<C>::from_allocator(&mut shared, group * bins_per_feature, layout);
-    block.clear();
-    arch::sync_threads();
-    // SAFETY: every index is below `group * bins_per_feature`, the block histogram's size; the
-    // layout is `Atomic`.
-    unsafe { walk.run(item.start, item.end, |index, gradient| block.add_in_layout(false, index, gradient)) };
-    arch::sync_threads();
-    // SAFETY: the group's features `first_feature..+group` of node `node` are `group *
-    // bins_per_feature` contiguous elements of the histogram (caller).
-    unsafe { block.flush(histogram.add(offset)) };
+    (item.start < item.end).then_some(item)
 }
 
 /// [`multi_feature_kernel`] into histograms in the global layout: node `n`'s bin `b` of feature
@@ -692,17 +678,8 @@ pub unsafe fn multi_feature_global_kernel<R: RowBins, C: HistogramCounter<Wide =
     histogram: *mut C,
     bad_row: *mut u32,
 ) {
-    // SAFETY: one work item per block (caller).
-    let mut item = unsafe { arch::load(work.add(arch::block_idx_x() as usize)) };
-    if !node_ranges.is_null() {
-        // SAFETY: a range per node (caller).
-        let [begin, end] = unsafe { arch::load(node_ranges.add(item.node as usize)) };
-        item.start = item.start.max(begin);
-        item.end = item.end.min(end);
-        if item.start >= item.end {
-            return;
-        }
-    }
+    // SAFETY: one work item per block, a range per node when given (caller).
+    let Some(item) = (unsafe { block_item(work, node_ranges) }) else { return };
     // SAFETY: the item's group is one of `groups`, its features' offsets within `feature_offsets`.
     let (g, offsets) = unsafe {
         let g = arch::load(groups.add(item.group as usize));
@@ -711,38 +688,12 @@ pub unsafe fn multi_feature_global_kernel<R: RowBins, C: HistogramCounter<Wide =
     // SAFETY: as above.
     let offset = item.node as usize * node_stride as usize + unsafe { arch::load(offsets) } as usize;
     let group = g.end - g.first;
-    let walk = RowWalk {
-        bins,
-        matrix_rows,
-        layout: Global { offsets, features: g.end - g.first },
-        gradients,
-        rows,
-        first_feature: g.first,
-        group,
-        bad_row,
-    };
-    if g.shared == 0 {
-        // SAFETY: the group's bins of node `node` lie in the histogram from `offset` (caller).
-        unsafe {
-            walk.run(item.start, item.end, |index, gradient| {
-                C::add_global(histogram.add(offset + index as usize), gradient)
-            })
-        };
-        return;
-    }
-    let mut shared = DynamicShared::new();
-    let layout = match BlockHistogramLayout::from_code(layout) {
-        BlockHistogramLayout::WarpColumns => BlockHistogramLayout::Atomic { copies: 1 },
-        atomic => atomic,
-    };
-    let block = BlockHistogram::<C>::from_allocator(&mut shared, g.bins, layout);
-    block.clear();
-    arch::sync_threads();
-    // SAFETY: every index is below the group's bins, the block histogram's size; `Atomic` layout.
-    unsafe { walk.run(item.start, item.end, |index, gradient| block.add_in_layout(false, index, gradient)) };
-    arch::sync_threads();
-    // SAFETY: the group's bins of node `node` are contiguous in the histogram from `offset` (caller).
-    unsafe { block.flush(histogram.add(offset)) };
+    let layout_of_group = Global { offsets, features: group };
+    let walk =
+        RowWalk { bins, matrix_rows, layout: layout_of_group, gradients, rows, first_feature: g.first, group, bad_row };
+    // SAFETY: the group's `bins` sums of node `node` are contiguous in the histogram from `offset`
+    // (caller).
+    unsafe { walk.add_to(&item, (g.shared == 0, layout, g.bins), histogram.add(offset)) };
 }
 
 /// A feature group of [`multi_feature_global_kernel`]: features `first..end`, whose bins
@@ -815,6 +766,39 @@ struct RowWalk<R, C, L> {
     first_feature: u32,
     group: u32,
     bad_row: *mut u32,
+}
+
+impl<R: RowBins, C: HistogramCounter<Wide = C>, L: GroupBins> RowWalk<R, C, L> {
+    /// Adds the item's rows to the group's `bins` sums at `histogram`: straight to device memory
+    /// (`direct`), or in a block histogram in shared memory (`layout`'s code, read as an `Atomic`
+    /// layout so that the hot loop has one kind of addition) flushed at the end.
+    ///
+    /// # Safety
+    /// As [`Self::run`]; `histogram` holds the group's `bins` sums; without `direct`, the block's
+    /// dynamic shared memory holds a block histogram of `bins` in that layout.
+    #[inline(always)]
+    unsafe fn add_to(&self, item: &MultiWork, (direct, layout, bins): (bool, u32, u32), histogram: *mut C) {
+        if direct {
+            // SAFETY: every index is below `bins` (caller).
+            unsafe {
+                self.run(item.start, item.end, |index, gradient| C::add_global(histogram.add(index as usize), gradient))
+            };
+            return;
+        }
+        let mut shared = DynamicShared::new();
+        let layout = match BlockHistogramLayout::from_code(layout) {
+            BlockHistogramLayout::WarpColumns => BlockHistogramLayout::Atomic { copies: 1 },
+            atomic => atomic,
+        };
+        let block = BlockHistogram::<C>::from_allocator(&mut shared, bins, layout);
+        block.clear();
+        arch::sync_threads();
+        // SAFETY: every index is below `bins`, the block histogram's size; the layout is `Atomic`.
+        unsafe { self.run(item.start, item.end, |index, gradient| block.add_in_layout(false, index, gradient)) };
+        arch::sync_threads();
+        // SAFETY: `bins` sums at `histogram` (caller).
+        unsafe { block.flush(histogram) };
+    }
 }
 
 impl<R: RowBins, C: Copy, L: GroupBins> RowWalk<R, C, L> {

@@ -685,12 +685,7 @@ impl DeviceHistogram {
         histogram: &mut DeviceBuffer<G>,
         bad_row: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        if device_ranges.len() < 2 * bounds.len() {
-            return Err(Error::InvalidArgument {
-                name: "device_ranges",
-                reason: format!("{} entries for {} nodes; a node needs two", device_ranges.len(), bounds.len()),
-            });
-        }
+        check_device_ranges(device_ranges, bounds)?;
         Self::multi_feature_bounded(gpu, matrix, gradients, rows, bounds, Some(device_ranges), histogram, bad_row)
     }
 
@@ -730,12 +725,7 @@ impl DeviceHistogram {
         histogram: &mut DeviceBuffer<G>,
         bad_row: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        if device_ranges.len() < 2 * bounds.len() {
-            return Err(Error::InvalidArgument {
-                name: "device_ranges",
-                reason: format!("{} entries for {} nodes; a node needs two", device_ranges.len(), bounds.len()),
-            });
-        }
+        check_device_ranges(device_ranges, bounds)?;
         let (ranges, global) = (Some(device_ranges), Some(feature_offsets));
         Self::multi_feature_laid_out(gpu, matrix, gradients, rows, bounds, ranges, global, histogram, bad_row)
     }
@@ -956,6 +946,17 @@ fn global_groups<G: MultiFeatureGradient>(gpu: &Gpu, offsets: &[u32]) -> (Vec<Fe
         layout = BlockHistogramLayout::Atomic { copies: 1 }.code();
     }
     (groups, layout, kernel::multi_shared_bytes::<G>(1, most, layout))
+}
+
+/// Device ranges for every node of `bounds` (two entries a node).
+fn check_device_ranges(device_ranges: &DeviceBuffer<u32>, bounds: &[(u32, u32)]) -> Result<()> {
+    if device_ranges.len() < 2 * bounds.len() {
+        return Err(Error::InvalidArgument {
+            name: "device_ranges",
+            reason: format!("{} entries for {} nodes; a node needs two", device_ranges.len(), bounds.len()),
+        });
+    }
+    Ok(())
 }
 
 /// Feature offsets of the global layout, checked: one a feature and the end, increasing.
