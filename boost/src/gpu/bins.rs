@@ -40,6 +40,14 @@ impl BinLayout {
         // The widest packed ids leave one id above the bins for a missing value.
         let most = (1usize << boost_kernels::bins::MAX_PACKED_BITS) - 1;
         if bins_per_feature >= most {
+            // A categorical feature has a bin a code, up to its largest: name it, not `max_bin`.
+            if let Some(f) = (0..cuts.features()).find(|&f| cuts.is_categorical(f) && cuts.bins(f) >= most) {
+                return Err(Error::InvalidData(format!(
+                    "categorical feature {f} has codes up to {}: the GPU builder takes codes below {}",
+                    cuts.bins(f) - 1,
+                    most - 1
+                )));
+            }
             return Err(Error::param(
                 "max_bin",
                 format!("{bins_per_feature} bins a feature: the GPU builder takes fewer than {most}"),

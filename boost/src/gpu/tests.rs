@@ -281,6 +281,18 @@ fn the_split_index_sweep_is_the_entries_one_by_one() {
     }
 }
 
+/// A categorical code past the GPU's widest bin ids is a data error naming the feature and code.
+#[test]
+fn codes_past_the_gpus_bin_ids_name_their_feature() {
+    use crate::data::{DenseMatrix, FeatureMatrix};
+    let top = (1u32 << boost_kernels::bins::MAX_PACKED_BITS) - 2;
+    let features = FeatureMatrix::Dense(DenseMatrix::new(2, 2, vec![0.5, 3.0, 1.5, top as f32]));
+    let cuts = QuantileCuts::build_typed(&features, &[], 256, &[false, true]).unwrap();
+    let error = super::bins::BinLayout::of(&cuts).unwrap_err();
+    assert!(matches!(error, Error::InvalidData(_)), "{error:?}");
+    assert!(error.to_string().contains(&format!("categorical feature 1 has codes up to {top}")), "{error}");
+}
+
 #[test]
 fn bad_batches_are_errors_not_faults() {
     let gpu = Gpu::emulated(Schedule::Deterministic);
