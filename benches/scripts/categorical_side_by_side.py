@@ -13,7 +13,8 @@ timed from the rows in device memory to the trained booster (the cuts, the quant
 the trees); XGBoost from a `QuantileDMatrix` of the same rows as CuPy arrays, timed from building
 that matrix to the trained booster (the same work). Both give the test AUC on another 1M rows
 (seed 1); ours reports its memory pool's peak, XGBoost's is `nvidia-smi`'s (every 20 ms, less what
-was in use before). Each side prints as soon as it is done.
+was in use before). Each side prints as soon as it is done. `SIDES=boost` or `SIDES=xgboost`
+runs one side only; `ENCODINGS=native,ordered_target` trains ours with each `categorical_encoding`.
 """
 import os
 import subprocess
@@ -21,9 +22,7 @@ import sys
 import tempfile
 import time
 
-import cupy
 import numpy as np
-import xgboost as xgb
 
 boost, trainer = sys.argv[1], sys.argv[2]
 rows = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000_000
@@ -65,12 +64,25 @@ def generate(path, n, seed):
 
 
 print(f"rows {rows}, {cols - categorical} numeric + {categorical} categorical features, depth {depth}, "
-      f"{rounds} rounds, eta {params['eta']}, xgboost {xgb.__version__} {' '.join(sys.argv[6:])}", flush=True)
-run = subprocess.run([trainer, str(rows), str(cols), str(categorical), str(rounds)]
-                     + [f"{k}={v}" for k, v in params.items()], check=True, capture_output=True, text=True)
-ours = dict(field.split("=") for field in run.stdout.split())
-print(f"boost   {float(ours['seconds']):8.2f} s   test auc {ours['test_auc']}   "
-      f"peak device memory {ours['peak_device_mib']} MiB (its pool)", flush=True)
+      f"{rounds} rounds, eta {params['eta']} {' '.join(sys.argv[6:])}", flush=True)
+sides = os.environ.get("SIDES", "boost,xgboost").split(",")
+ours = None
+for encoding in os.environ.get("ENCODINGS", "native").split(","):
+    if "boost" not in sides:
+        break
+    run = subprocess.run([trainer, str(rows), str(cols), str(categorical), str(rounds)]
+                         + [f"{k}={v}" for k, v in params.items()] + [f"categorical_encoding={encoding}"],
+                         check=True, capture_output=True, text=True)
+    result = dict(field.split("=") for field in run.stdout.split())
+    ours = ours or result
+    print(f"boost ({encoding}) {float(result['seconds']):8.2f} s   test auc {result['test_auc']}   "
+          f"peak device memory {result['peak_device_mib']} MiB (its pool)", flush=True)
+if "xgboost" not in sides:
+    sys.exit(0)
+import cupy  # noqa: E402 (only the XGBoost side needs them)
+import xgboost as xgb  # noqa: E402
+
+print(f"xgboost {xgb.__version__}", flush=True)
 
 with tempfile.TemporaryDirectory() as tmp:
     test_features, test_labels = generate(os.path.join(tmp, "test.f32"), min(rows, 1_000_000), 1)
@@ -88,4 +100,5 @@ dtest = xgb.DMatrix(test_features, label=test_labels, feature_types=types, enabl
 booster.set_param({"eval_metric": "auc"})
 theirs_auc = float(booster.eval(dtest, "test").split(":")[-1])
 print(f"xgboost {theirs:8.2f} s   test auc {theirs_auc:.5f}   peak device memory {theirs_memory.peak} MiB (nvidia-smi)")
-print(f"time ratio boost / xgboost: {float(ours['seconds']) / theirs:.3f}")
+if ours:
+    print(f"time ratio boost / xgboost: {float(ours['seconds']) / theirs:.3f}")

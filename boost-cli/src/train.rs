@@ -153,6 +153,13 @@ fn report(args: &TrainArgs, params: &Params, trained: &Trained, start: Instant) 
     if params.verbosity >= 2 {
         eprintln!("boost: phases: {}", trained.phases);
     }
+    let encoded: Vec<String> = trained.model.target_statistics.features.iter().map(|e| e.feature.to_string()).collect();
+    if !encoded.is_empty() {
+        eprintln!(
+            "boost: features {} encoded by ordered target statistics, kept in the model: XGBoost cannot load this file",
+            encoded.join(", ")
+        );
+    }
     if let Some(best) = trained.best_iteration {
         eprintln!("boost: best iteration {best} ({:.5})", trained.best_score.unwrap_or(f64::NAN));
     }

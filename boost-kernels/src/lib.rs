@@ -10,7 +10,7 @@
 //! | rows | [`bins`] (a value's bin), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
 //! | leaves, metrics | [`adaptive`] (quantile leaves), [`metric`], [`auc`], [`rank_metric`] | |
 //! | prediction | [`predict`] (a tree walk's step), [`binarised`] (CatBoost's applier) | |
-//! | data | [`synthetic`] (the benchmarks' rows) | |
+//! | data | [`synthetic`] (the benchmarks' rows), [`target_statistics`] (CatBoost's ordered encoding of categories) | |
 //!
 //! The kernels themselves are thin wrappers in `entry/`, a file a family (feature `entry-points`).
 #![no_std]
@@ -40,6 +40,7 @@ pub mod sketch;
 pub mod split;
 pub mod subtract;
 pub mod synthetic;
+pub mod target_statistics;
 
 /// The kernels (`cargo xtask kernels` builds them with this feature; `boost` turns it on for their
 /// host versions, which the emulated device runs).

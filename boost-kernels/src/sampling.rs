@@ -44,7 +44,7 @@ impl RowSampler {
 /// SplitMix64's output at position `row` of the sequence seeded with `key`: a bijective mix of
 /// `key + (row + 1) * γ` whose outputs pass BigCrush as a sequence.
 #[inline(always)]
-fn split_mix(key: u64, row: u64) -> u64 {
+pub(crate) fn split_mix(key: u64, row: u64) -> u64 {
     let mut z = key.wrapping_add(row.wrapping_add(1).wrapping_mul(GOLDEN));
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

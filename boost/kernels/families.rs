@@ -186,6 +186,9 @@
     KernelFamily {
         name: "data",
         entry_points: &[
+            "boost_encode_ordered_keys",
+            "boost_encode_ordered_pairs",
+            "boost_encode_ordered_values",
             "boost_synthetic_rows",
         ],
         ptx: include_bytes!("data.compute_80.ptx.zst"),

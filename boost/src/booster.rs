@@ -515,8 +515,15 @@ impl Booster {
         options: &PredictOptions,
     ) -> Result<DeviceBuffer<f32>> {
         let to_margin = |b| self.objective.prob_to_margin(b);
-        let margins =
-            self.trees_on(gpu)?.predict_margin_on_device(gpu, data, None, to_margin, options.iteration_range)?;
+        let range = options.iteration_range;
+        let margins = if self.model.target_statistics.is_empty() {
+            self.trees_on(gpu)?.predict_margin_on_device(gpu, data, None, to_margin, range)?
+        } else {
+            // The encoder is a table lookup a value: the rows are encoded on the host, the trees
+            // still walk on the GPU.
+            let features = self.model.target_statistics.apply(&data.to_host(gpu)?)?.into_owned();
+            self.trees_on(gpu)?.predict_margin_uploaded(gpu, &features, None, to_margin, range)?
+        };
         self.device_values(gpu, margins, data.rows(), options.output)
     }
 
@@ -569,14 +576,27 @@ impl Booster {
     fn where_to_walk<'d>(&self, data: &'d DMatrix, device: Device) -> Result<Walk<'d>> {
         Ok(match &data.features {
             Stored::Device(rows) if device == Device::Cpu => Walk::Host(Cow::Owned(rows.data().to_host(&rows.gpu)?)),
+            Stored::Device(rows) if !self.model.target_statistics.is_empty() => {
+                let features = self.model.target_statistics.apply(&rows.data().to_host(&rows.gpu)?)?.into_owned();
+                Walk::Upload(rows.gpu.clone(), Cow::Owned(features))
+            }
             Stored::Device(rows) => Walk::InPlace(rows),
             Stored::Host(features) => {
                 let features = self.model.categories.recode(features, &data.categories.features)?;
                 match self.open(device)? {
                     None => Walk::Host(features),
-                    Some(gpu) => Walk::Upload(gpu, features),
+                    Some(gpu) => Walk::Upload(gpu, self.encoded(features)?),
                 }
             }
+        })
+    }
+
+    /// Host rows as the GPU's trees read them: a model's target statistics applied (the host's
+    /// walk applies them itself).
+    fn encoded<'d>(&self, features: Cow<'d, FeatureMatrix>) -> Result<Cow<'d, FeatureMatrix>> {
+        Ok(match self.model.target_statistics.apply(&features)? {
+            Cow::Borrowed(_) => features,
+            Cow::Owned(encoded) => Cow::Owned(encoded),
         })
     }
 

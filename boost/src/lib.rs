@@ -13,7 +13,9 @@
 //!
 //! [`DMatrix`] holds the data (features from host slices, CSR or a file, or rows already in a
 //! GPU's memory, with labels, weights, query groups and base margins, each checked; features of
-//! type `c` are categorical, split as XGBoost splits them: [`DMatrix::set_feature_types`]).
+//! type `c` are categorical, split as XGBoost splits them: [`DMatrix::set_feature_types`], or
+//! encoded by CatBoost's ordered target statistics with `categorical_encoding=ordered_target`,
+//! [`CategoricalEncoding`]).
 //! [`Booster::train`] fits a model with XGBoost's parameter names ([`Params::from_pairs`], or
 //! typed: [`Params::builder`]); [`Booster::predict`] takes [`PredictOptions`] (values or margins,
 //! an iteration range, a [`Device`]); [`Booster::save_model`] writes XGBoost's JSON, which
@@ -100,7 +102,7 @@ pub use learner::{
 };
 pub use metric::{Metric, MetricInput, METRIC_NAMES};
 pub use objective::{Objective, OBJECTIVE_NAMES};
-pub use param::{Device, Params, ParamsBuilder};
+pub use param::{CategoricalEncoding, Device, Params, ParamsBuilder};
 pub use primitives::ops::GradientPair;
 /// What [`Objective`] and [`Metric`] tell the GPU backend (their device versions): engine hooks.
 #[doc(hidden)]

@@ -204,6 +204,22 @@ pub struct Params {
     pub n_gpus: usize,
     /// How much is logged (0 to 3).
     pub verbosity: u32,
+    /// How categorical features with partition splits' many categories are trained.
+    pub categorical_encoding: CategoricalEncoding,
+    /// The prior's weight, in rows, of [`CategoricalEncoding::OrderedTarget`].
+    pub ordered_target_prior_weight: f64,
+}
+
+/// `categorical_encoding`: how categorical features with at least `max_cat_to_onehot` categories
+/// (those XGBoost gives partition splits) are trained. Features with fewer keep one-hot splits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CategoricalEncoding {
+    /// `native`: XGBoost's partition splits over the categories sorted by gradient statistics.
+    #[default]
+    Native,
+    /// `ordered_target`: CatBoost's ordered target statistics, a number a category that the trees
+    /// split like any numeric feature (the model keeps the statistics; XGBoost cannot read it).
+    OrderedTarget,
 }
 
 impl Default for Params {
@@ -221,6 +237,8 @@ impl Default for Params {
             n_gpus: 1,
             device: Device::Cpu,
             verbosity: 1,
+            categorical_encoding: CategoricalEncoding::Native,
+            ordered_target_prior_weight: 1.0,
         }
     }
 }
@@ -265,7 +283,7 @@ pub const PARAMETER_NAMES: &str = "eta/learning_rate, gamma/min_split_loss, max_
 min_child_weight, max_delta_step, lambda/reg_lambda, alpha/reg_alpha, subsample, colsample_bytree, \
 colsample_bylevel, colsample_bynode, max_bin, max_cat_to_onehot, max_cat_threshold, grow_policy, tree_method, booster, num_parallel_tree, \
 objective, base_score, eval_metric, disable_default_eval_metric, seed/random_state, nthread/n_jobs, \
-n_gpus, device, verbosity, sampling_method, validate_parameters, and the objectives' and metrics' \
+n_gpus, device, verbosity, sampling_method, categorical_encoding, ordered_target_prior_weight, validate_parameters, and the objectives' and metrics' \
 (scale_pos_weight, huber_slope, num_class, lambdarank_*, ndcg_exp_gain)";
 
 fn check(name: &str, ok: bool, rule: &str, value: &str) -> Result<()> {
@@ -399,6 +417,18 @@ impl Params {
             "verbosity" => {
                 self.verbosity = number(name, value)?;
                 check(name, self.verbosity <= 3, "must be 0 (silent) to 3 (debug)", value)?;
+            }
+            "categorical_encoding" => {
+                self.categorical_encoding = match value.trim() {
+                    "native" => CategoricalEncoding::Native,
+                    "ordered_target" => CategoricalEncoding::OrderedTarget,
+                    _ => return Err(Error::param(name, format!("`{value}`: expected native or ordered_target"))),
+                }
+            }
+            "ordered_target_prior_weight" => {
+                let v: f64 = number(name, value)?;
+                check(name, v > 0.0 && v.is_finite(), "must be a finite number > 0", value)?;
+                self.ordered_target_prior_weight = v;
             }
             "sampling_method" => {
                 if value != "uniform" {

@@ -85,8 +85,9 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("bins", &["boost_bins_"]),
             // The quantile cuts of data in device memory (XGBoost's sketch), once a run; CSR checks.
             ("sketch", &["boost_sketch_", "boost_csr_", "boost_check_"]),
-            // Synthetic rows made on the device (the benchmarks' data).
-            ("data", &["boost_synthetic_"]),
+            // Synthetic rows made on the device (the benchmarks' data); categorical columns
+            // encoded by ordered target statistics.
+            ("data", &["boost_synthetic_", "boost_encode_"]),
         ],
     },
 ];

@@ -126,7 +126,8 @@ impl<'a> Evaluation<'a> {
         for (((data, _), margins), on_device) in self.sets.iter().zip(&mut self.margins).zip(&self.on_device) {
             if !data.is(self.train) && on_device.is_none() {
                 let range = (round, round + 1);
-                *margins = model.predict_margin(data.host_features()?, Some(margins), to_margin, range)?;
+                *margins =
+                    model.predict_encoded_margin(data.host_features()?, Some(margins), to_margin, range, None)?;
             }
         }
         Ok(())

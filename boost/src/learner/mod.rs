@@ -7,6 +7,7 @@
 //! - `backend.rs`: the backends behind the traits `TreeBackend` and `DeviceRounds`;
 //! - `round.rs`: a run's state and one boosting round;
 //! - `evaluation.rs`: the evaluation sets' margins and each round's log;
+//! - `encode.rs`: categorical features encoded by ordered target statistics, before the backend;
 //! - `device.rs`: opening devices, naming a device's failure;
 //! - `callback.rs`, `custom.rs`: the caller's hooks, objective and metric.
 
@@ -14,6 +15,7 @@ mod backend;
 mod callback;
 mod custom;
 mod device;
+mod encode;
 mod evaluation;
 mod round;
 mod setup;
@@ -28,9 +30,9 @@ pub use custom::{CustomMetric, CustomObjective};
 pub(crate) use device::describe;
 pub use device::open_device;
 
-use crate::data::{Dataset, FeatureMatrix};
+use crate::data::{Dataset, FeatureMatrix, MetaInfo};
 use crate::gpu::InitialMargins;
-use crate::model::{CategoryEncoder, Model};
+use crate::model::{CategoryEncoder, Model, TargetStatistics};
 use crate::objective::Objective;
 use crate::param::Params;
 pub use crate::phases::PhaseTimes;
@@ -224,8 +226,48 @@ fn train_in(
     let mut phases = PhaseTimes::default();
     let checked = phases.time("data checks", || setup::check(params, train, evals, options))?;
     let devices = phases.time("device open", || Devices::open(params, train, options.gpu.as_deref()))?;
+    let encoded = phases
+        .time("target statistics", || encode::encode(params, train, evals, &devices, options, checked.0.as_ref()))?;
+    match &encoded {
+        None => grow(params, train, evals, options, precision, callbacks, (checked, devices, phases), None),
+        Some(encoded) => {
+            let (train_encoded, evals_encoded) = encoded.rows(evals);
+            let statistics = Some((&encoded.statistics, train.info));
+            grow(
+                params,
+                &train_encoded,
+                &evals_encoded,
+                options,
+                precision,
+                callbacks,
+                (checked, devices, phases),
+                statistics,
+            )
+        }
+    }
+}
+
+/// [`train_in`] after the set-up: the backend, then the rounds. With target statistics, the
+/// model keeps them and the features' types of the rows before encoding (`info`).
+#[allow(clippy::too_many_arguments)]
+fn grow(
+    params: &Params,
+    train: &Rows<'_>,
+    evals: &[(Rows<'_>, &str)],
+    options: &TrainOptions,
+    precision: HistogramPrecision,
+    callbacks: &mut [&mut dyn TrainingCallback],
+    (checked, devices, mut phases): (setup::Checked, Devices<'_>, PhaseTimes),
+    statistics: Option<(&TargetStatistics, &MetaInfo)>,
+) -> Result<Trained> {
     let backend = setup::backend(params, train, &devices, precision, &mut phases)?;
     let mut run = Run::start(params, train, evals, options, checked, backend, phases)?;
+    if let Some((statistics, info)) = statistics {
+        run.model.target_statistics = statistics.clone();
+        if info.feature_types.len() == train.cols() {
+            run.model.feature_types = info.feature_types.clone();
+        }
+    }
     let mut callbacks = Callbacks::new(options.verbose_eval, options.early_stopping_rounds, callbacks);
     // A continued model's best round is kept unless this run's early stopping replaces it.
     let carried = take_best(&mut run.model);

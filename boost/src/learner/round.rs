@@ -336,7 +336,7 @@ fn margins_of(model: &Model, data: &Rows<'_>, objective: &dyn Objective) -> Resu
     let base = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
     let to_margin = |b: f32| objective.prob_to_margin(b);
     match data.features {
-        Features::Host(features) => model.predict_margin(features, base, to_margin, (0, 0)),
+        Features::Host(features) => model.predict_encoded_margin(features, base, to_margin, (0, 0), None),
         Features::Device { gpu, data } => on_device(gpu, "predicting the initial margins", || {
             let trees = DeviceModel::upload(gpu, model)?;
             Ok(trees.predict_margin_on_device(gpu, data, base, to_margin, (0, 0))?.to_vec(gpu)?)

@@ -36,7 +36,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{CategoryEncoder, Model, XGBOOST_FORMAT_VERSION};
+use super::{CategoryEncoder, Model, TargetStatistics, TARGET_STATISTICS_BOOSTER, XGBOOST_FORMAT_VERSION};
 use crate::tree::{CategoricalSplits, Tree};
 use crate::{Error, Result};
 
@@ -102,7 +102,8 @@ impl Model {
         let feature_names = optional_strings(learner, "feature_names")?;
         let feature_types = optional_strings(learner, "feature_types")?;
 
-        let Trees { trees, tree_info, iteration_indptr, num_parallel_tree, cats } = trees(learner, outputs)?;
+        let Trees { trees, tree_info, iteration_indptr, num_parallel_tree, cats, target_statistics } =
+            trees(learner, outputs)?;
 
         let model = Model {
             trees,
@@ -120,6 +121,7 @@ impl Model {
             feature_types,
             attributes,
             categories: cats,
+            target_statistics,
             version,
         };
         model.validate()?;
@@ -158,7 +160,14 @@ impl Model {
             }
             write_tree(&mut w, tree, i, self.num_feature)?;
         }
-        w.push_str("]},\"name\":\"gbtree\"},\"learner_model_param\":{\"base_score\":\"[");
+        if self.target_statistics.is_empty() {
+            w.push_str("]},\"name\":\"gbtree\"}");
+        } else {
+            let _ = write!(w, "]}},\"name\":\"{TARGET_STATISTICS_BOOSTER}\",\"target_statistics\":");
+            self.target_statistics.write_json(&mut w);
+            w.push('}');
+        }
+        w.push_str(",\"learner_model_param\":{\"base_score\":\"[");
         for (k, &b) in self.base_score.iter().enumerate() {
             if !b.is_finite() {
                 return Err(Error::Model(format!("`base_score[{k}]` is {b}")));
@@ -642,6 +651,7 @@ struct Trees {
     iteration_indptr: Vec<usize>,
     num_parallel_tree: usize,
     cats: CategoryEncoder,
+    target_statistics: TargetStatistics,
 }
 
 fn trees(learner: &Map<String, Value>, outputs: usize) -> Result<Trees> {
@@ -649,11 +659,18 @@ fn trees(learner: &Map<String, Value>, outputs: usize) -> Result<Trees> {
     let booster_name = required(booster, "name", "learner.gradient_booster")?
         .as_str()
         .ok_or_else(|| Error::Model("`learner.gradient_booster.name` is not a string".into()))?;
-    if booster_name != "gbtree" {
-        return Err(Error::Model(format!(
-            "`learner.gradient_booster.name` is `{booster_name}`: only `gbtree` models are supported"
-        )));
-    }
+    let target_statistics = match booster_name {
+        "gbtree" => TargetStatistics::default(),
+        TARGET_STATISTICS_BOOSTER => TargetStatistics::from_json(
+            required(booster, "target_statistics", "learner.gradient_booster")?,
+            "learner.gradient_booster.target_statistics",
+        )?,
+        _ => {
+            return Err(Error::Model(format!(
+                "`learner.gradient_booster.name` is `{booster_name}`: only `gbtree` models are supported"
+            )))
+        }
+    };
     let gb = "learner.gradient_booster.model";
     let gbtree = object(required(booster, "model", "learner.gradient_booster")?, gb)?;
     let gparam = object(required(gbtree, "gbtree_model_param", gb)?, &format!("{gb}.gbtree_model_param"))?;
@@ -695,5 +712,5 @@ fn trees(learner: &Map<String, Value>, outputs: usize) -> Result<Trees> {
             (0..=trees.len() / per_round).map(|r| r * per_round).collect()
         }
     };
-    Ok(Trees { trees, tree_info, iteration_indptr, num_parallel_tree, cats })
+    Ok(Trees { trees, tree_info, iteration_indptr, num_parallel_tree, cats, target_statistics })
 }

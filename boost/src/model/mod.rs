@@ -21,6 +21,7 @@ mod cats;
 mod importance;
 mod json;
 mod predict;
+mod target_statistics;
 pub(crate) use predict::{check_features, trees_of_rounds, PackedTrees};
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ use std::collections::BTreeMap;
 pub use cats::{CategoryEncoder, FeatureCategories};
 pub use importance::{FeatureScore, ImportanceType};
 pub use json::MAX_OUTPUTS;
+pub use target_statistics::{EncodedFeature, TargetStatistics, BOOSTER_NAME as TARGET_STATISTICS_BOOSTER};
 
 pub use crate::tree::Tree;
 use crate::tree::NO_PARENT;
@@ -76,6 +78,10 @@ pub struct Model {
     /// `gradient_booster.model.cats`: XGBoost 3.1+'s category encoder (empty without named
     /// categories).
     pub categories: CategoryEncoder,
+    /// The ordered-target-statistics encoder of features trained with
+    /// `categorical_encoding=ordered_target` (empty otherwise); such a model is not XGBoost's
+    /// (see [`TargetStatistics`]).
+    pub target_statistics: TargetStatistics,
     /// The XGBoost version that wrote the model file ([`XGBOOST_FORMAT_VERSION`] for models built
     /// here; `[0, 0, 0]` when a file does not say).
     pub version: [u32; 3],
@@ -120,6 +126,7 @@ impl Model {
             feature_types: Vec::new(),
             attributes: BTreeMap::new(),
             categories: CategoryEncoder::default(),
+            target_statistics: TargetStatistics::default(),
             version: XGBOOST_FORMAT_VERSION,
         };
         model.validate()?;
@@ -197,6 +204,7 @@ impl Model {
     /// `num_feature`). The error names the field and the tree.
     pub fn validate(&self) -> Result<()> {
         self.check_shape()?;
+        self.target_statistics.validate(self.num_feature)?;
         for (i, tree) in self.trees.iter().enumerate() {
             validate_tree(tree, i, self.num_feature)?;
         }

@@ -179,6 +179,22 @@ impl Model {
     ) -> Result<Vec<f32>> {
         self.check_shape()?;
         check_features(features, self.num_feature)?;
+        let features = self.target_statistics.apply(features)?;
+        self.predict_encoded_margin(&features, base_margin, prob_to_margin, iteration_range, packed)
+    }
+
+    /// [`Model::predict_margin_with`] of rows whose features the model's target statistics have
+    /// encoded already (the training loop's sets).
+    pub(crate) fn predict_encoded_margin(
+        &self,
+        features: &FeatureMatrix,
+        base_margin: Option<&[f32]>,
+        prob_to_margin: impl Fn(f32) -> f32,
+        iteration_range: (usize, usize),
+        packed: Option<&PackedTrees>,
+    ) -> Result<Vec<f32>> {
+        self.check_shape()?;
+        check_features(features, self.num_feature)?;
         let trees = self.tree_range(iteration_range)?;
         let outputs = self.num_outputs();
         let rows = features.rows();
@@ -285,6 +301,7 @@ impl Model {
     pub fn predict_leaf(&self, features: &FeatureMatrix, iteration_range: (usize, usize)) -> Result<Vec<u32>> {
         self.check_shape()?;
         check_features(features, self.num_feature)?;
+        let features = &*self.target_statistics.apply(features)?;
         let range = self.tree_range(iteration_range)?;
         let first_tree = range.start;
         let trees = &self.trees[range];

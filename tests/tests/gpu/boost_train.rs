@@ -119,7 +119,8 @@ fn compare(
     }
     if data.info.feature_types.iter().any(|t| t == "c") {
         let splits: usize = cpu.model.trees.iter().map(|t| t.categorical.nodes.len()).sum();
-        assert!(splits > 0, "{case}: categorical features and no categorical split");
+        let encoded = cpu.model.target_statistics.features.len();
+        assert!(splits + encoded > 0, "{case}: categorical features and neither a categorical split nor an encoding");
     }
     assert_eq!(cpu.peak_device_bytes, None);
     match device.peak_device_bytes {
@@ -515,6 +516,23 @@ pub(crate) const SHIPPED: &[Shipped] = &[
     },
 ];
 
+/// Six synthetic binary features whose last three are made categorical, of `categories` each,
+/// coded from the first three (so that the categories matter), missing where those are and in
+/// every 17th row.
+fn categorical_dataset(rows: usize, seed: u64, categories: [f32; 3]) -> Dataset {
+    let mut data = dataset(rows, 6, SyntheticTask::Binary, seed);
+    let FeatureMatrix::Dense(m) = &mut data.features else { panic!("dense synthetic rows") };
+    let cols = m.cols;
+    for (row, values) in m.values.make_mut().chunks_exact_mut(cols).enumerate() {
+        for (f, n) in (3..6).zip(categories) {
+            let v = values[f - 3];
+            values[f] = if v.is_nan() || row % 17 == f { f32::NAN } else { ((v.abs() * n * 7.0) % n).floor() };
+        }
+    }
+    data.info.feature_types = (0..cols).map(|f| if f >= 3 { "c" } else { "q" }.to_string()).collect();
+    data
+}
+
 /// Categorical features of 3, 40 and 700 categories with missing values (one-hot and partition
 /// splits, both scans, both missing directions; 40 one-hot under `max_cat_to_onehot` 50), depthwise and lossguide, with column sampling:
 /// the device's trees are the CPU's. Their codes follow numeric features the label depends on, so
@@ -523,20 +541,7 @@ pub(crate) const SHIPPED: &[Shipped] = &[
 fn categorical_trees_on_the_device_are_the_cpus() {
     let gpu = Arc::new(gpu());
     let (rows, rounds) = if gpu.is_emulated() { (3000, 3) } else { (300_000, 20) };
-    let mut data = dataset(rows, 6, SyntheticTask::Binary, 41);
-    let FeatureMatrix::Dense(m) = &mut data.features else { panic!("dense synthetic rows") };
-    let cols = m.cols;
-    for (row, values) in m.values.make_mut().chunks_exact_mut(cols).enumerate() {
-        for (f, categories) in [(3, 3.0f32), (4, 40.0), (5, 700.0)] {
-            let v = values[f - 3];
-            values[f] = if v.is_nan() || row % 17 == f {
-                f32::NAN
-            } else {
-                ((v.abs() * categories * 7.0) % categories).floor()
-            };
-        }
-    }
-    data.info.feature_types = (0..cols).map(|f| if f >= 3 { "c" } else { "q" }.to_string()).collect();
+    let data = categorical_dataset(rows, 41, [3.0, 40.0, 700.0]);
     for policy in [&[("grow_policy", "depthwise")][..], &[("grow_policy", "lossguide"), ("max_leaves", "12")]] {
         for (threshold, one_hot) in [("64", "4"), ("5", "4"), ("64", "50")] {
             let mut params = vec![
@@ -550,6 +555,33 @@ fn categorical_trees_on_the_device_are_the_cpus() {
             let case = format!("categorical, {policy:?}, max_cat_threshold {threshold}, max_cat_to_onehot {one_hot}");
             compare(&case, &params, &data, None, rounds, &gpu);
         }
+    }
+}
+
+/// `categorical_encoding=ordered_target` (CatBoost's ordered target statistics): the device
+/// computes the statistics (a radix sort by category and permutation, a segmented scan) and then
+/// grows the trees; the model file is the CPU's, statistics and trees, with missing values, weights
+/// and an evaluation set encoded by the statistics of all training rows.
+#[test]
+fn ordered_target_statistics_on_the_device_are_the_cpus() {
+    let gpu = Arc::new(gpu());
+    let (rows, rounds) = if gpu.is_emulated() { (3000, 3) } else { (1_000_000, 20) };
+    let categorical = |rows: usize, seed: u64| {
+        let mut data = categorical_dataset(rows, seed, [3.0, 40.0, 100_000.0]);
+        data.info.weights = (0..rows).map(|i| 0.5 + (i % 5) as f32 / 4.0).collect();
+        data
+    };
+    let (train, valid) = (categorical(rows, 43), categorical(rows / 5, 44));
+    for (seed, weight) in [("1", "1"), ("8", "20")] {
+        let params = [
+            ("objective", "binary:logistic"),
+            ("max_depth", "6"),
+            ("categorical_encoding", "ordered_target"),
+            ("ordered_target_prior_weight", weight),
+            ("seed", seed),
+        ];
+        let case = format!("ordered target statistics, seed {seed}, prior weight {weight}");
+        compare(&case, &params, &train, Some(&valid), rounds, &gpu);
     }
 }
 
