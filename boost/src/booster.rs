@@ -177,6 +177,27 @@ impl DMatrix {
             return Err(Error::InvalidData(format!("category names for {} features of {}", names.len(), self.cols())));
         }
         self.categories.features = names;
+        self.categories.kinds.clear();
+        Ok(())
+    }
+
+    /// Marks features whose category names are integers in decimal (pandas' categories of an
+    /// integer dtype): `kinds[f]` is XGBoost's type code of their dtype (9 to 16: `i8`, `u8`,
+    /// `i16`, `u16`, `i32`, `u32`, `i64`, `u64`), `None` for strings. A model trained on these rows
+    /// writes them as XGBoost's typed integers. Call after [`DMatrix::set_category_names`].
+    pub fn set_category_kinds(&mut self, kinds: Vec<Option<i64>>) -> Result<()> {
+        if !kinds.is_empty() && kinds.len() != self.categories.features.len() {
+            return Err(Error::InvalidData(format!(
+                "category kinds for {} features of {} named",
+                kinds.len(),
+                self.categories.features.len()
+            )));
+        }
+        if let Some(k) = kinds.iter().flatten().find(|k| !(9..=16).contains(*k)) {
+            return Err(Error::param("category kinds", format!("{k} is not an integer type of XGBoost's (9 to 16)")));
+        }
+        self.categories.kinds = kinds;
+        CategoryEncoder::of(&self.categories)?;
         Ok(())
     }
 
@@ -406,7 +427,7 @@ impl Booster {
         if options.xgb_model.is_none() {
             // The rows' category names (a CSV file's strings, pandas' categories) go with the model,
             // as XGBoost keeps them, so that rows coded otherwise are recoded when predicted.
-            trained.model.categories = CategoryEncoder::from_names(&dtrain.categories.features);
+            trained.model.categories = CategoryEncoder::of(&dtrain.categories)?;
         }
         Ok(Booster {
             model: trained.model,

@@ -389,6 +389,7 @@ fn csv_with_training_categories_is_read_or_refused_without_a_panic() {
     let tally = RefCell::new(Tally::default());
     let categories = Categories {
         features: vec![Some(vec!["blue".into(), "red".into()]), None],
+        kinds: Vec::new(),
         labels: Some(vec!["no".into(), "yes".into()]),
     };
     let seed = b"colour,size,class\nred,1,yes\nblue,2,no\n,3.5,yes\nred,,no\n".to_vec();

@@ -175,6 +175,11 @@ impl DMatrix {
         self.inner.set_category_names(names).or_raise(py)
     }
 
+    /// XGBoost's type codes of features whose categories are integers (`None`: strings).
+    fn set_category_kinds(&mut self, py: Python<'_>, kinds: Vec<Option<i64>>) -> PyResult<()> {
+        self.inner.set_category_kinds(kinds).or_raise(py)
+    }
+
     /// The features' types (empty when none were set).
     fn feature_types(&self) -> Vec<String> {
         self.inner.info().feature_types.clone()

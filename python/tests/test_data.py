@@ -47,7 +47,7 @@ def test_object_columns_and_categories_without_enable_categorical_are_errors_nam
     with pytest.raises(ValueError, match="'kind'.*enable_categorical"):
         tb.DMatrix(pd.DataFrame({"kind": pd.Categorical(["a", "b"])}))
     with pytest.raises(NotImplementedError, match="'size'"):
-        tb.DMatrix(pd.DataFrame({"size": pd.Categorical([3, 5])}), enable_categorical=True)
+        tb.DMatrix(pd.DataFrame({"size": pd.Categorical([3.5, 5.0])}), enable_categorical=True)
 
 
 def test_a_missing_marker_other_than_nan():

@@ -376,6 +376,38 @@ def test_pandas_categories_train_xgboosts_trees_and_models_keep_their_strings(xg
         ours.inplace_predict(unseen)
 
 
+def test_pandas_integer_categories_are_xgboosts_both_ways(xgb, tmp_path):
+    """Categories of an integer dtype: XGBoost's typed integers in the model's encoder, the same
+    trees, each library's file predicting in the other, rows listing the categories in another
+    order recoded by value."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(21)
+    n = 2000
+    zips = np.array([7, 1200, 55, 31000, 902, 4], dtype=np.int32)
+    frame = pd.DataFrame({"zip": pd.Categorical(rng.choice(zips, n)), "x": rng.normal(size=n).astype(np.float32),
+                          "floor": pd.Categorical(rng.integers(-2, 3, n).astype(np.int8))})
+    y = frame["zip"].isin([55, 4]).astype(np.float32) + frame["x"] + (frame["floor"] == -1)
+    params = {"objective": "reg:squarederror", "max_depth": 3}
+    theirs = xgb.train(params, xgb.DMatrix(frame, y, enable_categorical=True), 5)
+    ours = tb.train(params, tb.DMatrix(frame, label=y, enable_categorical=True), 5)
+    theirs.save_model(tmp_path / "theirs.json")
+    ours.save_model(tmp_path / "ours.json")
+    load = lambda f: json.loads((tmp_path / f).read_text())["learner"]["gradient_booster"]["model"]
+    assert load("ours.json")["cats"] == load("theirs.json")["cats"]
+    assert [c.get("type") for c in load("ours.json")["cats"]["enc"]] == [13, None, 9]
+    for a, b in zip(load("theirs.json")["trees"], load("ours.json")["trees"]):
+        assert (a["split_indices"], a["categories"]) == (b["split_indices"], b["categories"])
+    rows = pd.DataFrame({"zip": pd.Categorical([55, 7, None], categories=np.array([55, 902, 7], dtype=np.int32)),
+                         "x": np.zeros(3, dtype=np.float32),
+                         "floor": pd.Categorical(np.array([-1, 2, 0], dtype=np.int8))})
+    expected = theirs.predict(xgb.DMatrix(rows, enable_categorical=True))
+    np.testing.assert_allclose(ours.inplace_predict(rows), expected, rtol=1e-6)
+    np.testing.assert_allclose(tb.Booster(model_file=str(tmp_path / "theirs.json")).inplace_predict(rows), expected,
+                               rtol=1e-6)
+    mine = xgb.Booster(model_file=str(tmp_path / "ours.json"))
+    np.testing.assert_allclose(mine.inplace_predict(rows), ours.inplace_predict(rows), rtol=1e-6)
+
+
 def test_ordered_target_statistics_models_are_ours_and_xgboost_refuses_them(xgb, tmp_path):
     """CatBoost's ordered target statistics (``categorical_encoding="ordered_target"``): a
     high-cardinality pandas column becomes numbers a category, the model file keeps them under its

@@ -106,6 +106,11 @@ pub struct Categories {
     /// One entry per feature column (in the dataset's column order): the sorted distinct strings of
     /// a string column (a value's code is its position), `None` for a numeric column.
     pub features: Vec<Option<Vec<String>>>,
+    /// Empty, or one entry per feature: XGBoost's type code (`CatIndexType`: 9 to 16 for `i8`,
+    /// `u8`, ..., `u64`) of a feature whose categories are integers named in decimal (pandas'
+    /// categories of an integer dtype), `None` for strings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<Option<i64>>,
     /// The sorted distinct label strings (a label's value is its position), `None` for numeric labels.
     pub labels: Option<Vec<String>>,
 }
@@ -680,7 +685,7 @@ impl<'c> Pass<'_, 'c> {
         let cols = self.layout.features;
         let mut values = self.values;
         let mut labels = self.labels;
-        let mut learned = Categories { features: Vec::with_capacity(cols), labels: None };
+        let mut learned = Categories { features: Vec::with_capacity(cols), kinds: Vec::new(), labels: None };
         for (j, state) in self.features.into_iter().enumerate() {
             let Kind::Learn(interner, _) = state.kind else {
                 learned.features.push(None);
@@ -828,7 +833,7 @@ mod tests {
         assert_eq!((data.rows(), data.cols()), (2, 2));
         assert_eq!(data.info.labels, vec![1.0, 0.0]);
         assert_eq!(dense(&data).values, vec![0.5, -2.0, 1000.0, 0.25]);
-        assert_eq!(categories, Categories { features: vec![None, None], labels: None });
+        assert_eq!(categories, Categories { features: vec![None, None], kinds: Vec::new(), labels: None });
         // The label can be any column; the features keep the file's order.
         let options = CsvOptions { label: Column::Index(2), ..CsvOptions::default() };
         let (data, _) = read(&dir, "1,0.5,-2\n0,1e3,.25\n", &options).unwrap();
@@ -957,7 +962,7 @@ mod tests {
         let options = CsvOptions { categories: Some(&unsorted), ..label("class") };
         expect_invalid(read_csv(&test_path, &options), "feature column 0 are not sorted");
         // Numeric training labels stay numbers; a string label in the test file is then an error.
-        let numeric = Categories { features: vec![None], labels: None };
+        let numeric = Categories { features: vec![None], kinds: Vec::new(), labels: None };
         let options = CsvOptions { categories: Some(&numeric), ..CsvOptions::default() };
         expect_parse(read(&dir, "1,2\nyes,3\n", &options), 2, "the label `yes` is not a number");
     }

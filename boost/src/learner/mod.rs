@@ -160,7 +160,7 @@ pub fn train_matrix(
     options: &TrainOptions,
     callbacks: &mut [&mut dyn TrainingCallback],
 ) -> Result<Trained> {
-    let encoder = CategoryEncoder::from_names(&train.categories().features);
+    let encoder = CategoryEncoder::of(train.categories())?;
     let recoded: Vec<Option<FeatureMatrix>> = evals
         .iter()
         .map(|(data, _)| match data.features() {

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::data::FeatureMatrix;
+use crate::data::{Categories, FeatureMatrix};
 use crate::{Error, Result};
 
 /// One feature's categories in the encoder.
@@ -46,6 +46,24 @@ impl CategoryEncoder {
         }
         let features = names.iter().map(|n| FeatureCategories::Strings(n.clone().unwrap_or_default())).collect();
         CategoryEncoder { features }
+    }
+
+    /// The encoder of a data set's categories: strings, or integers where [`Categories::kinds`]
+    /// gives XGBoost's type of a feature's integer categories (their names are then their decimal
+    /// values). Names that are not integers of a feature typed so are an error naming it.
+    pub fn of(categories: &Categories) -> Result<Self> {
+        let mut encoder = Self::from_names(&categories.features);
+        for (f, kind) in categories.kinds.iter().enumerate() {
+            let (Some(kind), Some(FeatureCategories::Strings(names))) = (kind, encoder.features.get(f)) else {
+                continue;
+            };
+            let values =
+                names.iter().map(|n| n.parse::<i64>()).collect::<std::result::Result<Vec<_>, _>>().map_err(|_| {
+                    Error::InvalidData(format!("feature {f}: integer categories named by non-integers"))
+                })?;
+            encoder.features[f] = FeatureCategories::Integers { kind: *kind, values };
+        }
+        Ok(encoder)
     }
 
     /// Whether no feature has named categories.
@@ -132,8 +150,9 @@ impl CategoryEncoder {
     ) -> Result<Cow<'a, FeatureMatrix>> {
         let mut maps: Vec<(usize, Vec<f32>)> = Vec::new();
         for (f, rows) in names.iter().enumerate() {
-            let (Some(rows), Some(FeatureCategories::Strings(model))) = (rows, self.features.get(f)) else { continue };
-            if rows == model || model.is_empty() {
+            let (Some(rows), Some(model)) = (rows, self.features.get(f)) else { continue };
+            let model = model.names();
+            if *rows == *model || model.is_empty() {
                 continue;
             }
             let index: HashMap<&str, usize> = model.iter().enumerate().map(|(k, s)| (s.as_str(), k)).collect();
@@ -174,6 +193,14 @@ impl CategoryEncoder {
 }
 
 impl FeatureCategories {
+    /// The categories by code as text (integers in decimal, as rows name them).
+    fn names(&self) -> Cow<'_, [String]> {
+        match self {
+            FeatureCategories::Strings(s) => Cow::Borrowed(s),
+            FeatureCategories::Integers { values, .. } => Cow::Owned(values.iter().map(i64::to_string).collect()),
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             FeatureCategories::Strings(s) => s.len(),
@@ -242,5 +269,23 @@ mod tests {
         let e = encoder.recode(&rows, &unseen).unwrap_err().to_string();
         assert!(e.contains("feature 0") && e.contains("`z`"), "{e}");
         assert!(matches!(encoder.recode(&rows, &[None, None]).unwrap(), Cow::Borrowed(_)));
+    }
+
+    /// Integer categories (pandas' of an integer dtype): written as XGBoost's typed integers and
+    /// matched by value when rows list them in another order.
+    #[test]
+    fn integer_categories_are_typed_and_recoded_by_value() {
+        let names = |v: &[i64]| Some(v.iter().map(i64::to_string).collect::<Vec<_>>());
+        let categories =
+            Categories { features: vec![names(&[3, 10, -2]), None], kinds: vec![Some(15), None], labels: None };
+        let encoder = CategoryEncoder::of(&categories).unwrap();
+        assert_eq!(encoder.features[0], FeatureCategories::Integers { kind: 15, values: vec![3, 10, -2] });
+        assert_eq!(encoder.to_json()["enc"][0], json!({"type": 15, "values": [3, 10, -2]}));
+        let rows = FeatureMatrix::Dense(DenseMatrix::new(2, 2, vec![0.0, 1.0, 1.0, 1.0]));
+        let recoded = encoder.recode(&rows, &[names(&[-2, 3]), None]).unwrap();
+        let FeatureMatrix::Dense(m) = recoded.as_ref() else { unreachable!() };
+        assert_eq!(m.values.to_vec(), [2.0, 1.0, 0.0, 1.0]);
+        let bad = Categories { features: vec![Some(vec!["x".into()])], kinds: vec![Some(15)], labels: None };
+        assert!(CategoryEncoder::of(&bad).unwrap_err().to_string().contains("feature 0"));
     }
 }

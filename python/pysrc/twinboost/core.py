@@ -36,12 +36,14 @@ class DMatrix:
         elif _data._is_scipy_sparse(data):
             self._handle = _core.DMatrix.csr(*_data.csr_features(data, missing))
         elif _data._is_pandas_frame(data):
-            values, names, types, categories = _data.frame_features(data, missing, enable_categorical)
+            values, names, types, categories, kinds = _data.frame_features(data, missing, enable_categorical)
             self._handle = _core.DMatrix.dense(values)
             if categories is not None:
-                # The strings go with a model trained on these rows (XGBoost's category encoder), and
-                # rows whose categories are coded otherwise are recoded to its codes.
+                # The categories go with a model trained on these rows (XGBoost's category encoder),
+                # and rows whose categories are coded otherwise are recoded to its codes.
                 self._handle.set_category_names(categories)
+                if kinds is not None:
+                    self._handle.set_category_kinds(kinds)
         else:
             self._handle = _core.DMatrix.dense(_data.dense_features(data, missing))
         self.set_info(label=label, weight=weight, base_margin=base_margin, group=group, qid=qid,

@@ -73,22 +73,33 @@ def dense_features(data, missing):
     return _replace_missing(array, missing)
 
 
+# XGBoost's `CatIndexType` of integer categories, by NumPy dtype.
+_INTEGER_KINDS = {"int8": 9, "uint8": 10, "int16": 11, "uint16": 12, "int32": 13, "uint32": 14, "int64": 15,
+                  "uint64": 16}
+
+
 def frame_features(frame, missing, enable_categorical=False):
     """A pandas DataFrame's rows as float32, its column names, and for ``category`` columns (with
-    ``enable_categorical``, as XGBoost) the feature types (``"c"``) and each one's category strings
-    (their codes are the values; a missing category is NaN). Nullable dtypes' NA is missing."""
-    types, categories = [], []
+    ``enable_categorical``, as XGBoost) the feature types (``"c"``), each one's categories as text
+    (their codes are the values; a missing category is NaN) and, for integer categories, XGBoost's
+    type code of their dtype (a dict by column). Nullable dtypes' NA is missing."""
+    types, categories, kinds = [], [], {}
     for name, dtype in zip(frame.columns, frame.dtypes):
         kind = getattr(dtype, "kind", "O")
         if str(dtype) == "category":
             if not enable_categorical:
                 raise DataError(f"column {name!r} is categorical: pass enable_categorical=True, as XGBoost asks")
             names = dtype.categories
-            if getattr(names.dtype, "kind", "O") not in "OUT" and str(names.dtype) not in ("string", "str"):
-                raise NotImplementedError(f"column {name!r}: categories of {names.dtype} (only strings for now); "
-                                          "pass their codes with feature_types='c'")
+            kind = getattr(names.dtype, "kind", "O")
+            if kind in "iu":
+                kinds[len(types)] = _INTEGER_KINDS[str(names.dtype)]
+                categories.append([str(int(c)) for c in names])
+            elif kind in "OUT" or str(names.dtype) in ("string", "str"):
+                categories.append([str(c) for c in names])
+            else:
+                raise NotImplementedError(f"column {name!r}: categories of {names.dtype} (strings and integers are "
+                                          "taken); pass their codes with feature_types='c'")
             types.append("c")
-            categories.append([str(c) for c in names])
         elif kind not in _NUMERIC_KINDS:
             raise TypeError(f"column {name!r}: dtype {dtype} is not numeric")
         else:
@@ -104,7 +115,8 @@ def frame_features(frame, missing, enable_categorical=False):
             values[:, j] = column.to_numpy(dtype=np.float32, na_value=np.nan)
     if not any(c is not None for c in categories):
         types, categories = None, None
-    return dense_features(values, missing), [str(c) for c in frame.columns], types, categories
+    kinds = [kinds.get(j) for j in range(frame.shape[1])] if kinds else None
+    return dense_features(values, missing), [str(c) for c in frame.columns], types, categories, kinds
 
 
 def csr_features(matrix, missing):
