@@ -312,6 +312,22 @@ fn synthetic_rows_train_as_the_generated_file() {
     let trees = learned(&cpu).0;
     assert!(trees.matches("\"categories_nodes\":[").count() > trees.matches("\"categories_nodes\":[]").count());
     assert!(learned(&cpu) == learned(&gpu), "the GPU's categorical model is the CPU's");
+    // Ordered target statistics: the summary says the file is not XGBoost's; the CPU's and the
+    // GPU's files are the same; `boost predict` reads it.
+    let (cpu, gpu) = (dir.join("ts-cpu.json"), dir.join("ts-gpu.json"));
+    for (device, model) in [("cpu", &cpu), ("cuda", &gpu)] {
+        let out = train("synthetic:3000x10:c4", device, &["categorical_encoding=ordered_target"], model);
+        assert!(out.status.success(), "{device}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("encoded by ordered target statistics"), "{}", text(&out.stderr));
+    }
+    assert!(learned(&cpu).0.contains("\"target_statistics\""));
+    assert!(learned(&cpu) == learned(&gpu), "the GPU's ordered-statistics model is the CPU's");
+    let rows = dir.join("ts-rows.csv");
+    let out = boost(&["generate", rows.to_str().unwrap(), "--rows", "50", "--cols", "10", "--categorical", "4"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = out_predictions(&cpu, &rows);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().count(), 50);
     // `--raw` alone writes no CSV.
     let raw = dir.join("only.f32");
     let out = boost(&["generate", "--rows", "10", "--cols", "4", "--categorical", "2", "--raw", raw.to_str().unwrap()]);
