@@ -1,5 +1,6 @@
 //! Prediction: the walk from a tree's root to a leaf over a row's feature values, written once.
-//! `boost`'s CPU predictor decides each step with [`goes_left`], and [`dense_kernel`] and
+//! `boost`'s CPU predictor decides each step with [`goes_left`] (a categorical split's with
+//! [`category_bits_go_left`], the node's categories as a bitset), and [`dense_kernel`] and
 //! [`csr_kernel`] walk the same trees on the device with it, adding the leaf values to the margins
 //! in the same order (tree after tree, in `f32`), so that the device's margins are the host's bit
 //! for bit. A training run keeps its evaluation sets' margins up to date with these kernels.
