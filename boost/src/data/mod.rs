@@ -185,6 +185,20 @@ pub enum FeatureMatrix {
 }
 
 impl FeatureMatrix {
+    /// Changes every stored value in place with `f(feature, value)` (a dense matrix's every value,
+    /// a CSR matrix's stored entries), stopping at the first error.
+    pub fn try_map_values(&mut self, mut f: impl FnMut(usize, &mut f32) -> Result<()>) -> Result<()> {
+        match self {
+            FeatureMatrix::Dense(m) => {
+                let cols = m.cols;
+                m.values.make_mut().iter_mut().enumerate().try_for_each(|(i, v)| f(i % cols, v))
+            }
+            FeatureMatrix::Sparse(m) => {
+                m.values.iter_mut().zip(&m.col_indices).try_for_each(|(v, &c)| f(c as usize, v))
+            }
+        }
+    }
+
     /// Rows.
     pub fn rows(&self) -> usize {
         match self {

@@ -172,22 +172,14 @@ impl CategoryEncoder {
             return Ok(Cow::Borrowed(features));
         }
         let mut recoded = features.clone();
-        let recode = |f: usize, v: &mut f32| {
+        recoded.try_map_values(|f, v| {
             if let Some((_, map)) = maps.iter().find(|(g, _)| *g == f) {
                 if v.fract() == 0.0 && *v >= 0.0 && (*v as usize) < map.len() {
                     *v = map[*v as usize];
                 }
             }
-        };
-        match &mut recoded {
-            FeatureMatrix::Dense(m) => {
-                let cols = m.cols;
-                m.values.make_mut().iter_mut().enumerate().for_each(|(i, v)| recode(i % cols, v));
-            }
-            FeatureMatrix::Sparse(m) => {
-                m.values.iter_mut().zip(&m.col_indices).for_each(|(v, &c)| recode(c as usize, v));
-            }
-        }
+            Ok(())
+        })?;
         Ok(Cow::Owned(recoded))
     }
 }

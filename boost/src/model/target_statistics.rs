@@ -73,21 +73,12 @@ impl TargetStatistics {
             return Ok(Cow::Borrowed(features));
         }
         let mut out = features.clone();
-        let map = |f: usize, v: &mut f32| -> Result<()> {
+        out.try_map_values(|f, v| {
             if let Some(e) = encoded[f] {
                 *v = self.encode(e, *v)?;
             }
             Ok(())
-        };
-        match &mut out {
-            FeatureMatrix::Dense(m) => {
-                let cols = m.cols;
-                m.values.make_mut().iter_mut().enumerate().try_for_each(|(i, v)| map(i % cols, v))?;
-            }
-            FeatureMatrix::Sparse(m) => {
-                m.values.iter_mut().zip(&m.col_indices).try_for_each(|(v, &c)| map(c as usize, v))?;
-            }
-        }
+        })?;
         Ok(Cow::Owned(out))
     }
 
