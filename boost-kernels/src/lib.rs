@@ -5,7 +5,7 @@
 //!
 //! | | shared with the CPU backend | device only |
 //! | --- | --- | --- |
-//! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`rank`] (LambdaMART), [`sampling`] (a stateless draw a row), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
+//! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`rank`] (LambdaMART), [`sampling`] (a stateless draw a row), [`mvs`] (gradient-based sampling), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
 //! | splits | [`split`] (gains, weights, the bin scan both ways, ties), [`categorical`] (one-hot and partition splits), [`exact`] (the exact method's candidates), [`oblivious`] | [`evaluate`] (a warp a (node, feature)) |
 //! | rows | [`bins`] (a value's bin), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
 //! | leaves, metrics | [`adaptive`] (quantile leaves), [`metric`], [`auc`], [`rank_metric`] | |
@@ -27,6 +27,7 @@ pub mod exact;
 pub mod exp;
 pub mod fixed_point;
 pub mod metric;
+pub mod mvs;
 pub mod objective;
 pub mod oblivious;
 pub mod partition;

@@ -8,7 +8,7 @@
 /// `2^53`: the keep threshold of a fraction of 1 (hashes are compared on their top 53 bits).
 const ONE: u64 = 1 << 53;
 /// SplitMix64's increment: row `r` adds `(r + 1)` of it to the key.
-const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Which rows a tree keeps: row `i` when `hash(key, i) >> 11 < threshold`.
 #[repr(C)]

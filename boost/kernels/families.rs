@@ -107,6 +107,9 @@
             "boost_objective_residual_keys",
             "boost_objective_sample",
             "boost_objective_softmax_gradients",
+            "boost_sample_mvs_apply",
+            "boost_sample_mvs_histogram",
+            "boost_sample_mvs_max",
         ],
         ptx: include_bytes!("objective.compute_80.ptx.zst"),
         sass: &[

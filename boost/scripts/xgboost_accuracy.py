@@ -4,10 +4,11 @@ as JSON, so that the test compares boost's metrics with XGBoost's on exactly the
 
 usage: xgboost_accuracy.py SPEC.json
 
-SPEC.json: {"cases": [{"name", "train", "test", "params": {...}, "rounds", "metric", "feature_types"}]}
+SPEC.json: {"cases": [{"name", "train", "test", "params": {...}, "rounds", "metric", "feature_types", "seeds"}]}
 (`feature_types`: XGBoost's, "c" for a categorical feature; empty when all are numeric). Each data file
 is a CSV written by the test: a header line, then `label,weight,group,f0,f1,...` rows, with `nan` for a
 missing value; `weight` is 1 when the data has none, `group` is the ranking group's index (or 0).
+With `seeds` > 1 (sampling), the metric is the mean of the runs with seeds 0..seeds.
 Prints {"name": metric value on the test set, ...} and {"xgboost": version}.
 """
 import json
@@ -51,11 +52,18 @@ def main():
         types = case.get("feature_types") or None
         train = dmatrix(case["train"], ranking, types)
         test = dmatrix(case["test"], ranking, types)
-        params = dict(case["params"], eval_metric=case["metric"], nthread=2)
-        evals_result = {}
-        xgb.train(params, train, case["rounds"], evals=[(test, "test")], evals_result=evals_result,
-                  verbose_eval=False)
-        results[case["name"]] = evals_result["test"][case["metric"]][-1]
+        values = []
+        # With sampling, the mean over seeds 0..seeds (the test's side averages the same seeds).
+        seeds = case.get("seeds", 1)
+        for seed in range(seeds):
+            params = dict(case["params"], eval_metric=case["metric"], nthread=2)
+            if seeds > 1:
+                params["seed"] = seed
+            evals_result = {}
+            xgb.train(params, train, case["rounds"], evals=[(test, "test")], evals_result=evals_result,
+                      verbose_eval=False)
+            values.append(evals_result["test"][case["metric"]][-1])
+        results[case["name"]] = sum(values) / len(values)
     print(json.dumps(results))
 
 

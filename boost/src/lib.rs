@@ -90,6 +90,7 @@ engine! {
     mod objective;
     mod phases;
     mod quantile;
+    mod sample;
     mod tree;
 }
 
@@ -102,7 +103,7 @@ pub use learner::{
 };
 pub use metric::{Metric, MetricInput, METRIC_NAMES};
 pub use objective::{Objective, OBJECTIVE_NAMES};
-pub use param::{CategoricalEncoding, Device, Params, ParamsBuilder};
+pub use param::{CategoricalEncoding, Device, Params, ParamsBuilder, SamplingMethod};
 pub use primitives::ops::GradientPair;
 /// What [`Objective`] and [`Metric`] tell the GPU backend (their device versions): engine hooks.
 #[doc(hidden)]

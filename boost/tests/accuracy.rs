@@ -215,23 +215,46 @@ fn write_for_xgboost(data: &Dataset, path: &Path) {
 
 #[test]
 fn test_metrics_within_one_percent_of_xgboost_hist() {
-    compare_with_xgboost("hist");
+    compare_with_xgboost("hist", &CASES.iter().collect::<Vec<_>>(), None);
+}
+
+/// Gradient-based sampling of 20% against XGBoost's (its CPU sampler, new in 3.4): the draws
+/// differ (ours a hash of the row, XGBoost's a generator's stream), and one run's test metric
+/// varies by 1.5-2% with the seed on these 7000 rows (XGBoost's spread), so the means of 6 seeds
+/// a side, within 3%.
+#[test]
+fn gradient_based_sampling_within_three_percent_of_xgboost() {
+    let cases: Vec<&Case> =
+        CASES.iter().filter(|c| ["higgs", "california_housing", "lgbm_multiclass"].contains(&c.name)).collect();
+    let sampling = Sampling { pairs: &[("sampling_method", "gradient_based"), ("subsample", "0.2")], seeds: 6 };
+    compare_with_xgboost("hist", &cases, Some(sampling));
 }
 
 /// The exact method against XGBoost's `exact` (its CPU `ColMaker`): within 1% (our sums are fixed
 /// point, XGBoost's `f64` in its threads' order, so the trees may differ where gains nearly tie).
 #[test]
 fn test_metrics_within_one_percent_of_xgboost_exact() {
-    compare_with_xgboost("exact");
+    compare_with_xgboost("exact", &CASES.iter().collect::<Vec<_>>(), None);
 }
 
-fn compare_with_xgboost(tree_method: &str) {
+/// Row sampling on both sides: its parameters, and the seeds `0..seeds` whose test metrics are
+/// averaged.
+#[derive(Clone, Copy)]
+struct Sampling {
+    pairs: &'static [(&'static str, &'static str)],
+    seeds: u64,
+}
+
+/// `cases` trained with `tree_method` (and `sampling`) on both sides.
+fn compare_with_xgboost(tree_method: &str, cases: &[&Case], sampling: Option<Sampling>) {
     let compare = std::env::var("BOOST_XGBOOST_CHECK").is_ok_and(|v| v == "1");
-    let scratch = std::env::temp_dir().join(format!("boost-accuracy-{tree_method}-{}", std::process::id()));
+    let label = if sampling.is_none() { tree_method.to_string() } else { format!("{tree_method}-sampled") };
+    let scratch = std::env::temp_dir().join(format!("boost-accuracy-{label}-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("scratch dir");
     let mut ours = Vec::new();
     let mut spec_cases = Vec::new();
-    for case in CASES {
+    let (sampled, seeds) = (sampling.is_some(), sampling.map_or(1, |s| s.seeds));
+    for &case in cases {
         let (mut train_data, mut test_data) = load(case);
         if tree_method == "exact" {
             // The exact method has no categorical splits (XGBoost's neither): codes are numbers.
@@ -241,16 +264,33 @@ fn compare_with_xgboost(tree_method: &str) {
         let mut pairs: Vec<(&str, &str)> =
             vec![("max_depth", "6"), ("eta", "0.3"), ("tree_method", tree_method), ("max_bin", "256")];
         pairs.extend_from_slice(case.params);
-        let params = Params::from_pairs(&pairs).expect("params");
-        let options = TrainOptions { num_boost_round: 100, verbose_eval: 0, ..Default::default() };
-        let trained = train(&params, &train_data, &[], &options, &mut []).expect("train");
-        let booster = Booster::from_model(trained.model).expect("booster");
+        pairs.extend_from_slice(sampling.map_or(&[], |s| s.pairs));
         let test = DMatrix::from_dataset(test_data.clone()).expect("test set");
-        let value = booster.evaluate(&test, &[case.metric]).expect("evaluate")[0].1;
+        let value = (0..seeds)
+            .map(|seed| {
+                let seed = seed.to_string();
+                let mut pairs = pairs.clone();
+                pairs.extend(sampled.then_some(("seed", seed.as_str())));
+                let params = Params::from_pairs(&pairs).expect("params");
+                let options = TrainOptions { num_boost_round: 100, verbose_eval: 0, ..Default::default() };
+                let trained = train(&params, &train_data, &[], &options, &mut []).expect("train");
+                let booster = Booster::from_model(trained.model).expect("booster");
+                booster.evaluate(&test, &[case.metric]).expect("evaluate")[0].1
+            })
+            .sum::<f64>()
+            / seeds as f64;
         eprintln!("{} ({tree_method}): boost test {} = {value:.6}", case.name, case.metric);
         let higher_is_better = matches!(case.metric, "auc" | "ndcg@10");
-        let sane = if higher_is_better { value >= case.sanity } else { value <= case.sanity };
-        assert!(sane, "{}: test {} = {value} is worse than {}", case.name, case.metric, case.sanity);
+        // A fifth of the rows a tree: a floor 5% lower.
+        let floor = if !sampled {
+            case.sanity
+        } else if higher_is_better {
+            case.sanity * 0.95
+        } else {
+            case.sanity / 0.95
+        };
+        let sane = if higher_is_better { value >= floor } else { value <= floor };
+        assert!(sane, "{}: test {} = {value} is worse than {floor}", case.name, case.metric);
         ours.push((case.name, value));
         if compare {
             let (train_path, test_path) =
@@ -263,7 +303,7 @@ fn compare_with_xgboost(tree_method: &str) {
             }
             spec_cases.push(serde_json::json!({
                 "name": case.name, "train": train_path, "test": test_path,
-                "params": params, "rounds": 100, "metric": case.metric,
+                "params": params, "rounds": 100, "metric": case.metric, "seeds": seeds,
                 "feature_types": train_data.info.feature_types,
             }));
         }
@@ -288,19 +328,26 @@ fn compare_with_xgboost(tree_method: &str) {
     let version = results["xgboost"].as_str().expect("xgboost version");
     let follows_sketch = xgboost_has_our_sketch(version);
     let mut failures = Vec::new();
-    for (case, (name, value)) in CASES.iter().zip(ours) {
+    for (case, (name, value)) in cases.iter().zip(ours) {
         let reference = results[name].as_f64().expect("xgboost metric");
         let relative = (value - reference).abs() / reference.abs().max(1e-12);
         eprintln!(
             "{name} ({tree_method}): boost {value:.6}, xgboost {version} {reference:.6}, relative difference {relative:.4}"
         );
-        let tolerance = if tree_method == "hist" && follows_sketch && case.same_trees { 1e-6 } else { 0.01 };
+        let same_trees = tree_method == "hist" && follows_sketch && case.same_trees && !sampled;
+        let tolerance = if same_trees {
+            1e-6
+        } else if sampled {
+            0.03
+        } else {
+            0.01
+        };
         if relative > tolerance {
             failures.push(format!("{name}: boost {value:.6} vs xgboost {reference:.6} ({:.2}%)", relative * 100.0));
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    assert!(failures.is_empty(), "{tree_method}: more than 1% from XGBoost: {failures:?}");
+    assert!(failures.is_empty(), "{label}: further from XGBoost than allowed: {failures:?}");
 }
 
 /// Whether XGBoost `version` (`major.minor.patch`) sketches quantiles as we do: 3.3 changed the

@@ -66,16 +66,20 @@ fn byte_identical_models_for_every_thread_count_on_large_nodes() {
         ..Default::default()
     };
     let data = generate(&spec).expect("synthetic data");
-    let params = Params::from_pairs(&[("objective", "binary:logistic"), ("max_depth", "6"), ("subsample", "0.9")])
-        .expect("params");
     let options = TrainOptions { num_boost_round: 4, verbose_eval: 0, ..Default::default() };
-    let model = |threads| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-        let trained = pool.install(|| train(&params, &data, &[], &options, &mut [])).expect("train");
-        trained.model.to_json_string().expect("json")
-    };
-    let one = model(1);
-    for threads in [2, 3, 8, 16] {
-        assert!(model(threads) == one, "{threads} threads differ from 1");
+    // Uniform and gradient-based sampling (its threshold from histograms the threads add).
+    for sampling in ["uniform", "gradient_based"] {
+        let pairs =
+            [("objective", "binary:logistic"), ("max_depth", "6"), ("subsample", "0.5"), ("sampling_method", sampling)];
+        let params = Params::from_pairs(&pairs).expect("params");
+        let model = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            let trained = pool.install(|| train(&params, &data, &[], &options, &mut [])).expect("train");
+            trained.model.to_json_string().expect("json")
+        };
+        let one = model(1);
+        for threads in [2, 3, 8, 16] {
+            assert!(model(threads) == one, "{sampling}: {threads} threads differ from 1");
+        }
     }
 }

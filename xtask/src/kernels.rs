@@ -78,7 +78,7 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             ("histogram", &["boost_histogram_"]),
             ("quantise", &["boost_quantise_"]),
             // The per-row kernels of a round: gradients, the margin update, the metrics.
-            ("objective", &["boost_objective_", "boost_metric_"]),
+            ("objective", &["boost_objective_", "boost_metric_", "boost_sample_"]),
             // Tree walks over feature values: evaluation sets' margins during training.
             ("predict", &["boost_predict_"]),
             // The training features quantised on the device, once a run.

@@ -1,4 +1,4 @@
-//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, LambdaMART), margins, sampling, leaf quantiles, and the metrics.
+//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, LambdaMART), margins, sampling (uniform and gradient-based), leaf quantiles, and the metrics.
 
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
@@ -6,6 +6,7 @@ use primitives_kernels::ops::GradientPair;
 use crate::adaptive::{self, Residuals};
 use crate::auc::{self, AucCurve, Positives};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
+use crate::mvs::{self, GradientSampler, MvsBin, MvsPass};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::rank_metric::{self, RankMetricParams};
@@ -246,6 +247,42 @@ kernel! {
 }
 
 kernel! {
+    /// The largest regularised gradient magnitude; see [`mvs::max_kernel`].
+    pub unsafe fn boost_sample_mvs_max(gradients: *const GradientPair<f32>, n: u64, max: *mut u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { mvs::max_kernel(gradients, n, max) }
+    }
+}
+
+kernel! {
+    /// One pass of the threshold's radix select; see [`mvs::histogram_kernel`].
+    pub unsafe fn boost_sample_mvs_histogram(
+        gradients: *const GradientPair<f32>,
+        n: u64,
+        pass: *const MvsPass,
+        bins: *mut MvsBin,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { mvs::histogram_kernel(gradients, n, pass, bins) }
+    }
+}
+
+kernel! {
+    /// One output's gradients, sampled by their magnitudes; see [`mvs::apply_kernel`].
+    pub unsafe fn boost_sample_mvs_apply(
+        gradients: *const GradientPair<f32>,
+        sample_key: u64,
+        threshold: f32,
+        n: u64,
+        out: *mut GradientPair<f32>,
+    ) {
+        let sampler = GradientSampler { key: sample_key, threshold, _pad: 0 };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { mvs::apply_kernel(gradients, sampler, n, out) }
+    }
+}
+
+kernel! {
     pub unsafe fn boost_metric_multiclass(
         margins: *const f32,
         labels: *const f32,
@@ -332,6 +369,9 @@ host_kernels! {
     boost_objective_lambdarank,
     boost_objective_lambdarank_topk,
     boost_objective_sample,
+    boost_sample_mvs_max,
+    boost_sample_mvs_histogram,
+    boost_sample_mvs_apply,
     boost_metric_multiclass,
     boost_metric_auc_keys,
     boost_metric_auc_positives,

@@ -40,6 +40,7 @@ mod peer;
 mod predict;
 mod quantiser;
 mod rank;
+mod sample;
 mod sketch;
 mod trainer;
 
@@ -48,6 +49,7 @@ use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
 pub use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 pub use boost_kernels::sampling::RowSampler;
+pub use crate::sample::TreeSampler;
 
 use crate::quantile::QuantileCuts;
 

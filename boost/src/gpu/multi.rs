@@ -26,7 +26,7 @@ use primitives::{DeviceBuffer, Gpu};
 use super::device_threads::DeviceThreads;
 use super::histogram::HistogramStore;
 use super::metrics::finish_loss;
-use super::{Fixed, GpuBackend, GpuTrainer, InitialMargins, RowSampler, SplitContext};
+use super::{sample, Fixed, GpuBackend, GpuTrainer, InitialMargins, RowSampler, SplitContext};
 use crate::data::{CsrMatrix, FeatureMatrix, MetaInfo};
 use crate::fixed_point::GradientQuantiser;
 use crate::metric::DeviceMetric;
@@ -34,11 +34,13 @@ use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
+use crate::sample::{gradient_sampler, TreeSampler};
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::hist::BuiltTree;
 use crate::tree::Tree;
 use crate::{Error, Result};
 use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::mvs::MvsPass;
 use boost_kernels::metric::{LossSum, Transform};
 use boost_kernels::split::Split;
 
@@ -428,24 +430,16 @@ impl<'g> MultiGpuTrainer<'g> {
         &mut self,
         params: &TreeParams,
         output: usize,
-        sampler: RowSampler,
+        sampler: TreeSampler,
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
         let start = std::time::Instant::now();
-        let mut devices: Vec<(&mut GpuTrainer<'g>, u64)> =
-            self.trainers.iter_mut().zip(&self.shards).map(|(t, shard)| (t, shard.start as u64)).collect();
-        // Each device's gradients of the tree and their quantiser block sums, in one dispatch.
-        let (parts, blocks): (Vec<u64>, Vec<Vec<QuantiserSums>>) = self
-            .threads
-            .on_each(&mut devices, |(t, first)| {
-                let part = t.tree_gradients(output, sampler.from_row(*first))?;
-                let n = t.rows;
-                // SAFETY: the trainer's tree gradients, one a row of its shard, kept for the run.
-                Ok((part, unsafe { t.quantiser_block_sums(part, n)? }))
-            })?
-            .into_iter()
-            .unzip();
+        let parts = self.tree_gradients(output, sampler)?;
+        // Each device's quantiser block sums of its gradients.
+        let mut devices: Vec<(&mut GpuTrainer<'g>, u64)> = self.trainers.iter_mut().zip(parts.clone()).collect();
+        // SAFETY: each part is its trainer's tree gradients, one a row of its shard, kept for the run.
+        let blocks = self.threads.on_each(&mut devices, |(t, part)| unsafe { t.quantiser_block_sums(*part, t.rows) })?;
         drop(devices);
         self.phases.add("tree: gradients", start.elapsed());
         // SAFETY: each part is its trainer's tree gradients, kept for the run.
@@ -462,6 +456,37 @@ impl<'g> MultiGpuTrainer<'g> {
         self.threads
             .on_each(&mut devices, |(t, order, part, tree)| t.add_tree_leaves(params, tree, order, output, *part))?;
         Ok(tree)
+    }
+
+    /// Each device's gradients of output `output` for the tree, sampled as one run's rows are:
+    /// uniform draws from each shard's first row on; gradient-based ones with one threshold, from
+    /// the histograms of every device added.
+    fn tree_gradients(&mut self, output: usize, sampler: TreeSampler) -> Result<Vec<u64>> {
+        let mut devices: Vec<(&mut GpuTrainer<'g>, u64)> =
+            self.trainers.iter_mut().zip(&self.shards).map(|(t, shard)| (t, shard.start as u64)).collect();
+        let (key, subsample) = match sampler {
+            TreeSampler::Uniform(s) => {
+                return self.threads.on_each(&mut devices, |(t, first)| t.uniform_gradients(output, s.from_row(*first)))
+            }
+            TreeSampler::GradientBased { key, subsample } => (key, subsample),
+        };
+        let all = self.threads.on_each(&mut devices, |(t, _)| t.uniform_gradients(output, RowSampler::ALL))?;
+        let mut devices: Vec<_> = devices.into_iter().zip(all.iter().copied()).collect();
+        let threads = &self.threads;
+        let maxima = threads.on_each(&mut devices, |((t, _), g)| sample::magnitude_max(t.gpu, *g, t.rows))?;
+        let histogram = |pass: &MvsPass| {
+            let each = threads.on_each(&mut devices, |((t, _), g)| sample::magnitude_histogram(t.gpu, *g, t.rows, pass))?;
+            Ok(each.into_iter().reduce(|mut a, b| {
+                a.iter_mut().zip(b).for_each(|(a, b)| (a.count, a.sum) = (a.count + b.count, a.sum.wrapping_add(b.sum)));
+                a
+            }).unwrap_or_default())
+        };
+        let rows = self.shards.last().map_or(0, |s| s.end) as u64;
+        let max = maxima.into_iter().fold(0.0, f32::max);
+        match gradient_sampler(key, subsample, rows, max, histogram)? {
+            None => Ok(all),
+            Some(s) => threads.on_each(&mut devices, |((t, first), g)| t.gradient_sampled(*g, &s.from_row(*first))),
+        }
     }
 
     /// A row-wise `metric` (a sum of row terms) of the training rows' predictions on the devices:

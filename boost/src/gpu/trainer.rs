@@ -11,6 +11,7 @@ use boost_kernels::entry;
 use boost_kernels::evaluate::SplitContext;
 use boost_kernels::metric::Transform;
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
+use boost_kernels::mvs::GradientSampler;
 use boost_kernels::sampling::RowSampler;
 
 use super::adaptive::{self, AdaptiveScratch, ResidualInputs};
@@ -19,7 +20,7 @@ use super::metrics::MetricRows;
 use super::partition::RowBuffers;
 use super::quantiser::QuantiseScratch;
 use super::rank::RankGradients;
-use super::{bins, csr, ptr};
+use super::{bins, csr, ptr, sample};
 use super::{element_config, local_bins, DeviceBins, DeviceCsr, DeviceCuts, Fixed, InitialMargins};
 use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
@@ -29,6 +30,7 @@ use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
+use crate::sample::{gradient_sampler, TreeSampler};
 use crate::tree::grow::{self, RowOrder};
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -270,7 +272,7 @@ impl<'g> GpuTrainer<'g> {
         &mut self,
         params: &TreeParams,
         output: usize,
-        sampler: RowSampler,
+        sampler: TreeSampler,
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
@@ -285,10 +287,36 @@ impl<'g> GpuTrainer<'g> {
         Ok(tree)
     }
 
-    /// Output `output`'s gradients of the tree about to be grown (zero for the rows `sampler` leaves
-    /// out; row `i` of this trainer is the sampler's row `i`): the device address of `rows` pairs in
-    /// the device rows' buffers.
-    pub(super) fn tree_gradients(&mut self, output: usize, sampler: RowSampler) -> Result<u64> {
+    /// Output `output`'s gradients of the tree about to be grown (sampled by `sampler`; row `i`
+    /// of this trainer is the sampler's row `i`): the device address of `rows` pairs in the device
+    /// rows' buffers.
+    pub(super) fn tree_gradients(&mut self, output: usize, sampler: TreeSampler) -> Result<u64> {
+        match sampler {
+            TreeSampler::Uniform(sampler) => self.uniform_gradients(output, sampler),
+            TreeSampler::GradientBased { key, subsample } => {
+                let gradients = self.uniform_gradients(output, RowSampler::ALL)?;
+                let (gpu, n) = (self.gpu, self.rows);
+                let max = sample::magnitude_max(gpu, gradients, n)?;
+                let histogram = |pass: &_| sample::magnitude_histogram(gpu, gradients, n, pass);
+                match gradient_sampler(key, subsample, n as u64, max, histogram)? {
+                    Some(sampler) => self.gradient_sampled(gradients, &sampler),
+                    None => Ok(gradients),
+                }
+            }
+        }
+    }
+
+    /// `gradients` (this trainer's rows' pairs, at a device address) sampled by `sampler` into the
+    /// tree's gradients: their device address.
+    pub(super) fn gradient_sampled(&mut self, gradients: u64, sampler: &GradientSampler) -> Result<u64> {
+        let rows = self.device_rows()?;
+        sample::apply(self.gpu, gradients, self.rows, sampler, rows.tree_gradients.as_mut_ptr())?;
+        Ok(rows.tree_gradients.device_ptr())
+    }
+
+    /// Output `output`'s gradients, zero for the rows `sampler` leaves out: the device address of
+    /// `rows` pairs in the device rows' buffers.
+    pub(super) fn uniform_gradients(&mut self, output: usize, sampler: RowSampler) -> Result<u64> {
         let n = self.rows;
         let rows = self.device_rows()?;
         let outputs = rows.gradients.outputs();

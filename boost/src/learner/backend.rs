@@ -8,7 +8,6 @@ use primitives::Gpu;
 use rand_chacha::ChaCha8Rng;
 
 use boost_kernels::metric::Transform;
-use boost_kernels::sampling::RowSampler;
 
 use super::device::on_device;
 use crate::data::MetaInfo;
@@ -20,6 +19,7 @@ use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
+use crate::sample::TreeSampler;
 use crate::tree::exact::{ExactBuilder, SortedColumns};
 use crate::tree::hist::{BuiltTree, HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
@@ -88,7 +88,7 @@ pub(super) trait DeviceRounds<'g> {
         &mut self,
         params: &TreeParams,
         output: usize,
-        sampler: RowSampler,
+        sampler: TreeSampler,
         features: &[u32],
         rng: &mut ChaCha8Rng,
     ) -> Result<Tree>;
@@ -120,7 +120,7 @@ macro_rules! device_rounds_by_delegation {
             &mut self,
             params: &TreeParams,
             output: usize,
-            sampler: RowSampler,
+            sampler: TreeSampler,
             features: &[u32],
             rng: &mut ChaCha8Rng,
         ) -> Result<Tree> {

@@ -4,12 +4,11 @@
 use std::time::Instant;
 
 use primitives::ops::GradientPair;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use boost_kernels::adaptive;
-use boost_kernels::sampling::RowSampler;
 
 use super::backend::TreeBackend;
 use super::device::{on_device, Devices};
@@ -23,6 +22,7 @@ use crate::objective::{self, DeviceObjective, Objective};
 use crate::param::{Params, TreeParams};
 use crate::phases::PhaseTimes;
 use crate::rows::{Features, Rows};
+use crate::sample::TreeSampler;
 use crate::tree::Tree;
 use crate::{Error, Result};
 
@@ -162,7 +162,7 @@ impl<'a, 'g> Run<'a, 'g> {
         for k in 0..self.objective.outputs() {
             let start = Instant::now();
             // The same draws, in the same order, as the host's rounds.
-            let sampler = row_sampler(tree_params.subsample, &mut self.rng);
+            let sampler = TreeSampler::draw(tree_params, &mut self.rng);
             let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
             self.phases.add("gradients", start.elapsed());
             let start = Instant::now();
@@ -192,12 +192,11 @@ impl<'a, 'g> Run<'a, 'g> {
         let mut trees = Vec::new();
         for k in 0..outputs {
             let start = Instant::now();
-            let sampler = row_sampler(tree_params.subsample, &mut self.rng);
+            let sampler = TreeSampler::draw(tree_params, &mut self.rng);
             let gradients = &self.gradients;
-            let column: Vec<GradientPair<f32>> = (0..self.train.rows())
-                .into_par_iter()
-                .map(|i| if sampler.keeps(i as u64) { gradients[i * outputs + k] } else { GradientPair::new(0.0, 0.0) })
-                .collect();
+            let mut column: Vec<GradientPair<f32>> =
+                (0..self.train.rows()).into_par_iter().map(|i| gradients[i * outputs + k]).collect();
+            sampler.sample_on_host(&mut column)?;
             let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
             self.phases.add("gradients", start.elapsed());
             let start = Instant::now();
@@ -341,16 +340,6 @@ fn margins_of(model: &Model, data: &Rows<'_>, objective: &dyn Objective) -> Resu
             let trees = DeviceModel::upload(gpu, model)?;
             Ok(trees.predict_margin_on_device(gpu, data, base, to_margin, (0, 0))?.to_vec(gpu)?)
         }),
-    }
-}
-
-/// Row sampling of one tree (`subsample`): a key drawn from the run's generator when sampling, so
-/// that the draws of both backends are one stateless function of it ([`RowSampler`]).
-fn row_sampler(subsample: f32, rng: &mut impl Rng) -> RowSampler {
-    if subsample < 1.0 {
-        RowSampler::new(rng.gen(), subsample)
-    } else {
-        RowSampler::ALL
     }
 }
 

@@ -63,7 +63,8 @@ fn trees_over_devices_are_the_one_devices() {
 /// Whole training runs with `n_gpus` write the CPU's model file byte for byte, with the same
 /// evaluation log (an evaluation set, early stopping): row and column sampling, weights, base
 /// margins, a multi-class objective (whole rounds on the devices), absolute error's refreshed
-/// leaves (the host's gradients). On the emulators (2 and 3 devices) and on a
+/// leaves (the host's gradients); uniform and gradient-based sampling (one threshold from every
+/// device's histograms). On the emulators (2 and 3 devices) and on a
 /// machine's GPUs (2, where it has them).
 #[test]
 fn training_over_devices_writes_the_cpus_model() {
@@ -91,11 +92,23 @@ fn training_over_devices_writes_the_cpus_model() {
             SyntheticTask::Binary,
         ),
         (
-            &[("objective", "multi:softprob"), ("num_class", "3"), ("max_depth", "4")],
+            &[
+                ("objective", "multi:softprob"),
+                ("num_class", "3"),
+                ("max_depth", "4"),
+                ("subsample", "0.5"),
+                ("sampling_method", "gradient_based"),
+            ],
             SyntheticTask::MultiClass { classes: 3 },
         ),
         (
-            &[("objective", "reg:absoluteerror"), ("grow_policy", "lossguide"), ("max_leaves", "15")],
+            &[
+                ("objective", "reg:absoluteerror"),
+                ("grow_policy", "lossguide"),
+                ("max_leaves", "15"),
+                ("subsample", "0.3"),
+                ("sampling_method", "gradient_based"),
+            ],
             SyntheticTask::Regression,
         ),
     ];

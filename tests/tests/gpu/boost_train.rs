@@ -218,6 +218,46 @@ fn binary_objectives_on_the_device_write_the_cpu_backends_models() {
     );
 }
 
+/// Gradient-based sampling (`boost_kernels::mvs`) keeps the CPU's rows and weights on the device:
+/// an element-wise objective's rounds, the softmax's (a column of the round's gradients), a sample
+/// of 1% (a few rows on the emulator), and absolute error's leaves from the sampled gradients.
+#[test]
+fn gradient_based_sampling_on_the_device_writes_the_cpu_backends_models() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
+    let mut binary = dataset(rows, cols, SyntheticTask::Binary, 21);
+    binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
+    let sampled = |share| [("sampling_method", "gradient_based"), ("subsample", share), ("seed", "3")];
+    for share in ["0.5", "0.1", "0.01"] {
+        let mut params = vec![("objective", "binary:logistic"), ("max_depth", "5"), ("eval_metric", "auc")];
+        params.extend(sampled(share));
+        let case = format!("binary:logistic, weights, gradient-based sampling of {share}");
+        assert_same_model(&case, &params, &binary, rounds, &gpu, OnDevice::RoundsAndMetrics);
+    }
+    let multiclass = dataset(rows, cols, SyntheticTask::MultiClass { classes: 3 }, 22);
+    let mut params = vec![("objective", "multi:softprob"), ("num_class", "3"), ("grow_policy", "lossguide")];
+    params.extend(sampled("0.3"));
+    assert_same_model(
+        "multi:softprob, gradient-based sampling",
+        &params,
+        &multiclass,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    let regression = dataset(rows, cols, SyntheticTask::Regression, 23);
+    let mut params = vec![("objective", "reg:absoluteerror"), ("max_depth", "4")];
+    params.extend(sampled("0.4"));
+    assert_same_model(
+        "reg:absoluteerror, gradient-based sampling",
+        &params,
+        &regression,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+}
+
 #[test]
 fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
     let gpu = Arc::new(gpu());

@@ -1,0 +1,105 @@
+//! A tree's row sampling (`subsample`, `sampling_method`), one value both backends take: uniform
+//! draws ([`RowSampler`]) or minimal variance sampling by gradient magnitude
+//! ([`boost_kernels::mvs`]). The CPU backend samples a gradient column here; the GPU backend runs
+//! the same steps as kernels (`gpu::sample`). Both find the threshold with [`gradient_threshold`]
+//! from integer histograms, so they keep the same rows with the same weights.
+
+use boost_kernels::mvs::{self, GradientSampler, MvsBin, MvsPass, Threshold};
+use boost_kernels::sampling::RowSampler;
+use primitives::ops::GradientPair;
+use rand::Rng;
+use rayon::prelude::*;
+
+use crate::param::{SamplingMethod, TreeParams};
+use crate::Result;
+
+/// How one tree draws its rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TreeSampler {
+    /// Each row with the same probability (every row: [`RowSampler::ALL`]).
+    Uniform(RowSampler),
+    /// Minimal variance sampling of `subsample` of the rows, the draws keyed by `key`.
+    GradientBased { key: u64, subsample: f32 },
+}
+
+impl TreeSampler {
+    /// The tree's sampler: a key drawn from the run's generator when sampling, so that the draws
+    /// of both backends are one stateless function of it.
+    pub fn draw(params: &TreeParams, rng: &mut impl Rng) -> Self {
+        match (params.subsample < 1.0, params.sampling_method) {
+            (false, _) => TreeSampler::Uniform(RowSampler::ALL),
+            (true, SamplingMethod::Uniform) => TreeSampler::Uniform(RowSampler::new(rng.gen(), params.subsample)),
+            (true, SamplingMethod::GradientBased) => {
+                TreeSampler::GradientBased { key: rng.gen(), subsample: params.subsample }
+            }
+        }
+    }
+
+    /// Samples one output's gradient column in place (row `i` is the sampler's row `i`).
+    pub fn sample_on_host(&self, column: &mut [GradientPair<f32>]) -> Result<()> {
+        match *self {
+            TreeSampler::Uniform(sampler) if sampler == RowSampler::ALL => {}
+            TreeSampler::Uniform(sampler) => column.par_iter_mut().enumerate().for_each(|(i, g)| {
+                if !sampler.keeps(i as u64) {
+                    *g = GradientPair::new(0.0, 0.0);
+                }
+            }),
+            TreeSampler::GradientBased { key, subsample } => {
+                let max = column.par_iter().map(|&g| mvs::magnitude(g)).reduce(|| 0.0, f32::max);
+                let histogram = |pass: &MvsPass| Ok(host_histogram(column, pass));
+                if let Some(sampler) = gradient_sampler(key, subsample, column.len() as u64, max, histogram)? {
+                    column.par_iter_mut().enumerate().for_each(|(i, g)| *g = sampler.sample(i as u64, *g));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The gradient-based sampler of a tree over `rows` rows whose largest magnitude is `max`, its
+/// threshold found from the histograms `histogram` builds over every row (all devices' or pages'
+/// summed); `None` when `subsample` keeps every row.
+pub(crate) fn gradient_sampler(
+    key: u64,
+    subsample: f32,
+    rows: u64,
+    max: f32,
+    mut histogram: impl FnMut(&MvsPass) -> Result<Vec<MvsBin>>,
+) -> Result<Option<GradientSampler>> {
+    // XGBoost's count of the rows to sample.
+    let sample_rows = (rows as f64 * subsample as f64) as u64;
+    if sample_rows >= rows {
+        return Ok(None);
+    }
+    let threshold = if sample_rows == 0 || max == 0.0 {
+        f32::MAX
+    } else {
+        let mut search = Threshold::new(rows, sample_rows, max);
+        while let Some(pass) = search.pass() {
+            search.take(&histogram(&pass)?);
+        }
+        search.threshold().expect("every pass was read")
+    };
+    Ok(Some(GradientSampler { key, threshold, _pad: 0 }))
+}
+
+/// `pass`'s histogram of the column, per thread then added: integers, so in any order the same.
+fn host_histogram(column: &[GradientPair<f32>], pass: &MvsPass) -> Vec<MvsBin> {
+    let add = |mut bins: Vec<MvsBin>, g: &GradientPair<f32>| {
+        let m = mvs::magnitude(*g);
+        if let Some(b) = pass.bin(m) {
+            bins[b].count += 1;
+            bins[b].sum = bins[b].sum.wrapping_add(pass.fixed(m));
+        }
+        bins
+    };
+    let merge = |mut a: Vec<MvsBin>, b: Vec<MvsBin>| {
+        for (a, b) in a.iter_mut().zip(b) {
+            a.count += b.count;
+            a.sum = a.sum.wrapping_add(b.sum);
+        }
+        a
+    };
+    let empty = || vec![MvsBin::default(); pass.bins()];
+    column.par_iter().with_min_len(1 << 14).fold(empty, add).reduce(empty, merge)
+}
