@@ -56,6 +56,20 @@ pub enum Error {
         /// Bytes free on the device then.
         free_bytes: u64,
     },
+    /// A phase of training would pass the `device_memory_limit` parameter.
+    #[error(
+        "device_memory_limit reached while {phase}: {bytes} bytes asked with {in_use} in use, the limit is {limit}"
+    )]
+    DeviceMemoryLimit {
+        /// The step that allocated.
+        phase: String,
+        /// Bytes it asked for.
+        bytes: usize,
+        /// Bytes the run's buffers held then.
+        in_use: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A step of training on a GPU failed (a kernel fault, a lost device, a driver error): which
     /// device and which phase. No model file is written.
     #[error("GPU {device} failed while {phase}: {source}")]

@@ -217,6 +217,10 @@ pub struct Params {
     /// The CUDA devices of a `hist` run, from `device`'s ordinal on (XGBoost's old `n_gpus`, which
     /// XGBoost 1.0 removed): the rows split evenly over them, the trees the one device's.
     pub n_gpus: usize,
+    /// The most device memory a GPU run's buffers may hold at once on each device, in bytes
+    /// (`device_memory_limit`: a count of bytes or a size such as `2GiB`, `512MB`); `None`: what
+    /// the device has. Training that would pass it stops with an error naming the phase.
+    pub device_memory_limit: Option<u64>,
     /// How much is logged (0 to 3).
     pub verbosity: u32,
     /// How categorical features with partition splits' many categories are trained.
@@ -250,11 +254,38 @@ impl Default for Params {
             seed: 0,
             nthread: 0,
             n_gpus: 1,
+            device_memory_limit: None,
             device: Device::Cpu,
             verbosity: 1,
             categorical_encoding: CategoricalEncoding::Native,
             ordered_target_prior_weight: 1.0,
         }
+    }
+}
+
+/// A size in bytes: a whole number, or a number with a unit (`B`, `KB`, `MB`, `GB`, `TB` in
+/// powers of 1000; `KiB`, `MiB`, `GiB`, `TiB` in powers of 1024), at least 1 MiB.
+fn byte_size(name: &str, value: &str) -> Result<u64> {
+    let text = value.trim();
+    let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len());
+    let (number, unit) = (text[..split].trim(), &text[split..]);
+    let scale: u64 = match unit {
+        "" | "B" => 1,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        _ => return Err(Error::param(name, format!("`{value}`: unknown unit `{unit}` (B, MB, GB, MiB, GiB, ...)"))),
+    };
+    let bytes = number.parse::<f64>().ok().map(|n| n * scale as f64).filter(|b| b.is_finite());
+    match bytes {
+        Some(b) if b >= (1u64 << 20) as f64 && b < u64::MAX as f64 => Ok(b as u64),
+        Some(_) => Err(Error::param(name, format!("`{value}`: must be at least 1 MiB"))),
+        None => Err(Error::param(name, format!("`{value}` is not a size in bytes (e.g. 2GiB)"))),
     }
 }
 
@@ -298,7 +329,7 @@ pub const PARAMETER_NAMES: &str = "eta/learning_rate, gamma/min_split_loss, max_
 min_child_weight, max_delta_step, lambda/reg_lambda, alpha/reg_alpha, subsample, colsample_bytree, \
 colsample_bylevel, colsample_bynode, max_bin, max_cat_to_onehot, max_cat_threshold, grow_policy, tree_method, booster, num_parallel_tree, \
 objective, base_score, eval_metric, disable_default_eval_metric, seed/random_state, nthread/n_jobs, \
-n_gpus, device, verbosity, sampling_method, categorical_encoding, ordered_target_prior_weight, validate_parameters, and the objectives' and metrics' \
+n_gpus, device, device_memory_limit, verbosity, sampling_method, categorical_encoding, ordered_target_prior_weight, validate_parameters, and the objectives' and metrics' \
 (scale_pos_weight, huber_slope, num_class, lambdarank_*, ndcg_exp_gain)";
 
 fn check(name: &str, ok: bool, rule: &str, value: &str) -> Result<()> {
@@ -429,6 +460,7 @@ impl Params {
                 check(name, self.n_gpus >= 1, "must be at least 1", value)?;
             }
             "device" => self.device = value.parse()?,
+            "device_memory_limit" => self.device_memory_limit = Some(byte_size(name, value)?),
             "verbosity" => {
                 self.verbosity = number(name, value)?;
                 check(name, self.verbosity <= 3, "must be 0 (silent) to 3 (debug)", value)?;
@@ -708,11 +740,22 @@ mod tests {
             ("sampling_method", "uniform", true),
             ("sampling_method", "gradient_based", true),
             ("sampling_method", "goss", false),
+            ("device_memory_limit", "2GiB", true),
+            ("device_memory_limit", "1500 MB", true),
+            ("device_memory_limit", "1048576", true),
+            ("device_memory_limit", "1000", false),
+            ("device_memory_limit", "2 parsecs", false),
+            ("device_memory_limit", "-1GB", false),
         ];
         let device = |value: &str| Params::from_pairs(&[("device", value)]).unwrap().device;
         assert_eq!(device("gpu"), Device::Cuda { ordinal: 0 });
         assert_eq!(device("cuda:3"), Device::Cuda { ordinal: 3 });
         assert_eq!(device("auto"), Device::Auto);
+        let limit = |value: &str| Params::from_pairs(&[("device_memory_limit", value)]).unwrap().device_memory_limit;
+        assert_eq!(
+            (limit("1.5GiB"), limit("300MB"), limit(" 2097152 ")),
+            (Some(3 << 29), Some(300_000_000), Some(2 << 20))
+        );
         assert_eq!(Params::default().device, Device::Cpu, "XGBoost's default");
         for &(name, value, accepted) in table {
             match Params::from_pairs(&[(name, value)]) {

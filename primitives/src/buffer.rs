@@ -8,7 +8,7 @@ use cudarc::driver::{result, CudaContext, CudaSlice, DevicePtr};
 use primitives_kernels::emu::DeviceMemory;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Backend, CudaDevice, Gpu};
+use crate::gpu::{Backend, CudaDevice, Gpu, MemoryCharge};
 use crate::ops::Element;
 
 pub(crate) enum Storage {
@@ -32,6 +32,8 @@ pub struct DeviceBuffer<T> {
     pub(crate) len: usize,
     /// What keeps borrowed memory allocated; dropped after `storage` (fields drop in order).
     pub(crate) _owner: Option<Box<dyn Any + Send + Sync>>,
+    /// The buffer's bytes in its `Gpu`'s account (none for borrowed memory).
+    pub(crate) _charge: Option<MemoryCharge>,
     pub(crate) _element: PhantomData<T>,
 }
 
@@ -47,6 +49,7 @@ impl<T: Element> DeviceBuffer<T> {
             name: "len",
             reason: format!("{len} elements of {} bytes overflow the address space", size_of::<T>()),
         })?;
+        let charge = gpu.memory.charge(bytes)?;
         let storage = match &gpu.backend {
             Backend::Cuda(device) => {
                 // A zero-byte allocation is not portable across drivers; keep 16 bytes so the pointer
@@ -69,7 +72,7 @@ impl<T: Element> DeviceBuffer<T> {
                 Storage::Emulated(emulator.alloc(bytes))
             }
         };
-        Ok(Self { storage, len, _owner: None, _element: PhantomData })
+        Ok(Self { storage, len, _owner: None, _charge: Some(charge), _element: PhantomData })
     }
 
     /// `len` zeroed elements.

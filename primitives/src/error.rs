@@ -34,6 +34,11 @@ pub enum Error {
     /// A device allocation failed for lack of memory.
     #[error("out of device memory allocating {bytes} bytes")]
     OutOfMemory { bytes: usize },
+    /// A device allocation would pass the caller's limit ([`crate::Gpu::set_memory_limit`]).
+    #[error(
+        "device memory limit: allocating {bytes} bytes with {in_use} in use would pass the limit of {limit} bytes"
+    )]
+    MemoryLimit { bytes: usize, in_use: usize, limit: usize },
     /// A family of embedded kernels did not load (the driver refused the image, or its JIT failed).
     #[error("loading the `{family}` kernels of `{module}`: {source}")]
     ModuleLoad { module: &'static str, family: &'static str, source: DriverError },

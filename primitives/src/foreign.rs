@@ -57,7 +57,7 @@ impl<T: Element> DeviceBuffer<T> {
                 Storage::Emulated(unsafe { emulator.borrow(pointer, bytes) })
             }
         };
-        Ok(DeviceBuffer { storage, len, _owner: Some(owner), _element: PhantomData })
+        Ok(DeviceBuffer { storage, len, _owner: Some(owner), _charge: None, _element: PhantomData })
     }
 }
 

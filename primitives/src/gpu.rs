@@ -2,6 +2,7 @@
 //! modules, loaded from the embedded images family by family, each on its first launch.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -288,6 +289,49 @@ pub struct Gpu {
     /// The multi-feature histogram's work items, kept between calls (a gradient booster builds
     /// histograms hundreds of times a tree; one copy instead of an allocation, a copy and a free).
     pub(crate) multi_work: Mutex<Option<DeviceBuffer<u32>>>,
+    /// The bytes this `Gpu`'s buffers hold, and the limit they may reach.
+    pub(crate) memory: Arc<MemoryAccount>,
+}
+
+/// The bytes a [`Gpu`]'s live buffers hold (borrowed memory excluded) and the caller's limit on
+/// them ([`Gpu::set_memory_limit`]), checked at every allocation.
+#[derive(Debug)]
+pub(crate) struct MemoryAccount {
+    in_use: AtomicUsize,
+    /// `usize::MAX`: no limit.
+    limit: AtomicUsize,
+}
+
+impl Default for MemoryAccount {
+    fn default() -> Self {
+        MemoryAccount { in_use: AtomicUsize::new(0), limit: AtomicUsize::new(usize::MAX) }
+    }
+}
+
+/// A buffer's share of its [`MemoryAccount`], given back on drop.
+#[derive(Debug)]
+pub(crate) struct MemoryCharge {
+    account: Arc<MemoryAccount>,
+    bytes: usize,
+}
+
+impl MemoryAccount {
+    /// Charges `bytes`, or [`Error::MemoryLimit`] when they would pass the limit.
+    pub(crate) fn charge(self: &Arc<Self>, bytes: usize) -> Result<MemoryCharge> {
+        let limit = self.limit.load(Ordering::Relaxed);
+        self.in_use
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&after| after <= limit)
+            })
+            .map_err(|in_use| Error::MemoryLimit { bytes, in_use, limit })?;
+        Ok(MemoryCharge { account: self.clone(), bytes })
+    }
+}
+
+impl Drop for MemoryCharge {
+    fn drop(&mut self) {
+        self.account.in_use.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Gpu {
@@ -323,6 +367,7 @@ impl Gpu {
             backend: Backend::Emulated(Emulator::new(schedule)),
             properties,
             reduce_temp: Mutex::default(),
+            memory: Arc::default(),
             multi_work: Mutex::default(),
             scan_temp: Mutex::default(),
         }
@@ -405,6 +450,7 @@ impl Gpu {
             backend: Backend::Cuda(device),
             properties,
             reduce_temp: Mutex::default(),
+            memory: Arc::default(),
             multi_work: Mutex::default(),
             scan_temp: Mutex::default(),
         })
@@ -589,6 +635,25 @@ impl Gpu {
         let (free, total) =
             cudarc::driver::result::mem_get_info().map_err(Error::driver("reading the free device memory", 0))?;
         Ok(Some(MemoryUsage { peak_bytes: peak, free_bytes: free as u64, total_bytes: total as u64 }))
+    }
+
+    /// Limits the bytes this `Gpu`'s buffers may hold at once (`None`: no limit but the device's):
+    /// an allocation past it fails with [`Error::MemoryLimit`], naming the bytes asked, the bytes
+    /// in use and the limit, so that work can share a device or be held to a budget. The buffers
+    /// the `Gpu` keeps for its own scratch count too.
+    pub fn set_memory_limit(&self, limit: Option<usize>) {
+        self.memory.limit.store(limit.unwrap_or(usize::MAX), Ordering::Relaxed);
+    }
+
+    /// The limit of [`Gpu::set_memory_limit`].
+    pub fn memory_limit(&self) -> Option<usize> {
+        Some(self.memory.limit.load(Ordering::Relaxed)).filter(|&l| l != usize::MAX)
+    }
+
+    /// The bytes this `Gpu`'s live buffers hold now (memory borrowed from other libraries not
+    /// included).
+    pub fn memory_in_use(&self) -> usize {
+        self.memory.in_use.load(Ordering::Relaxed)
     }
 
     /// Starts [`Gpu::memory_usage`]'s peak again from the memory in use now.
@@ -871,5 +936,29 @@ mod tests {
         a.wait_for(&b).expect("no-op between emulators");
         let refused = a.grant_peer_access(&b).expect_err("no peer access on the emulator");
         assert!(matches!(refused, Error::InvalidArgument { name: "peer", .. }), "{refused}");
+    }
+
+    /// A limit refuses the allocation that would pass it, with the numbers, and a dropped buffer
+    /// gives its bytes back; the facades' own buffers count.
+    #[test]
+    fn a_memory_limit_refuses_what_would_pass_it() {
+        let gpu = Gpu::emulated(Schedule::Deterministic);
+        assert_eq!((gpu.memory_limit(), gpu.memory_in_use()), (None, 0));
+        gpu.set_memory_limit(Some(1000));
+        let a = gpu.alloc_zeroed::<u32>(200).unwrap();
+        assert_eq!(gpu.memory_in_use(), 800);
+        match gpu.alloc_uninitialized::<u8>(201) {
+            Err(Error::MemoryLimit { bytes: 201, in_use: 800, limit: 1000 }) => {}
+            other => panic!("expected the limit's error, got {other:?}"),
+        }
+        let b = gpu.upload(&[7u8; 200]).unwrap();
+        assert_eq!(gpu.memory_in_use(), 1000);
+        drop((a, b));
+        assert_eq!(gpu.memory_in_use(), 0);
+        let values = gpu.upload(&[1.0f32; 250]).unwrap();
+        let refused = gpu.reduce::<f32, crate::ops::Sum>(&values);
+        assert!(matches!(refused, Err(Error::MemoryLimit { bytes: 4, .. })), "the reduce's output: {refused:?}");
+        gpu.set_memory_limit(None);
+        assert_eq!(gpu.reduce::<f32, crate::ops::Sum>(&values).unwrap(), 250.0);
     }
 }

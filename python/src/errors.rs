@@ -14,9 +14,12 @@ fn class_name(error: &boost::Error) -> &'static str {
         E::Parse { .. } | E::InvalidData(_) => "DataError",
         E::InvalidParameter { .. } => "ParameterError",
         E::Model(_) => "ModelError",
-        E::Device { .. } | E::DeviceMemory { .. } | E::DeviceStep { .. } | E::Communication(_) | E::Gpu(_) => {
-            "DeviceError"
-        }
+        E::Device { .. }
+        | E::DeviceMemory { .. }
+        | E::DeviceMemoryLimit { .. }
+        | E::DeviceStep { .. }
+        | E::Communication(_)
+        | E::Gpu(_) => "DeviceError",
         E::Callback(_) => "BoostError",
     }
 }

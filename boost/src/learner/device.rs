@@ -10,6 +10,8 @@ use crate::{Error, Result};
 /// The GPUs a run trains on (none on the CPU), and how the report names them.
 pub(super) struct Devices<'a> {
     given: Option<&'a Gpu>,
+    /// The caller's device's own memory limit, given back at the end of the run.
+    given_limit: Option<Option<usize>>,
     opened: Option<Gpu>,
     extra: Vec<Gpu>,
     /// [`super::Trained::device`].
@@ -33,7 +35,11 @@ impl<'a> Devices<'a> {
         for gpu in &extra {
             description = format!("{description}, {}", describe(gpu));
         }
-        Ok(Devices { given, opened, extra, description })
+        let given_limit = given.map(Gpu::memory_limit);
+        let devices = Devices { given, given_limit, opened, extra, description };
+        let limit = params.device_memory_limit.map(|bytes| bytes as usize);
+        devices.all().iter().for_each(|gpu| gpu.set_memory_limit(limit));
+        Ok(devices)
     }
 
     /// The device that grows the trees (the first of several); none on the CPU.
@@ -44,6 +50,14 @@ impl<'a> Devices<'a> {
     /// Every device, the first first.
     pub(super) fn all(&self) -> Vec<&Gpu> {
         self.first().into_iter().chain(&self.extra).collect()
+    }
+}
+
+impl Drop for Devices<'_> {
+    fn drop(&mut self) {
+        if let (Some(gpu), Some(limit)) = (self.given, self.given_limit) {
+            gpu.set_memory_limit(limit);
+        }
     }
 }
 
@@ -109,12 +123,16 @@ pub(crate) fn describe(gpu: &Gpu) -> String {
 }
 
 /// Runs a step on `gpu`; a device failure becomes an error naming the device and `phase` (with
-/// the bytes asked and free when it ran out of memory).
+/// the bytes asked and free when it ran out of memory, or in use and the limit when it reached
+/// `device_memory_limit`).
 pub(super) fn on_device<T>(gpu: &Gpu, phase: &str, step: impl FnOnce() -> Result<T>) -> Result<T> {
     match step() {
         Err(Error::Gpu(primitives::Error::OutOfMemory { bytes })) => {
             let free_bytes = gpu.memory_usage().ok().flatten().map_or(0, |usage| usage.free_bytes);
             Err(Error::DeviceMemory { phase: phase.into(), bytes, free_bytes })
+        }
+        Err(Error::Gpu(primitives::Error::MemoryLimit { bytes, in_use, limit })) => {
+            Err(Error::DeviceMemoryLimit { phase: phase.into(), bytes, in_use, limit })
         }
         Err(Error::Gpu(source)) => {
             Err(Error::DeviceStep { device: describe(gpu), phase: phase.into(), source: Box::new(source) })

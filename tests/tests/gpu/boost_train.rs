@@ -258,6 +258,36 @@ fn gradient_based_sampling_on_the_device_writes_the_cpu_backends_models() {
     );
 }
 
+/// `device_memory_limit` holds a run to its bytes: a limit the rows do not fit in stops training
+/// with the typed error naming the phase, the bytes asked and the limit; a larger one trains the
+/// model of no limit; the caller's device has its own limit (none) back after either.
+#[test]
+fn the_device_memory_limit_stops_a_run_naming_the_phase() {
+    let gpu = Arc::new(gpu());
+    let data = dataset(50_000, 8, SyntheticTask::Binary, 7);
+    let run = |limit: Option<&str>| {
+        let mut pairs = vec![("objective", "binary:logistic"), ("max_depth", "3"), ("device", "cuda")];
+        pairs.extend(limit.map(|l| ("device_memory_limit", l)));
+        let params = Params::from_pairs(&pairs).expect("params");
+        let options =
+            TrainOptions { num_boost_round: 2, verbose_eval: 0, gpu: Some(gpu.clone()), ..Default::default() };
+        let trained = train(&params, &data, &[], &options, &mut []);
+        assert_eq!(gpu.memory_limit(), None, "the caller's device keeps its own limit");
+        trained
+    };
+    match run(Some("1MiB")) {
+        Err(boost::Error::DeviceMemoryLimit { phase, bytes, in_use, limit }) => {
+            assert_eq!(limit, 1 << 20);
+            assert!(bytes + in_use > limit && !phase.is_empty(), "{phase}: {bytes} asked, {in_use} in use");
+            eprintln!("stopped while {phase}: {bytes} bytes asked, {in_use} in use");
+        }
+        other => panic!("expected the limit's error, got {:?}", other.map(|t| t.device)),
+    }
+    let within = run(Some("256MiB")).expect("training within 256 MiB");
+    let unlimited = run(None).expect("training");
+    assert_eq!(within.model.to_json_string().unwrap(), unlimited.model.to_json_string().unwrap());
+}
+
 #[test]
 fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
     let gpu = Arc::new(gpu());
