@@ -52,14 +52,16 @@ fn block_config(gpu: &Gpu, kernel: &'static str, blocks: usize) -> Result<Launch
 /// columns are sketched in groups that keep this under [`sketch_budget`].
 const SKETCH_BYTES_PER_VALUE: usize = 52;
 
-/// Device bytes the sketch may hold at once: a quarter of the free memory, at most 8 GiB, and
+/// Device bytes the sketch may hold at once: a quarter of the free memory, at most 1.5 GiB, and
 /// under a memory limit ([`Gpu::set_memory_limit`]) half of what it leaves. A group costs a few
 /// milliseconds however narrow (its merge trees' top rounds and its columns' final merge are
-/// latency-bound), so groups are as wide as this allows (`docs/benchmarks.md`).
+/// latency-bound): at 10M x 28 on an H200, 1.5 GiB (groups of 3 columns) took the cuts 0.03-0.05 s
+/// longer than 8 GiB (2 groups), about 1% of a 500-round run, and the run's peak from 8.6 GB to
+/// about 2.5 GB (`docs/benchmarks.md`).
 fn sketch_budget(gpu: &Gpu) -> Result<usize> {
     let free = gpu.memory_usage()?.map_or(usize::MAX, |m| m.free_bytes as usize);
     let left = gpu.memory_limit().map_or(usize::MAX, |limit| limit.saturating_sub(gpu.memory_in_use()) / 2);
-    Ok((free / 4).min(8 << 30).min(left))
+    Ok((free / 4).min(3 << 29).min(left))
 }
 
 /// The cuts of `rows x cols` dense row-major values in device memory (NaN: missing; an infinite
