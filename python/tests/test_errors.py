@@ -20,6 +20,8 @@ def _train(params, dtrain=None, rounds=2):
     ({"objective": "binary:nonsense"}, "objective"),
     ({"no_such_parameter": 1}, "no_such_parameter"),
     ({"device": "tpu"}, "device"),
+    ({"device_memory_limit": "2 parsecs"}, "device_memory_limit"),
+    ({"sampling_method": "goss"}, "sampling_method"),
 ])
 def test_a_bad_parameter_is_a_value_error_naming_it(params, named):
     with pytest.raises(tb.ParameterError, match=named) as raised:

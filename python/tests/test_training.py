@@ -22,13 +22,15 @@ def _train(X, y, rounds=10, params=PARAMS, **kwargs):
     return tb.train(params, tb.DMatrix(X, label=y), rounds, verbose_eval=False, **kwargs)
 
 
-def test_the_model_file_is_the_command_lines(cli, tmp_path):
+@pytest.mark.parametrize("sampling", [{}, {"subsample": "0.3", "sampling_method": "gradient_based", "seed": "5"}])
+def test_the_model_file_is_the_command_lines(cli, tmp_path, sampling):
     data = DATA / "higgs_lgbm_sample" / "binary.train"
     cli_model, py_model = tmp_path / "cli.json", tmp_path / "py.json"
     subprocess.run([cli, "train", str(data), "--rounds", "15", "-o", str(cli_model), "--verbose-eval", "0",
-                    "objective=binary:logistic", "max_depth=5", "eta=0.2", "device=cpu"], check=True)
-    booster = tb.train({"objective": "binary:logistic", "max_depth": 5, "eta": 0.2}, tb.DMatrix(str(data)), 15,
-                       verbose_eval=False)
+                    "objective=binary:logistic", "max_depth=5", "eta=0.2", "device=cpu"]
+                   + [f"{k}={v}" for k, v in sampling.items()], check=True)
+    booster = tb.train({"objective": "binary:logistic", "max_depth": 5, "eta": 0.2, **sampling},
+                       tb.DMatrix(str(data)), 15, verbose_eval=False)
     booster.save_model(py_model)
     assert py_model.read_bytes() == cli_model.read_bytes()
 
