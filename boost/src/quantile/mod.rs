@@ -29,6 +29,9 @@ use boost_kernels::predict::MAX_CATEGORY;
 use crate::data::FeatureMatrix;
 use crate::{Error, Result};
 
+mod stream;
+pub use stream::CutsStream;
+
 /// Per-feature bin boundaries.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct QuantileCuts {
