@@ -34,16 +34,24 @@ pub struct EllpackMatrix {
 const ROWS_PER_CHUNK: usize = 4096;
 const _: () = assert!(ROWS_PER_CHUNK.is_multiple_of(64));
 
-impl EllpackMatrix {
-    /// Quantises `features` with `cuts`.
-    pub fn new(features: &FeatureMatrix, cuts: &QuantileCuts) -> Self {
+/// What fixes an ELLPACK matrix's shape besides its rows: the widest row (in entries that have a
+/// bin) and whether any row misses one. Found over a whole matrix, or added up batch by batch so
+/// that pages of rows read apart pack as the whole matrix does ([`EllpackMatrix::pack`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EllpackLayout {
+    cols: usize,
+    widest: usize,
+    any_missing: bool,
+}
+
+impl EllpackLayout {
+    /// Adds the rows of `features` (quantised by `cuts`) to the layout: a maximum and an `or`,
+    /// the same on any thread count and for any split of the rows.
+    pub fn add(&mut self, features: &FeatureMatrix, cuts: &QuantileCuts) {
         let rows = features.rows();
-        let chunks = rows.div_ceil(ROWS_PER_CHUNK);
         // A present value has a bin unless its feature has none.
         let has_bins = |j: usize| cuts.cut_ptrs[j] != cuts.cut_ptrs[j + 1];
-        // The widest row and whether any row misses a value (a maximum and an `or`: the same on
-        // any thread count).
-        let (mut row_stride, any_missing) = (0..chunks)
+        let (widest, any_missing) = (0..rows.div_ceil(ROWS_PER_CHUNK))
             .into_par_iter()
             .map(|chunk| {
                 let (mut widest, mut missing) = (0usize, false);
@@ -56,10 +64,39 @@ impl EllpackMatrix {
                 (widest, missing)
             })
             .reduce(|| (0, false), |a, b| (a.0.max(b.0), a.1 | b.1));
-        let is_dense = !any_missing;
-        if is_dense {
-            row_stride = features.cols();
+        self.cols = self.cols.max(features.cols());
+        self.widest = self.widest.max(widest);
+        self.any_missing |= any_missing;
+    }
+
+    /// Entry `k` of a row is feature `k`: no row misses a value.
+    fn is_dense(&self) -> bool {
+        !self.any_missing
+    }
+
+    fn row_stride(&self) -> usize {
+        if self.is_dense() {
+            self.cols
+        } else {
+            self.widest
         }
+    }
+}
+
+impl EllpackMatrix {
+    /// Quantises `features` with `cuts`.
+    pub fn new(features: &FeatureMatrix, cuts: &QuantileCuts) -> Self {
+        let mut layout = EllpackLayout::default();
+        layout.add(features, cuts);
+        Self::pack(features, cuts, &layout)
+    }
+
+    /// Quantises `features` with `cuts` in `layout` (which has their rows, and perhaps others'):
+    /// a page of a larger matrix, which [`EllpackMatrix::append`] joins to the pages before it.
+    pub fn pack(features: &FeatureMatrix, cuts: &QuantileCuts, layout: &EllpackLayout) -> Self {
+        let rows = features.rows();
+        let chunks = rows.div_ceil(ROWS_PER_CHUNK);
+        let (is_dense, row_stride) = (layout.is_dense(), layout.row_stride());
         let null_symbol = cuts.total_bins() as u32;
         let symbol_bits = (32 - null_symbol.leading_zeros()).max(1);
         let bits_per_row = row_stride as u64 * symbol_bits as u64;
@@ -90,6 +127,25 @@ impl EllpackMatrix {
             );
         }
         Self { rows, row_stride, is_dense, symbol_bits, null_symbol, words }
+    }
+
+    /// Appends the rows of `page`, packed in the same layout, after these: the matrix of both
+    /// pages' rows, bit for bit.
+    pub fn append(&mut self, page: &EllpackMatrix) {
+        let shape = |m: &EllpackMatrix| (m.row_stride, m.is_dense, m.symbol_bits, m.null_symbol);
+        assert_eq!(shape(self), shape(page), "pages of one layout");
+        let bits_per_row = self.row_stride as u64 * self.symbol_bits as u64;
+        let (start, added) = (self.rows as u64 * bits_per_row, page.rows as u64 * bits_per_row);
+        self.words.resize(((start + added).div_ceil(64) + 1) as usize, 0);
+        // The page's words shifted into place; the bits past both stay zero (the spare word too).
+        let (base, shift) = ((start / 64) as usize, (start % 64) as u32);
+        for (k, &word) in page.words[..added.div_ceil(64) as usize].iter().enumerate() {
+            self.words[base + k] |= word << shift;
+            if shift > 0 {
+                self.words[base + k + 1] |= word >> (64 - shift);
+            }
+        }
+        self.rows += page.rows;
     }
 
     /// Entry `k` of row `row` (a global bin id, or the null symbol).
@@ -245,6 +301,38 @@ mod tests {
             let want: Vec<u32> =
                 (0..cols).filter(present).filter_map(|j| cuts.search_bin(j, values[i * cols + j])).collect();
             assert_eq!(seen, want, "row {i}");
+        }
+    }
+
+    /// Pages of any sizes, packed in the layout of all their rows and appended in order, are the
+    /// whole matrix bit for bit: with missing values (a padded stride) and without (dense), with
+    /// symbols that straddle words at the pages' joins.
+    #[test]
+    fn appended_pages_are_the_whole_matrix() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+        let (rows, cols) = (ROWS_PER_CHUNK + 1001, 5);
+        for missing in [0.0, 0.3] {
+            let values: Vec<f32> = (0..rows * cols)
+                .map(|_| if rng.gen_bool(missing) { f32::NAN } else { rng.gen_range(0..40) as f32 })
+                .collect();
+            let whole = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values.clone()));
+            let cuts = QuantileCuts::build(&whole, &[], 13);
+            let expected = EllpackMatrix::new(&whole, &cuts);
+            for sizes in [&[1][..], &[3, 64, 1000], &[ROWS_PER_CHUNK + 1001], &[777, 5]] {
+                let mut pages = Vec::new();
+                let (mut start, mut k) = (0, 0);
+                while start < rows {
+                    let end = (start + sizes[k % sizes.len()]).min(rows);
+                    let page = values[start * cols..end * cols].to_vec();
+                    pages.push(FeatureMatrix::Dense(DenseMatrix::new(end - start, cols, page)));
+                    (start, k) = (end, k + 1);
+                }
+                let mut layout = EllpackLayout::default();
+                pages.iter().for_each(|page| layout.add(page, &cuts));
+                let mut joined = EllpackMatrix::pack(&pages[0], &cuts, &layout);
+                pages[1..].iter().for_each(|page| joined.append(&EllpackMatrix::pack(page, &cuts, &layout)));
+                assert!(joined == expected, "missing share {missing}, pages of {sizes:?}");
+            }
         }
     }
 
