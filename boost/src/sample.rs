@@ -1,7 +1,7 @@
 //! A tree's row sampling (`subsample`, `sampling_method`), one value both backends take: uniform
 //! draws ([`RowSampler`]) or minimal variance sampling by gradient magnitude
 //! ([`boost_kernels::mvs`]). The CPU backend samples a gradient column here; the GPU backend runs
-//! the same steps as kernels (`gpu::sample`). Both find the threshold with [`gradient_threshold`]
+//! the same steps as kernels (`gpu::sample`). Both find the threshold with `gradient_sampler`
 //! from integer histograms, so they keep the same rows with the same weights.
 
 use boost_kernels::mvs::{self, GradientSampler, MvsBin, MvsPass, Threshold};
