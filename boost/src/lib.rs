@@ -88,6 +88,7 @@ engine! {
     mod gpu;
     mod metric;
     mod objective;
+    mod pages;
     mod phases;
     mod quantile;
     mod sample;
