@@ -94,12 +94,18 @@ fn host_histogram(column: &[GradientPair<f32>], pass: &MvsPass) -> Vec<MvsBin> {
         bins
     };
     let merge = |mut a: Vec<MvsBin>, b: Vec<MvsBin>| {
-        for (a, b) in a.iter_mut().zip(b) {
-            a.count += b.count;
-            a.sum = a.sum.wrapping_add(b.sum);
-        }
+        add_bins(&mut a, &b);
         a
     };
     let empty = || vec![MvsBin::default(); pass.bins()];
     column.par_iter().with_min_len(1 << 14).fold(empty, add).reduce(empty, merge)
+}
+
+/// Adds `more` (a pass's bins of other rows: another thread's, device's or page's) to `bins`:
+/// integers, so the order of the additions does not matter.
+pub(crate) fn add_bins(bins: &mut [MvsBin], more: &[MvsBin]) {
+    for (a, b) in bins.iter_mut().zip(more) {
+        a.count += b.count;
+        a.sum = a.sum.wrapping_add(b.sum);
+    }
 }

@@ -34,7 +34,7 @@ use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
-use crate::sample::{gradient_sampler, TreeSampler};
+use crate::sample::{add_bins, gradient_sampler, TreeSampler};
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::hist::BuiltTree;
 use crate::tree::Tree;
@@ -476,9 +476,9 @@ impl<'g> MultiGpuTrainer<'g> {
         let maxima = threads.on_each(&mut devices, |((t, _), g)| sample::magnitude_max(t.gpu, *g, t.rows))?;
         let histogram = |pass: &MvsPass| {
             let each = threads.on_each(&mut devices, |((t, _), g)| sample::magnitude_histogram(t.gpu, *g, t.rows, pass))?;
-            Ok(each.into_iter().reduce(|mut a, b| {
-                a.iter_mut().zip(b).for_each(|(a, b)| (a.count, a.sum) = (a.count + b.count, a.sum.wrapping_add(b.sum)));
-                a
+            Ok(each.into_iter().reduce(|mut all, more| {
+                add_bins(&mut all, &more);
+                all
             }).unwrap_or_default())
         };
         let rows = self.shards.last().map_or(0, |s| s.end) as u64;

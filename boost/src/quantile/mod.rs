@@ -169,19 +169,28 @@ fn category_cuts(column: &[(f32, f32)]) -> std::result::Result<Vec<f32>, f32> {
         }
         max = max.max(Some(v as u32));
     }
-    Ok(max.map(|m| (1..=m + 1).map(|c| c as f32).collect()).unwrap_or_default())
+    Ok(category_bounds(max))
+}
+
+/// The bounds of a categorical column whose largest code is `largest`: `c + 1` for each code.
+fn category_bounds(largest: Option<u32>) -> Vec<f32> {
+    largest.map(|m| (1..=m + 1).map(|c| c as f32).collect()).unwrap_or_default()
 }
 
 pub use boost_kernels::categorical::is_category;
 
 /// The error of a value `value` of categorical feature `f` that is no category, naming its row.
 fn bad_category(features: &FeatureMatrix, f: usize, value: f32) -> Error {
-    let row = (0..features.rows()).find(|&i| {
+    not_a_category(row_holding(features, f, value), f, value)
+}
+
+/// The first row of `features` whose feature `f` is `value` (the same bits).
+fn row_holding(features: &FeatureMatrix, f: usize, value: f32) -> Option<usize> {
+    (0..features.rows()).find(|&i| {
         let mut found = false;
         features.for_each_present(i, |j, v| found |= j == f && v.to_bits() == value.to_bits());
         found
-    });
-    not_a_category(row, f, value)
+    })
 }
 
 /// The error of a value of categorical feature `f` that is no category (in `row`, when known).
@@ -308,6 +317,11 @@ pub(crate) fn sketch(column: &[(f32, f32)], limit: usize) -> Vec<Entry> {
             push_summary(&mut levels, summary, limit);
         }
     }
+    merge_levels(&levels, limit)
+}
+
+/// `GetSummary`: the sketch's levels merged, the lowest first, each merge pruned to `limit`.
+fn merge_levels(levels: &[Vec<Entry>], limit: usize) -> Vec<Entry> {
     let mut merged: Vec<Entry> = Vec::new();
     for level in levels.iter().filter(|l| !l.is_empty()) {
         merged = if merged.is_empty() { level.clone() } else { prune(&combine(&merged, level), limit) };

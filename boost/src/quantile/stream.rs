@@ -8,8 +8,8 @@
 
 use rayon::prelude::*;
 
-use super::{cuts_of_summary, is_category, not_a_category, prune, push_summary, queue, sketch_limit, summarize};
-use super::{combine, Entry, QuantileCuts};
+use super::{category_bounds, cuts_of_summary, is_category, merge_levels, not_a_category, prune, push_summary};
+use super::{queue, row_holding, sketch_limit, summarize, Entry, QuantileCuts};
 use crate::data::FeatureMatrix;
 use crate::{Error, Result};
 
@@ -152,12 +152,7 @@ impl ColumnStream {
         for &(v, _) in values {
             if !is_category(v) {
                 if self.bad.is_none() {
-                    let row = (0..batch.rows()).find(|&i| {
-                        let mut found = false;
-                        batch.for_each_present(i, |j, x| found |= j == f && x.to_bits() == v.to_bits());
-                        found
-                    });
-                    self.bad = Some((row.map_or(first, |r| first + r), v));
+                    self.bad = Some((first + row_holding(batch, f, v).unwrap_or(0), v));
                 }
                 return;
             }
@@ -169,7 +164,7 @@ impl ColumnStream {
         if let Some((row, value)) = self.bad {
             return Err(not_a_category(Some(row), f, value));
         }
-        Ok(self.largest.map(|m| (1..=m + 1).map(|c| c as f32).collect()).unwrap_or_default())
+        Ok(category_bounds(self.largest))
     }
 
     /// The last queue carried up, the levels merged (the lowest first), then the cuts.
@@ -180,11 +175,7 @@ impl ColumnStream {
         if !self.pending.is_empty() {
             self.flush();
         }
-        let mut merged: Vec<Entry> = Vec::new();
-        for level in self.levels.iter().filter(|l| !l.is_empty()) {
-            merged = if merged.is_empty() { level.clone() } else { prune(&combine(&merged, level), self.limit) };
-        }
-        cuts_of_summary(&merged, self.kept, max_bin)
+        cuts_of_summary(&merge_levels(&self.levels, self.limit), self.kept, max_bin)
     }
 }
 
