@@ -16,6 +16,7 @@ use primitives::{DeviceBuffer, Gpu};
 use crate::data::{
     read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, FeatureValues, MetaInfo, ReadOptions,
 };
+use crate::external::{BatchSource, ExternalMatrix, ExternalMemory};
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
 use crate::metric::{self, Metric};
@@ -41,6 +42,8 @@ pub struct DMatrix {
 enum Stored {
     Host(FeatureMatrix),
     Device(Arc<DeviceRows>),
+    /// Quantised pages of batches ([`DMatrix::from_batches`]).
+    Pages(Arc<ExternalMatrix>),
 }
 
 /// Rows a caller filled in a GPU's memory, with that GPU.
@@ -70,6 +73,16 @@ impl std::fmt::Debug for Stored {
             Stored::Device(rows) => {
                 let data = rows.data();
                 write!(f, "{} x {} rows on {}", data.rows(), data.cols(), learner::describe(&rows.gpu))
+            }
+            Stored::Pages(matrix) => {
+                let (host, disk) = matrix.store.bytes();
+                let pages = matrix.store.len();
+                write!(
+                    f,
+                    "{} x {} rows in {pages} pages ({host} bytes in memory, {disk} on disk)",
+                    matrix.rows(),
+                    matrix.cols()
+                )
             }
         }
     }
@@ -145,6 +158,17 @@ impl DMatrix {
     pub fn from_file(path: impl AsRef<Path>, options: &ReadOptions<'_>) -> Result<Self> {
         let (data, categories) = read_data(path.as_ref(), options)?;
         Ok(DMatrix { features: Stored::Host(data.features), info: data.info, categories })
+    }
+
+    /// Rows that arrive in batches (XGBoost's `ExtMemQuantileDMatrix`): `source` is read four
+    /// times (counts, sketch, layout, pages) and its rows are kept only as quantised pages, in host
+    /// memory or, past `options.host_bytes`, in an unnamed file of `options.cache_dir`. Training
+    /// (`tree_method=hist`, the same `max_bin`) writes the model the rows in memory would. Bad
+    /// batches are errors naming the batch and row; a cache directory that cannot be written, or
+    /// fills up, an error naming it.
+    pub fn from_batches(source: &mut dyn BatchSource, options: &ExternalMemory) -> Result<Self> {
+        let (matrix, info) = ExternalMatrix::from_batches(source, options)?;
+        Ok(DMatrix { features: Stored::Pages(Arc::new(matrix)), info, categories: Categories::default() })
     }
 
     /// A dataset's rows and labels (weights, groups, base margins), as read or generated.
@@ -225,6 +249,10 @@ impl DMatrix {
 
     /// Sets the weights, as [`DMatrix::with_weights`].
     pub fn set_weights(&mut self, weights: Vec<f32>) -> Result<()> {
+        if let Stored::Pages(_) = self.features {
+            // The sketch weighed the rows by the batches' weights.
+            return Err(Error::InvalidData("the weights of batches are given with the batches".into()));
+        }
         let groups = self.info.group_ptr.len().saturating_sub(1);
         if weights.len() != self.rows() && (groups == 0 || weights.len() != groups) {
             return Err(Error::InvalidData(format!("{} weights for {} rows", weights.len(), self.rows())));
@@ -291,7 +319,10 @@ impl DMatrix {
     /// [`boost_kernels::categorical`]; `q`, `float`, `int` and `i` are numeric. A model trained on
     /// these rows saves them, as XGBoost does.
     pub fn set_feature_types(&mut self, types: Vec<String>) -> Result<()> {
-        crate::data::categorical_features(&types, self.cols())?;
+        let categorical = crate::data::categorical_features(&types, self.cols())?;
+        if matches!(&self.features, Stored::Pages(m) if m.categorical != categorical) {
+            return Err(Error::param("feature_types", "the batches' pages were cut with other feature types"));
+        }
         self.info.feature_types = types;
         Ok(())
     }
@@ -322,7 +353,7 @@ impl DMatrix {
     pub fn features(&self) -> Option<&FeatureMatrix> {
         match &self.features {
             Stored::Host(features) => Some(features),
-            Stored::Device(_) => None,
+            Stored::Device(_) | Stored::Pages(_) => None,
         }
     }
 
@@ -331,6 +362,7 @@ impl DMatrix {
         let features = match &self.features {
             Stored::Host(features) => Features::Host(features),
             Stored::Device(rows) => Features::Device { gpu: &rows.gpu, data: rows.data() },
+            Stored::Pages(matrix) => Features::Pages(matrix),
         };
         Rows::new(features, &self.info)
     }
@@ -602,6 +634,7 @@ impl Booster {
                 Walk::Upload(rows.gpu.clone(), Cow::Owned(features))
             }
             Stored::Device(rows) => Walk::InPlace(rows),
+            Stored::Pages(_) => return Err(crate::rows::no_raw_features("prediction")),
             Stored::Host(features) => {
                 let features = self.model.categories.recode(features, &data.categories.features)?;
                 match self.open(device)? {

@@ -192,6 +192,17 @@ impl EllpackMatrix {
     pub fn bytes(&self) -> usize {
         self.words.len() * 8
     }
+
+    /// The matrix without its words (a header, for a page kept on disk), and the words.
+    pub fn into_words(mut self) -> (EllpackMatrix, Vec<u64>) {
+        let words = std::mem::take(&mut self.words);
+        (self, words)
+    }
+
+    /// This header's matrix with `words` (those [`EllpackMatrix::into_words`] took).
+    pub fn with_words(&self, words: Vec<u64>) -> EllpackMatrix {
+        EllpackMatrix { words, ..*self }
+    }
 }
 
 /// Writes `symbol` (`bits` wide) at bit `bit` of `words`, low bits first, into zeroed bits.
@@ -210,6 +221,8 @@ fn put(words: &mut [u64], bit: u64, symbol: u32, bits: u32) {
 /// that a row's bin of a feature is one load instead of a search.
 #[derive(Clone, Debug, PartialEq)]
 pub struct UnpackedBins {
+    /// Rows.
+    pub rows: usize,
     /// Entries per row.
     pub stride: usize,
     /// Entry `f` of a row is feature `f`'s bin (or null); otherwise a row's present bins come first,
@@ -260,7 +273,7 @@ impl EllpackMatrix {
             });
             UnpackedData::of(columns, null)
         });
-        UnpackedBins { stride, by_feature, null, data: UnpackedData::of(all, null), columns }
+        UnpackedBins { rows: self.rows, stride, by_feature, null, data: UnpackedData::of(all, null), columns }
     }
 }
 

@@ -88,7 +88,7 @@ engine! {
     mod gpu;
     mod metric;
     mod objective;
-    mod pages;
+    mod external;
     mod phases;
     mod quantile;
     mod sample;
@@ -97,6 +97,7 @@ engine! {
 
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
+pub use external::{Batch, BatchSource, ExternalMemory};
 pub use gpu::{DeviceCsr, DeviceData};
 pub use learner::{
     CustomMetric, CustomObjective, EarlyStopping, EvalLayout, EvaluationMonitor, RoundLog, TrainOptions,

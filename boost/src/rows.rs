@@ -3,19 +3,32 @@
 //! device rows in place when it runs on their GPU, and reads them back once, on the first step that
 //! needs them on the host (training with `device=cpu`, a host-side metric's evaluation set).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use primitives::Gpu;
 
 use crate::data::{Dataset, FeatureMatrix, MetaInfo};
+use crate::external::ExternalMatrix;
 use crate::gpu::DeviceData;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Where a set's features are.
 #[derive(Clone, Copy)]
 pub(crate) enum Features<'a> {
     Host(&'a FeatureMatrix),
-    Device { gpu: &'a Gpu, data: DeviceData<'a> },
+    Device {
+        gpu: &'a Gpu,
+        data: DeviceData<'a>,
+    },
+    /// Quantised pages, without the raw values.
+    Pages(&'a Arc<ExternalMatrix>),
+}
+
+/// The error of a step (`what`) that needs the raw features of external-memory pages.
+pub(crate) fn no_raw_features(what: &str) -> Error {
+    Error::InvalidData(format!(
+        "{what} needs raw features, and external-memory rows are quantised pages: pass the rows in memory for it"
+    ))
 }
 
 /// A set of rows for the training loop.
@@ -39,6 +52,7 @@ impl<'a> Rows<'a> {
         match &self.features {
             Features::Host(m) => m.rows(),
             Features::Device { data, .. } => data.rows(),
+            Features::Pages(matrix) => matrix.rows(),
         }
     }
 
@@ -46,6 +60,7 @@ impl<'a> Rows<'a> {
         match &self.features {
             Features::Host(m) => m.cols(),
             Features::Device { data, .. } => data.cols(),
+            Features::Pages(matrix) => matrix.cols(),
         }
     }
 
@@ -60,6 +75,7 @@ impl<'a> Rows<'a> {
                 let copy = data.to_host(gpu)?;
                 Ok(self.host.get_or_init(|| copy))
             }
+            Features::Pages(_) => Err(no_raw_features("this step")),
         }
     }
 
@@ -69,6 +85,8 @@ impl<'a> Rows<'a> {
         match self.features {
             Features::Host(m) => m.check_finite(),
             Features::Device { gpu, data } => data.check(gpu),
+            // Checked batch by batch as they were quantised.
+            Features::Pages(_) => Ok(()),
         }
     }
 

@@ -11,7 +11,6 @@ use boost_kernels::metric::Transform;
 
 use super::device::on_device;
 use crate::data::MetaInfo;
-use crate::ellpack::{EllpackMatrix, UnpackedBins};
 use crate::fixed_point;
 use crate::gpu::{GpuExact, GpuTrainer, InitialMargins, MultiGpuTrainer};
 use crate::metric::DeviceMetric;
@@ -21,7 +20,7 @@ use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::sample::TreeSampler;
 use crate::tree::exact::{ExactBuilder, SortedColumns};
-use crate::tree::hist::{BuiltTree, HistBuilder, HistogramPrecision};
+use crate::tree::hist::{BinPages, BuiltTree, HistBuilder, HistogramPrecision};
 use crate::tree::Tree;
 use crate::Result;
 
@@ -137,11 +136,13 @@ macro_rules! device_rounds_by_delegation {
     };
 }
 
-/// The CPU's hist method: the quantised matrix, unpacked for the builder.
+/// The CPU's hist method: the quantised rows, unpacked for the builder (in core) or a page at a
+/// time (external memory).
 pub(super) struct CpuHist {
     pub cuts: QuantileCuts,
-    pub matrix: EllpackMatrix,
-    pub bins: UnpackedBins,
+    pub pages: Box<dyn BinPages + Send>,
+    /// Bytes of the packed (ELLPACK) matrix.
+    pub bytes: usize,
     /// Fixed point in training; the others are `cargo xtask precision`'s experiment.
     pub precision: HistogramPrecision,
 }
@@ -155,9 +156,8 @@ impl TreeBackend<'_> for CpuHist {
         rng: &mut ChaCha8Rng,
     ) -> Result<BuiltTree> {
         let (quantiser, fixed) = fixed_point::quantise(gradients);
-        let (matrix, bins, cuts) = (&self.matrix, &self.bins, &self.cuts);
-        let builder = HistBuilder { matrix, bins, cuts, params, quantiser: &quantiser };
-        Ok(match self.precision {
+        let builder = HistBuilder { pages: self.pages.as_ref(), cuts: &self.cuts, params, quantiser: &quantiser };
+        match self.precision {
             HistogramPrecision::FixedPoint => builder.build(&fixed, features, rng),
             HistogramPrecision::F64 => {
                 let wide: Vec<GradientPair<f64>> =
@@ -165,11 +165,11 @@ impl TreeBackend<'_> for CpuHist {
                 builder.build(&wide, features, rng)
             }
             HistogramPrecision::F32 => builder.build(gradients, features, rng),
-        })
+        }
     }
 
     fn matrix_bytes(&self) -> usize {
-        self.matrix.bytes()
+        self.bytes
     }
 }
 

@@ -214,6 +214,7 @@ impl DeviceEval {
         let set = on_device(gpu, "uploading an evaluation set", || match data.features {
             Features::Host(features) => DeviceEvalSet::new(gpu, features, data.info, objective, margins),
             Features::Device { data: rows, .. } => DeviceEvalSet::from_device(gpu, rows, data.info, objective, margins),
+            Features::Pages(_) => Err(crate::rows::no_raw_features("an evaluation set on the device")),
         })?;
         let outputs = objective.outputs();
         let fits = metrics.iter().map(|m| m.check(data.rows() * outputs, data.info, outputs).is_ok()).collect();

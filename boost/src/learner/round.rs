@@ -340,6 +340,9 @@ fn margins_of(model: &Model, data: &Rows<'_>, objective: &dyn Objective) -> Resu
             let trees = DeviceModel::upload(gpu, model)?;
             Ok(trees.predict_margin_on_device(gpu, data, base, to_margin, (0, 0))?.to_vec(gpu)?)
         }),
+        // Pages start a run: from the base margins (continuing a model needs the raw features).
+        Features::Pages(_) if model.trees.is_empty() => model.base_margins_of(data.rows(), base, to_margin),
+        Features::Pages(_) => Err(crate::rows::no_raw_features("continuing a model")),
     }
 }
 

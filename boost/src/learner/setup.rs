@@ -2,6 +2,7 @@
 //! built (the CPU's quantised matrix or sorted columns; a GPU's sketch and bins; several GPUs'
 //! shards).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use primitives::{DeviceBuffer, Gpu};
@@ -11,6 +12,7 @@ use super::device::{on_device, Devices};
 use super::TrainOptions;
 use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
+use crate::external::ExternalMatrix;
 use crate::gpu::{
     csr_is_checked, device_cuts_csr, device_cuts_typed, Communicator, DeviceCsr, DeviceData, GpuExact, GpuTrainer,
     HostStaged, MultiGpuTrainer, Nccl, PeerSum,
@@ -98,6 +100,9 @@ pub(super) fn backend<'g>(
             format!("histograms in {} are a CPU experiment; the GPU builder sums in fixed point", precision.name()),
         ));
     }
+    if let Features::Pages(matrix) = train.features {
+        return external_backend(params, matrix, gpus, precision);
+    }
     let row_weights = row_weights(train.info, train.rows())?;
     let max_bin = params.tree.max_bin as usize;
     let categorical = train.info.categorical_features(train.cols())?;
@@ -124,6 +129,31 @@ pub(super) fn backend<'g>(
         // Several devices: the one device's cuts, each device quantising its shard of the rows.
         _ => Ok(Box::new(multi_gpu_trainer(&gpus, train, &row_weights, (max_bin, &categorical), phases)?)),
     }
+}
+
+/// The backend of external-memory pages: the CPU's hist builder, visiting them in turn. The pages
+/// were cut once, so `max_bin` must be theirs.
+fn external_backend<'g>(
+    params: &Params,
+    matrix: &Arc<ExternalMatrix>,
+    gpus: Vec<&'g Gpu>,
+    precision: HistogramPrecision,
+) -> Result<Box<dyn TreeBackend<'g> + 'g>> {
+    if params.tree_method != TreeMethod::Hist {
+        return Err(Error::param("tree_method", "external-memory rows are quantised pages: use hist"));
+    }
+    if params.tree.max_bin != matrix.max_bin {
+        let reason = format!("{} bins, and the pages were cut into {}", params.tree.max_bin, matrix.max_bin);
+        return Err(Error::param("max_bin", reason));
+    }
+    if matrix.categorical.contains(&true) {
+        check_categorical_support(params)?;
+    }
+    if !gpus.is_empty() {
+        return Err(Error::param("device", "external-memory training runs on the CPU for now: use device=cpu"));
+    }
+    let (cuts, bytes) = (matrix.cuts.clone(), matrix.bytes());
+    Ok(Box::new(CpuHist { cuts, pages: Box::new(Arc::clone(matrix)), bytes, precision }))
 }
 
 /// Categorical features are split by the `hist` method's depthwise and lossguide trees: any other
@@ -154,7 +184,7 @@ fn cpu_hist(
     let cuts = phases.time("cuts", || QuantileCuts::build_typed(features, row_weights, max_bin, categorical))?;
     let matrix = phases.time("ellpack", || EllpackMatrix::new(features, &cuts));
     let bins = phases.time("matrix for the tree builder", || matrix.unpack(&cuts));
-    Ok(CpuHist { cuts, matrix, bins, precision })
+    Ok(CpuHist { cuts, pages: Box::new(bins), bytes: matrix.bytes(), precision })
 }
 
 /// The features as the GPU builder reads them, with their cuts: dense rows and CSR rows whose
@@ -205,6 +235,7 @@ fn gpu_trainer<'g>(
             Features::Host(features) => {
                 (OnDevice::Nothing, QuantileCuts::build_typed(features, weights, max_bin, categorical)?)
             }
+            Features::Pages(_) => return Err(crate::rows::no_raw_features("the device sketch")),
         })
     })?;
     phases.add("cuts", start.elapsed());

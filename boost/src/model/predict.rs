@@ -183,22 +183,16 @@ impl Model {
         self.predict_encoded_margin(&features, base_margin, prob_to_margin, iteration_range, packed)
     }
 
-    /// [`Model::predict_margin_with`] of rows whose features the model's target statistics have
-    /// encoded already (the training loop's sets).
-    pub(crate) fn predict_encoded_margin(
+    /// The margins of `rows` rows before any tree: their base margins (`rows` a row and output),
+    /// or the base score's margin.
+    pub(crate) fn base_margins_of(
         &self,
-        features: &FeatureMatrix,
+        rows: usize,
         base_margin: Option<&[f32]>,
         prob_to_margin: impl Fn(f32) -> f32,
-        iteration_range: (usize, usize),
-        packed: Option<&PackedTrees>,
     ) -> Result<Vec<f32>> {
-        self.check_shape()?;
-        check_features(features, self.num_feature)?;
-        let trees = self.tree_range(iteration_range)?;
         let outputs = self.num_outputs();
-        let rows = features.rows();
-        let mut out = match base_margin {
+        Ok(match base_margin {
             Some(b) => {
                 if b.len() != rows * outputs {
                     return Err(Error::InvalidData(format!(
@@ -218,7 +212,25 @@ impl Model {
                 });
                 out
             }
-        };
+        })
+    }
+
+    /// [`Model::predict_margin_with`] of rows whose features the model's target statistics have
+    /// encoded already (the training loop's sets).
+    pub(crate) fn predict_encoded_margin(
+        &self,
+        features: &FeatureMatrix,
+        base_margin: Option<&[f32]>,
+        prob_to_margin: impl Fn(f32) -> f32,
+        iteration_range: (usize, usize),
+        packed: Option<&PackedTrees>,
+    ) -> Result<Vec<f32>> {
+        self.check_shape()?;
+        check_features(features, self.num_feature)?;
+        let trees = self.tree_range(iteration_range)?;
+        let outputs = self.num_outputs();
+        let rows = features.rows();
+        let mut out = self.base_margins_of(rows, base_margin, prob_to_margin)?;
         if trees.is_empty() {
             return Ok(out);
         }

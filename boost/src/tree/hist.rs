@@ -23,14 +23,14 @@
 use rand::Rng;
 use rayon::prelude::*;
 
-use crate::ellpack::{EllpackMatrix, UnpackedBins, UnpackedData};
+use crate::ellpack::{UnpackedBins, UnpackedData};
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
 use crate::tree::Tree;
-use std::convert::Infallible;
+use crate::Result;
 use std::time::Instant;
 
 /// How the hist builder accumulates gradient sums. Training uses [`HistogramPrecision::FixedPoint`];
@@ -80,12 +80,51 @@ pub struct BuiltTree {
     pub phases: PhaseTimes,
 }
 
-/// Builds one tree from gradients (one per row of `matrix`), fixed point in training.
+/// The quantised training rows as the builder reads them: consecutive pages of rows, each
+/// unpacked ([`UnpackedBins`]). In-core training has one page, the whole matrix; external memory
+/// ([`crate::external`]) unpacks its pages one at a time from host memory or its cache file. Every
+/// step visits the pages in turn (a node's rows are increasing, so its rows of a page are a range),
+/// and fixed-point sums make the tree the same for any split into pages.
+pub trait BinPages: Sync {
+    /// Rows of all the pages.
+    fn rows(&self) -> usize;
+    /// Calls `visit(first row, page)` on every page, in row order.
+    fn visit(&self, visit: &mut dyn FnMut(usize, &UnpackedBins)) -> Result<()>;
+}
+
+/// The in-core matrix: one page.
+impl BinPages for UnpackedBins {
+    fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn visit(&self, visit: &mut dyn FnMut(usize, &UnpackedBins)) -> Result<()> {
+        visit(0, self);
+        Ok(())
+    }
+}
+
+/// Pages shared with the caller (an external-memory matrix).
+impl<T: BinPages + Send> BinPages for std::sync::Arc<T> {
+    fn rows(&self) -> usize {
+        self.as_ref().rows()
+    }
+
+    fn visit(&self, visit: &mut dyn FnMut(usize, &UnpackedBins)) -> Result<()> {
+        self.as_ref().visit(visit)
+    }
+}
+
+/// The range of increasing `rows` that lie in the page of `page_rows` rows from row `first`.
+fn rows_in_page(rows: &[u32], first: usize, page_rows: usize) -> std::ops::Range<usize> {
+    let below = |end: usize| rows.partition_point(|&r| (r as usize) < end);
+    below(first)..below(first + page_rows)
+}
+
+/// Builds one tree from gradients (one a row of `pages`), fixed point in training.
 pub struct HistBuilder<'a> {
-    /// The quantised training rows.
-    pub matrix: &'a EllpackMatrix,
-    /// `matrix` unpacked ([`EllpackMatrix::unpack`]), read by the inner loops.
-    pub bins: &'a UnpackedBins,
+    /// The quantised training rows, read by the inner loops.
+    pub pages: &'a dyn BinPages,
     /// The cuts the bins came from.
     pub cuts: &'a QuantileCuts,
     /// The tree parameters.
@@ -98,8 +137,9 @@ impl HistBuilder<'_> {
     /// Grows a tree over `features` (the tree's sampled columns), drawing further column samples
     /// from `rng`: the shared expansion driver ([`grow::grow`]) over this builder as its backend.
     /// `gradients` are fixed point in training ([`HistogramSum`] says why others exist).
-    pub fn build<S: HistogramSum>(&self, gradients: &[S], features: &[u32], rng: &mut impl Rng) -> BuiltTree {
-        let n = self.matrix.rows;
+    /// Fails only when an external-memory page cannot be read.
+    pub fn build<S: HistogramSum>(&self, gradients: &[S], features: &[u32], rng: &mut impl Rng) -> Result<BuiltTree> {
+        let n = self.pages.rows();
         let mut backend = CpuBackend {
             builder: self,
             gradients,
@@ -107,38 +147,52 @@ impl HistBuilder<'_> {
             hists: vec![None],
             phases: PhaseTimes::default(),
         };
-        let tree = match grow::grow(&mut backend, self.params, self.quantiser, features, n, rng) {
-            Ok(tree) => tree,
-            Err(never) => match never {},
-        };
+        let tree = grow::grow(&mut backend, self.params, self.quantiser, features, n, rng)?;
         let mut phases = backend.phases;
         let positions = phases.time("tree: positions", || backend.order.positions(&tree));
-        BuiltTree { tree, positions, phases }
+        Ok(BuiltTree { tree, positions, phases })
     }
 
-    /// The gradient histogram (one sum per global bin) of `rows`.
-    fn histogram<S: HistogramSum>(&self, gradients: &[S], rows: &[u32]) -> Vec<S> {
-        match &self.bins.data {
-            UnpackedData::U16(bins) => self.histogram_of(bins, gradients, rows),
-            UnpackedData::U32(bins) => self.histogram_of(bins, gradients, rows),
+    /// Adds the gradient histogram (one sum per global bin) of `rows` (increasing) of the page
+    /// from row `first` to `hist` (`None`: none yet).
+    fn add_histogram<S: HistogramSum>(
+        &self,
+        hist: &mut Option<Vec<S>>,
+        (first, page): (usize, &UnpackedBins),
+        gradients: &[S],
+        rows: &[u32],
+    ) {
+        let rows = &rows[rows_in_page(rows, first, page.rows)];
+        let this = match &page.data {
+            UnpackedData::U16(bins) => self.histogram_of(page, bins, first, gradients, rows),
+            UnpackedData::U32(bins) => self.histogram_of(page, bins, first, gradients, rows),
+        };
+        match hist {
+            Some(sum) => sum.iter_mut().zip(&this).for_each(|(a, &b)| *a = S::add(*a, b)),
+            None => *hist = Some(this),
         }
     }
 
+    /// The histogram of `rows` (all of the page from row `first`).
     fn histogram_of<B: Copy + Into<u32> + Sync, S: HistogramSum>(
         &self,
+        page: &UnpackedBins,
         bins: &[B],
+        first: usize,
         gradients: &[S],
         rows: &[u32],
     ) -> Vec<S> {
         let total_bins = self.cuts.total_bins();
-        let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
+        let (stride, by_feature, null) = (page.stride, page.by_feature, page.null);
+        // The page's own rows.
+        let local = |row: u32| row as usize - first;
         let accumulate = |hist: &mut Vec<S>, chunk: &[u32]| {
             for (i, &row) in chunk.iter().enumerate() {
                 // A node's rows are scattered over the matrix after a few partitions: fetch the bins
                 // and gradient of a row a few iterations ahead.
                 if let Some(&ahead) = chunk.get(i + PREFETCH_DISTANCE) {
                     // A row's entries may straddle two cache lines: ask for both.
-                    let entries = &bins[ahead as usize * stride..(ahead as usize + 1) * stride];
+                    let entries = &bins[local(ahead) * stride..(local(ahead) + 1) * stride];
                     prefetch(entries.as_ptr());
                     if let Some(last) = entries.last() {
                         prefetch(last);
@@ -149,7 +203,7 @@ impl HistBuilder<'_> {
                 if g == S::ZERO {
                     continue;
                 }
-                let entries = &bins[row as usize * stride..(row as usize + 1) * stride];
+                let entries = &bins[local(row) * stride..(local(row) + 1) * stride];
                 for &b in entries {
                     let b: u32 = b.into();
                     if b == null {
@@ -315,66 +369,71 @@ impl HistBuilder<'_> {
         Some(splits)
     }
 
-    /// Stable partition of a node's rows by its split; returns how many go left.
-    fn partition<S: Sync>(&self, rows: &mut [u32], e: &Expansion<S>) -> usize {
+    /// Whether each of a node's `rows` (increasing) that lie in the page from row `first` goes
+    /// left by the node's split, written to their places in `out` (a flag a node row).
+    fn page_flags<S: Sync>(&self, (first, page): (usize, &UnpackedBins), rows: &[u32], e: &Expansion<S>, out: &mut [bool]) {
+        let range = rows_in_page(rows, first, page.rows);
+        let (rows, out) = (&rows[range.clone()], &mut out[range]);
         let split = &e.split;
-        let first = self.cuts.cut_ptrs[split.feature as usize];
+        let first_bin = self.cuts.cut_ptrs[split.feature as usize];
         let set = CategorySet { words: &e.categories };
         let categorical = split.kind.is_categorical();
         // A present value's global bin: left at or below the threshold, or when not in the set.
         let goes_left = |bin: u32| {
             if categorical {
-                !set.contains(bin - first)
+                !set.contains(bin - first_bin)
             } else {
                 (bin as i64) <= split.last_left_bin
             }
         };
         let d = Decision { goes_left, default_left: split.default_left };
-        let flags = match (&self.bins.columns, &self.bins.data) {
-            (Some(UnpackedData::U16(columns)), _) => self.flags_of_column(columns, rows, split.feature, &d),
-            (Some(UnpackedData::U32(columns)), _) => self.flags_of_column(columns, rows, split.feature, &d),
-            (None, UnpackedData::U16(bins)) => self.flags_of_rows(bins, rows, split.feature, &d),
-            (None, UnpackedData::U32(bins)) => self.flags_of_rows(bins, rows, split.feature, &d),
-        };
-        if rows.len() > ROWS_PER_TASK {
-            parallel_stable_partition(rows, &flags)
-        } else {
-            grow::stable_partition(rows, &flags)
+        let at = (first, page);
+        match (&page.columns, &page.data) {
+            (Some(UnpackedData::U16(columns)), _) => self.flags_of_column(at, columns, rows, split.feature, &d, out),
+            (Some(UnpackedData::U32(columns)), _) => self.flags_of_column(at, columns, rows, split.feature, &d, out),
+            (None, UnpackedData::U16(bins)) => self.flags_of_rows(at, bins, rows, split.feature, &d, out),
+            (None, UnpackedData::U32(bins)) => self.flags_of_rows(at, bins, rows, split.feature, &d, out),
         }
     }
 
     /// Whether each row goes left, from the split feature's column (one slot a feature).
     fn flags_of_column<B: Copy + Into<u32> + Sync, F: Fn(u32) -> bool + Sync>(
         &self,
+        (first, page): (usize, &UnpackedBins),
         columns: &[B],
         rows: &[u32],
         feature: u32,
         d: &Decision<F>,
-    ) -> Vec<bool> {
-        let n = self.matrix.rows;
+        out: &mut [bool],
+    ) {
+        let n = page.rows;
         let f = feature as usize;
         let column = &columns[f * n..(f + 1) * n];
-        let null = self.bins.null;
+        let null = page.null;
         let goes_left = |row: u32| {
-            let b: u32 = column[row as usize].into();
+            let b: u32 = column[row as usize - first].into();
             if b == null {
                 d.default_left
             } else {
                 (d.goes_left)(b)
             }
         };
-        flags(rows, |chunk, out| chunk.iter().zip(out.iter_mut()).for_each(|(&row, flag)| *flag = goes_left(row)))
+        fill_flags(rows, out, |chunk, out| {
+            chunk.iter().zip(out.iter_mut()).for_each(|(&row, flag)| *flag = goes_left(row))
+        })
     }
 
     /// Whether each row goes left, from the rows' entries (sparse layouts).
     fn flags_of_rows<B: Copy + Into<u32> + Sync, F: Fn(u32) -> bool + Sync>(
         &self,
+        (first, page): (usize, &UnpackedBins),
         bins: &[B],
         rows: &[u32],
         feature: u32,
         d: &Decision<F>,
-    ) -> Vec<bool> {
-        let (stride, by_feature, null) = (self.bins.stride, self.bins.by_feature, self.bins.null);
+        out: &mut [bool],
+    ) {
+        let (stride, by_feature, null) = (page.stride, page.by_feature, page.null);
         let f = feature as usize;
         let (lo, hi) = (self.cuts.cut_ptrs[f], self.cuts.cut_ptrs[f + 1]);
         let bin_of = |row: usize| -> Option<u32> {
@@ -387,16 +446,16 @@ impl HistBuilder<'_> {
             let k = entries.partition_point(|&b| b.into() < lo);
             entries.get(k).map(|&b| b.into()).filter(|&b| b < hi)
         };
-        let goes_left = |row: u32| match bin_of(row as usize) {
+        let goes_left = |row: u32| match bin_of(row as usize - first) {
             Some(bin) => (d.goes_left)(bin),
             None => d.default_left,
         };
         // Rows are scattered over the matrix: ask for the entry a few rows ahead.
         let slot = if by_feature { f } else { 0 };
-        flags(rows, |chunk, out| {
+        fill_flags(rows, out, |chunk, out| {
             for (i, (&row, flag)) in chunk.iter().zip(out.iter_mut()).enumerate() {
                 if let Some(&ahead) = chunk.get(i + PREFETCH_DISTANCE) {
-                    prefetch(bins[ahead as usize * stride + slot..].as_ptr());
+                    prefetch(bins[(ahead as usize - first) * stride + slot..].as_ptr());
                 }
                 *flag = goes_left(row);
             }
@@ -420,15 +479,22 @@ struct Decision<F> {
     default_left: bool,
 }
 
-/// `decide(chunk, flags)` over `rows`, in parallel tasks when there are many.
-fn flags(rows: &[u32], decide: impl Fn(&[u32], &mut [bool]) + Sync) -> Vec<bool> {
-    let mut flags = vec![false; rows.len()];
+/// `decide(chunk, flags)` over `rows` and their flags `out`, in parallel tasks when there are many.
+fn fill_flags(rows: &[u32], out: &mut [bool], decide: impl Fn(&[u32], &mut [bool]) + Sync) {
     if rows.len() > ROWS_PER_TASK {
-        rows.par_chunks(ROWS_PER_TASK).zip(flags.par_chunks_mut(ROWS_PER_TASK)).for_each(|(c, out)| decide(c, out));
+        rows.par_chunks(ROWS_PER_TASK).zip(out.par_chunks_mut(ROWS_PER_TASK)).for_each(|(c, out)| decide(c, out));
     } else {
-        decide(rows, &mut flags);
+        decide(rows, out);
     }
-    flags
+}
+
+/// Stable partition of a node's rows by their flags; returns how many go left.
+fn partition_by(rows: &mut [u32], goes_left: &[bool]) -> usize {
+    if rows.len() > ROWS_PER_TASK {
+        parallel_stable_partition(rows, goes_left)
+    } else {
+        grow::stable_partition(rows, goes_left)
+    }
 }
 
 /// [`grow::stable_partition`] in parallel tasks: each task's rows go to the places its count of
@@ -504,37 +570,40 @@ impl<S> CpuBackend<'_, '_, S> {
 }
 
 impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
-    type Error = Infallible;
+    type Error = crate::Error;
 
-    fn total(&mut self) -> Result<S, Infallible> {
+    fn total(&mut self) -> Result<S> {
         let start = Instant::now();
         let total = sum_rows(self.gradients, &self.order.rows);
         self.phases.add("tree: total", start.elapsed());
         Ok(total)
     }
 
-    fn root_histogram(&mut self) -> Result<(), Infallible> {
+    fn root_histogram(&mut self) -> Result<()> {
         let start = Instant::now();
-        self.hists[0] = Some(self.builder.histogram(self.gradients, &self.order.rows));
+        let (builder, gradients, rows) = (self.builder, self.gradients, &self.order.rows);
+        let mut hist = None;
+        builder.pages.visit(&mut |first, page| builder.add_histogram(&mut hist, (first, page), gradients, rows))?;
+        self.hists[0] = Some(hist.unwrap_or_else(|| vec![S::ZERO; builder.cuts.total_bins()]));
         self.phases.add("tree: histograms", start.elapsed());
         Ok(())
     }
 
-    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<(), Infallible> {
+    fn partition(&mut self, expanded: &[Expansion<S>]) -> Result<()> {
         let start = Instant::now();
-        self.partition_rows(expanded);
+        self.partition_rows(expanded)?;
         self.phases.add("tree: partitions", start.elapsed());
         Ok(())
     }
 
-    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Infallible> {
+    fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
         let start = Instant::now();
-        self.build_children(children);
+        self.build_children(children)?;
         self.phases.add("tree: histograms", start.elapsed());
         Ok(())
     }
 
-    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>, Infallible> {
+    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>> {
         let start = Instant::now();
         let splits = nodes
             .par_iter()
@@ -547,7 +616,7 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
         Ok(splits)
     }
 
-    fn evaluate_level(&mut self, nodes: &[(usize, S)], features: &[u32]) -> Result<Option<Vec<Split<S>>>, Infallible> {
+    fn evaluate_level(&mut self, nodes: &[(usize, S)], features: &[u32]) -> Result<Option<Vec<Split<S>>>> {
         let start = Instant::now();
         let hists: Vec<&[S]> = nodes
             .iter()
@@ -565,15 +634,23 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
         }
     }
 
-    fn categories(&mut self, node: usize, split: &Split<S>) -> Result<Vec<u32>, Infallible> {
+    fn categories(&mut self, node: usize, split: &Split<S>) -> Result<Vec<u32>> {
         let hist = self.hists[node].as_ref().expect("a node's histogram is kept until it is split");
         Ok(self.builder.categories(hist, split))
     }
 }
 
 impl<S: HistogramSum> CpuBackend<'_, '_, S> {
-    /// Every expanded node's rows split between its children, the nodes in parallel.
-    fn partition_rows(&mut self, expanded: &[Expansion<S>]) {
+    /// Every expanded node's rows split between its children, the nodes in parallel: their flags
+    /// page by page, then the partitions.
+    fn partition_rows(&mut self, expanded: &[Expansion<S>]) -> Result<()> {
+        let (builder, order) = (self.builder, &self.order);
+        let mut flags: Vec<Vec<bool>> = expanded.iter().map(|e| vec![false; order.node_rows(e.node).len()]).collect();
+        builder.pages.visit(&mut |first, page| {
+            flags.par_iter_mut().zip(expanded).for_each(|(out, e)| {
+                builder.page_flags((first, page), order.node_rows(e.node), e, out);
+            })
+        })?;
         // Every expanded node's rows (disjoint ranges of `rows`) in parallel.
         let mut ranges: Vec<(usize, usize, usize)> = expanded
             .iter()
@@ -591,10 +668,9 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
             rest = tail;
             offset = end;
         }
-        let builder = self.builder;
         let mut lefts = vec![0usize; expanded.len()];
         let counted: Vec<(usize, usize)> =
-            slices.into_par_iter().map(|(slice, i)| (i, builder.partition(slice, &expanded[i]))).collect();
+            slices.into_par_iter().map(|(slice, i)| (i, partition_by(slice, &flags[i]))).collect();
         for (i, n_left) in counted {
             lefts[i] = n_left;
         }
@@ -603,25 +679,41 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
         if self.hists.len() < slots {
             self.hists.resize(slots, None);
         }
+        Ok(())
     }
 
-    /// The children's histograms: the smaller from its rows, the other by subtraction from the
-    /// parent's when it is kept.
-    fn build_children(&mut self, children: &[ChildHistograms]) {
+    /// The children's histograms, page by page: the smaller from its rows, the other by
+    /// subtraction from the parent's when it is kept (else from its rows too).
+    fn build_children(&mut self, children: &[ChildHistograms]) -> Result<()> {
         let parents: Vec<Option<Vec<S>>> = children.iter().map(|c| self.hists[c.parent].take()).collect();
         let this = &*self;
-        let built: Vec<(Vec<S>, Vec<S>)> = children
-            .par_iter()
-            .zip(parents)
-            .map(|(c, parent)| {
+        // Each pair's histograms summed so far: the smaller child's, the larger's (built from rows).
+        type Partial<S> = (Option<Vec<S>>, Option<Vec<S>>);
+        let mut built: Vec<Partial<S>> = children.iter().map(|_| (None, None)).collect();
+        this.builder.pages.visit(&mut |first, page| {
+            built.par_iter_mut().zip(children).zip(&parents).for_each(|(((small_hist, large_hist), c), parent)| {
                 let (small, large) = this.smaller_first(c);
-                let small_hist = this.builder.histogram(this.gradients, this.order.node_rows(small));
+                let add = |hist: &mut Option<Vec<S>>, node| {
+                    this.builder.add_histogram(hist, (first, page), this.gradients, this.order.node_rows(node))
+                };
+                add(small_hist, small);
+                if parent.is_none() {
+                    add(large_hist, large);
+                }
+            })
+        })?;
+        let zeros = || vec![S::ZERO; this.builder.cuts.total_bins()];
+        let built: Vec<(Vec<S>, Vec<S>)> = built
+            .into_par_iter()
+            .zip(parents)
+            .map(|((small_hist, large_hist), parent)| {
+                let small_hist = small_hist.unwrap_or_else(zeros);
                 let large_hist = match parent {
                     Some(mut h) => {
                         h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = S::sub(*a, b));
                         h
                     }
-                    None => this.builder.histogram(this.gradients, this.order.node_rows(large)),
+                    None => large_hist.unwrap_or_else(zeros),
                 };
                 (small_hist, large_hist)
             })
@@ -631,6 +723,7 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
             self.hists[small] = Some(small_hist);
             self.hists[large] = Some(large_hist);
         }
+        Ok(())
     }
 }
 
@@ -651,6 +744,7 @@ mod tests {
 
     type Fixed = GradientPair<i64>;
     use crate::data::{DenseMatrix, FeatureMatrix};
+    use crate::ellpack::EllpackMatrix;
     use rand::SeedableRng;
 
     struct Case {
@@ -682,9 +776,9 @@ mod tests {
         let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
         let features: Vec<u32> = (0..c.cols as u32).collect();
         let bins = matrix.unpack(&cuts);
-        let builder = HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params, quantiser: &q };
+        let builder = HistBuilder { pages: &bins, cuts: &cuts, params, quantiser: &q };
         let mut rng = rand::rngs::SmallRng::seed_from_u64(0);
-        (builder.build(&fixed, &features, &mut rng), q)
+        (builder.build(&fixed, &features, &mut rng).unwrap(), q)
     }
 
     /// The best root split found by trying every threshold on the raw values (no histogram).
@@ -813,18 +907,18 @@ mod tests {
         let matrix = EllpackMatrix::new(&c.features, &cuts);
         let bins = matrix.unpack(&cuts);
         let q = GradientQuantiser::new(&c.gradients);
-        let builder = HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: &params, quantiser: &q };
+        let builder = HistBuilder { pages: &bins, cuts: &cuts, params: &params, quantiser: &q };
         let features: Vec<u32> = (0..c.cols as u32).collect();
         let rng = || rand::rngs::SmallRng::seed_from_u64(0);
         let fixed: Vec<Fixed> = c.gradients.iter().map(|&g| q.to_fixed(g)).collect();
         let wide: Vec<GradientPair<f64>> =
             c.gradients.iter().map(|g| GradientPair::new(g.grad as f64, g.hess as f64)).collect();
-        let reference = builder.build(&fixed, &features, &mut rng());
-        let double = builder.build(&wide, &features, &mut rng());
+        let reference = builder.build(&fixed, &features, &mut rng()).unwrap();
+        let double = builder.build(&wide, &features, &mut rng()).unwrap();
         assert_eq!(double.positions, reference.positions);
         assert_eq!(double.tree.split_indices, reference.tree.split_indices);
         assert_eq!(double.tree.split_conditions, reference.tree.split_conditions);
-        let single = builder.build(&c.gradients, &features, &mut rng());
+        let single = builder.build(&c.gradients, &features, &mut rng()).unwrap();
         let tree = &single.tree;
         assert!(tree.len() > 7, "a real tree ({} nodes)", tree.len());
         let mut hess = vec![0f64; tree.len()];

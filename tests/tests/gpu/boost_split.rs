@@ -157,8 +157,9 @@ fn trees_grown_on_the_device_are_the_cpu_builders() {
             ..Default::default()
         };
         let all: Vec<u32> = (0..cols as u32).collect();
-        let cpu = HistBuilder { matrix: &matrix, bins: &bins, cuts: &cuts, params: &params, quantiser: &quantiser }
-            .build(&fixed, &all, &mut rand::rngs::SmallRng::seed_from_u64(5));
+        let cpu = HistBuilder { pages: &bins, cuts: &cuts, params: &params, quantiser: &quantiser }
+            .build(&fixed, &all, &mut rand::rngs::SmallRng::seed_from_u64(5))
+            .unwrap();
         let device =
             build_tree(&gpu, &matrix, &cuts, &params, &gradients, &all, &mut rand::rngs::SmallRng::seed_from_u64(5))
                 .unwrap();

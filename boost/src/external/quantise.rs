@@ -1,19 +1,24 @@
-//! Rows that arrive in batches (an iterator the caller can restart, a file read in chunks),
-//! quantised without ever holding them all: the first piece of the out-of-core path. Four passes
-//! over the batches, as XGBoost's external memory makes them: count each column's present values
-//! (and check every batch), sketch ([`CutsStream`]), lay out ([`EllpackLayout`]), pack each batch
-//! into its page. The cuts and the joined pages are those of the whole matrix, bit for bit.
+//! The four passes over a [`BatchSource`], as XGBoost's external memory makes them: count each
+//! column's present values (and check every batch), sketch ([`CutsStream`]), lay out
+//! ([`EllpackLayout`]), pack each batch and join consecutive batches into pages of at least
+//! [`ExternalMemory::page_bytes`]. The cuts and the joined pages are those of the whole matrix,
+//! bit for bit.
 
-use crate::data::{FeatureMatrix, MetaInfo};
+use super::store::PageStore;
+use super::{ExternalMatrix, ExternalMemory};
+use crate::data::{categorical_features, FeatureMatrix, MetaInfo};
 use crate::ellpack::{EllpackLayout, EllpackMatrix};
-use crate::quantile::{CutsStream, QuantileCuts};
+use crate::quantile::CutsStream;
 use crate::{Error, Result};
 
 /// One batch of rows: features, a label a row, and a weight a row (or none).
 #[derive(Clone, Debug)]
 pub struct Batch {
+    /// The rows' features (NaN, or an absent CSR entry, is missing).
     pub features: FeatureMatrix,
+    /// A label a row.
     pub labels: Vec<f32>,
+    /// A weight a row, or none (every row weighs 1).
     pub weights: Vec<f32>,
 }
 
@@ -26,25 +31,15 @@ pub trait BatchSource {
     fn next_batch(&mut self) -> Result<Option<Batch>>;
 }
 
-/// The quantised rows of a [`BatchSource`]: the cuts, one ELLPACK page a batch (in the layout of
-/// all the rows), the labels and weights.
-#[derive(Debug)]
-pub struct QuantisedPages {
-    pub cuts: QuantileCuts,
-    pub pages: Vec<EllpackMatrix>,
-    pub info: MetaInfo,
-}
-
-impl QuantisedPages {
-    /// Reads `source` four times (see the module documentation). Batches of different widths,
-    /// a label or weight count other than the rows', a label or weight that is not a finite number
-    /// (weights also not negative), and a pass that yields other batches than the first are errors
-    /// naming the batch (from 0) and, where there is one, the row (of the whole data).
-    pub fn from_batches(
-        source: &mut dyn BatchSource,
-        max_bin: usize,
-        categorical: &[bool],
-    ) -> Result<QuantisedPages> {
+impl ExternalMatrix {
+    /// Reads `source` four times (see the module documentation) into pages kept as `options`
+    /// says, with the labels and weights. Batches of different widths, a label or weight count
+    /// other than the rows', a label or weight that is not a finite number (weights also not
+    /// negative), and a pass that yields other batches than the first are errors naming the batch
+    /// (from 0) and, where there is one, the row (of the whole data).
+    pub fn from_batches(source: &mut dyn BatchSource, options: &ExternalMemory) -> Result<(ExternalMatrix, MetaInfo)> {
+        options.check()?;
+        let mut store = PageStore::new(options.cache_dir.as_deref(), options.host_bytes)?;
         let mut present = Vec::new();
         let (mut info, mut weights, mut weighted) = (MetaInfo::default(), Vec::new(), false);
         let (mut width, mut heights) = (None, Vec::new());
@@ -61,11 +56,16 @@ impl QuantisedPages {
             }
             Ok(())
         })?;
+        if info.labels.is_empty() {
+            return Err(Error::InvalidData("the batches have no rows".into()));
+        }
         if weighted {
             info.weights = weights;
         }
         let cols = present.len();
-        let mut stream = CutsStream::new(&present, max_bin, categorical);
+        let categorical = categorical_features(&options.feature_types, cols)?;
+        info.feature_types = options.feature_types.clone();
+        let mut stream = CutsStream::new(&present, options.max_bin as usize, &categorical);
         read_again(source, (&heights, cols), |batch| stream.push(&batch.features, &batch.weights))?;
         let cuts = stream.finish()?;
         let mut layout = EllpackLayout::default();
@@ -73,12 +73,22 @@ impl QuantisedPages {
             layout.add(&batch.features, &cuts);
             Ok(())
         })?;
-        let mut pages = Vec::with_capacity(heights.len());
+        let mut pending: Option<EllpackMatrix> = None;
         read_again(source, (&heights, cols), |batch| {
-            pages.push(EllpackMatrix::pack(&batch.features, &cuts, &layout));
-            Ok(())
+            let packed = EllpackMatrix::pack(&batch.features, &cuts, &layout);
+            match &mut pending {
+                Some(page) => page.append(&packed),
+                None => pending = Some(packed),
+            }
+            match pending.take_if(|page| page.bytes() >= options.page_bytes) {
+                Some(page) => store.push(page),
+                None => Ok(()),
+            }
         })?;
-        Ok(QuantisedPages { cuts, pages, info })
+        if let Some(page) = pending {
+            store.push(page)?;
+        }
+        Ok((ExternalMatrix { cuts, store, max_bin: options.max_bin, categorical }, info))
     }
 }
 
@@ -129,13 +139,17 @@ fn check_batch(index: usize, first: usize, batch: &Batch, width: Option<usize>) 
     if let Some(i) = batch.weights.iter().position(|w| !w.is_finite() || *w < 0.0) {
         return bad(format!("row {}: the weight is {}", first + i, batch.weights[i]));
     }
-    Ok(())
+    match batch.features.check_finite() {
+        Err(Error::InvalidData(reason)) => bad(format!("{reason} (the batch's row; its first is row {first})")),
+        other => other,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::data::DenseMatrix;
+    use crate::quantile::QuantileCuts;
 
     /// Batches in memory, read again from the first on `reset`; `shrink` drops the last batch from
     /// the second pass on (a source that changes).
@@ -177,28 +191,63 @@ mod tests {
         (Batches { batches: list, at: 0, passes: 0, shrink: false }, whole, weights)
     }
 
+    fn options(max_bin: u32, page_bytes: usize) -> ExternalMemory {
+        ExternalMemory { max_bin, page_bytes, ..Default::default() }
+    }
+
+    /// Batches of any sizes, joined into pages of any size: the whole matrix's cuts and ELLPACK
+    /// rows, bit for bit.
     #[test]
     fn batches_quantise_as_the_whole_matrix() {
-        let (mut source, whole, weights) = batches(5000, 6, &[1000, 1, 777]);
-        let pages = QuantisedPages::from_batches(&mut source, 64, &[]).unwrap();
-        assert_eq!(source.passes, 4);
-        let cuts = QuantileCuts::build(&whole, &weights, 64);
-        assert!(pages.cuts == cuts);
-        let mut joined = pages.pages[0].clone();
-        pages.pages[1..].iter().for_each(|page| joined.append(page));
-        assert!(joined == EllpackMatrix::new(&whole, &cuts));
-        assert_eq!((pages.info.labels.len(), &pages.info.weights), (5000, &weights));
+        for page_bytes in [1, 3000, 1 << 30] {
+            let (mut source, whole, weights) = batches(5000, 6, &[1000, 1, 777]);
+            let (matrix, info) = ExternalMatrix::from_batches(&mut source, &options(64, page_bytes)).unwrap();
+            assert_eq!(source.passes, 4);
+            let cuts = QuantileCuts::build(&whole, &weights, 64);
+            assert!(matrix.cuts == cuts);
+            let mut joined: Option<EllpackMatrix> = None;
+            let mut firsts = Vec::new();
+            matrix
+                .store
+                .for_each(|first, page| {
+                    firsts.push(first);
+                    match &mut joined {
+                        Some(m) => m.append(page),
+                        None => joined = Some(page.clone()),
+                    }
+                })
+                .unwrap();
+            assert!(joined.unwrap() == EllpackMatrix::new(&whole, &cuts));
+            let pages = firsts.len();
+            match page_bytes {
+                1 => assert_eq!(pages, 9, "a page a batch"),
+                3000 => assert!((2..9).contains(&pages), "{pages} pages of at least 3000 bytes"),
+                _ => assert_eq!(pages, 1, "one page"),
+            }
+            assert_eq!((info.labels.len(), &info.weights), (5000, &weights));
+        }
     }
 
     #[test]
     fn bad_batches_are_named() {
-        let error = |source: &mut Batches| QuantisedPages::from_batches(source, 64, &[]).unwrap_err().to_string();
+        let error = |source: &mut Batches| {
+            ExternalMatrix::from_batches(source, &options(64, 1)).map(|_| ()).unwrap_err().to_string()
+        };
         let (mut source, ..) = batches(3000, 4, &[1000]);
         source.batches[2].features = FeatureMatrix::Dense(DenseMatrix::new(1000, 3, vec![0.0; 3000]));
         assert!(error(&mut source).contains("batch 2: 3 columns, the batches before have 4"), "{}", error(&mut source));
         let (mut source, ..) = batches(3000, 4, &[1000]);
         source.batches[1].labels[5] = f32::NAN;
         assert!(error(&mut source).contains("batch 1: row 1005: the label is NaN"), "{}", error(&mut source));
+        let (mut source, ..) = batches(3000, 4, &[1000]);
+        source.batches[1].weights = vec![1.0; 999];
+        assert!(error(&mut source).contains("batch 1: 999 weights for 1000 rows"));
+        let (mut source, ..) = batches(3000, 4, &[1000]);
+        if let FeatureMatrix::Dense(m) = &mut source.batches[2].features {
+            m.values.make_mut()[4 * 7 + 2] = f32::INFINITY;
+        }
+        let message = error(&mut source);
+        assert!(message.contains("batch 2: row 7, feature 2: inf is infinite") && message.contains("row 2000"), "{message}");
         let (mut source, ..) = batches(3000, 4, &[1000]);
         source.batches[1].weights = vec![1.0; 999];
         assert!(error(&mut source).contains("batch 1: 999 weights for 1000 rows"));
