@@ -128,6 +128,20 @@ pub(crate) struct TrainArgs {
     /// Print the evaluation log every N rounds (0: never).
     #[arg(long, default_value_t = 1)]
     pub(crate) verbose_eval: usize,
+    /// Read the training file (CSV/TSV) in batches into quantised pages, never whole (external
+    /// memory: `tree_method=hist`, on the CPU for now; the model is the one of the whole file).
+    #[arg(long)]
+    pub(crate) external_memory: bool,
+    /// Rows a batch with --external-memory.
+    #[arg(long, default_value_t = 262_144, requires = "external_memory")]
+    pub(crate) batch_rows: usize,
+    /// With --external-memory: pages past --host-cache go to an unnamed file in this directory,
+    /// which the system removes however the run ends.
+    #[arg(long, value_name = "DIR", requires = "external_memory")]
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// With --cache-dir: bytes of pages kept in host memory first (such as 4GiB; default: none).
+    #[arg(long, value_name = "SIZE", requires = "cache_dir")]
+    pub(crate) host_cache: Option<String>,
 }
 
 #[derive(Args)]

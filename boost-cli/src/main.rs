@@ -5,6 +5,7 @@
 //! subcommand, `plot` (the learning curve).
 
 mod args;
+mod external;
 mod generate;
 mod plot;
 mod predict;

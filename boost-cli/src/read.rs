@@ -44,13 +44,7 @@ pub(crate) fn read(
     side_files: SideFiles,
     model: &ForModel<'_>,
 ) -> Result<(Dataset, Categories)> {
-    let column = |text: &str| match text.parse::<usize>() {
-        Ok(i) => Column::Index(i),
-        Err(_) => Column::Name(text.to_string()),
-    };
-    let label = column(&input.label);
-    let categorical = input.categorical.iter().map(|c| column(c)).collect();
-    let format = input.format.as_deref().map(|f| if f == "csv" { DataFormat::Csv } else { DataFormat::Libsvm });
+    let format = format(input);
     // Resolved once, beside the user's path: a spooled copy (below) has no side files of its own.
     let (weights, groups) = side_files.paths(path);
     for (what, file) in [("weights", &weights), ("query groups", &groups)] {
@@ -60,14 +54,7 @@ pub(crate) fn read(
     }
     let options = ReadOptions {
         format,
-        csv: CsvOptions {
-            label,
-            has_label: model.has_label,
-            categorical,
-            categories: model.categories,
-            feature_names: model.feature_names,
-            ..Default::default()
-        },
+        csv: csv_options(input, model),
         libsvm: LibsvmOptions { num_features: model.num_features },
         side_files: SideFiles::Given { weights, groups },
     };
@@ -94,8 +81,29 @@ pub(crate) fn read(
     Ok((data, categories))
 }
 
+/// The file format the options name, if they do.
+pub(crate) fn format(input: &DataArgs) -> Option<DataFormat> {
+    input.format.as_deref().map(|f| if f == "csv" { DataFormat::Csv } else { DataFormat::Libsvm })
+}
+
+/// How the options and `model` read a CSV file.
+pub(crate) fn csv_options<'a>(input: &DataArgs, model: &ForModel<'a>) -> CsvOptions<'a> {
+    let column = |text: &str| match text.parse::<usize>() {
+        Ok(i) => Column::Index(i),
+        Err(_) => Column::Name(text.to_string()),
+    };
+    CsvOptions {
+        label: column(&input.label),
+        has_label: model.has_label,
+        categorical: input.categorical.iter().map(|c| column(c)).collect(),
+        categories: model.categories,
+        feature_names: model.feature_names,
+        ..Default::default()
+    }
+}
+
 /// A copy of standard input (`-`) or of a pipe in a temporary file, `None` for a regular file.
-fn spool_if_not_a_file(path: &Path) -> Result<Option<tempfile::TempPath>> {
+pub(crate) fn spool_if_not_a_file(path: &Path) -> Result<Option<tempfile::TempPath>> {
     let stdin = path.as_os_str() == "-";
     if !stdin && std::fs::metadata(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?.is_file() {
         return Ok(None);

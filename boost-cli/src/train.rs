@@ -14,6 +14,7 @@ use boost::model::Model;
 use boost::{DMatrix, Device, Error, EvaluationMonitor, Params, Result, TrainingCallback};
 
 use crate::args::TrainArgs;
+use crate::external;
 use crate::read::{previous_categories, read, ForModel, CATEGORIES_ATTRIBUTE};
 use crate::{parse_params, plot, print_line};
 
@@ -22,6 +23,11 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
     let previous = args.continue_from.as_ref().map(Model::load_json).transpose()?;
     let (train_set, categories) = match synthetic_spec(&args.data)? {
         Some(spec) => (synthetic_rows(&spec, &params)?, Categories::default()),
+        None if args.external_memory => {
+            let categories = previous_categories(previous.as_ref())?;
+            let (pages, categories) = external::read_pages(&args, &params, categories.as_ref())?;
+            (TrainSet::Matrix(pages), categories)
+        }
         None => {
             let categories = previous_categories(previous.as_ref())?;
             let for_model = ForModel { categories: categories.as_ref(), has_label: true, ..Default::default() };
@@ -57,8 +63,10 @@ fn train_params(args: &TrainArgs) -> Result<Params> {
     let mut params = parse_params(&args.params)?;
     // The CLI trains on a GPU when one is usable unless told otherwise (the library keeps XGBoost's
     // default, the CPU).
-    if !args.params.iter().any(|p| p.split_once('=').is_some_and(|(name, _)| name.trim() == "device")) {
-        params.device = Device::Auto;
+    let device_given = args.params.iter().any(|p| p.split_once('=').is_some_and(|(name, _)| name.trim() == "device"));
+    if !device_given {
+        // External-memory pages train on the CPU for now (a GPU named is an error that says so).
+        params.device = if args.external_memory { Device::Cpu } else { Device::Auto };
     }
     if args.early_stopping_rounds.is_some() && args.evals.is_empty() {
         // As XGBoost: stopping on the training set's own metric would only stop by chance.
@@ -119,7 +127,7 @@ fn run(
             sets.extend(evals.iter().map(|(n, d)| (d, n.as_str())));
             learner::train(params, train_data, &sets, options, callbacks)?
         }
-        TrainSet::Device(train_data) => {
+        TrainSet::Matrix(train_data) => {
             let matrices: Vec<(DMatrix, String)> =
                 evals.into_iter().map(|(n, d)| Ok((DMatrix::from_dataset(d)?, n))).collect::<Result<_>>()?;
             let mut sets: Vec<(&DMatrix, &str)> = vec![(train_data, "train")];
@@ -170,17 +178,18 @@ fn report(args: &TrainArgs, params: &Params, trained: &Trained, start: Instant) 
     Ok(())
 }
 
-/// The training rows: read or generated on the host, or generated in a GPU's memory.
+/// The training rows: read or generated on the host, or a matrix (rows generated in a GPU's
+/// memory, or a file's external-memory pages).
 enum TrainSet {
     Host(Dataset),
-    Device(DMatrix),
+    Matrix(DMatrix),
 }
 
 impl TrainSet {
     fn cols(&self) -> usize {
         match self {
             TrainSet::Host(data) => data.cols(),
-            TrainSet::Device(matrix) => matrix.cols(),
+            TrainSet::Matrix(matrix) => matrix.cols(),
         }
     }
 
@@ -188,7 +197,7 @@ impl TrainSet {
     fn feature_names(&self) -> Option<&[String]> {
         match self {
             TrainSet::Host(data) => Some(data.info.feature_names.as_slice()),
-            TrainSet::Device(_) => None,
+            TrainSet::Matrix(_) => None,
         }
     }
 }
@@ -220,7 +229,7 @@ fn synthetic_rows(spec: &SyntheticSpec, params: &Params) -> Result<TrainSet> {
     eprintln!("boost: {} synthetic rows made on the GPU in {:.2} s", spec.rows, start.elapsed().as_secs_f64());
     let mut matrix = DMatrix::from_device_dense(Arc::new(gpu), values, spec.rows, spec.cols)?;
     matrix.set_feature_types(feature_types(spec))?;
-    Ok(TrainSet::Device(matrix.with_labels(labels)?))
+    Ok(TrainSet::Matrix(matrix.with_labels(labels)?))
 }
 
 /// Moves the progress bar on a round at every round.

@@ -553,3 +553,41 @@ fn side_files_are_announced_and_can_be_named_or_ignored() {
     assert!(said.contains("w.txt"), "{said}");
     assert_eq!(given, beside);
 }
+
+/// `--external-memory` reads the file in batches into pages (here in an unnamed cache file) and
+/// writes the model of the file read whole, string columns and weights included; no cache file
+/// is left. A cache directory that does not exist, and a libsvm file, are errors naming them, and
+/// no model is written.
+#[test]
+fn external_memory_writes_the_whole_files_model() {
+    let dir = scratch("external");
+    for (file, label) in [("adult/adult_train.csv", "income"), ("higgs_lgbm_sample/binary.train", "0")] {
+        let common = |model: &str| {
+            let args = ["--label", label, "objective=binary:logistic", "max_depth=4", "--rounds", "4", "device=cpu"];
+            let mut all: Vec<String> = vec![data(file).display().to_string()];
+            all.extend(args.iter().map(|a| a.to_string()));
+            (all, dir.join(model))
+        };
+        let (args, whole) = common("whole.json");
+        let (_, out) = train_to(args, &whole);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let cache = scratch("external-cache");
+        let (mut args, paged) = common("paged.json");
+        args.extend(["--external-memory", "--batch-rows", "3000", "--cache-dir"].map(String::from));
+        args.push(cache.display().to_string());
+        let (all, out) = train_to(args, &paged);
+        assert!(out.status.success(), "{all:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("MB on disk"), "{}", text(&out.stderr));
+        assert!(std::fs::read(&whole).unwrap() == std::fs::read(&paged).unwrap(), "{file}: the same model file");
+        assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0, "no cache file is left");
+    }
+    let model = dir.join("refused.json");
+    let adult = data("adult/adult_train.csv").display().to_string();
+    let args = [adult.as_str(), "--label", "income", "--external-memory", "--cache-dir", "/nonexistent/cache"];
+    let (_, out) = train_to(args.map(String::from).to_vec(), &model);
+    assert!(!out.status.success() && text(&out.stderr).contains("/nonexistent/cache"), "{}", text(&out.stderr));
+    let agaricus = data("agaricus/agaricus.txt.train").display().to_string();
+    let (_, out) = train_to([agaricus.as_str(), "--external-memory"].map(String::from).to_vec(), &model);
+    assert!(!out.status.success() && text(&out.stderr).contains("CSV/TSV"), "{}", text(&out.stderr));
+    assert!(!model.exists(), "no model is written");
+}

@@ -16,7 +16,7 @@ use primitives::{DeviceBuffer, Gpu};
 use crate::data::{
     read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, FeatureValues, MetaInfo, ReadOptions,
 };
-use crate::external::{BatchSource, ExternalMatrix, ExternalMemory};
+use crate::external::{BatchSource, ExternalMatrix, ExternalMemory, PagesInfo};
 use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
 use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
 use crate::metric::{self, Metric};
@@ -355,6 +355,13 @@ impl DMatrix {
             Stored::Host(features) => Some(features),
             Stored::Device(_) | Stored::Pages(_) => None,
         }
+    }
+
+    /// Where the pages of external-memory rows ([`DMatrix::from_batches`]) are; `None` for others.
+    pub fn pages(&self) -> Option<PagesInfo> {
+        let Stored::Pages(matrix) = &self.features else { return None };
+        let (host_bytes, disk_bytes) = matrix.store.bytes();
+        Some(PagesInfo { pages: matrix.store.len(), host_bytes, disk_bytes })
     }
 
     /// The rows as the training loop takes them.

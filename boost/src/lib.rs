@@ -97,7 +97,7 @@ engine! {
 
 pub use booster::{Booster, DMatrix, PredictOptions, PredictOutput};
 pub use error::{Error, Result};
-pub use external::{Batch, BatchSource, ExternalMemory};
+pub use external::{Batch, BatchSource, ExternalMemory, PagesInfo};
 pub use gpu::{DeviceCsr, DeviceData};
 pub use learner::{
     CustomMetric, CustomObjective, EarlyStopping, EvalLayout, EvaluationMonitor, RoundLog, TrainOptions,

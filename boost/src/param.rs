@@ -263,9 +263,9 @@ impl Default for Params {
     }
 }
 
-/// A size in bytes: a whole number, or a number with a unit (`B`, `KB`, `MB`, `GB`, `TB` in
+/// A size in bytes (of parameter `name`, which errors name): a whole number, or a number with a unit (`B`, `KB`, `MB`, `GB`, `TB` in
 /// powers of 1000; `KiB`, `MiB`, `GiB`, `TiB` in powers of 1024), at least 1 MiB.
-fn byte_size(name: &str, value: &str) -> Result<u64> {
+pub fn byte_size(name: &str, value: &str) -> Result<u64> {
     let text = value.trim();
     let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len());
     let (number, unit) = (text[..split].trim(), &text[split..]);

@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
-use boost::data::{read_data, Column, CsrMatrix, CsvOptions, Dataset, DenseMatrix, FeatureMatrix, ReadOptions};
+use boost::data::{
+    read_data, Column, CsrMatrix, CsvBatches, CsvOptions, Dataset, DenseMatrix, FeatureMatrix, ReadOptions, SideFiles,
+};
 use boost::param::Params;
 use boost::{Batch, BatchSource, Booster, DMatrix, Error, ExternalMemory};
 
@@ -194,5 +196,43 @@ fn pages_refuse_what_needs_raw_values() {
     match DMatrix::from_batches(&mut source, &missing) {
         Err(Error::Io { path, .. }) => assert_eq!(path, Path::new("/nonexistent/cache")),
         other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+/// A CSV file read in batches (string columns learned in a first read, the `.weight` sibling):
+/// the codes, weights and model of the file read whole; a stopped pass starts again cleanly.
+#[test]
+fn a_csv_file_read_in_batches_trains_the_whole_files_model() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+    let cases = [
+        ("adult/adult_train.csv", Column::Name("income".into())),
+        ("higgs_lgbm_sample/binary.train", Column::Index(0)),
+    ];
+    for (file, label) in cases {
+        let path = root.join(file);
+        let csv = CsvOptions { label, ..Default::default() };
+        let options = ReadOptions { csv: csv.clone(), ..Default::default() };
+        let whole = DMatrix::from_file(&path, &options).unwrap();
+        let params = [("objective", "binary:logistic"), ("max_depth", "4"), ("max_bin", "32")];
+        let want = model(&params, &whole);
+        let mut source = CsvBatches::open(&path, &csv, &SideFiles::Beside, 1500).unwrap();
+        assert_eq!(source.categories(), whole.categories(), "{file}");
+        assert_eq!(source.rows(), whole.rows());
+        source.reset().unwrap();
+        let first = source.next_batch().unwrap().unwrap();
+        assert_eq!((first.features.rows(), first.labels.len()), (1500, 1500));
+        assert_eq!(first.weights, whole.info().weights.get(..1500).unwrap_or_default(), "{file}");
+        let memory = ExternalMemory {
+            max_bin: 32,
+            feature_types: source.info().feature_types.clone(),
+            page_bytes: 1,
+            ..Default::default()
+        };
+        let mut paged = DMatrix::from_batches(&mut source, &memory).unwrap();
+        // What the file's header and strings name, as `boost train` gives them.
+        paged.set_feature_names(source.info().feature_names.clone()).unwrap();
+        paged.set_category_names(source.categories().features.clone()).unwrap();
+        assert!(!whole.info().feature_types.is_empty() || file.contains("higgs"), "adult has string columns");
+        assert!(model(&params, &paged) == want, "{file}");
     }
 }

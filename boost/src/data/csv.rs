@@ -143,6 +143,35 @@ pub(crate) fn read_csv_with(
     options: &CsvOptions<'_>,
     side_files: &SideFiles,
 ) -> Result<(Dataset, Categories)> {
+    let read = read_csv_pass(path, options, side_files, None)?;
+    let features = FeatureMatrix::Dense(DenseMatrix { rows: read.rows, cols: read.cols, values: read.values.into() });
+    Ok((Dataset { features, info: read.info }, read.categories))
+}
+
+/// Hands over the rows read so far every `.0` rows (and the last ones at the end) while a pass
+/// reads: `.1(rows, values, labels)`, the values row-major and taken from the pass, which then
+/// holds no more than a batch. An error stops the pass.
+pub(crate) type Flush<'f> = (usize, &'f mut dyn FnMut(usize, Vec<f32>, Vec<f32>) -> Result<()>);
+
+/// What a pass over a CSV file gives: the values (none handed over by a [`Flush`]), their shape,
+/// the labels (idem), weights, groups and feature names and types, and the categories.
+pub(crate) struct CsvRead {
+    pub values: Vec<f32>,
+    pub rows: usize,
+    pub cols: usize,
+    pub info: MetaInfo,
+    pub categories: Categories,
+}
+
+/// One read of a CSV file (see [`read_csv_with_categories`]), its rows kept or handed over by
+/// `flush`. Learned string codes replace first-appearance ids at the end, so rows handed over
+/// hold codes only when `options.categories` gives them.
+pub(crate) fn read_csv_pass(
+    path: &Path,
+    options: &CsvOptions<'_>,
+    side_files: &SideFiles,
+    flush: Option<Flush<'_>>,
+) -> Result<CsvRead> {
     let sample = read_sample(path, SAMPLE_LINES, SAMPLE_BYTES)?;
     let first_line = sample.split(|&b| b == b'\n').find(|line| !line.trim_ascii().is_empty()).unwrap_or_default();
     let delimiter = options.delimiter.unwrap_or_else(|| detect_delimiter(first_line));
@@ -211,6 +240,7 @@ pub(crate) fn read_csv_with(
         values: Vec::new(),
         labels: Vec::new(),
         rows: 0,
+        flush,
     };
     pass.run(delimiter, has_header)?;
     pass.finish(given, side_files)
@@ -610,7 +640,7 @@ fn feature_value(
 }
 
 /// One read of the file.
-struct Pass<'p, 'c> {
+struct Pass<'p, 'c, 'f> {
     path: &'p Path,
     layout: &'p Layout,
     missing: &'p MissingTokens,
@@ -621,9 +651,10 @@ struct Pass<'p, 'c> {
     values: Vec<f32>,
     labels: Vec<f32>,
     rows: usize,
+    flush: Option<Flush<'f>>,
 }
 
-impl<'c> Pass<'_, 'c> {
+impl<'c> Pass<'_, 'c, '_> {
     fn run(&mut self, delimiter: u8, has_header: bool) -> Result<()> {
         let path = self.path;
         let mut reader = ReaderBuilder::new()
@@ -671,13 +702,26 @@ impl<'c> Pass<'_, 'c> {
                 };
                 value.map_err(|reason| parse_error(path, line, format!("{}: {reason}", self.layout.describe(c))))?;
             }
+            if self.flush.as_ref().is_some_and(|(every, _)| self.values.len() >= every * self.layout.features) {
+                self.hand_over()?;
+            }
+        }
+        if !self.values.is_empty() {
+            self.hand_over()?;
         }
         Ok(())
     }
 
+    /// The rows read since the last hand-over, to the [`Flush`] if there is one.
+    fn hand_over(&mut self) -> Result<()> {
+        let Some((_, flush)) = self.flush.as_mut() else { return Ok(()) };
+        let rows = self.values.len() / self.layout.features.max(1);
+        flush(rows, std::mem::take(&mut self.values), std::mem::take(&mut self.labels))
+    }
+
     /// The dataset and categories, once the last pass is done: learned codes replace the
     /// first-appearance ids.
-    fn finish(self, given: Option<&Categories>, side_files: &SideFiles) -> Result<(Dataset, Categories)> {
+    fn finish(self, given: Option<&Categories>, side_files: &SideFiles) -> Result<CsvRead> {
         let rows = self.rows;
         if rows == 0 {
             return Err(Error::InvalidData(format!("{}: no data rows", self.path.display())));
@@ -708,14 +752,13 @@ impl<'c> Pass<'_, 'c> {
         }
         let mut info = MetaInfo { labels, feature_names: self.layout.feature_names.clone(), ..MetaInfo::default() };
         read_siblings(self.path, rows, &mut info, side_files)?;
-        let features = FeatureMatrix::Dense(DenseMatrix { rows, cols, values: values.into() });
         let categories = given.cloned().unwrap_or(learned);
         // String columns are categorical features (XGBoost's type `c`), their codes categories.
         if categories.features.iter().any(Option::is_some) {
             info.feature_types =
                 categories.features.iter().map(|c| if c.is_some() { "c" } else { "q" }.to_string()).collect();
         }
-        Ok((Dataset { features, info }, categories))
+        Ok(CsvRead { values, rows, cols, info, categories })
     }
 }
 

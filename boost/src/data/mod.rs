@@ -45,10 +45,12 @@ use rayon::prelude::*;
 use crate::{Error, Result};
 
 mod csv;
+mod csv_batches;
 mod libsvm;
 pub mod synthetic;
 
 pub use self::csv::{read_csv, read_csv_with_categories, Categories, Column, CsvOptions, DEFAULT_MISSING_TOKENS};
+pub use self::csv_batches::CsvBatches;
 pub use self::libsvm::{read_libsvm, LibsvmOptions};
 
 /// A dense row-major `f32` matrix; NaN marks a missing value.

@@ -50,6 +50,30 @@ impl ExternalMemory {
     }
 }
 
+/// Where an external-memory matrix's pages are ([`crate::DMatrix::pages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagesInfo {
+    /// Pages.
+    pub pages: usize,
+    /// Bytes of packed rows in host memory.
+    pub host_bytes: usize,
+    /// Bytes of packed rows in the cache file.
+    pub disk_bytes: u64,
+}
+
+impl std::fmt::Display for PagesInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mb = |b: f64| b / 1e6;
+        write!(
+            f,
+            "{} pages, {:.1} MB in memory, {:.1} MB on disk",
+            self.pages,
+            mb(self.host_bytes as f64),
+            mb(self.disk_bytes as f64)
+        )
+    }
+}
+
 /// The quantised rows of a [`BatchSource`]: the cuts and the pages.
 #[derive(Debug)]
 pub struct ExternalMatrix {
