@@ -140,6 +140,30 @@ impl DMatrix {
         Ok(DMatrix { inner })
     }
 
+    /// The batches of a `DataIter` (external memory), quantised into pages of at least
+    /// `page_bytes` with `max_bin` bins; pages past `host_bytes` go to an unnamed file in
+    /// `cache_dir` when one is given.
+    #[staticmethod]
+    #[pyo3(signature = (iter, max_bin, feature_types, page_bytes, cache_dir=None, host_bytes=0))]
+    fn from_batches(
+        py: Python<'_>,
+        iter: Bound<'_, PyAny>,
+        max_bin: u32,
+        feature_types: Vec<String>,
+        page_bytes: usize,
+        cache_dir: Option<PathBuf>,
+        host_bytes: usize,
+    ) -> PyResult<Self> {
+        let inner =
+            crate::batches::from_batches(py, iter, (max_bin, feature_types), (page_bytes, cache_dir, host_bytes))?;
+        Ok(DMatrix { inner })
+    }
+
+    /// Pages, bytes in host memory and bytes on disk of external-memory rows (`None` for others).
+    fn pages(&self) -> Option<(usize, usize, u64)> {
+        self.inner.pages().map(|p| (p.pages, p.host_bytes, p.disk_bytes))
+    }
+
     /// Sets a label a row.
     fn set_labels(&mut self, py: Python<'_>, labels: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
         self.inner.set_labels(contiguous(&labels, "label")?.to_vec()).or_raise(py)

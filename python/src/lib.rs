@@ -4,6 +4,7 @@
 //! scikit-learn estimators); everything that decides a model stays in `boost`.
 //!
 //! - `dmatrix.rs`: `DMatrix` from dense or CSR arrays, with labels, weights, groups, margins;
+//! - `batches.rs`: `DMatrix.from_batches`, a Python `DataIter`'s batches read into pages;
 //! - `cuda.rs`: device arrays (the CUDA array interface) borrowed in place, `DeviceArray` results;
 //! - `booster.rs`: `Booster`: predict, evaluate, save and load XGBoost's JSON, attributes;
 //! - `train.rs`: `train`, with the GIL released and the Python callbacks called each round;
@@ -12,6 +13,7 @@
 
 use pyo3::prelude::*;
 
+mod batches;
 mod booster;
 mod cuda;
 mod dmatrix;

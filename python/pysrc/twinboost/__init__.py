@@ -16,7 +16,7 @@ by either library with the same predictions::
 
 from . import callback
 from ._core import METRIC_NAMES, OBJECTIVE_NAMES, __version__
-from .core import Booster, DMatrix, QuantileDMatrix
+from .core import Booster, DataIter, DMatrix, ExtMemQuantileDMatrix, QuantileDMatrix
 from .exceptions import BoostError, DataError, DeviceError, FileError, ModelError, ParameterError
 from .training import train
 
@@ -36,7 +36,9 @@ __all__ = [
     "BoostError",
     "DataError",
     "DeviceError",
+    "DataIter",
     "DMatrix",
+    "ExtMemQuantileDMatrix",
     "FileError",
     "METRIC_NAMES",
     "ModelError",

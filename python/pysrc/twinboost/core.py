@@ -2,6 +2,7 @@
 
 import copy as _copy
 import os
+import tempfile
 
 import numpy as np
 
@@ -143,6 +144,100 @@ class QuantileDMatrix(DMatrix):
                          qid=qid, enable_categorical=enable_categorical)
         self.max_bin = ref.max_bin if ref is not None and max_bin is None else max_bin
         self.ref = ref
+
+
+class DataIter:
+    """XGBoost's ``DataIter``: batches of rows for external memory (``ExtMemQuantileDMatrix``).
+    Subclass it with ``next(input_data)``, which calls ``input_data(data=X, label=y, weight=w,
+    feature_names=..., feature_types=...)`` with the next batch and returns True, or returns False
+    after the last, and ``reset()``, which starts again from the first; every pass must give the
+    same rows. ``data`` is a 2-D array, a pandas DataFrame of numbers or a SciPy sparse matrix.
+
+    ``on_host=True`` (XGBoost 3's default) keeps the quantised pages in host memory;
+    ``on_host=False`` writes them to an unnamed file in the directory of ``cache_prefix`` (the
+    system's temporary directory without one), which nothing outlives. ``min_cache_page_bytes``:
+    batches are joined into pages of at least this size (64 MiB by default)."""
+
+    def __init__(self, cache_prefix=None, release_data=True, *, on_host=True, min_cache_page_bytes=None):
+        del release_data  # nothing is kept here between batches
+        self.cache_prefix = cache_prefix
+        self.on_host = on_host
+        self.min_cache_page_bytes = min_cache_page_bytes
+        self._missing = None
+
+    def next(self, input_data):
+        """Calls ``input_data(data=..., label=..., ...)`` with the next batch and returns True, or
+        returns False after the last."""
+        raise NotImplementedError("a DataIter defines next(input_data)")
+
+    def reset(self):
+        """Starts again from the first batch."""
+        raise NotImplementedError("a DataIter defines reset()")
+
+    def _next_batch(self):
+        """The next batch as the native reader takes it, or None after the last."""
+        given = {}
+
+        def input_data(data, *, label=None, weight=None, base_margin=None, group=None, qid=None,
+                       feature_names=None, feature_types=None, **others):
+            if base_margin is not None or group is not None or qid is not None:
+                raise DataError("external memory takes data, label and weight a batch (no base_margin, group "
+                                "or qid yet)")
+            given.update(data=data, label=label, weight=weight, feature_names=feature_names,
+                         feature_types=feature_types)
+
+        if not self.next(input_data):
+            return None
+        if "data" not in given:
+            raise DataError("DataIter.next returned True without calling input_data")
+        data, label, weight = given["data"], given["label"], given["weight"]
+        if label is None:
+            raise DataError("external memory trains: every batch needs its label")
+        self._names, self._types = given["feature_names"], given["feature_types"]
+        rows = data.shape[0]
+        labels = _data.vector(label, "label", rows)
+        weights = np.empty(0, np.float32) if weight is None else _data.vector(weight, "weight", rows)
+        if _data._is_scipy_sparse(data):
+            return ("csr", *_data.csr_features(data, self._missing), labels, weights)
+        if _data._is_pandas_frame(data):
+            values, names, _, _, _ = _data.frame_features(data, self._missing)
+            self._names = self._names if self._names is not None else names
+            return ("dense", values, labels, weights)
+        return ("dense", _data.dense_features(data, self._missing), labels, weights)
+
+
+class ExtMemQuantileDMatrix(DMatrix):
+    """XGBoost's ``ExtMemQuantileDMatrix``: the rows of a ``DataIter``, read batch by batch (four
+    passes) into quantised pages and never held whole. Training (``tree_method="hist"`` with this
+    ``max_bin``) writes the model a ``DMatrix`` of the same rows trains, byte for byte. The pages
+    train on the CPU for now; predicting needs the rows themselves (a ``DMatrix``)."""
+
+    def __init__(self, data, missing=None, nthread=None, max_bin=None, ref=None, enable_categorical=False,
+                 max_quantile_batches=None, cache_host_ratio=None):
+        del nthread, enable_categorical, max_quantile_batches, cache_host_ratio
+        if not isinstance(data, DataIter):
+            raise TypeError(f"data must be a twinboost.DataIter, not {type(data).__name__}")
+        if max_bin is None:
+            max_bin = ref.max_bin if isinstance(ref, ExtMemQuantileDMatrix) else 256
+        data._missing = missing
+        # The first batch's names and types, which the sketch needs before the passes.
+        data.reset()
+        data._next_batch()
+        types = [str(t) for t in data._types] if data._types is not None else []
+        cache_dir = None
+        if not data.on_host:
+            prefix = data.cache_prefix
+            cache_dir = (os.path.dirname(os.fspath(prefix)) or ".") if prefix else tempfile.gettempdir()
+        page_bytes = int(data.min_cache_page_bytes or 64 << 20)
+        self._handle = _core.DMatrix.from_batches(data, int(max_bin), types, page_bytes, cache_dir, 0)
+        self.max_bin = max_bin
+        self.ref = ref
+        if data._names is not None:
+            self.feature_names = data._names
+
+    def pages(self):
+        """(pages, bytes in host memory, bytes on disk)."""
+        return self._handle.pages()
 
 
 def _params_pairs(params):

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _core
 from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor
-from .core import Booster, DMatrix, QuantileDMatrix, _params_pairs
+from .core import Booster, DMatrix, ExtMemQuantileDMatrix, QuantileDMatrix, _params_pairs
 from .exceptions import DataError, ParameterError
 
 
@@ -141,11 +141,11 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
         callbacks.append(EarlyStopping(rounds=early_stopping_rounds, maximize=maximize))
     container = CallbackContainer(callbacks)
     params = dict(params.items() if isinstance(params, dict) else params or [])
-    if isinstance(dtrain, QuantileDMatrix) and dtrain.max_bin is not None:
+    if isinstance(dtrain, (QuantileDMatrix, ExtMemQuantileDMatrix)) and dtrain.max_bin is not None:
         # The matrix's bins are the training's, as in XGBoost (which refuses a different max_bin).
         given = params.get("max_bin")
         if given is not None and int(given) != int(dtrain.max_bin):
-            raise ParameterError(f"parameter `max_bin`: {given}, but the QuantileDMatrix has {dtrain.max_bin} bins")
+            raise ParameterError(f"parameter `max_bin`: {given}, but the {type(dtrain).__name__} has {dtrain.max_bin} bins")
         params["max_bin"] = dtrain.max_bin
     start = _start_model(xgb_model)
     model = _TrainingBooster(params, start)
