@@ -9,9 +9,8 @@ pub mod store;
 
 use std::path::PathBuf;
 
-use crate::ellpack::UnpackedBins;
 use crate::quantile::QuantileCuts;
-use crate::tree::hist::BinPages;
+use crate::tree::hist::{BinPages, PageView};
 use crate::{Error, Result};
 pub use quantise::{Batch, BatchSource};
 use store::PageStore;
@@ -105,13 +104,13 @@ impl ExternalMatrix {
     }
 }
 
-/// The CPU builder's view: every page unpacked as it is visited.
+/// The CPU builder's view: every page read packed, in place.
 impl BinPages for ExternalMatrix {
     fn rows(&self) -> usize {
         self.store.rows()
     }
 
-    fn visit(&self, visit: &mut dyn FnMut(usize, &UnpackedBins)) -> Result<()> {
-        self.store.for_each(|first, page| visit(first, &page.unpack(&self.cuts)))
+    fn visit(&self, visit: &mut dyn FnMut(usize, PageView<'_>)) -> Result<()> {
+        self.store.for_each(|first, page| visit(first, PageView::Packed(page)))
     }
 }

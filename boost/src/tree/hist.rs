@@ -23,7 +23,7 @@
 use rand::Rng;
 use rayon::prelude::*;
 
-use crate::ellpack::{UnpackedBins, UnpackedData};
+use crate::ellpack::{EllpackMatrix, UnpackedBins, UnpackedData};
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
@@ -89,7 +89,27 @@ pub trait BinPages: Sync {
     /// Rows of all the pages.
     fn rows(&self) -> usize;
     /// Calls `visit(first row, page)` on every page, in row order.
-    fn visit(&self, visit: &mut dyn FnMut(usize, &UnpackedBins)) -> Result<()>;
+    fn visit(&self, visit: &mut dyn FnMut(usize, PageView<'_>)) -> Result<()>;
+}
+
+/// A page of rows as the builder reads it: unpacked (the in-core matrix, unpacked once for the
+/// fastest loops), or packed (an external page, read in place: unpacking it at every visit would
+/// cost more than the reads).
+#[derive(Clone, Copy)]
+pub enum PageView<'a> {
+    /// Bins unpacked to 16 or 32 bits (and by column).
+    Unpacked(&'a UnpackedBins),
+    /// Bit-packed ELLPACK symbols.
+    Packed(&'a EllpackMatrix),
+}
+
+impl PageView<'_> {
+    fn rows(&self) -> usize {
+        match self {
+            PageView::Unpacked(page) => page.rows,
+            PageView::Packed(page) => page.rows,
+        }
+    }
 }
 
 /// The in-core matrix: one page.
@@ -98,8 +118,8 @@ impl BinPages for UnpackedBins {
         self.rows
     }
 
-    fn visit(&self, visit: &mut dyn FnMut(usize, &UnpackedBins)) -> Result<()> {
-        visit(0, self);
+    fn visit(&self, visit: &mut dyn FnMut(usize, PageView<'_>)) -> Result<()> {
+        visit(0, PageView::Unpacked(self));
         Ok(())
     }
 }
@@ -110,7 +130,7 @@ impl<T: BinPages + Send> BinPages for std::sync::Arc<T> {
         self.as_ref().rows()
     }
 
-    fn visit(&self, visit: &mut dyn FnMut(usize, &UnpackedBins)) -> Result<()> {
+    fn visit(&self, visit: &mut dyn FnMut(usize, PageView<'_>)) -> Result<()> {
         self.as_ref().visit(visit)
     }
 }
@@ -158,14 +178,17 @@ impl HistBuilder<'_> {
     fn add_histogram<S: HistogramSum>(
         &self,
         hist: &mut Option<Vec<S>>,
-        (first, page): (usize, &UnpackedBins),
+        (first, page): (usize, PageView<'_>),
         gradients: &[S],
         rows: &[u32],
     ) {
-        let rows = &rows[rows_in_page(rows, first, page.rows)];
-        let this = match &page.data {
-            UnpackedData::U16(bins) => self.histogram_of(page, bins, first, gradients, rows),
-            UnpackedData::U32(bins) => self.histogram_of(page, bins, first, gradients, rows),
+        let rows = &rows[rows_in_page(rows, first, page.rows())];
+        let this = match page {
+            PageView::Unpacked(page) => match &page.data {
+                UnpackedData::U16(bins) => self.histogram_of(page, bins, first, gradients, rows),
+                UnpackedData::U32(bins) => self.histogram_of(page, bins, first, gradients, rows),
+            },
+            PageView::Packed(page) => self.histogram_of_packed(page, first, gradients, rows),
         };
         match hist {
             Some(sum) => sum.iter_mut().zip(&this).for_each(|(a, &b)| *a = S::add(*a, b)),
@@ -182,7 +205,6 @@ impl HistBuilder<'_> {
         gradients: &[S],
         rows: &[u32],
     ) -> Vec<S> {
-        let total_bins = self.cuts.total_bins();
         let (stride, by_feature, null) = (page.stride, page.by_feature, page.null);
         // The page's own rows.
         let local = |row: u32| row as usize - first;
@@ -218,6 +240,36 @@ impl HistBuilder<'_> {
                 }
             }
         };
+        self.histogram_by_tasks(rows, accumulate)
+    }
+
+    /// The histogram of `rows` (all of the packed page from row `first`), each row's symbols read
+    /// in place.
+    fn histogram_of_packed<S: HistogramSum>(
+        &self,
+        page: &EllpackMatrix,
+        first: usize,
+        gradients: &[S],
+        rows: &[u32],
+    ) -> Vec<S> {
+        let accumulate = |hist: &mut Vec<S>, chunk: &[u32]| {
+            for &row in chunk {
+                let g = gradients[row as usize];
+                if g != S::ZERO {
+                    page.for_each_bin(row as usize - first, |b| hist[b as usize] = S::add(hist[b as usize], g));
+                }
+            }
+        };
+        self.histogram_by_tasks(rows, accumulate)
+    }
+
+    /// `accumulate(histogram, rows)` over tasks of [`ROWS_PER_TASK`] rows, their histograms added.
+    fn histogram_by_tasks<S: HistogramSum>(
+        &self,
+        rows: &[u32],
+        accumulate: impl Fn(&mut Vec<S>, &[u32]) + Sync,
+    ) -> Vec<S> {
+        let total_bins = self.cuts.total_bins();
         if rows.len() <= ROWS_PER_TASK {
             let mut hist = vec![S::ZERO; total_bins];
             accumulate(&mut hist, rows);
@@ -371,8 +423,8 @@ impl HistBuilder<'_> {
 
     /// Whether each of a node's `rows` (increasing) that lie in the page from row `first` goes
     /// left by the node's split, written to their places in `out` (a flag a node row).
-    fn page_flags<S: Sync>(&self, (first, page): (usize, &UnpackedBins), rows: &[u32], e: &Expansion<S>, out: &mut [bool]) {
-        let range = rows_in_page(rows, first, page.rows);
+    fn page_flags<S: Sync>(&self, (first, page): (usize, PageView<'_>), rows: &[u32], e: &Expansion<S>, out: &mut [bool]) {
+        let range = rows_in_page(rows, first, page.rows());
         let (rows, out) = (&rows[range.clone()], &mut out[range]);
         let split = &e.split;
         let first_bin = self.cuts.cut_ptrs[split.feature as usize];
@@ -387,6 +439,10 @@ impl HistBuilder<'_> {
             }
         };
         let d = Decision { goes_left, default_left: split.default_left };
+        let page = match page {
+            PageView::Unpacked(page) => page,
+            PageView::Packed(page) => return self.flags_of_packed((first, page), rows, split.feature, &d, out),
+        };
         let at = (first, page);
         match (&page.columns, &page.data) {
             (Some(UnpackedData::U16(columns)), _) => self.flags_of_column(at, columns, rows, split.feature, &d, out),
@@ -394,6 +450,24 @@ impl HistBuilder<'_> {
             (None, UnpackedData::U16(bins)) => self.flags_of_rows(at, bins, rows, split.feature, &d, out),
             (None, UnpackedData::U32(bins)) => self.flags_of_rows(at, bins, rows, split.feature, &d, out),
         }
+    }
+
+    /// Whether each row goes left, from the packed page's symbols.
+    fn flags_of_packed<F: Fn(u32) -> bool + Sync>(
+        &self,
+        (first, page): (usize, &EllpackMatrix),
+        rows: &[u32],
+        feature: u32,
+        d: &Decision<F>,
+        out: &mut [bool],
+    ) {
+        let goes_left = |row: u32| match page.bin_of(row as usize - first, feature as usize, self.cuts) {
+            Some(bin) => (d.goes_left)(bin),
+            None => d.default_left,
+        };
+        fill_flags(rows, out, |chunk, out| {
+            chunk.iter().zip(out.iter_mut()).for_each(|(&row, flag)| *flag = goes_left(row))
+        })
     }
 
     /// Whether each row goes left, from the split feature's column (one slot a feature).
