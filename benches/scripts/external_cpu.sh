@@ -4,11 +4,12 @@
 # (an older build) times the in-core run before the change. Peak host memory from /usr/bin/time.
 boost=$1; rows=${2:-2000000}; rounds=${3:-100}; old=${4:-}
 tmp=$(mktemp -d); "$boost" generate $tmp/train.csv --rows $rows >/dev/null
-params=(objective=binary:logistic max_depth=8 eta=0.1 device=cpu --rounds $rounds --verbose-eval 0)
+params=(objective=binary:logistic max_depth=8 eta=0.1 device=cpu verbosity=2 --rounds $rounds --verbose-eval 0)
 run() { # name binary args...
   local name=$1 bin=$2; shift 2
   /usr/bin/time -f "%M KB peak RSS" "$bin" train $tmp/train.csv "${params[@]}" -o $tmp/$name.json "$@" 2> $tmp/$name.err
   echo "=== $name: $(grep -E 'trees in' $tmp/$name.err | cut -c1-200) | $(grep 'peak RSS' $tmp/$name.err) | $(grep -E 'pages,' $tmp/$name.err)"
+  grep -oE "(trees|tree: histograms|tree: partitions) [0-9.]+ s" $tmp/$name.err | tr '\n' ';'; echo"
   grep -iE "error" $tmp/$name.err | head -3
 }
 [[ -n $old ]] && run before $old

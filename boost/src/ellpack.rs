@@ -11,9 +11,10 @@ use rayon::prelude::*;
 use crate::data::FeatureMatrix;
 use crate::quantile::QuantileCuts;
 
-/// Bit-packed bin ids, `row_stride` per row.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EllpackMatrix {
+/// Bit-packed bin ids, `row_stride` per row, in words the matrix owns (`Vec<u64>`, the default)
+/// or borrows (`&[u64]`: an external page read in place from its cache file, or a view).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EllpackMatrix<W = Vec<u64>> {
     /// Rows.
     pub rows: usize,
     /// Entries a row.
@@ -26,7 +27,7 @@ pub struct EllpackMatrix {
     pub null_symbol: u32,
     /// Symbols packed low bits first into 64-bit words, plus one spare word so that a two-word read
     /// never leaves the buffer.
-    words: Vec<u64>,
+    words: W,
 }
 
 /// Rows quantised per chunk in parallel: a multiple of 64, so that a chunk's symbols fill whole
@@ -131,15 +132,18 @@ impl EllpackMatrix {
 
     /// Appends the rows of `page`, packed in the same layout, after these: the matrix of both
     /// pages' rows, bit for bit.
-    pub fn append(&mut self, page: &EllpackMatrix) {
-        let shape = |m: &EllpackMatrix| (m.row_stride, m.is_dense, m.symbol_bits, m.null_symbol);
-        assert_eq!(shape(self), shape(page), "pages of one layout");
+    pub fn append(&mut self, page: &EllpackMatrix<impl AsRef<[u64]>>) {
+        assert_eq!(
+            (self.row_stride, self.is_dense, self.symbol_bits, self.null_symbol),
+            (page.row_stride, page.is_dense, page.symbol_bits, page.null_symbol),
+            "pages of one layout"
+        );
         let bits_per_row = self.row_stride as u64 * self.symbol_bits as u64;
         let (start, added) = (self.rows as u64 * bits_per_row, page.rows as u64 * bits_per_row);
         self.words.resize(((start + added).div_ceil(64) + 1) as usize, 0);
         // The page's words shifted into place; the bits past both stay zero (the spare word too).
         let (base, shift) = ((start / 64) as usize, (start % 64) as u32);
-        for (k, &word) in page.words[..added.div_ceil(64) as usize].iter().enumerate() {
+        for (k, &word) in page.words.as_ref()[..added.div_ceil(64) as usize].iter().enumerate() {
             self.words[base + k] |= word << shift;
             if shift > 0 {
                 self.words[base + k + 1] |= word >> (64 - shift);
@@ -148,12 +152,26 @@ impl EllpackMatrix {
         self.rows += page.rows;
     }
 
+    /// The matrix without its words (a header, for a page kept on disk), and the words.
+    pub fn into_words(mut self) -> (EllpackMatrix, Vec<u64>) {
+        let words = std::mem::take(&mut self.words);
+        (self, words)
+    }
+
+    /// The matrix, borrowing its words.
+    pub fn view(&self) -> EllpackMatrix<&[u64]> {
+        self.with_words(self.words.as_slice())
+    }
+}
+
+impl<W: AsRef<[u64]>> EllpackMatrix<W> {
     /// Entry `k` of row `row` (a global bin id, or the null symbol).
     #[inline(always)]
     pub fn get(&self, row: usize, k: usize) -> u32 {
+        let words = self.words.as_ref();
         let bit = (row * self.row_stride + k) as u64 * self.symbol_bits as u64;
         let (word, shift) = ((bit / 64) as usize, (bit % 64) as u32);
-        let pair = self.words[word] as u128 | (self.words[word + 1] as u128) << 64;
+        let pair = words[word] as u128 | (words[word + 1] as u128) << 64;
         ((pair >> shift) as u64 & ((1u64 << self.symbol_bits) - 1)) as u32
     }
 
@@ -190,18 +208,19 @@ impl EllpackMatrix {
 
     /// Bytes the packed symbols take.
     pub fn bytes(&self) -> usize {
-        self.words.len() * 8
+        self.words.as_ref().len() * 8
     }
 
-    /// The matrix without its words (a header, for a page kept on disk), and the words.
-    pub fn into_words(mut self) -> (EllpackMatrix, Vec<u64>) {
-        let words = std::mem::take(&mut self.words);
-        (self, words)
+    /// This header's matrix with `words` (those [`EllpackMatrix::into_words`] took, or a view of
+    /// them).
+    pub fn with_words<V>(&self, words: V) -> EllpackMatrix<V> {
+        let EllpackMatrix { rows, row_stride, is_dense, symbol_bits, null_symbol, .. } = *self;
+        EllpackMatrix { rows, row_stride, is_dense, symbol_bits, null_symbol, words }
     }
 
-    /// This header's matrix with `words` (those [`EllpackMatrix::into_words`] took).
-    pub fn with_words(&self, words: Vec<u64>) -> EllpackMatrix {
-        EllpackMatrix { words, ..*self }
+    /// A copy that owns its words.
+    pub fn to_owned_matrix(&self) -> EllpackMatrix {
+        self.with_words(self.words.as_ref().to_vec())
     }
 }
 

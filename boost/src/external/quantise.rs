@@ -212,8 +212,8 @@ mod tests {
                 .for_each(|first, page| {
                     firsts.push(first);
                     match &mut joined {
-                        Some(m) => m.append(page),
-                        None => joined = Some(page.clone()),
+                        Some(m) => m.append(&page),
+                        None => joined = Some(page.to_owned_matrix()),
                     }
                 })
                 .unwrap();

@@ -1,13 +1,15 @@
 //! Where an external-memory matrix keeps its pages: in host memory up to a byte budget, past it in
 //! one unnamed file of a cache directory (`tempfile::tempfile_in`: the system removes it when the
 //! matrix is dropped or the process ends, however it ends, so a run leaves no cache files behind).
-//! Reading the pages back overlaps the next page's read with the caller's work on the current one.
+//! The file is mapped into memory once written: pages are read in place (no copy; the system
+//! keeps in memory what fits and reads the rest again when it is visited).
 
-use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::OnceLock;
+
+use memmap2::Mmap;
 
 use crate::ellpack::EllpackMatrix;
 use crate::{Error, Result};
@@ -37,12 +39,13 @@ enum Place {
     Disk { header: EllpackMatrix, offset: u64, words: usize },
 }
 
-/// The cache file and the directory it was made in (what errors name).
+/// The cache file and the directory it was made in (what errors name); mapped once read.
 #[derive(Debug)]
 struct CacheFile {
     dir: PathBuf,
-    file: Mutex<File>,
+    file: File,
     len: u64,
+    mapped: OnceLock<Mmap>,
 }
 
 impl PageStore {
@@ -53,7 +56,7 @@ impl PageStore {
         let cache = cache_dir
             .map(|dir| {
                 let file = tempfile::tempfile_in(dir).map_err(|e| cache_error(dir, "cannot make a file in it", e))?;
-                Ok::<_, Error>(CacheFile { dir: dir.to_path_buf(), file: Mutex::new(file), len: 0 })
+                Ok::<_, Error>(CacheFile { dir: dir.to_path_buf(), file, len: 0, mapped: OnceLock::new() })
             })
             .transpose()?;
         Ok(PageStore { pages: Vec::new(), rows: 0, host_budget, host_bytes: 0, cache })
@@ -94,53 +97,50 @@ impl PageStore {
         (self.host_bytes, self.cache.as_ref().map_or(0, |c| c.len))
     }
 
-    /// Calls `visit(first row, page)` on every page in row order; a page in the cache file is read
-    /// while `visit` works on the one before.
-    pub fn for_each(&self, mut visit: impl FnMut(usize, &EllpackMatrix)) -> Result<()> {
-        std::thread::scope(|scope| {
-            let mut next = self.pages.first().map(|page| self.load(page));
-            for (i, page) in self.pages.iter().enumerate() {
-                let current = next.take().expect("a page is loaded before it is visited")?;
-                let ahead = self.pages.get(i + 1).map(|page| scope.spawn(|| self.load(page)));
-                visit(page.first_row, &current);
-                next = ahead.map(|read| read.join().expect("a page read does not panic"));
-            }
-            Ok(())
-        })
-    }
-
-    fn load<'s>(&'s self, page: &'s Page) -> Result<Cow<'s, EllpackMatrix>> {
-        match &page.place {
-            Place::Host(matrix) => Ok(Cow::Borrowed(matrix)),
-            Place::Disk { header, offset, words } => {
-                let cache = self.cache.as_ref().expect("a page on disk has its cache file");
-                Ok(Cow::Owned(header.with_words(cache.read(*offset, *words)?)))
-            }
+    /// Calls `visit(first row, page)` on every page in row order, pages in the cache file read
+    /// in place from its mapping.
+    pub fn for_each(&self, mut visit: impl FnMut(usize, EllpackMatrix<&[u64]>)) -> Result<()> {
+        for page in &self.pages {
+            let matrix = match &page.place {
+                Place::Host(matrix) => matrix.view(),
+                Place::Disk { header, offset, words } => {
+                    let cache = self.cache.as_ref().expect("a page on disk has its cache file");
+                    let start = (*offset / 8) as usize;
+                    header.with_words(&cache.words()?[start..start + words])
+                }
+            };
+            visit(page.first_row, matrix);
         }
+        Ok(())
     }
 }
 
 impl CacheFile {
     /// Appends `page`'s words to the file.
     fn write(&mut self, page: EllpackMatrix) -> Result<Place> {
+        if self.mapped.get().is_some() {
+            return Err(Error::InvalidData("a page added to external memory after its pages were read".into()));
+        }
         let (header, words) = page.into_words();
-        let file = self.file.get_mut().expect("no reader panics holding the file");
-        let written = file
-            .seek(SeekFrom::Start(self.len))
-            .and_then(|_| file.write_all(bytemuck::cast_slice(&words)));
+        let written = self.file.write_all(bytemuck::cast_slice(&words));
         written.map_err(|e| cache_error(&self.dir, "cannot write a page to it", e))?;
         let offset = self.len;
         self.len += (words.len() * 8) as u64;
         Ok(Place::Disk { header, offset, words: words.len() })
     }
 
-    /// `count` words from byte `offset`.
-    fn read(&self, offset: u64, count: usize) -> Result<Vec<u64>> {
-        let mut words = vec![0u64; count];
-        let mut file = self.file.lock().expect("no reader panics holding the file");
-        let read = file.seek(SeekFrom::Start(offset)).and_then(|_| file.read_exact(bytemuck::cast_slice_mut(&mut words)));
-        read.map_err(|e| cache_error(&self.dir, "cannot read a page back", e))?;
-        Ok(words)
+    /// The file's words, mapped the first time.
+    fn words(&self) -> Result<&[u64]> {
+        if self.mapped.get().is_none() {
+            // SAFETY: the file has no name (`tempfile_in`) and only this store writes it, which it
+            // no longer does once mapped (`write` refuses): nothing changes the mapped bytes.
+            let map = unsafe { Mmap::map(&self.file) };
+            let map = map.map_err(|e| cache_error(&self.dir, "cannot map the pages", e))?;
+            let _ = self.mapped.set(map);
+        }
+        let map = self.mapped.get().expect("mapped above");
+        // The mapping starts on a page boundary and holds whole words.
+        Ok(bytemuck::cast_slice(&map[..]))
     }
 }
 
@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(store.bytes(), (2 * bytes, 3 * bytes as u64));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the cache file has no name");
         let mut seen = Vec::new();
-        store.for_each(|first, page| seen.push((first, page.clone()))).unwrap();
+        store.for_each(|first, page| seen.push((first, page.to_owned_matrix()))).unwrap();
         let want: Vec<(usize, EllpackMatrix)> = list.into_iter().enumerate().map(|(i, p)| (i * 700, p)).collect();
         assert!(seen == want);
     }
@@ -194,7 +194,7 @@ mod tests {
         assert!(error.starts_with("/nonexistent/cache: cache directory: cannot make a file in it"), "{error}");
         let Ok(full) = File::options().read(true).write(true).open("/dev/full") else { return };
         let mut store = PageStore::new(None, 0).unwrap();
-        store.cache = Some(CacheFile { dir: "/the/cache".into(), file: Mutex::new(full), len: 0 });
+        store.cache = Some(CacheFile { dir: "/the/cache".into(), file: full, len: 0, mapped: OnceLock::new() });
         let error = store.push(pages(1).0.remove(0)).unwrap_err().to_string();
         assert!(error.contains("/the/cache: cache directory: cannot write a page to it: No space left"), "{error}");
     }

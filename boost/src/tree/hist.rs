@@ -100,7 +100,7 @@ pub enum PageView<'a> {
     /// Bins unpacked to 16 or 32 bits (and by column).
     Unpacked(&'a UnpackedBins),
     /// Bit-packed ELLPACK symbols.
-    Packed(&'a EllpackMatrix),
+    Packed(EllpackMatrix<&'a [u64]>),
 }
 
 impl PageView<'_> {
@@ -188,7 +188,7 @@ impl HistBuilder<'_> {
                 UnpackedData::U16(bins) => self.histogram_of(page, bins, first, gradients, rows),
                 UnpackedData::U32(bins) => self.histogram_of(page, bins, first, gradients, rows),
             },
-            PageView::Packed(page) => self.histogram_of_packed(page, first, gradients, rows),
+            PageView::Packed(page) => self.histogram_of_packed(&page, first, gradients, rows),
         };
         match hist {
             Some(sum) => sum.iter_mut().zip(&this).for_each(|(a, &b)| *a = S::add(*a, b)),
@@ -247,7 +247,7 @@ impl HistBuilder<'_> {
     /// in place.
     fn histogram_of_packed<S: HistogramSum>(
         &self,
-        page: &EllpackMatrix,
+        page: &EllpackMatrix<&[u64]>,
         first: usize,
         gradients: &[S],
         rows: &[u32],
@@ -441,7 +441,7 @@ impl HistBuilder<'_> {
         let d = Decision { goes_left, default_left: split.default_left };
         let page = match page {
             PageView::Unpacked(page) => page,
-            PageView::Packed(page) => return self.flags_of_packed((first, page), rows, split.feature, &d, out),
+            PageView::Packed(page) => return self.flags_of_packed((first, &page), rows, split.feature, &d, out),
         };
         let at = (first, page);
         match (&page.columns, &page.data) {
@@ -455,7 +455,7 @@ impl HistBuilder<'_> {
     /// Whether each row goes left, from the packed page's symbols.
     fn flags_of_packed<F: Fn(u32) -> bool + Sync>(
         &self,
-        (first, page): (usize, &EllpackMatrix),
+        (first, page): (usize, &EllpackMatrix<&[u64]>),
         rows: &[u32],
         feature: u32,
         d: &Decision<F>,
