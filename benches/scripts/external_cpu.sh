@@ -9,7 +9,7 @@ run() { # name binary args...
   local name=$1 bin=$2; shift 2
   /usr/bin/time -f "%M KB peak RSS" "$bin" train $tmp/train.csv "${params[@]}" -o $tmp/$name.json "$@" 2> $tmp/$name.err
   echo "=== $name: $(grep -E 'trees in' $tmp/$name.err | cut -c1-200) | $(grep 'peak RSS' $tmp/$name.err) | $(grep -E 'pages,' $tmp/$name.err)"
-  grep -oE "(trees|tree: histograms|tree: partitions) [0-9.]+ s" $tmp/$name.err | tr '\n' ';'; echo"
+  grep -oE "(trees|tree: histograms|tree: partitions) [0-9.]+ s" $tmp/$name.err | tr "\n" ";"; echo
   grep -iE "error" $tmp/$name.err | head -3
 }
 [[ -n $old ]] && run before $old
