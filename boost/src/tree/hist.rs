@@ -90,6 +90,11 @@ pub trait BinPages: Sync {
     fn rows(&self) -> usize;
     /// Calls `visit(first row, page)` on every page, in row order.
     fn visit(&self, visit: &mut dyn FnMut(usize, PageView<'_>)) -> Result<()>;
+    /// The one page, when all rows are one page in memory (in core): the builder then works node
+    /// by node, each node's steps in one task, their data still in cache.
+    fn single(&self) -> Option<PageView<'_>> {
+        None
+    }
 }
 
 /// A page of rows as the builder reads it: unpacked (the in-core matrix, unpacked once for the
@@ -122,6 +127,10 @@ impl BinPages for UnpackedBins {
         visit(0, PageView::Unpacked(self));
         Ok(())
     }
+
+    fn single(&self) -> Option<PageView<'_>> {
+        Some(PageView::Unpacked(self))
+    }
 }
 
 /// Pages shared with the caller (an external-memory matrix).
@@ -132,6 +141,10 @@ impl<T: BinPages + Send> BinPages for std::sync::Arc<T> {
 
     fn visit(&self, visit: &mut dyn FnMut(usize, PageView<'_>)) -> Result<()> {
         self.as_ref().visit(visit)
+    }
+
+    fn single(&self) -> Option<PageView<'_>> {
+        self.as_ref().single()
     }
 }
 
@@ -719,12 +732,17 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
     /// page by page, then the partitions.
     fn partition_rows(&mut self, expanded: &[Expansion<S>]) -> Result<()> {
         let (builder, order) = (self.builder, &self.order);
-        let mut flags: Vec<Vec<bool>> = expanded.iter().map(|e| vec![false; order.node_rows(e.node).len()]).collect();
-        builder.pages.visit(&mut |first, page| {
-            flags.par_iter_mut().zip(expanded).for_each(|(out, e)| {
-                builder.page_flags((first, page), order.node_rows(e.node), e, out);
-            })
-        })?;
+        let single = builder.pages.single();
+        // Several pages: every node's flags first, page by page (one page: in each node's task).
+        let mut flags: Vec<Vec<bool>> = Vec::new();
+        if single.is_none() {
+            flags = expanded.iter().map(|e| vec![false; order.node_rows(e.node).len()]).collect();
+            builder.pages.visit(&mut |first, page| {
+                flags.par_iter_mut().zip(expanded).for_each(|(out, e)| {
+                    builder.page_flags((first, page), order.node_rows(e.node), e, out);
+                })
+            })?;
+        }
         // Every expanded node's rows (disjoint ranges of `rows`) in parallel.
         let mut ranges: Vec<(usize, usize, usize)> = expanded
             .iter()
@@ -743,8 +761,17 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
             offset = end;
         }
         let mut lefts = vec![0usize; expanded.len()];
-        let counted: Vec<(usize, usize)> =
-            slices.into_par_iter().map(|(slice, i)| (i, partition_by(slice, &flags[i]))).collect();
+        let counted: Vec<(usize, usize)> = slices
+            .into_par_iter()
+            .map(|(slice, i)| match single {
+                Some(page) => {
+                    let mut goes_left = vec![false; slice.len()];
+                    builder.page_flags((0, page), slice, &expanded[i], &mut goes_left);
+                    (i, partition_by(slice, &goes_left))
+                }
+                None => (i, partition_by(slice, &flags[i])),
+            })
+            .collect();
         for (i, n_left) in counted {
             lefts[i] = n_left;
         }
@@ -757,41 +784,55 @@ impl<S: HistogramSum> CpuBackend<'_, '_, S> {
     }
 
     /// The children's histograms, page by page: the smaller from its rows, the other by
-    /// subtraction from the parent's when it is kept (else from its rows too).
+    /// subtraction from the parent's when it is kept (else from its rows too). With one page,
+    /// each pair in one task.
     fn build_children(&mut self, children: &[ChildHistograms]) -> Result<()> {
         let parents: Vec<Option<Vec<S>>> = children.iter().map(|c| self.hists[c.parent].take()).collect();
         let this = &*self;
-        // Each pair's histograms summed so far: the smaller child's, the larger's (built from rows).
+        // A pair's histograms summed so far: the smaller child's, the larger's (built from rows).
         type Partial<S> = (Option<Vec<S>>, Option<Vec<S>>);
-        let mut built: Vec<Partial<S>> = children.iter().map(|_| (None, None)).collect();
-        this.builder.pages.visit(&mut |first, page| {
-            built.par_iter_mut().zip(children).zip(&parents).for_each(|(((small_hist, large_hist), c), parent)| {
-                let (small, large) = this.smaller_first(c);
-                let add = |hist: &mut Option<Vec<S>>, node| {
-                    this.builder.add_histogram(hist, (first, page), this.gradients, this.order.node_rows(node))
-                };
-                add(small_hist, small);
-                if parent.is_none() {
-                    add(large_hist, large);
+        let add_page = |(small_hist, large_hist): &mut Partial<S>, c: &ChildHistograms, has_parent: bool, at: (usize, PageView<'_>)| {
+            let (small, large) = this.smaller_first(c);
+            let add = |hist: &mut Option<Vec<S>>, node| {
+                this.builder.add_histogram(hist, at, this.gradients, this.order.node_rows(node))
+            };
+            add(small_hist, small);
+            if !has_parent {
+                add(large_hist, large);
+            }
+        };
+        let finish = |(small_hist, large_hist): Partial<S>, parent: Option<Vec<S>>| {
+            let zeros = || vec![S::ZERO; this.builder.cuts.total_bins()];
+            let small_hist = small_hist.unwrap_or_else(zeros);
+            let large_hist = match parent {
+                Some(mut h) => {
+                    h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = S::sub(*a, b));
+                    h
                 }
-            })
-        })?;
-        let zeros = || vec![S::ZERO; this.builder.cuts.total_bins()];
-        let built: Vec<(Vec<S>, Vec<S>)> = built
-            .into_par_iter()
-            .zip(parents)
-            .map(|((small_hist, large_hist), parent)| {
-                let small_hist = small_hist.unwrap_or_else(zeros);
-                let large_hist = match parent {
-                    Some(mut h) => {
-                        h.iter_mut().zip(&small_hist).for_each(|(a, &b)| *a = S::sub(*a, b));
-                        h
-                    }
-                    None => large_hist.unwrap_or_else(zeros),
-                };
-                (small_hist, large_hist)
-            })
-            .collect();
+                None => large_hist.unwrap_or_else(zeros),
+            };
+            (small_hist, large_hist)
+        };
+        let built: Vec<(Vec<S>, Vec<S>)> = match this.builder.pages.single() {
+            Some(page) => children
+                .par_iter()
+                .zip(parents)
+                .map(|(c, parent)| {
+                    let mut partial = (None, None);
+                    add_page(&mut partial, c, parent.is_some(), (0, page));
+                    finish(partial, parent)
+                })
+                .collect(),
+            None => {
+                let mut partials: Vec<Partial<S>> = children.iter().map(|_| (None, None)).collect();
+                this.builder.pages.visit(&mut |first, page| {
+                    partials.par_iter_mut().zip(children).zip(&parents).for_each(|((partial, c), parent)| {
+                        add_page(partial, c, parent.is_some(), (first, page))
+                    })
+                })?;
+                partials.into_par_iter().zip(parents).map(|(partial, parent)| finish(partial, parent)).collect()
+            }
+        };
         for (c, (small_hist, large_hist)) in children.iter().zip(built) {
             let (small, large) = self.smaller_first(c);
             self.hists[small] = Some(small_hist);
