@@ -80,11 +80,11 @@ pub struct BuiltTree {
     pub phases: PhaseTimes,
 }
 
-/// The quantised training rows as the builder reads them: consecutive pages of rows, each
-/// unpacked ([`UnpackedBins`]). In-core training has one page, the whole matrix; external memory
-/// ([`crate::external`]) unpacks its pages one at a time from host memory or its cache file. Every
-/// step visits the pages in turn (a node's rows are increasing, so its rows of a page are a range),
-/// and fixed-point sums make the tree the same for any split into pages.
+/// The quantised training rows as the builder reads them: consecutive pages of rows
+/// ([`PageView`]). In-core training has one page, the whole matrix unpacked; external memory
+/// ([`crate::external`]) gives its packed pages one at a time, from host memory or its mapped
+/// cache file. Every step visits the pages in turn (a node's rows are increasing, so its rows of a
+/// page are a range), and fixed-point sums make the tree the same for any split into pages.
 pub trait BinPages: Sync {
     /// Rows of all the pages.
     fn rows(&self) -> usize;
