@@ -16,16 +16,16 @@ pub(crate) fn read_pages(
     params: &Params,
     categories: Option<&Categories>,
 ) -> Result<(DMatrix, Categories)> {
-    let detected = format(&args.input).map_or_else(|| DataFormat::detect(&args.data), Ok)?;
+    // Standard input and pipes are read several times: a copy on disk (never in memory).
+    let spooled = spool_if_not_a_file(&args.data)?;
+    let path = spooled.as_deref().unwrap_or(&args.data);
+    let detected = format(&args.input).map_or_else(|| DataFormat::detect(path), Ok)?;
     if detected == Libsvm {
         return Err(Error::InvalidParameter {
             name: "--external-memory".into(),
             reason: "reads CSV/TSV files for now: convert the libsvm file, or train without it".into(),
         });
     }
-    // Standard input and pipes are read several times: a copy on disk (never in memory).
-    let spooled = spool_if_not_a_file(&args.data)?;
-    let path = spooled.as_deref().unwrap_or(&args.data);
     let for_model = ForModel { categories, has_label: true, ..Default::default() };
     eprintln!("boost: reading {} for its columns, rows and string codes", args.data.display());
     let mut source =

@@ -1,7 +1,7 @@
 //! `DMatrix.from_batches`: the rows of a Python `DataIter` (XGBoost's external-memory iterator),
-//! read batch by batch into `boost`'s quantised pages. The iterator's `_next_batch()` (Python)
-//! turns each batch into arrays; an exception it raises stops the read and reaches the caller
-//! unchanged.
+//! read batch by batch into `boost`'s quantised pages with the GIL released: it is taken only to
+//! call the iterator, whose `_next_batch()` (Python) turns each batch into arrays. An exception it
+//! raises stops the read and reaches the caller unchanged.
 
 use std::path::PathBuf;
 
@@ -11,12 +11,12 @@ use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 /// A Python iterator as a [`BatchSource`], holding the first exception it raised.
-struct PyBatches<'py> {
-    iter: Bound<'py, PyAny>,
+struct PyBatches {
+    iter: Py<PyAny>,
     raised: Option<PyErr>,
 }
 
-impl PyBatches<'_> {
+impl PyBatches {
     /// `error` kept for the caller, as the error that stops the read.
     fn stop(&mut self, error: PyErr) -> boost::Error {
         let message = error.to_string();
@@ -59,23 +59,21 @@ impl PyBatches<'_> {
     }
 }
 
-impl BatchSource for PyBatches<'_> {
+impl BatchSource for PyBatches {
     fn reset(&mut self) -> boost::Result<()> {
-        match self.iter.call_method0("reset") {
-            Ok(_) => Ok(()),
-            Err(error) => Err(self.stop(error)),
-        }
+        let reset = Python::attach(|py| self.iter.call_method0(py, "reset").map(drop));
+        reset.map_err(|error| self.stop(error))
     }
 
     fn next_batch(&mut self) -> boost::Result<Option<Batch>> {
-        let item = match self.iter.call_method0("_next_batch") {
-            Ok(item) => item,
-            Err(error) => return Err(self.stop(error)),
-        };
-        if item.is_none() {
-            return Ok(None);
-        }
-        Self::batch(&item).map(Some).map_err(|error| self.stop(error))
+        let batch = Python::attach(|py| {
+            let item = self.iter.bind(py).call_method0("_next_batch")?;
+            if item.is_none() {
+                return Ok(None);
+            }
+            Self::batch(&item).map(Some)
+        });
+        batch.map_err(|error| self.stop(error))
     }
 }
 
@@ -89,8 +87,8 @@ pub(crate) fn from_batches(
     (page_bytes, cache_dir, host_bytes): (usize, Option<PathBuf>, usize),
 ) -> PyResult<boost::DMatrix> {
     let options = ExternalMemory { max_bin, feature_types, page_bytes, cache_dir, host_bytes };
-    let mut source = PyBatches { iter, raised: None };
-    let result = boost::DMatrix::from_batches(&mut source, &options);
+    let mut source = PyBatches { iter: iter.unbind(), raised: None };
+    let result = py.detach(|| boost::DMatrix::from_batches(&mut source, &options));
     match (result, source.raised) {
         (Err(_), Some(raised)) => Err(raised),
         (result, _) => result.map_err(|e| crate::errors::to_py(py, e)),
