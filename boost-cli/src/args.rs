@@ -129,7 +129,8 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = 1)]
     pub(crate) verbose_eval: usize,
     /// Read the training file (CSV/TSV) in batches into quantised pages, never whole (external
-    /// memory: `tree_method=hist`, on the CPU for now; the model is the one of the whole file).
+    /// memory: `tree_method=hist`, on the CPU unless `device=cuda`, which grows each tree from its
+    /// sampled rows; the model is the one of the whole file).
     #[arg(long)]
     pub(crate) external_memory: bool,
     /// Rows a batch with --external-memory.

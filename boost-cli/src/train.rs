@@ -65,7 +65,8 @@ fn train_params(args: &TrainArgs) -> Result<Params> {
     // default, the CPU).
     let device_given = args.params.iter().any(|p| p.split_once('=').is_some_and(|(name, _)| name.trim() == "device"));
     if !device_given {
-        // External-memory pages train on the CPU for now (a GPU named is an error that says so).
+        // External-memory pages train on the CPU unless a GPU is named: without sampling the GPU
+        // holds every row, which pages are for not needing.
         params.device = if args.external_memory { Device::Cpu } else { Device::Auto };
     }
     if args.early_stopping_rounds.is_some() && args.evals.is_empty() {

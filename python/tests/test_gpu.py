@@ -220,3 +220,18 @@ def test_a_device_array_on_a_second_gpu_trains_and_predicts_there(higgs):
         predictions = on_second.inplace_predict(Xt1)
         assert predictions.device.id == 1
         np.testing.assert_array_equal(predictions.get(), cpu.predict(tb.DMatrix(Xt)))
+
+
+def test_external_memory_pages_on_the_gpu_train_the_cpu_model(device, tmp_path):
+    from test_external_memory import Batches, _rows
+
+    X, y, w = _rows(rows=20000 if ON_GPU else 3000)
+    params = {"objective": "binary:logistic", "max_depth": 4, "max_bin": 64,
+              "sampling_method": "gradient_based", "subsample": 0.2}
+    models = {}
+    for where in ("cpu", device):
+        it = Batches(X, y, w, len(y) // 5, on_host=False, cache_prefix=str(tmp_path / "cache"), min_cache_page_bytes=1)
+        pages = tb.ExtMemQuantileDMatrix(it, max_bin=64)
+        models[where] = tb.train(dict(params, device=where), pages, 6 if ON_GPU else 3, verbose_eval=False).save_raw()
+    assert models[device] == models["cpu"]
+    assert len(models["cpu"]) > 5000

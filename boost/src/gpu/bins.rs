@@ -109,16 +109,31 @@ impl DeviceBins {
 pub fn local_bins(matrix: &EllpackMatrix, cuts: &QuantileCuts) -> Result<(Vec<u32>, BinLayout)> {
     let layout = BinLayout::of(cuts)?;
     let mut words = vec![0u32; matrix.rows * layout.row_words];
-    if layout.row_words > 0 {
-        words.par_chunks_mut(layout.row_words).enumerate().for_each(|(row, packed)| {
-            for (w, word) in packed.iter_mut().enumerate() {
-                *word = packed_row_word(w, layout.features, layout.bits, |f| {
-                    matrix.bin_of(row, f, cuts).map_or(layout.missing(), |bin| bin - cuts.cut_ptrs[f])
-                });
-            }
-        });
-    }
+    pack_rows(&matrix.view(), |i| i, cuts, &layout, &mut words);
     Ok((words, layout))
+}
+
+/// Packs rows `row(0)`, `row(1)`, ... of `matrix` as `layout` says into `out` (a row's
+/// `layout.row_words` words each, as many rows as `out` holds): [`local_bins`] of all the rows, or
+/// of a page's sampled rows (external memory).
+pub(super) fn pack_rows(
+    matrix: &EllpackMatrix<&[u64]>,
+    row: impl Fn(usize) -> usize + Sync,
+    cuts: &QuantileCuts,
+    layout: &BinLayout,
+    out: &mut [u32],
+) {
+    if layout.row_words == 0 {
+        return;
+    }
+    out.par_chunks_mut(layout.row_words).enumerate().for_each(|(i, packed)| {
+        let row = row(i);
+        for (w, word) in packed.iter_mut().enumerate() {
+            *word = packed_row_word(w, layout.features, layout.bits, |f| {
+                matrix.bin_of(row, f, cuts).map_or(layout.missing(), |bin| bin - cuts.cut_ptrs[f])
+            });
+        }
+    });
 }
 
 /// Bytes of features uploaded at a time to be quantised: a run's peak memory holds one such chunk,

@@ -18,6 +18,7 @@
 //! | `partition.rs` | the row partition ([`RowBuffers`]) |
 //! | `sketch.rs`, `bins.rs`, `csr.rs` | quantile cuts and the quantised matrix from device rows |
 //! | `exact.rs` | the exact method ([`GpuExact`]) |
+//! | `pages.rs` | external-memory pages, a sampled page a tree ([`GpuPages`]) |
 //! | `multi.rs`, `nccl.rs`, `peer.rs` | several GPUs ([`MultiGpuTrainer`]) |
 //! | `predict.rs`, `eval.rs`, `metrics.rs`, `rank.rs`, `adaptive.rs` | prediction, evaluation sets, metrics, ranking gradients, leaf refresh |
 
@@ -35,6 +36,7 @@ mod histogram;
 mod metrics;
 mod multi;
 mod nccl;
+mod pages;
 mod partition;
 mod peer;
 mod predict;
@@ -65,6 +67,7 @@ pub use grow::GpuBackend;
 pub use metrics::InitialMargins;
 pub use multi::{shards, Communicator, HostStaged, MultiGpuTrainer};
 pub use nccl::Nccl;
+pub use pages::GpuPages;
 pub use partition::RowBuffers;
 pub use peer::PeerSum;
 pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};

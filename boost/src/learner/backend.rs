@@ -12,7 +12,7 @@ use boost_kernels::metric::Transform;
 use super::device::on_device;
 use crate::data::MetaInfo;
 use crate::fixed_point;
-use crate::gpu::{GpuExact, GpuTrainer, InitialMargins, MultiGpuTrainer};
+use crate::gpu::{GpuExact, GpuPages, GpuTrainer, InitialMargins, MultiGpuTrainer};
 use crate::metric::DeviceMetric;
 use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
@@ -213,6 +213,36 @@ impl<'g> TreeBackend<'g> for GpuExact<'g> {
 
     fn gpu(&self) -> Option<&'g Gpu> {
         Some(GpuExact::gpu(self))
+    }
+}
+
+/// External-memory pages on one GPU: the host's gradients quantised as the CPU's, each tree
+/// grown on the device from its sampled rows.
+impl<'g> TreeBackend<'g> for GpuPages<'g> {
+    fn build_tree(
+        &mut self,
+        params: &TreeParams,
+        gradients: &[GradientPair<f32>],
+        features: &[u32],
+        rng: &mut ChaCha8Rng,
+    ) -> Result<BuiltTree> {
+        let (quantiser, fixed) = fixed_point::quantise(gradients);
+        let gpu = GpuPages::gpu(self);
+        on_device(gpu, "growing a tree from the sampled rows of the pages", || {
+            GpuPages::build_tree(self, params, quantiser, &fixed, features, rng)
+        })
+    }
+
+    fn matrix_bytes(&self) -> usize {
+        self.pages_bytes()
+    }
+
+    fn gpu(&self) -> Option<&'g Gpu> {
+        Some(GpuPages::gpu(self))
+    }
+
+    fn phases(&self) -> PhaseTimes {
+        GpuPages::phases(self).clone()
     }
 }
 

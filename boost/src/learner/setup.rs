@@ -14,8 +14,8 @@ use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
 use crate::external::ExternalMatrix;
 use crate::gpu::{
-    csr_is_checked, device_cuts_csr, device_cuts_typed, Communicator, DeviceCsr, DeviceData, GpuExact, GpuTrainer,
-    HostStaged, MultiGpuTrainer, Nccl, PeerSum,
+    csr_is_checked, device_cuts_csr, device_cuts_typed, Communicator, DeviceCsr, DeviceData, GpuExact, GpuPages,
+    GpuTrainer, HostStaged, MultiGpuTrainer, Nccl, PeerSum,
 };
 use crate::metric::{self, Metric};
 use crate::objective::{self, Objective};
@@ -131,8 +131,9 @@ pub(super) fn backend<'g>(
     }
 }
 
-/// The backend of external-memory pages: the CPU's hist builder, visiting them in turn. The pages
-/// were cut once, so `max_bin` must be theirs.
+/// The backend of external-memory pages: the CPU's hist builder, visiting them in turn, or one
+/// GPU's builder on each tree's sampled rows ([`GpuPages`]). The pages were cut once, so `max_bin`
+/// must be theirs.
 fn external_backend<'g>(
     params: &Params,
     matrix: &Arc<ExternalMatrix>,
@@ -149,8 +150,14 @@ fn external_backend<'g>(
     if matrix.categorical.contains(&true) {
         check_categorical_support(params)?;
     }
-    if !gpus.is_empty() {
-        return Err(Error::param("device", "external-memory training runs on the CPU for now: use device=cpu"));
+    match gpus[..] {
+        [] => {}
+        [gpu] => {
+            on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
+            let pages = on_device(gpu, "uploading the cuts", || GpuPages::new(gpu, Arc::clone(matrix)))?;
+            return Ok(Box::new(pages));
+        }
+        _ => return Err(Error::param("n_gpus", "external-memory pages train on one GPU")),
     }
     let (cuts, bytes) = (matrix.cuts.clone(), matrix.bytes());
     Ok(Box::new(CpuHist { cuts, pages: Box::new(Arc::clone(matrix)), bytes, precision }))

@@ -209,8 +209,10 @@ class DataIter:
 class ExtMemQuantileDMatrix(DMatrix):
     """XGBoost's ``ExtMemQuantileDMatrix``: the rows of a ``DataIter``, read batch by batch (four
     passes) into quantised pages and never held whole. Training (``tree_method="hist"`` with this
-    ``max_bin``) writes the model a ``DMatrix`` of the same rows trains, byte for byte. The pages
-    train on the CPU for now; predicting needs the rows themselves (a ``DMatrix``)."""
+    ``max_bin``) writes the model a ``DMatrix`` of the same rows trains, byte for byte. With
+    ``device="cuda"`` each tree's sampled rows (``sampling_method="gradient_based"``) are gathered
+    into one device page and grown there: the CPU's model. Predicting needs the rows themselves
+    (a ``DMatrix``)."""
 
     def __init__(self, data, missing=None, nthread=None, max_bin=None, ref=None, enable_categorical=False,
                  max_quantile_batches=None, cache_host_ratio=None):

@@ -3,6 +3,7 @@
 //! (see `tests::gpu`).
 
 mod boost_multi_device;
+mod boost_pages;
 mod boost_predict;
 mod boost_sketch;
 mod boost_split;

@@ -1,0 +1,176 @@
+//! External-memory pages on the device (`boost::gpu::GpuPages`): each tree grown from its sampled
+//! rows gathered into one device page writes the CPU's model of the same pages, which is the
+//! in-memory model (`boost/tests/external_memory.rs`): with gradient-based and uniform sampling,
+//! without sampling, from pages in host memory and in a cache file; and `device_memory_limit`
+//! bounds the sampled page. On the emulator in `cargo test`, on a GPU with `--features gpu`.
+
+use std::sync::Arc;
+
+use boost::data::synthetic::{generate, SyntheticSpec, SyntheticTask};
+use boost::data::{Dataset, DenseMatrix, FeatureMatrix};
+use boost::learner::{train_matrix, TrainOptions, Trained};
+use boost::param::Params;
+use boost::{Batch, BatchSource, DMatrix, ExternalMemory};
+use tests::gpu;
+
+/// A dense dataset's rows in batches of `size`.
+struct Batches<'a> {
+    data: &'a Dataset,
+    size: usize,
+    next: usize,
+}
+
+impl BatchSource for Batches<'_> {
+    fn reset(&mut self) -> boost::Result<()> {
+        self.next = 0;
+        Ok(())
+    }
+
+    fn next_batch(&mut self) -> boost::Result<Option<Batch>> {
+        let (begin, end) = (self.next, (self.next + self.size).min(self.data.rows()));
+        if begin >= end {
+            return Ok(None);
+        }
+        self.next = end;
+        let FeatureMatrix::Dense(m) = &self.data.features else { panic!("dense rows") };
+        let values = m.values[begin * m.cols..end * m.cols].to_vec();
+        let info = &self.data.info;
+        let weights = info.weights.get(begin..end).unwrap_or_default().to_vec();
+        let features = FeatureMatrix::Dense(DenseMatrix::new(end - begin, m.cols, values));
+        Ok(Some(Batch { features, labels: info.labels[begin..end].to_vec(), weights }))
+    }
+}
+
+fn pages(data: &Dataset, batch: usize, memory: &ExternalMemory) -> DMatrix {
+    let memory = ExternalMemory { feature_types: data.info.feature_types.clone(), ..memory.clone() };
+    DMatrix::from_batches(&mut Batches { data, size: batch, next: 0 }, &memory).expect("pages")
+}
+
+fn run(pairs: &[(&str, &str)], data: &DMatrix, rounds: usize, gpu: Option<Arc<primitives::Gpu>>) -> Trained {
+    let params = Params::from_pairs(pairs).expect("params");
+    let options = TrainOptions { num_boost_round: rounds, verbose_eval: 1, gpu, ..Default::default() };
+    train_matrix(&params, data, &[(data, "train")], &options, &mut []).expect("training")
+}
+
+/// A case's name, rows and parameters.
+type Case<'a> = (&'a str, &'a Dataset, Vec<(&'a str, &'a str)>);
+
+/// Several pages, on the host and in a cache file; the CPU's model and log, and the device grew
+/// the trees from sampled pages no larger than the rows with a gradient.
+#[test]
+fn pages_on_the_device_train_the_cpus_model() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = if gpu.is_emulated() { (3000, 9, 4) } else { (300_000, 28, 20) };
+    let spec = |task, categorical, seed| SyntheticSpec {
+        rows,
+        cols,
+        task,
+        seed,
+        categorical,
+        max_categories: 30,
+        missing_columns: 2,
+        ..Default::default()
+    };
+    let mut binary = generate(&spec(SyntheticTask::Binary, 0, 41)).unwrap();
+    binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
+    let multiclass = generate(&spec(SyntheticTask::MultiClass { classes: 3 }, 2, 42)).unwrap();
+    let regression = generate(&spec(SyntheticTask::Regression, 0, 43)).unwrap();
+    let base = [("max_depth", "5"), ("max_bin", "64"), ("seed", "5")];
+    let sampled = |share| [("sampling_method", "gradient_based"), ("subsample", share)];
+    let cases: Vec<Case> = vec![
+        (
+            "binary, gradient-based 0.1",
+            &binary,
+            [&base[..], &sampled("0.1"), &[("objective", "binary:logistic")]].concat(),
+        ),
+        ("binary, no sampling", &binary, [&base[..], &[("objective", "binary:logistic")]].concat()),
+        (
+            "multiclass with categories, lossguide, gradient-based 0.3",
+            &multiclass,
+            [
+                &base[..],
+                &sampled("0.3"),
+                &[("objective", "multi:softprob"), ("num_class", "3"), ("grow_policy", "lossguide")],
+            ]
+            .concat(),
+        ),
+        (
+            "absolute error, uniform 0.5",
+            &regression,
+            [&base[..], &[("objective", "reg:absoluteerror"), ("subsample", "0.5")]].concat(),
+        ),
+        (
+            "oblivious, gradient-based 0.2",
+            &regression,
+            [&base[..], &sampled("0.2"), &[("grow_policy", "oblivious")]].concat(),
+        ),
+    ];
+    let cache = tempfile::tempdir().unwrap();
+    let page_bytes = if gpu.is_emulated() { 4000 } else { 1 << 20 };
+    let memory = ExternalMemory { max_bin: 64, page_bytes, ..Default::default() };
+    let on_disk = ExternalMemory { cache_dir: Some(cache.path().into()), host_bytes: page_bytes, ..memory.clone() };
+    for (case, data, params) in cases {
+        for (memory, batch) in [(&memory, rows / 7), (&on_disk, rows / 3)] {
+            let d = pages(data, batch, memory);
+            let info = d.pages().expect("pages");
+            assert!(info.pages > 1, "{case}: {info}");
+            let cpu = run(&params, &d, rounds, None);
+            let device = run(&params, &d, rounds, Some(gpu.clone()));
+            let (want, got) = (cpu.model.to_json_string().unwrap(), device.model.to_json_string().unwrap());
+            let nodes: usize = cpu.model.trees.iter().map(|t| t.len()).sum();
+            assert!(nodes > 3 * cpu.model.trees.len(), "{case}: real trees");
+            assert!(want == got, "{case} ({info}): the device's model differs from the CPU's");
+            assert_eq!(cpu.history, device.history, "{case}");
+            let phase = |name: &str| device.phases.entries.iter().any(|(n, _)| *n == name);
+            assert!(
+                phase("pages: gather the sampled rows") && phase("tree: histograms"),
+                "{case}: grown on the device"
+            );
+            if let Some(peak) = device.peak_device_bytes {
+                eprintln!("{case} ({info}): peak device memory {peak} bytes");
+            }
+        }
+    }
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0, "no cache file is left");
+}
+
+/// The sampled page is what `device_memory_limit` bounds: a limit below a tree's sampled rows stops
+/// the run with the typed error naming the phase; sampling fewer rows fits the same limit and trains
+/// the CPU's model.
+#[test]
+fn the_device_memory_limit_bounds_the_sampled_page() {
+    let gpu = Arc::new(gpu());
+    let rows = if gpu.is_emulated() { 150_000 } else { 2_000_000 };
+    let data = generate(&SyntheticSpec { rows, cols: 16, seed: 44, ..Default::default() }).unwrap();
+    let d = pages(&data, rows / 4, &ExternalMemory { max_bin: 256, ..Default::default() });
+    // Each sampled row costs the device its gradient (16 bytes), its bins (20 bytes) and its
+    // place in the row order (20 bytes); the histograms and cuts about 1 MiB: a tenth of the rows
+    // fits a limit that all of them pass.
+    let limit = (2 << 20) + rows * 16;
+    let limit_text = limit.to_string();
+    let pairs = |share| {
+        vec![
+            ("objective", "binary:logistic"),
+            ("max_depth", "4"),
+            ("sampling_method", "gradient_based"),
+            ("subsample", share),
+            ("device_memory_limit", limit_text.as_str()),
+        ]
+    };
+    let params = Params::from_pairs(&pairs("1")).unwrap();
+    let options = TrainOptions { num_boost_round: 2, verbose_eval: 0, gpu: Some(gpu.clone()), ..Default::default() };
+    match train_matrix(&params, &d, &[], &options, &mut []) {
+        Err(boost::Error::DeviceMemoryLimit { phase, bytes, in_use, limit: l }) => {
+            assert_eq!(l, limit);
+            assert!(phase.contains("sampled rows of the pages"), "{phase}");
+            assert!(bytes + in_use > limit, "{bytes} asked, {in_use} in use");
+        }
+        other => panic!("expected the limit's error, got {:?}", other.map(|t| t.device)),
+    }
+    let fits = run(&pairs("0.1"), &d, 2, Some(gpu.clone()));
+    let cpu = run(&pairs("0.1"), &d, 2, None);
+    assert!(fits.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap());
+    if let Some(peak) = fits.peak_device_bytes {
+        assert!(peak as usize <= limit, "peak {peak} within the limit {limit}");
+    }
+}
