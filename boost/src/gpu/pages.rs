@@ -19,7 +19,7 @@ use primitives::ops::GradientPair;
 use primitives::Gpu;
 use rayon::prelude::*;
 
-use super::bins::pack_rows;
+use boost_kernels::bins::packed_row_word;
 use super::{BinLayout, DeviceBins, DeviceCuts, Fixed, GpuTrainer};
 use crate::ellpack::EllpackMatrix;
 use crate::external::ExternalMatrix;
@@ -39,6 +39,7 @@ pub struct GpuPages<'g> {
     trainer: GpuTrainer<'g>,
     /// The most rows a tree has sampled so far.
     most_sampled: usize,
+    reader: RowReader,
 }
 
 impl<'g> GpuPages<'g> {
@@ -48,7 +49,8 @@ impl<'g> GpuPages<'g> {
         let cuts = DeviceCuts::upload(gpu, &matrix.cuts)?;
         let bins = DeviceBins::upload(gpu, (Vec::new(), layout))?;
         let trainer = GpuTrainer::with_bins(gpu, cuts, &matrix.cuts, 0, bins)?;
-        Ok(GpuPages { matrix, layout, trainer, most_sampled: 0 })
+        let reader = RowReader::new(&matrix.cuts);
+        Ok(GpuPages { matrix, layout, trainer, most_sampled: 0, reader })
     }
 
     /// The device.
@@ -108,12 +110,26 @@ impl<'g> GpuPages<'g> {
     fn gather(&self, sampled: &[u32]) -> Result<Vec<u32>> {
         let (cuts, layout) = (&self.matrix.cuts, &self.layout);
         let mut words = vec![0u32; sampled.len() * layout.row_words];
+        if layout.row_words == 0 {
+            return Ok(words);
+        }
         let mut done = 0;
         self.matrix.store.for_each(|first, page| {
             let end = sampled.partition_point(|&r| (r as usize) < first + page.rows);
             let rows = &sampled[done..end];
             let out = &mut words[done * layout.row_words..end * layout.row_words];
-            pack_rows(&page, |i| rows[i] as usize - first, cuts, layout, out);
+            out.par_chunks_mut(CHUNK * layout.row_words).enumerate().for_each(|(chunk, out)| {
+                let mut bins = vec![0u32; layout.features];
+                for (i, packed) in out.chunks_mut(layout.row_words).enumerate() {
+                    self.reader.row_bins(&page, rows[chunk * CHUNK + i] as usize - first, &mut bins);
+                    for (w, word) in packed.iter_mut().enumerate() {
+                        *word = packed_row_word(w, layout.features, layout.bits, |f| match bins[f] {
+                            MISSING => layout.missing(),
+                            bin => bin - cuts.cut_ptrs[f],
+                        });
+                    }
+                }
+            });
             done = end;
         })?;
         Ok(words)
@@ -125,13 +141,54 @@ impl<'g> GpuPages<'g> {
         let mut positions = vec![0u32; self.matrix.rows()];
         self.matrix.store.for_each(|first, page| {
             let out = &mut positions[first..first + page.rows];
-            out.par_chunks_mut(4096).enumerate().for_each(|(chunk, out)| {
+            out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
+                let mut bins = vec![0u32; cuts.features()];
                 for (i, leaf) in out.iter_mut().enumerate() {
-                    *leaf = leaf_of_bins(tree, &page, chunk * 4096 + i, cuts) as u32;
+                    self.reader.row_bins(&page, chunk * CHUNK + i, &mut bins);
+                    *leaf = leaf_of_bins(tree, &bins, cuts) as u32;
                 }
             });
         })?;
         Ok(positions)
+    }
+}
+
+/// Rows a task of the host's page walks.
+const CHUNK: usize = 4096;
+
+/// A missing value in [`RowReader::row_bins`].
+const MISSING: u32 = u32::MAX;
+
+/// Reads a page's rows into their bins by feature.
+struct RowReader {
+    /// Each global bin's feature.
+    feature_of: Vec<u32>,
+}
+
+impl RowReader {
+    fn new(cuts: &QuantileCuts) -> Self {
+        let feature_of = cuts.cut_ptrs.windows(2).enumerate().flat_map(|(f, w)| (w[0]..w[1]).map(move |_| f as u32));
+        RowReader { feature_of: feature_of.collect() }
+    }
+
+    /// Row `row`'s global bin of every feature into `bins` ([`MISSING`] where it has none): one
+    /// read of its symbols (a feature's bin search would read several a feature).
+    #[inline]
+    fn row_bins(&self, page: &EllpackMatrix<&[u64]>, row: usize, bins: &mut [u32]) {
+        if page.is_dense {
+            for (k, bin) in bins.iter_mut().enumerate() {
+                *bin = page.get(row, k);
+            }
+            return;
+        }
+        bins.fill(MISSING);
+        for k in 0..page.row_stride {
+            let symbol = page.get(row, k);
+            if symbol == page.null_symbol {
+                break;
+            }
+            bins[self.feature_of[symbol as usize] as usize] = symbol;
+        }
     }
 }
 
@@ -141,14 +198,14 @@ fn sampled_rows(fixed: &[GradientPair<i64>]) -> Vec<u32> {
     (0..fixed.len() as u32).into_par_iter().filter(|&r| fixed[r as usize] != zero).collect()
 }
 
-/// The leaf of `tree` that row `row` of `page` reaches. A bin stands for its lowest value (the
-/// bin below's cut; minus infinity for a feature's first bin), which falls on the same side of
-/// every cut as all of the bin's values; a category's bin is its code.
-fn leaf_of_bins(tree: &Tree, page: &EllpackMatrix<&[u64]>, row: usize, cuts: &QuantileCuts) -> usize {
-    tree.leaf_index(|f| match page.bin_of(row, f, cuts) {
-        None => f32::NAN,
-        Some(bin) if cuts.is_categorical(f) => (bin - cuts.cut_ptrs[f]) as f32,
-        Some(bin) if bin == cuts.cut_ptrs[f] => f32::NEG_INFINITY,
-        Some(bin) => cuts.cut_values[bin as usize - 1],
+/// The leaf of `tree` that a row of global `bins` (by feature) reaches. A bin stands for its
+/// lowest value (the bin below's cut; minus infinity for a feature's first bin), which falls on the
+/// same side of every cut as all of the bin's values; a category's bin is its code.
+fn leaf_of_bins(tree: &Tree, bins: &[u32], cuts: &QuantileCuts) -> usize {
+    tree.leaf_index(|f| match bins[f] {
+        MISSING => f32::NAN,
+        bin if cuts.is_categorical(f) => (bin - cuts.cut_ptrs[f]) as f32,
+        bin if bin == cuts.cut_ptrs[f] => f32::NEG_INFINITY,
+        bin => cuts.cut_values[bin as usize - 1],
     })
 }

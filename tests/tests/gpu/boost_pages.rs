@@ -61,20 +61,21 @@ type Case<'a> = (&'a str, &'a Dataset, Vec<(&'a str, &'a str)>);
 fn pages_on_the_device_train_the_cpus_model() {
     let gpu = Arc::new(gpu());
     let (rows, cols, rounds) = if gpu.is_emulated() { (3000, 9, 4) } else { (300_000, 28, 20) };
-    let spec = |task, categorical, seed| SyntheticSpec {
+    let spec = |task, categorical, seed, missing_columns| SyntheticSpec {
         rows,
         cols,
         task,
         seed,
         categorical,
         max_categories: 30,
-        missing_columns: 2,
+        missing_columns,
         ..Default::default()
     };
-    let mut binary = generate(&spec(SyntheticTask::Binary, 0, 41)).unwrap();
+    let mut binary = generate(&spec(SyntheticTask::Binary, 0, 41, 2)).unwrap();
     binary.info.weights = (0..rows).map(|i| 0.5 + (i % 7) as f32 / 4.0).collect();
-    let multiclass = generate(&spec(SyntheticTask::MultiClass { classes: 3 }, 2, 42)).unwrap();
-    let regression = generate(&spec(SyntheticTask::Regression, 0, 43)).unwrap();
+    let multiclass = generate(&spec(SyntheticTask::MultiClass { classes: 3 }, 2, 42, 2)).unwrap();
+    // No value missing: dense pages.
+    let regression = generate(&spec(SyntheticTask::Regression, 0, 43, 0)).unwrap();
     let base = [("max_depth", "5"), ("max_bin", "64"), ("seed", "5")];
     let sampled = |share| [("sampling_method", "gradient_based"), ("subsample", share)];
     let cases: Vec<Case> = vec![
