@@ -100,6 +100,7 @@ def auc(scores, labels):
 
 def xgboost_run(data, batches, rounds, sampled):
     """In its own process: XGBoost's ExtMemQuantileDMatrix from the batch files, then training."""
+    import cupy as cp
     import xgboost as xgb
 
     class Files(xgb.DataIter):
@@ -112,7 +113,8 @@ def xgboost_run(data, batches, rounds, sampled):
                 return False
             X = np.fromfile(f"{data}/x.{self.at}.f32", dtype=np.float32).reshape(-1, 28)
             y = np.fromfile(f"{data}/y.{self.at}.f32", dtype=np.float32)
-            input_data(data=X, label=y)
+            # XGBoost's GPU pages must be made from device arrays.
+            input_data(data=cp.asarray(X), label=cp.asarray(y))
             self.at += 1
             return True
 

@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`rank`] (LambdaMART), [`sampling`] (a stateless draw a row), [`mvs`] (gradient-based sampling), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
 //! | splits | [`split`] (gains, weights, the bin scan both ways, ties), [`categorical`] (one-hot and partition splits), [`exact`] (the exact method's candidates), [`oblivious`] | [`evaluate`] (a warp a (node, feature)) |
-//! | rows | [`bins`] (a value's bin), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
+//! | rows | [`bins`] (a value's bin), [`ellpack`] (reading a quantised page), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
 //! | leaves, metrics | [`adaptive`] (quantile leaves), [`metric`], [`auc`], [`rank_metric`] | |
 //! | prediction | [`predict`] (a tree walk's step), [`binarised`] (CatBoost's applier) | |
 //! | data | [`synthetic`] (the benchmarks' rows), [`target_statistics`] (CatBoost's ordered encoding of categories) | |
@@ -22,6 +22,7 @@ pub mod binarised;
 pub mod bins;
 pub mod categorical;
 pub mod device_sum;
+pub mod ellpack;
 pub mod evaluate;
 pub mod exact;
 pub mod exp;

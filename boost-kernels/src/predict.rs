@@ -15,6 +15,7 @@
 
 use primitives_kernels::arch;
 
+use crate::ellpack::EllpackShape;
 use crate::evaluate::global_thread;
 use crate::objective::{sigmoid, softmax_normaliser, softmax_probability};
 
@@ -387,6 +388,59 @@ pub unsafe fn csr_kernel(
     let row_margins = margins.wrapping_add(row as usize * outputs as usize);
     // SAFETY: as the caller promises.
     unsafe { walk_row(row, trees, num_trees, nodes, leaves, row_margins, value) }
+}
+
+/// An ELLPACK page ([`crate::ellpack`]) as [`ellpack_kernel`] reads it: its words, rows and shape,
+/// and the cuts' `features + 1` offsets (feature `f`'s global bins are `cut_ptrs[f]..cut_ptrs[f +
+/// 1]`).
+#[derive(Clone, Copy)]
+pub struct EllpackPage {
+    pub words: *const u64,
+    pub rows: u64,
+    pub shape: EllpackShape,
+    pub cut_ptrs: *const u32,
+    pub features: u32,
+}
+
+/// A thread a row of an ELLPACK page: `leaves[row * num_trees + t]` = the leaf the row reaches in
+/// tree `t`, each feature's value read as `bin_values[bin]` of its bin (a value on the same side of
+/// every split condition as all of the bin's values: `boost`'s host walk of pages uses the same
+/// table), NaN without one. External-memory training walks each tree over the pages so.
+///
+/// # Safety
+/// `page.words` holds the page's symbols (and, where a row's last symbol ends a word, no more),
+/// `page.cut_ptrs` `features + 1` offsets, `bin_values` a value for every global bin, `leaves` `rows *
+/// num_trees`; every tree has nodes, all within `nodes`.
+pub unsafe fn ellpack_kernel(
+    page: EllpackPage,
+    bin_values: *const f32,
+    trees: *const PredictTree,
+    num_trees: u64,
+    nodes: TreeNodes,
+    leaves: *mut u32,
+) {
+    let row = global_thread();
+    if row >= page.rows {
+        return;
+    }
+    // SAFETY: every word read is one of the page's (the caller).
+    let word = |i: usize| unsafe { arch::load(page.words.add(i)) };
+    let value = |feature: u32| {
+        if feature >= page.features {
+            return f32::NAN;
+        }
+        // SAFETY: `feature + 1 <= features`.
+        let bins = unsafe {
+            (arch::load(page.cut_ptrs.add(feature as usize)), arch::load(page.cut_ptrs.add(feature as usize + 1)))
+        };
+        match page.shape.bin_of(row as usize, feature as usize, bins, word) {
+            // SAFETY: a bin of the page is one of the table's.
+            Some(bin) => unsafe { arch::load(bin_values.add(bin as usize)) },
+            None => f32::NAN,
+        }
+    };
+    // SAFETY: as the caller promises; the margins are not read when `leaves` is given.
+    unsafe { walk_row(row, trees, num_trees, nodes, leaves, core::ptr::null_mut(), value) }
 }
 
 /// Where the tree kernels write: a leaf value a tree and row (`values[t * rows + row]`), or, when

@@ -6,6 +6,7 @@
 //! feature `k`'s bin, so a row's bin of feature `f` is found without a search. Sparse data keeps each
 //! row's present entries in increasing feature order, padded with null symbols to the longest row.
 
+use boost_kernels::ellpack::EllpackShape;
 use rayon::prelude::*;
 
 use crate::data::FeatureMatrix;
@@ -169,10 +170,17 @@ impl<W: AsRef<[u64]>> EllpackMatrix<W> {
     #[inline(always)]
     pub fn get(&self, row: usize, k: usize) -> u32 {
         let words = self.words.as_ref();
-        let bit = (row * self.row_stride + k) as u64 * self.symbol_bits as u64;
-        let (word, shift) = ((bit / 64) as usize, (bit % 64) as u32);
-        let pair = words[word] as u128 | (words[word + 1] as u128) << 64;
-        ((pair >> shift) as u64 & ((1u64 << self.symbol_bits) - 1)) as u32
+        self.shape().symbol(row, k, |i| words[i])
+    }
+
+    /// The packed words (with the words past the last symbol that a read may touch).
+    pub fn words(&self) -> &[u64] {
+        self.words.as_ref()
+    }
+
+    /// The shape the kernels read the page with (`boost_kernels::ellpack`).
+    pub fn shape(&self) -> EllpackShape {
+        EllpackShape { row_stride: self.row_stride, symbol_bits: self.symbol_bits, is_dense: self.is_dense }
     }
 
     /// Calls `f(symbol)` for the row's entries that are not null, in order.
@@ -189,21 +197,8 @@ impl<W: AsRef<[u64]>> EllpackMatrix<W> {
     /// The row's bin of feature `feature` (global id), `None` when missing.
     #[inline(always)]
     pub fn bin_of(&self, row: usize, feature: usize, cuts: &QuantileCuts) -> Option<u32> {
-        if self.is_dense {
-            return Some(self.get(row, feature));
-        }
-        let (lo, hi) = (cuts.cut_ptrs[feature], cuts.cut_ptrs[feature + 1]);
-        // Entries are in feature order, nulls last: binary search on the present prefix.
-        let (mut a, mut b) = (0, self.row_stride);
-        while a < b {
-            let m = (a + b) / 2;
-            if self.get(row, m) < lo {
-                a = m + 1;
-            } else {
-                b = m;
-            }
-        }
-        (a < self.row_stride).then(|| self.get(row, a)).filter(|&s| s < hi)
+        let (words, bins) = (self.words.as_ref(), (cuts.cut_ptrs[feature], cuts.cut_ptrs[feature + 1]));
+        self.shape().bin_of(row, feature, bins, |i| words[i])
     }
 
     /// Bytes the packed symbols take.

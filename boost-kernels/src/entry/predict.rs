@@ -1,8 +1,9 @@
-//! The `predict` family: tree walks: dense, CSR and binarised rows, by tree or by row, and the objective's output transform.
+//! The `predict` family: tree walks: dense, CSR, binarised rows and ELLPACK pages, by tree or by row, and the objective's output transform.
 
 use primitives_kernels::kernel;
 
 use crate::binarised::{self, BinarisedFeature, BinarisedModel, BinarisedTree, LevelSplit};
+use crate::ellpack::EllpackShape;
 use crate::predict::{self, PredictNode, PredictTree};
 
 kernel! {
@@ -149,6 +150,31 @@ kernel! {
     }
 }
 
+kernel! {
+    /// The leaves a tree walk reaches from the rows of an ELLPACK page (external memory); see
+    /// [`predict::ellpack_kernel`].
+    pub unsafe fn boost_predict_ellpack(
+        words: *const u64,
+        rows: u64,
+        row_stride: u64,
+        symbol_bits: u64,
+        dense: u64,
+        cut_ptrs: *const u32,
+        features: u64,
+        bin_values: *const f32,
+        trees: *const PredictTree,
+        num_trees: u64,
+        nodes: *const PredictNode,
+        categories: *const u32,
+        leaves: *mut u32,
+    ) {
+        let shape = EllpackShape { row_stride: row_stride as usize, symbol_bits: symbol_bits as u32, is_dense: dense != 0 };
+        let page = predict::EllpackPage { words, rows, shape, cut_ptrs, features: features as u32 };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { predict::ellpack_kernel(page, bin_values, trees, num_trees, predict::TreeNodes { nodes, categories }, leaves) }
+    }
+}
+
 host_kernels! {
     boost_predict_transform,
     boost_predict_dense,
@@ -157,4 +183,5 @@ host_kernels! {
     boost_predict_dense_trees,
     boost_predict_csr_trees,
     boost_predict_sum,
+    boost_predict_ellpack,
 }

@@ -31,12 +31,12 @@ use crate::{Error, Result};
 /// the trees one after the other, and each tree's first node and output; and, for a model of
 /// enough oblivious trees, their layout for the binarised applier.
 pub struct DeviceTrees {
-    trees: DeviceBuffer<PredictTree>,
+    pub(super) trees: DeviceBuffer<PredictTree>,
     /// The same table on the host, for launches that take the trees in another order.
     table: Vec<PredictTree>,
-    nodes: DeviceBuffer<PredictNode>,
+    pub(super) nodes: DeviceBuffer<PredictNode>,
     /// The categorical splits' bitsets, each a word count and the words (a word when none).
-    categories: DeviceBuffer<u32>,
+    pub(super) categories: DeviceBuffer<u32>,
     count: usize,
     /// The largest output a tree adds to, plus one.
     outputs: usize,

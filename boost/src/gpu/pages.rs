@@ -5,9 +5,9 @@
 //!
 //! Rows without a gradient add nothing to any histogram (fixed-point sums), so the tree is the one
 //! grown over all rows: with the same gradients, the CPU's tree ([`crate::tree::hist`]) bit for
-//! bit. The gathering and the leaf walk read the pages on the host, where they are (host memory or
-//! the mapped cache file), and only the sampled rows cross to the device: a tenth of the pages
-//! with `subsample=0.1`. The sampled page, its gradients and the builder's buffers are what the
+//! bit. The gathering reads the pages on the host, where they are (host memory or the mapped cache
+//! file), so that only the sampled rows cross to the device for the tree; the leaf walk uploads
+//! every page and walks it there. The sampled page, its gradients and the builder's buffers are what the
 //! device holds, so `device_memory_limit` bounds the sampled rows; without sampling every row is
 //! one, and the pages must fit (streaming them a level at a time is not built yet).
 
@@ -16,11 +16,12 @@ use std::time::Instant;
 
 use boost_kernels::reduce::BlockSum;
 use primitives::ops::GradientPair;
-use primitives::Gpu;
+use boost_kernels::entry;
+use primitives::{DeviceBuffer, Gpu};
 use rayon::prelude::*;
 
 use boost_kernels::bins::packed_row_word;
-use super::{BinLayout, DeviceBins, DeviceCuts, Fixed, GpuTrainer};
+use super::{element_config, BinLayout, DeviceBins, DeviceCuts, DeviceTrees, Fixed, GpuTrainer};
 use crate::ellpack::EllpackMatrix;
 use crate::external::ExternalMatrix;
 use crate::fixed_point::GradientQuantiser;
@@ -40,6 +41,8 @@ pub struct GpuPages<'g> {
     /// The most rows a tree has sampled so far.
     most_sampled: usize,
     reader: RowReader,
+    /// [`bin_values`] of the cuts.
+    bin_values: Vec<f32>,
 }
 
 impl<'g> GpuPages<'g> {
@@ -49,8 +52,8 @@ impl<'g> GpuPages<'g> {
         let cuts = DeviceCuts::upload(gpu, &matrix.cuts)?;
         let bins = DeviceBins::upload(gpu, (Vec::new(), layout))?;
         let trainer = GpuTrainer::with_bins(gpu, cuts, &matrix.cuts, 0, bins)?;
-        let reader = RowReader::new(&matrix.cuts);
-        Ok(GpuPages { matrix, layout, trainer, most_sampled: 0, reader })
+        let (reader, bin_values) = (RowReader::new(&matrix.cuts), bin_values(&matrix.cuts));
+        Ok(GpuPages { matrix, layout, trainer, most_sampled: 0, reader, bin_values })
     }
 
     /// The device.
@@ -135,25 +138,61 @@ impl<'g> GpuPages<'g> {
         Ok(words)
     }
 
-    /// Every row's leaf of `tree`, page by page.
+    /// Every row's leaf of `tree`: each page uploaded and walked on the device
+    /// ([`boost_kernels::predict::ellpack_kernel`]), the leaves read back.
     fn leaves(&self, tree: &Tree) -> Result<Vec<u32>> {
-        let cuts = &self.matrix.cuts;
+        let gpu = self.trainer.gpu();
+        let trees = DeviceTrees::upload(gpu, &[(tree.clone(), 0)])?;
+        let (cut_ptrs, bin_values) = (gpu.upload(&self.matrix.cuts.cut_ptrs)?, gpu.upload(&self.bin_values)?);
         let mut positions = vec![0u32; self.matrix.rows()];
+        let mut failed = None;
         self.matrix.store.for_each(|first, page| {
-            let out = &mut positions[first..first + page.rows];
-            out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
-                let mut bins = vec![0u32; cuts.features()];
-                for (i, leaf) in out.iter_mut().enumerate() {
-                    self.reader.row_bins(&page, chunk * CHUNK + i, &mut bins);
-                    *leaf = leaf_of_bins(tree, &bins, cuts) as u32;
-                }
-            });
+            if failed.is_none() {
+                let out = &mut positions[first..first + page.rows];
+                let walked = walk_page(gpu, &page, (&cut_ptrs, &bin_values), &trees, out);
+                failed = walked.err();
+            }
         })?;
-        Ok(positions)
+        failed.map_or(Ok(positions), Err)
     }
 }
 
-/// Rows a task of the host's page walks.
+/// The leaf of `trees`' one tree that each row of `page` reaches, into `out`.
+fn walk_page(
+    gpu: &Gpu,
+    page: &EllpackMatrix<&[u64]>,
+    (cut_ptrs, bin_values): (&DeviceBuffer<u32>, &DeviceBuffer<f32>),
+    trees: &DeviceTrees,
+    out: &mut [u32],
+) -> Result<()> {
+    if page.rows == 0 {
+        return Ok(());
+    }
+    let words = gpu.upload(page.words())?;
+    let leaves = gpu.alloc_zeroed::<u32>(page.rows)?;
+    let args = entry::boost_predict_ellpack::args(
+        words.as_ptr(),
+        page.rows as u64,
+        page.row_stride as u64,
+        page.symbol_bits as u64,
+        u64::from(page.is_dense),
+        cut_ptrs.as_ptr(),
+        (cut_ptrs.len() - 1) as u64,
+        bin_values.as_ptr(),
+        trees.trees.as_ptr(),
+        1,
+        trees.nodes.as_ptr(),
+        trees.categories.as_ptr(),
+        leaves.as_mut_ptr(),
+    );
+    // SAFETY: the page's words and rows as packed, the cuts' offsets and a value a bin of the
+    // matrix the page belongs to, one tree checked at its upload, a leaf a row.
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(page.rows)?, args)? };
+    out.copy_from_slice(&leaves.to_vec(gpu)?);
+    Ok(())
+}
+
+/// Rows a task of the host's gather.
 const CHUNK: usize = 4096;
 
 /// A missing value in [`RowReader::row_bins`].
@@ -198,14 +237,18 @@ fn sampled_rows(fixed: &[GradientPair<i64>]) -> Vec<u32> {
     (0..fixed.len() as u32).into_par_iter().filter(|&r| fixed[r as usize] != zero).collect()
 }
 
-/// The leaf of `tree` that a row of global `bins` (by feature) reaches. A bin stands for its
-/// lowest value (the bin below's cut; minus infinity for a feature's first bin), which falls on the
-/// same side of every cut as all of the bin's values; a category's bin is its code.
-fn leaf_of_bins(tree: &Tree, bins: &[u32], cuts: &QuantileCuts) -> usize {
-    tree.leaf_index(|f| match bins[f] {
-        MISSING => f32::NAN,
-        bin if cuts.is_categorical(f) => (bin - cuts.cut_ptrs[f]) as f32,
-        bin if bin == cuts.cut_ptrs[f] => f32::NEG_INFINITY,
-        bin => cuts.cut_values[bin as usize - 1],
-    })
+/// A value for each global bin of `cuts` that lies on the same side of every split condition as
+/// all of the bin's values: its lowest (the bin below's cut; minus infinity for a feature's first
+/// bin), or a category's code. The device walks pages with it.
+fn bin_values(cuts: &QuantileCuts) -> Vec<f32> {
+    let mut values = Vec::with_capacity(cuts.cut_values.len());
+    for f in 0..cuts.features() {
+        let (lo, hi) = (cuts.cut_ptrs[f], cuts.cut_ptrs[f + 1]);
+        values.extend((lo..hi).map(|bin| match bin {
+            _ if cuts.is_categorical(f) => (bin - lo) as f32,
+            _ if bin == lo => f32::NEG_INFINITY,
+            _ => cuts.cut_values[bin as usize - 1],
+        }));
+    }
+    values
 }

@@ -143,7 +143,8 @@ fn the_device_memory_limit_bounds_the_sampled_page() {
     let gpu = Arc::new(gpu());
     let rows = if gpu.is_emulated() { 150_000 } else { 2_000_000 };
     let data = generate(&SyntheticSpec { rows, cols: 16, seed: 44, ..Default::default() }).unwrap();
-    let d = pages(&data, rows / 4, &ExternalMemory { max_bin: 256, ..Default::default() });
+    // Pages of a batch each: the leaf walk uploads one page at a time.
+    let d = pages(&data, rows / 8, &ExternalMemory { max_bin: 256, page_bytes: 1, ..Default::default() });
     // Each sampled row costs the device its gradient (16 bytes), its bins (20 bytes) and its
     // place in the row order (20 bytes); the histograms and cuts about 1 MiB: a tenth of the rows
     // fits a limit that all of them pass.
