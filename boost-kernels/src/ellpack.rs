@@ -64,7 +64,8 @@ mod tests {
     #[test]
     fn symbols_across_word_boundaries_read_back() {
         for bits in [1u32, 5, 9, 13, 17, 32] {
-            let symbols: [u32; 40] = core::array::from_fn(|i| (i as u32 * 2654435761) & ((1u64 << bits) - 1) as u32);
+            let symbols: [u32; 40] =
+                core::array::from_fn(|i| (i as u32).wrapping_mul(2654435761) & ((1u64 << bits) - 1) as u32);
             let mut words = [0u64; 24];
             for (i, &s) in symbols.iter().enumerate() {
                 let bit = i as u64 * bits as u64;
