@@ -265,7 +265,20 @@ impl<T: Element> DeviceBuffer<T> {
             });
         }
         let mut host = vec![T::zeroed(); range.len()];
-        let destination: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+        self.copy_range_to_host(gpu, range, &mut host)?;
+        Ok(host)
+    }
+
+    /// Copies elements `range` into `out` (as long as the range), waiting for the work enqueued
+    /// before: into page-locked memory ([`Gpu::pin_host`]) at the bus's speed.
+    pub fn copy_range_to_host(&self, gpu: &Gpu, range: std::ops::Range<usize>, out: &mut [T]) -> Result<()> {
+        if range.start > range.end || range.end > self.len || out.len() != range.len() {
+            return Err(Error::InvalidArgument {
+                name: "range",
+                reason: format!("{}..{} of a buffer of {} into {}", range.start, range.end, self.len, out.len()),
+            });
+        }
+        let destination: &mut [u8] = bytemuck::cast_slice_mut(out);
         let (start, bytes) = (range.start * size_of::<T>(), destination.len());
         match (&self.storage, &gpu.backend) {
             (Storage::Cuda(slice), Backend::Cuda(device)) => {
@@ -289,7 +302,7 @@ impl<T: Element> DeviceBuffer<T> {
             (Storage::Emulated(memory), Backend::Emulated(_)) => memory.read_bytes_at(start, destination),
             _ => return Err(foreign_buffer()),
         }
-        Ok(host)
+        Ok(())
     }
 
     /// Whether this buffer belongs to `gpu` (was allocated by it): a kernel of one device must not

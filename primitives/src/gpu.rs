@@ -271,6 +271,24 @@ pub(crate) enum Backend {
     Emulated(Emulator),
 }
 
+/// Host memory page-locked by [`Gpu::pin_host`], unlocked when dropped.
+pub struct HostPin {
+    /// The address and its device's context (none on the emulator).
+    ptr: Option<(usize, Arc<CudaContext>)>,
+}
+
+impl Drop for HostPin {
+    fn drop(&mut self) {
+        if let Some((ptr, context)) = self.ptr.take() {
+            // A failure leaves the memory locked until the process ends: nothing to report it to.
+            if context.bind_to_thread().is_ok() {
+                // SAFETY: the address `pin_host` registered, unregistered once.
+                let _ = unsafe { sys::cuMemHostUnregister(ptr as *mut std::ffi::c_void) };
+            }
+        }
+    }
+}
+
 /// A device with one stream on which every primitive is enqueued, in order.
 ///
 /// Work is asynchronous on a CUDA device: a primitive returns once its kernels are enqueued, and
@@ -669,6 +687,28 @@ impl Gpu {
             )
         }
         .map_err(Error::driver("resetting the memory pool's peak", 0))
+    }
+
+    /// Page-locks the host memory of `data` (`cuMemHostRegister`) so that copies between it and
+    /// the device run at the bus's speed: the driver stages a copy from pageable memory through
+    /// its own buffers, at a fraction of that (about 4 GB/s against 50 on an H200 machine). The
+    /// memory is unlocked when the returned [`HostPin`] drops. Nothing to do on the emulator.
+    ///
+    /// # Safety
+    /// `data` stays where it is, allocated, until the pin drops.
+    pub unsafe fn pin_host<T: bytemuck::Pod>(&self, data: &[T]) -> Result<HostPin> {
+        let Backend::Cuda(device) = &self.backend else { return Ok(HostPin { ptr: None }) };
+        let bytes = std::mem::size_of_val(data);
+        if bytes == 0 {
+            return Ok(HostPin { ptr: None });
+        }
+        device.context.bind_to_thread().map_err(Error::driver("making the device's context current", 0))?;
+        let ptr = data.as_ptr() as *mut std::ffi::c_void;
+        // SAFETY: `bytes` of live host memory that stays put while pinned (the caller).
+        unsafe { sys::cuMemHostRegister_v2(ptr, bytes, 0) }
+            .result()
+            .map_err(Error::driver("page-locking host memory", bytes))?;
+        Ok(HostPin { ptr: Some((ptr as usize, device.context.clone())) })
     }
 
     /// The CUDA device's default memory pool, with its context current on this thread.

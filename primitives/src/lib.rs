@@ -65,7 +65,7 @@ pub use device::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_S
 #[cfg(feature = "experiments")]
 pub use device::{ExperimentalHistogram, HistogramExperimentKernel, ScanTile, SelectPasses};
 pub use error::{DriverError, Error, Result};
-pub use gpu::{DeviceEvent, DeviceKind, DeviceProperties, Gpu, LaunchConfig, MemoryUsage, DEVICE_ENV};
+pub use gpu::{DeviceEvent, DeviceKind, DeviceProperties, Gpu, HostPin, LaunchConfig, MemoryUsage, DEVICE_ENV};
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
 pub use primitives_kernels::emu::Schedule;
 /// Element bound and operators, shared with the kernels.

@@ -97,6 +97,14 @@ impl PageStore {
         (self.host_bytes, self.cache.as_ref().map_or(0, |c| c.len))
     }
 
+    /// The words of the pages kept in host memory (those a GPU run page-locks for its copies).
+    pub fn host_words(&self) -> impl Iterator<Item = &[u64]> {
+        self.pages.iter().filter_map(|page| match &page.place {
+            Place::Host(matrix) => Some(matrix.words()),
+            Place::Disk { .. } => None,
+        })
+    }
+
     /// Calls `visit(first row, page)` on every page in row order, pages in the cache file read
     /// in place from its mapping.
     pub fn for_each(&self, mut visit: impl FnMut(usize, EllpackMatrix<&[u64]>)) -> Result<()> {

@@ -17,7 +17,7 @@ use std::time::Instant;
 use boost_kernels::reduce::BlockSum;
 use primitives::ops::GradientPair;
 use boost_kernels::entry;
-use primitives::{DeviceBuffer, Gpu};
+use primitives::{DeviceBuffer, Gpu, HostPin};
 use rayon::prelude::*;
 
 use boost_kernels::bins::packed_row_word;
@@ -43,6 +43,44 @@ pub struct GpuPages<'g> {
     reader: RowReader,
     /// [`bin_values`] of the cuts.
     bin_values: Vec<f32>,
+    /// The pages in host memory, page-locked so that their copies run at the bus's speed.
+    _pinned: Vec<HostPin>,
+    /// Page-locked host buffers of a tree's sampled bins and gradients and of every row's leaf.
+    staged_words: Staging<u32>,
+    staged_fixed: Staging<GradientPair<i64>>,
+    staged_leaves: Staging<u32>,
+}
+
+/// A host buffer page-locked for the device's copies, kept across trees and grown (a quarter
+/// more than asked) when a tree needs more.
+struct Staging<T> {
+    data: Vec<T>,
+    pin: Option<HostPin>,
+}
+
+impl<T: bytemuck::Pod> Staging<T> {
+    fn new() -> Self {
+        Staging { data: Vec::new(), pin: None }
+    }
+
+    /// The first `len` elements, the buffer grown first if it is shorter.
+    fn take(&mut self, gpu: &Gpu, len: usize) -> Result<&mut [T]> {
+        if self.data.len() < len {
+            self.pin = None;
+            self.data = vec![T::zeroed(); len + len / 4];
+            // SAFETY: the vector is neither moved nor freed while pinned: it is replaced only
+            // after the pin is dropped (above), and `drop` unpins it first.
+            self.pin = Some(unsafe { gpu.pin_host(&self.data) }?);
+        }
+        Ok(&mut self.data[..len])
+    }
+}
+
+impl<T> Drop for Staging<T> {
+    fn drop(&mut self) {
+        // Unpinned before the vector is freed.
+        self.pin = None;
+    }
 }
 
 impl<'g> GpuPages<'g> {
@@ -53,7 +91,22 @@ impl<'g> GpuPages<'g> {
         let bins = DeviceBins::upload(gpu, (Vec::new(), layout))?;
         let trainer = GpuTrainer::with_bins(gpu, cuts, &matrix.cuts, 0, bins)?;
         let (reader, bin_values) = (RowReader::new(&matrix.cuts), bin_values(&matrix.cuts));
-        Ok(GpuPages { matrix, layout, trainer, most_sampled: 0, reader, bin_values })
+        // SAFETY: the pages' words never move or change while `matrix` lives, and the pins are
+        // dropped with it.
+        let pinned = matrix.store.host_words().map(|words| unsafe { gpu.pin_host(words) });
+        let pinned = pinned.collect::<std::result::Result<_, primitives::Error>>()?;
+        Ok(GpuPages {
+            matrix,
+            layout,
+            trainer,
+            most_sampled: 0,
+            reader,
+            bin_values,
+            _pinned: pinned,
+            staged_words: Staging::new(),
+            staged_fixed: Staging::new(),
+            staged_leaves: Staging::new(),
+        })
     }
 
     /// The device.
@@ -87,16 +140,23 @@ impl<'g> GpuPages<'g> {
         rng: &mut impl rand::Rng,
     ) -> Result<BuiltTree> {
         let start = Instant::now();
+        let gpu = self.trainer.gpu();
         let sampled = sampled_rows(fixed);
-        let words = self.gather(&sampled)?;
-        let gathered: Vec<GradientPair<i64>> = sampled.par_iter().map(|&r| fixed[r as usize]).collect();
+        let words = self.staged_words.take(gpu, sampled.len() * self.layout.row_words)?;
+        gather(&self.matrix, &self.reader, &self.layout, &sampled, words)?;
+        let gathered = self.staged_fixed.take(gpu, sampled.len())?;
+        gathered.par_iter_mut().zip(&sampled).for_each(|(g, &r)| *g = fixed[r as usize]);
         let root = gathered.iter().copied().fold(Fixed::zero(), BlockSum::plus);
         self.trainer.phases.add("pages: gather the sampled rows", start.elapsed());
 
         let start = Instant::now();
-        let gpu = self.trainer.gpu();
-        self.trainer.replace_rows(sampled.len(), || DeviceBins::upload(gpu, (words, self.layout)))?;
-        let device_fixed = gpu.upload(&gathered)?;
+        let layout = self.layout;
+        let words = &*words;
+        self.trainer.replace_rows(sampled.len(), || Ok(DeviceBins { words: gpu.upload(words)?, layout }))?;
+        let device_fixed = gpu.upload(gathered)?;
+        // Copies from page-locked memory run on after the call returns: the staging buffers are
+        // written again only once they are done.
+        gpu.synchronize()?;
         self.most_sampled = self.most_sampled.max(sampled.len());
         self.trainer.phases.add("pages: upload the sampled page", start.elapsed());
 
@@ -109,42 +169,13 @@ impl<'g> GpuPages<'g> {
         Ok(BuiltTree { tree, positions, phases: PhaseTimes::default() })
     }
 
-    /// The packed bins ([`BinLayout`]) of the `sampled` rows (increasing) of every page.
-    fn gather(&self, sampled: &[u32]) -> Result<Vec<u32>> {
-        let (cuts, layout) = (&self.matrix.cuts, &self.layout);
-        let mut words = vec![0u32; sampled.len() * layout.row_words];
-        if layout.row_words == 0 {
-            return Ok(words);
-        }
-        let mut done = 0;
-        self.matrix.store.for_each(|first, page| {
-            let end = sampled.partition_point(|&r| (r as usize) < first + page.rows);
-            let rows = &sampled[done..end];
-            let out = &mut words[done * layout.row_words..end * layout.row_words];
-            out.par_chunks_mut(CHUNK * layout.row_words).enumerate().for_each(|(chunk, out)| {
-                let mut bins = vec![0u32; layout.features];
-                for (i, packed) in out.chunks_mut(layout.row_words).enumerate() {
-                    self.reader.row_bins(&page, rows[chunk * CHUNK + i] as usize - first, &mut bins);
-                    for (w, word) in packed.iter_mut().enumerate() {
-                        *word = packed_row_word(w, layout.features, layout.bits, |f| match bins[f] {
-                            MISSING => layout.missing(),
-                            bin => bin - cuts.cut_ptrs[f],
-                        });
-                    }
-                }
-            });
-            done = end;
-        })?;
-        Ok(words)
-    }
-
     /// Every row's leaf of `tree`: each page uploaded and walked on the device
     /// ([`boost_kernels::predict::ellpack_kernel`]), the leaves read back.
-    fn leaves(&self, tree: &Tree) -> Result<Vec<u32>> {
+    fn leaves(&mut self, tree: &Tree) -> Result<Vec<u32>> {
         let gpu = self.trainer.gpu();
         let trees = DeviceTrees::upload(gpu, &[(tree.clone(), 0)])?;
         let (cut_ptrs, bin_values) = (gpu.upload(&self.matrix.cuts.cut_ptrs)?, gpu.upload(&self.bin_values)?);
-        let mut positions = vec![0u32; self.matrix.rows()];
+        let positions = self.staged_leaves.take(gpu, self.matrix.rows())?;
         let mut failed = None;
         self.matrix.store.for_each(|first, page| {
             if failed.is_none() {
@@ -153,7 +184,10 @@ impl<'g> GpuPages<'g> {
                 failed = walked.err();
             }
         })?;
-        failed.map_or(Ok(positions), Err)
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(positions.par_iter().copied().collect()),
+        }
     }
 }
 
@@ -188,8 +222,42 @@ fn walk_page(
     // SAFETY: the page's words and rows as packed, the cuts' offsets and a value a bin of the
     // matrix the page belongs to, one tree checked at its upload, a leaf a row.
     unsafe { gpu.launch_kernel(crate::KERNELS, element_config(page.rows)?, args)? };
-    out.copy_from_slice(&leaves.to_vec(gpu)?);
+    leaves.copy_range_to_host(gpu, 0..page.rows, out)?;
     Ok(())
+}
+
+/// The packed bins ([`BinLayout`]) of the `sampled` rows (increasing) of every page of `matrix`,
+/// into `out` (`layout.row_words` words a row).
+fn gather(
+    matrix: &ExternalMatrix,
+    reader: &RowReader,
+    layout: &BinLayout,
+    sampled: &[u32],
+    out: &mut [u32],
+) -> Result<()> {
+    let cuts = &matrix.cuts;
+    if layout.row_words == 0 {
+        return Ok(());
+    }
+    let mut done = 0;
+    matrix.store.for_each(|first, page| {
+        let end = sampled.partition_point(|&r| (r as usize) < first + page.rows);
+        let rows = &sampled[done..end];
+        let out = &mut out[done * layout.row_words..end * layout.row_words];
+        out.par_chunks_mut(CHUNK * layout.row_words).enumerate().for_each(|(chunk, out)| {
+            let mut bins = vec![0u32; layout.features];
+            for (i, packed) in out.chunks_mut(layout.row_words).enumerate() {
+                reader.row_bins(&page, rows[chunk * CHUNK + i] as usize - first, &mut bins);
+                for (w, word) in packed.iter_mut().enumerate() {
+                    *word = packed_row_word(w, layout.features, layout.bits, |f| match bins[f] {
+                        MISSING => layout.missing(),
+                        bin => bin - cuts.cut_ptrs[f],
+                    });
+                }
+            }
+        });
+        done = end;
+    })
 }
 
 /// Rows a task of the host's gather.
