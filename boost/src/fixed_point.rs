@@ -18,10 +18,16 @@ use rayon::prelude::*;
 /// [`GradientQuantiser::new`] with the blocks of its sums taken in parallel (the same blocks in the
 /// same order, so the same quantiser), and the gradients converted by it.
 pub fn quantise(gradients: &[GradientPair<f32>]) -> (GradientQuantiser, Vec<GradientPair<i64>>) {
-    let sums = crate::metric::fixed_order_sum(gradients.len(), |i| QuantiserSums::of(gradients[i]));
-    let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, gradients.len());
+    let quantiser = quantiser(gradients);
     let fixed = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).collect();
     (quantiser, fixed)
+}
+
+/// The quantiser of [`quantise`], without converting the gradients (for a caller that converts
+/// only some).
+pub fn quantiser(gradients: &[GradientPair<f32>]) -> GradientQuantiser {
+    let sums = crate::metric::fixed_order_sum(gradients.len(), |i| QuantiserSums::of(gradients[i]));
+    GradientQuantiser::from_sums(sums.positive, sums.negative, gradients.len())
 }
 
 #[cfg(test)]

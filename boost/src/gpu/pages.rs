@@ -129,23 +129,24 @@ impl<'g> GpuPages<'g> {
         self.most_sampled
     }
 
-    /// One tree from fixed-point gradients (one a row of the pages, `quantiser`'s), with every
-    /// row's leaf: the tree the CPU's builder grows from the same gradients.
+    /// One tree from `gradients` (one a row of the pages, zero for the rows sampling left out) in
+    /// fixed point by `quantiser` (theirs: [`crate::fixed_point::quantiser`]), with every row's
+    /// leaf: the tree the CPU's builder grows from the same gradients.
     pub fn build_tree(
         &mut self,
         params: &TreeParams,
         quantiser: GradientQuantiser,
-        fixed: &[GradientPair<i64>],
+        gradients: &[GradientPair<f32>],
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<BuiltTree> {
         let start = Instant::now();
         let gpu = self.trainer.gpu();
-        let sampled = sampled_rows(fixed);
+        let sampled = sampled_rows(gradients);
         let words = self.staged_words.take(gpu, sampled.len() * self.layout.row_words)?;
         gather(&self.matrix, &self.reader, &self.layout, &sampled, words)?;
         let gathered = self.staged_fixed.take(gpu, sampled.len())?;
-        gathered.par_iter_mut().zip(&sampled).for_each(|(g, &r)| *g = fixed[r as usize]);
+        gathered.par_iter_mut().zip(&sampled).for_each(|(g, &r)| *g = quantiser.to_fixed(gradients[r as usize]));
         let root = gathered.iter().copied().fold(Fixed::zero(), BlockSum::plus);
         self.trainer.phases.add("pages: gather the sampled rows", start.elapsed());
 
@@ -299,10 +300,11 @@ impl RowReader {
     }
 }
 
-/// The rows whose fixed-point gradient is not zero, increasing.
-fn sampled_rows(fixed: &[GradientPair<i64>]) -> Vec<u32> {
-    let zero = GradientPair::new(0, 0);
-    (0..fixed.len() as u32).into_par_iter().filter(|&r| fixed[r as usize] != zero).collect()
+/// The rows with a gradient (sampling zeroes the others), increasing: the others add nothing to
+/// any sum (a gradient too small for fixed point adds zero, whichever rows hold it).
+fn sampled_rows(gradients: &[GradientPair<f32>]) -> Vec<u32> {
+    let zero = GradientPair::new(0.0, 0.0);
+    (0..gradients.len() as u32).into_par_iter().filter(|&r| gradients[r as usize] != zero).collect()
 }
 
 /// A value for each global bin of `cuts` that lies on the same side of every split condition as

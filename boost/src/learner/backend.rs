@@ -226,10 +226,10 @@ impl<'g> TreeBackend<'g> for GpuPages<'g> {
         features: &[u32],
         rng: &mut ChaCha8Rng,
     ) -> Result<BuiltTree> {
-        let (quantiser, fixed) = fixed_point::quantise(gradients);
+        let quantiser = fixed_point::quantiser(gradients);
         let gpu = GpuPages::gpu(self);
         on_device(gpu, "growing a tree from the sampled rows of the pages", || {
-            GpuPages::build_tree(self, params, quantiser, &fixed, features, rng)
+            GpuPages::build_tree(self, params, quantiser, gradients, features, rng)
         })
     }
 

@@ -41,6 +41,8 @@ pub(super) struct Run<'a, 'g> {
     margins: Vec<f32>,
     /// The host's gradients, when the host computes them.
     gradients: Vec<GradientPair<f32>>,
+    /// One output's gradients of the tree being grown, sampled (host rounds).
+    column: Vec<GradientPair<f32>>,
     rng: ChaCha8Rng,
     all_features: Vec<u32>,
     evaluation: Evaluation<'a>,
@@ -110,6 +112,7 @@ impl<'a, 'g> Run<'a, 'g> {
             device_objective,
             margins,
             gradients,
+            column: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(params.seed),
             all_features: (0..train.cols() as u32).collect(),
             evaluation,
@@ -194,16 +197,19 @@ impl<'a, 'g> Run<'a, 'g> {
             let start = Instant::now();
             let sampler = TreeSampler::draw(tree_params, &mut self.rng);
             let gradients = &self.gradients;
-            let mut column: Vec<GradientPair<f32>> =
-                (0..self.train.rows()).into_par_iter().map(|i| gradients[i * outputs + k]).collect();
-            sampler.sample_on_host(&mut column)?;
+            // One buffer for every tree: a new one would cost its page faults again each time.
+            let column = &mut self.column;
+            column.resize(self.train.rows(), GradientPair::new(0.0, 0.0));
+            column.par_iter_mut().enumerate().for_each(|(i, g)| *g = gradients[i * outputs + k]);
+            sampler.sample_on_host(column)?;
+            let column = &self.column;
             let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
             self.phases.add("gradients", start.elapsed());
             let start = Instant::now();
-            let mut built = self.backend.build_tree(tree_params, &column, &features, &mut self.rng)?;
+            let mut built = self.backend.build_tree(tree_params, column, &features, &mut self.rng)?;
             if let Some(alpha) = self.objective.leaf_quantile() {
                 let (tree, positions) = (&mut built.tree, &built.positions);
-                refresh_leaves(alpha, tree, positions, &column, &self.margins, info, outputs, k, tree_params.eta);
+                refresh_leaves(alpha, tree, positions, column, &self.margins, info, outputs, k, tree_params.eta);
             }
             self.phases.add("trees", start.elapsed());
             self.phases.merge(&built.phases);
