@@ -1,15 +1,18 @@
 //! External-memory pages on one GPU ([`GpuPages`]), as Ou's out-of-core GPU boosting does with
 //! gradient-based sampling: each tree's rows with a gradient (the sampled ones) are gathered from
 //! every page into one device page, the in-core builder ([`GpuTrainer`]) grows the tree on it,
-//! and every row's leaf is then found by walking the tree over the pages.
+//! and every page is then walked on the device for every row's leaf
+//! ([`boost_kernels::predict::ellpack_kernel`]).
 //!
 //! Rows without a gradient add nothing to any histogram (fixed-point sums), so the tree is the one
 //! grown over all rows: with the same gradients, the CPU's tree ([`crate::tree::hist`]) bit for
 //! bit. The gathering reads the pages on the host, where they are (host memory or the mapped cache
-//! file), so that only the sampled rows cross to the device for the tree; the leaf walk uploads
-//! every page and walks it there. The sampled page, its gradients and the builder's buffers are what the
-//! device holds, so `device_memory_limit` bounds the sampled rows; without sampling every row is
-//! one, and the pages must fit (streaming them a level at a time is not built yet).
+//! file), so that only the sampled rows cross to the device for the tree. Host pages are
+//! page-locked for the walk's copies, and the sampled page and the leaves pass through
+//! page-locked staging buffers. The device holds the sampled page, its gradients, the builder's
+//! buffers and one page being walked, which `device_memory_limit` bounds; without sampling every
+//! row is sampled, and the pages must fit (streaming them a level at a time is not built yet).
+//! The gradients and the sample are the host's (the learner's host rounds).
 
 use std::sync::Arc;
 use std::time::Instant;
