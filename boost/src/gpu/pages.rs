@@ -17,13 +17,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use boost_kernels::bins::packed_row_word;
+use boost_kernels::entry;
 use boost_kernels::reduce::BlockSum;
 use primitives::ops::GradientPair;
-use boost_kernels::entry;
 use primitives::{DeviceBuffer, Gpu, HostPin};
 use rayon::prelude::*;
 
-use boost_kernels::bins::packed_row_word;
 use super::{element_config, BinLayout, DeviceBins, DeviceCuts, DeviceTrees, Fixed, GpuTrainer};
 use crate::ellpack::EllpackMatrix;
 use crate::external::ExternalMatrix;
@@ -37,17 +37,16 @@ use crate::Result;
 
 /// A training run over external-memory pages on one GPU.
 pub struct GpuPages<'g> {
+    /// The pages in host memory, page-locked so that their copies run at the bus's speed; first,
+    /// so that they are unlocked before `matrix` may free them.
+    _pinned: Vec<HostPin>,
     matrix: Arc<ExternalMatrix>,
     layout: BinLayout,
     /// The builder of the sampled rows: the cuts uploaded once, its rows replaced every tree.
     trainer: GpuTrainer<'g>,
-    /// The most rows a tree has sampled so far.
-    most_sampled: usize,
     reader: RowReader,
     /// [`bin_values`] of the cuts.
     bin_values: Vec<f32>,
-    /// The pages in host memory, page-locked so that their copies run at the bus's speed.
-    _pinned: Vec<HostPin>,
     /// Page-locked host buffers of a tree's sampled bins and gradients and of every row's leaf.
     staged_words: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
@@ -102,7 +101,6 @@ impl<'g> GpuPages<'g> {
             matrix,
             layout,
             trainer,
-            most_sampled: 0,
             reader,
             bin_values,
             _pinned: pinned,
@@ -125,11 +123,6 @@ impl<'g> GpuPages<'g> {
     /// Wall time of the steps so far (the in-core builder's and the pages').
     pub fn phases(&self) -> &PhaseTimes {
         self.trainer.phases()
-    }
-
-    /// The most rows one tree's sampled page has held.
-    pub fn most_sampled_rows(&self) -> usize {
-        self.most_sampled
     }
 
     /// One tree from `gradients` (one a row of the pages, zero for the rows sampling left out) in
@@ -161,7 +154,6 @@ impl<'g> GpuPages<'g> {
         // Copies from page-locked memory run on after the call returns: the staging buffers are
         // written again only once they are done.
         gpu.synchronize()?;
-        self.most_sampled = self.most_sampled.max(sampled.len());
         self.trainer.phases.add("pages: upload the sampled page", start.elapsed());
 
         let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
