@@ -691,7 +691,7 @@ impl Gpu {
 
     /// Page-locks the host memory of `data` (`cuMemHostRegister`) so that copies between it and
     /// the device run at the bus's speed: the driver stages a copy from pageable memory through
-    /// its own buffers, at a fraction of that (about 4 GB/s against 50 on an H200 machine). The
+    /// its own buffers, at a fraction of that (4 GB/s against 37 measured on an H200 machine). The
     /// memory is unlocked when the returned [`HostPin`] drops. Nothing to do on the emulator.
     ///
     /// # Safety
