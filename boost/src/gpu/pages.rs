@@ -45,8 +45,8 @@ pub struct GpuPages<'g> {
     /// The builder of the sampled rows: the cuts uploaded once, its rows replaced every tree.
     trainer: GpuTrainer<'g>,
     reader: RowReader,
-    /// [`bin_values`] of the cuts.
-    bin_values: Vec<f32>,
+    /// [`bin_values`] of the cuts, on the device for every tree's walk.
+    bin_values: DeviceBuffer<f32>,
     /// Page-locked host buffers of a tree's sampled bins and gradients and of every row's leaf.
     staged_words: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
@@ -92,7 +92,7 @@ impl<'g> GpuPages<'g> {
         let cuts = DeviceCuts::upload(gpu, &matrix.cuts)?;
         let bins = DeviceBins::upload(gpu, (Vec::new(), layout))?;
         let trainer = GpuTrainer::with_bins(gpu, cuts, &matrix.cuts, 0, bins)?;
-        let (reader, bin_values) = (RowReader::new(&matrix.cuts), bin_values(&matrix.cuts));
+        let (reader, bin_values) = (RowReader::new(&matrix.cuts), gpu.upload(&bin_values(&matrix.cuts))?);
         // SAFETY: the pages' words never move or change while `matrix` lives, and the pins are
         // dropped with it.
         let pinned = matrix.store.host_words().map(|words| unsafe { gpu.pin_host(words) });
@@ -170,13 +170,13 @@ impl<'g> GpuPages<'g> {
     fn leaves(&mut self, tree: &Tree) -> Result<Vec<u32>> {
         let gpu = self.trainer.gpu();
         let trees = DeviceTrees::upload(gpu, &[(tree.clone(), 0)])?;
-        let (cut_ptrs, bin_values) = (gpu.upload(&self.matrix.cuts.cut_ptrs)?, gpu.upload(&self.bin_values)?);
+        let (cut_ptrs, bin_values) = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
         let positions = self.staged_leaves.take(gpu, self.matrix.rows())?;
         let mut failed = None;
         self.matrix.store.for_each(|first, page| {
             if failed.is_none() {
                 let out = &mut positions[first..first + page.rows];
-                let walked = walk_page(gpu, &page, (&cut_ptrs, &bin_values), &trees, out);
+                let walked = walk_page(gpu, &page, (cut_ptrs, bin_values), &trees, out);
                 failed = walked.err();
             }
         })?;
