@@ -3,6 +3,11 @@
 //! above every bin, pads rows with fewer entries; a dense page has one a feature). Written once for
 //! the host's reads and the kernels that read external-memory pages on the device.
 
+use primitives_kernels::arch;
+
+use crate::bins::{packed_row_word, store_packed_id, PackedShape};
+use crate::evaluate::global_thread;
+
 /// The symbol at bit `bit` (`bits` wide, 1 to 32) of the words that `word(i)` reads.
 #[inline(always)]
 pub fn packed_symbol(bit: u64, bits: u32, word: impl Fn(usize) -> u64) -> u32 {
@@ -54,6 +59,90 @@ impl EllpackShape {
             }
         }
         None
+    }
+}
+
+/// An ELLPACK page on the device as the kernels read it: its words, rows and shape, and the cuts'
+/// `features + 1` offsets (feature `f`'s global bins are `cut_ptrs[f]..cut_ptrs[f + 1]`).
+#[derive(Clone, Copy)]
+pub struct EllpackPage {
+    pub words: *const u64,
+    pub rows: u64,
+    pub shape: EllpackShape,
+    pub cut_ptrs: *const u32,
+    pub features: u32,
+}
+
+impl EllpackPage {
+    /// Entry `k` of row `row`.
+    ///
+    /// # Safety
+    /// `row` is a row of the page and `k` below its stride.
+    #[inline(always)]
+    unsafe fn symbol(&self, row: usize, k: usize) -> u32 {
+        // SAFETY: the entry's words are the page's (the caller).
+        self.shape.symbol(row, k, |i| unsafe { arch::load(self.words.add(i)) })
+    }
+
+    /// Feature `f`'s first global bin (`f <= features`).
+    ///
+    /// # Safety
+    /// `f` is at most the page's feature count.
+    #[inline(always)]
+    unsafe fn first_bin(&self, f: usize) -> u32 {
+        // SAFETY: `cut_ptrs` holds `features + 1` offsets.
+        unsafe { arch::load(self.cut_ptrs.add(f)) }
+    }
+}
+
+/// Row `i < count` of `out` (packed bins, [`PackedShape`]: each feature's bin within the feature,
+/// `shape.missing()` where the row has none) from row `rows[i] - first` of `page`: how
+/// external-memory training gathers a tree's sampled rows from every page into one page of the
+/// in-core layout. A thread a row; a sparse row's entries are in feature order, so its features
+/// are found walking the cuts forward.
+///
+/// # Safety
+/// `rows` holds `count` rows of the page (plus `first`), `out` `count * shape.row_words` words;
+/// `shape.features` is the page's feature count, its bits hold every feature's bins and a missing id.
+pub unsafe fn gather_kernel(
+    page: EllpackPage,
+    first: u64,
+    rows: *const u32,
+    count: u64,
+    shape: PackedShape,
+    out: *mut u32,
+) {
+    let i = global_thread();
+    if i >= count {
+        return;
+    }
+    let (features, row_words, i) = (shape.features as usize, shape.row_words as usize, i as usize);
+    // SAFETY: `i < count`, a row of the page (the caller).
+    let row = (unsafe { arch::load(rows.add(i)) } as u64 - first) as usize;
+    // SAFETY: row `i` of `out`; features and entries of a row of the page (the caller).
+    unsafe {
+        if page.shape.is_dense {
+            for w in 0..row_words {
+                let word = packed_row_word(w, features, shape.bits, |f| page.symbol(row, f) - page.first_bin(f));
+                arch::store(out.add(i * row_words + w), word);
+            }
+            return;
+        }
+        for w in 0..row_words {
+            arch::store(out.add(i * row_words + w), packed_row_word(w, features, shape.bits, |_| shape.missing()));
+        }
+        let (end, mut f) = (page.first_bin(features), 0);
+        for k in 0..page.shape.row_stride {
+            let symbol = page.symbol(row, k);
+            // The null symbol, above every bin, ends the row.
+            if symbol >= end {
+                break;
+            }
+            while page.first_bin(f + 1) <= symbol {
+                f += 1;
+            }
+            store_packed_id(out, row_words, shape.bits, i, f, symbol - page.first_bin(f));
+        }
     }
 }
 

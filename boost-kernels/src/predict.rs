@@ -15,7 +15,7 @@
 
 use primitives_kernels::arch;
 
-use crate::ellpack::EllpackShape;
+use crate::ellpack::EllpackPage;
 use crate::evaluate::global_thread;
 use crate::objective::{sigmoid, softmax_normaliser, softmax_probability};
 
@@ -388,18 +388,6 @@ pub unsafe fn csr_kernel(
     let row_margins = margins.wrapping_add(row as usize * outputs as usize);
     // SAFETY: as the caller promises.
     unsafe { walk_row(row, trees, num_trees, nodes, leaves, row_margins, value) }
-}
-
-/// An ELLPACK page ([`crate::ellpack`]) as [`ellpack_kernel`] reads it: its words, rows and shape,
-/// and the cuts' `features + 1` offsets (feature `f`'s global bins are `cut_ptrs[f]..cut_ptrs[f +
-/// 1]`).
-#[derive(Clone, Copy)]
-pub struct EllpackPage {
-    pub words: *const u64,
-    pub rows: u64,
-    pub shape: EllpackShape,
-    pub cut_ptrs: *const u32,
-    pub features: u32,
 }
 
 /// A thread a row of an ELLPACK page: `leaves[row * num_trees + t]` = the leaf the row reaches in

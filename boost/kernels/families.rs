@@ -148,6 +148,7 @@
         entry_points: &[
             "boost_bins_csr",
             "boost_bins_dense",
+            "boost_bins_ellpack",
         ],
         ptx: include_bytes!("bins.compute_80.ptx.zst"),
         sass: &[

@@ -12,6 +12,7 @@
 pub use boost_kernels::fixed_point::{add, rounding_factor, sub, GradientQuantiser};
 
 use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::reduce::{self, BlockSum, SUM_BLOCK};
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
@@ -30,9 +31,51 @@ pub fn quantiser(gradients: &[GradientPair<f32>]) -> GradientQuantiser {
     GradientQuantiser::from_sums(sums.positive, sums.negative, gradients.len())
 }
 
+/// [`quantiser`] and the rows whose gradient is not zero (those sampling kept), in one pass over
+/// the gradients (the same blocks of sums in the same order, so the same quantiser). The rows come
+/// increasing in runs, a run a task: concatenated, every such row.
+pub fn quantiser_and_kept_rows(gradients: &[GradientPair<f32>]) -> (GradientQuantiser, Vec<Vec<u32>>) {
+    let n = gradients.len();
+    let term = |i: usize| QuantiserSums::of(gradients[i]);
+    let zero = GradientPair::new(0.0, 0.0);
+    let tasks: Vec<(Vec<QuantiserSums>, Vec<u32>)> = (0..n.div_ceil(TASK_ROWS))
+        .into_par_iter()
+        .map(|task| {
+            let blocks = task * TASK_ROWS / SUM_BLOCK..((task + 1) * TASK_ROWS).min(n).div_ceil(SUM_BLOCK);
+            let sums = blocks.map(|b| reduce::block_sum(n, b, term)).collect();
+            let rows = task * TASK_ROWS..((task + 1) * TASK_ROWS).min(n);
+            (sums, rows.filter(|&i| gradients[i] != zero).map(|i| i as u32).collect())
+        })
+        .collect();
+    let sums = tasks.iter().flat_map(|(sums, _)| sums).fold(QuantiserSums::zero(), |a, &b| a.plus(b));
+    let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, n);
+    (quantiser, tasks.into_iter().map(|(_, rows)| rows).collect())
+}
+
+/// Rows a task of [`quantiser_and_kept_rows`]: whole blocks of the sums.
+const TASK_ROWS: usize = 64 * SUM_BLOCK;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_pass_gives_the_quantiser_and_the_kept_rows() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        for n in [0, 1, 1000, SUM_BLOCK, TASK_ROWS - 1, 3 * TASK_ROWS + 17] {
+            let gradients: Vec<GradientPair<f32>> = (0..n)
+                .map(|_| match rng.gen_bool(0.2) {
+                    true => GradientPair::new(rng.gen_range(-3.0..3.0), rng.gen_range(0.0..1.0)),
+                    false => GradientPair::new(0.0, 0.0),
+                })
+                .collect();
+            let (quantiser_once, runs) = quantiser_and_kept_rows(&gradients);
+            let want: Vec<u32> = (0..n as u32).filter(|&i| gradients[i as usize] != GradientPair::new(0.0, 0.0)).collect();
+            assert_eq!(runs.concat(), want, "{n} rows");
+            assert_eq!(quantiser_once, quantiser(&gradients), "{n} rows");
+        }
+    }
     use rand::{Rng, SeedableRng};
 
     /// The factor as this module computed it before it moved to `boost-kernels` (with `log2`),

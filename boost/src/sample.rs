@@ -36,7 +36,9 @@ impl TreeSampler {
     }
 
     /// Samples one output's gradient column in place (row `i` is the sampler's row `i`).
-    pub fn sample_on_host(&self, column: &mut [GradientPair<f32>]) -> Result<()> {
+    /// `magnitudes`: room for gradient-based sampling's magnitudes, the caller's across trees (a
+    /// new buffer would cost its page faults every tree).
+    pub fn sample_on_host(&self, column: &mut [GradientPair<f32>], magnitudes: &mut Vec<f32>) -> Result<()> {
         match *self {
             TreeSampler::Uniform(sampler) if sampler == RowSampler::ALL => {}
             TreeSampler::Uniform(sampler) => column.par_iter_mut().enumerate().for_each(|(i, g)| {
@@ -45,8 +47,22 @@ impl TreeSampler {
                 }
             }),
             TreeSampler::GradientBased { key, subsample } => {
-                let max = column.par_iter().map(|&g| mvs::magnitude(g)).reduce(|| 0.0, f32::max);
-                let histogram = |pass: &MvsPass| Ok(host_histogram(column, pass));
+                magnitudes.resize(column.len(), 0.0);
+                let max = (magnitudes.par_iter_mut().zip(column.par_iter()).with_min_len(1 << 14))
+                    .map(|(m, &g)| {
+                        *m = mvs::magnitude(g);
+                        *m
+                    })
+                    .reduce(|| 0.0, f32::max);
+                // A pass within a prefix reads only the magnitudes the pass before kept: few.
+                let mut inside: Option<Vec<f32>> = None;
+                let histogram = |pass: &MvsPass| {
+                    if pass.shift + pass.bits < 31 {
+                        let rows = inside.as_deref().unwrap_or(magnitudes);
+                        inside = Some(rows.par_iter().copied().filter(|&m| pass.bin(m).is_some()).collect());
+                    }
+                    Ok(host_histogram(inside.as_deref().unwrap_or(magnitudes), pass))
+                };
                 if let Some(sampler) = gradient_sampler(key, subsample, column.len() as u64, max, histogram)? {
                     column.par_iter_mut().enumerate().for_each(|(i, g)| *g = sampler.sample(i as u64, *g));
                 }
@@ -83,10 +99,9 @@ pub(crate) fn gradient_sampler(
     Ok(Some(GradientSampler { key, threshold, _pad: 0 }))
 }
 
-/// `pass`'s histogram of the column, per thread then added: integers, so in any order the same.
-fn host_histogram(column: &[GradientPair<f32>], pass: &MvsPass) -> Vec<MvsBin> {
-    let add = |mut bins: Vec<MvsBin>, g: &GradientPair<f32>| {
-        let m = mvs::magnitude(*g);
+/// `pass`'s histogram of the `magnitudes`, per thread then added: integers, so in any order the same.
+fn host_histogram(magnitudes: &[f32], pass: &MvsPass) -> Vec<MvsBin> {
+    let add = |mut bins: Vec<MvsBin>, &m: &f32| {
         if let Some(b) = pass.bin(m) {
             bins[b].count += 1;
             bins[b].sum = bins[b].sum.wrapping_add(pass.fixed(m));
@@ -98,7 +113,7 @@ fn host_histogram(column: &[GradientPair<f32>], pass: &MvsPass) -> Vec<MvsBin> {
         a
     };
     let empty = || vec![MvsBin::default(); pass.bins()];
-    column.par_iter().with_min_len(1 << 14).fold(empty, add).reduce(empty, merge)
+    magnitudes.par_iter().with_min_len(1 << 14).fold(empty, add).reduce(empty, merge)
 }
 
 /// Adds `more` (a pass's bins of other rows: another thread's, device's or page's) to `bins`:

@@ -1,8 +1,10 @@
-//! The `bins` family: the training features quantised on the device (packed bins of dense or CSR rows).
+//! The `bins` family: the training features quantised on the device (packed bins of dense or CSR
+//! rows, or of rows gathered from external-memory pages).
 
 use primitives_kernels::kernel;
 
 use crate::bins::{self, Cuts, PackedShape};
+use crate::ellpack::{self, EllpackPage, EllpackShape};
 
 kernel! {
     /// The packed bins of dense row-major features; see [`bins::dense_kernel`].
@@ -42,7 +44,33 @@ kernel! {
     }
 }
 
+kernel! {
+    /// The packed bins of chosen rows of an ELLPACK page; see [`ellpack::gather_kernel`].
+    pub unsafe fn boost_bins_ellpack(
+        words: *const u64,
+        page_rows: u64,
+        row_stride: u64,
+        symbol_bits: u64,
+        dense: u64,
+        cut_ptrs: *const u32,
+        first: u64,
+        rows: *const u32,
+        count: u64,
+        features: u64,
+        bits: u64,
+        row_words: u64,
+        out: *mut u32,
+    ) {
+        let shape = EllpackShape { row_stride: row_stride as usize, symbol_bits: symbol_bits as u32, is_dense: dense != 0 };
+        let page = EllpackPage { words, rows: page_rows, shape, cut_ptrs, features: features as u32 };
+        let packed = PackedShape { features, bits: bits as u32, row_words };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { ellpack::gather_kernel(page, first, rows, count, packed, out) }
+    }
+}
+
 host_kernels! {
     boost_bins_dense,
     boost_bins_csr,
+    boost_bins_ellpack,
 }

@@ -3,7 +3,7 @@
 use primitives_kernels::kernel;
 
 use crate::binarised::{self, BinarisedFeature, BinarisedModel, BinarisedTree, LevelSplit};
-use crate::ellpack::EllpackShape;
+use crate::ellpack::{EllpackPage, EllpackShape};
 use crate::predict::{self, PredictNode, PredictTree};
 
 kernel! {
@@ -169,7 +169,7 @@ kernel! {
         leaves: *mut u32,
     ) {
         let shape = EllpackShape { row_stride: row_stride as usize, symbol_bits: symbol_bits as u32, is_dense: dense != 0 };
-        let page = predict::EllpackPage { words, rows, shape, cut_ptrs, features: features as u32 };
+        let page = EllpackPage { words, rows, shape, cut_ptrs, features: features as u32 };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { predict::ellpack_kernel(page, bin_values, trees, num_trees, predict::TreeNodes { nodes, categories }, leaves) }
     }

@@ -1,23 +1,21 @@
 //! External-memory pages on one GPU ([`GpuPages`]), as Ou's out-of-core GPU boosting does with
 //! gradient-based sampling: each tree's rows with a gradient (the sampled ones) are gathered from
-//! every page into one device page, the in-core builder ([`GpuTrainer`]) grows the tree on it,
-//! and every page is then walked on the device for every row's leaf
-//! ([`boost_kernels::predict::ellpack_kernel`]).
+//! every page into one device page ([`boost_kernels::ellpack::gather_kernel`]), the in-core
+//! builder ([`GpuTrainer`]) grows the tree on it, and every page is then walked on the device for
+//! every row's leaf ([`boost_kernels::predict::ellpack_kernel`]).
 //!
 //! Rows without a gradient add nothing to any histogram (fixed-point sums), so the tree is the one
 //! grown over all rows: with the same gradients, the CPU's tree ([`crate::tree::hist`]) bit for
-//! bit. The gathering reads the pages on the host, where they are (host memory or the mapped cache
-//! file), so that only the sampled rows cross to the device for the tree. Host pages are
-//! page-locked for the walk's copies, and the sampled page and the leaves pass through
-//! page-locked staging buffers. The device holds the sampled page, its gradients, the builder's
-//! buffers and one page being walked, which `device_memory_limit` bounds; without sampling every
+//! bit. Each pass copies every page to the device where it is (host memory, page-locked so that
+//! the copies run at the bus's speed, or the mapped cache file); the leaves come back through a
+//! page-locked staging buffer. The device holds the sampled page, its gradients, the builder's
+//! buffers and one page being read, which `device_memory_limit` bounds; without sampling every
 //! row is sampled, and the pages must fit (streaming them a level at a time is not built yet).
 //! The gradients and the sample are the host's (the learner's host rounds).
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use boost_kernels::bins::packed_row_word;
 use boost_kernels::entry;
 use boost_kernels::reduce::BlockSum;
 use primitives::ops::GradientPair;
@@ -44,11 +42,11 @@ pub struct GpuPages<'g> {
     layout: BinLayout,
     /// The builder of the sampled rows: the cuts uploaded once, its rows replaced every tree.
     trainer: GpuTrainer<'g>,
-    reader: RowReader,
     /// [`bin_values`] of the cuts, on the device for every tree's walk.
     bin_values: DeviceBuffer<f32>,
-    /// Page-locked host buffers of a tree's sampled bins and gradients and of every row's leaf.
-    staged_words: Staging<u32>,
+    /// Page-locked host buffers of a tree's sampled rows and their gradients and of every row's
+    /// leaf.
+    staged_rows: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
     staged_leaves: Staging<u32>,
 }
@@ -92,7 +90,7 @@ impl<'g> GpuPages<'g> {
         let cuts = DeviceCuts::upload(gpu, &matrix.cuts)?;
         let bins = DeviceBins::upload(gpu, (Vec::new(), layout))?;
         let trainer = GpuTrainer::with_bins(gpu, cuts, &matrix.cuts, 0, bins)?;
-        let (reader, bin_values) = (RowReader::new(&matrix.cuts), gpu.upload(&bin_values(&matrix.cuts))?);
+        let bin_values = gpu.upload(&bin_values(&matrix.cuts))?;
         // SAFETY: the pages' words never move or change while `matrix` lives, and the pins are
         // dropped with it.
         let pinned = matrix.store.host_words().map(|words| unsafe { gpu.pin_host(words) });
@@ -101,10 +99,9 @@ impl<'g> GpuPages<'g> {
             matrix,
             layout,
             trainer,
-            reader,
             bin_values,
             _pinned: pinned,
-            staged_words: Staging::new(),
+            staged_rows: Staging::new(),
             staged_fixed: Staging::new(),
             staged_leaves: Staging::new(),
         })
@@ -125,36 +122,37 @@ impl<'g> GpuPages<'g> {
         self.trainer.phases()
     }
 
-    /// One tree from `gradients` (one a row of the pages, zero for the rows sampling left out) in
-    /// fixed point by `quantiser` (theirs: [`crate::fixed_point::quantiser`]), with every row's
-    /// leaf: the tree the CPU's builder grows from the same gradients.
+    /// One tree from `gradients` (one a row of the pages, zero for the rows sampling left out), in
+    /// fixed point by the quantiser of all rows ([`crate::fixed_point::quantiser`]), with every
+    /// row's leaf: the tree the CPU's builder grows from the same gradients.
     pub fn build_tree(
         &mut self,
         params: &TreeParams,
-        quantiser: GradientQuantiser,
         gradients: &[GradientPair<f32>],
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<BuiltTree> {
         let start = Instant::now();
         let gpu = self.trainer.gpu();
-        let sampled = sampled_rows(gradients);
-        let words = self.staged_words.take(gpu, sampled.len() * self.layout.row_words)?;
-        gather(&self.matrix, &self.reader, &self.layout, &sampled, words)?;
+        let (quantiser, runs) = crate::fixed_point::quantiser_and_kept_rows(gradients);
+        let sampled = self.staged_rows.take(gpu, runs.iter().map(Vec::len).sum())?;
         let gathered = self.staged_fixed.take(gpu, sampled.len())?;
-        gathered.par_iter_mut().zip(&sampled).for_each(|(g, &r)| *g = quantiser.to_fixed(gradients[r as usize]));
-        let root = gathered.iter().copied().fold(Fixed::zero(), BlockSum::plus);
-        self.trainer.phases.add("pages: gather the sampled rows", start.elapsed());
+        let root = stage_sampled(&runs, gradients, &quantiser, sampled, gathered);
+        let (sampled, gathered) = (&*sampled, &*gathered);
+        let (device_fixed, device_rows) = (gpu.upload(gathered)?, gpu.upload(sampled)?);
+        self.trainer.phases.add("pages: quantise and stage the sampled rows", start.elapsed());
 
         let start = Instant::now();
-        let layout = self.layout;
-        let words = &*words;
-        self.trainer.replace_rows(sampled.len(), || Ok(DeviceBins { words: gpu.upload(words)?, layout }))?;
-        let device_fixed = gpu.upload(gathered)?;
+        let (matrix, layout) = (&self.matrix, self.layout);
+        self.trainer.replace_rows(sampled.len(), |cuts| {
+            let words = gpu.alloc_uninitialized(sampled.len() * layout.row_words)?;
+            gather(gpu, matrix, &cuts.cut_ptrs, (sampled, &device_rows), DeviceBins { words, layout })
+        })?;
+        drop(device_rows);
         // Copies from page-locked memory run on after the call returns: the staging buffers are
         // written again only once they are done.
         gpu.synchronize()?;
-        self.trainer.phases.add("pages: upload the sampled page", start.elapsed());
+        self.trainer.phases.add("pages: gather the sampled rows", start.elapsed());
 
         let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
         drop(device_fixed);
@@ -222,84 +220,86 @@ fn walk_page(
     Ok(())
 }
 
-/// The packed bins ([`BinLayout`]) of the `sampled` rows (increasing) of every page of `matrix`,
-/// into `out` (`layout.row_words` words a row).
+/// The bins of the `sampled` rows (increasing; on the host and the device) of every page of
+/// `matrix` into `bins`, each page copied to the device and its sampled rows gathered there
+/// ([`boost_kernels::ellpack::gather_kernel`]).
 fn gather(
+    gpu: &Gpu,
     matrix: &ExternalMatrix,
-    reader: &RowReader,
-    layout: &BinLayout,
-    sampled: &[u32],
-    out: &mut [u32],
-) -> Result<()> {
-    let cuts = &matrix.cuts;
-    if layout.row_words == 0 {
-        return Ok(());
-    }
-    let mut done = 0;
+    cut_ptrs: &DeviceBuffer<u32>,
+    (sampled, device_rows): (&[u32], &DeviceBuffer<u32>),
+    bins: DeviceBins,
+) -> Result<DeviceBins> {
+    let (mut done, mut failed) = (0, None);
     matrix.store.for_each(|first, page| {
         let end = sampled.partition_point(|&r| (r as usize) < first + page.rows);
-        let rows = &sampled[done..end];
-        let out = &mut out[done * layout.row_words..end * layout.row_words];
-        out.par_chunks_mut(CHUNK * layout.row_words).enumerate().for_each(|(chunk, out)| {
-            let mut bins = vec![0u32; layout.features];
-            for (i, packed) in out.chunks_mut(layout.row_words).enumerate() {
-                reader.row_bins(&page, rows[chunk * CHUNK + i] as usize - first, &mut bins);
-                for (w, word) in packed.iter_mut().enumerate() {
-                    *word = packed_row_word(w, layout.features, layout.bits, |f| match bins[f] {
-                        MISSING => layout.missing(),
-                        bin => bin - cuts.cut_ptrs[f],
-                    });
-                }
-            }
-        });
+        if failed.is_none() && end > done && bins.layout.row_words > 0 {
+            failed = gather_page(gpu, &page, first, cut_ptrs, (device_rows, done..end), &bins).err();
+        }
         done = end;
-    })
+    })?;
+    failed.map_or(Ok(bins), Err)
 }
 
-/// Rows a task of the host's gather.
-const CHUNK: usize = 4096;
-
-/// A missing value in [`RowReader::row_bins`].
-const MISSING: u32 = u32::MAX;
-
-/// Reads a page's rows into their bins by feature.
-struct RowReader {
-    /// Each global bin's feature.
-    feature_of: Vec<u32>,
+/// Rows `rows.0[span]` of `page` (whose first row is `first`) into the same rows of `bins`.
+fn gather_page(
+    gpu: &Gpu,
+    page: &EllpackMatrix<&[u64]>,
+    first: usize,
+    cut_ptrs: &DeviceBuffer<u32>,
+    (rows, span): (&DeviceBuffer<u32>, std::ops::Range<usize>),
+    bins: &DeviceBins,
+) -> Result<()> {
+    let words = gpu.upload(page.words())?;
+    let layout = &bins.layout;
+    let args = entry::boost_bins_ellpack::args(
+        words.as_ptr(),
+        page.rows as u64,
+        page.row_stride as u64,
+        page.symbol_bits as u64,
+        u64::from(page.is_dense),
+        cut_ptrs.as_ptr(),
+        first as u64,
+        rows.as_ptr().wrapping_add(span.start),
+        span.len() as u64,
+        layout.features as u64,
+        layout.bits as u64,
+        layout.row_words as u64,
+        bins.words.as_mut_ptr().wrapping_add(span.start * layout.row_words),
+    );
+    // SAFETY: the page's words and rows as packed, the cuts' offsets of its matrix, `span` rows of
+    // the page (plus `first`) and as many rows of `bins`, whose layout is the cuts'.
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(span.len())?, args)? };
+    Ok(())
 }
 
-impl RowReader {
-    fn new(cuts: &QuantileCuts) -> Self {
-        let feature_of = cuts.cut_ptrs.windows(2).enumerate().flat_map(|(f, w)| (w[0]..w[1]).map(move |_| f as u32));
-        RowReader { feature_of: feature_of.collect() }
+/// The sampled rows (`runs` concatenated) into `rows` and their gradients in fixed point into
+/// `fixed`, a run a task; their sum, the root's (integers: in any order the same).
+fn stage_sampled(
+    runs: &[Vec<u32>],
+    gradients: &[GradientPair<f32>],
+    quantiser: &GradientQuantiser,
+    mut rows: &mut [u32],
+    mut fixed: &mut [Fixed],
+) -> Fixed {
+    let mut outs = Vec::with_capacity(runs.len());
+    for run in runs {
+        let (run_rows, rest_rows) = std::mem::take(&mut rows).split_at_mut(run.len());
+        let (run_fixed, rest_fixed) = std::mem::take(&mut fixed).split_at_mut(run.len());
+        outs.push((run, run_rows, run_fixed));
+        (rows, fixed) = (rest_rows, rest_fixed);
     }
-
-    /// Row `row`'s global bin of every feature into `bins` ([`MISSING`] where it has none): one
-    /// read of its symbols (a feature's bin search would read several a feature).
-    #[inline]
-    fn row_bins(&self, page: &EllpackMatrix<&[u64]>, row: usize, bins: &mut [u32]) {
-        if page.is_dense {
-            for (k, bin) in bins.iter_mut().enumerate() {
-                *bin = page.get(row, k);
+    outs.into_par_iter()
+        .map(|(run, rows, fixed)| {
+            rows.copy_from_slice(run);
+            let mut sum = Fixed::zero();
+            for (f, &r) in fixed.iter_mut().zip(run.iter()) {
+                *f = quantiser.to_fixed(gradients[r as usize]);
+                sum = sum.plus(*f);
             }
-            return;
-        }
-        bins.fill(MISSING);
-        for k in 0..page.row_stride {
-            let symbol = page.get(row, k);
-            if symbol == page.null_symbol {
-                break;
-            }
-            bins[self.feature_of[symbol as usize] as usize] = symbol;
-        }
-    }
-}
-
-/// The rows with a gradient (sampling zeroes the others), increasing: the others add nothing to
-/// any sum (a gradient too small for fixed point adds zero, whichever rows hold it).
-fn sampled_rows(gradients: &[GradientPair<f32>]) -> Vec<u32> {
-    let zero = GradientPair::new(0.0, 0.0);
-    (0..gradients.len() as u32).into_par_iter().filter(|&r| gradients[r as usize] != zero).collect()
+            sum
+        })
+        .reduce(Fixed::zero, BlockSum::plus)
 }
 
 /// A value for each global bin of `cuts` that lies on the same side of every split condition as

@@ -124,11 +124,15 @@ impl<'g> GpuTrainer<'g> {
     }
 
     /// Replaces the rows with the `rows` rows of the bins `bins` makes (the sampled rows of
-    /// external-memory pages, another set every tree); the old ones are freed first.
-    pub(super) fn replace_rows(&mut self, rows: usize, bins: impl FnOnce() -> Result<DeviceBins>) -> Result<()> {
+    /// external-memory pages, another set every tree, from the cuts); the old ones are freed first.
+    pub(super) fn replace_rows(
+        &mut self,
+        rows: usize,
+        bins: impl FnOnce(&DeviceCuts) -> Result<DeviceBins>,
+    ) -> Result<()> {
         self.bins.words = self.gpu.alloc_zeroed(0)?;
         self.buffers = RowBuffers::new(self.gpu, 0)?;
-        self.bins = bins()?;
+        self.bins = bins(&self.cuts)?;
         self.buffers = RowBuffers::new(self.gpu, rows)?;
         self.rows = rows;
         Ok(())

@@ -226,10 +226,9 @@ impl<'g> TreeBackend<'g> for GpuPages<'g> {
         features: &[u32],
         rng: &mut ChaCha8Rng,
     ) -> Result<BuiltTree> {
-        let quantiser = fixed_point::quantiser(gradients);
         let gpu = GpuPages::gpu(self);
         on_device(gpu, "growing a tree from the sampled rows of the pages", || {
-            GpuPages::build_tree(self, params, quantiser, gradients, features, rng)
+            GpuPages::build_tree(self, params, gradients, features, rng)
         })
     }
 

@@ -41,8 +41,10 @@ pub(super) struct Run<'a, 'g> {
     margins: Vec<f32>,
     /// The host's gradients, when the host computes them.
     gradients: Vec<GradientPair<f32>>,
-    /// One output's gradients of the tree being grown, sampled (host rounds).
+    /// One output's gradients of the tree being grown, sampled (host rounds of several outputs).
     column: Vec<GradientPair<f32>>,
+    /// The gradient magnitudes of gradient-based sampling (host rounds), kept across trees.
+    magnitudes: Vec<f32>,
     rng: ChaCha8Rng,
     all_features: Vec<u32>,
     evaluation: Evaluation<'a>,
@@ -113,6 +115,7 @@ impl<'a, 'g> Run<'a, 'g> {
             margins,
             gradients,
             column: Vec::new(),
+            magnitudes: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(params.seed),
             all_features: (0..train.cols() as u32).collect(),
             evaluation,
@@ -196,15 +199,21 @@ impl<'a, 'g> Run<'a, 'g> {
         for k in 0..outputs {
             let start = Instant::now();
             let sampler = TreeSampler::draw(tree_params, &mut self.rng);
-            let gradients = &self.gradients;
-            // One buffer for every tree: a new one would cost its page faults again each time.
-            let column = &mut self.column;
-            column.resize(self.train.rows(), GradientPair::new(0.0, 0.0));
-            column.par_iter_mut().enumerate().for_each(|(i, g)| *g = gradients[i * outputs + k]);
-            sampler.sample_on_host(column)?;
-            let column = &self.column;
+            // One output's gradients are the column itself, sampled in place (the next round
+            // writes them again); several are copied, one buffer for every tree: a new one would
+            // cost its page faults again each time.
+            let column = if outputs == 1 {
+                &mut self.gradients
+            } else {
+                let (gradients, column) = (&self.gradients, &mut self.column);
+                column.resize(self.train.rows(), GradientPair::new(0.0, 0.0));
+                column.par_iter_mut().enumerate().for_each(|(i, g)| *g = gradients[i * outputs + k]);
+                column
+            };
+            sampler.sample_on_host(column, &mut self.magnitudes)?;
+            let column = &*column;
             let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
-            self.phases.add("gradients", start.elapsed());
+            self.phases.add("sampling", start.elapsed());
             let start = Instant::now();
             let mut built = self.backend.build_tree(tree_params, column, &features, &mut self.rng)?;
             if let Some(alpha) = self.objective.leaf_quantile() {
