@@ -119,10 +119,23 @@ impl DeviceCsr {
 /// An error naming the first row of `rows x cols` dense values in device memory that holds an
 /// infinite value, and its column.
 pub(crate) fn check_dense_finite(gpu: &Gpu, values: &DeviceBuffer<f32>, (rows, cols): (usize, usize)) -> Result<()> {
+    match first_infinite(gpu, values, (rows, cols))? {
+        None => Ok(()),
+        Some((row, col, value)) => Err(infinite_value(row, col, value)),
+    }
+}
+
+/// The first infinite value of `rows x cols` dense row-major values in device memory (row-major
+/// order), with its row and column.
+pub(crate) fn first_infinite(
+    gpu: &Gpu,
+    values: &DeviceBuffer<f32>,
+    (rows, cols): (usize, usize),
+) -> Result<Option<(usize, usize, f32)>> {
     check_on(gpu, values, "the rows' values")?;
     let n = rows * cols;
     if n == 0 {
-        return Ok(());
+        return Ok(None);
     }
     if rows >= u32::MAX as usize || n != values.len() {
         return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
@@ -133,12 +146,17 @@ pub(crate) fn check_dense_finite(gpu: &Gpu, values: &DeviceBuffer<f32>, (rows, c
     unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
     let row = first_row.to_vec(gpu)?[0];
     if row == u32::MAX {
-        return Ok(());
+        return Ok(None);
     }
     let row = row as usize;
     let values = values.range_to_vec(gpu, row * cols..(row + 1) * cols)?;
     let col = values.iter().position(|v| v.is_infinite()).unwrap_or(0);
-    Err(Error::InvalidData(format!("row {row}, feature {col}: {} is infinite (missing values are NaN)", values[col])))
+    Ok(Some((row, col, values[col])))
+}
+
+/// The error of an infinite feature value, naming its row and feature.
+pub(crate) fn infinite_value(row: usize, col: usize, value: f32) -> Error {
+    Error::InvalidData(format!("row {row}, feature {col}: {value} is infinite (missing values are NaN)"))
 }
 
 /// An error when `buffer` (named `what`) belongs to another device than `gpu`.

@@ -16,7 +16,7 @@
 //! | `histogram.rs` | node histograms, the subtraction trick |
 //! | `evaluate.rs` | split evaluation ([`evaluate_splits`]) |
 //! | `partition.rs` | the row partition ([`RowBuffers`]) |
-//! | `sketch.rs`, `bins.rs`, `csr.rs` | quantile cuts and the quantised matrix from device rows |
+//! | `sketch.rs`, `bins.rs`, `csr.rs` | quantile cuts and the quantised matrix from device rows, or host rows in pieces |
 //! | `exact.rs` | the exact method ([`GpuExact`]) |
 //! | `pages.rs` | external-memory pages, a sampled page a tree ([`GpuPages`]) |
 //! | `multi.rs`, `nccl.rs`, `peer.rs` | several GPUs ([`MultiGpuTrainer`]) |
@@ -73,7 +73,7 @@ pub use peer::PeerSum;
 pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};
 #[doc(hidden)]
 pub use sketch::device_cuts_within;
-pub use sketch::{device_cuts, device_cuts_csr, device_cuts_typed};
+pub use sketch::{device_cuts, device_cuts_csr, device_cuts_typed, host_dense_cuts};
 pub use trainer::{build_tree, GpuTrainer};
 
 type Fixed = GradientPair<i64>;

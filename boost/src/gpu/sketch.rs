@@ -17,12 +17,14 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use primitives::{DeviceBuffer, DeviceRadixSort, DeviceScan, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder};
 
 use boost_kernels::entry;
 use boost_kernels::sketch::{SketchEntry, SketchQueue, MERGE_SCRATCH, MERGE_SHARED_BYTES, TREE_ROUNDS};
 
-use super::csr::{check_dense_finite, check_on};
+use super::csr::{self, check_dense_finite, check_on};
 use super::{element_config, DeviceCsr};
 use crate::quantile::{cuts_of_summary, sketch_limit, QuantileCuts};
 use crate::{Error, Result};
@@ -141,13 +143,7 @@ pub fn device_cuts_within(
     max_bin: usize,
     budget: usize,
 ) -> Result<QuantileCuts> {
-    if rows.checked_mul(cols) != Some(values.len()) {
-        return Err(Error::InvalidData(format!("{} device values for {rows} rows of {cols}", values.len())));
-    }
-    if let Some(w) = weights.filter(|w| w.len() != rows) {
-        return Err(Error::InvalidData(format!("{} device weights for {rows} rows", w.len())));
-    }
-    weights.map(|w| check_on(gpu, w, "the rows' weights")).transpose()?;
+    check_shape(gpu, ("device values", values.len()), (rows, cols), weights)?;
     check_dense_finite(gpu, values, (rows, cols))?;
     let max_bin = max_bin.max(1);
     let group = (budget / SKETCH_BYTES_PER_VALUE / rows.max(1)).clamp(1, cols.max(1));
@@ -158,6 +154,83 @@ pub fn device_cuts_within(
         per_feature.extend(merged.iter().zip(kept).map(|(m, k)| cuts_of_summary(m, k, max_bin)));
     }
     Ok(QuantileCuts::from_features(per_feature))
+}
+
+/// [`device_cuts`] of `rows x cols` dense row-major values in host memory, never all on the device:
+/// each group of columns is copied (page-locked) and uploaded on its own, its buffers and its
+/// values within the sketch's share of the device's memory. The same cuts (a column's summary
+/// reads only its own values), and the same error for the first infinite value.
+pub fn host_dense_cuts(
+    gpu: &Gpu,
+    values: &[f32],
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+) -> Result<QuantileCuts> {
+    host_dense_cuts_within(gpu, values, (rows, cols), weights, max_bin, sketch_budget(gpu)?)
+}
+
+/// [`host_dense_cuts`] with a group's buffers and values within `budget` bytes (at least a column).
+fn host_dense_cuts_within(
+    gpu: &Gpu,
+    values: &[f32],
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+    budget: usize,
+) -> Result<QuantileCuts> {
+    check_shape(gpu, ("values", values.len()), (rows, cols), weights)?;
+    let (max_bin, bytes) = (max_bin.max(1), SKETCH_BYTES_PER_VALUE + size_of::<f32>());
+    let group = (budget / bytes / rows.max(1)).clamp(1, cols.max(1));
+    let mut staged = vec![0f32; rows * group];
+    // SAFETY: `staged` neither moves nor is freed before the pin, dropped first below.
+    let pin = unsafe { gpu.pin_host(&staged) }?;
+    let (mut per_feature, mut first_infinite) = (Vec::with_capacity(cols), None::<(usize, usize, f32)>);
+    for first in (0..cols).step_by(group) {
+        let width = group.min(cols - first);
+        let part = &mut staged[..rows * width];
+        part.par_chunks_mut(width.max(1)).enumerate().for_each(|(r, out)| {
+            out.copy_from_slice(&values[r * cols + first..r * cols + first + width]);
+        });
+        let device = gpu.upload(part)?;
+        // The copy from page-locked memory runs on after the call: done before the next group.
+        gpu.synchronize()?;
+        if let Some((row, col, value)) = csr::first_infinite(gpu, &device, (rows, width))? {
+            // The first in row-major order: the lowest row, then column (groups go left to right).
+            let found = (row, first + col, value);
+            first_infinite = Some(match first_infinite {
+                Some(before) if before.0 <= found.0 => before,
+                _ => found,
+            });
+        }
+        if first_infinite.is_none() {
+            let (merged, kept) = column_summaries(gpu, &device, (rows, width), 0..width, weights, max_bin)?;
+            per_feature.extend(merged.iter().zip(kept).map(|(m, k)| cuts_of_summary(m, k, max_bin)));
+        }
+    }
+    drop(pin);
+    match first_infinite {
+        Some((row, col, value)) => Err(csr::infinite_value(row, col, value)),
+        None => Ok(QuantileCuts::from_features(per_feature)),
+    }
+}
+
+/// An error unless `values` (named, and how many) are `rows x cols` and the weights, if any, one a
+/// row on this device.
+fn check_shape(
+    gpu: &Gpu,
+    (name, values): (&str, usize),
+    (rows, cols): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+) -> Result<()> {
+    if rows.checked_mul(cols) != Some(values) {
+        return Err(Error::InvalidData(format!("{values} {name} for {rows} rows of {cols}")));
+    }
+    if let Some(w) = weights.filter(|w| w.len() != rows) {
+        return Err(Error::InvalidData(format!("{} device weights for {rows} rows", w.len())));
+    }
+    weights.map(|w| check_on(gpu, w, "the rows' weights")).transpose()?;
+    Ok(())
 }
 
 /// The sketch summaries (the host's `quantile::sketch`) of columns `columns` of the rows, and
@@ -811,6 +884,13 @@ mod tests {
             let grouped =
                 device_cuts_within(&gpu, &device_values, (rows, cols), device_weights, max_bin, budget).unwrap();
             assert_eq!(grouped, device, "max_bin {max_bin}, weighted {weighted}, in groups");
+            // From host memory, three columns uploaded at a time (a limit leaving room for them).
+            let FeatureMatrix::Dense(m) = &features else { unreachable!("dense rows") };
+            let budget = (SKETCH_BYTES_PER_VALUE + 4) * rows * 3;
+            let from_host = host_dense_cuts_within(&gpu, &m.values, (rows, cols), device_weights, max_bin, budget);
+            assert_eq!(from_host.unwrap(), device, "max_bin {max_bin}, weighted {weighted}, from the host");
+            let whole = host_dense_cuts(&gpu, &m.values, (rows, cols), device_weights, max_bin).unwrap();
+            assert_eq!(whole, device, "max_bin {max_bin}, weighted {weighted}, from the host at once");
             assert_eq!(device.cut_ptrs, host.cut_ptrs, "max_bin {max_bin}, weighted {weighted}");
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&device.cut_values), bits(&host.cut_values), "max_bin {max_bin}, weighted {weighted}");
@@ -830,6 +910,11 @@ mod tests {
         let infinite = gpu.upload(&[1.0, 2.0, 3.0, f32::NAN, f32::INFINITY, 4.0]).unwrap();
         let refused = device_cuts(&gpu, &infinite, (3, 2), None, 16).err().map(|e| e.to_string());
         assert!(refused.is_some_and(|e| e.contains("row 2, feature 0: inf is infinite")));
+        // From host memory a column at a time: the first in row-major order, whichever group.
+        let values = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, f32::NEG_INFINITY, f32::INFINITY, 0.0, 0.0, 0.0];
+        let budget = SKETCH_BYTES_PER_VALUE + 4;
+        let refused = host_dense_cuts_within(&gpu, &values, (3, 4), None, 16, budget).err().map(|e| e.to_string());
+        assert!(refused.is_some_and(|e| e.contains("row 1, feature 3: -inf is infinite")));
         // Another device's buffers are refused before any launch.
         let other = Gpu::emulated(Schedule::Deterministic);
         let foreign = other.upload(&[1.0f32, 2.0]).unwrap();

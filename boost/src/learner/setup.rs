@@ -14,8 +14,8 @@ use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
 use crate::external::ExternalMatrix;
 use crate::gpu::{
-    csr_is_checked, device_cuts_csr, device_cuts_typed, Communicator, DeviceCsr, DeviceData, GpuExact, GpuPages,
-    GpuTrainer, HostStaged, MultiGpuTrainer, Nccl, PeerSum,
+    csr_is_checked, device_cuts_csr, device_cuts_typed, host_dense_cuts, Communicator, DeviceCsr, DeviceData, GpuExact,
+    GpuPages, GpuTrainer, HostStaged, MultiGpuTrainer, Nccl, PeerSum,
 };
 use crate::metric::{self, Metric};
 use crate::objective::{self, Objective};
@@ -197,8 +197,10 @@ fn cpu_hist(
 /// The features as the GPU builder reads them, with their cuts: dense rows and CSR rows whose
 /// columns increase are sketched on the device ([`device_cuts_typed`], [`device_cuts_csr`]: the
 /// host's cuts bit for bit) and quantised from the same device copy (uploaded once, or the caller's
-/// rows in place); other CSR rows (built in memory), and CSR rows with categorical features, are
-/// sketched on the host and quantised on the device.
+/// rows in place), but numeric dense rows in host memory, uploaded a column group at a time for the
+/// sketch ([`host_dense_cuts`]) and a row chunk at a time for the bins; other CSR rows (built in
+/// memory), and CSR rows with categorical features, are sketched on the host and quantised on the
+/// device.
 fn gpu_trainer<'g>(
     gpu: &'g Gpu,
     train: &Rows<'_>,
@@ -229,6 +231,12 @@ fn gpu_trainer<'g>(
         };
         Ok(match train.features {
             Features::Device { data, .. } => (OnDevice::Caller(data), sketch(data)?),
+            // Numeric rows a column group at a time, then quantised a row chunk at a time: never
+            // the whole `f32` matrix on the device (XGBoost's device memory or less).
+            Features::Host(FeatureMatrix::Dense(m)) if !typed => {
+                let weights = device_weights.as_ref();
+                (OnDevice::Nothing, host_dense_cuts(gpu, &m.values, (m.rows, m.cols), weights, max_bin)?)
+            }
             Features::Host(FeatureMatrix::Dense(m)) => {
                 let values = gpu.upload(&m.values)?;
                 let cuts = sketch(DeviceData::Dense { values: &values, rows: m.rows, cols: m.cols })?;
