@@ -98,21 +98,38 @@ impl Default for SyntheticSpec {
 
 /// A dense dataset as `spec` describes (see the [module](self) docs); an error for a spec out of range.
 pub fn generate(spec: &SyntheticSpec) -> Result<Dataset> {
-    let size = check(spec)?;
-    let rows = kernel_spec(spec);
-    let mut values = vec![0f32; size];
-    let mut labels = vec![0f32; spec.rows];
-    values.par_chunks_mut(ROWS_PER_CHUNK * spec.cols).zip(labels.par_chunks_mut(ROWS_PER_CHUNK)).enumerate().for_each(
-        |(chunk, (values, labels))| {
-            let cols = spec.cols;
-            let value = |r: usize, c: usize, v: f32| values[r * cols + c] = v;
-            kernel::fill_chunk(&rows, chunk as u64, labels.len(), value, |r, y| labels[r] = y);
-        },
-    );
+    let (values, labels) = generate_rows(spec, 0..spec.rows)?;
     Ok(Dataset {
         features: FeatureMatrix::Dense(DenseMatrix { rows: spec.rows, cols: spec.cols, values: values.into() }),
         info: MetaInfo { labels, feature_types: feature_types(spec), ..MetaInfo::default() },
     })
+}
+
+/// Rows `range` of [`generate`]'s data, on the host: the values (row-major, `NaN` where missing)
+/// and the labels, so that a writer holds a block of rows at a time, never the table. `range`
+/// starts at a multiple of [`ROWS_PER_CHUNK`] (each chunk is its own generator stream).
+pub fn generate_rows(spec: &SyntheticSpec, range: Range<usize>) -> Result<(Vec<f32>, Vec<f32>)> {
+    check(spec)?;
+    if !range.start.is_multiple_of(ROWS_PER_CHUNK) || range.start > range.end || range.end > spec.rows {
+        return Err(Error::param(
+            "rows",
+            format!(
+                "rows {}..{} of {}: a range of rows starts at a multiple of {ROWS_PER_CHUNK}",
+                range.start, range.end, spec.rows
+            ),
+        ));
+    }
+    let (rows, cols, first_chunk) = (kernel_spec(spec), spec.cols, range.start / ROWS_PER_CHUNK);
+    let mut values = vec![0f32; range.len() * cols];
+    let mut labels = vec![0f32; range.len()];
+    values.par_chunks_mut(ROWS_PER_CHUNK * cols).zip(labels.par_chunks_mut(ROWS_PER_CHUNK)).enumerate().for_each(
+        |(chunk, (values, labels))| {
+            let value = |r: usize, c: usize, v: f32| values[r * cols + c] = v;
+            let chunk = (first_chunk + chunk) as u64;
+            kernel::fill_chunk(&rows, chunk, labels.len(), value, |r, y| labels[r] = y);
+        },
+    );
+    Ok((values, labels))
 }
 
 /// The data's feature types: `q`, then `c` for the categorical columns (none without them).
@@ -274,6 +291,16 @@ mod tests {
         let (values_long, labels_long) = bits(&one);
         assert_eq!(values_short, values_long[..values_short.len()]);
         assert_eq!(labels_short, labels_long[..labels_short.len()]);
+        // Any range starting at a chunk is the same rows of the whole (how `boost generate`
+        // writes a block at a time); another start is refused.
+        let (values, labels) = generate_rows(&spec, ROWS_PER_CHUNK..2 * ROWS_PER_CHUNK + 7).unwrap();
+        let cols = spec.cols;
+        let value_bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(value_bits, values_long[ROWS_PER_CHUNK * cols..(2 * ROWS_PER_CHUNK + 7) * cols]);
+        let label_bits: Vec<u32> = labels.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(label_bits, labels_long[ROWS_PER_CHUNK..2 * ROWS_PER_CHUNK + 7]);
+        assert!(generate_rows(&spec, 5..10).is_err());
+        assert!(generate_rows(&spec, 0..spec.rows + 1).is_err());
         // Another seed gives other data.
         let other = generate(&SyntheticSpec { seed: 8, ..spec }).unwrap();
         assert_ne!(bits(&other).0, values_long);
