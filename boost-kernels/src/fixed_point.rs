@@ -101,6 +101,13 @@ impl crate::reduce::BlockSum for QuantiserSums {
     }
 }
 
+/// Whether a row's gradient puts it in a tree's rows: any pair but zero (rows sampling left out
+/// have zero; `-0.0` is zero). External-memory training gathers only these rows.
+#[inline(always)]
+pub fn is_kept(g: GradientPair<f32>) -> bool {
+    g != GradientPair::new(0.0, 0.0)
+}
+
 /// Component-wise fixed-point addition and subtraction (exact; wrapping never happens within the
 /// quantiser's bound).
 #[inline(always)]

@@ -391,21 +391,23 @@ pub unsafe fn csr_kernel(
 }
 
 /// A thread a row of an ELLPACK page: `leaves[row * num_trees + t]` = the leaf the row reaches in
-/// tree `t`, each feature's value read as `bin_values[bin]` of its bin (a value on the same side of
-/// every split condition as all of the bin's values: `boost`'s host walk of pages uses the same
-/// table), NaN without one. External-memory training walks each tree over the pages so.
+/// tree `t`, or, when `leaves` is null, `margins[row * outputs + tree.output] +=` its value, each
+/// feature's value read as `bin_values[bin]` of its bin (a value on the same side of every split
+/// condition as all of the bin's values: `boost`'s host walk of pages uses the same table), NaN
+/// without one. External-memory training walks each tree over the pages so.
 ///
 /// # Safety
 /// `page.words` holds the page's symbols (and, where a row's last symbol ends a word, no more),
 /// `page.cut_ptrs` `features + 1` offsets, `bin_values` a value for every global bin, `leaves` `rows *
-/// num_trees`; every tree has nodes, all within `nodes`.
+/// num_trees` or `margins` `rows * outputs`; every tree has nodes, all within `nodes`, and an output
+/// below `outputs`.
 pub unsafe fn ellpack_kernel(
     page: EllpackPage,
     bin_values: *const f32,
     trees: *const PredictTree,
     num_trees: u64,
     nodes: TreeNodes,
-    leaves: *mut u32,
+    (leaves, margins, outputs): (*mut u32, *mut f32, u64),
 ) {
     let row = global_thread();
     if row >= page.rows {
@@ -427,8 +429,9 @@ pub unsafe fn ellpack_kernel(
             None => f32::NAN,
         }
     };
+    let row_margins = margins.wrapping_add(row as usize * outputs as usize);
     // SAFETY: as the caller promises; the margins are not read when `leaves` is given.
-    unsafe { walk_row(row, trees, num_trees, nodes, leaves, core::ptr::null_mut(), value) }
+    unsafe { walk_row(row, trees, num_trees, nodes, leaves, row_margins, value) }
 }
 
 /// Where the tree kernels write: a leaf value a tree and row (`values[t * rows + row]`), or, when

@@ -41,6 +41,17 @@ impl BlockSum for GradientPair<i64> {
     }
 }
 
+/// Counts add as integers.
+impl BlockSum for u32 {
+    fn zero() -> Self {
+        0
+    }
+    #[inline(always)]
+    fn plus(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
+}
+
 /// How many blocks `n` terms make.
 pub fn blocks(n: usize) -> usize {
     n.div_ceil(SUM_BLOCK)
@@ -85,7 +96,13 @@ pub fn sum<T: BlockSum>(n: usize, mut term: impl FnMut(usize) -> T) -> T {
 /// the same `block`).
 #[inline(always)]
 pub fn warp_block_sum<T: BlockSum>(n: usize, block: usize, term: impl FnMut(usize) -> T) -> T {
-    let mut sum = lane_partial(n, block, arch::lane_id() as usize, term);
+    warp_sum(lane_partial(n, block, arch::lane_id() as usize, term))
+}
+
+/// The calling warp's lane partials combined as [`block_sum`] combines them, in lane 0 (every lane
+/// must call it).
+#[inline(always)]
+pub fn warp_sum<T: BlockSum>(mut sum: T) -> T {
     let mut step = LANES as u32 / 2;
     while step > 0 {
         // Lane `l < step` adds lane `l + step`'s partial, as `block_sum` does.

@@ -74,6 +74,7 @@
         name: "quantise",
         entry_points: &[
             "boost_quantise_fixed",
+            "boost_quantise_kept",
             "boost_quantise_sums",
         ],
         ptx: include_bytes!("quantise.compute_80.ptx.zst"),

@@ -11,7 +11,7 @@
 
 pub use boost_kernels::fixed_point::{add, rounding_factor, sub, GradientQuantiser};
 
-use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::fixed_point::{is_kept, QuantiserSums};
 use boost_kernels::reduce::{self, BlockSum, SUM_BLOCK};
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
@@ -31,20 +31,19 @@ pub fn quantiser(gradients: &[GradientPair<f32>]) -> GradientQuantiser {
     GradientQuantiser::from_sums(sums.positive, sums.negative, gradients.len())
 }
 
-/// [`quantiser`] and the rows whose gradient is not zero (those sampling kept), in one pass over
+/// [`quantiser`] and the rows whose gradient is not zero ([`is_kept`]: those sampling kept), in one pass over
 /// the gradients (the same blocks of sums in the same order, so the same quantiser). The rows come
 /// increasing in runs, a run a task: concatenated, every such row.
 pub fn quantiser_and_kept_rows(gradients: &[GradientPair<f32>]) -> (GradientQuantiser, Vec<Vec<u32>>) {
     let n = gradients.len();
     let term = |i: usize| QuantiserSums::of(gradients[i]);
-    let zero = GradientPair::new(0.0, 0.0);
     let tasks: Vec<(Vec<QuantiserSums>, Vec<u32>)> = (0..n.div_ceil(TASK_ROWS))
         .into_par_iter()
         .map(|task| {
             let blocks = task * TASK_ROWS / SUM_BLOCK..((task + 1) * TASK_ROWS).min(n).div_ceil(SUM_BLOCK);
             let sums = blocks.map(|b| reduce::block_sum(n, b, term)).collect();
             let rows = task * TASK_ROWS..((task + 1) * TASK_ROWS).min(n);
-            (sums, rows.filter(|&i| gradients[i] != zero).map(|i| i as u32).collect())
+            (sums, rows.filter(|&i| is_kept(gradients[i])).map(|i| i as u32).collect())
         })
         .collect();
     let sums = tasks.iter().flat_map(|(sums, _)| sums).fold(QuantiserSums::zero(), |a, &b| a.plus(b));

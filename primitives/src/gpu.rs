@@ -316,13 +316,15 @@ pub struct Gpu {
 #[derive(Debug)]
 pub(crate) struct MemoryAccount {
     in_use: AtomicUsize,
+    /// The most `in_use` reached since the last reset.
+    peak: AtomicUsize,
     /// `usize::MAX`: no limit.
     limit: AtomicUsize,
 }
 
 impl Default for MemoryAccount {
     fn default() -> Self {
-        MemoryAccount { in_use: AtomicUsize::new(0), limit: AtomicUsize::new(usize::MAX) }
+        MemoryAccount { in_use: AtomicUsize::new(0), peak: AtomicUsize::new(0), limit: AtomicUsize::new(usize::MAX) }
     }
 }
 
@@ -337,11 +339,13 @@ impl MemoryAccount {
     /// Charges `bytes`, or [`Error::MemoryLimit`] when they would pass the limit.
     pub(crate) fn charge(self: &Arc<Self>, bytes: usize) -> Result<MemoryCharge> {
         let limit = self.limit.load(Ordering::Relaxed);
-        self.in_use
+        let before = self
+            .in_use
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
                 used.checked_add(bytes).filter(|&after| after <= limit)
             })
             .map_err(|in_use| Error::MemoryLimit { bytes, in_use, limit })?;
+        self.peak.fetch_max(before + bytes, Ordering::Relaxed);
         Ok(MemoryCharge { account: self.clone(), bytes })
     }
 }
@@ -674,6 +678,17 @@ impl Gpu {
         self.memory.in_use.load(Ordering::Relaxed)
     }
 
+    /// The most bytes this `Gpu`'s buffers held at once since [`Gpu::reset_memory_in_use_peak`]
+    /// (or since it was created): [`Gpu::memory_in_use`]'s peak, on every device.
+    pub fn memory_in_use_peak(&self) -> usize {
+        self.memory.peak.load(Ordering::Relaxed)
+    }
+
+    /// Starts [`Gpu::memory_in_use_peak`] again from the bytes in use now.
+    pub fn reset_memory_in_use_peak(&self) {
+        self.memory.peak.store(self.memory_in_use(), Ordering::Relaxed);
+    }
+
     /// Starts [`Gpu::memory_usage`]'s peak again from the memory in use now.
     pub fn reset_peak_memory(&self) -> Result<()> {
         let Some(pool) = self.memory_pool()? else { return Ok(()) };
@@ -994,7 +1009,10 @@ mod tests {
         let b = gpu.upload(&[7u8; 200]).unwrap();
         assert_eq!(gpu.memory_in_use(), 1000);
         drop((a, b));
-        assert_eq!(gpu.memory_in_use(), 0);
+        assert_eq!((gpu.memory_in_use(), gpu.memory_in_use_peak()), (0, 1000));
+        gpu.reset_memory_in_use_peak();
+        drop(gpu.alloc_zeroed::<u8>(10).unwrap());
+        assert_eq!((gpu.memory_in_use(), gpu.memory_in_use_peak()), (0, 10));
         let values = gpu.upload(&[1.0f32; 250]).unwrap();
         let refused = gpu.reduce::<f32, crate::ops::Sum>(&values);
         assert!(matches!(refused, Err(Error::MemoryLimit { bytes: 4, .. })), "the reduce's output: {refused:?}");

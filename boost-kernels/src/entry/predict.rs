@@ -151,8 +151,8 @@ kernel! {
 }
 
 kernel! {
-    /// The leaves a tree walk reaches from the rows of an ELLPACK page (external memory); see
-    /// [`predict::ellpack_kernel`].
+    /// The leaves a tree walk reaches from the rows of an ELLPACK page (external memory), or their
+    /// values added to the rows' margins; see [`predict::ellpack_kernel`].
     pub unsafe fn boost_predict_ellpack(
         words: *const u64,
         rows: u64,
@@ -167,11 +167,13 @@ kernel! {
         nodes: *const PredictNode,
         categories: *const u32,
         leaves: *mut u32,
+        margins: *mut f32,
+        outputs: u64,
     ) {
         let shape = EllpackShape { row_stride: row_stride as usize, symbol_bits: symbol_bits as u32, is_dense: dense != 0 };
         let page = EllpackPage { words, rows, shape, cut_ptrs, features: features as u32 };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { predict::ellpack_kernel(page, bin_values, trees, num_trees, predict::TreeNodes { nodes, categories }, leaves) }
+        unsafe { predict::ellpack_kernel(page, bin_values, trees, num_trees, predict::TreeNodes { nodes, categories }, (leaves, margins, outputs)) }
     }
 }
 

@@ -4,6 +4,10 @@
 //! builder ([`GpuTrainer`]) grows the tree on it, and every page is then walked on the device for
 //! every row's leaf ([`boost_kernels::predict::ellpack_kernel`]).
 //!
+//! From the second tree on, pages are kept on the device while they fit half the room that the
+//! first tree's peak left under the memory limit (or in the device); the others are copied for
+//! every pass.
+//!
 //! Rows without a gradient add nothing to any histogram (fixed-point sums), so the tree is the one
 //! grown over all rows: with the same gradients, the CPU's tree ([`crate::tree::hist`]) bit for
 //! bit. Each pass copies every page to the device where it is (host memory, page-locked so that
@@ -11,24 +15,37 @@
 //! page-locked staging buffer. The device holds the sampled page, its gradients, the builder's
 //! buffers and one page being read, which `device_memory_limit` bounds; without sampling every
 //! row is sampled, and the pages must fit (streaming them a level at a time is not built yet).
-//! The gradients and the sample are the host's (the learner's host rounds).
+//!
+//! Where the rows' labels, margins and gradients fit half of `device_memory_limit` (and for the
+//! objectives the device computes, leaves not refreshed), the rounds are the device's
+//! ([`GpuPages::boost_tree`]): gradients, sample, quantiser and the kept rows in fixed point
+//! ([`GpuTrainer::quantise_kept`]) there, and the walk adds each row's leaf value to its margin
+//! (when every row was kept, the builder's row order has them: no walk); the host reads back only
+//! the kept rows' indices (to find each page's). Otherwise the gradients
+//! and the sample are the host's (the learner's host rounds, [`GpuPages::build_tree`]).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use boost_kernels::entry;
+use boost_kernels::metric::Transform;
 use boost_kernels::reduce::BlockSum;
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu, HostPin};
 use rayon::prelude::*;
 
-use super::{element_config, BinLayout, DeviceBins, DeviceCuts, DeviceTrees, Fixed, GpuTrainer};
+use super::trainer::{add_leaf_values, leaf_ranges, no_device_rows, DeviceRows};
+use super::{element_config, BinLayout, DeviceBins, DeviceCuts, DeviceTrees, Fixed, GpuTrainer, InitialMargins};
+use crate::data::MetaInfo;
 use crate::ellpack::EllpackMatrix;
 use crate::external::ExternalMatrix;
 use crate::fixed_point::GradientQuantiser;
+use crate::metric::DeviceMetric;
+use crate::objective::DeviceObjective;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
+use crate::sample::TreeSampler;
 use crate::tree::hist::BuiltTree;
 use crate::tree::Tree;
 use crate::Result;
@@ -49,6 +66,10 @@ pub struct GpuPages<'g> {
     staged_rows: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
     staged_leaves: Staging<u32>,
+    /// Every row's labels, weights, margins and gradients when the device computes the rounds.
+    device_rows: Option<DeviceRows>,
+    /// The pages kept on the device (by the pages' order), chosen at the first tree.
+    resident: Option<Vec<Option<DeviceBuffer<u64>>>>,
 }
 
 /// A host buffer page-locked for the device's copies, kept across trees and grown (a quarter
@@ -104,6 +125,8 @@ impl<'g> GpuPages<'g> {
             staged_rows: Staging::new(),
             staged_fixed: Staging::new(),
             staged_leaves: Staging::new(),
+            device_rows: None,
+            resident: None,
         })
     }
 
@@ -132,6 +155,7 @@ impl<'g> GpuPages<'g> {
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<BuiltTree> {
+        self.start_tree();
         let start = Instant::now();
         let gpu = self.trainer.gpu();
         let (quantiser, runs) = crate::fixed_point::quantiser_and_kept_rows(gradients);
@@ -142,24 +166,16 @@ impl<'g> GpuPages<'g> {
         let (device_fixed, device_rows) = (gpu.upload(gathered)?, gpu.upload(sampled)?);
         self.trainer.phases.add("pages: quantise and stage the sampled rows", start.elapsed());
 
-        let start = Instant::now();
-        let (matrix, layout) = (&self.matrix, self.layout);
-        self.trainer.replace_rows(sampled.len(), |cuts| {
-            let words = gpu.alloc_uninitialized(sampled.len() * layout.row_words)?;
-            gather(gpu, matrix, &cuts.cut_ptrs, (sampled, &device_rows), DeviceBins { words, layout })
-        })?;
+        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
+        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &device_rows))?;
         drop(device_rows);
-        // Copies from page-locked memory run on after the call returns: the staging buffers are
-        // written again only once they are done.
-        gpu.synchronize()?;
-        self.trainer.phases.add("pages: gather the sampled rows", start.elapsed());
-
         let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
         drop(device_fixed);
 
         let start = Instant::now();
         let positions = self.leaves(&tree)?;
         self.trainer.phases.add("pages: every row's leaf", start.elapsed());
+        self.keep_pages_on_device()?;
         Ok(BuiltTree { tree, positions, phases: PhaseTimes::default() })
     }
 
@@ -167,37 +183,276 @@ impl<'g> GpuPages<'g> {
     /// ([`boost_kernels::predict::ellpack_kernel`]), the leaves read back.
     fn leaves(&mut self, tree: &Tree) -> Result<Vec<u32>> {
         let gpu = self.trainer.gpu();
-        let trees = DeviceTrees::upload(gpu, &[(tree.clone(), 0)])?;
-        let (cut_ptrs, bin_values) = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
         let positions = self.staged_leaves.take(gpu, self.matrix.rows())?;
-        let mut failed = None;
-        self.matrix.store.for_each(|first, page| {
-            if failed.is_none() {
-                let out = &mut positions[first..first + page.rows];
-                let walked = walk_page(gpu, &page, (cut_ptrs, bin_values), &trees, out);
-                failed = walked.err();
-            }
+        let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
+        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
+        walk_pages(&pages, values, (tree, 0), Walk::Leaves(positions))?;
+        Ok(positions.par_iter().copied().collect())
+    }
+
+    /// Before a tree: until pages are kept on the device, the peak of the first tree is measured.
+    fn start_tree(&self) {
+        if self.resident.is_none() {
+            self.gpu().reset_memory_in_use_peak();
+        }
+    }
+
+    /// After the first tree: keeps pages on the device, in order, while they fit half the room its
+    /// peak left (under the device's memory limit, or without one its free memory); the others are
+    /// copied for every pass (XGBoost splits its cache between host and device so).
+    fn keep_pages_on_device(&mut self) -> Result<()> {
+        if self.resident.is_some() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let gpu = self.gpu();
+        let transient = gpu.memory_in_use_peak().saturating_sub(gpu.memory_in_use());
+        let room = match gpu.memory_limit() {
+            Some(limit) => limit.saturating_sub(gpu.memory_in_use_peak()),
+            None => gpu.memory_usage()?.map_or(usize::MAX, |u| (u.free_bytes as usize).saturating_sub(transient)),
+        };
+        let (mut resident, mut bytes, mut failed) = (Vec::new(), 0usize, None);
+        self.matrix.store.for_each(|_, page| {
+            let words = page.words();
+            let fits = failed.is_none() && bytes + std::mem::size_of_val(words) <= room / 2;
+            resident.push(match fits.then(|| gpu.upload(words)) {
+                Some(Ok(copy)) => {
+                    bytes += std::mem::size_of_val(words);
+                    Some(copy)
+                }
+                Some(Err(error)) => {
+                    failed = Some(error);
+                    None
+                }
+                None => None,
+            });
         })?;
-        match failed {
-            Some(error) => Err(error),
-            None => Ok(positions.par_iter().copied().collect()),
+        if let Some(error) = failed {
+            return Err(error.into());
+        }
+        gpu.synchronize()?;
+        if bytes > 0 {
+            self.trainer.phases.add("pages: copies kept on the device", start.elapsed());
+        }
+        self.resident = Some(resident);
+        Ok(())
+    }
+
+    /// Whether the device can compute the rounds of `objective` (the softmax, or an element-wise
+    /// objective whose leaves are not refreshed) with every row's labels, weights, margins and
+    /// gradients taking at most half of the device's memory limit.
+    pub(crate) fn takes(&self, objective: DeviceObjective) -> bool {
+        let outputs = match objective {
+            DeviceObjective::Elementwise(o) if o.leaf_quantile().is_none() => 1,
+            DeviceObjective::Softmax { classes } => classes,
+            _ => return false,
+        };
+        // Label and weight, margins, the tree's gradients, and the round's for several outputs.
+        let row_bytes = 8 + 4 * outputs + 8 + if outputs > 1 { 8 * outputs } else { 0 };
+        let limit = self.gpu().memory_limit().unwrap_or(usize::MAX);
+        self.matrix.rows().saturating_mul(row_bytes) <= limit / 2
+    }
+
+    /// Keeps every row's labels, weights and `margins` on the device for
+    /// [`GpuPages::boost_tree`].
+    pub(crate) fn keep_rows_on_device(
+        &mut self,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<()> {
+        let (gpu, n) = (self.gpu(), self.matrix.rows());
+        self.device_rows = Some(DeviceRows::new(gpu, n, objective, info, margins)?);
+        Ok(())
+    }
+
+    /// The device's rows, kept by [`GpuPages::keep_rows_on_device`].
+    fn device_rows(&self) -> Result<&DeviceRows> {
+        self.device_rows.as_ref().ok_or_else(no_device_rows)
+    }
+
+    /// The rows' margins, read back from the device.
+    pub(crate) fn margins(&self) -> Result<Vec<f32>> {
+        self.device_rows()?.set.read_margins(self.gpu())
+    }
+
+    /// `metric` of the rows' predictions (`transform` of the margins) on the device.
+    pub(crate) fn evaluate(&mut self, metric: DeviceMetric, transform: Transform) -> Result<f64> {
+        let gpu = self.gpu();
+        self.device_rows.as_mut().ok_or_else(no_device_rows)?.set.evaluate(gpu, metric, transform)
+    }
+
+    /// The softmax's gradients of round `_round` (the element-wise objectives' come with each
+    /// tree).
+    pub(crate) fn compute_gradients(&mut self, _round: usize) -> Result<()> {
+        let start = Instant::now();
+        self.device_rows()?.softmax_gradients(self.gpu(), self.matrix.rows())?;
+        self.trainer.phases.add("tree: gradients and quantise", start.elapsed());
+        Ok(())
+    }
+
+    /// Output `output`'s tree of a round on the device: the rows' gradients (`sampler`'s), the
+    /// kept rows gathered from the pages, the tree grown on them, and every page walked for each
+    /// row's leaf value, added to its margin. The tree [`GpuPages::build_tree`] grows from the same
+    /// gradients.
+    pub(crate) fn boost_tree(
+        &mut self,
+        params: &TreeParams,
+        output: usize,
+        sampler: TreeSampler,
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<Tree> {
+        self.start_tree();
+        let start = Instant::now();
+        let (gpu, n) = (self.gpu(), self.matrix.rows());
+        let gradients = self.device_rows()?.tree_gradients(gpu, n, output, sampler)?;
+        // SAFETY: `gradients` is `n` pairs of the device rows' buffers, kept for the training run.
+        let kept = unsafe { self.trainer.quantise_kept(gradients, n)? };
+        let sampled = self.staged_rows.take(gpu, kept.rows.len())?;
+        kept.rows.copy_range_to_host(gpu, 0..sampled.len(), sampled)?;
+        self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
+
+        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
+        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &kept.rows))?;
+        let (fixed, root) = (kept.fixed, kept.root);
+        drop(kept.rows);
+        let (tree, order) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
+        drop(fixed);
+
+        let start = Instant::now();
+        let rows = self.device_rows.as_ref().ok_or_else(no_device_rows)?;
+        let outputs = rows.gradients.outputs();
+        if self.trainer.rows == n {
+            // Every row was kept, in order: the builder's row order has each one's leaf.
+            let leaves: Vec<_> = leaf_ranges(&tree, &order).into_iter().map(|(_, leaf)| leaf).collect();
+            add_leaf_values(gpu, (&self.trainer.buffers.rows, n), &leaves, (&rows.set.margins, outputs, output))?;
+        } else {
+            let margins = Walk::Margins(rows.set.margins.device_ptr(), outputs);
+            let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
+            walk_pages(&pages, values, (&tree, output), margins)?;
+            // The copies run on after the launches: the walk's time is theirs.
+            gpu.synchronize()?;
+        }
+        self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
+        self.keep_pages_on_device()?;
+        Ok(tree)
+    }
+}
+
+/// Replaces `trainer`'s rows with the `sampled` rows (increasing; on the host and the device) of
+/// every page.
+fn gather_sampled(
+    trainer: &mut GpuTrainer,
+    pages: &DevicePages,
+    layout: BinLayout,
+    (sampled, device_rows): (&[u32], &DeviceBuffer<u32>),
+) -> Result<()> {
+    let start = Instant::now();
+    let gpu = trainer.gpu();
+    trainer.replace_rows(sampled.len(), |cuts| {
+        let words = gpu.alloc_uninitialized(sampled.len() * layout.row_words)?;
+        gather(pages, &cuts.cut_ptrs, (sampled, device_rows), DeviceBins { words, layout })
+    })?;
+    // Copies from page-locked memory run on after the call returns: the staging buffers are
+    // written again only once they are done.
+    gpu.synchronize()?;
+    trainer.phases.add("pages: gather the sampled rows", start.elapsed());
+    Ok(())
+}
+
+/// Where a walk goes: each row's leaf, read back (a row of the matrix, or of its page), or its
+/// value added to the rows' margins on the device (the address of the first row's, `outputs` a
+/// row).
+enum Walk<'a> {
+    Leaves(&'a mut [u32]),
+    Margins(u64, usize),
+}
+
+impl Walk<'_> {
+    /// The part of this walk's rows that are `rows` from `first`.
+    fn rows(&mut self, first: usize, rows: usize) -> Walk<'_> {
+        match self {
+            Walk::Leaves(all) => Walk::Leaves(&mut all[first..first + rows]),
+            Walk::Margins(margins, outputs) => {
+                let bytes = first * *outputs * std::mem::size_of::<f32>();
+                Walk::Margins(*margins + bytes as u64, *outputs)
+            }
         }
     }
 }
 
-/// The leaf of `trees`' one tree that each row of `page` reaches, into `out`.
+/// Every page of `matrix` uploaded and walked on the device by `tree` (of output `output`), to
+/// `walk`'s rows.
+fn walk_pages(
+    pages: &DevicePages,
+    values: (&DeviceBuffer<u32>, &DeviceBuffer<f32>),
+    (tree, output): (&Tree, usize),
+    mut walk: Walk,
+) -> Result<()> {
+    let trees = DeviceTrees::upload(pages.gpu, &[(tree.clone(), output as _)])?;
+    pages.for_each(|first, page, words| match page.rows {
+        0 => Ok(()),
+        _ => walk_page(pages.gpu, (page, words), values, &trees, walk.rows(first, page.rows)),
+    })
+}
+
+/// The pages of an external matrix as the device reads them: those kept there, the others copied
+/// for each pass.
+struct DevicePages<'a> {
+    gpu: &'a Gpu,
+    matrix: &'a ExternalMatrix,
+    /// A page's copy kept on the device, by the pages' order.
+    resident: &'a [Option<DeviceBuffer<u64>>],
+}
+
+impl DevicePages<'_> {
+    /// Calls `visit` with each page's first row, the page and its words on the device (kept, or
+    /// copied), until it fails.
+    fn for_each(
+        &self,
+        mut visit: impl FnMut(usize, &EllpackMatrix<&[u64]>, &DeviceBuffer<u64>) -> Result<()>,
+    ) -> Result<()> {
+        let (mut index, mut failed) = (0, None);
+        self.matrix.store.for_each(|first, page| {
+            let kept = self.resident.get(index).and_then(Option::as_ref);
+            index += 1;
+            if failed.is_some() {
+                return;
+            }
+            let copied;
+            let words = match kept {
+                Some(words) => words,
+                None => match self.gpu.upload(page.words()) {
+                    Ok(words) => {
+                        copied = words;
+                        &copied
+                    }
+                    Err(error) => return failed = Some(error.into()),
+                },
+            };
+            failed = visit(first, &page, words).err();
+        })?;
+        failed.map_or(Ok(()), Err)
+    }
+}
+
+/// The leaf of `trees`' one tree that each row of `page` reaches, to `out`.
 fn walk_page(
     gpu: &Gpu,
-    page: &EllpackMatrix<&[u64]>,
+    (page, words): (&EllpackMatrix<&[u64]>, &DeviceBuffer<u64>),
     (cut_ptrs, bin_values): (&DeviceBuffer<u32>, &DeviceBuffer<f32>),
     trees: &DeviceTrees,
-    out: &mut [u32],
+    out: Walk,
 ) -> Result<()> {
-    if page.rows == 0 {
-        return Ok(());
-    }
-    let words = gpu.upload(page.words())?;
-    let leaves = gpu.alloc_zeroed::<u32>(page.rows)?;
+    let leaves = match out {
+        Walk::Leaves(_) => gpu.alloc_zeroed::<u32>(page.rows)?,
+        Walk::Margins(..) => gpu.alloc_zeroed::<u32>(0)?,
+    };
+    let (margins, outputs) = match out {
+        Walk::Leaves(_) => (std::ptr::null_mut(), 1),
+        Walk::Margins(margins, outputs) => (super::ptr_mut(margins), outputs),
+    };
     let args = entry::boost_predict_ellpack::args(
         words.as_ptr(),
         page.rows as u64,
@@ -211,12 +466,17 @@ fn walk_page(
         1,
         trees.nodes.as_ptr(),
         trees.categories.as_ptr(),
-        leaves.as_mut_ptr(),
+        if leaves.is_empty() { std::ptr::null_mut() } else { leaves.as_mut_ptr() },
+        margins,
+        outputs as u64,
     );
     // SAFETY: the page's words and rows as packed, the cuts' offsets and a value a bin of the
-    // matrix the page belongs to, one tree checked at its upload, a leaf a row.
+    // matrix the page belongs to, one tree checked at its upload (its output below `outputs`), a
+    // leaf a row or the page's rows' margins.
     unsafe { gpu.launch_kernel(crate::KERNELS, element_config(page.rows)?, args)? };
-    leaves.copy_range_to_host(gpu, 0..page.rows, out)?;
+    if let Walk::Leaves(out) = out {
+        leaves.copy_range_to_host(gpu, 0..page.rows, out)?;
+    }
     Ok(())
 }
 
@@ -224,33 +484,32 @@ fn walk_page(
 /// `matrix` into `bins`, each page copied to the device and its sampled rows gathered there
 /// ([`boost_kernels::ellpack::gather_kernel`]).
 fn gather(
-    gpu: &Gpu,
-    matrix: &ExternalMatrix,
+    pages: &DevicePages,
     cut_ptrs: &DeviceBuffer<u32>,
     (sampled, device_rows): (&[u32], &DeviceBuffer<u32>),
     bins: DeviceBins,
 ) -> Result<DeviceBins> {
-    let (mut done, mut failed) = (0, None);
-    matrix.store.for_each(|first, page| {
+    let mut done = 0;
+    pages.for_each(|first, page, words| {
         let end = sampled.partition_point(|&r| (r as usize) < first + page.rows);
-        if failed.is_none() && end > done && bins.layout.row_words > 0 {
-            failed = gather_page(gpu, &page, first, cut_ptrs, (device_rows, done..end), &bins).err();
+        let span = std::mem::replace(&mut done, end)..end;
+        match span.is_empty() || bins.layout.row_words == 0 {
+            true => Ok(()),
+            false => gather_page(pages.gpu, (page, words), first, cut_ptrs, (device_rows, span), &bins),
         }
-        done = end;
     })?;
-    failed.map_or(Ok(bins), Err)
+    Ok(bins)
 }
 
 /// Rows `rows.0[span]` of `page` (whose first row is `first`) into the same rows of `bins`.
 fn gather_page(
     gpu: &Gpu,
-    page: &EllpackMatrix<&[u64]>,
+    (page, words): (&EllpackMatrix<&[u64]>, &DeviceBuffer<u64>),
     first: usize,
     cut_ptrs: &DeviceBuffer<u32>,
     (rows, span): (&DeviceBuffer<u32>, std::ops::Range<usize>),
     bins: &DeviceBins,
 ) -> Result<()> {
-    let words = gpu.upload(page.words())?;
     let layout = &bins.layout;
     let args = entry::boost_bins_ellpack::args(
         words.as_ptr(),

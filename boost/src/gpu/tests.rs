@@ -1,5 +1,5 @@
-//! The GPU backend's unit tests on the emulator: the device quantiser, metrics and quantised
-//! features against the host's, the split index sweep, bad batches.
+//! The GPU backend's unit tests on the emulator: the device quantiser (and kept rows), metrics and
+//! quantised features against the host's, the split index sweep, bad batches.
 
 use boost_kernels::metric::Transform;
 use boost_kernels::objective::ElementwiseObjective;
@@ -25,6 +25,8 @@ fn the_device_quantiser_is_the_hosts_bit_for_bit() {
         let gradients: Vec<GradientPair<f32>> = (0..n)
             .map(|i| match i % 7 {
                 0 => GradientPair::new(0.0, 0.0),
+                3 if i % 5 == 0 => GradientPair::new(-0.0, 0.0),
+                4 if i % 3 == 0 => GradientPair::new(0.0, -0.0),
                 1 => GradientPair::new(-rng.gen_range(0.0..1e3f32), rng.gen_range(0.0..1e-3)),
                 _ => GradientPair::new(rng.gen_range(-1.0..1.0f32), rng.gen_range(-0.1..1.0)),
             })
@@ -42,6 +44,19 @@ fn the_device_quantiser_is_the_hosts_bit_for_bit() {
         assert_eq!(fixed.to_vec(&gpu).unwrap(), host_fixed, "{n} gradients");
         let host_root = host_fixed.iter().fold(Fixed::default(), |a, &b| crate::fixed_point::add(a, b));
         assert_eq!(root, host_root, "{n} gradients");
+
+        // The kept rows (external memory): the host's rows, compacted, and their sum.
+        let (host_quantiser, runs) = crate::fixed_point::quantiser_and_kept_rows(&gradients);
+        let device_gradients = gpu.upload(&gradients).unwrap();
+        // SAFETY: the buffer holds `n` pairs and outlives the call.
+        let kept = unsafe { trainer.quantise_kept(device_gradients.device_ptr(), n).unwrap() };
+        let rows = runs.concat();
+        assert!(rows.len() < n.max(1), "{n} gradients: some rows are left out");
+        assert_eq!(kept.quantiser, host_quantiser, "{n} gradients");
+        assert_eq!(kept.rows.to_vec(&gpu).unwrap(), rows, "{n} gradients");
+        let kept_fixed: Vec<Fixed> = rows.iter().map(|&r| host_fixed[r as usize]).collect();
+        assert_eq!(kept.fixed.to_vec(&gpu).unwrap(), kept_fixed, "{n} gradients");
+        assert_eq!(kept.root, host_root, "{n} gradients: zeros add nothing");
     }
 }
 

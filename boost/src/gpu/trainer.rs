@@ -219,31 +219,7 @@ impl<'g> GpuTrainer<'g> {
         info: &MetaInfo,
         margins: InitialMargins<'_>,
     ) -> Result<()> {
-        let n = self.rows;
-        if info.labels.len() != n {
-            return Err(Error::InvalidData(format!("{} labels for {n} rows", info.labels.len())));
-        }
-        let set = MetricRows::new(self.gpu, objective, info, margins)?;
-        let (gradients, leaf_quantile) = match objective {
-            DeviceObjective::Elementwise(objective) => {
-                (RowGradients::Elementwise(self.gpu.upload(&[objective])?), objective.leaf_quantile())
-            }
-            DeviceObjective::Softmax { classes } => (
-                RowGradients::PerRound { outputs: classes, all: self.gpu.alloc_zeroed(n * classes)?, rank: None },
-                None,
-            ),
-            DeviceObjective::LambdaRank(params) => {
-                let rank = Some(Box::new(RankGradients::new(self.gpu, params, info)?));
-                (RowGradients::PerRound { outputs: 1, all: self.gpu.alloc_zeroed(n)?, rank }, None)
-            }
-        };
-        self.device_rows = Some(DeviceRows {
-            set,
-            tree_gradients: self.gpu.alloc_zeroed(n)?,
-            gradients,
-            leaf_quantile,
-            adaptive: AdaptiveScratch::default(),
-        });
+        self.device_rows = Some(DeviceRows::new(self.gpu, self.rows, objective, info, margins)?);
         Ok(())
     }
 
@@ -260,20 +236,7 @@ impl<'g> GpuTrainer<'g> {
         if let RowGradients::PerRound { all, rank: Some(rank), .. } = &mut rows.gradients {
             rank.compute(self.gpu, &rows.set.margins, &rows.set.labels, &self.buffers.identity, iteration, all)?;
         }
-        if let RowGradients::PerRound { outputs: classes, all, rank: None } = &rows.gradients {
-            let n = self.rows;
-            let args = entry::boost_objective_softmax_gradients::args(
-                rows.set.margins.as_ptr(),
-                rows.set.labels.as_ptr(),
-                rows.set.weights_ptr(),
-                n as u64,
-                *classes as u64,
-                all.as_mut_ptr(),
-            );
-            // SAFETY: margins and the gradients hold `n * classes` values, labels (and the weights when
-            // given) `n`.
-            unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
-        }
+        rows.softmax_gradients(self.gpu, self.rows)?;
         self.phases.add("tree: gradients and quantise", start.elapsed());
         Ok(())
     }
@@ -303,73 +266,19 @@ impl<'g> GpuTrainer<'g> {
     }
 
     /// Output `output`'s gradients of the tree about to be grown (sampled by `sampler`; row `i`
-    /// of this trainer is the sampler's row `i`): the device address of `rows` pairs in the device
-    /// rows' buffers.
+    /// of this trainer is the sampler's row `i`): see [`DeviceRows::tree_gradients`].
     pub(super) fn tree_gradients(&mut self, output: usize, sampler: TreeSampler) -> Result<u64> {
-        match sampler {
-            TreeSampler::Uniform(sampler) => self.uniform_gradients(output, sampler),
-            TreeSampler::GradientBased { key, subsample } => {
-                let gradients = self.uniform_gradients(output, RowSampler::ALL)?;
-                let (gpu, n) = (self.gpu, self.rows);
-                let max = sample::magnitude_max(gpu, gradients, n)?;
-                let histogram = |pass: &_| sample::magnitude_histogram(gpu, gradients, n, pass);
-                match gradient_sampler(key, subsample, n as u64, max, histogram)? {
-                    Some(sampler) => self.gradient_sampled(gradients, &sampler),
-                    None => Ok(gradients),
-                }
-            }
-        }
+        self.device_rows()?.tree_gradients(self.gpu, self.rows, output, sampler)
     }
 
-    /// `gradients` (this trainer's rows' pairs, at a device address) sampled by `sampler` into the
-    /// tree's gradients: their device address.
+    /// See [`DeviceRows::gradient_sampled`].
     pub(super) fn gradient_sampled(&mut self, gradients: u64, sampler: &GradientSampler) -> Result<u64> {
-        let rows = self.device_rows()?;
-        sample::apply(self.gpu, gradients, self.rows, sampler, rows.tree_gradients.as_mut_ptr())?;
-        Ok(rows.tree_gradients.device_ptr())
+        self.device_rows()?.gradient_sampled(self.gpu, self.rows, gradients, sampler)
     }
 
-    /// Output `output`'s gradients, zero for the rows `sampler` leaves out: the device address of
-    /// `rows` pairs in the device rows' buffers.
+    /// See [`DeviceRows::uniform_gradients`].
     pub(super) fn uniform_gradients(&mut self, output: usize, sampler: RowSampler) -> Result<u64> {
-        let n = self.rows;
-        let rows = self.device_rows()?;
-        let outputs = rows.gradients.outputs();
-        if output >= outputs {
-            return Err(Error::InvalidData(format!("output {output} of an objective with {outputs}")));
-        }
-        let weights = rows.set.weights_ptr();
-        Ok(match &rows.gradients {
-            RowGradients::Elementwise(objective) => {
-                let args = entry::boost_objective_gradients::args(
-                    rows.set.margins.as_ptr(),
-                    rows.set.labels.as_ptr(),
-                    weights,
-                    sampler.key,
-                    sampler.threshold,
-                    n as u64,
-                    objective.as_ptr(),
-                    rows.tree_gradients.as_mut_ptr(),
-                );
-                // SAFETY: margins, labels, gradients (and the weights when given) hold `n` values.
-                unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
-                rows.tree_gradients.device_ptr()
-            }
-            // Output `output`'s gradients are the `n` pairs from `output * n` of the round's.
-            RowGradients::PerRound { all: round, .. } => {
-                let column = round.device_ptr() + (output * n * std::mem::size_of::<GradientPair<f32>>()) as u64;
-                if sampler == RowSampler::ALL {
-                    column
-                } else {
-                    let out = rows.tree_gradients.as_mut_ptr();
-                    let args =
-                        entry::boost_objective_sample::args(ptr(column), sampler.key, sampler.threshold, n as u64, out);
-                    // SAFETY: the column and the tree's gradients hold `n` pairs.
-                    unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
-                    rows.tree_gradients.device_ptr()
-                }
-            }
-        })
+        self.device_rows()?.uniform_gradients(self.gpu, self.rows, output, sampler)
     }
 
     /// Adds each row's leaf value of `tree` (grown over this trainer's rows, `order` their leaves'
@@ -385,15 +294,7 @@ impl<'g> GpuTrainer<'g> {
     ) -> Result<()> {
         let n = self.rows;
         let start = Instant::now();
-        let mut leaves: Vec<(usize, LeafRange)> = (0..tree.len().min(order.nodes()))
-            .filter(|&id| tree.is_leaf(id))
-            .map(|id| {
-                let (begin, end) = order.range(id);
-                (id, LeafRange { begin: begin as u32, end: end as u32, value: tree.split_conditions[id], padding: 0 })
-            })
-            .collect();
-        leaves.sort_unstable_by_key(|(_, leaf)| leaf.begin);
-        let mut leaves: (Vec<usize>, Vec<LeafRange>) = leaves.into_iter().unzip();
+        let mut leaves: (Vec<usize>, Vec<LeafRange>) = leaf_ranges(tree, order).into_iter().unzip();
         let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
         let outputs = rows.gradients.outputs();
         if let Some(alpha) = rows.leaf_quantile {
@@ -415,23 +316,8 @@ impl<'g> GpuTrainer<'g> {
             self.phases.add("tree: leaves refreshed", start.elapsed());
         }
         let start = Instant::now();
-        // Leaves without rows here (a device's shard may have none in a leaf) would tie with their
-        // neighbour's `begin` in the kernel's search: they add nothing, so they are left out.
-        let leaves: Vec<LeafRange> = leaves.1.into_iter().filter(|leaf| leaf.begin < leaf.end).collect();
-        let leaves_buffer = self.gpu.upload(&leaves)?;
         let rows = self.device_rows()?;
-        let args = entry::boost_objective_add_leaves::args(
-            self.buffers.rows.as_ptr(),
-            n as u64,
-            leaves_buffer.as_ptr(),
-            leaves.len() as u64,
-            rows.set.margins.as_mut_ptr(),
-            outputs as u64,
-            output as u64,
-        );
-        // SAFETY: the row order holds `n` distinct rows; the leaves' ranges, sorted, partition `0..n`;
-        // `outputs` margins per row.
-        unsafe { self.gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
+        add_leaf_values(self.gpu, (&self.buffers.rows, n), &leaves.1, (&rows.set.margins, outputs, output))?;
         self.phases.add("tree: margins", start.elapsed());
         Ok(())
     }
@@ -460,6 +346,47 @@ impl<'g> GpuTrainer<'g> {
     }
 }
 
+/// `tree`'s leaves (their ids) with their ranges of the row order `order` and their values, by
+/// `begin`.
+pub(super) fn leaf_ranges(tree: &Tree, order: &RowOrder) -> Vec<(usize, LeafRange)> {
+    let mut leaves: Vec<(usize, LeafRange)> = (0..tree.len().min(order.nodes()))
+        .filter(|&id| tree.is_leaf(id))
+        .map(|id| {
+            let (begin, end) = order.range(id);
+            (id, LeafRange { begin: begin as u32, end: end as u32, value: tree.split_conditions[id], padding: 0 })
+        })
+        .collect();
+    leaves.sort_unstable_by_key(|(_, leaf)| leaf.begin);
+    leaves
+}
+
+/// Adds each of the `n` rows of `order` (the row order of a builder's rows, the leaves' ranges in
+/// it) its leaf's value to its margin of output `output` (of `outputs` a row).
+pub(super) fn add_leaf_values(
+    gpu: &Gpu,
+    (order, n): (&DeviceBuffer<u32>, usize),
+    leaves: &[LeafRange],
+    (margins, outputs, output): (&DeviceBuffer<f32>, usize, usize),
+) -> Result<()> {
+    // Leaves without rows here (a device's shard may have none in a leaf) would tie with their
+    // neighbour's `begin` in the kernel's search: they add nothing, so they are left out.
+    let leaves: Vec<LeafRange> = leaves.iter().copied().filter(|leaf| leaf.begin < leaf.end).collect();
+    let leaves_buffer = gpu.upload(&leaves)?;
+    let args = entry::boost_objective_add_leaves::args(
+        order.as_ptr(),
+        n as u64,
+        leaves_buffer.as_ptr(),
+        leaves.len() as u64,
+        margins.as_mut_ptr(),
+        outputs as u64,
+        output as u64,
+    );
+    // SAFETY: the row order holds `n` distinct rows; the leaves' ranges, sorted, partition `0..n`;
+    // `outputs` margins per row.
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
+    Ok(())
+}
+
 /// The training rows as [`GpuTrainer::keep_rows_on_device`] keeps them on the device.
 pub(super) struct DeviceRows {
     /// Labels, weights and margins, with the metrics' scratch.
@@ -470,6 +397,127 @@ pub(super) struct DeviceRows {
     /// The quantile of the residuals that each tree's leaves are refreshed to (absolute error).
     pub(super) leaf_quantile: Option<f64>,
     pub(super) adaptive: AdaptiveScratch,
+}
+
+impl DeviceRows {
+    /// The `n` training rows' labels, weights and `margins` (one per output) for `objective`'s
+    /// gradients on the device.
+    pub(super) fn new(
+        gpu: &Gpu,
+        n: usize,
+        objective: DeviceObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<Self> {
+        if info.labels.len() != n {
+            return Err(Error::InvalidData(format!("{} labels for {n} rows", info.labels.len())));
+        }
+        let set = MetricRows::new(gpu, objective, info, margins)?;
+        let (gradients, leaf_quantile) = match objective {
+            DeviceObjective::Elementwise(objective) => {
+                (RowGradients::Elementwise(gpu.upload(&[objective])?), objective.leaf_quantile())
+            }
+            DeviceObjective::Softmax { classes } => {
+                (RowGradients::PerRound { outputs: classes, all: gpu.alloc_zeroed(n * classes)?, rank: None }, None)
+            }
+            DeviceObjective::LambdaRank(params) => {
+                let rank = Some(Box::new(RankGradients::new(gpu, params, info)?));
+                (RowGradients::PerRound { outputs: 1, all: gpu.alloc_zeroed(n)?, rank }, None)
+            }
+        };
+        let tree_gradients = gpu.alloc_zeroed(n)?;
+        Ok(DeviceRows { set, tree_gradients, gradients, leaf_quantile, adaptive: AdaptiveScratch::default() })
+    }
+
+    /// The softmax's gradients of every class from the margins at the round's start (for the
+    /// softmax objective; nothing for the others).
+    pub(super) fn softmax_gradients(&self, gpu: &Gpu, n: usize) -> Result<()> {
+        if let RowGradients::PerRound { outputs: classes, all, rank: None } = &self.gradients {
+            let args = entry::boost_objective_softmax_gradients::args(
+                self.set.margins.as_ptr(),
+                self.set.labels.as_ptr(),
+                self.set.weights_ptr(),
+                n as u64,
+                *classes as u64,
+                all.as_mut_ptr(),
+            );
+            // SAFETY: margins and the gradients hold `n * classes` values, labels (and the weights when
+            // given) `n`.
+            unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
+        }
+        Ok(())
+    }
+
+    /// Output `output`'s gradients of the tree about to be grown (sampled by `sampler`; row `i`
+    /// of the `n` rows is the sampler's row `i`): the device address of `n` pairs in these buffers.
+    pub(super) fn tree_gradients(&self, gpu: &Gpu, n: usize, output: usize, sampler: TreeSampler) -> Result<u64> {
+        match sampler {
+            TreeSampler::Uniform(sampler) => self.uniform_gradients(gpu, n, output, sampler),
+            TreeSampler::GradientBased { key, subsample } => {
+                let gradients = self.uniform_gradients(gpu, n, output, RowSampler::ALL)?;
+                let max = sample::magnitude_max(gpu, gradients, n)?;
+                let histogram = |pass: &_| sample::magnitude_histogram(gpu, gradients, n, pass);
+                match gradient_sampler(key, subsample, n as u64, max, histogram)? {
+                    Some(sampler) => self.gradient_sampled(gpu, n, gradients, &sampler),
+                    None => Ok(gradients),
+                }
+            }
+        }
+    }
+
+    /// `gradients` (the `n` rows' pairs, at a device address) sampled by `sampler` into the tree's
+    /// gradients: their device address.
+    pub(super) fn gradient_sampled(
+        &self,
+        gpu: &Gpu,
+        n: usize,
+        gradients: u64,
+        sampler: &GradientSampler,
+    ) -> Result<u64> {
+        sample::apply(gpu, gradients, n, sampler, self.tree_gradients.as_mut_ptr())?;
+        Ok(self.tree_gradients.device_ptr())
+    }
+
+    /// Output `output`'s gradients, zero for the rows `sampler` leaves out: the device address of
+    /// the `n` rows' pairs in these buffers.
+    pub(super) fn uniform_gradients(&self, gpu: &Gpu, n: usize, output: usize, sampler: RowSampler) -> Result<u64> {
+        let outputs = self.gradients.outputs();
+        if output >= outputs {
+            return Err(Error::InvalidData(format!("output {output} of an objective with {outputs}")));
+        }
+        let weights = self.set.weights_ptr();
+        Ok(match &self.gradients {
+            RowGradients::Elementwise(objective) => {
+                let args = entry::boost_objective_gradients::args(
+                    self.set.margins.as_ptr(),
+                    self.set.labels.as_ptr(),
+                    weights,
+                    sampler.key,
+                    sampler.threshold,
+                    n as u64,
+                    objective.as_ptr(),
+                    self.tree_gradients.as_mut_ptr(),
+                );
+                // SAFETY: margins, labels, gradients (and the weights when given) hold `n` values.
+                unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
+                self.tree_gradients.device_ptr()
+            }
+            // Output `output`'s gradients are the `n` pairs from `output * n` of the round's.
+            RowGradients::PerRound { all: round, .. } => {
+                let column = round.device_ptr() + (output * n * std::mem::size_of::<GradientPair<f32>>()) as u64;
+                if sampler == RowSampler::ALL {
+                    column
+                } else {
+                    let out = self.tree_gradients.as_mut_ptr();
+                    let args =
+                        entry::boost_objective_sample::args(ptr(column), sampler.key, sampler.threshold, n as u64, out);
+                    // SAFETY: the column and the tree's gradients hold `n` pairs.
+                    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
+                    self.tree_gradients.device_ptr()
+                }
+            }
+        })
+    }
 }
 
 pub(super) fn no_device_rows() -> Error {

@@ -243,6 +243,29 @@ impl<'g> TreeBackend<'g> for GpuPages<'g> {
     fn phases(&self) -> PhaseTimes {
         GpuPages::phases(self).clone()
     }
+
+    fn device_rounds(&mut self) -> Option<&mut dyn DeviceRounds<'g>> {
+        Some(self)
+    }
+}
+
+/// The rounds of external-memory pages on the device, where every row's labels, margins and
+/// gradients fit (see [`GpuPages::takes`]).
+impl<'g> DeviceRounds<'g> for GpuPages<'g> {
+    fn gpu(&self) -> &'g Gpu {
+        GpuPages::gpu(self)
+    }
+
+    fn takes(&self, objective: DeviceObjective) -> bool {
+        GpuPages::takes(self, objective)
+    }
+
+    /// The metrics that are sums of row terms (no sort of every row's prediction).
+    fn evaluates(&self, metric: &DeviceMetric) -> bool {
+        matches!(metric, DeviceMetric::Elementwise(_) | DeviceMetric::MultiClass(_))
+    }
+
+    device_rounds_by_delegation!(GpuPages);
 }
 
 /// One GPU's hist method; it quantises the host's gradients itself (the same quantiser).

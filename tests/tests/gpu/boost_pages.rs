@@ -1,8 +1,9 @@
 //! External-memory pages on the device (`boost::gpu::GpuPages`): each tree grown from its sampled
 //! rows gathered into one device page writes the CPU's model of the same pages, which is the
 //! in-memory model (`boost/tests/external_memory.rs`): with gradient-based and uniform sampling,
-//! without sampling, from pages in host memory and in a cache file; and `device_memory_limit`
-//! bounds the sampled page. On the emulator in `cargo test`, on a GPU with `--features gpu`.
+//! without sampling, from pages in host memory and in a cache file, with the rounds on the device
+//! and on the host; and `device_memory_limit` bounds the sampled page (the rounds then the
+//! host's). On the emulator in `cargo test`, on a GPU with `--features gpu`.
 
 use std::sync::Arc;
 
@@ -127,6 +128,13 @@ fn pages_on_the_device_train_the_cpus_model() {
                 phase("pages: gather the sampled rows") && phase("tree: histograms"),
                 "{case}: grown on the device"
             );
+            // The gradients and the sample are the device's, but for leaves refreshed to a
+            // quantile of the residuals (the host's rounds).
+            let device_rounds = !case.starts_with("absolute error");
+            assert_eq!(phase("pages: gradients, sample and kept rows on the device"), device_rounds, "{case}");
+            assert_eq!(phase("pages: quantise and stage the sampled rows"), !device_rounds, "{case}");
+            // No limit: from the second tree on, every page is read where the device keeps it.
+            assert!(phase("pages: copies kept on the device"), "{case}");
             if let Some(peak) = device.peak_device_bytes {
                 eprintln!("{case} ({info}): peak device memory {peak} bytes");
             }
@@ -172,7 +180,43 @@ fn the_device_memory_limit_bounds_the_sampled_page() {
     let fits = run(&pairs("0.1"), &d, 2, Some(gpu.clone()));
     let cpu = run(&pairs("0.1"), &d, 2, None);
     assert!(fits.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap());
+    // Every row's labels, margins and gradients would take more than half the limit.
+    assert!(fits.phases.entries.iter().any(|(n, _)| *n == "pages: quantise and stage the sampled rows"));
     if let Some(peak) = fits.peak_device_bytes {
+        assert!(peak as usize <= limit, "peak {peak} within the limit {limit}");
+    }
+}
+
+/// Under a limit that holds the rows' device rounds but only part of the pages, some pages stay
+/// on the device and the others are copied for every pass: the CPU's model.
+#[test]
+fn pages_partly_kept_on_the_device_train_the_cpus_model() {
+    let gpu = Arc::new(gpu());
+    let rows = if gpu.is_emulated() { 200_000 } else { 2_000_000 };
+    let data = generate(&SyntheticSpec { rows, cols: 28, seed: 45, ..Default::default() }).unwrap();
+    let d = pages(&data, rows / 6, &ExternalMemory { max_bin: 256, page_bytes: 1, ..Default::default() });
+    let info = d.pages().expect("pages");
+    // Pages of 45.5 bytes a row. The device's rounds take 16 bytes a row (label, margin,
+    // gradients: at most half the limit), the first tree about 25 more (the sampled rows, a page
+    // copied, histograms); the pages are then kept while they fit half of what is left.
+    let limit = rows * 70;
+    assert!(info.host_bytes > limit / 2, "{info}: not every page fits");
+    let limit_text = limit.to_string();
+    let pairs = [
+        ("objective", "binary:logistic"),
+        ("max_depth", "4"),
+        ("sampling_method", "gradient_based"),
+        ("subsample", "0.1"),
+        ("device_memory_limit", limit_text.as_str()),
+    ];
+    let device = run(&pairs, &d, 3, Some(gpu.clone()));
+    let cpu = run(&pairs, &d, 3, None);
+    assert!(device.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap());
+    assert_eq!(cpu.history, device.history);
+    let phase = |name: &str| device.phases.entries.iter().any(|(n, _)| *n == name);
+    // Some pages kept (not all: see above), the rounds on the device.
+    assert!(phase("pages: gradients, sample and kept rows on the device") && phase("pages: copies kept on the device"));
+    if let Some(peak) = device.peak_device_bytes {
         assert!(peak as usize <= limit, "peak {peak} within the limit {limit}");
     }
 }
