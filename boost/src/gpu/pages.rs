@@ -4,25 +4,24 @@
 //! builder ([`GpuTrainer`]) grows the tree on it, and every page is then walked on the device for
 //! every row's leaf ([`boost_kernels::predict::ellpack_kernel`]).
 //!
-//! From the second tree on, pages are kept on the device while they fit half the room that the
-//! first tree's peak left under the memory limit (or in the device); the others are copied for
-//! every pass.
-//!
 //! Rows without a gradient add nothing to any histogram (fixed-point sums), so the tree is the one
 //! grown over all rows: with the same gradients, the CPU's tree ([`crate::tree::hist`]) bit for
 //! bit. Each pass copies every page to the device where it is (host memory, page-locked so that
-//! the copies run at the bus's speed, or the mapped cache file); the leaves come back through a
-//! page-locked staging buffer. The device holds the sampled page, its gradients, the builder's
-//! buffers and one page being read, which `device_memory_limit` bounds; without sampling every
-//! row is sampled, and the pages must fit (streaming them a level at a time is not built yet).
+//! the copies run at the bus's speed, or the mapped cache file), but for the pages the device
+//! keeps: from the second tree on, those that fit half the room the first tree's peak left under
+//! the memory limit (or in the device). The device holds the sampled page, its gradients, the
+//! builder's buffers, the kept pages and one page being read, which `device_memory_limit`
+//! bounds; without sampling every row is sampled, and the pages must fit (streaming them a level
+//! at a time is not built yet).
 //!
 //! Where the rows' labels, margins and gradients fit half of `device_memory_limit` (and for the
 //! objectives the device computes, leaves not refreshed), the rounds are the device's
 //! ([`GpuPages::boost_tree`]): gradients, sample, quantiser and the kept rows in fixed point
 //! ([`GpuTrainer::quantise_kept`]) there, and the walk adds each row's leaf value to its margin
 //! (when every row was kept, the builder's row order has them: no walk); the host reads back only
-//! the kept rows' indices (to find each page's). Otherwise the gradients
-//! and the sample are the host's (the learner's host rounds, [`GpuPages::build_tree`]).
+//! the kept rows' indices (to find each page's). Otherwise the gradients and the sample are the
+//! host's (the learner's host rounds, [`GpuPages::build_tree`]), and the leaves come back
+//! through a page-locked staging buffer.
 
 use std::sync::Arc;
 use std::time::Instant;
