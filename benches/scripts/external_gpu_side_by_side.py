@@ -205,7 +205,8 @@ def main():
               f"device peak {device} MiB (pool) {memory.peak} MiB (nvidia-smi)  "
               f"rss {result.get('peak_rss_mib')} MiB  wall {wall:.1f} s", flush=True)
         if result.get("pages"):
-            print(f"    {result['pages']}")
+            print(f"    {result['pages']}; passes {result.get('pages_passes_s')} s "
+                  f"(count and lay out, sketch, pack), of which reading the files {result.get('pages_reading_s')} s")
         for name, seconds in result.get("phases", []):
             print(f"    {name:45} {seconds:8.3f} s")
 

@@ -66,8 +66,9 @@ struct Passes<'s> {
     pass: usize,
 }
 
-/// What `DMatrix::from_batches`'s passes do, in order.
-const PASSES: [&str; 4] = ["counting", "sketching", "laying out", "packing pages"];
+/// What `DMatrix::from_batches`'s passes do, in order (a column without bins but with values,
+/// all weightless, takes a pass more, before the pages').
+const PASSES: [&str; 3] = ["counting", "sketching", "packing pages"];
 
 impl BatchSource for Passes<'_> {
     fn reset(&mut self) -> Result<()> {

@@ -50,9 +50,18 @@ impl EllpackLayout {
     /// Adds the rows of `features` (quantised by `cuts`) to the layout: a maximum and an `or`,
     /// the same on any thread count and for any split of the rows.
     pub fn add(&mut self, features: &FeatureMatrix, cuts: &QuantileCuts) {
-        let rows = features.rows();
         // A present value has a bin unless its feature has none.
-        let has_bins = |j: usize| cuts.cut_ptrs[j] != cuts.cut_ptrs[j + 1];
+        self.add_where(features, |j| cuts.cut_ptrs[j] != cuts.cut_ptrs[j + 1]);
+    }
+
+    /// [`EllpackLayout::add`] before the cuts exist, every present value counted: the same layout
+    /// for cuts that give every feature with a present value bins.
+    pub fn add_present(&mut self, features: &FeatureMatrix) {
+        self.add_where(features, |_| true);
+    }
+
+    fn add_where(&mut self, features: &FeatureMatrix, has_bins: impl Fn(usize) -> bool + Sync) {
+        let rows = features.rows();
         let (widest, any_missing) = (0..rows.div_ceil(ROWS_PER_CHUNK))
             .into_par_iter()
             .map(|chunk| {

@@ -1,8 +1,10 @@
-//! The four passes over a [`BatchSource`], as XGBoost's external memory makes them: count each
-//! column's present values (and check every batch), sketch ([`CutsStream`]), lay out
-//! ([`EllpackLayout`]), pack each batch and join consecutive batches into pages of at least
+//! The passes over a [`BatchSource`], as XGBoost's external memory makes them: count each
+//! column's present values and lay out the rows ([`EllpackLayout`]; and check every batch),
+//! sketch ([`CutsStream`]), pack each batch and join consecutive batches into pages of at least
 //! [`ExternalMemory::page_bytes`]. The cuts and the joined pages are those of the whole matrix,
-//! bit for bit.
+//! bit for bit. The layout counts a row's values that have bins; counted in the first pass, before
+//! the cuts, it takes every present value, the same where every feature with one has bins (as
+//! the cuts give them); were one without, a pass of its own lays the rows out again.
 
 use super::store::PageStore;
 use super::{ExternalMatrix, ExternalMemory};
@@ -32,7 +34,7 @@ pub trait BatchSource {
 }
 
 impl ExternalMatrix {
-    /// Reads `source` four times (see the module documentation) into pages kept as `options`
+    /// Reads `source` three times (see the module documentation) into pages kept as `options`
     /// says, with the labels and weights. Batches of different widths, a label or weight count
     /// other than the rows', a label or weight that is not a finite number (weights also not
     /// negative), and a pass that yields other batches than the first are errors naming the batch
@@ -43,11 +45,13 @@ impl ExternalMatrix {
         let mut present = Vec::new();
         let (mut info, mut weights, mut weighted) = (MetaInfo::default(), Vec::new(), false);
         let (mut width, mut heights) = (None, Vec::new());
+        let mut layout = EllpackLayout::default();
         each_batch(source, |index, first, batch| {
             check_batch(index, first, batch, width)?;
             width.get_or_insert(batch.features.cols());
             heights.push(batch.features.rows());
             CutsStream::count(&mut present, &batch.features);
+            layout.add_present(&batch.features);
             info.labels.extend_from_slice(&batch.labels);
             weighted |= !batch.weights.is_empty();
             match batch.weights.is_empty() {
@@ -68,11 +72,13 @@ impl ExternalMatrix {
         let mut stream = CutsStream::new(&present, options.max_bin as usize, &categorical);
         read_again(source, (&heights, cols), |batch| stream.push(&batch.features, &batch.weights))?;
         let cuts = stream.finish()?;
-        let mut layout = EllpackLayout::default();
-        read_again(source, (&heights, cols), |batch| {
-            layout.add(&batch.features, &cuts);
-            Ok(())
-        })?;
+        if (0..cols).any(|j| present[j] > 0 && cuts.cut_ptrs[j] == cuts.cut_ptrs[j + 1]) {
+            layout = EllpackLayout::default();
+            read_again(source, (&heights, cols), |batch| {
+                layout.add(&batch.features, &cuts);
+                Ok(())
+            })?;
+        }
         let mut pending: Option<EllpackMatrix> = None;
         read_again(source, (&heights, cols), |batch| {
             let packed = EllpackMatrix::pack(&batch.features, &cuts, &layout);
@@ -202,7 +208,7 @@ mod tests {
         for page_bytes in [1, 3000, 1 << 30] {
             let (mut source, whole, weights) = batches(5000, 6, &[1000, 1, 777]);
             let (matrix, info) = ExternalMatrix::from_batches(&mut source, &options(64, page_bytes)).unwrap();
-            assert_eq!(source.passes, 4);
+            assert_eq!(source.passes, 3, "the layout counted with the column counts");
             let cuts = QuantileCuts::build(&whole, &weights, 64);
             assert!(matrix.cuts == cuts);
             let mut joined: Option<EllpackMatrix> = None;
@@ -226,6 +232,42 @@ mod tests {
             }
             assert_eq!((info.labels.len(), &info.weights), (5000, &weights));
         }
+    }
+
+    /// A column whose values all weigh nothing has no bins: its values are then not counted in
+    /// the layout, which a pass of its own makes again; the whole matrix's rows all the same.
+    #[test]
+    fn a_column_of_weightless_values_is_laid_out_again() {
+        let (rows, cols) = (300, 3);
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|i| match (i / cols, i % cols) {
+                (r, 2) if r % 3 != 0 => f32::NAN,
+                (r, c) => (r * 7 + c) as f32 * 0.5,
+            })
+            .collect();
+        let weights: Vec<f32> = (0..rows).map(|r| if r % 3 == 0 { 0.0 } else { 1.0 }).collect();
+        let list = [0..100, 100..300]
+            .into_iter()
+            .map(|span| Batch {
+                features: FeatureMatrix::Dense(DenseMatrix::new(
+                    span.len(),
+                    cols,
+                    values[span.start * cols..span.end * cols].to_vec(),
+                )),
+                labels: vec![0.0; span.len()],
+                weights: weights[span].to_vec(),
+            })
+            .collect();
+        let mut source = Batches { batches: list, at: 0, passes: 0, shrink: false };
+        let (matrix, _) = ExternalMatrix::from_batches(&mut source, &options(16, 1 << 30)).unwrap();
+        assert_eq!(source.passes, 4);
+        let whole = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values));
+        let cuts = QuantileCuts::build(&whole, &weights, 16);
+        assert_eq!(cuts.cut_ptrs[2], cuts.cut_ptrs[3], "no bins for the weightless column");
+        assert!(matrix.cuts == cuts);
+        let mut pages = Vec::new();
+        matrix.store.for_each(|_, page| pages.push(page.to_owned_matrix())).unwrap();
+        assert!(pages.len() == 1 && pages[0] == EllpackMatrix::new(&whole, &cuts));
     }
 
     #[test]
