@@ -166,6 +166,21 @@ pub(crate) struct PredictArgs {
     /// Leaf indices (one per tree) instead of predictions.
     #[arg(long, conflicts_with = "margin")]
     pub(crate) leaf: bool,
+    /// SHAP values instead of predictions (XGBoost's pred_contribs): a column a feature and the
+    /// bias (per output of a multi-output model), with a header; each row sums to the margin.
+    #[arg(long, conflicts_with_all = ["margin", "leaf"])]
+    pub(crate) contribs: bool,
+    /// SHAP interaction values (XGBoost's pred_interactions): a column a pair of features
+    /// (`a*b`, the bias last), with a header.
+    #[arg(long, conflicts_with_all = ["margin", "leaf", "contribs"])]
+    pub(crate) interactions: bool,
+    /// With --contribs or --interactions: Saabas' approximation (XGBoost's approx_contribs).
+    #[arg(long)]
+    pub(crate) approx_contribs: bool,
+    /// With --contribs: also write the SHAP summary plot (SVG): the features ranked by mean
+    /// |SHAP value|, each row's value a dot coloured by the feature's value.
+    #[arg(long, value_name = "FILE.svg", requires = "contribs")]
+    pub(crate) shap_plot: Option<PathBuf>,
     /// Boosting rounds BEGIN:END to use (XGBoost's iteration_range; 0:0 = all).
     #[arg(long, default_value = "0:0")]
     pub(crate) iteration_range: String,

@@ -591,3 +591,39 @@ fn external_memory_writes_the_whole_files_model() {
     assert!(!out.status.success() && text(&out.stderr).contains("CSV/TSV"), "{}", text(&out.stderr));
     assert!(!model.exists(), "no model is written");
 }
+
+/// `predict --contribs` / `--interactions`: a CSV with the features' names and `bias` in its
+/// header, each row summing to the row's margin; the SHAP plot names the features; Saabas' values
+/// need one of them.
+#[test]
+fn explanations_are_csv_with_a_header_and_sum_to_the_margin() {
+    let dir = scratch("shap");
+    let model = dir.join("model.json");
+    let train = data("california_housing/housing.train.csv");
+    let (_, out) = train_to(vec![train.display().to_string(), "--rounds".into(), "5".into()], &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let test = data("california_housing/housing.test.csv");
+    let (m, t) = (model.to_str().unwrap(), test.to_str().unwrap());
+    let plot = dir.join("shap.svg");
+    let out = boost(&["predict", "-m", m, t, "--contribs", "--shap-plot", plot.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let contributions = text(&out.stdout);
+    let mut lines = contributions.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.first(), Some(&"latitude"));
+    assert_eq!(header.last(), Some(&"bias"));
+    let margins = text(&boost(&["predict", "-m", m, t, "--margin"]).stdout);
+    for (row, margin) in lines.zip(margins.lines()).take(50) {
+        let sum: f32 = row.split(',').map(|v| v.parse::<f32>().unwrap()).sum();
+        let margin: f32 = margin.parse().unwrap();
+        assert!((sum - margin).abs() <= 1e-4 * (1.0 + margin.abs()), "{sum} vs {margin}");
+    }
+    assert!(std::fs::read_to_string(&plot).unwrap().contains("median_income"));
+    let out = boost(&["predict", "-m", m, t, "--interactions"]);
+    let header = text(&out.stdout).lines().next().unwrap().to_string();
+    assert!(header.starts_with("latitude*latitude,latitude*housing_median_age,"), "{header}");
+    assert!(header.ends_with("bias*bias"), "{header}");
+    let out = boost(&["predict", "-m", m, t, "--approx-contribs"]);
+    assert!(!out.status.success() && text(&out.stderr).contains("--approx-contribs"), "{}", text(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -38,6 +38,7 @@ pub mod rank;
 pub mod rank_metric;
 pub mod reduce;
 pub mod sampling;
+pub mod shap;
 pub mod sketch;
 pub mod split;
 pub mod subtract;

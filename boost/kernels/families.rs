@@ -207,4 +207,21 @@
             SassImage { compute_capability: (12, 0), image: include_bytes!("data.sm_120.cubin.zst") },
         ],
     },
+    KernelFamily {
+        name: "shap",
+        entry_points: &[
+            "boost_shap_contributions",
+            "boost_shap_finish",
+            "boost_shap_interactions",
+        ],
+        ptx: include_bytes!("shap.compute_80.ptx.zst"),
+        sass: &[
+            SassImage { compute_capability: (8, 0), image: include_bytes!("shap.sm_80.cubin.zst") },
+            SassImage { compute_capability: (8, 6), image: include_bytes!("shap.sm_86.cubin.zst") },
+            SassImage { compute_capability: (8, 9), image: include_bytes!("shap.sm_89.cubin.zst") },
+            SassImage { compute_capability: (9, 0), image: include_bytes!("shap.sm_90.cubin.zst") },
+            SassImage { compute_capability: (10, 0), image: include_bytes!("shap.sm_100.cubin.zst") },
+            SassImage { compute_capability: (12, 0), image: include_bytes!("shap.sm_120.cubin.zst") },
+        ],
+    },
 ]

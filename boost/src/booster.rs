@@ -17,7 +17,7 @@ use crate::data::{
     read_data, Categories, CsrMatrix, Dataset, DenseMatrix, FeatureMatrix, FeatureValues, MetaInfo, ReadOptions,
 };
 use crate::external::{BatchSource, ExternalMatrix, ExternalMemory, PagesInfo};
-use crate::gpu::{transform_on_device, DeviceCsr, DeviceData, DeviceModel};
+use crate::gpu::{self, transform_on_device, DeviceCsr, DeviceData, DeviceModel, ExplainRows};
 use crate::learner::{self, RoundLog, TrainOptions, TrainingCallback};
 use crate::metric::{self, Metric};
 use crate::model::{CategoryEncoder, FeatureScore, ImportanceType, Model, PackedTrees};
@@ -402,6 +402,9 @@ pub struct PredictOptions {
     /// Where the trees are walked: the CPU, a GPU, or `auto` (the GPU when one can be opened); the
     /// same values, bit for bit.
     pub device: Device,
+    /// Explanations by Saabas' approximation instead of SHAP values (XGBoost's `approx_contribs`;
+    /// on the CPU only, as XGBoost's).
+    pub approximate: bool,
 }
 
 impl PredictOptions {
@@ -418,6 +421,11 @@ impl PredictOptions {
     /// On `device`.
     pub fn device(self, device: Device) -> Self {
         Self { device, ..self }
+    }
+
+    /// Explanations by Saabas' approximation ([`PredictOptions::approximate`]).
+    pub fn approximate(self) -> Self {
+        Self { approximate: true, ..self }
     }
 }
 
@@ -597,6 +605,60 @@ impl Booster {
             Walk::Upload(gpu, features) => self.trees_on(&gpu)?.predict_leaf(&gpu, &features, range),
             Walk::InPlace(rows) => self.trees_on(&rows.gpu)?.predict_leaf_on_device(&rows.gpu, rows.data(), range),
         }
+    }
+
+    /// Each row's SHAP values (XGBoost's `pred_contribs`): `rows x outputs x (features + 1)`,
+    /// the bias last, each block summing to the row's margin; on `options.device` (the same values
+    /// on the CPU and a GPU, bit for bit), of the rounds of `options.iteration_range`; Saabas'
+    /// approximation with `options.approximate` (`options.output` does not apply).
+    pub fn predict_contributions(&self, data: &DMatrix, options: &PredictOptions) -> Result<Vec<f32>> {
+        self.explain(data, options, false)
+    }
+
+    /// Each row's SHAP interaction values (XGBoost's `pred_interactions`): `rows x outputs x
+    /// (features + 1)^2`, a symmetric matrix a row and output, the bias last on the diagonal;
+    /// as [`Booster::predict_contributions`] otherwise.
+    pub fn predict_interactions(&self, data: &DMatrix, options: &PredictOptions) -> Result<Vec<f32>> {
+        self.explain(data, options, true)
+    }
+
+    fn explain(&self, data: &DMatrix, options: &PredictOptions, interactions: bool) -> Result<Vec<f32>> {
+        let range = options.iteration_range;
+        let base_margin = (!data.info.base_margin.is_empty()).then_some(data.info.base_margin.as_slice());
+        let to_margin = |b| self.objective.prob_to_margin(b);
+        let model = &self.model;
+        if options.approximate {
+            if matches!(options.device, Device::Cuda { .. }) {
+                let reason = "Saabas' approximation runs on the CPU only (as XGBoost's): ask for device=cpu or auto";
+                return Err(Error::InvalidParameter { name: "approx_contribs".into(), reason: reason.into() });
+            }
+            let Walk::Host(features) = self.where_to_walk(data, Device::Cpu)? else { unreachable!("the CPU's rows") };
+            return match interactions {
+                false => model.predict_approx_contributions(&features, base_margin, to_margin, range),
+                true => model.predict_approx_interactions(&features, base_margin, to_margin, range),
+            };
+        }
+        let (gpu, rows) = match self.where_to_walk(data, options.device)? {
+            Walk::Host(features) => {
+                return match interactions {
+                    false => model.predict_contributions(&features, base_margin, to_margin, range),
+                    true => model.predict_interactions(&features, base_margin, to_margin, range),
+                }
+            }
+            Walk::Upload(gpu, features) => {
+                return gpu::explain(
+                    &gpu,
+                    model,
+                    ExplainRows::Host(&features),
+                    base_margin,
+                    to_margin,
+                    range,
+                    interactions,
+                )
+            }
+            Walk::InPlace(rows) => (rows.gpu.clone(), ExplainRows::Device(rows.data())),
+        };
+        gpu::explain(&gpu, model, rows, base_margin, to_margin, range, interactions)
     }
 
     /// The model's metrics on `data` (XGBoost's `Booster.eval`): each of `metrics` by XGBoost's

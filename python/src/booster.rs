@@ -84,6 +84,13 @@ impl Booster {
         };
         let prediction = match kind {
             "leaf" => on_pool(&|| self.inner.predict_leaf(data, &options).map(Prediction::Leaves))?,
+            "contribs" | "interactions" | "approx_contribs" | "approx_interactions" => {
+                let options = if kind.starts_with("approx") { options.approximate() } else { options };
+                match kind.ends_with("interactions") {
+                    false => on_pool(&|| self.inner.predict_contributions(data, &options).map(Prediction::Values))?,
+                    true => on_pool(&|| self.inner.predict_interactions(data, &options).map(Prediction::Values))?,
+                }
+            }
             "margin" | "value" => {
                 let options = if kind == "margin" { options.margin() } else { options };
                 on_pool(&|| self.inner.predict(data, &options).map(Prediction::Values))?

@@ -88,6 +88,8 @@ pub const KERNEL_CRATES: [KernelCrate; 2] = [
             // Synthetic rows made on the device (the benchmarks' data); categorical columns
             // encoded by ordered target statistics.
             ("data", &["boost_synthetic_", "boost_encode_"]),
+            // Explanations: SHAP values and interaction values over the trees' paths.
+            ("shap", &["boost_shap_"]),
         ],
     },
 ];

@@ -25,6 +25,7 @@ mod objective;
 mod partition;
 mod predict;
 mod quantise;
+mod shap;
 mod sketch;
 mod split;
 
@@ -36,6 +37,7 @@ pub use self::objective::*;
 pub use self::partition::*;
 pub use self::predict::*;
 pub use self::quantise::*;
+pub use self::shap::*;
 pub use self::sketch::*;
 pub use self::split::*;
 
@@ -52,6 +54,7 @@ pub fn host_kernel(name: &str) -> Option<unsafe fn(&[u64])> {
         predict::host_kernel,
         bins::host_kernel,
         sketch::host_kernel,
+        shap::host_kernel,
         data::host_kernel,
     ]
     .iter()

@@ -199,15 +199,19 @@ impl DeviceFeatures {
         out: Walks<'_>,
         launch: Option<PredictLaunch>,
     ) -> Result<()> {
-        let view = match self {
+        walk_trees(gpu, self.view(), rows, trees, range, out, launch)
+    }
+
+    /// The kernels' view of the rows.
+    pub(super) fn view(&self) -> FeatureView {
+        match self {
             DeviceFeatures::Dense { values, cols } => FeatureView::Dense { values: values.device_ptr(), cols: *cols },
             DeviceFeatures::Csr { row_ptr, col_indices, values } => FeatureView::Csr {
                 row_ptr: row_ptr.device_ptr(),
                 col_indices: col_indices.device_ptr(),
                 values: values.device_ptr(),
             },
-        };
-        walk_trees(gpu, view, rows, trees, range, out, launch)
+        }
     }
 }
 

@@ -43,6 +43,7 @@ mod predict;
 mod quantiser;
 mod rank;
 mod sample;
+mod shap;
 mod sketch;
 mod trainer;
 
@@ -72,6 +73,7 @@ pub use partition::RowBuffers;
 pub use peer::PeerSum;
 pub use predict::{transform_on_device, DeviceData, DeviceModel, OutputTransform};
 #[doc(hidden)]
+pub(crate) use shap::{explain, ExplainRows};
 pub use sketch::device_cuts_within;
 pub use sketch::{device_cuts, device_cuts_csr, device_cuts_typed, host_dense_cuts};
 pub use trainer::{build_tree, GpuTrainer};

@@ -21,8 +21,12 @@ mod cats;
 mod importance;
 mod json;
 mod predict;
+mod shap;
 mod target_statistics;
 pub(crate) use predict::{check_features, trees_of_rounds, PackedTrees};
+#[cfg(test)]
+pub(crate) use shap::test_models as shap_tests;
+pub(crate) use shap::{alloc_explanation, check_explained_features, ShapPaths};
 
 use std::collections::BTreeMap;
 

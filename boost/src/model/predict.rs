@@ -241,7 +241,7 @@ impl Model {
         // order, so the same bits.
         let oblivious: Option<Vec<ObliviousTree>> = trees.iter().map(ObliviousTree::of).collect();
         if let Some(oblivious) = oblivious {
-            for_each_block(features, &mut out, outputs, |rows_of_block, margins| {
+            for_each_block(features, &mut out, outputs, |_, rows_of_block, margins| {
                 for (tree, &group) in oblivious.iter().zip(groups) {
                     for (r, row) in rows_of_block.iter().enumerate() {
                         margins[r * outputs + group as usize] += tree.leaves[tree.leaf(|f| row.value(f as usize))];
@@ -262,7 +262,7 @@ impl Model {
             None => None,
         };
         if let Some((packed, first)) = packed {
-            for_each_block(features, &mut out, outputs, |rows_of_block, margins| {
+            for_each_block(features, &mut out, outputs, |_, rows_of_block, margins| {
                 for (t, &group) in groups.iter().enumerate() {
                     packed.add_leaves(first + t, rows_of_block, margins, outputs, group as usize);
                 }
@@ -270,7 +270,7 @@ impl Model {
             })?;
             return Ok(out);
         }
-        for_each_block(features, &mut out, outputs, |rows_of_block, margins| {
+        for_each_block(features, &mut out, outputs, |_, rows_of_block, margins| {
             for (t, (tree, &group)) in trees.iter().zip(groups).enumerate() {
                 for (r, row) in rows_of_block.iter().enumerate() {
                     let leaf = leaf_of(tree, first_tree + t, row)?;
@@ -321,7 +321,7 @@ impl Model {
         if trees.is_empty() {
             return Ok(out);
         }
-        for_each_block(features, &mut out, trees.len(), |rows_of_block, leaves| {
+        for_each_block(features, &mut out, trees.len(), |_, rows_of_block, leaves| {
             for (t, tree) in trees.iter().enumerate() {
                 for (r, row) in rows_of_block.iter().enumerate() {
                     // A node index fits in u32: the arrays were read from `i32` child indices.
@@ -395,22 +395,23 @@ fn check_csr(m: &CsrMatrix) -> Result<()> {
 }
 
 /// One row's feature values as the trees see them; a value past the row's end is missing.
-struct Row<'a>(&'a [f32]);
+pub(super) struct Row<'a>(&'a [f32]);
 
 impl Row<'_> {
     #[inline]
-    fn value(&self, feature: usize) -> f32 {
+    pub(super) fn value(&self, feature: usize) -> f32 {
         self.0.get(feature).copied().unwrap_or(f32::NAN)
     }
 }
 
-/// Runs `f` on blocks of rows in parallel: `f(rows, out)` gets the block's rows and its slice of
-/// `out` (`width` values per row). Sparse rows are expanded into a dense buffer (NaN = missing).
-fn for_each_block<T: Send>(
+/// Runs `f` on blocks of rows in parallel: `f(first, rows, out)` gets the index of the block's
+/// first row, its rows and its slice of `out` (`width` values per row). Sparse rows are expanded
+/// into a dense buffer (NaN = missing).
+pub(super) fn for_each_block<T: Send>(
     features: &FeatureMatrix,
     out: &mut [T],
     width: usize,
-    f: impl Fn(&[Row<'_>], &mut [T]) -> Result<()> + Sync,
+    f: impl Fn(usize, &[Row<'_>], &mut [T]) -> Result<()> + Sync,
 ) -> Result<()> {
     if width == 0 || out.is_empty() {
         return Ok(());
@@ -421,7 +422,7 @@ fn for_each_block<T: Send>(
         match features {
             FeatureMatrix::Dense(m) => {
                 let rows: Vec<Row<'_>> = (first..first + count).map(|i| Row(dense_row(m, i))).collect();
-                f(&rows, chunk)
+                f(first, &rows, chunk)
             }
             FeatureMatrix::Sparse(m) => {
                 // As wide as the matrix (at most the model's features): later features are missing
@@ -436,7 +437,7 @@ fn for_each_block<T: Send>(
                     }
                 }
                 let rows: Vec<Row<'_>> = (0..count).map(|r| Row(&dense[r * cols..(r + 1) * cols])).collect();
-                f(&rows, chunk)
+                f(first, &rows, chunk)
             }
         }
     })

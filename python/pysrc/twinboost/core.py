@@ -394,13 +394,13 @@ class Booster:
         ``(rows, outputs)`` for several; ``strict_shape`` always gives ``(rows, outputs)``
         (``(rows, rounds, outputs, parallel trees)`` for leaves)."""
         del training  # as XGBoost's prediction of a trained model: no dropout here
-        if pred_contribs or approx_contribs or pred_interactions:
-            raise NotImplementedError("SHAP contributions are not supported yet")
         if not isinstance(data, DMatrix):
             raise TypeError(f"predict takes a DMatrix, not {type(data).__name__} (see inplace_predict)")
         if validate_features:
             self._validate_features(data)
         begin, end = (int(i) for i in iteration_range)
+        if pred_interactions or pred_contribs:
+            return self._explain(data, pred_interactions, approx_contribs, begin, end, strict_shape)
         kind = "leaf" if pred_leaf else ("margin" if output_margin else "value")
         device = str(self._params.get("device", "cpu"))
         flat = self._model().predict(data._handle, kind, begin, end, device, self._nthread())
@@ -415,6 +415,20 @@ class Booster:
         if outputs == 1 and not strict_shape:
             return flat
         return flat.reshape(rows, outputs)
+
+    def _explain(self, data, interactions, approximate, begin, end, strict_shape):
+        """SHAP values (``pred_contribs``) or interaction values (``pred_interactions``), Saabas'
+        approximation with ``approx_contribs``, in XGBoost's shapes: ``(rows, features + 1)``
+        (times ``features + 1`` again for interactions), with an outputs axis after the rows for a
+        multi-output model or with ``strict_shape``."""
+        kind = ("approx_" if approximate else "") + ("interactions" if interactions else "contribs")
+        device = str(self._params.get("device", "cpu"))
+        flat = self._model().predict(data._handle, kind, begin, end, device, self._nthread())
+        rows, outputs = data.num_row(), self._model().num_outputs()
+        width = self.num_features() + 1
+        shape = (rows, outputs) + ((width, width) if interactions else (width,))
+        values = flat.reshape(shape)
+        return values if outputs > 1 or strict_shape else values[:, 0]
 
     def inplace_predict(self, data, iteration_range=(0, 0), predict_type="value", missing=np.nan,
                         validate_features=True, base_margin=None, strict_shape=False):

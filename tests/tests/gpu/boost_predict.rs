@@ -17,12 +17,12 @@ use boost::Device;
 use boost::{Booster, DMatrix, PredictOptions};
 use tests::gpu;
 
-fn fixture(name: &str) -> std::path::PathBuf {
+pub(crate) fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../boost/tests/data/xgboost").join(name)
 }
 
 /// A fixture's rows (CSV with a header, an empty field is missing).
-fn rows(case: &str) -> DenseMatrix {
+pub(crate) fn rows(case: &str) -> DenseMatrix {
     let text = std::fs::read_to_string(fixture(&format!("{case}.rows.csv"))).expect("fixture rows");
     let mut lines = text.lines();
     let cols = lines.next().expect("header").split(',').count();
@@ -32,7 +32,7 @@ fn rows(case: &str) -> DenseMatrix {
     DenseMatrix::new(values.len() / cols, cols, values)
 }
 
-fn csr(m: &DenseMatrix) -> CsrMatrix {
+pub(crate) fn csr(m: &DenseMatrix) -> CsrMatrix {
     let mut csr = CsrMatrix { rows: m.rows, cols: m.cols, row_ptr: vec![0], ..Default::default() };
     for i in 0..m.rows {
         for (j, &v) in m.row(i).iter().enumerate() {

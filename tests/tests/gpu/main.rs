@@ -5,6 +5,7 @@
 mod boost_multi_device;
 mod boost_pages;
 mod boost_predict;
+mod boost_shap;
 mod boost_sketch;
 mod boost_split;
 mod boost_train;
