@@ -1,8 +1,9 @@
 //! Explanations on the device: [`DeviceShap`] uploads a model's root-to-leaf paths
 //! ([`crate::model::ShapPaths`]) once, and each call sums every row's SHAP values (or interaction
 //! values) over them a thread a row, with the CPU's arithmetic (`boost_kernels::shap`) in the
-//! CPU's order, so the values are the CPU's bit for bit. Interaction values go a batch of rows
-//! at a time: their `f64` sums take `outputs x (features + 1)^2` values a row.
+//! CPU's order, so the values are the CPU's bit for bit. Rows go a batch at a time (host rows are
+//! uploaded a batch at a time): a batch's `f64` sums, `outputs x (features + 1)` values a row (times
+//! `features + 1` for interaction values), bound the memory with the paths.
 
 use boost_kernels::entry;
 use boost_kernels::shap::{ShapElement, ShapPath, ShapSplit};
@@ -34,12 +35,15 @@ pub(crate) fn explain(
     iteration_range: (usize, usize),
     interactions: bool,
 ) -> Result<Vec<f32>> {
-    let (n, cols) = match &rows {
+    let (n, cols, device_view) = match &rows {
         ExplainRows::Host(features) => {
             check_features(features, model.num_feature)?;
-            (features.rows(), features.cols())
+            (features.rows(), features.cols(), None)
         }
-        ExplainRows::Device(data) => (data.view(gpu)?.0, data.cols()),
+        ExplainRows::Device(data) => {
+            let (n, view) = data.view(gpu)?;
+            (n, data.cols(), Some(view))
+        }
     };
     crate::model::check_explained_features(cols, model.num_feature)?;
     let paths = model.shap_paths(iteration_range)?;
@@ -49,7 +53,7 @@ pub(crate) fn explain(
     let per_row = model.num_outputs() * if interactions { width * width } else { width };
     let what = if interactions { "interaction values" } else { "contributions" };
     let mut out = crate::model::alloc_explanation(n, per_row, what)?;
-    shap.explain(gpu, &rows, n, &bases, interactions, &mut out)?;
+    shap.explain(gpu, &rows, device_view, n, &bases, interactions, &mut out)?;
     Ok(out)
 }
 
@@ -115,12 +119,15 @@ impl DeviceShap {
     }
 
     /// The explanations of `rows` rows into `out` (`rows x outputs x width`, times `width` for
-    /// interaction values), a batch of rows at a time (host rows uploaded a batch at a time);
-    /// `bases` holds each row's base margins (`rows x outputs`).
+    /// interaction values), a batch of rows at a time (host rows uploaded a batch at a time; device
+    /// rows read through `device_view`, their checked view); `bases` holds each row's base margins
+    /// (`rows x outputs`).
+    #[allow(clippy::too_many_arguments)]
     fn explain(
         &self,
         gpu: &Gpu,
         data: &ExplainRows<'_>,
+        device_view: Option<FeatureView>,
         rows: usize,
         bases: &[f32],
         interactions: bool,
@@ -131,10 +138,6 @@ impl DeviceShap {
         let batch = (self.batch_bytes / (per_row * 8)).clamp(1, rows.max(1));
         let mut sums = gpu.alloc_uninitialized::<f64>(batch * outputs * width)?;
         let mut pairs = gpu.alloc_uninitialized::<f64>(if interactions { batch * per_row } else { 0 })?;
-        let device_view = match data {
-            ExplainRows::Device(rows) => Some(rows.view(gpu)?.1),
-            ExplainRows::Host(_) => None,
-        };
         for first in (0..rows).step_by(batch) {
             let n = batch.min(rows - first);
             let uploaded;
@@ -143,8 +146,10 @@ impl DeviceShap {
                     uploaded = DeviceFeatures::upload(gpu, &rows_of(features, first..first + n))?;
                     (uploaded.view(), 0)
                 }
-                (_, Some(view)) => (view, first),
-                (ExplainRows::Device(_), None) => unreachable!("device rows have a view"),
+                (ExplainRows::Device(_), Some(view)) => (view, first),
+                (ExplainRows::Device(_), None) => {
+                    return Err(Error::InvalidData("device rows without their checked view".into()))
+                }
             };
             sums.fill_zero(gpu)?;
             pairs.fill_zero(gpu)?;
@@ -303,12 +308,14 @@ mod tests {
             shap.batch_bytes = 3 * outputs * shap.width * shap.width * 8;
             let bases = model.base_margins_of(rows, None, |b| b).unwrap();
             let mut out = vec![0f32; cpu.len()];
-            shap.explain(&gpu, &ExplainRows::Device(data), rows, &bases, true, &mut out).unwrap();
+            let view = data.view(&gpu).unwrap().1;
+            shap.explain(&gpu, &ExplainRows::Device(data), Some(view), rows, &bases, true, &mut out).unwrap();
             assert_eq!(bits(&out), bits(&cpu), "interactions of device rows in batches of 3");
             let cpu = model.predict_contributions(&host, None, |b| b, (0, 0)).unwrap();
             let mut out = vec![0f32; cpu.len()];
             shap.batch_bytes = 7 * outputs * shap.width * 8;
-            shap.explain(&gpu, &ExplainRows::Host(&FeatureMatrix::Sparse(sparse)), rows, &bases, false, &mut out).unwrap();
+            let host = ExplainRows::Host(&FeatureMatrix::Sparse(sparse));
+            shap.explain(&gpu, &host, None, rows, &bases, false, &mut out).unwrap();
             assert_eq!(bits(&out), bits(&cpu), "contributions of host CSR rows in batches of 7");
         }
     }
