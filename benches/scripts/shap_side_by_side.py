@@ -9,7 +9,9 @@ usage: shap_side_by_side.py PATH/TO/shap [ROWS (default 1000000)] [ROUNDS (defau
 
 The rows: 28 standard-normal features, 5% missing in 4 columns (as `boost generate`). The model is
 trained by XGBoost on the GPU (eta 0.1, 256 bins) on the first min(ROWS, 1M) rows, not timed; with
-GROW_POLICY=oblivious it is ours (`boost train grow_policy=oblivious`, which XGBoost loads). Both
+GROW_POLICY=oblivious it is ours (`boost train grow_policy=oblivious`, which XGBoost loads), and
+`shap` also times its contributions on the generic paths (the walk of oblivious trees switched off
+by moving one node's threshold up a float), printed as the walk's speed-up. Both
 sides explain rows in host memory (a NumPy array in an `xgboost.DMatrix`; ours a host `DMatrix`
 with `device=cuda`), each in a process of its own: each figure is the best of three calls after a
 warm-up, the upload and the values' copy back included on both sides. Peak device memory is
@@ -107,7 +109,7 @@ with tempfile.TemporaryDirectory() as tmp:
         table = np.column_stack([labels(x[:train_rows], 1), x[:train_rows]])
         np.savetxt(csv, table, delimiter=",", fmt="%.7g")
         subprocess.run([boost, "train", csv, "-o", model_path, "objective=binary:logistic", f"max_depth={depth}",
-                        "eta=0.1", "grow_policy=oblivious", f"num_boost_round={rounds}", "device=cuda"], check=True)
+                        "eta=0.1", "grow_policy=oblivious", "--rounds", str(rounds), "device=cuda"], check=True)
         booster = xgb.Booster(model_file=model_path)
     else:
         start = time.perf_counter()
@@ -121,8 +123,9 @@ with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "ours")
     with MemoryPeak() as ours_memory:
         try:
+            extra = ["paths"] if policy == "oblivious" else []
             result = subprocess.run([ours, model_path, values_path, str(cols), str(rows), str(interaction_rows),
-                                     str(check), out], capture_output=True, text=True,
+                                     str(check), out] + extra, capture_output=True, text=True,
                                     timeout=float(os.environ.get("OURS_TIMEOUT", "1e9")))
         except subprocess.TimeoutExpired as e:
             print("ours timed out:", e.stdout, e.stderr, flush=True)
@@ -158,6 +161,9 @@ with tempfile.TemporaryDirectory() as tmp:
         ratio = theirs[kind] / times[kind]
         print(f"{kind:>12} {n} rows: boost {times[kind]:.3f} s ({n / times[kind] / 1e6:.3f} M rows/s), "
               f"xgboost {theirs[kind]:.3f} s ({n / theirs[kind] / 1e6:.3f} M rows/s): {ratio:.2f}x")
+    if "contribs_paths" in times:
+        print(f"oblivious trees: contributions walked {times['contribs']:.3f} s, on their paths "
+              f"{times['contribs_paths']:.3f} s: the walk {times['contribs_paths'] / times['contribs']:.2f}x faster")
     print(f"peak device memory (nvidia-smi, MiB): boost {ours_memory.peak} (both kinds, one process); "
           f"xgboost contribs {memory['contribs']}, interactions {memory['interactions']}")
     # Contributions: ours are XGBoost's CPU's to 1e-5. Interaction values: XGBoost's own GPU and

@@ -213,6 +213,7 @@
             "boost_shap_contributions",
             "boost_shap_finish",
             "boost_shap_interactions",
+            "boost_shap_oblivious_contributions",
         ],
         ptx: include_bytes!("shap.compute_80.ptx.zst"),
         sass: &[

@@ -2,13 +2,16 @@
 //! a model (XGBoost JSON) over rows of little-endian `f32` (row-major, NaN for missing) read from
 //! a file.
 //!
-//! Usage: shap MODEL.json VALUES.f32 COLS CONTRIB_ROWS INTERACTION_ROWS CHECK_ROWS OUT_PREFIX
+//! Usage: shap MODEL.json VALUES.f32 COLS CONTRIB_ROWS INTERACTION_ROWS CHECK_ROWS OUT_PREFIX [paths]
 //!
 //! Prints `kind=contribs rows=N seconds=S` and `kind=interactions rows=N seconds=S`: the best of
 //! three calls (after a warm-up) of `Booster::predict_contributions` / `predict_interactions`
 //! with `device=cuda` on the first N rows in host memory (upload, sums, values read back). Writes the values of the first
 //! CHECK_ROWS rows to `OUT_PREFIX.contribs.f32` and `OUT_PREFIX.interactions.f32` (for the script's
-//! comparison with XGBoost's), after checking that they are the CPU's bits.
+//! comparison with XGBoost's), after checking that they are the CPU's bits. With `paths` (for a
+//! model of oblivious trees, which is walked), also `kind=contribs_paths`: the same model with one
+//! node's threshold moved up a float, so that its trees are no longer all oblivious and take the
+//! generic paths, the same work a path.
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +25,7 @@ fn main() {
         std::process::exit(2);
     }
     let model = Model::load_json(&args[0]).expect("reading the model");
-    let booster = Booster::from_model(model).expect("a booster");
+    let booster = Booster::from_model(model.clone()).expect("a booster");
     let cols: usize = args[2].parse().expect("COLS");
     let bytes = std::fs::read(&args[1]).expect("reading the values");
     let values: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
@@ -43,18 +46,34 @@ fn main() {
         assert!(same && on_gpu.len() == on_cpu.len(), "{kind}: the device's values are not the CPU's");
         let out: Vec<u8> = on_gpu.iter().flat_map(|v| v.to_le_bytes()).collect();
         std::fs::write(format!("{}.{kind}.f32", args[6]), out).expect("writing the values");
-        let data = rows(n);
-        let mut best = Duration::MAX;
-        for call in 0..4 {
-            let start = Instant::now();
-            let values = explain(&data, &cuda).expect("device explanation");
-            let took = start.elapsed();
-            assert_eq!(values.len() % n.max(1), 0);
-            if call > 0 {
-                best = best.min(took);
-            }
-        }
-        println!("kind={kind} rows={n} seconds={:.4}", best.as_secs_f64());
-        eprintln!("{kind}: {n} rows in {:.4} s", best.as_secs_f64());
+        let best = best_of(|| explain(&rows(n), &cuda).expect("device explanation"));
+        println!("kind={kind} rows={n} seconds={best:.4}");
+        eprintln!("{kind}: {n} rows in {best:.4} s");
     }
+    if args.get(7).map(String::as_str) == Some("paths") {
+        let mut nudged = model;
+        let tree = &mut nudged.trees[0];
+        assert!(tree.split_conditions.len() >= 7, "a tree of at least two levels");
+        tree.split_conditions[2] = tree.split_conditions[2].next_up();
+        let booster = Booster::from_model(nudged).expect("a booster");
+        let data = rows(contrib_rows);
+        let best = best_of(|| booster.predict_contributions(&data, &cuda).expect("device explanation"));
+        println!("kind=contribs_paths rows={contrib_rows} seconds={best:.4}");
+        eprintln!("contributions on the paths: {contrib_rows} rows in {best:.4} s");
+    }
+}
+
+/// The best of three calls of `explain` after a warm-up, in seconds.
+fn best_of(explain: impl Fn() -> Vec<f32>) -> f64 {
+    let mut best = Duration::MAX;
+    for call in 0..4 {
+        let start = Instant::now();
+        let values = explain();
+        let took = start.elapsed();
+        assert!(!values.is_empty());
+        if call > 0 {
+            best = best.min(took);
+        }
+    }
+    best.as_secs_f64()
 }

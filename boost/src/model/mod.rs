@@ -22,11 +22,15 @@ mod importance;
 mod json;
 mod predict;
 mod shap;
+mod shap_oblivious;
 mod target_statistics;
 pub(crate) use predict::{check_features, trees_of_rounds, PackedTrees};
 #[cfg(test)]
 pub(crate) use shap::test_models as shap_tests;
-pub(crate) use shap::{alloc_explanation, check_explained_features, ShapPaths};
+pub(crate) use shap::{alloc_explanation, check_explained_features, ShapPaths, ShapTrees};
+#[cfg(test)]
+pub(crate) use shap_oblivious::tests as shap_oblivious_tests;
+pub(crate) use shap_oblivious::ObliviousShap;
 
 use std::collections::BTreeMap;
 

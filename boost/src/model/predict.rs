@@ -395,7 +395,7 @@ fn check_csr(m: &CsrMatrix) -> Result<()> {
 }
 
 /// One row's feature values as the trees see them; a value past the row's end is missing.
-pub(super) struct Row<'a>(&'a [f32]);
+pub(super) struct Row<'a>(pub(super) &'a [f32]);
 
 impl Row<'_> {
     #[inline]

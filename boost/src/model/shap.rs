@@ -11,8 +11,11 @@
 use boost_kernels::predict::{CATEGORICAL, DEFAULT_LEFT};
 use boost_kernels::shap::{self, ElementTable, PathMemory, ShapElement, ShapPath, ShapSplit, MAX_PATH_FEATURES};
 
-use super::predict::{check_features, for_each_block};
+use boost_kernels::shap::oblivious::oblivious_values;
+
+use super::predict::{check_features, for_each_block, Row};
 use super::Model;
+use super::ObliviousShap;
 use crate::data::FeatureMatrix;
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -56,6 +59,20 @@ impl PathMemory for ShapPaths {
 }
 
 impl ShapPaths {
+    /// No paths, with each output's `expected` value.
+    pub fn empty(expected: Vec<f64>) -> Self {
+        ShapPaths {
+            paths: Vec::new(),
+            elements: Vec::new(),
+            splits: Vec::new(),
+            category_words: Vec::new(),
+            tables: Vec::new(),
+            weights: Vec::new(),
+            nodes: Vec::new(),
+            expected,
+        }
+    }
+
     /// The paths of `trees` (the output of each in `outputs`), checked: children inside their
     /// tree, each node reached once, covers not negative, at most [`MAX_PATH_FEATURES`] features
     /// on a path. `first_tree` is the first one's index in the model (for errors).
@@ -179,7 +196,7 @@ impl ShapPaths {
 
 /// XGBoost's cover fraction of a child: 0.5 under a node without cover, at least `1e-12` (a
 /// refreshed tree may have a child without cover).
-fn branch_weight(cover: f32, parent: f32) -> f64 {
+pub(super) fn branch_weight(cover: f32, parent: f32) -> f64 {
     if parent <= 0.0 {
         return 0.5;
     }
@@ -192,15 +209,23 @@ fn mean_share(tree: &Tree, path: &[(usize, bool)], leaf: usize, value: f64) -> f
     let mut share = value;
     for (i, &(node, _)) in path.iter().enumerate() {
         let child = path.get(i + 1).map_or(leaf, |&(c, _)| c);
-        let parent = tree.sum_hessian[node];
-        share *= if parent == 0.0 { 0.5 } else { f64::from(tree.sum_hessian[child]) / f64::from(parent) };
+        share *= cover_ratio(tree.sum_hessian[child], tree.sum_hessian[node]);
     }
     share
 }
 
+/// A child's share of its parent's cover in the mean value: a half under a node without cover.
+pub(super) fn cover_ratio(cover: f32, parent: f32) -> f64 {
+    if parent == 0.0 {
+        0.5
+    } else {
+        f64::from(cover) / f64::from(parent)
+    }
+}
+
 /// The Gauss–Legendre rule of `n` points on `[0, 1]`, (node, weight) pairs: the roots of the
 /// Legendre polynomial by Newton's method.
-fn gauss_legendre(n: usize) -> Vec<[f64; 2]> {
+pub(super) fn gauss_legendre(n: usize) -> Vec<[f64; 2]> {
     (0..n)
         .map(|i| {
             let mut x = (std::f64::consts::PI * (i as f64 + 0.75) / (n as f64 + 0.5)).cos();
@@ -230,9 +255,51 @@ fn legendre(n: usize, x: f64) -> (f64, f64) {
     (p, n as f64 * (x * p - prev) / (x * x - 1.0))
 }
 
+/// A model's trees as its SHAP values are computed: their paths, or for oblivious trees the walk.
+pub(crate) enum ShapTrees {
+    Paths(ShapPaths),
+    Oblivious(ObliviousShap),
+}
+
+impl ShapTrees {
+    /// Each output's expected value.
+    pub fn expected(&self) -> &[f64] {
+        match self {
+            ShapTrees::Paths(paths) => &paths.expected,
+            ShapTrees::Oblivious(trees) => &trees.expected,
+        }
+    }
+
+    /// Adds each of `rows`' SHAP values to its `outputs x width` sums in `sums`, over the trees in
+    /// model order (the block's rows against each path or tree in turn, which stays in cache).
+    pub(super) fn add_values(&self, rows: &[Row<'_>], outputs: usize, width: usize, sums: &mut [f64]) {
+        let first = |r: usize, output: u32| (r * outputs + output as usize) * width;
+        match self {
+            ShapTrees::Paths(paths) => {
+                for path in &paths.paths {
+                    for (r, row) in rows.iter().enumerate() {
+                        let sums = &mut sums[first(r, path.output)..][..width];
+                        let value = |f: u32| row.value(f as usize);
+                        shap::path_values(paths, path, &value, |f, phi| sums[f as usize] += phi);
+                    }
+                }
+            }
+            ShapTrees::Oblivious(trees) => {
+                for tree in &trees.trees {
+                    for (r, row) in rows.iter().enumerate() {
+                        let sums = &mut sums[first(r, tree.output)..][..width];
+                        let value = |f: u32| row.value(f as usize);
+                        oblivious_values(trees, tree, &value, |f, phi| sums[f as usize] += phi);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Model {
-    /// The paths of the trees of `iteration_range`, for explanations.
-    pub(crate) fn shap_paths(&self, iteration_range: (usize, usize)) -> Result<ShapPaths> {
+    /// The trees of `iteration_range` to explain, checked: at least one.
+    fn explained_trees(&self, iteration_range: (usize, usize)) -> Result<std::ops::Range<usize>> {
         self.check_shape()?;
         let range = self.tree_range(iteration_range)?;
         if range.is_empty() {
@@ -241,7 +308,24 @@ impl Model {
                 self.num_rounds()
             )));
         }
+        Ok(range)
+    }
+
+    /// The paths of the trees of `iteration_range`, for explanations.
+    pub(crate) fn shap_paths(&self, iteration_range: (usize, usize)) -> Result<ShapPaths> {
+        let range = self.explained_trees(iteration_range)?;
         ShapPaths::of(&self.trees[range.clone()], &self.tree_info[range.clone()], self.num_outputs(), range.start)
+    }
+
+    /// The trees of `iteration_range` for SHAP values: walked when all are oblivious
+    /// ([`ObliviousShap::of`]), else their paths.
+    pub(crate) fn shap_trees(&self, iteration_range: (usize, usize)) -> Result<ShapTrees> {
+        let range = self.explained_trees(iteration_range)?;
+        let (trees, outputs) = (&self.trees[range.clone()], &self.tree_info[range.clone()]);
+        Ok(match ObliviousShap::of(trees, outputs, self.num_outputs()) {
+            Some(oblivious) => ShapTrees::Oblivious(oblivious),
+            None => ShapTrees::Paths(ShapPaths::of(trees, outputs, self.num_outputs(), range.start)?),
+        })
     }
 
     /// Each row's SHAP values (XGBoost's `pred_contribs`): `rows x outputs x (num_feature + 1)`
@@ -255,27 +339,23 @@ impl Model {
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<Vec<f32>> {
-        let (features, paths, bases) = self.explain_inputs(features, base_margin, prob_to_margin, iteration_range)?;
+        check_explained_features(features.cols(), self.num_feature)?;
+        check_features(features, self.num_feature)?;
+        let trees = self.shap_trees(iteration_range)?;
+        let bases = self.base_margins_of(features.rows(), base_margin, prob_to_margin)?;
+        let features = self.target_statistics.apply(features)?;
         let (outputs, width) = (self.num_outputs(), self.num_feature + 1);
         let mut out = alloc_explanation(features.rows(), outputs * width, "contributions")?;
         for_each_block(&features, &mut out, outputs * width, |first, rows, block| {
-            // The block's rows against each path in turn (the paths stay in cache); each row's
-            // sums still take the paths in model order.
             let mut sums = vec![0f64; rows.len() * outputs * width];
-            for path in &paths.paths {
-                for (r, row) in rows.iter().enumerate() {
-                    let sums = &mut sums[(r * outputs + path.output as usize) * width..][..width];
-                    let value = |f: u32| row.value(f as usize);
-                    shap::path_values(&paths, path, &value, |f, phi| sums[f as usize] += phi);
-                }
-            }
+            trees.add_values(rows, outputs, width, &mut sums);
             for (v, s) in block.iter_mut().zip(&sums) {
                 *v = *s as f32;
             }
             for r in 0..rows.len() {
                 let base = &bases[(first + r) * outputs..][..outputs];
                 for o in 0..outputs {
-                    block[(r * outputs + o) * width + width - 1] = paths.expected[o] as f32 + base[o];
+                    block[(r * outputs + o) * width + width - 1] = trees.expected()[o] as f32 + base[o];
                 }
             }
             Ok(())
@@ -642,6 +722,56 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An element's share of a path's interaction values (the GPU's order: a thread a matrix row)
+    /// is the path's pairs (the CPU's: each pair once), bit for bit, both ways round.
+    #[test]
+    fn element_interactions_are_the_paths_pairs_bit_for_bit() {
+        let (model, features) = trained(&[("objective", "reg:squarederror")], 3);
+        let paths = model.shap_paths((0, 0)).unwrap();
+        let FeatureMatrix::Dense(dense) = &features else { unreachable!() };
+        let mut pairs_seen = 0;
+        for r in (0..dense.rows).step_by(23) {
+            let row = dense.row(r);
+            let value = |f: u32| row[f as usize];
+            for path in &paths.paths {
+                let (mut values, mut pairs) = (Vec::new(), Vec::new());
+                let features: Vec<u32> =
+                    (0..path.len).map(|j| paths.elements[(path.first + j) as usize].feature).collect();
+                shap::path_interactions(
+                    &paths,
+                    path,
+                    &value,
+                    |_, phi| values.push(phi),
+                    |i, k, phi| pairs.push((i, k, phi)),
+                );
+                for (i, &feature) in features.iter().enumerate() {
+                    let mut own = None;
+                    let mut others = Vec::new();
+                    shap::element_interactions(
+                        &paths,
+                        path,
+                        &value,
+                        i,
+                        |phi| own = Some(phi),
+                        |k, phi| others.push((k, phi)),
+                    );
+                    assert_eq!(own.map(f64::to_bits), Some(values[i].to_bits()), "row {r}, element {i}");
+                    for (k, phi) in others {
+                        let (a, b) = if features.iter().position(|&f| f == k).unwrap() > i {
+                            (feature, k)
+                        } else {
+                            (k, feature)
+                        };
+                        let want = pairs.iter().find(|p| p.0 == a && p.1 == b).unwrap().2;
+                        assert_eq!(phi.to_bits(), want.to_bits(), "row {r}, pair ({a}, {b})");
+                        pairs_seen += 1;
+                    }
+                }
+            }
+        }
+        assert!(pairs_seen > 100, "{pairs_seen} pairs compared");
     }
 
     /// Data of another width than the model's, a range without trees and values past the host's

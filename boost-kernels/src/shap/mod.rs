@@ -26,7 +26,13 @@
 //! `o_j` = 1 or 0: the host tabulates them per element and point ([`ElementTable`]), so a path
 //! costs a row `2 d Q` multiplications in `f32` and no division; each path's value is then added
 //! in `f64`. A row's values are the sums over the paths in model order, each path's terms in
-//! element order: the same additions in the same order on both backends.
+//! element order: the same additions in the same order on both backends. The kernels: SHAP values
+//! a thread a row over every path; interaction values a thread a (row, matrix row `i`) over the
+//! paths on which feature `i` lies ([`element_interactions`]: each pair's bits whichever of its
+//! two threads computes it), its row of sums in shared memory. Models of oblivious trees have
+//! their own walk for SHAP values ([`oblivious`]).
+
+pub mod oblivious;
 
 use primitives_kernels::arch;
 
@@ -269,6 +275,71 @@ fn interactions<const Q: usize>(
     }
 }
 
+/// Element `i`'s share of `path`'s interaction values for a row: `add(φ_i)`, then
+/// `pair(feature_k, φ_ik)` for each other element `k` in element order, each pair the bits
+/// [`path_interactions`] gives it (the pair's terms in the order of its lower element).
+#[inline]
+pub fn element_interactions(
+    memory: &impl PathMemory,
+    path: &ShapPath,
+    value: &impl Fn(u32) -> f32,
+    i: usize,
+    add: impl FnMut(f64),
+    pair: impl FnMut(u32, f64),
+) {
+    let mask = taken_mask(memory, path, value);
+    match path.points {
+        8 => element_pairs::<8>(memory, path, mask, i, add, pair),
+        _ => element_pairs::<16>(memory, path, mask, i, add, pair),
+    }
+}
+
+#[inline]
+fn element_pairs<const Q: usize>(
+    memory: &impl PathMemory,
+    path: &ShapPath,
+    mask: u32,
+    i: usize,
+    mut add: impl FnMut(f64),
+    mut pair: impl FnMut(u32, f64),
+) {
+    let p = products::<Q>(memory, path, mask);
+    let ei = memory.element(path.first as usize + i);
+    let not_i = usize::from(mask >> i & 1 == 0);
+    let ti = ei.table as usize + 2 + not_i;
+    // P_q / f_i(t_q), summed as `contributions` sums it.
+    let mut pi = [0f32; Q];
+    let mut sum = 0f32;
+    for (q, pi) in pi.iter_mut().enumerate() {
+        *pi = p[q] * memory.table(ti + 4 * q);
+        sum += *pi;
+    }
+    let spread_i = f64::from(u8::from(not_i == 0)) - ei.zero_fraction;
+    add(path.value * spread_i * f64::from(sum));
+    for k in 0..path.len as usize {
+        if k == i {
+            continue;
+        }
+        let ek = memory.element(path.first as usize + k);
+        let taken = mask >> k & 1 != 0;
+        let tk = ek.table as usize + 2 + usize::from(!taken);
+        let spread_k = f64::from(u8::from(taken)) - ek.zero_fraction;
+        let mut sum = 0f32;
+        let phi = if k > i {
+            for (q, pi) in pi.iter().enumerate() {
+                sum += pi * memory.table(tk + 4 * q);
+            }
+            0.5 * path.value * spread_i * spread_k * f64::from(sum)
+        } else {
+            for (q, p) in p.iter().enumerate() {
+                sum += p * memory.table(tk + 4 * q) * memory.table(ti + 4 * q);
+            }
+            0.5 * path.value * spread_k * spread_i * f64::from(sum)
+        };
+        pair(ek.feature, phi);
+    }
+}
+
 /// Row `i`'s entries of an interaction matrix of `width` columns with the diagonal filled:
 /// `pair(k)` reads the accumulated `φ_ik` (0 on the diagonal and in the bias column), the diagonal
 /// is `contribution − Σ_k φ_ik` (summed in column order), each entry rounded to `f32` through
@@ -409,57 +480,107 @@ pub unsafe fn contributions_kernel(
     }
 }
 
-/// [`contributions_kernel`] for interaction values: `contributions` as its `sums`, and
-/// `pairs[((output * width + i) * width + k) * rows + r] +=` each pair's value, both ways.
+/// Where a feature appears among the paths: the path and the element's place on it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ShapOccurrence {
+    pub path: u32,
+    pub element: u32,
+}
+
+/// Interaction values, a thread a (row, output `o`, matrix row `a`): the thread sums over the
+/// paths of output `o` on which feature `a` lies, in model order (the occurrences from
+/// `offsets[o * width + a]` to `offsets[o * width + a + 1]`), feature `a`'s SHAP value and its
+/// pairs' values ([`element_interactions`]), and writes the matrix row
+/// ([`finish_interaction_row`]) to `out[((r * outputs + o) * width + a) * width..]`, the bias
+/// (`expected[o] + bases[r * outputs + o]`) on the last diagonal entry. A block's threads are consecutive rows of one matrix row (the
+/// grid `row_blocks * outputs * width` blocks), so a warp walks one list of paths. A row's sums
+/// are `width` `f64` values: in `scratch[((o * width + a) * width + k) * rows + r]`, or with
+/// `scratch` null in dynamic shared memory (`width * block_dim` of them).
 ///
 /// # Safety
-/// As [`contributions_kernel`]'s; `pairs` holds `outputs * width * width * rows` values.
+/// As [`contributions_kernel`]'s; `offsets` holds `outputs * width + 1` ascending offsets into
+/// `occurrences`, each naming a path of output `o` and an element of feature `a`; `expected` holds
+/// `outputs` values, `bases` `rows * outputs`, `out` `rows * outputs * width * width`; `scratch`
+/// as above, or the launch's dynamic shared memory `width * block_dim * 8` bytes.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn interactions_kernel(
     data: DeviceRows,
     first_row: u64,
     rows: u64,
     paths: DevicePaths,
-    num_paths: u64,
-    contributions: *mut f64,
-    pairs: *mut f64,
+    offsets: *const u32,
+    occurrences: *const ShapOccurrence,
+    expected: *const f32,
+    bases: *const f32,
+    out: *mut f32,
+    scratch: *mut f64,
+    outputs: u64,
     width: u64,
 ) {
-    let r = global_thread();
+    let (thread, threads) = (u64::from(arch::thread_idx_x()), u64::from(arch::block_dim_x()));
+    let row_blocks = rows.div_ceil(threads);
+    let block = u64::from(arch::block_idx_x());
+    let (r, matrix_row) = ((block % row_blocks) * threads + thread, block / row_blocks);
     if r >= rows {
         return;
     }
+    let (o, a) = (matrix_row / width, matrix_row % width);
+    let sums = if scratch.is_null() {
+        (arch::dynamic_shared_memory() as *mut f64).wrapping_add(thread as usize)
+    } else {
+        scratch.wrapping_add((matrix_row * width * rows + r) as usize)
+    };
+    let stride = if scratch.is_null() { threads } else { rows } as usize;
+    // SAFETY: sum `k < width` of this thread's row, in shared memory or `scratch` (the caller);
+    // no other thread touches it.
+    let sum = |k: usize| sums.wrapping_add(k * stride);
+    for k in 0..width as usize {
+        // SAFETY: as above.
+        unsafe { arch::store(sum(k), 0.0) };
+    }
     // SAFETY: the row is one of the rows (the caller).
     let value = |f: u32| unsafe { data.value(first_row + r, f) };
-    // SAFETY: within the buffers (the caller); only this thread touches its row's values.
-    let add = |buffer: *mut f64, at: u64, phi: f64| unsafe {
-        let at = buffer.wrapping_add((at * rows + r) as usize);
-        arch::store(at, arch::load(at) + phi)
-    };
-    for p in 0..num_paths as usize {
-        let path = paths.path(p);
-        let (vector, matrix) = (u64::from(path.output) * width, u64::from(path.output) * width * width);
-        let contribution = |f: u32, phi: f64| add(contributions, vector + u64::from(f), phi);
-        path_interactions(&paths, &path, &value, contribution, |i, k, phi| {
-            add(pairs, matrix + u64::from(i) * width + u64::from(k), phi);
-            add(pairs, matrix + u64::from(k) * width + u64::from(i), phi);
-        });
+    // SAFETY: `matrix_row < outputs * width` (the grid), the offsets' bounds (the caller).
+    let (begin, end) =
+        unsafe { (arch::load(offsets.add(matrix_row as usize)), arch::load(offsets.add(matrix_row as usize + 1))) };
+    let mut contribution = 0f64;
+    for n in begin as usize..end as usize {
+        // SAFETY: `n` is below the last offset (the caller).
+        let occurrence = unsafe { arch::load(occurrences.add(n)) };
+        let path = paths.path(occurrence.path as usize);
+        element_interactions(
+            &paths,
+            &path,
+            &value,
+            occurrence.element as usize,
+            |phi| contribution += phi,
+            |k, phi| {
+                // SAFETY: as above; every element's feature is below `width - 1` (the caller).
+                unsafe { arch::store(sum(k as usize), arch::load(sum(k as usize)) + phi) }
+            },
+        );
     }
+    // SAFETY: within `expected` and `bases` (the caller).
+    let bias = unsafe { arch::load(expected.add(o as usize)) + arch::load(bases.add((r * outputs + o) as usize)) };
+    let row = out.wrapping_add((((r * outputs + o) * width + a) * width) as usize);
+    // SAFETY: as above.
+    let pair = |k: usize| unsafe { arch::load(sum(k)) };
+    finish_interaction_row(width as usize, a as usize, contribution, pair, |k, v| {
+        let v = if a == width - 1 && k as u64 == width - 1 { bias } else { v };
+        // SAFETY: the row's `width` values are within `out` (the caller).
+        unsafe { arch::store(row.add(k), v) }
+    });
 }
 
 /// A thread a (row, output, feature) of a batch: `out[(r * outputs + o) * width + f]` = the row's
-/// SHAP value rounded to `f32`, or for the bias column `expected[o] + bases[r * outputs + o]`;
-/// with `pairs` not null, a thread a (row, output, matrix row) writing that row of the interaction
-/// matrix ([`finish_interaction_row`]), its last diagonal entry the bias.
+/// SHAP value rounded to `f32`, or for the bias column `expected[o] + bases[r * outputs + o]`.
 ///
 /// # Safety
-/// The buffers as [`contributions_kernel`] and [`interactions_kernel`] fill them for `rows` rows;
-/// `expected` holds `outputs` values, `bases` `rows * outputs`, `out` `rows * outputs * width`
-/// (times `width` with `pairs`).
-#[allow(clippy::too_many_arguments)]
+/// `contributions` as [`contributions_kernel`] fills it for `rows` rows; `expected` holds
+/// `outputs` values, `bases` `rows * outputs`, `out` `rows * outputs * width`.
 pub unsafe fn finish_kernel(
     contributions: *const f64,
-    pairs: *const f64,
     expected: *const f32,
     bases: *const f32,
     out: *mut f32,
@@ -472,22 +593,13 @@ pub unsafe fn finish_kernel(
         return;
     }
     let (r, o, i) = (t / (outputs * width), t / width % outputs, t % width);
-    // SAFETY: every index below is within its buffer (the caller).
-    let bias = unsafe { arch::load(expected.add(o as usize)) + arch::load(bases.add((r * outputs + o) as usize)) };
-    // SAFETY: as above.
-    let contribution = unsafe { arch::load(contributions.add(((o * width + i) * rows + r) as usize)) };
-    if pairs.is_null() {
-        let value = if i == width - 1 { bias } else { contribution as f32 };
-        // SAFETY: as above.
-        unsafe { arch::store(out.add(t as usize), value) };
-        return;
-    }
-    // SAFETY: as above.
-    let pair = |k: usize| unsafe { arch::load(pairs.add((((o * width + i) * width + k as u64) * rows + r) as usize)) };
-    let row = out.wrapping_add((t * width) as usize);
-    finish_interaction_row(width as usize, i as usize, contribution, pair, |k, v| {
-        let v = if i == width - 1 && k as u64 == width - 1 { bias } else { v };
-        // SAFETY: as above.
-        unsafe { arch::store(row.add(k), v) }
-    });
+    let value = if i == width - 1 {
+        // SAFETY: within `expected` and `bases` (the caller).
+        unsafe { arch::load(expected.add(o as usize)) + arch::load(bases.add((r * outputs + o) as usize)) }
+    } else {
+        // SAFETY: within `contributions` (the caller).
+        unsafe { arch::load(contributions.add(((o * width + i) * rows + r) as usize)) as f32 }
+    };
+    // SAFETY: within `out` (the caller).
+    unsafe { arch::store(out.add(t as usize), value) };
 }
