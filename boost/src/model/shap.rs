@@ -339,11 +339,8 @@ impl Model {
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<Vec<f32>> {
-        check_explained_features(features.cols(), self.num_feature)?;
-        check_features(features, self.num_feature)?;
-        let trees = self.shap_trees(iteration_range)?;
-        let bases = self.base_margins_of(features.rows(), base_margin, prob_to_margin)?;
-        let features = self.target_statistics.apply(features)?;
+        let shap_trees = || self.shap_trees(iteration_range);
+        let (features, trees, bases) = self.explain_inputs(features, base_margin, prob_to_margin, shap_trees)?;
         let (outputs, width) = (self.num_outputs(), self.num_feature + 1);
         let mut out = alloc_explanation(features.rows(), outputs * width, "contributions")?;
         for_each_block(&features, &mut out, outputs * width, |first, rows, block| {
@@ -377,7 +374,8 @@ impl Model {
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<Vec<f32>> {
-        let (features, paths, bases) = self.explain_inputs(features, base_margin, prob_to_margin, iteration_range)?;
+        let shap_paths = || self.shap_paths(iteration_range);
+        let (features, paths, bases) = self.explain_inputs(features, base_margin, prob_to_margin, shap_paths)?;
         let (outputs, width) = (self.num_outputs(), self.num_feature + 1);
         let square = width * width;
         let mut out = alloc_explanation(features.rows(), outputs * square, "interaction values")?;
@@ -431,7 +429,11 @@ impl Model {
         prob_to_margin: impl Fn(f32) -> f32,
         iteration_range: (usize, usize),
     ) -> Result<Vec<f32>> {
-        let (features, paths, bases) = self.explain_inputs(features, base_margin, prob_to_margin, iteration_range)?;
+        // The expected values of the exact SHAP values' bias (a walked model's are the same bits).
+        let shap_trees = || self.shap_trees(iteration_range);
+        let (features, trees_of_range, bases) =
+            self.explain_inputs(features, base_margin, prob_to_margin, shap_trees)?;
+        let expected = trees_of_range.expected();
         let range = self.tree_range(iteration_range)?;
         let trees = &self.trees[range.clone()];
         let groups = &self.tree_info[range];
@@ -460,7 +462,7 @@ impl Model {
                 }
                 let base = &bases[(first + r) * outputs..][..outputs];
                 for o in 0..outputs {
-                    values[o * width + width - 1] = paths.expected[o] as f32 + base[o];
+                    values[o * width + width - 1] = expected[o] as f32 + base[o];
                 }
             }
             Ok(())
@@ -490,20 +492,20 @@ impl Model {
         Ok(out)
     }
 
-    /// What every explanation starts from: the rows (encoded by the model's target statistics),
-    /// the paths of `iteration_range`'s trees, and each row's base margins.
-    fn explain_inputs<'a>(
+    /// What every explanation starts from, checked in this order: the rows (encoded by the model's
+    /// target statistics), the trees as `trees` gives them, and each row's base margins.
+    fn explain_inputs<'a, T>(
         &self,
         features: &'a FeatureMatrix,
         base_margin: Option<&[f32]>,
         prob_to_margin: impl Fn(f32) -> f32,
-        iteration_range: (usize, usize),
-    ) -> Result<(std::borrow::Cow<'a, FeatureMatrix>, ShapPaths, Vec<f32>)> {
+        trees: impl FnOnce() -> Result<T>,
+    ) -> Result<(std::borrow::Cow<'a, FeatureMatrix>, T, Vec<f32>)> {
         check_explained_features(features.cols(), self.num_feature)?;
         check_features(features, self.num_feature)?;
-        let paths = self.shap_paths(iteration_range)?;
+        let trees = trees()?;
         let bases = self.base_margins_of(features.rows(), base_margin, prob_to_margin)?;
-        Ok((self.target_statistics.apply(features)?, paths, bases))
+        Ok((self.target_statistics.apply(features)?, trees, bases))
     }
 }
 
