@@ -1,7 +1,9 @@
 //! The row-wise evaluation metrics (`rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
-//! `poisson-nloglik`) and the multi-class ones (`merror`, `mlogloss`), written once: `boost`'s metrics call [`ElementwiseMetric::row_term`] on the
-//! CPU over the predictions, and [`elementwise_kernel`] runs it on the device over the margins
-//! (applying the objective's [`Transform`] first, the same function the host's transform calls).
+//! `poisson-nloglik`, `gamma-nloglik`, `gamma-deviance`, `tweedie-nloglik@ρ`) and the multi-class
+//! ones (`merror`, `mlogloss`), written once: `boost`'s metrics call
+//! [`ElementwiseMetric::row_term`] on the CPU over the predictions, and [`elementwise_kernel`] runs
+//! it on the device over the margins (applying the objective's [`Transform`] first, the same
+//! function the host's transform calls).
 //! The weighted losses and weights are summed with the fixed-order blocked sums of [`reduce`], so the
 //! evaluation log has the same digits whichever backend trained.
 //!
@@ -23,16 +25,29 @@ impl Transform {
     pub const IDENTITY: Transform = Transform(0);
     /// [`sigmoid`] (the logistic family).
     pub const SIGMOID: Transform = Transform(1);
-    /// `e^m` (`count:poisson`).
+    /// `e^m` (`count:poisson`, `reg:gamma`, `reg:tweedie`).
     pub const EXP: Transform = Transform(2);
+    /// 1 for a positive margin, else 0 (`binary:hinge`).
+    pub const STEP: Transform = Transform(3);
 
     #[inline]
     pub fn apply(self, margin: f32) -> f32 {
         match self {
             Self::SIGMOID => sigmoid(margin),
             Self::EXP => crate::exp::expf(margin),
+            Self::STEP => step(margin),
             _ => margin,
         }
+    }
+}
+
+/// `binary:hinge`'s prediction: 1 for a positive margin, else 0.
+#[inline]
+pub fn step(margin: f32) -> f32 {
+    if margin > 0.0 {
+        1.0
+    } else {
+        0.0
     }
 }
 
@@ -71,6 +86,10 @@ impl ElementwiseMetric {
     pub const LOGLOSS: u32 = 5;
     pub const ERROR: u32 = 6;
     pub const POISSON_NLOGLIK: u32 = 7;
+    pub const GAMMA_NLOGLIK: u32 = 8;
+    pub const GAMMA_DEVIANCE: u32 = 9;
+    /// `tweedie-nloglik@ρ`, the parameter `ρ`.
+    pub const TWEEDIE_NLOGLIK: u32 = 10;
 
     /// XGBoost's `EvalRow`: the unweighted loss of one row with label `y` and prediction `p`, in `f32`.
     #[inline]
@@ -104,9 +123,27 @@ impl ElementwiseMetric {
                     y
                 }
             }
-            _ => {
+            Self::POISSON_NLOGLIK => {
                 let p = if p > 1e-16 { p } else { 1e-16 };
                 libm::lgammaf(y + 1.0) + p - libm::logf(p) * y
+            }
+            Self::GAMMA_NLOGLIK => {
+                // The exponential family's form with dispersion 1 (so `c = 0`); `θ = -1/p` in `f64`.
+                let p = if p > 1e-6 { p } else { 1e-6 };
+                let theta = (-1.0 / p as f64) as f32;
+                let b = -libm::logf(-theta);
+                -(y * theta - b)
+            }
+            Self::GAMMA_DEVIANCE => {
+                let (p, y) = (p + 1e-6, y + 1e-6);
+                libm::logf(p / y) + y / p - 1.0
+            }
+            _ => {
+                let rho = self.parameter;
+                let log_p = libm::logf(p);
+                let a = y * crate::exp::expf((1.0 - rho) * log_p) / (1.0 - rho);
+                let b = crate::exp::expf((2.0 - rho) * log_p) / (2.0 - rho);
+                -a + b
             }
         }
     }
@@ -123,6 +160,8 @@ impl ElementwiseMetric {
         let mean = if sums.weight == 0.0 { sums.loss } else { sums.loss / sums.weight };
         match self.kind {
             Self::RMSE | Self::RMSLE => libm::sqrt(mean),
+            // XGBoost divides by `kRtEps` (an `f32`) when the weights sum to nothing.
+            Self::GAMMA_DEVIANCE => 2.0 * sums.loss / if sums.weight > 0.0 { sums.weight } else { 1e-6f32 as f64 },
             _ => mean,
         }
     }

@@ -1,5 +1,6 @@
-//! The per-row gradients of the element-wise objectives (squared error, the logistic family,
-//! pseudo-Huber, absolute error, Poisson) and of the softmax cross-entropy, written once: `boost`'s
+//! The per-row gradients of the element-wise objectives (squared error, squared log error, the
+//! logistic family, pseudo-Huber, absolute error, Poisson, gamma, Tweedie, hinge) and of the softmax
+//! cross-entropy, written once: `boost`'s
 //! objectives call these functions on the CPU, and [`gradients_kernel`] and
 //! [`softmax_gradients_kernel`] run them on the device, so both give the same bits
 //! (plain `f32` arithmetic and `libm`, no fused multiply-adds on either side). Also the margin
@@ -79,8 +80,56 @@ pub fn poisson_gradient(margin: f32, label: f32, weight: f32, max_delta_step: f3
     GradientPair::new((crate::exp::expf(margin) - label) * weight, crate::exp::expf(margin + max_delta_step) * weight)
 }
 
+/// Squared log error `½(log1p(m) - log1p(y))²` for one row (the margin floored just above -1), as
+/// XGBoost's `SquaredLogError`: its hessian divides by `(m + 1)²` in `f64` (C++'s `pow(float, int)`)
+/// and is floored at 1e-6.
+#[inline]
+pub fn squared_log_error_gradient(margin: f32, label: f32, weight: f32) -> GradientPair<f32> {
+    // `fmaxf(predt, -1 + 1e-6)`: the double constant rounded to `f32`.
+    const FLOOR: f32 = (-1.0 + 1e-6) as f32;
+    let m = if margin > FLOOR { margin } else { FLOOR };
+    let (log_m, log_y) = (libm::log1pf(m), libm::log1pf(label));
+    let grad = (log_m - log_y) / (m + 1.0);
+    let square = (m + 1.0) as f64 * (m + 1.0) as f64;
+    let hess = ((-log_m + log_y + 1.0) as f64 / square) as f32;
+    GradientPair::new(grad * weight, if hess > 1e-6 { hess } else { 1e-6 } * weight)
+}
+
+/// Gamma deviance with a log link for one row: with `p = e^m`, gradient `1 - y/p`, hessian `y/p`
+/// (XGBoost's `GammaDeviance`, `scale_pos_weight` on rows labelled 1 as in every `RegLossObj`).
+#[inline]
+pub fn gamma_gradient(margin: f32, label: f32, weight: f32, scale_pos_weight: f32) -> GradientPair<f32> {
+    let p = crate::exp::expf(margin);
+    let w = scaled_weight(label, weight, scale_pos_weight);
+    GradientPair::new((1.0 - label / p) * w, (label / p) * w)
+}
+
+/// Tweedie negative log-likelihood with a log link and variance power `rho` in `[1, 2)`, for one
+/// row: gradient `-y e^((1-ρ)m) + e^((2-ρ)m)`, hessian `-y (1-ρ) e^((1-ρ)m) + (2-ρ) e^((2-ρ)m)`.
+#[inline]
+pub fn tweedie_gradient(margin: f32, label: f32, weight: f32, rho: f32) -> GradientPair<f32> {
+    let (a, b) = (crate::exp::expf((1.0 - rho) * margin), crate::exp::expf((2.0 - rho) * margin));
+    let grad = -label * a + b;
+    let hess = -label * (1.0 - rho) * a + (2.0 - rho) * b;
+    GradientPair::new(grad * weight, hess * weight)
+}
+
+/// Hinge loss `max(0, 1 - m y)` with `y = 2 label - 1`, for one row: gradient `-y w` and hessian `w`
+/// inside the margin, else 0 and the smallest normal `f32` (XGBoost's `HingeObj`, which forms `y`
+/// and the product in `f64`).
+#[inline]
+pub fn hinge_gradient(margin: f32, label: f32, weight: f32) -> GradientPair<f32> {
+    let y = label as f64 * 2.0 - 1.0;
+    if (margin as f64) * y < 1.0 {
+        GradientPair::new((-y * weight as f64) as f32, weight)
+    } else {
+        GradientPair::new(0.0, f32::MIN_POSITIVE)
+    }
+}
+
 /// An element-wise objective as the device takes it: which gradient function, and its parameter
-/// (`scale_pos_weight`, the Huber slope or Poisson's `max_delta_step`; unused by absolute error).
+/// (`scale_pos_weight`, the Huber slope, Poisson's `max_delta_step` or Tweedie's variance power;
+/// unused by absolute error, squared log error and hinge).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct ElementwiseObjective {
@@ -94,6 +143,10 @@ impl ElementwiseObjective {
     pub const PSEUDO_HUBER: u32 = 2;
     pub const ABSOLUTE_ERROR: u32 = 3;
     pub const POISSON: u32 = 4;
+    pub const SQUARED_LOG_ERROR: u32 = 5;
+    pub const GAMMA: u32 = 6;
+    pub const TWEEDIE: u32 = 7;
+    pub const HINGE: u32 = 8;
 
     /// The `α` of the quantile of a leaf's residuals that replaces its value after the tree is built
     /// (`reg:absoluteerror`: the median; see [`crate::adaptive`]), if the objective refreshes leaves.
@@ -111,7 +164,11 @@ impl ElementwiseObjective {
             Self::LOGISTIC => logistic_gradient(margin, label, weight, p),
             Self::PSEUDO_HUBER => pseudo_huber_gradient(margin, label, weight, p),
             Self::ABSOLUTE_ERROR => absolute_error_gradient(margin, label, weight),
-            _ => poisson_gradient(margin, label, weight, p),
+            Self::POISSON => poisson_gradient(margin, label, weight, p),
+            Self::SQUARED_LOG_ERROR => squared_log_error_gradient(margin, label, weight),
+            Self::GAMMA => gamma_gradient(margin, label, weight, p),
+            Self::TWEEDIE => tweedie_gradient(margin, label, weight, p),
+            _ => hinge_gradient(margin, label, weight),
         }
     }
 }

@@ -576,6 +576,8 @@ pub enum OutputTransform {
     Softmax,
     /// The class of the row's largest margin, the first of equal ones, as `f32` (`multi:softmax`).
     ArgMax,
+    /// 1 for a positive margin, else 0 (`binary:hinge`).
+    Step,
 }
 
 impl OutputTransform {
@@ -586,7 +588,9 @@ impl OutputTransform {
 
     /// The transform of a kernel argument's code.
     pub fn from_code(code: u32) -> Option<Self> {
-        [Self::Identity, Self::Sigmoid, Self::Exp, Self::Softmax, Self::ArgMax].into_iter().find(|t| t.code() == code)
+        [Self::Identity, Self::Sigmoid, Self::Exp, Self::Softmax, Self::ArgMax, Self::Step]
+            .into_iter()
+            .find(|t| t.code() == code)
     }
 
     /// Values a row of `outputs` margins gives.
@@ -605,6 +609,7 @@ impl OutputTransform {
             Self::Identity => (0..outputs).for_each(|c| write(c, margin(c))),
             Self::Sigmoid => (0..outputs).for_each(|c| write(c, sigmoid(margin(c)))),
             Self::Exp => (0..outputs).for_each(|c| write(c, crate::exp::expf(margin(c)))),
+            Self::Step => (0..outputs).for_each(|c| write(c, crate::metric::step(margin(c)))),
             Self::Softmax => {
                 let normaliser = softmax_normaliser(&margin, outputs);
                 (0..outputs).for_each(|c| write(c, softmax_probability(margin(c), normaliser)));
@@ -680,7 +685,8 @@ mod tests {
         assert_eq!(row(OutputTransform::Exp)[3], crate::exp::expf(-1.0));
         let p = row(OutputTransform::Softmax);
         assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6 && p[1] == p[2] && p[1] > p[0]);
-        for t in [OutputTransform::Identity, OutputTransform::Softmax, OutputTransform::ArgMax] {
+        assert_eq!(row(OutputTransform::Step), [1.0, 1.0, 1.0, 0.0]);
+        for t in [OutputTransform::Identity, OutputTransform::Softmax, OutputTransform::ArgMax, OutputTransform::Step] {
             assert_eq!(OutputTransform::from_code(t.code()), Some(t));
         }
         assert_eq!(OutputTransform::from_code(9), None);

@@ -460,3 +460,30 @@ def test_scikit_learn_estimators_take_pandas_categories_as_xgboosts(xgb):
     np.testing.assert_allclose(ours.predict_proba(rows), theirs.predict_proba(rows), rtol=1e-6)
     with pytest.raises(ValueError, match="enable_categorical"):
         tb.XGBRegressor(n_estimators=2).fit(frame, y)
+
+
+@pytest.mark.parametrize("objective,extra", [("reg:gamma", {}), ("reg:tweedie", {"tweedie_variance_power": 1.3}),
+                                             ("reg:squaredlogerror", {}), ("binary:hinge", {})])
+def test_models_of_the_glm_and_hinge_objectives_go_both_ways(xgb, higgs, tmp_path, objective, extra):
+    (X, y, _), (Xt, yt, _) = higgs
+    if objective != "binary:hinge":
+        # Positive targets that depend on the features.
+        y, yt = (np.abs(M[:, 0] * 2 + M[:, 3]) + 0.25 for M in (X, Xt))
+    params = {"objective": objective, "max_depth": 4, "tree_method": "hist", "nthread": 2, **extra}
+    ours_log, theirs_log = {}, {}
+    ours = tb.train(params, tb.DMatrix(X, label=y), 10, evals=[(tb.DMatrix(Xt, label=yt), "test")],
+                    evals_result=ours_log, verbose_eval=False)
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y), 10, evals=[(xgb.DMatrix(Xt, label=yt), "test")],
+                       evals_result=theirs_log, verbose_eval=False)
+    assert list(ours_log["test"]) == list(theirs_log["test"])
+    for metric, values in theirs_log["test"].items():
+        np.testing.assert_allclose(ours_log["test"][metric], values, rtol=1e-6, atol=0)
+    ours.save_model(tmp_path / "ours.json")
+    theirs.save_model(str(tmp_path / "theirs.json"))
+    loaded_by_xgboost = xgb.Booster(model_file=str(tmp_path / "ours.json"))
+    loaded_by_us = tb.Booster(model_file=tmp_path / "theirs.json")
+    for margin in (False, True):
+        np.testing.assert_array_equal(loaded_by_xgboost.predict(xgb.DMatrix(Xt), output_margin=margin),
+                                      ours.predict(tb.DMatrix(Xt), output_margin=margin))
+        np.testing.assert_array_equal(loaded_by_us.predict(tb.DMatrix(Xt), output_margin=margin),
+                                      theirs.predict(xgb.DMatrix(Xt), output_margin=margin))

@@ -322,8 +322,12 @@ mod tests {
     fn device_transforms_are_the_hosts() {
         let gpu = Gpu::emulated(Schedule::Deterministic);
         let classes = [("num_class".to_string(), "3".to_string())];
-        let names: [(&str, &[(String, String)]); 9] = [
+        let names: [(&str, &[(String, String)]); 13] = [
             ("binary:logistic", &[]),
+            ("binary:hinge", &[]),
+            ("reg:gamma", &[]),
+            ("reg:tweedie", &[]),
+            ("reg:squaredlogerror", &[]),
             ("binary:logitraw", &[]),
             ("reg:squarederror", &[]),
             ("reg:pseudohubererror", &[]),

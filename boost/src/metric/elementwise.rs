@@ -1,5 +1,6 @@
 //! Row-wise metrics: `rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
-//! `poisson-nloglik` (formulas in the parent module). Each row's loss is XGBoost's `EvalRow`, in
+//! `poisson-nloglik`, `gamma-nloglik`, `gamma-deviance`, `tweedie-nloglik@ρ` (formulas in the parent
+//! module). Each row's loss is XGBoost's `EvalRow`, in
 //! `f32`, times the row weight (also in `f32`); the weighted losses and the weights are summed in
 //! `f64`, and the result is `Σ loss / Σ w` (`√` of it for the two root metrics). The arithmetic is
 //! `boost_kernels::metric`'s, which the GPU backend runs on the device over the training margins.
@@ -36,6 +37,15 @@ pub enum ElementwiseKind {
     },
     /// Poisson negative log likelihood (`poisson-nloglik`).
     PoissonNegLogLik,
+    /// Gamma negative log likelihood with dispersion 1 (`gamma-nloglik`).
+    GammaNegLogLik,
+    /// Twice the mean gamma deviance (`gamma-deviance`).
+    GammaDeviance,
+    /// Tweedie negative log likelihood (`tweedie-nloglik@ρ`).
+    TweedieNegLogLik {
+        /// The variance power `ρ`, in `[1, 2)`.
+        rho: f32,
+    },
 }
 
 /// A row-wise metric.
@@ -61,6 +71,9 @@ impl Elementwise {
             ElementwiseKind::LogLoss => (ElementwiseMetric::LOGLOSS, 0.0),
             ElementwiseKind::Error { threshold } => (ElementwiseMetric::ERROR, threshold.unwrap_or(0.5)),
             ElementwiseKind::PoissonNegLogLik => (ElementwiseMetric::POISSON_NLOGLIK, 0.0),
+            ElementwiseKind::GammaNegLogLik => (ElementwiseMetric::GAMMA_NLOGLIK, 0.0),
+            ElementwiseKind::GammaDeviance => (ElementwiseMetric::GAMMA_DEVIANCE, 0.0),
+            ElementwiseKind::TweedieNegLogLik { rho } => (ElementwiseMetric::TWEEDIE_NLOGLIK, rho),
         };
         ElementwiseMetric { kind, parameter }
     }
@@ -79,6 +92,9 @@ impl Metric for Elementwise {
             ElementwiseKind::Error { threshold: Some(t) } if t != 0.5 => format!("error@{}", format_threshold(t)),
             ElementwiseKind::Error { .. } => "error".into(),
             ElementwiseKind::PoissonNegLogLik => "poisson-nloglik".into(),
+            ElementwiseKind::GammaNegLogLik => "gamma-nloglik".into(),
+            ElementwiseKind::GammaDeviance => "gamma-deviance".into(),
+            ElementwiseKind::TweedieNegLogLik { rho } => format!("tweedie-nloglik@{}", format_threshold(rho)),
         }
     }
 
@@ -186,6 +202,33 @@ mod tests {
             assert!((a - unweighted).abs() < 1e-6, "{name}: {a} vs {unweighted}");
             assert!((b - weighted).abs() < 1e-6, "{name} weighted: {b} vs {weighted}");
         }
+    }
+
+    #[test]
+    fn log_link_metrics_match_xgboost_3_4() {
+        // `bst.eval` of xgboost 3.4.1 with these predictions as base margins (squared error, eta 0).
+        let y = [0.5f32, 1.0, 2.0, 0.3, 4.0, 1.5, 0.7, 3.0, 2.2, 0.9, 1.1, 6.0];
+        let p = [0.6f32, 0.9, 2.5, 0.2, 3.0, 1.0, 1.2, 2.8, 2.0, 1.4, 0.5, 4.5];
+        let w = [1.0f32, 0.5, 2.0, 1.5, 0.25, 3.0, 1.0, 0.75, 1.25, 2.0, 0.5, 1.0];
+        let cases: &[(&str, f64, f64)] = &[
+            ("gamma-nloglik", 1.404208352168401, 1.3107908539852853),
+            ("gamma-deviance", 0.15843435128529867, 0.14270578804662673),
+            ("tweedie-nloglik@1.5", 5.209202627340953, 4.924232030318955),
+            ("tweedie-nloglik@1.2", 10.157626211643219, 9.193131382182493),
+            ("rmsle", 0.19056326875980423, 0.18812485280268257),
+        ];
+        for &(name, unweighted, weighted) in cases {
+            let (a, b) = (eval(name, &p, &y, &[]), eval(name, &p, &y, &w));
+            assert!((a - unweighted).abs() < 1e-6 * unweighted, "{name}: {a} vs {unweighted}");
+            assert!((b - weighted).abs() < 1e-6 * weighted, "{name} weighted: {b} vs {weighted}");
+        }
+        assert_eq!(from_name("tweedie-nloglik@1.50").unwrap().name(), "tweedie-nloglik@1.5");
+        for bad in ["tweedie-nloglik", "tweedie-nloglik@2", "tweedie-nloglik@0.5", "tweedie-nloglik@x", "gamma-deviance@1"] {
+            assert!(matches!(from_name(bad), Err(Error::InvalidParameter { .. })), "{bad}");
+        }
+        // Zero total weight: gamma-deviance divides by XGBoost's kRtEps.
+        let d = eval("gamma-deviance", &[2.0], &[1.0], &[0.0]);
+        assert_eq!(d, 0.0);
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //! | `logloss` | `-Σ w (y log p + (1 - y) log(1 - p)) / Σ w`, logs of `max(·, 1e-16)`, `0 log 0 = 0` |
 //! | `error`, `error@t` | weighted fraction with `p > t` (`t` = 0.5) counted as `1 - y`, else `y` |
 //! | `poisson-nloglik` | `Σ w (lgamma(y + 1) + p - y log p) / Σ w`, `p >= 1e-16` |
+//! | `gamma-nloglik` | `Σ w (y/p + log p) / Σ w`, `p >= 1e-6` |
+//! | `gamma-deviance` | `2 Σ w (log(p'/y') + y'/p' - 1) / Σ w`, `p' = p + 1e-6`, `y' = y + 1e-6` |
+//! | `tweedie-nloglik@ρ` | `Σ w (-y p^(1-ρ)/(1-ρ) + p^(2-ρ)/(2-ρ)) / Σ w`, `1 <= ρ < 2` |
 //! | `merror`, `mlogloss` | argmax (first of equal maxima) `!= y`; `-log(max(p_y, 1e-16))` |
 //! | `auc`, `aucpr` | see `auc.rs`: binary, one-vs-rest for multi-class, per group for ranking |
 //! | `ndcg[@k][-]`, `map[@k][-]` | see `rank.rs`: mean over groups, weighted by group |
@@ -114,8 +117,8 @@ pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
 }
 
 /// The metrics `eval_metric` takes, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
-/// take an argument).
-pub const METRIC_NAMES: [&str; 14] = [
+/// take an argument; `tweedie-nloglik@ρ` needs one).
+pub const METRIC_NAMES: [&str; 17] = [
     "rmse",
     "rmsle",
     "mae",
@@ -124,6 +127,9 @@ pub const METRIC_NAMES: [&str; 14] = [
     "logloss",
     "error",
     "poisson-nloglik",
+    "gamma-nloglik",
+    "gamma-deviance",
+    "tweedie-nloglik",
     "merror",
     "mlogloss",
     "auc",
@@ -133,10 +139,7 @@ pub const METRIC_NAMES: [&str; 14] = [
 ];
 
 /// XGBoost 3.4's metrics that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_METRICS_NOT_YET: [&str; 9] = [
-    "gamma-nloglik",
-    "gamma-deviance",
-    "tweedie-nloglik",
+const XGBOOST_METRICS_NOT_YET: [&str; 6] = [
     "quantile",
     "expectile",
     "cox-nloglik",
@@ -148,6 +151,7 @@ const XGBOOST_METRICS_NOT_YET: [&str; 9] = [
 /// The metric called `name`, reading `huber_slope` and `ndcg_exp_gain` from `params` (other names
 /// are ignored) as XGBoost configures metrics from the training parameters. Names:
 /// `rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error`, `error@t`, `poisson-nloglik`,
+/// `gamma-nloglik`, `gamma-deviance`, `tweedie-nloglik@ρ`,
 /// `merror`, `mlogloss`, `auc`, `aucpr`, and `ndcg`/`map` with optional `@k` and trailing `-`
 /// (`ndcg`, `ndcg-`, `ndcg@5`, `ndcg@5-`, `ndcg@-`). A bare `ndcg` or `map` is truncated at 32
 /// documents, as in XGBoost 3.x.
@@ -182,6 +186,18 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
         }
         "logloss" => no_arg(Box::new(Elementwise::new(ElementwiseKind::LogLoss))),
         "poisson-nloglik" => no_arg(Box::new(Elementwise::new(ElementwiseKind::PoissonNegLogLik))),
+        "gamma-nloglik" => no_arg(Box::new(Elementwise::new(ElementwiseKind::GammaNegLogLik))),
+        "gamma-deviance" => no_arg(Box::new(Elementwise::new(ElementwiseKind::GammaDeviance))),
+        "tweedie-nloglik" => {
+            // XGBoost reads the power with `atof` into an `f32` and requires `1 <= ρ < 2`.
+            let rho = arg.and_then(|a| a.trim().parse::<f64>().ok()).map(|r| r as f32);
+            match rho {
+                Some(rho) if (1.0..2.0).contains(&rho) => {
+                    Ok(Box::new(Elementwise::new(ElementwiseKind::TweedieNegLogLik { rho })))
+                }
+                _ => Err(bad(format!("`{name}`: write tweedie-nloglik@ρ with a variance power 1 <= ρ < 2"))),
+            }
+        }
         "error" => {
             let threshold = match arg {
                 None => None,

@@ -1,5 +1,5 @@
-//! Element-wise objectives: squared error, the logistic family, pseudo-Huber, absolute error and
-//! Poisson. Each row's gradient depends on its own margin, label and weight only (formulas in the
+//! Element-wise objectives: squared error, squared log error, the logistic family, hinge,
+//! pseudo-Huber, absolute error and Poisson (gamma and Tweedie are in `log_link.rs`). Each row's gradient depends on its own margin, label and weight only (formulas in the
 //! parent module's table); the per-row functions are `boost_kernels::objective`'s, plain `f32` code
 //! with `libm` that the GPU backend's gradient kernel runs too.
 //!
@@ -21,7 +21,8 @@ use crate::{Error, Result};
 use boost_kernels::metric::Transform;
 use boost_kernels::objective::ElementwiseObjective;
 pub use boost_kernels::objective::{
-    absolute_error_gradient, logistic_gradient, poisson_gradient, pseudo_huber_gradient, squared_error_gradient,
+    absolute_error_gradient, hinge_gradient, logistic_gradient, poisson_gradient, pseudo_huber_gradient,
+    squared_error_gradient, squared_log_error_gradient,
 };
 
 /// XGBoost compares `|scale_pos_weight - 1|` with `kRtEps` to choose the Newton-step intercept.
@@ -32,7 +33,7 @@ const ROWS_PER_TASK: usize = 1 << 14;
 
 /// Applies a per-row gradient function to every row (in parallel: rows are independent, so the
 /// result does not depend on the schedule). Rows beyond the margins get zero gradients.
-fn elementwise(
+pub(super) fn elementwise(
     margins: &[f32],
     info: &MetaInfo,
     out: &mut [GradientPair<f32>],
@@ -98,6 +99,87 @@ impl Objective for SquaredError {
     }
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({"name": self.name(), "reg_loss_param": {"scale_pos_weight": format_f32(self.scale_pos_weight)}})
+    }
+}
+
+/// `reg:squaredlogerror`: `½(log1p(p) - log1p(y))²` on the margin itself (no link); labels above -1.
+#[derive(Clone, Debug)]
+pub struct SquaredLogError;
+
+impl Objective for SquaredLogError {
+    fn name(&self) -> &'static str {
+        "reg:squaredlogerror"
+    }
+    fn validate(&self, info: &MetaInfo) -> Result<()> {
+        validate_rows(info, 1)?;
+        if let Some(i) = info.labels.iter().position(|&y| y <= -1.0) {
+            return Err(Error::InvalidData(format!(
+                "row {i}: label {} is not above -1, which reg:squaredlogerror requires (log(label + 1))",
+                info.labels[i]
+            )));
+        }
+        Ok(())
+    }
+    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
+        elementwise(margins, info, out, squared_log_error_gradient);
+    }
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Elementwise(ElementwiseObjective {
+            kind: ElementwiseObjective::SQUARED_LOG_ERROR,
+            parameter: 0.0,
+        }))
+    }
+    fn device_eval_transform(&self) -> Option<Transform> {
+        Some(Transform::IDENTITY)
+    }
+    fn output_transform(&self) -> OutputTransform {
+        OutputTransform::Identity
+    }
+    /// A Newton step from 0 (XGBoost's `FitIntercept`).
+    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
+        newton_intercept(self, info)
+    }
+    fn default_metric(&self) -> &'static str {
+        "rmsle"
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name()})
+    }
+}
+
+/// `binary:hinge`: the hinge loss of `y = 2 label - 1` (labels 0 and 1); predictions are 0 or 1.
+#[derive(Clone, Debug)]
+pub struct Hinge;
+
+impl Objective for Hinge {
+    fn name(&self) -> &'static str {
+        "binary:hinge"
+    }
+    fn validate(&self, info: &MetaInfo) -> Result<()> {
+        validate_rows(info, 1)
+    }
+    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
+        elementwise(margins, info, out, hinge_gradient);
+    }
+    fn device_objective(&self) -> Option<DeviceObjective> {
+        Some(DeviceObjective::Elementwise(ElementwiseObjective { kind: ElementwiseObjective::HINGE, parameter: 0.0 }))
+    }
+    fn device_eval_transform(&self) -> Option<Transform> {
+        Some(Transform::STEP)
+    }
+    fn output_transform(&self) -> OutputTransform {
+        OutputTransform::Step
+    }
+    /// XGBoost's `FitIntercept`: a Newton step from 0, then the prediction transform, so 1 when
+    /// the weighted labels lean positive, else 0 (the margin itself: no `prob_to_margin`).
+    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
+        boost_kernels::metric::step(newton_intercept(self, info))
+    }
+    fn default_metric(&self) -> &'static str {
+        "error"
+    }
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"name": self.name()})
     }
 }
 
@@ -437,6 +519,55 @@ mod tests {
     }
 
     #[test]
+    fn log_link_and_log_error_derivatives_match_finite_differences() {
+        // Gamma deviance `y e^-m + m` and Tweedie `-y e^((1-ρ)m)/(1-ρ) + e^((2-ρ)m)/(2-ρ)`.
+        let positive = [0.5f32, 1.0, 3.0, 2.0, 0.1, 7.0, 0.3];
+        check_derivatives(&*obj("reg:gamma", &[]), &positive, |m, y| y * (-m).exp() + m, 2e-3);
+        for rho in [1.2f64, 1.5, 1.8] {
+            let o = obj("reg:tweedie", &[("tweedie_variance_power", &rho.to_string())]);
+            let loss = move |m: f64, y: f64| -y * ((1.0 - rho) * m).exp() / (1.0 - rho) + ((2.0 - rho) * m).exp() / (2.0 - rho);
+            check_derivatives(&*o, &[0.0, 1.0, 3.0, 2.0, 0.5, 7.0], loss, 2e-3);
+        }
+        // Squared log error at margins above -1 (the hessian is XGBoost's, exact where >= 1e-6).
+        let o = obj("reg:squaredlogerror", &[]);
+        let margins = [0.5f32, 2.0, -0.5, 4.0];
+        let labels = [1.0f32, 0.5, 0.0, 2.0];
+        let g = grads(&*o, &margins, &info(&labels, &[]));
+        for i in 0..4 {
+            let (m, y) = (margins[i] as f64, labels[i] as f64);
+            let d = m.ln_1p() - y.ln_1p();
+            let (g1, h1) = (d / (m + 1.0), (1.0 - d) / ((m + 1.0) * (m + 1.0)));
+            assert!((g[i].grad as f64 - g1).abs() < 1e-6 && (g[i].hess as f64 - h1).abs() < 1e-6, "row {i}");
+        }
+    }
+
+    #[test]
+    fn new_objectives_gradients_match_xgboost_3_4() {
+        // From xgboost 3.4.1: margins as base_margin, one exact tree with a row a leaf (lambda 0,
+        // eta 1, min_child_weight 0), G = -leaf * cover, H = cover.
+        let margins = [0.3f32, -1.2, 2.5, -0.7, 1.1];
+        let weights = [1.0f32, 0.5, 1.0, 3.0, 1.0];
+        let check = |name: &str, p: &[(&str, &str)], labels: [f32; 5], want: [(f32, f32); 5]| {
+            let g = grads(&*obj(name, p), &margins, &info(&labels, &weights));
+            for (i, &(wg, wh)) in want.iter().enumerate() {
+                let close = |a: f32, b: f32| (a - b).abs() <= 2e-6 * (1.0 + b.abs());
+                assert!(close(g[i].grad, wg) && close(g[i].hess, wh), "{name} row {i}: {:?} vs {wg}, {wh}", g[i]);
+            }
+        };
+        let want = [(0.62959087, 0.3704091), (-2.8201172, 3.3201172), (0.75374502, 0.246255), (-3.0412581, 6.0412579), (-1.3300974, 2.3300974)];
+        check("reg:gamma", &[], [0.5, 2.0, 3.0, 1.0, 7.0], want);
+        let want = [(1.2336781, 0.86357475), (-1.2174740, 0.58109742), (4.3375034, 4.4533525), (-1.8631550, 2.3968256), (-2.8727000, 3.0215764)];
+        check("reg:tweedie", &[("tweedie_variance_power", "1.3")], [0.0, 2.0, 3.0, 1.0, 7.0], want);
+        // Row 1's margin -1.2 is floored at -1 + 1e-6: huge but finite.
+        let want = [(0.20181867, 0.43647087), (-7352827.5, 7.7434496e12), (-0.038151808, 0.092533171), (-16.094379, 86.981262), (-0.63690674, 0.53004634)];
+        check("reg:squaredlogerror", &[], [0.0, 2.0, 3.0, 0.5, 7.0], want);
+        // Hinge: -y w inside the margin (`m y < 1`, `y = 2 label - 1`), else 0 and the least normal.
+        let g = grads(&*obj("binary:hinge", &[]), &margins, &info(&[0.0, 1.0, 1.0, 0.0, 1.0], &weights));
+        let want = [(1.0, 1.0), (-0.5, 0.5), (0.0, f32::MIN_POSITIVE), (3.0, 3.0), (0.0, f32::MIN_POSITIVE)];
+        assert_eq!(g.iter().map(|p| (p.grad, p.hess)).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
     fn scale_pos_weight_scales_rows_labelled_one() {
         let o = obj("binary:logistic", &[("scale_pos_weight", "3")]);
         let g = grads(&*o, &[0.0, 0.0, 0.0], &info(&[1.0, 0.0, 0.5], &[2.0, 2.0, 2.0]));
@@ -515,6 +646,10 @@ mod tests {
         assert_eq!(obj("reg:squarederror", &[]).transform(&[1.5]), vec![1.5]);
         assert_eq!(obj("reg:absoluteerror", &[]).transform(&[1.5]), vec![1.5]);
         assert_eq!(obj("reg:pseudohubererror", &[]).transform(&[1.5]), vec![1.5]);
+        assert_eq!(obj("binary:hinge", &[]).transform(&[-0.5, 0.0, 0.25]), vec![0.0, 0.0, 1.0]);
+        assert_eq!(obj("reg:gamma", &[]).transform(&[1.0]), vec![boost_kernels::exp::expf(1.0)]);
+        assert_eq!(obj("reg:tweedie", &[]).eval_transform(&[1.0]), vec![boost_kernels::exp::expf(1.0)]);
+        assert_eq!(obj("reg:squaredlogerror", &[]).transform(&[1.5]), vec![1.5]);
     }
 
     #[test]
@@ -528,6 +663,10 @@ mod tests {
             "reg:pseudohubererror",
             "reg:absoluteerror",
             "count:poisson",
+            "reg:gamma",
+            "reg:tweedie",
+            "reg:squaredlogerror",
+            "binary:hinge",
         ] {
             let o = obj(name, &[]);
             let transform = o.device_eval_transform().unwrap_or_else(|| panic!("{name}: no device transform"));
@@ -551,6 +690,10 @@ mod tests {
         assert!(obj("binary:logistic", &[]).check_base_score(1.0).is_ok());
         assert!(obj("binary:logitraw", &[]).check_base_score(1.5).is_ok());
         assert!(obj("count:poisson", &[]).check_base_score(-1.0).is_err());
+        assert!(obj("reg:gamma", &[]).check_base_score(0.0).is_err());
+        assert!(obj("reg:tweedie", &[]).check_base_score(0.0).is_ok());
+        assert_eq!(obj("reg:gamma", &[]).prob_to_margin(1.0), 0.0);
+        assert_eq!(obj("binary:hinge", &[]).prob_to_margin(1.0), 1.0);
         assert!(obj("reg:squarederror", &[]).check_base_score(f32::NAN).is_err());
     }
 
@@ -594,6 +737,21 @@ mod tests {
         assert!(close(bs("reg:pseudohubererror", &[], &yr, &[]), 1.1333389));
         assert!(close(bs("reg:pseudohubererror", &[], &yr, &w), 0.9294529));
         assert!(close(bs("reg:pseudohubererror", &[("huber_slope", "3")], &yr, &[]), 1.0190116));
+        // XGBoost 3.4.1: gamma and Tweedie the weighted label mean, squared log error a Newton
+        // step, hinge its sign.
+        let ypos: Vec<f32> = yp.iter().map(|y| y + 0.5).collect();
+        assert!(close(bs("reg:gamma", &[], &ypos, &[]), 2.3461537));
+        assert!(close(bs("reg:gamma", &[], &ypos, &w), 1.9748251));
+        assert!(close(bs("reg:gamma", &[("scale_pos_weight", "3")], &ypos, &[]), 1.7749468));
+        assert!(close(bs("reg:tweedie", &[], &yp, &[]), 1.8461539));
+        assert!(close(bs("reg:tweedie", &[], &yp, &w), 1.4748251));
+        let yabs: Vec<f32> = yr.iter().map(|y| y.abs()).collect();
+        assert!(close(bs("reg:squaredlogerror", &[], &yabs, &[]), 0.46978578));
+        assert!(close(bs("reg:squaredlogerror", &[], &yabs, &w), 0.45801958));
+        assert_eq!(bs("binary:hinge", &[], &yb, &[]), 0.0);
+        assert_eq!(bs("binary:hinge", &[], &yb, &w), 0.0);
+        let flipped: Vec<f32> = yb.iter().map(|y| 1.0 - y).collect();
+        assert_eq!(bs("binary:hinge", &[], &flipped, &[]), 1.0);
         // Degenerate: no rows.
         assert_eq!(bs("reg:squarederror", &[], &[], &[]), 0.0);
         assert_eq!(bs("reg:absoluteerror", &[], &[], &[]), 0.0);
@@ -631,6 +789,11 @@ mod tests {
         assert!(msg("binary:logistic", &[0.0, 1.0, 2.0], &[]).starts_with("row 2:"));
         assert!(msg("reg:logistic", &[-0.5], &[]).starts_with("row 0:"));
         assert!(msg("count:poisson", &[1.0, -2.0], &[]).starts_with("row 1:"));
+        assert!(msg("reg:gamma", &[1.0, 0.0], &[]).starts_with("row 1:"));
+        assert!(msg("reg:tweedie", &[0.0, -0.5], &[]).starts_with("row 1:"));
+        assert!(msg("reg:squaredlogerror", &[0.0, -1.0], &[]).starts_with("row 1:"));
+        assert!(obj("reg:tweedie", &[]).validate(&info(&[0.0, 3.0], &[])).is_ok());
+        assert!(obj("reg:squaredlogerror", &[]).validate(&info(&[-0.5, 3.0], &[])).is_ok());
         assert!(msg("reg:absoluteerror", &[1.0, 2.0], &[1.0, -1.0]).starts_with("row 1:"));
         assert!(msg("reg:pseudohubererror", &[1.0, 2.0], &[1.0, f32::NAN]).starts_with("row 1:"));
         assert!(msg("reg:squarederror", &[1.0, 2.0], &[1.0]).contains("1 weights for 2 rows"));

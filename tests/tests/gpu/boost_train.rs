@@ -354,6 +354,54 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
+    assert_same_model(
+        "reg:tweedie, sampling, metrics on the device",
+        &[
+            ("objective", "reg:tweedie"),
+            ("tweedie_variance_power", "1.2"),
+            ("max_depth", "4"),
+            ("subsample", "0.8"),
+            ("eval_metric", "tweedie-nloglik@1.7"),
+        ],
+        &counts,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    assert_same_model(
+        "reg:squaredlogerror",
+        &[("objective", "reg:squaredlogerror"), ("max_depth", "4"), ("eval_metric", "rmsle")],
+        &counts,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    let mut positive = counts.clone();
+    positive.info.labels.iter_mut().for_each(|y| *y += 0.5);
+    positive.info.weights = (0..rows).map(|i| (i % 3) as f32 * 0.5 + 0.25).collect();
+    assert_same_model(
+        "reg:gamma, weights, metrics on the device",
+        &[
+            ("objective", "reg:gamma"),
+            ("max_depth", "4"),
+            ("eval_metric", "gamma-deviance"),
+            ("eval_metric", "gamma-nloglik"),
+        ],
+        &positive,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    let mut binary = dataset(rows, cols, SyntheticTask::Binary, 8);
+    binary.info.weights = (0..rows).map(|i| (i % 4) as f32 * 0.5).collect();
+    assert_same_model(
+        "binary:hinge, weights (some zero), metrics on the device",
+        &[("objective", "binary:hinge"), ("max_depth", "4"), ("eval_metric", "error"), ("eval_metric", "auc")],
+        &binary,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
 }
 
 #[test]
