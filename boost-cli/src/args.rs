@@ -20,12 +20,31 @@ pub(crate) fn train_help() -> String {
 
 #[derive(Args)]
 pub(crate) struct ImportanceArgs {
-    /// The model (XGBoost JSON).
+    /// The model (XGBoost JSON or UBJSON).
     #[arg(long, short)]
     pub(crate) model: PathBuf,
     /// weight, gain, cover, total_gain or total_cover.
     #[arg(long = "type", default_value = "gain")]
     pub(crate) kind: String,
+}
+
+#[derive(Args)]
+pub(crate) struct DumpArgs {
+    /// The model (XGBoost JSON or UBJSON).
+    pub(crate) model: PathBuf,
+    /// `text` or `json` (XGBoost's `dump_format`).
+    #[arg(long, default_value = "text")]
+    pub(crate) format: String,
+    /// Each node's statistics: the split's gain and every node's cover.
+    #[arg(long)]
+    pub(crate) with_stats: bool,
+    /// A feature map: `index name type` a line (`q`, `i`, `int`, `float` or `c`); without it, the
+    /// model's feature names and types.
+    #[arg(long)]
+    pub(crate) fmap: Option<PathBuf>,
+    /// Where to write the dump (default: standard output).
+    #[arg(long, short)]
+    pub(crate) output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -119,7 +138,7 @@ pub(crate) struct TrainArgs {
     /// Continue training this model.
     #[arg(long)]
     pub(crate) continue_from: Option<PathBuf>,
-    /// Where to write the model (XGBoost JSON).
+    /// Where to write the model: XGBoost JSON for a `.json` file, else UBJSON (`.ubj`).
     #[arg(long, short, default_value = "model.json")]
     pub(crate) output: PathBuf,
     /// Write the learning curve (every metric of every set against the round) as an SVG plot.

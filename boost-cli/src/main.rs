@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use args::{EvalArgs, GenerateArgs, ImportanceArgs, PredictArgs, TrainArgs};
+use args::{DumpArgs, EvalArgs, GenerateArgs, ImportanceArgs, PredictArgs, TrainArgs};
 use boost::{Error, Params, Result};
 
 #[derive(Parser)]
@@ -42,6 +42,8 @@ enum Command {
     Eval(EvalArgs),
     /// Feature importance of a model (XGBoost's `get_score`), highest first.
     Importance(ImportanceArgs),
+    /// Dump a model's trees as XGBoost's `dump_model` writes them (text or JSON).
+    Dump(DumpArgs),
     /// Write a synthetic dataset (dense, with missing values; label in column 0) as CSV.
     Generate(GenerateArgs),
 }
@@ -75,6 +77,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Predict(args) => predict::predict(args),
         Command::Eval(args) => predict::eval(args),
         Command::Importance(args) => predict::importance(args),
+        Command::Dump(args) => predict::dump(args),
         Command::Generate(args) => generate::generate(args),
     }
 }

@@ -1,11 +1,12 @@
-//! `boost predict`, `boost eval` and `boost importance`: a loaded [`Booster`] on a data file.
+//! `boost predict`, `boost eval`, `boost importance` and `boost dump`: a loaded model (on a data
+//! file).
 
 use std::path::Path;
 
-use boost::model::{ImportanceType, Model};
+use boost::model::{DumpFormat, FeatureMap, ImportanceType, Model};
 use boost::{Booster, DMatrix, Device, Error, Params, PredictOptions, Result};
 
-use crate::args::{DataArgs, EvalArgs, ImportanceArgs, PredictArgs};
+use crate::args::{DataArgs, DumpArgs, EvalArgs, ImportanceArgs, PredictArgs};
 use crate::read::{previous_categories, read, ForModel};
 use crate::{parse_range, print_line};
 
@@ -95,6 +96,23 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         print_line(&format!("{name}:{value:.6}"));
     }
     Ok(())
+}
+
+pub(crate) fn dump(args: DumpArgs) -> Result<()> {
+    let model = Model::load(&args.model)?;
+    let format = DumpFormat::parse(&args.format).map_err(|_| Error::InvalidParameter {
+        name: "--format".into(),
+        reason: format!("`{}`: use text or json", args.format),
+    })?;
+    let fmap = args.fmap.as_ref().map(FeatureMap::load).transpose()?;
+    let text = model.dump_text(fmap.as_ref(), args.with_stats, format)?;
+    match &args.output {
+        Some(path) => boost::output::write_file(path, text.as_bytes()),
+        None => {
+            print_line(text.trim_end_matches('\n'));
+            Ok(())
+        }
+    }
 }
 
 pub(crate) fn importance(args: ImportanceArgs) -> Result<()> {

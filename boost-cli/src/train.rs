@@ -20,7 +20,7 @@ use crate::{parse_params, plot, print_line};
 
 pub(crate) fn train(args: TrainArgs) -> Result<()> {
     let params = train_params(&args)?;
-    let previous = args.continue_from.as_ref().map(Model::load_json).transpose()?;
+    let previous = args.continue_from.as_ref().map(Model::load).transpose()?;
     let (train_set, categories) = match synthetic_spec(&args.data)? {
         Some(spec) => (synthetic_rows(&spec, &params)?, Categories::default()),
         None if args.external_memory => {
@@ -54,7 +54,7 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
             trained.model.categories = boost::model::CategoryEncoder::from_names(&categories.features);
         }
     }
-    trained.model.save_json(&args.output)?;
+    trained.model.save(&args.output)?;
     report(&args, &params, &trained, start)
 }
 

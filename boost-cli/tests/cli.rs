@@ -501,7 +501,7 @@ fn messages_say_what_is_wrong() {
     fails_with(&["max_depth=-3"], &["max_depth", "whole number >= 0"]);
     fails_with(&["objective=reg:nonsense"], &["unknown objective", "supported:", "binary:logistic"]);
     fails_with(&["eval_metric=nonsense"], &["unknown metric", "supported:", "logloss"]);
-    fails_with(&["objective=reg:gamma"], &["not supported yet"]);
+    fails_with(&["objective=survival:aft"], &["not supported yet"]);
     fails_with(&["monotone_constraints=(1,0)"], &["monotone_constraints", "not supported yet"]);
     fails_with(&["no_such_thing=1"], &["unknown parameter"]);
     // A semicolon-separated file is read as such.

@@ -5,10 +5,10 @@
 //!
 //! | | shared with the CPU backend | device only |
 //! | --- | --- | --- |
-//! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`rank`] (LambdaMART), [`sampling`] (a stateless draw a row), [`mvs`] (gradient-based sampling), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
+//! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`residual`] (absolute error and quantiles), [`rank`] (LambdaMART), [`sampling`] (a stateless draw a row), [`mvs`] (gradient-based sampling), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
 //! | splits | [`split`] (gains, weights, the bin scan both ways, ties), [`categorical`] (one-hot and partition splits), [`exact`] (the exact method's candidates), [`oblivious`] | [`evaluate`] (a warp a (node, feature)) |
 //! | rows | [`bins`] (a value's bin), [`ellpack`] (reading a quantised page), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
-//! | leaves, metrics | [`adaptive`] (quantile leaves), [`metric`], [`auc`], [`rank_metric`] | |
+//! | metrics, orders | [`metric`], [`auc`], [`rank_metric`], [`order`] (keys, XGBoost's quantiles) | |
 //! | prediction | [`predict`] (a tree walk's step), [`binarised`] (CatBoost's applier) | |
 //! | data | [`synthetic`] (the benchmarks' rows), [`target_statistics`] (CatBoost's ordered encoding of categories) | |
 //!
@@ -16,7 +16,6 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx), allow(unused_features))]
 
-pub mod adaptive;
 pub mod auc;
 pub mod binarised;
 pub mod bins;
@@ -31,12 +30,14 @@ pub mod metric;
 pub mod mvs;
 pub mod objective;
 pub mod oblivious;
+pub mod order;
 pub mod partition;
 pub mod predict;
 pub mod quantise;
 pub mod rank;
 pub mod rank_metric;
 pub mod reduce;
+pub mod residual;
 pub mod sampling;
 pub mod shap;
 pub mod sketch;

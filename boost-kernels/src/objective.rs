@@ -1,6 +1,7 @@
 //! The per-row gradients of the element-wise objectives (squared error, squared log error, the
-//! logistic family, pseudo-Huber, absolute error, Poisson, gamma, Tweedie, hinge) and of the softmax
-//! cross-entropy, written once: `boost`'s
+//! logistic family, pseudo-Huber, Poisson, gamma, Tweedie, hinge) and of the softmax cross-entropy
+//! (absolute error and quantiles, whose scale changes each round, are [`crate::residual`]'s),
+//! written once: `boost`'s
 //! objectives call these functions on the CPU, and [`gradients_kernel`] and
 //! [`softmax_gradients_kernel`] run them on the device, so both give the same bits
 //! (plain `f32` arithmetic and `libm`, no fused multiply-adds on either side). Also the margin
@@ -59,20 +60,6 @@ pub fn pseudo_huber_gradient(margin: f32, label: f32, weight: f32, slope: f32) -
     GradientPair::new(grad * weight, hess * weight)
 }
 
-/// Absolute error `|m - y|` for one row: the sign as gradient, the weight as hessian (XGBoost).
-#[inline]
-pub fn absolute_error_gradient(margin: f32, label: f32, weight: f32) -> GradientPair<f32> {
-    let d = margin - label;
-    let sign = if d > 0.0 {
-        1.0
-    } else if d < 0.0 {
-        -1.0
-    } else {
-        0.0
-    };
-    GradientPair::new(sign * weight, weight)
-}
-
 /// Poisson negative log-likelihood `e^m - y m` for one row; the hessian is inflated by
 /// `e^max_delta_step`, XGBoost's safeguard against huge first steps.
 #[inline]
@@ -129,7 +116,7 @@ pub fn hinge_gradient(margin: f32, label: f32, weight: f32) -> GradientPair<f32>
 
 /// An element-wise objective as the device takes it: which gradient function, and its parameter
 /// (`scale_pos_weight`, the Huber slope, Poisson's `max_delta_step` or Tweedie's variance power;
-/// unused by absolute error, squared log error and hinge).
+/// unused by squared log error and hinge). Kind 3 was absolute error's before XGBoost 3.4 scaled it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct ElementwiseObjective {
@@ -141,19 +128,11 @@ impl ElementwiseObjective {
     pub const SQUARED_ERROR: u32 = 0;
     pub const LOGISTIC: u32 = 1;
     pub const PSEUDO_HUBER: u32 = 2;
-    pub const ABSOLUTE_ERROR: u32 = 3;
     pub const POISSON: u32 = 4;
     pub const SQUARED_LOG_ERROR: u32 = 5;
     pub const GAMMA: u32 = 6;
     pub const TWEEDIE: u32 = 7;
     pub const HINGE: u32 = 8;
-
-    /// The `α` of the quantile of a leaf's residuals that replaces its value after the tree is built
-    /// (`reg:absoluteerror`: the median; see [`crate::adaptive`]), if the objective refreshes leaves.
-    #[inline]
-    pub fn leaf_quantile(&self) -> Option<f64> {
-        (self.kind == Self::ABSOLUTE_ERROR).then_some(0.5)
-    }
 
     /// One row's gradient pair.
     #[inline]
@@ -163,7 +142,6 @@ impl ElementwiseObjective {
             Self::SQUARED_ERROR => squared_error_gradient(margin, label, weight, p),
             Self::LOGISTIC => logistic_gradient(margin, label, weight, p),
             Self::PSEUDO_HUBER => pseudo_huber_gradient(margin, label, weight, p),
-            Self::ABSOLUTE_ERROR => absolute_error_gradient(margin, label, weight),
             Self::POISSON => poisson_gradient(margin, label, weight, p),
             Self::SQUARED_LOG_ERROR => squared_log_error_gradient(margin, label, weight),
             Self::GAMMA => gamma_gradient(margin, label, weight, p),

@@ -578,6 +578,9 @@ pub enum OutputTransform {
     ArgMax,
     /// 1 for a positive margin, else 0 (`binary:hinge`).
     Step,
+    /// The row's margins in ascending order (`reg:quantileerror`, so quantiles never cross):
+    /// XGBoost's stable insertion sort, NaN last.
+    Sorted,
 }
 
 impl OutputTransform {
@@ -588,7 +591,7 @@ impl OutputTransform {
 
     /// The transform of a kernel argument's code.
     pub fn from_code(code: u32) -> Option<Self> {
-        [Self::Identity, Self::Sigmoid, Self::Exp, Self::Softmax, Self::ArgMax, Self::Step]
+        [Self::Identity, Self::Sigmoid, Self::Exp, Self::Softmax, Self::ArgMax, Self::Step, Self::Sorted]
             .into_iter()
             .find(|t| t.code() == code)
     }
@@ -610,6 +613,15 @@ impl OutputTransform {
             Self::Sigmoid => (0..outputs).for_each(|c| write(c, sigmoid(margin(c)))),
             Self::Exp => (0..outputs).for_each(|c| write(c, crate::exp::expf(margin(c)))),
             Self::Step => (0..outputs).for_each(|c| write(c, crate::metric::step(margin(c)))),
+            Self::Sorted => {
+                // Each margin goes to its rank (ties by position): the stable sort, without a buffer.
+                let key = |c: usize| crate::order::ascending_key(margin(c));
+                for c in 0..outputs {
+                    let k = key(c);
+                    let rank = (0..outputs).filter(|&d| key(d) < k || (key(d) == k && d < c)).count();
+                    write(rank, margin(c));
+                }
+            }
             Self::Softmax => {
                 let normaliser = softmax_normaliser(&margin, outputs);
                 (0..outputs).for_each(|c| write(c, softmax_probability(margin(c), normaliser)));
@@ -686,7 +698,14 @@ mod tests {
         let p = row(OutputTransform::Softmax);
         assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6 && p[1] == p[2] && p[1] > p[0]);
         assert_eq!(row(OutputTransform::Step), [1.0, 1.0, 1.0, 0.0]);
-        for t in [OutputTransform::Identity, OutputTransform::Softmax, OutputTransform::ArgMax, OutputTransform::Step] {
+        assert_eq!(row(OutputTransform::Sorted), [-1.0, 1.0, 3.0, 3.0]);
+        for t in [
+            OutputTransform::Identity,
+            OutputTransform::Softmax,
+            OutputTransform::ArgMax,
+            OutputTransform::Step,
+            OutputTransform::Sorted,
+        ] {
             assert_eq!(OutputTransform::from_code(t.code()), Some(t));
         }
         assert_eq!(OutputTransform::from_code(9), None);

@@ -8,9 +8,9 @@
 use primitives_kernels::arch;
 use primitives_kernels::ops::GradientPair;
 
-use crate::adaptive::ascending_key;
 use crate::evaluate::global_thread;
 use crate::objective::sigmoid;
+use crate::order::ascending_key;
 
 /// Largest relevance degree with the exponential gain (`2^31 - 1` still fits `u32`).
 pub const MAX_REL: u32 = 31;

@@ -502,9 +502,9 @@ impl Booster {
         Self::train_with(params, dtrain, evals, &options, &mut [])
     }
 
-    /// A model saved by [`Booster::save_model`] or by XGBoost (its JSON format).
+    /// A model saved by [`Booster::save_model`] or by XGBoost (JSON or UBJSON, by content).
     pub fn load_model(path: impl AsRef<Path>) -> Result<Self> {
-        Self::from_model(Model::load_json(path)?)
+        Self::from_model(Model::load(path)?)
     }
 
     /// A booster of `model`, with the objective its JSON names.
@@ -523,9 +523,10 @@ impl Booster {
         })
     }
 
-    /// Writes the model as XGBoost's JSON (to a temporary name, then renamed).
+    /// Writes the model as XGBoost does: JSON for a `.json` path, else UBJSON (to a temporary
+    /// name, then renamed).
     pub fn save_model(&self, path: impl AsRef<Path>) -> Result<()> {
-        self.model.save_json(path)
+        self.model.save(path)
     }
 
     /// Each row's predictions, `rows * outputs` row-major (`outputs` is the number of classes for
@@ -671,7 +672,8 @@ impl Booster {
         let metrics = if metrics.is_empty() {
             vec![metric::default_metric_for(self.objective.as_ref())?]
         } else {
-            metrics.iter().map(|name| metric::from_name(name)).collect::<Result<_>>()?
+            let params = metric::objective_metric_params(self.objective.as_ref());
+            metrics.iter().map(|name| metric::from_name_with_params(name, &params)).collect::<Result<_>>()?
         };
         let outputs = self.model.num_outputs();
         let evaluate = |m: &dyn Metric| {

@@ -33,23 +33,28 @@ enum Prediction {
 
 #[pymethods]
 impl Booster {
-    /// A model file of ours or XGBoost's (JSON).
+    /// A model file of ours or XGBoost's (JSON or UBJSON, by content).
     #[staticmethod]
     fn load_model(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let model = py.detach(|| Model::load_json(&path)).or_raise(py)?;
+        let model = py.detach(|| Model::load(&path)).or_raise(py)?;
         Self::of_model(py, model)
     }
 
-    /// A model from its JSON text (or bytes).
+    /// A model from its JSON text or UBJSON bytes.
     #[staticmethod]
     fn from_json(py: Python<'_>, text: &[u8]) -> PyResult<Self> {
+        if boost::model::is_ubjson(text) {
+            let model = py.detach(|| Model::from_ubjson(text)).or_raise(py)?;
+            return Self::of_model(py, model);
+        }
         let text = std::str::from_utf8(text)
             .map_err(|e| crate::errors::to_py(py, boost::Error::Model(format!("the model is not UTF-8: {e}"))))?;
         let model = py.detach(|| Model::from_json_str(text)).or_raise(py)?;
         Self::of_model(py, model)
     }
 
-    /// Writes the model as XGBoost's JSON to `path` (a unique temporary name, then renamed).
+    /// Writes the model as XGBoost does (JSON for `.json`, else UBJSON) to `path` (a unique
+    /// temporary name, then renamed).
     fn save_model(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| self.inner.save_model(&path)).or_raise(py)
     }
@@ -58,6 +63,23 @@ impl Booster {
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let text = py.detach(|| self.inner.model().to_json_string()).or_raise(py)?;
         Ok(PyBytes::new(py, text.as_bytes()))
+    }
+
+    /// Each tree's dump (XGBoost's `get_dump`): `format` `text` or `json`, the features named by
+    /// the feature map file `fmap` (empty: the model's own names and types).
+    fn dump(&self, py: Python<'_>, fmap: PathBuf, with_stats: bool, format: &str) -> PyResult<Vec<String>> {
+        py.detach(|| {
+            let format = boost::model::DumpFormat::parse(format)?;
+            let fmap = if fmap.as_os_str().is_empty() { None } else { Some(boost::model::FeatureMap::load(&fmap)?) };
+            self.inner.model().dump(fmap.as_ref(), with_stats, format)
+        })
+        .or_raise(py)
+    }
+
+    /// The model's UBJSON, as `save_model` writes it.
+    fn to_ubjson<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py.detach(|| self.inner.model().to_ubjson()).or_raise(py)?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// Predictions of `data` (flat, `rows * outputs`): `kind` is `value`, `margin` or `leaf`

@@ -463,8 +463,10 @@ def test_scikit_learn_estimators_take_pandas_categories_as_xgboosts(xgb):
 
 
 @pytest.mark.parametrize("objective,extra", [("reg:gamma", {}), ("reg:tweedie", {"tweedie_variance_power": 1.3}),
-                                             ("reg:squaredlogerror", {}), ("binary:hinge", {})])
-def test_models_of_the_glm_and_hinge_objectives_go_both_ways(xgb, higgs, tmp_path, objective, extra):
+                                             ("reg:squaredlogerror", {}), ("binary:hinge", {}),
+                                             ("reg:absoluteerror", {}),
+                                             ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]})])
+def test_models_of_xgboost_3_4_objectives_go_both_ways(xgb, higgs, tmp_path, objective, extra):
     (X, y, _), (Xt, yt, _) = higgs
     if objective != "binary:hinge":
         # Positive targets that depend on the features.
@@ -487,3 +489,77 @@ def test_models_of_the_glm_and_hinge_objectives_go_both_ways(xgb, higgs, tmp_pat
                                       ours.predict(tb.DMatrix(Xt), output_margin=margin))
         np.testing.assert_array_equal(loaded_by_us.predict(tb.DMatrix(Xt), output_margin=margin),
                                       theirs.predict(xgb.DMatrix(Xt), output_margin=margin))
+
+
+def test_ubjson_models_go_both_ways_byte_for_byte(xgb, higgs, tmp_path):
+    (X, y, _), (Xt, _, _) = higgs
+    params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 4, "nthread": 2}
+    y3 = (np.abs(X[:, 0] * 3).astype(np.int64) % 3).astype(np.float32)
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y3), 5)
+    theirs.save_model(str(tmp_path / "theirs.ubj"))
+    loaded = tb.Booster(model_file=tmp_path / "theirs.ubj")
+    np.testing.assert_array_equal(loaded.predict(tb.DMatrix(Xt)), theirs.predict(xgb.DMatrix(Xt)))
+    # Written back, it is XGBoost's file byte for byte (the same typed arrays and integer widths).
+    assert bytes(loaded.save_raw("ubj")) == bytes(theirs.save_raw("ubj"))
+    assert bytes(loaded.save_raw("json")) == bytes(theirs.save_raw("json"))
+    ours = tb.train(params, tb.DMatrix(X, label=y3), 5)
+    ours.save_model(tmp_path / "ours.ubj")
+    assert (tmp_path / "ours.ubj").read_bytes()[:2] == b"{L"
+    by_xgboost = xgb.Booster(model_file=str(tmp_path / "ours.ubj"))
+    np.testing.assert_array_equal(by_xgboost.predict(xgb.DMatrix(Xt)), ours.predict(tb.DMatrix(Xt)))
+    assert bytes(by_xgboost.save_raw("ubj")) == bytes(ours.save_raw("ubj"))
+    # The bytes of save_raw load too.
+    np.testing.assert_array_equal(tb.Booster(model_file=ours.save_raw()).predict(tb.DMatrix(Xt)),
+                                  ours.predict(tb.DMatrix(Xt)))
+
+
+def test_categorical_ubjson_models_are_xgboosts_bytes(xgb, tmp_path):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"a": rng.normal(size=500).astype(np.float32),
+                          "s": pd.Categorical(rng.choice(["x", "yy", "zzz", "w"], 500)),
+                          "i": pd.Categorical(rng.choice([3, 40, 700], 500))})
+    y = ((frame["s"] == "yy") ^ (frame["a"] > 0)).astype(np.float32)
+    theirs = xgb.train({"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 2},
+                       xgb.DMatrix(frame, label=y, enable_categorical=True), 4)
+    theirs.save_model(str(tmp_path / "theirs.ubj"))
+    loaded = tb.Booster(model_file=tmp_path / "theirs.ubj")
+    assert bytes(loaded.save_raw("ubj")) == bytes(theirs.save_raw("ubj"))
+    np.testing.assert_array_equal(loaded.predict(tb.DMatrix(frame, enable_categorical=True)),
+                                  theirs.predict(xgb.DMatrix(frame, enable_categorical=True)))
+
+
+@pytest.mark.parametrize("dump_format", ["text", "json"])
+@pytest.mark.parametrize("with_stats", [False, True])
+def test_dumps_are_xgboosts_character_for_character(xgb, tmp_path, dump_format, with_stats):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame({"size": rng.normal(size=400).astype(np.float32),
+                          "flag": rng.integers(0, 2, 400).astype(np.float32),
+                          "count": rng.integers(0, 9, 400).astype(np.float32),
+                          "colour": pd.Categorical(rng.choice(["red", "blue", "green"], 400))})
+    y = (frame["size"] + frame["flag"] + (frame["colour"] == "red") > 1).astype(np.float32)
+    theirs = xgb.train({"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1},
+                       xgb.DMatrix(frame, label=y, enable_categorical=True), 3)
+    theirs.save_model(str(tmp_path / "m.json"))
+    ours = tb.Booster(model_file=tmp_path / "m.json")
+    assert ours.get_dump(with_stats=with_stats, dump_format=dump_format) == \
+        theirs.get_dump(with_stats=with_stats, dump_format=dump_format)
+    # A feature map names and types the features: an indicator, an integer, the categories.
+    fmap = tmp_path / "fmap.txt"
+    fmap.write_text("0 size q\n1 flag i\n2 count int\n3 colour c\n")
+    assert ours.get_dump(str(fmap), with_stats, dump_format) == theirs.get_dump(str(fmap), with_stats, dump_format)
+    ours.dump_model(tmp_path / "ours.txt", str(fmap), with_stats, dump_format)
+    theirs.dump_model(str(tmp_path / "theirs.txt"), str(fmap), with_stats, dump_format)
+    assert (tmp_path / "ours.txt").read_text() == (tmp_path / "theirs.txt").read_text()
+
+
+def test_the_command_line_dumps_as_xgboosts_dump_model(xgb, cli, higgs, tmp_path):
+    import subprocess
+    (X, y, _), _ = higgs
+    theirs = xgb.train({"objective": "binary:logistic", "max_depth": 3}, xgb.DMatrix(X, label=y), 2)
+    theirs.save_model(str(tmp_path / "m.ubj"))
+    theirs.dump_model(str(tmp_path / "theirs.json"), with_stats=True, dump_format="json")
+    subprocess.run([cli, "dump", str(tmp_path / "m.ubj"), "--format", "json", "--with-stats",
+                    "--output", str(tmp_path / "ours.json")], check=True)
+    assert (tmp_path / "ours.json").read_text() == (tmp_path / "theirs.json").read_text()

@@ -1,15 +1,15 @@
-//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, LambdaMART), margins, sampling (uniform and gradient-based), leaf quantiles, and the metrics.
+//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, LambdaMART), margins, sampling (uniform and gradient-based), the scaled residuals' scales, and the metrics.
 
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
-use crate::adaptive::{self, Residuals};
 use crate::auc::{self, AucCurve, Positives};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
 use crate::mvs::{self, GradientSampler, MvsBin, MvsPass};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
 use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::rank_metric::{self, RankMetricParams};
+use crate::residual::{self, ScaledResidual};
 use crate::sampling::RowSampler;
 
 kernel! {
@@ -134,43 +134,34 @@ kernel! {
 }
 
 kernel! {
-    /// A sort key per position of the row order; see [`adaptive::residual_keys_kernel`].
-    pub unsafe fn boost_objective_residual_keys(
-        rows: *const u32,
-        n: u64,
-        labels: *const f32,
+    /// Block sums of one output's scale terms; see [`residual::root_residual_sums_kernel`].
+    pub unsafe fn boost_objective_root_residual_sums(
         margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        n: u64,
         outputs: u64,
         output: u64,
-        gradients: *const GradientPair<f32>,
-        keys: *mut u64,
+        block_sums: *mut LossSum,
     ) {
-        let residuals = Residuals { labels, margins, outputs, output };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { adaptive::residual_keys_kernel(rows, n, residuals, gradients, keys) }
+        unsafe { residual::root_residual_sums_kernel(margins, labels, weights, n, outputs, output, block_sums) }
     }
 }
 
 kernel! {
-    /// Each leaf's quantile of its residuals; see [`adaptive::leaf_quantiles_kernel`]. `alpha` is an
-    /// `f64`'s bits.
-    pub unsafe fn boost_objective_leaf_quantiles(
-        keys: *const u64,
-        rows: *const u32,
-        offsets: *const u32,
-        num_leaves: u64,
-        labels: *const f32,
+    /// Every output's scaled-residual pairs, class-major; see [`residual::gradients_kernel`].
+    pub unsafe fn boost_objective_scaled_residual_gradients(
         margins: *const f32,
-        outputs: u64,
-        output: u64,
+        labels: *const f32,
         weights: *const f32,
-        alpha: u64,
-        out: *mut f32,
+        n: u64,
+        objective: *const ScaledResidual,
+        scales: *const f32,
+        out: *mut GradientPair<f32>,
     ) {
-        let residuals = Residuals { labels, margins, outputs, output };
-        let alpha = f64::from_bits(alpha);
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
-        unsafe { adaptive::leaf_quantiles_kernel(keys, rows, offsets, num_leaves, residuals, weights, alpha, out) }
+        unsafe { residual::gradients_kernel(margins, labels, weights, n, objective, scales, out) }
     }
 }
 
@@ -363,8 +354,8 @@ host_kernels! {
     boost_metric_rank_auc,
     boost_metric_sum_terms,
     boost_objective_softmax_gradients,
-    boost_objective_residual_keys,
-    boost_objective_leaf_quantiles,
+    boost_objective_root_residual_sums,
+    boost_objective_scaled_residual_gradients,
     boost_objective_descending_keys,
     boost_objective_lambdarank,
     boost_objective_lambdarank_topk,

@@ -20,9 +20,8 @@
 //! | `exact.rs` | the exact method ([`GpuExact`]) |
 //! | `pages.rs` | external-memory pages, a sampled page a tree ([`GpuPages`]) |
 //! | `multi.rs`, `nccl.rs`, `peer.rs` | several GPUs ([`MultiGpuTrainer`]) |
-//! | `predict.rs`, `eval.rs`, `metrics.rs`, `rank.rs`, `adaptive.rs` | prediction, evaluation sets, metrics, ranking gradients, leaf refresh |
+//! | `predict.rs`, `eval.rs`, `metrics.rs`, `rank.rs` | prediction, evaluation sets, metrics, ranking gradients |
 
-mod adaptive;
 mod binarised;
 mod bins;
 mod csr;

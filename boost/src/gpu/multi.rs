@@ -367,14 +367,13 @@ impl<'g> MultiGpuTrainer<'g> {
         Ok((tree, orders))
     }
 
-    /// Whether the device rounds take `objective`: element-wise objectives whose leaves are not
-    /// refreshed to quantiles, and the softmax. Ranking groups may cross shards and a leaf's
-    /// quantile needs all its rows, so those take the host's gradients.
+    /// Whether the device rounds take `objective`: element-wise objectives and the softmax.
+    /// Ranking groups may cross shards and the scaled residuals' scales sum over every shard, so
+    /// those take the host's gradients.
     pub fn takes(objective: DeviceObjective) -> bool {
         match objective {
-            DeviceObjective::Elementwise(o) => o.leaf_quantile().is_none(),
-            DeviceObjective::Softmax { .. } => true,
-            DeviceObjective::LambdaRank(_) => false,
+            DeviceObjective::Elementwise(_) | DeviceObjective::Softmax { .. } => true,
+            DeviceObjective::ScaledResidual(_) | DeviceObjective::LambdaRank(_) => false,
         }
     }
 
@@ -444,17 +443,9 @@ impl<'g> MultiGpuTrainer<'g> {
         self.phases.add("tree: gradients", start.elapsed());
         // SAFETY: each part is its trainer's tree gradients, kept for the run.
         let (tree, orders) = unsafe { self.grow(params, &parts, Some(blocks), features, false, rng)? };
-        // Each device adds its rows' leaves to its margins. The device rounds refresh no leaf
-        // values (`takes`), so every device's copy of the tree stays the one grown.
-        let mut devices: Vec<(&mut GpuTrainer<'g>, &RowOrder, u64, Tree)> = self
-            .trainers
-            .iter_mut()
-            .zip(&orders)
-            .zip(&parts)
-            .map(|((t, order), &part)| (t, order, part, tree.clone()))
-            .collect();
-        self.threads
-            .on_each(&mut devices, |(t, order, part, tree)| t.add_tree_leaves(params, tree, order, output, *part))?;
+        // Each device adds its rows' leaves to its margins.
+        let mut devices: Vec<(&mut GpuTrainer<'g>, &RowOrder)> = self.trainers.iter_mut().zip(&orders).collect();
+        self.threads.on_each(&mut devices, |(t, order)| t.add_tree_leaves(&tree, order, output))?;
         Ok(tree)
     }
 

@@ -15,7 +15,7 @@
 //! at a time is not built yet).
 //!
 //! Where the rows' labels, margins and gradients fit half of `device_memory_limit` (and for the
-//! objectives the device computes, leaves not refreshed), the rounds are the device's
+//! objectives the device computes, ranking aside), the rounds are the device's
 //! ([`GpuPages::boost_tree`]): gradients, sample, quantiser and the kept rows in fixed point
 //! ([`GpuTrainer::quantise_kept`]) there, and the walk adds each row's leaf value to its margin
 //! (when every row was kept, the builder's row order has them: no walk); the host reads back only
@@ -237,14 +237,15 @@ impl<'g> GpuPages<'g> {
         Ok(())
     }
 
-    /// Whether the device can compute the rounds of `objective` (the softmax, or an element-wise
-    /// objective whose leaves are not refreshed) with every row's labels, weights, margins and
+    /// Whether the device can compute the rounds of `objective` (the softmax, the scaled
+    /// residuals or an element-wise objective) with every row's labels, weights, margins and
     /// gradients taking at most half of the device's memory limit.
     pub(crate) fn takes(&self, objective: DeviceObjective) -> bool {
         let outputs = match objective {
-            DeviceObjective::Elementwise(o) if o.leaf_quantile().is_none() => 1,
+            DeviceObjective::Elementwise(_) => 1,
             DeviceObjective::Softmax { classes } => classes,
-            _ => return false,
+            DeviceObjective::ScaledResidual(o) => o.outputs as usize,
+            DeviceObjective::LambdaRank(_) => return false,
         };
         // Label and weight, margins, the tree's gradients, and the round's for several outputs.
         let row_bytes = 8 + 4 * outputs + 8 + if outputs > 1 { 8 * outputs } else { 0 };
@@ -281,11 +282,12 @@ impl<'g> GpuPages<'g> {
         self.device_rows.as_mut().ok_or_else(no_device_rows)?.set.evaluate(gpu, metric, transform)
     }
 
-    /// The softmax's gradients of round `_round` (the element-wise objectives' come with each
-    /// tree).
+    /// The gradients of round `_round` of every output, for the softmax and the scaled residuals
+    /// (the element-wise objectives' come with each tree).
     pub(crate) fn compute_gradients(&mut self, _round: usize) -> Result<()> {
         let start = Instant::now();
-        self.device_rows()?.softmax_gradients(self.gpu(), self.matrix.rows())?;
+        let (gpu, n) = (self.gpu(), self.matrix.rows());
+        self.device_rows.as_mut().ok_or_else(no_device_rows)?.round_gradients(gpu, n)?;
         self.trainer.phases.add("tree: gradients and quantise", start.elapsed());
         Ok(())
     }

@@ -10,18 +10,20 @@ use primitives::{DeviceBuffer, Gpu};
 use boost_kernels::entry;
 use boost_kernels::evaluate::SplitContext;
 use boost_kernels::metric::Transform;
+use boost_kernels::metric::LossSum;
 use boost_kernels::objective::{ElementwiseObjective, LeafRange};
+use boost_kernels::reduce::{self, BlockSum};
+use boost_kernels::residual::{self, ScaledResidual};
 use boost_kernels::mvs::GradientSampler;
 use boost_kernels::sampling::RowSampler;
 
-use super::adaptive::{self, AdaptiveScratch, ResidualInputs};
 use super::grow::GpuBackend;
 use super::metrics::MetricRows;
 use super::partition::RowBuffers;
 use super::quantiser::QuantiseScratch;
 use super::rank::RankGradients;
 use super::{bins, csr, ptr, sample};
-use super::{element_config, local_bins, DeviceBins, DeviceCsr, DeviceCuts, Fixed, InitialMargins};
+use super::{element_config, local_bins, warp_per_block_config, DeviceBins, DeviceCsr, DeviceCuts, Fixed, InitialMargins};
 use crate::data::{FeatureMatrix, MetaInfo};
 use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
@@ -233,10 +235,10 @@ impl<'g> GpuTrainer<'g> {
     pub fn compute_gradients(&mut self, iteration: usize) -> Result<()> {
         let start = Instant::now();
         let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
-        if let RowGradients::PerRound { all, rank: Some(rank), .. } = &mut rows.gradients {
+        if let RowGradients::PerRound { all, source: PerRoundSource::Rank(rank), .. } = &mut rows.gradients {
             rank.compute(self.gpu, &rows.set.margins, &rows.set.labels, &self.buffers.identity, iteration, all)?;
         }
-        rows.softmax_gradients(self.gpu, self.rows)?;
+        rows.round_gradients(self.gpu, self.rows)?;
         self.phases.add("tree: gradients and quantise", start.elapsed());
         Ok(())
     }
@@ -259,9 +261,9 @@ impl<'g> GpuTrainer<'g> {
         // SAFETY: `gradients` is `rows` pairs of the device rows' buffers, kept for the training run.
         let (quantiser, fixed, root) = unsafe { self.quantise_on_device(gradients, self.rows)? };
         self.phases.add("tree: gradients and quantise", start.elapsed());
-        let (mut tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
+        let (tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
         self.quantise_scratch.fixed = Some(fixed);
-        self.add_tree_leaves(params, &mut tree, &order, output, gradients)?;
+        self.add_tree_leaves(&tree, &order, output)?;
         Ok(tree)
     }
 
@@ -282,42 +284,14 @@ impl<'g> GpuTrainer<'g> {
     }
 
     /// Adds each row's leaf value of `tree` (grown over this trainer's rows, `order` their leaves'
-    /// ranges) to its margin of output `output`, after refreshing the leaves to their residuals'
-    /// quantile for the objectives that ask (from `gradients`, the tree's, at that address).
-    pub(super) fn add_tree_leaves(
-        &mut self,
-        params: &TreeParams,
-        tree: &mut Tree,
-        order: &RowOrder,
-        output: usize,
-        gradients: u64,
-    ) -> Result<()> {
+    /// ranges) to its margin of output `output`.
+    pub(super) fn add_tree_leaves(&mut self, tree: &Tree, order: &RowOrder, output: usize) -> Result<()> {
         let n = self.rows;
-        let start = Instant::now();
-        let mut leaves: (Vec<usize>, Vec<LeafRange>) = leaf_ranges(tree, order).into_iter().unzip();
-        let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
-        let outputs = rows.gradients.outputs();
-        if let Some(alpha) = rows.leaf_quantile {
-            let inputs = ResidualInputs {
-                labels: rows.set.labels.as_ptr(),
-                weights: rows.set.weights_ptr(),
-                margins: rows.set.margins.as_ptr(),
-                outputs,
-                output,
-                gradients: ptr(gradients),
-            };
-            let quantiles =
-                adaptive::leaf_quantiles(self.gpu, &mut rows.adaptive, &self.buffers.rows, &leaves.1, &inputs, alpha)?;
-            for ((&id, leaf), q) in leaves.0.iter().zip(&mut leaves.1).zip(quantiles) {
-                tree.split_conditions[id] =
-                    boost_kernels::adaptive::refreshed_leaf(q, tree.split_conditions[id], params.eta);
-                leaf.value = tree.split_conditions[id];
-            }
-            self.phases.add("tree: leaves refreshed", start.elapsed());
-        }
+        let leaves: Vec<LeafRange> = leaf_ranges(tree, order).into_iter().map(|(_, leaf)| leaf).collect();
         let start = Instant::now();
         let rows = self.device_rows()?;
-        add_leaf_values(self.gpu, (&self.buffers.rows, n), &leaves.1, (&rows.set.margins, outputs, output))?;
+        let outputs = rows.gradients.outputs();
+        add_leaf_values(self.gpu, (&self.buffers.rows, n), &leaves, (&rows.set.margins, outputs, output))?;
         self.phases.add("tree: margins", start.elapsed());
         Ok(())
     }
@@ -394,9 +368,6 @@ pub(super) struct DeviceRows {
     /// One tree's gradients (sampled).
     pub(super) tree_gradients: DeviceBuffer<GradientPair<f32>>,
     pub(super) gradients: RowGradients,
-    /// The quantile of the residuals that each tree's leaves are refreshed to (absolute error).
-    pub(super) leaf_quantile: Option<f64>,
-    pub(super) adaptive: AdaptiveScratch,
 }
 
 impl DeviceRows {
@@ -413,39 +384,84 @@ impl DeviceRows {
             return Err(Error::InvalidData(format!("{} labels for {n} rows", info.labels.len())));
         }
         let set = MetricRows::new(gpu, objective, info, margins)?;
-        let (gradients, leaf_quantile) = match objective {
-            DeviceObjective::Elementwise(objective) => {
-                (RowGradients::Elementwise(gpu.upload(&[objective])?), objective.leaf_quantile())
-            }
-            DeviceObjective::Softmax { classes } => {
-                (RowGradients::PerRound { outputs: classes, all: gpu.alloc_zeroed(n * classes)?, rank: None }, None)
+        let per_round = |outputs: usize, source| -> Result<RowGradients> {
+            Ok(RowGradients::PerRound { outputs, all: gpu.alloc_zeroed(n * outputs)?, source })
+        };
+        let gradients = match objective {
+            DeviceObjective::Elementwise(objective) => RowGradients::Elementwise(gpu.upload(&[objective])?),
+            DeviceObjective::Softmax { classes } => per_round(classes, PerRoundSource::Softmax)?,
+            DeviceObjective::ScaledResidual(objective) => {
+                let scaled = ScaledGradients { objective: gpu.upload(&[objective])?, scales: gpu.alloc_zeroed(objective.outputs as usize)? };
+                per_round(objective.outputs as usize, PerRoundSource::Scaled(Box::new(scaled)))?
             }
             DeviceObjective::LambdaRank(params) => {
-                let rank = Some(Box::new(RankGradients::new(gpu, params, info)?));
-                (RowGradients::PerRound { outputs: 1, all: gpu.alloc_zeroed(n)?, rank }, None)
+                per_round(1, PerRoundSource::Rank(Box::new(RankGradients::new(gpu, params, info)?)))?
             }
         };
         let tree_gradients = gpu.alloc_zeroed(n)?;
-        Ok(DeviceRows { set, tree_gradients, gradients, leaf_quantile, adaptive: AdaptiveScratch::default() })
+        Ok(DeviceRows { set, tree_gradients, gradients })
     }
 
-    /// The softmax's gradients of every class from the margins at the round's start (for the
-    /// softmax objective; nothing for the others).
-    pub(super) fn softmax_gradients(&self, gpu: &Gpu, n: usize) -> Result<()> {
-        if let RowGradients::PerRound { outputs: classes, all, rank: None } = &self.gradients {
-            let args = entry::boost_objective_softmax_gradients::args(
-                self.set.margins.as_ptr(),
-                self.set.labels.as_ptr(),
-                self.set.weights_ptr(),
+    /// Every output's gradients from the margins at the round's start, for the softmax and the
+    /// scaled residuals (the ranking kernels need the trainer's row order: `compute_gradients`);
+    /// nothing for the element-wise objectives, whose come with each tree.
+    pub(super) fn round_gradients(&mut self, gpu: &Gpu, n: usize) -> Result<()> {
+        let scales = match &self.gradients {
+            RowGradients::PerRound { outputs, source: PerRoundSource::Scaled(_), .. } => (0..*outputs)
+                .map(|j| Ok(residual::scale(self.root_residual_sums(gpu, n, j)?.into_iter().fold(LossSum::zero(), BlockSum::plus))))
+                .collect::<Result<Vec<f32>>>()?,
+            _ => Vec::new(),
+        };
+        let RowGradients::PerRound { outputs, all, source } = &mut self.gradients else { return Ok(()) };
+        let (margins, labels, weights) = (self.set.margins.as_ptr(), self.set.labels.as_ptr(), self.set.weights_ptr());
+        let args = match source {
+            PerRoundSource::Rank(_) => return Ok(()),
+            PerRoundSource::Softmax => entry::boost_objective_softmax_gradients::args(
+                margins,
+                labels,
+                weights,
                 n as u64,
-                *classes as u64,
+                *outputs as u64,
                 all.as_mut_ptr(),
-            );
-            // SAFETY: margins and the gradients hold `n * classes` values, labels (and the weights when
-            // given) `n`.
-            unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
-        }
+            ),
+            PerRoundSource::Scaled(scaled) => {
+                scaled.scales.copy_from_host(gpu, &scales)?;
+                entry::boost_objective_scaled_residual_gradients::args(
+                    margins,
+                    labels,
+                    weights,
+                    n as u64,
+                    scaled.objective.as_ptr(),
+                    scaled.scales.as_ptr(),
+                    all.as_mut_ptr(),
+                )
+            }
+        };
+        // SAFETY: margins and the gradients hold `n * outputs` values, labels (and the weights when
+        // given) `n`, the scales one an output.
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(n)?, args)? };
         Ok(())
+    }
+
+    /// Output `output`'s block sums of its scale terms (`boost_kernels::residual`), in block order:
+    /// the host adds them in order, as the CPU does (and a run over several devices would, device
+    /// after device).
+    pub(super) fn root_residual_sums(&self, gpu: &Gpu, n: usize, output: usize) -> Result<Vec<LossSum>> {
+        let blocks = reduce::blocks(n);
+        let block_sums = gpu.alloc_zeroed::<LossSum>(blocks.max(1))?;
+        let args = entry::boost_objective_root_residual_sums::args(
+            self.set.margins.as_ptr(),
+            self.set.labels.as_ptr(),
+            self.set.weights_ptr(),
+            n as u64,
+            self.gradients.outputs() as u64,
+            output as u64,
+            block_sums.as_mut_ptr(),
+        );
+        // SAFETY: the margins hold `n * outputs` values, labels (and weights) `n`, a sum per block;
+        // the grid is whole warps, one per block.
+        unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks)?, args)? };
+        Ok(block_sums.to_vec(gpu)?.into_iter().take(blocks).collect())
     }
 
     /// Output `output`'s gradients of the tree about to be grown (sampled by `sampler`; row `i`
@@ -528,9 +544,24 @@ pub(super) fn no_device_rows() -> Error {
 pub(super) enum RowGradients {
     /// An element-wise objective's kernel, for each tree.
     Elementwise(DeviceBuffer<ElementwiseObjective>),
-    /// Every output's gradients once a round (`all`, class-major): the softmax's kernel, or with
-    /// `rank`, the ranking kernels.
-    PerRound { outputs: usize, all: DeviceBuffer<GradientPair<f32>>, rank: Option<Box<RankGradients>> },
+    /// Every output's gradients once a round (`all`, class-major), from `source`.
+    PerRound { outputs: usize, all: DeviceBuffer<GradientPair<f32>>, source: PerRoundSource },
+}
+
+/// What computes a round's gradients of every output.
+pub(super) enum PerRoundSource {
+    /// The softmax's kernel.
+    Softmax,
+    /// The scaled residuals' kernels (each output's scale first).
+    Scaled(Box<ScaledGradients>),
+    /// The ranking kernels.
+    Rank(Box<RankGradients>),
+}
+
+/// A scaled-residual objective on the device, and the round's scales (one an output).
+pub(super) struct ScaledGradients {
+    objective: DeviceBuffer<ScaledResidual>,
+    scales: DeviceBuffer<f32>,
 }
 
 impl RowGradients {

@@ -240,7 +240,7 @@ fn log_device_metrics(
 }
 
 /// The metrics of a set with `info` in the device's form, when the device computes every one of them
-/// for predictions of `objective`: row-wise ones of an element-wise objective with a transform,
+/// for predictions of `objective`: row-wise ones of one margin a row with an element-wise transform,
 /// multi-class ones of a softmax, AUC (binary, one-vs-rest, and per query group for a ranking
 /// objective), and `ndcg`/`map` of a ranking objective (ranked by its margins; of another
 /// objective's transformed predictions, on the host).
@@ -250,13 +250,20 @@ fn device_metrics_of(
     transform: Option<Transform>,
     info: &MetaInfo,
 ) -> Option<Vec<DeviceMetric>> {
+    // One margin a row, transformed element-wise: an element-wise objective, or absolute error (a
+    // single quantile).
+    let row_wise = match objective {
+        DeviceObjective::Elementwise(_) => true,
+        DeviceObjective::ScaledResidual(o) => o.outputs == 1,
+        _ => false,
+    } && transform.is_some();
     metrics
         .iter()
         .map(|m| match (m.device_metric()?, objective) {
-            (d @ DeviceMetric::Elementwise(_), DeviceObjective::Elementwise(_)) if transform.is_some() => Some(d),
+            (d @ DeviceMetric::Elementwise(_), _) if row_wise => Some(d),
             (d @ DeviceMetric::MultiClass(_), DeviceObjective::Softmax { .. }) => Some(d),
-            (d @ DeviceMetric::Auc(_), DeviceObjective::Elementwise(_))
-                if transform.is_some() && info.group_ptr.is_empty() =>
+            (d @ DeviceMetric::Auc(_), DeviceObjective::Elementwise(_) | DeviceObjective::ScaledResidual(_))
+                if row_wise && info.group_ptr.is_empty() =>
             {
                 Some(d)
             }

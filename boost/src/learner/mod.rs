@@ -401,9 +401,9 @@ mod tests {
     }
 
     #[test]
-    fn absolute_error_leaves_are_xgboosts() {
-        // xgboost 3.2.0, hist, max_depth 1, eta 0.5, min_child_weight 0, 2 rounds: the leaves are the
-        // residuals' (weighted) medians times eta; the base weights stay the builder's.
+    fn absolute_error_trees_are_xgboosts() {
+        // xgboost 3.4.1, hist, max_depth 1, eta 0.5, min_child_weight 0, 2 rounds: the smooth
+        // majorisation's Newton leaves (no refresh since 3.4), and its base score.
         let x: Vec<f32> = (0..12).map(|i| i as f32).collect();
         let y = vec![0.5f32, -1.0, 3.0, 2.0, 0.1, 7.0, -3.0, 0.0, 1.0, 4.0, 2.5, -0.5];
         let w = vec![1.0f32, 0.5, 2.0, 1.5, 1.0, 0.25, 3.0, 0.0, 0.7, 0.9, 1.0, 2.0];
@@ -416,23 +416,27 @@ mod tests {
         ])
         .unwrap();
         let options = TrainOptions { num_boost_round: 2, verbose_eval: 0, ..Default::default() };
-        let expected: [[[f32; 3]; 4]; 2] = [
-            [[2.0, -0.5, 0.375], [-0.0, -0.33333334, 0.09090909], [4.0, 0.28125, -0.2875], [-0.0, 0.2, -0.11111111]],
-            [
-                [4.0, 0.75, -0.5],
-                [-0.010101013, 0.25, -0.15989847],
-                [6.0, 0.375, -0.25],
-                [0.057239056, 0.22413793, -0.13953489],
-            ],
+        // (base score, then each round's root threshold and two leaves, and the root's weight).
+        type Expected = (f32, [[f32; 4]; 2]);
+        let expected: [Expected; 2] = [
+            (1.1443766, [[2.0, -0.3780551, 0.090310246, -0.053180538], [2.0, -0.27353525, 0.06416315, -0.04837995]]),
+            (0.59103316, [[4.0, 0.40420994, -0.26883867, 0.013945011], [6.0, 0.24846052, -0.244346, 0.010219594]]),
         ];
-        for (weights, expected) in [(vec![], expected[0]), (w, expected[1])] {
+        let close = |a: f32, b: f32| (a - b).abs() <= 2e-6 * (1.0 + b.abs());
+        for (weights, (base, rounds)) in [(vec![], expected[0]), (w, expected[1])] {
             let features = crate::data::FeatureMatrix::Dense(crate::data::DenseMatrix::new(12, 1, x.clone()));
             let info = MetaInfo { labels: y.clone(), weights, ..Default::default() };
             let data = Dataset { features, info };
             let model = train(&params, &data, &[], &options, &mut []).unwrap().model;
-            for (round, tree) in model.trees.iter().enumerate() {
-                assert_eq!(tree.split_conditions, expected[2 * round], "round {round}");
-                assert_eq!(tree.base_weights, expected[2 * round + 1], "round {round}");
+            assert!(close(model.base_score[0], base), "{:?}", model.base_score);
+            for (tree, want) in model.trees.iter().zip(rounds) {
+                let got = [
+                    tree.split_conditions[0],
+                    tree.split_conditions[1],
+                    tree.split_conditions[2],
+                    tree.base_weights[0],
+                ];
+                assert!(got.iter().zip(want).all(|(&g, w)| close(g, w)), "{got:?} vs {want:?}");
             }
         }
     }

@@ -8,17 +8,14 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use boost_kernels::adaptive;
-
 use super::backend::TreeBackend;
 use super::device::{on_device, Devices};
 use super::evaluation::{Evaluation, RoundsOn};
 use super::setup::Checked;
 use super::{initial_margins, RoundLog, TrainOptions, Trained};
-use crate::data::MetaInfo;
 use crate::gpu::DeviceModel;
 use crate::model::Model;
-use crate::objective::{self, DeviceObjective, Objective};
+use crate::objective::{DeviceObjective, Objective};
 use crate::param::{Params, TreeParams};
 use crate::phases::PhaseTimes;
 use crate::rows::{Features, Rows};
@@ -215,11 +212,7 @@ impl<'a, 'g> Run<'a, 'g> {
             let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
             self.phases.add("sampling", start.elapsed());
             let start = Instant::now();
-            let mut built = self.backend.build_tree(tree_params, column, &features, &mut self.rng)?;
-            if let Some(alpha) = self.objective.leaf_quantile() {
-                let (tree, positions) = (&mut built.tree, &built.positions);
-                refresh_leaves(alpha, tree, positions, column, &self.margins, info, outputs, k, tree_params.eta);
-            }
+            let built = self.backend.build_tree(tree_params, column, &features, &mut self.rng)?;
             self.phases.add("trees", start.elapsed());
             self.phases.merge(&built.phases);
             let start = Instant::now();
@@ -332,8 +325,19 @@ fn initial_model(
         }
         None => objective.initial_base_scores(train.info),
     };
-    let num_class = if outputs > 1 { outputs } else { 0 };
-    let mut model = Model::new(objective.to_json(), train.cols(), num_class, base_score)?;
+    let num_class = if outputs > 1 && !objective.multi_target() { outputs } else { 0 };
+    let mut model = if num_class == 0 && outputs > 1 {
+        // Several targets of one label (quantiles): XGBoost's `num_target`, a base score each.
+        let mut model = Model::new(objective.to_json(), train.cols(), 0, vec![0.0])?;
+        model.num_target = outputs;
+        model.base_score = match base_score.len() {
+            1 => vec![base_score[0]; outputs],
+            _ => base_score,
+        };
+        model
+    } else {
+        Model::new(objective.to_json(), train.cols(), num_class, base_score)?
+    };
     model.boost_from_average = params.base_score.is_none();
     if train.info.feature_types.len() == train.cols() {
         model.feature_types = train.info.feature_types.clone();
@@ -370,37 +374,4 @@ fn sample_features(features: &[u32], fraction: f32, rng: &mut ChaCha8Rng) -> Vec
         rand::seq::index::sample(rng, features.len(), count).into_iter().map(|i| features[i]).collect();
     chosen.sort_unstable();
     chosen
-}
-
-/// For objectives that recompute leaf values after the tree is built (absolute error): each leaf's
-/// value from the residuals of its rows that took part in the tree (a non-zero hessian in
-/// `gradients`, the tree's column), times `eta` (`boost_kernels::adaptive::refreshed_leaf`). The
-/// leaves' base weights stay the builder's, as in XGBoost's models.
-#[allow(clippy::too_many_arguments)]
-fn refresh_leaves(
-    alpha: f64,
-    tree: &mut Tree,
-    positions: &[u32],
-    gradients: &[GradientPair<f32>],
-    margins: &[f32],
-    info: &MetaInfo,
-    outputs: usize,
-    output: usize,
-    eta: f32,
-) {
-    let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); tree.len()];
-    for (i, &leaf) in positions.iter().enumerate() {
-        if gradients[i].hess != 0.0 {
-            rows_of[leaf as usize].push(i as u32);
-        }
-    }
-    let own_margins: Vec<f32> =
-        if outputs == 1 { Vec::new() } else { (0..positions.len()).map(|i| margins[i * outputs + output]).collect() };
-    let margins = if outputs == 1 { margins } else { &own_margins };
-    for (leaf, rows) in rows_of.iter().enumerate() {
-        if tree.is_leaf(leaf) {
-            let quantile = objective::residual_quantile(alpha, rows, margins, info);
-            tree.split_conditions[leaf] = adaptive::refreshed_leaf(quantile, tree.split_conditions[leaf], eta);
-        }
-    }
 }

@@ -14,6 +14,7 @@
 //! | `gamma-nloglik` | `Σ w (y/p + log p) / Σ w`, `p >= 1e-6` |
 //! | `gamma-deviance` | `2 Σ w (log(p'/y') + y'/p' - 1) / Σ w`, `p' = p + 1e-6`, `y' = y + 1e-6` |
 //! | `tweedie-nloglik@ρ` | `Σ w (-y p^(1-ρ)/(1-ρ) + p^(2-ρ)/(2-ρ)) / Σ w`, `1 <= ρ < 2` |
+//! | `quantile` | `Σ w ρ_α(y - p) / Σ w` over every (row, `quantile_alpha`), the pinball loss `ρ` |
 //! | `merror`, `mlogloss` | argmax (first of equal maxima) `!= y`; `-log(max(p_y, 1e-16))` |
 //! | `auc`, `aucpr` | see `auc.rs`: binary, one-vs-rest for multi-class, per group for ranking |
 //! | `ndcg[@k][-]`, `map[@k][-]` | see `rank.rs`: mean over groups, weighted by group |
@@ -27,14 +28,15 @@
 //! evaluation sets on the device ([`Metric::device_metric`]) with the same arithmetic and gets the
 //! same value.
 //!
-//! Two XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`) and
-//! `ndcg_exp_gain` (`ndcg`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
+//! Three XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`),
+//! `ndcg_exp_gain` (`ndcg`) and `quantile_alpha` (`quantile`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
 //! metric of an objective also inherits the objective's ranking truncation: use
 //! [`default_metric_for`].
 
 mod auc;
 mod elementwise;
 mod multiclass;
+mod quantile;
 mod rank;
 
 use boost_kernels::auc::AucCurve;
@@ -44,17 +46,19 @@ use boost_kernels::reduce::{self, BlockSum};
 use rayon::prelude::*;
 
 use crate::data::MetaInfo;
-use crate::objective::{format_g, Objective, Params};
+use crate::objective::{format_g, parse_alphas, Objective, Params};
 use crate::{Error, Result};
 
 pub(crate) use auc::{auc_scales, one_vs_rest};
 pub use auc::{Auc, AucKind};
 pub use elementwise::{Elementwise, ElementwiseKind};
 pub use multiclass::{MultiClass, MultiClassKind};
+pub use quantile::QuantileLoss;
 pub use rank::{RankMetric, RankMetricKind};
 
-/// Training parameters (XGBoost names) that [`from_name_with_params`] reads.
-pub const METRIC_PARAMETERS: &[&str] = &["huber_slope", "ndcg_exp_gain"];
+/// Training parameters (XGBoost names) that [`from_name_with_params`] reads (`quantile_alpha`:
+/// the `quantile` metric's alphas, which it needs).
+pub const METRIC_PARAMETERS: &[&str] = &["huber_slope", "ndcg_exp_gain", "quantile_alpha"];
 
 /// What a metric is computed from: XGBoost's built-in metrics take the objective's evaluation
 /// transform of the margins; its Python `custom_metric` takes what `predict` gives, or the margins
@@ -118,7 +122,7 @@ pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
 
 /// The metrics `eval_metric` takes, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
 /// take an argument; `tweedie-nloglik@ρ` needs one).
-pub const METRIC_NAMES: [&str; 17] = [
+pub const METRIC_NAMES: [&str; 18] = [
     "rmse",
     "rmsle",
     "mae",
@@ -130,6 +134,7 @@ pub const METRIC_NAMES: [&str; 17] = [
     "gamma-nloglik",
     "gamma-deviance",
     "tweedie-nloglik",
+    "quantile",
     "merror",
     "mlogloss",
     "auc",
@@ -139,8 +144,7 @@ pub const METRIC_NAMES: [&str; 17] = [
 ];
 
 /// XGBoost 3.4's metrics that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_METRICS_NOT_YET: [&str; 6] = [
-    "quantile",
+const XGBOOST_METRICS_NOT_YET: [&str; 5] = [
     "expectile",
     "cox-nloglik",
     "aft-nloglik",
@@ -208,6 +212,10 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
             };
             Ok(Box::new(Elementwise::new(ElementwiseKind::Error { threshold })))
         }
+        "quantile" => {
+            let alphas = p.get("quantile_alpha").ok_or_else(|| Error::param("quantile_alpha", "required by the quantile metric"))?;
+            no_arg(Box::new(QuantileLoss::new(crate::objective::Quantile::new(parse_alphas("quantile_alpha", alphas)?)?.alphas().to_vec())))
+        }
         "merror" => no_arg(Box::new(MultiClass::new(MultiClassKind::Error))),
         "mlogloss" => no_arg(Box::new(MultiClass::new(MultiClassKind::LogLoss))),
         "auc" => no_arg(Box::new(Auc::new(AucKind::Roc))),
@@ -262,11 +270,21 @@ pub fn default_metric_for(objective: &dyn Objective) -> Result<Box<dyn Metric>> 
         let kind = if objective.default_metric() == "map" { RankMetricKind::Map } else { RankMetricKind::Ndcg };
         return Ok(Box::new(RankMetric::new(kind, top_k, top_k, false, exp_gain)));
     }
-    let mut params = Vec::new();
-    if let Some(slope) = json.get("pseudo_huber_param").and_then(|p| p.get("huber_slope")).and_then(|v| v.as_str()) {
-        params.push(("huber_slope".to_string(), slope.to_string()));
-    }
-    from_name_with_params(&name, &params)
+    from_name_with_params(&name, &objective_metric_params(objective))
+}
+
+/// The objective's parameters that metrics read (its `huber_slope`, its `quantile_alpha`), as
+/// XGBoost configures a model's metrics with them.
+pub fn objective_metric_params(objective: &dyn Objective) -> Vec<(String, String)> {
+    let json = objective.to_json();
+    let field = |group: &str, name: &str| {
+        let value = json.get(group).and_then(|p| p.get(name)).and_then(|v| v.as_str())?;
+        Some((name.to_string(), value.to_string()))
+    };
+    [field("pseudo_huber_param", "huber_slope"), field("quantile_loss_param", "quantile_alpha")]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// `Σ f(i)` over `i < n` with the fixed-order blocked sums of [`boost_kernels::reduce`] (the order

@@ -20,6 +20,11 @@
 mod cats;
 mod importance;
 mod json;
+pub(crate) use json::write_float;
+mod ubjson;
+pub use ubjson::is_ubjson;
+mod dump;
+pub use dump::{DumpFormat, FeatureKind, FeatureMap};
 mod predict;
 mod shap;
 mod shap_oblivious;

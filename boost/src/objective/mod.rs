@@ -10,7 +10,8 @@
 //! | `reg:logistic`, `binary:logistic` | `(σ(m) - y) w'` | `max(σ(m)(1 - σ(m)), 1e-16) w'` | `σ` |
 //! | `binary:logitraw` | as `binary:logistic` | | identity |
 //! | `reg:pseudohubererror` | `z / √(1 + z²/δ²) w` | `δ² / ((δ² + z²) √(1 + z²/δ²)) w` | identity |
-//! | `reg:absoluteerror` | `sign(m - y) w` | `w` | identity |
+//! | `reg:absoluteerror` | `z c w`, `c = S / hypot(S, z)` | `c w` | identity |
+//! | `reg:quantileerror` | `S (tanh x + 1 - 2α) w / 2`, `x = z / 0.04S` | `max(tanh x / x, 3e-4) w / 0.08` | row sorted |
 //! | `reg:squaredlogerror` | `(l(m) - l(y)) / (m + 1) w` | `max((1 - l(m) + l(y)) / (m + 1)², 1e-6) w` | identity |
 //! | `binary:hinge` | `-y± w` if `m y± < 1`, else 0 | `w`, else the least normal `f32` | `[m > 0]` |
 //! | `count:poisson` | `(e^m - y) w` | `e^(m + max_delta_step) w` | `e^m` |
@@ -22,7 +23,9 @@
 //! where `σ(x) = 1 / (1 + e^-x)`, `z = m - y`, `δ = huber_slope`, `p_k = softmax(m)_k`,
 //! `l = log1p` (`m` floored at `-1 + 1e-6`), `y± = 2y - 1`, `ρ = tweedie_variance_power`, and
 //! `w' = w * scale_pos_weight` on rows whose label is exactly 1 (XGBoost applies `scale_pos_weight`
-//! in every `reg_loss_param` objective, squared error included).
+//! in every `reg_loss_param` objective, squared error included), and `S` the round's scale of the
+//! output, `(Σ w √|z| / Σ w)²` over every row (XGBoost 3.4; `scaled_residual.rs`), one output per
+//! `quantile_alpha` `α`.
 //!
 //! **Numerics.** Gradients are computed in `f32` with plain IEEE arithmetic and one implementation
 //! of each function, so the GPU backend, running this same code, gets bit-identical values: `e^x`
@@ -41,7 +44,8 @@
 //!   step through `e^m`).
 //! - pseudo-Huber, squared log error and ranking: one Newton step from margin 0 (ranking gives
 //!   ≈0); hinge: that step's sign, 1 or 0 (XGBoost transforms it as a prediction).
-//! - absolute error: the weighted median (XGBoost's `Quantile`/`WeightedQuantile`, see
+//! - absolute error: the weighted label mean plus one Newton step from it (XGBoost 3.4).
+//! - quantiles: each alpha's quantile of the labels (XGBoost's `Quantile`/`WeightedQuantile`, see
 //!   [`weighted_quantile`]).
 //! - multi-class: XGBoost 3.2 writes one value per class, `log(f_k + 1e-6)` of the weighted class
 //!   frequencies `f_k`, centred to mean 0 (margins; `prob_to_margin` is the identity). That vector is
@@ -52,8 +56,9 @@ mod log_link;
 mod multiclass;
 pub(crate) mod ranking;
 mod regression;
+mod scaled_residual;
 
-use boost_kernels::adaptive;
+use boost_kernels::order;
 pub use boost_kernels::predict::OutputTransform;
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
@@ -61,8 +66,10 @@ use rayon::prelude::*;
 pub use log_link::{Gamma, Tweedie};
 pub use multiclass::Softmax;
 pub use ranking::{LambdaRank, PairMethod, RankKind};
+pub use scaled_residual::{AbsoluteError, Quantile};
+pub(crate) use scaled_residual::parse_alphas;
 pub use regression::{
-    AbsoluteError, Hinge, Logistic, LogisticKind, Poisson, PseudoHuber, SquaredError, SquaredLogError,
+    Hinge, Logistic, LogisticKind, Poisson, PseudoHuber, SquaredError, SquaredLogError,
 };
 
 use crate::data::MetaInfo;
@@ -75,6 +82,7 @@ pub const OBJECTIVE_PARAMETERS: &[&str] = &[
     "huber_slope",
     "max_delta_step",
     "tweedie_variance_power",
+    "quantile_alpha",
     "num_class",
     "lambdarank_pair_method",
     "lambdarank_num_pair_per_sample",
@@ -95,6 +103,7 @@ pub const OBJECTIVE_NAMES: &[&str] = &[
     "binary:hinge",
     "reg:pseudohubererror",
     "reg:absoluteerror",
+    "reg:quantileerror",
     "count:poisson",
     "reg:gamma",
     "reg:tweedie",
@@ -119,6 +128,9 @@ pub enum DeviceObjective {
     /// LambdaMART over query groups: `boost_kernels::rank`'s `lambdarank_topk_kernel` (a warp per
     /// group) or, for `mean` pairs, `lambdarank_kernel` (a thread per group).
     LambdaRank(boost_kernels::rank::LambdaRankParams),
+    /// Absolute error or quantiles, each output's scale summed first:
+    /// `boost_kernels::residual::gradients_kernel`.
+    ScaledResidual(boost_kernels::residual::ScaledResidual),
 }
 
 impl DeviceObjective {
@@ -126,6 +138,7 @@ impl DeviceObjective {
     pub fn outputs(&self) -> usize {
         match self {
             DeviceObjective::Softmax { classes } => *classes,
+            DeviceObjective::ScaledResidual(o) => o.outputs as usize,
             _ => 1,
         }
     }
@@ -169,11 +182,10 @@ pub trait Objective: Send + Sync {
     fn initial_base_score(&self, info: &MetaInfo) -> f32;
     /// XGBoost's default metric for this objective.
     fn default_metric(&self) -> &'static str;
-    /// For objectives whose leaf values XGBoost recomputes after each tree (`reg:absoluteerror`):
-    /// the `α` of the quantile of a leaf's residuals `label - margin` that becomes its value (see
-    /// `residual_quantile` and `boost_kernels::adaptive`). `None` keeps the tree builder's values.
-    fn leaf_quantile(&self) -> Option<f64> {
-        None
+    /// Whether the outputs are several targets of one label (`reg:quantileerror`'s quantiles:
+    /// XGBoost's `num_target`) rather than classes (`num_class`).
+    fn multi_target(&self) -> bool {
+        false
     }
     /// The objective as the GPU backend's gradient kernels take it, for the objectives whose
     /// [`Objective::gradients`] is a kernel's arithmetic row by row (`None`: the gradients are
@@ -237,6 +249,10 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
         "reg:gamma" => Box::new(Gamma::new(p.scale_pos_weight()?)),
         "reg:tweedie" => Box::new(Tweedie::new(p.f32("tweedie_variance_power")?.unwrap_or(1.5))?),
         "reg:absoluteerror" => Box::new(AbsoluteError),
+        "reg:quantileerror" => {
+            let alphas = p.get("quantile_alpha").ok_or_else(|| Error::param("quantile_alpha", "required by reg:quantileerror"))?;
+            Box::new(Quantile::new(parse_alphas("quantile_alpha", alphas)?)?)
+        }
         "count:poisson" => {
             let step = p.f32("max_delta_step")?.unwrap_or(0.7);
             if step < 0.0 {
@@ -273,7 +289,7 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
 }
 
 /// XGBoost 3.4's objectives that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_OBJECTIVES_NOT_YET: [&str; 4] = ["reg:quantileerror", "reg:expectileerror", "survival:cox", "survival:aft"];
+const XGBOOST_OBJECTIVES_NOT_YET: [&str; 3] = ["reg:expectileerror", "survival:cox", "survival:aft"];
 
 /// Rebuilds an objective from a model's `learner.objective` (what [`Objective::to_json`] writes):
 /// `{"name": ..., "<param_group>": {"<param>": "<value>", ...}}`. Errors are [`Error::Model`].
@@ -386,35 +402,31 @@ pub(crate) fn argsort_desc(values: &[f32]) -> Vec<usize> {
 ///   at least `α` times the total.
 ///
 /// Values sort ascending, `-0 == +0`, NaN last, ties in their order here (the device's order, see
-/// `boost_kernels::adaptive`, whose functions compute the quantile of the sorted values). NaN for
+/// `boost_kernels::order`, whose functions compute the quantile of the sorted values). NaN for
 /// no values. `weights`, when given, has one weight per value.
 pub fn weighted_quantile(alpha: f64, values: &[f32], weights: Option<&[f32]>) -> f32 {
     let mut idx: Vec<usize> = (0..values.len()).collect();
-    idx.sort_by_key(|&i| adaptive::ascending_key(values[i]));
+    idx.sort_by_key(|&i| order::ascending_key(values[i]));
     let value = |i: usize| values[idx[i]];
     match weights {
-        None => adaptive::sorted_quantile(alpha, idx.len(), value),
+        None => order::sorted_quantile(alpha, idx.len(), value),
         Some(w) => {
-            adaptive::sorted_weighted_quantile(alpha, idx.len(), value, |i| w.get(idx[i]).copied().unwrap_or(1.0))
+            order::sorted_weighted_quantile(alpha, idx.len(), value, |i| w.get(idx[i]).copied().unwrap_or(1.0))
         }
     }
-}
-
-/// The `alpha`-quantile of the residuals `label - margin` over `rows` (in increasing order), weighted
-/// by the rows' weights when the data has weights: the value [`Objective::leaf_quantile`]'s
-/// objectives give the leaf of these rows (before `eta`). NaN for no rows.
-pub fn residual_quantile(alpha: f64, rows: &[u32], margins: &[f32], info: &MetaInfo) -> f32 {
-    let residuals: Vec<f32> = rows.iter().map(|&r| info.labels[r as usize] - margins[r as usize]).collect();
-    let weights: Vec<f32> = rows.iter().map(|&r| weight_of(info, r as usize)).collect();
-    weighted_quantile(alpha, &residuals, (!info.weights.is_empty()).then_some(weights.as_slice()))
 }
 
 /// One Newton step from margin 0, XGBoost's `FitIntercept`: `-ΣG / max(ΣH, 1e-6)` over all
 /// outputs' gradients at zero margins (sums in `f64`, in row order), then averaged over outputs.
 pub(crate) fn newton_intercept(objective: &dyn Objective, info: &MetaInfo) -> f32 {
+    newton_step(objective, info, 0.0)
+}
+
+/// [`newton_intercept`] from margin `margin` instead of 0: the step, averaged over outputs.
+pub(crate) fn newton_step(objective: &dyn Objective, info: &MetaInfo, margin: f32) -> f32 {
     let outputs = objective.outputs().max(1);
     let n = info.labels.len() * outputs;
-    let margins = vec![0.0f32; n];
+    let margins = vec![margin; n];
     let mut gpair = vec![GradientPair::new(0.0f32, 0.0f32); n];
     objective.gradients(&margins, info, 0, &mut gpair);
     let mut mean = 0.0f64;
@@ -538,15 +550,15 @@ mod tests {
     #[test]
     fn every_name_parses_and_round_trips_through_json() {
         for &name in OBJECTIVE_NAMES {
-            let p = params(&[("num_class", "3")]);
+            let p = params(&[("num_class", "3"), ("quantile_alpha", "[0.25,0.75]")]);
             let obj = from_name(name, &p).unwrap();
             assert_eq!(obj.name(), name);
             let json = obj.to_json();
             let back = from_json(&json).unwrap();
             assert_eq!(back.name(), name);
             assert_eq!(back.to_json(), json, "{name}");
-            // The default metric's full name parses.
-            crate::metric::from_name(&obj.default_metric_name()).unwrap();
+            // The default metric, with the objective's parameters, parses.
+            crate::metric::default_metric_for(&*obj).unwrap();
         }
     }
 

@@ -1,27 +1,22 @@
 //! Element-wise objectives: squared error, squared log error, the logistic family, hinge,
-//! pseudo-Huber, absolute error and Poisson (gamma and Tweedie are in `log_link.rs`). Each row's gradient depends on its own margin, label and weight only (formulas in the
-//! parent module's table); the per-row functions are `boost_kernels::objective`'s, plain `f32` code
-//! with `libm` that the GPU backend's gradient kernel runs too.
-//!
-//! `reg:absoluteerror`'s loss has no curvature (its hessian is only the weight), so its tree leaves
-//! are poor Newton steps: XGBoost (`hist`/`approx`) replaces each leaf by the weighted median of the
-//! residuals `y - m` of its rows ([`Objective::leaf_quantile`]; rows left out by sampling take no
-//! part), which is the exact minimiser of the leaf's loss.
-//! (XGBoost's `exact` tree method does not refresh: its absolute-error leaves stay `-ΣG/ΣH`.)
+//! pseudo-Huber and Poisson (gamma and Tweedie are in `log_link.rs`, absolute error in
+//! `scaled_residual.rs`). Each row's gradient depends on its own margin, label and weight only
+//! (formulas in the parent module's table); the per-row functions are `boost_kernels::objective`'s,
+//! plain `f32` code with `libm` that the GPU backend's gradient kernel runs too.
 
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
 use super::{
-    format_f32, newton_intercept, sigmoid, validate_rows, weight_of, weighted_label_mean, weighted_quantile,
-    DeviceObjective, Objective, OutputTransform,
+    format_f32, newton_intercept, sigmoid, validate_rows, weight_of, weighted_label_mean, DeviceObjective, Objective,
+    OutputTransform,
 };
 use crate::data::MetaInfo;
 use crate::{Error, Result};
 use boost_kernels::metric::Transform;
 use boost_kernels::objective::ElementwiseObjective;
 pub use boost_kernels::objective::{
-    absolute_error_gradient, hinge_gradient, logistic_gradient, poisson_gradient, pseudo_huber_gradient,
+    hinge_gradient, logistic_gradient, poisson_gradient, pseudo_huber_gradient,
     squared_error_gradient, squared_log_error_gradient,
 };
 
@@ -338,54 +333,6 @@ impl Objective for PseudoHuber {
     }
 }
 
-/// `reg:absoluteerror`.
-#[derive(Clone, Debug)]
-pub struct AbsoluteError;
-
-impl Objective for AbsoluteError {
-    fn name(&self) -> &'static str {
-        "reg:absoluteerror"
-    }
-    fn validate(&self, info: &MetaInfo) -> Result<()> {
-        validate_rows(info, 1)
-    }
-    fn gradients(&self, margins: &[f32], info: &MetaInfo, _iteration: usize, out: &mut [GradientPair<f32>]) {
-        elementwise(margins, info, out, absolute_error_gradient);
-    }
-    fn device_objective(&self) -> Option<DeviceObjective> {
-        Some(DeviceObjective::Elementwise(ElementwiseObjective {
-            kind: ElementwiseObjective::ABSOLUTE_ERROR,
-            parameter: 0.0,
-        }))
-    }
-    fn device_eval_transform(&self) -> Option<Transform> {
-        Some(Transform::IDENTITY)
-    }
-    fn output_transform(&self) -> OutputTransform {
-        OutputTransform::Identity
-    }
-    /// The weighted median of the labels (interpolated without weights).
-    fn initial_base_score(&self, info: &MetaInfo) -> f32 {
-        let weights = (!info.weights.is_empty()).then_some(info.weights.as_slice());
-        let q = weighted_quantile(0.5, &info.labels, weights);
-        if q.is_nan() {
-            0.0
-        } else {
-            q
-        }
-    }
-    fn default_metric(&self) -> &'static str {
-        "mae"
-    }
-    /// The weighted median of `label - margin` over a leaf's rows (`f32` residuals, as XGBoost).
-    fn leaf_quantile(&self) -> Option<f64> {
-        Some(0.5)
-    }
-    fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({"name": self.name()})
-    }
-}
-
 /// `count:poisson`.
 #[derive(Clone, Debug)]
 pub struct Poisson {
@@ -455,7 +402,7 @@ impl Objective for Poisson {
 #[allow(clippy::excessive_precision)]
 mod tests {
     use super::*;
-    use crate::objective::{from_name, residual_quantile};
+    use crate::objective::from_name;
     use rand::{Rng, SeedableRng};
 
     fn info(labels: &[f32], weights: &[f32]) -> MetaInfo {
@@ -632,8 +579,6 @@ mod tests {
             assert!((g[i].grad - wg).abs() < 2e-6 * (1.0 + wg.abs()), "row {i}: {:?}", g[i]);
             assert!((g[i].hess - wh).abs() < 2e-6 * (1.0 + wh), "row {i}: {:?}", g[i]);
         }
-        let g = grads(&*obj("reg:absoluteerror", &[]), &[0.0, 1.0, 2.0], &info(&[0.5, -1.0, 2.0], &[1.0, 0.5, 2.0]));
-        assert_eq!((g[0].grad, g[0].hess, g[1].grad, g[1].hess, g[2].grad, g[2].hess), (-1.0, 1.0, 0.5, 0.5, 0.0, 2.0));
     }
 
     #[test]
@@ -728,8 +673,6 @@ mod tests {
         assert!(close(bs("reg:squarederror", &[], &yr, &[]), 0.89611095));
         assert!(close(bs("reg:squarederror", &[], &yr, &w), 0.81465495));
         // Absolute error: median (13 rows: the 7th), weighted median.
-        assert!(close(bs("reg:absoluteerror", &[], &yr, &[]), 1.4710113));
-        assert!(close(bs("reg:absoluteerror", &[], &yr, &w), 0.4049463));
         // Poisson: weighted mean, not a Newton step.
         assert!(close(bs("count:poisson", &[], &yp, &[]), 24.0 / 13.0));
         assert!(close(bs("count:poisson", &[], &yp, &w), 1.4748251));
@@ -754,28 +697,7 @@ mod tests {
         assert_eq!(bs("binary:hinge", &[], &flipped, &[]), 1.0);
         // Degenerate: no rows.
         assert_eq!(bs("reg:squarederror", &[], &[], &[]), 0.0);
-        assert_eq!(bs("reg:absoluteerror", &[], &[], &[]), 0.0);
         assert_eq!(obj("reg:squarederror", &[]).initial_base_scores(&info(&yr, &[])).len(), 1);
-    }
-
-    #[test]
-    fn absolute_error_refreshes_leaves_with_the_median_residual() {
-        // From xgboost 3.2.0 (hist, eta 0.5, depth 1): leaves 0.125/0.125 unweighted and
-        // 0.25/-0.1 weighted, i.e. medians 0.25, 0.25, 0.5, -0.2 before eta.
-        let y = [0.5f32, -1.0, 3.0, 2.0, 0.1, 7.0, -3.0, 0.0, 1.0, 4.0];
-        let m = [0.0f32, 1.0, -2.0, 2.0, 0.3, 1.0, -1.0, 0.0, 0.5, 0.5];
-        let w = [1.0f32, 0.5, 2.0, 1.5, 1.0, 0.25, 3.0, 1.0, 0.7, 0.9];
-        let alpha = obj("reg:absoluteerror", &[]).leaf_quantile().unwrap();
-        assert_eq!(alpha, 0.5);
-        let q = |rows: &[u32], w: &[f32]| residual_quantile(alpha, rows, &m, &info(&y, w));
-        let left = [0u32, 1, 2, 3];
-        let right = [4u32, 5, 6, 7, 8, 9];
-        assert_eq!(q(&left, &[]), 0.25);
-        assert_eq!(q(&right, &[]), 0.25);
-        assert_eq!(q(&left, &w), 0.5);
-        assert!((q(&right, &w) + 0.2).abs() < 1e-6);
-        assert!(q(&[], &w).is_nan());
-        assert_eq!(obj("reg:squarederror", &[]).leaf_quantile(), None);
     }
 
     #[test]

@@ -243,13 +243,16 @@ class ExtMemQuantileDMatrix(DMatrix):
 
 
 def _params_pairs(params):
-    """XGBoost's parameter dict (or list of pairs) as (name, value) strings; a list value such as
-    ``eval_metric=["auc", "logloss"]`` gives one pair a value."""
+    """XGBoost's parameter dict (or list of pairs) as (name, value) strings; a list of metrics
+    (``eval_metric=["auc", "logloss"]``) gives one pair a metric, another list is one value, as
+    XGBoost writes it (``quantile_alpha=[0.1, 0.9]`` is ``"[0.1, 0.9]"``)."""
     items = params.items() if isinstance(params, dict) else params
     pairs = []
     for name, value in items:
         if value is None:
             continue
+        if isinstance(value, (list, tuple)) and name != "eval_metric":
+            value = str(value)
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if isinstance(v, bool):
@@ -498,21 +501,41 @@ class Booster:
     # -- model I/O ----------------------------------------------------------------------------
 
     def save_model(self, fname):
-        """Writes the model as XGBoost's JSON (``.json``; written under a temporary name, then
-        renamed). XGBoost's binary UBJSON (``.ubj``) is not written yet."""
-        path = os.fspath(fname)
-        if not path.endswith(".json"):
-            raise ModelError(f"{path}: only JSON model files (.json) are written; UBJSON is not supported yet")
-        self._model().save_model(path)
+        """Writes the model as XGBoost does: JSON for a ``.json`` path, else its binary UBJSON
+        (``.ubj``); under a temporary name, then renamed."""
+        self._model().save_model(os.fspath(fname))
 
-    def save_raw(self, raw_format="json"):
-        """The model's JSON as bytes (``raw_format="json"``; UBJSON is not supported yet)."""
-        if raw_format != "json":
-            raise ModelError(f"raw_format={raw_format!r}: only 'json' is supported")
-        return bytearray(self._model().to_json())
+    def get_dump(self, fmap="", with_stats=False, dump_format="text"):
+        """Each tree as XGBoost's text or JSON dump (``dump_format``), with the gain and cover of
+        each node when ``with_stats``, the features named by the feature map file ``fmap`` (else the
+        model's feature names and types)."""
+        return self._model().dump(os.fspath(fmap), bool(with_stats), dump_format)
+
+    def dump_model(self, fout, fmap="", with_stats=False, dump_format="text"):
+        """Writes ``get_dump`` to ``fout`` (a path or a text file) as XGBoost does: ``booster[k]:``
+        before each text tree; a JSON array of the JSON trees."""
+        trees = self.get_dump(fmap, with_stats, dump_format)
+        if dump_format == "json":
+            text = "[\n" + ",\n".join(trees) + "\n]"
+        else:
+            text = "".join(f"booster[{k}]:\n{tree}" for k, tree in enumerate(trees))
+        if isinstance(fout, (str, os.PathLike)):
+            with open(os.path.expanduser(os.fspath(fout)), "w", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            fout.write(text)
+
+    def save_raw(self, raw_format="ubj"):
+        """The model's bytes: ``"ubj"`` (XGBoost's default) or ``"json"``."""
+        if raw_format == "json":
+            return bytearray(self._model().to_json())
+        if raw_format == "ubj":
+            return bytearray(self._model().to_ubjson())
+        raise ModelError(f"raw_format={raw_format!r}: 'ubj' or 'json'")
 
     def load_model(self, fname):
-        """Loads a JSON model: a path (ours or XGBoost's file) or the bytes of ``save_raw``."""
+        """Loads a model: a path (ours or XGBoost's file, JSON or UBJSON) or the bytes of
+        ``save_raw``."""
         if isinstance(fname, (str, os.PathLike)):
             self._handle = _core.Booster.load_model(os.fspath(fname))
         else:

@@ -62,8 +62,8 @@ fn trees_over_devices_are_the_one_devices() {
 
 /// Whole training runs with `n_gpus` write the CPU's model file byte for byte, with the same
 /// evaluation log (an evaluation set, early stopping): row and column sampling, weights, base
-/// margins, a multi-class objective (whole rounds on the devices), absolute error's refreshed
-/// leaves (the host's gradients); uniform and gradient-based sampling (one threshold from every
+/// margins, a multi-class objective (whole rounds on the devices), absolute error (its scale sums
+/// every device's rows: the host's gradients); uniform and gradient-based sampling (one threshold from every
 /// device's histograms). On the emulators (2 and 3 devices) and on a
 /// machine's GPUs (2, where it has them).
 #[test]
@@ -126,8 +126,8 @@ fn training_over_devices_writes_the_cpus_model() {
         } else {
             train_set.info.weights = (0..rows).map(|i| 0.5 + (i % 3) as f32 * 0.5).collect();
         }
-        // Element-wise objectives without refreshed leaves and the softmax run whole rounds on the
-        // devices; absolute error's leaves take the host's gradients.
+        // Element-wise objectives and the softmax run whole rounds on the devices; absolute error's
+        // scale sums over every device's rows, so it takes the host's gradients.
         let device_rounds = !params.contains(&("objective", "reg:absoluteerror"));
         let run = |pairs: &[(&str, &str)], gpu: Option<Arc<primitives::Gpu>>| {
             let params = Params::from_pairs(pairs).expect("params");

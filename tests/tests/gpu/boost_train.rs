@@ -220,7 +220,7 @@ fn binary_objectives_on_the_device_write_the_cpu_backends_models() {
 
 /// Gradient-based sampling (`boost_kernels::mvs`) keeps the CPU's rows and weights on the device:
 /// an element-wise objective's rounds, the softmax's (a column of the round's gradients), a sample
-/// of 1% (a few rows on the emulator), and absolute error's leaves from the sampled gradients.
+/// of 1% (a few rows on the emulator), and absolute error's (a column of the round's pairs).
 #[test]
 fn gradient_based_sampling_on_the_device_writes_the_cpu_backends_models() {
     let gpu = Arc::new(gpu());
@@ -302,7 +302,8 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
-    // Leaves refreshed to the median residual of their sampled rows, on the device.
+    // XGBoost 3.4's absolute error: each round's scale summed on the device (block sums added in
+    // order on the host), then the pairs.
     assert_same_model(
         "reg:absoluteerror, sampling, base margin",
         &[("objective", "reg:absoluteerror"), ("max_depth", "4"), ("subsample", "0.7"), ("seed", "5")],
@@ -312,7 +313,7 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         OnDevice::RoundsAndMetrics,
     );
     let mut weighted = regression.clone();
-    // Zero weights too: rows with a zero hessian take no part in their leaf's quantile.
+    // Zero weights too: they take no part in the scale.
     weighted.info.weights = (0..rows).map(|i| (i % 5) as f32 * 0.5).collect();
     assert_same_model(
         "reg:absoluteerror, lossguide, weights (some zero), sampling",
@@ -329,6 +330,30 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         OnDevice::RoundsAndMetrics,
     );
 
+    // Three quantiles, one tree each a round; the `quantile` metric reads the margins back.
+    let mut three = weighted.clone();
+    three.info.base_margin.clear();
+    assert_same_model(
+        "reg:quantileerror, 3 alphas, weights, sampling",
+        &[
+            ("objective", "reg:quantileerror"),
+            ("quantile_alpha", "[0.1, 0.5, 0.95]"),
+            ("max_depth", "4"),
+            ("subsample", "0.8"),
+        ],
+        &three,
+        rounds,
+        &gpu,
+        OnDevice::Rounds,
+    );
+    assert_same_model(
+        "reg:quantileerror, one alpha, mae on the device",
+        &[("objective", "reg:quantileerror"), ("quantile_alpha", "0.3"), ("max_depth", "3"), ("eval_metric", "mae")],
+        &regression,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
     assert_same_model(
         "reg:pseudohubererror",
         &[("objective", "reg:pseudohubererror"), ("huber_slope", "0.7"), ("max_depth", "4"), ("subsample", "0.7")],
@@ -625,6 +650,12 @@ pub(crate) const SHIPPED: &[Shipped] = &[
         label: "class",
         categorical: &[],
         params: &[("objective", "multi:softprob"), ("num_class", "3")],
+    },
+    Shipped {
+        file: "abalone/abalone.train.csv",
+        label: "Rings",
+        categorical: &[],
+        params: &[("objective", "reg:tweedie"), ("tweedie_variance_power", "1.4")],
     },
     Shipped {
         file: "california_housing/housing.train.csv",

@@ -1,0 +1,93 @@
+//! `quantile`: XGBoost's pinball loss over every (row, alpha) of a quantile model's sorted
+//! predictions, `Σ w ρ_α(y - p) / Σ w` with the weight counted once a (row, alpha), where
+//! `ρ_α(d) = α d` for `d >= 0`, else `(α - 1) d`. Each term in `f32`, summed in `f64` in the fixed
+//! order of `boost_kernels::reduce` (a row's alphas in order). The host computes it (the device
+//! objective's predictions come back for it).
+
+use boost_kernels::metric::LossSum;
+
+use super::{check_prediction_count, check_row_weights, fixed_order_sum, Metric};
+use crate::data::MetaInfo;
+use crate::objective::weight_of;
+use crate::Result;
+
+/// The pinball loss of `quantile_alpha`'s alphas.
+#[derive(Clone, Debug)]
+pub struct QuantileLoss {
+    alphas: Vec<f32>,
+}
+
+impl QuantileLoss {
+    /// The metric of these alphas (one prediction each a row).
+    pub fn new(alphas: Vec<f32>) -> Self {
+        Self { alphas }
+    }
+}
+
+/// XGBoost's term of one alpha: `α s d - (1 - α)(1 - s) d` with `d = y - p`, `s = [d >= 0]`.
+#[inline]
+fn pinball(alpha: f32, prediction: f32, label: f32) -> f32 {
+    let d = label - prediction;
+    let sign = if d >= 0.0 { 1.0f32 } else { 0.0 };
+    (alpha * sign * d) - (1.0 - alpha) * (1.0 - sign) * d
+}
+
+impl Metric for QuantileLoss {
+    fn name(&self) -> String {
+        "quantile".into()
+    }
+
+    fn higher_is_better(&self) -> bool {
+        false
+    }
+
+    fn check(&self, predictions: usize, info: &MetaInfo, _outputs: usize) -> Result<()> {
+        check_prediction_count(predictions, info, self.alphas.len())?;
+        check_row_weights(info)
+    }
+
+    fn evaluate(&self, predictions: &[f32], info: &MetaInfo, outputs: usize) -> f64 {
+        if self.check(predictions.len(), info, outputs).is_err() {
+            return f64::NAN;
+        }
+        let k = self.alphas.len();
+        let sums = fixed_order_sum(info.labels.len(), |i| {
+            let w = weight_of(info, i);
+            let mut sum = LossSum::default();
+            for (q, &alpha) in self.alphas.iter().enumerate() {
+                sum.loss += (pinball(alpha, predictions[i * k + q], info.labels[i]) * w) as f64;
+                sum.weight += w as f64;
+            }
+            sum
+        });
+        sums.loss / sums.weight
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::from_name_with_params;
+
+    #[test]
+    fn pinball_losses_match_xgboost_3_4() {
+        // `bst.eval` of xgboost 3.4.1 on these predictions (a quantile model's base margins, eta 0;
+        // sorted rows), with and without weights.
+        let labels = [0.5f32, 2.0, 3.0, -1.0, 7.0];
+        let predictions = [0.0f32, 1.0, 1.5, 2.5, 2.0, 4.0, -2.0, 0.5, 3.0, 6.0];
+        let weights = [1.0f32, 0.5, 1.0, 3.0, 1.0];
+        let params = vec![("quantile_alpha".to_string(), "[0.2, 0.7]".to_string())];
+        let metric = from_name_with_params("quantile", &params).unwrap();
+        let info = |w: &[f32]| crate::data::MetaInfo {
+            labels: labels.to_vec(),
+            weights: w.to_vec(),
+            ..Default::default()
+        };
+        let (a, b) = (metric.evaluate(&predictions, &info(&[]), 2), metric.evaluate(&predictions, &info(&weights), 2));
+        assert!((a - QUANTILE_UNWEIGHTED).abs() < 1e-6 && (b - QUANTILE_WEIGHTED).abs() < 1e-6, "{a} {b}");
+        assert!(super::super::from_name("quantile").is_err());
+        assert!(metric.evaluate(&predictions[1..], &info(&[]), 2).is_nan());
+    }
+
+    const QUANTILE_UNWEIGHTED: f64 = 0.3150000050663948;
+    const QUANTILE_WEIGHTED: f64 = 0.33269231336621136;
+}
