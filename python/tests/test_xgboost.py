@@ -465,12 +465,16 @@ def test_scikit_learn_estimators_take_pandas_categories_as_xgboosts(xgb):
 @pytest.mark.parametrize("objective,extra", [("reg:gamma", {}), ("reg:tweedie", {"tweedie_variance_power": 1.3}),
                                              ("reg:squaredlogerror", {}), ("binary:hinge", {}),
                                              ("reg:absoluteerror", {}),
-                                             ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]})])
+                                             ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}),
+                                             ("survival:cox", {})])
 def test_models_of_xgboost_3_4_objectives_go_both_ways(xgb, higgs, tmp_path, objective, extra):
     (X, y, _), (Xt, yt, _) = higgs
     if objective != "binary:hinge":
         # Positive targets that depend on the features.
         y, yt = (np.abs(M[:, 0] * 2 + M[:, 3]) + 0.25 for M in (X, Xt))
+    if objective == "survival:cox":
+        # Survival times, a third of them censored (negative), ties included (rounded times).
+        y, yt = (np.round(t, 1) * np.where(np.arange(len(t)) % 3 == 0, -1, 1) for t in (y, yt))
     params = {"objective": objective, "max_depth": 4, "tree_method": "hist", "nthread": 2, **extra}
     ours_log, theirs_log = {}, {}
     ours = tb.train(params, tb.DMatrix(X, label=y), 10, evals=[(tb.DMatrix(Xt, label=yt), "test")],

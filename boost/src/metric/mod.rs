@@ -15,6 +15,7 @@
 //! | `gamma-deviance` | `2 Σ w (log(p'/y') + y'/p' - 1) / Σ w`, `p' = p + 1e-6`, `y' = y + 1e-6` |
 //! | `tweedie-nloglik@ρ` | `Σ w (-y p^(1-ρ)/(1-ρ) + p^(2-ρ)/(2-ρ)) / Σ w`, `1 <= ρ < 2` |
 //! | `quantile` | `Σ w ρ_α(y - p) / Σ w` over every (row, `quantile_alpha`), the pinball loss `ρ` |
+//! | `cox-nloglik` | the Cox model's negative log partial likelihood per event, see `survival.rs` |
 //! | `merror`, `mlogloss` | argmax (first of equal maxima) `!= y`; `-log(max(p_y, 1e-16))` |
 //! | `auc`, `aucpr` | see `auc.rs`: binary, one-vs-rest for multi-class, per group for ranking |
 //! | `ndcg[@k][-]`, `map[@k][-]` | see `rank.rs`: mean over groups, weighted by group |
@@ -38,6 +39,7 @@ mod elementwise;
 mod multiclass;
 mod quantile;
 mod rank;
+mod survival;
 
 use boost_kernels::auc::AucCurve;
 use boost_kernels::metric::{ElementwiseMetric, MultiClassMetric};
@@ -54,6 +56,7 @@ pub use auc::{Auc, AucKind};
 pub use elementwise::{Elementwise, ElementwiseKind};
 pub use multiclass::{MultiClass, MultiClassKind};
 pub use quantile::QuantileLoss;
+pub use survival::CoxNegLogLik;
 pub use rank::{RankMetric, RankMetricKind};
 
 /// Training parameters (XGBoost names) that [`from_name_with_params`] reads (`quantile_alpha`:
@@ -122,7 +125,7 @@ pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
 
 /// The metrics `eval_metric` takes, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
 /// take an argument; `tweedie-nloglik@ρ` needs one).
-pub const METRIC_NAMES: [&str; 18] = [
+pub const METRIC_NAMES: [&str; 19] = [
     "rmse",
     "rmsle",
     "mae",
@@ -135,6 +138,7 @@ pub const METRIC_NAMES: [&str; 18] = [
     "gamma-deviance",
     "tweedie-nloglik",
     "quantile",
+    "cox-nloglik",
     "merror",
     "mlogloss",
     "auc",
@@ -144,9 +148,8 @@ pub const METRIC_NAMES: [&str; 18] = [
 ];
 
 /// XGBoost 3.4's metrics that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_METRICS_NOT_YET: [&str; 5] = [
+const XGBOOST_METRICS_NOT_YET: [&str; 4] = [
     "expectile",
-    "cox-nloglik",
     "aft-nloglik",
     "interval-regression-accuracy",
     "pre",
@@ -216,6 +219,7 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
             let alphas = p.get("quantile_alpha").ok_or_else(|| Error::param("quantile_alpha", "required by the quantile metric"))?;
             no_arg(Box::new(QuantileLoss::new(crate::objective::Quantile::new(parse_alphas("quantile_alpha", alphas)?)?.alphas().to_vec())))
         }
+        "cox-nloglik" => no_arg(Box::new(CoxNegLogLik)),
         "merror" => no_arg(Box::new(MultiClass::new(MultiClassKind::Error))),
         "mlogloss" => no_arg(Box::new(MultiClass::new(MultiClassKind::LogLoss))),
         "auc" => no_arg(Box::new(Auc::new(AucKind::Roc))),

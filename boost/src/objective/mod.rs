@@ -18,6 +18,7 @@
 //! | `reg:gamma` | `(1 - y e^-m) w'` | `y e^-m w'` | `e^m` |
 //! | `reg:tweedie` | `(-y e^((1-ρ)m) + e^((2-ρ)m)) w` | `(-y (1-ρ) e^((1-ρ)m) + (2-ρ) e^((2-ρ)m)) w` | `e^m` |
 //! | `multi:softmax`, `multi:softprob` | `(p_k - [y = k]) w` | `max(2 p_k (1 - p_k) w, 1e-16)` | class id / `p` |
+//! | `survival:cox` | Breslow's partial likelihood in `|y|` order, see `survival.rs` | | `e^m` |
 //! | `rank:pairwise`, `rank:ndcg`, `rank:map` | LambdaMART, see `ranking.rs` | | identity |
 //!
 //! where `σ(x) = 1 / (1 + e^-x)`, `z = m - y`, `δ = huber_slope`, `p_k = softmax(m)_k`,
@@ -43,7 +44,7 @@
 //! - gamma and Tweedie: the weighted mean of the labels (gamma with `scale_pos_weight`: a Newton
 //!   step through `e^m`).
 //! - pseudo-Huber, squared log error and ranking: one Newton step from margin 0 (ranking gives
-//!   ≈0); hinge: that step's sign, 1 or 0 (XGBoost transforms it as a prediction).
+//!   ≈0); hinge: that step's sign, 1 or 0 (XGBoost transforms it as a prediction); Cox: `e^` of it.
 //! - absolute error: the weighted label mean plus one Newton step from it (XGBoost 3.4).
 //! - quantiles: each alpha's quantile of the labels (XGBoost's `Quantile`/`WeightedQuantile`, see
 //!   [`weighted_quantile`]).
@@ -57,6 +58,7 @@ mod multiclass;
 pub(crate) mod ranking;
 mod regression;
 mod scaled_residual;
+mod survival;
 
 use boost_kernels::order;
 pub use boost_kernels::predict::OutputTransform;
@@ -67,6 +69,8 @@ pub use log_link::{Gamma, Tweedie};
 pub use multiclass::Softmax;
 pub use ranking::{LambdaRank, PairMethod, RankKind};
 pub use scaled_residual::{AbsoluteError, Quantile};
+pub use survival::Cox;
+pub(crate) use survival::label_abs_order;
 pub(crate) use scaled_residual::parse_alphas;
 pub use regression::{
     Hinge, Logistic, LogisticKind, Poisson, PseudoHuber, SquaredError, SquaredLogError,
@@ -107,6 +111,7 @@ pub const OBJECTIVE_NAMES: &[&str] = &[
     "count:poisson",
     "reg:gamma",
     "reg:tweedie",
+    "survival:cox",
     "multi:softmax",
     "multi:softprob",
     "rank:pairwise",
@@ -249,6 +254,7 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
         "reg:gamma" => Box::new(Gamma::new(p.scale_pos_weight()?)),
         "reg:tweedie" => Box::new(Tweedie::new(p.f32("tweedie_variance_power")?.unwrap_or(1.5))?),
         "reg:absoluteerror" => Box::new(AbsoluteError),
+        "survival:cox" => Box::new(Cox),
         "reg:quantileerror" => {
             let alphas = p.get("quantile_alpha").ok_or_else(|| Error::param("quantile_alpha", "required by reg:quantileerror"))?;
             Box::new(Quantile::new(parse_alphas("quantile_alpha", alphas)?)?)
@@ -289,7 +295,7 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
 }
 
 /// XGBoost 3.4's objectives that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_OBJECTIVES_NOT_YET: [&str; 3] = ["reg:expectileerror", "survival:cox", "survival:aft"];
+const XGBOOST_OBJECTIVES_NOT_YET: [&str; 2] = ["reg:expectileerror", "survival:aft"];
 
 /// Rebuilds an objective from a model's `learner.objective` (what [`Objective::to_json`] writes):
 /// `{"name": ..., "<param_group>": {"<param>": "<value>", ...}}`. Errors are [`Error::Model`].

@@ -417,6 +417,17 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         &gpu,
         OnDevice::RoundsAndMetrics,
     );
+    // Cox: the host's gradients (a scan in time order), the trees on the device.
+    let mut survival = positive.clone();
+    survival.info.labels.iter_mut().enumerate().for_each(|(i, y)| *y = if i % 4 == 0 { -*y } else { *y });
+    assert_same_model(
+        "survival:cox, weights, censored rows",
+        &[("objective", "survival:cox"), ("max_depth", "4"), ("eval_metric", "cox-nloglik")],
+        &survival,
+        rounds,
+        &gpu,
+        OnDevice::Trees,
+    );
     let mut binary = dataset(rows, cols, SyntheticTask::Binary, 8);
     binary.info.weights = (0..rows).map(|i| (i % 4) as f32 * 0.5).collect();
     assert_same_model(
