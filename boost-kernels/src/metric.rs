@@ -1,8 +1,8 @@
 //! The row-wise evaluation metrics (`rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
-//! `poisson-nloglik`, `gamma-nloglik`, `gamma-deviance`, `tweedie-nloglik@ρ`) and the multi-class
-//! ones (`merror`, `mlogloss`), written once: `boost`'s metrics call
-//! [`ElementwiseMetric::row_term`] on the CPU over the predictions, and [`elementwise_kernel`] runs
-//! it on the device over the margins (applying the objective's [`Transform`] first, the same
+//! `poisson-nloglik`, `gamma-nloglik`, `gamma-deviance`, `tweedie-nloglik@ρ`, one alpha's
+//! `quantile`) and the multi-class ones (`merror`, `mlogloss`), written once: `boost`'s metrics
+//! call [`ElementwiseMetric::row_term`] on the CPU over the predictions, and [`elementwise_kernel`]
+//! runs it on the device over the margins (applying the objective's [`Transform`] first, the same
 //! function the host's transform calls).
 //! The weighted losses and weights are summed with the fixed-order blocked sums of [`reduce`], so the
 //! evaluation log has the same digits whichever backend trained.
@@ -90,6 +90,8 @@ impl ElementwiseMetric {
     pub const GAMMA_DEVIANCE: u32 = 9;
     /// `tweedie-nloglik@ρ`, the parameter `ρ`.
     pub const TWEEDIE_NLOGLIK: u32 = 10;
+    /// The pinball loss of quantile `α` (the parameter): one output of `quantile`.
+    pub const QUANTILE: u32 = 11;
 
     /// XGBoost's `EvalRow`: the unweighted loss of one row with label `y` and prediction `p`, in `f32`.
     #[inline]
@@ -137,6 +139,11 @@ impl ElementwiseMetric {
             Self::GAMMA_DEVIANCE => {
                 let (p, y) = (p + 1e-6, y + 1e-6);
                 libm::logf(p / y) + y / p - 1.0
+            }
+            Self::QUANTILE => {
+                let (a, d) = (self.parameter, y - p);
+                let sign = if d >= 0.0 { 1.0 } else { 0.0 };
+                (a * sign * d) - (1.0 - a) * (1.0 - sign) * d
             }
             _ => {
                 let rho = self.parameter;

@@ -1,12 +1,13 @@
 //! `quantile`: XGBoost's pinball loss over every (row, alpha) of a quantile model's sorted
 //! predictions, `Σ w ρ_α(y - p) / Σ w` with the weight counted once a (row, alpha), where
-//! `ρ_α(d) = α d` for `d >= 0`, else `(α - 1) d`. Each term in `f32`, summed in `f64` in the fixed
-//! order of `boost_kernels::reduce` (a row's alphas in order). The host computes it (the device
-//! objective's predictions come back for it).
+//! `ρ_α(d) = α d` for `d >= 0`, else `(α - 1) d`. Each term in `f32` (`boost_kernels::metric`'s
+//! `QUANTILE` row loss), summed in `f64` in the fixed order of `boost_kernels::reduce` (a row's
+//! alphas in order). One alpha's is a row-wise metric, which the device computes; several alphas'
+//! the host (the device objective's predictions come back for it).
 
-use boost_kernels::metric::LossSum;
+use boost_kernels::metric::{ElementwiseMetric, LossSum};
 
-use super::{check_prediction_count, check_row_weights, fixed_order_sum, Metric};
+use super::{check_prediction_count, check_row_weights, fixed_order_sum, DeviceMetric, Metric};
 use crate::data::MetaInfo;
 use crate::objective::weight_of;
 use crate::Result;
@@ -24,12 +25,9 @@ impl QuantileLoss {
     }
 }
 
-/// XGBoost's term of one alpha: `α s d - (1 - α)(1 - s) d` with `d = y - p`, `s = [d >= 0]`.
-#[inline]
-fn pinball(alpha: f32, prediction: f32, label: f32) -> f32 {
-    let d = label - prediction;
-    let sign = if d >= 0.0 { 1.0f32 } else { 0.0 };
-    (alpha * sign * d) - (1.0 - alpha) * (1.0 - sign) * d
+/// The row arithmetic of one alpha, shared with the device.
+fn pinball(alpha: f32) -> ElementwiseMetric {
+    ElementwiseMetric { kind: ElementwiseMetric::QUANTILE, parameter: alpha }
 }
 
 impl Metric for QuantileLoss {
@@ -55,12 +53,19 @@ impl Metric for QuantileLoss {
             let w = weight_of(info, i);
             let mut sum = LossSum::default();
             for (q, &alpha) in self.alphas.iter().enumerate() {
-                sum.loss += (pinball(alpha, predictions[i * k + q], info.labels[i]) * w) as f64;
-                sum.weight += w as f64;
+                let term = pinball(alpha).row_term(info.labels[i], predictions[i * k + q], w);
+                (sum.loss, sum.weight) = (sum.loss + term.loss, sum.weight + term.weight);
             }
             sum
         });
         sums.loss / sums.weight
+    }
+
+    fn device_metric(&self) -> Option<DeviceMetric> {
+        match self.alphas[..] {
+            [alpha] => Some(DeviceMetric::Elementwise(pinball(alpha))),
+            _ => None,
+        }
     }
 }
 

@@ -347,8 +347,14 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         OnDevice::Rounds,
     );
     assert_same_model(
-        "reg:quantileerror, one alpha, mae on the device",
-        &[("objective", "reg:quantileerror"), ("quantile_alpha", "0.3"), ("max_depth", "3"), ("eval_metric", "mae")],
+        "reg:quantileerror, one alpha, its quantile metric and mae on the device",
+        &[
+            ("objective", "reg:quantileerror"),
+            ("quantile_alpha", "0.3"),
+            ("max_depth", "3"),
+            ("eval_metric", "quantile"),
+            ("eval_metric", "mae"),
+        ],
         &regression,
         rounds,
         &gpu,
