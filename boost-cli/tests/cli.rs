@@ -502,7 +502,12 @@ fn messages_say_what_is_wrong() {
     fails_with(&["objective=reg:nonsense"], &["unknown objective", "supported:", "binary:logistic"]);
     fails_with(&["eval_metric=nonsense"], &["unknown metric", "supported:", "logloss"]);
     fails_with(&["objective=survival:aft"], &["not supported yet"]);
-    fails_with(&["monotone_constraints=(1,0)"], &["monotone_constraints", "not supported yet"]);
+    fails_with(&["monotone_constraints=(1,0,1,1,1)"], &["monotone_constraints", "5 directions for 2 features"]);
+    fails_with(&["interaction_constraints=[[0, 7]]"], &["interaction_constraints", "feature 7 does not exist"]);
+    let constrained =
+        vec![train.display().to_string(), "--rounds".into(), "2".into(), "monotone_constraints=(1,-1)".into()];
+    let (_, out) = train_to(constrained, &model);
+    assert!(out.status.success(), "{}", text(&out.stderr));
     fails_with(&["no_such_thing=1"], &["unknown parameter"]);
     // A semicolon-separated file is read as such.
     let semicolons = dir.join("semicolons.csv");

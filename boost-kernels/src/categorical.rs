@@ -17,7 +17,7 @@
 
 use crate::fixed_point::GradientQuantiser;
 use crate::predict::MAX_CATEGORY;
-use crate::split::{calc_weight, candidate_loss, FeatureBins, GradientSum, Split, SplitKind, SplitParams};
+use crate::split::{calc_weight, candidate_loss, FeatureBins, GradientSum, Parent, Split, SplitKind, SplitParams};
 
 /// The split condition XGBoost writes for a categorical split (its `DftBadValue`, the smallest
 /// positive `f32`); prediction does not read it.
@@ -69,12 +69,12 @@ pub fn sort_key<S: GradientSum>(sum: S, p: &SplitParams, q: &GradientQuantiser) 
     }
 }
 
-/// The best one-hot split of a categorical feature of a node with sums `total` and gain
-/// `parent_gain`: each category against the others, missing values left, then right.
+/// The best one-hot split of a categorical feature of a node with sums `total` (`parent`: its
+/// gain and constraints): each category against the others, missing values left, then right.
 pub fn best_one_hot_split<S: GradientSum>(
     bins: &impl FeatureBins<S>,
     total: S,
-    parent_gain: f32,
+    parent: &Parent,
     p: &SplitParams,
     q: &GradientQuantiser,
 ) -> Option<Split<S>> {
@@ -90,7 +90,7 @@ pub fn best_one_hot_split<S: GradientSum>(
         for (right, default_left) in [(category, true), (S::add(category, missing), false)] {
             let left = S::sub(total, right);
             let kind = SplitKind::OneHot { bin: b as u32 };
-            consider(&mut best, bins.feature(), kind, left, right, default_left, parent_gain, p, q);
+            consider(&mut best, bins.feature(), kind, left, right, default_left, parent, p, q);
         }
     }
     best
@@ -103,7 +103,7 @@ pub fn best_partition_split<S: GradientSum>(
     bins: &impl FeatureBins<S>,
     sorted: impl Fn(usize) -> usize,
     total: S,
-    parent_gain: f32,
+    parent: &Parent,
     p: &SplitParams,
     c: &CategoricalParams,
     q: &GradientQuantiser,
@@ -116,14 +116,14 @@ pub fn best_partition_split<S: GradientSum>(
     for i in 0..steps {
         right = S::add(right, bins.hist(sorted(i)));
         let kind = SplitKind::Partition { count: i as u32 + 1 };
-        consider(&mut best, feature, kind, S::sub(total, right), right, true, parent_gain, p, q);
+        consider(&mut best, feature, kind, S::sub(total, right), right, true, parent, p, q);
     }
     let mut backward: Option<Split<S>> = None;
     let mut left = S::ZERO;
     for i in (n - steps..n).rev() {
         left = S::add(left, bins.hist(sorted(i)));
         let kind = SplitKind::Partition { count: i as u32 };
-        consider(&mut backward, feature, kind, left, S::sub(total, left), false, parent_gain, p, q);
+        consider(&mut backward, feature, kind, left, S::sub(total, left), false, parent, p, q);
     }
     match (best, backward) {
         (Some(f), Some(b)) if b.loss_chg > f.loss_chg => Some(b),
@@ -142,11 +142,11 @@ fn consider<S: GradientSum>(
     left: S,
     right: S,
     default_left: bool,
-    parent_gain: f32,
+    parent: &Parent,
     p: &SplitParams,
     q: &GradientQuantiser,
 ) {
-    if let Some(loss_chg) = candidate_loss(left, right, parent_gain, p, q) {
+    if let Some(loss_chg) = candidate_loss(left, right, parent, p, q) {
         if best.is_none_or(|b| loss_chg > b.loss_chg) {
             let threshold = CATEGORICAL_CONDITION;
             *best = Some(Split { loss_chg, feature, last_left_bin: -1, threshold, default_left, left, right, kind });
@@ -231,7 +231,7 @@ mod tests {
     fn brute_force(hist: &[F], missing: F, order: &[usize], subsets: bool, p: &SplitParams) -> f32 {
         let q = GradientQuantiser::new(&[GradientPair::new(1.0, 1.0)]);
         let total = hist.iter().fold(missing, |a, &b| F::add(a, b));
-        let parent = crate::split::calc_gain(p, total.grad, total.hess);
+        let parent = Parent::unconstrained(crate::split::calc_gain(p, total.grad, total.hess));
         let n = hist.len();
         let sets: Vec<Vec<usize>> = if subsets {
             (1..(1u32 << n) - 1).map(|m| (0..n).filter(|&b| m >> b & 1 == 1).collect()).collect()
@@ -242,7 +242,7 @@ mod tests {
         for set in sets {
             let right = set.iter().fold(F::ZERO, |a, &b| F::add(a, hist[b]));
             for r in [right, F::add(right, missing)] {
-                if let Some(l) = candidate_loss(F::sub(total, r), r, parent, p, &q) {
+                if let Some(l) = candidate_loss(F::sub(total, r), r, &parent, p, &q) {
                     best = best.max(l);
                 }
             }
@@ -257,7 +257,7 @@ mod tests {
         let missing = F::new(-6.0, 2.0);
         let total = hist.iter().fold(missing, |a, &b| F::add(a, b));
         let bins = SliceBins { feature: 3, first_bin: 10, hist: &hist, cut_values: &[0.5, 1.5, 2.5] };
-        let parent = crate::split::calc_gain(&p, total.grad, total.hess);
+        let parent = &Parent::unconstrained(crate::split::calc_gain(&p, total.grad, total.hess));
         let best = best_one_hot_split(&bins, total, parent, &p, &q).unwrap();
         // By hand: category 0 with the missing rows right ((-10, 5) against (3, 6)) is the best.
         assert_eq!((best.kind, best.default_left, best.feature), (SplitKind::OneHot { bin: 0 }, false, 3));
@@ -279,7 +279,7 @@ mod tests {
         let bins = SliceBins { feature: 0, first_bin: 0, hist: &hist, cut_values: &cuts };
         let mut order: Vec<usize> = (0..hist.len()).collect();
         order.sort_by(|&a, &b| sort_key(hist[a], &p, &q).total_cmp(&sort_key(hist[b], &p, &q)));
-        let parent = crate::split::calc_gain(&p, total.grad, total.hess);
+        let parent = &Parent::unconstrained(crate::split::calc_gain(&p, total.grad, total.hess));
         let c = CategoricalParams::default();
         let best = best_partition_split(&bins, |i| order[i], total, parent, &p, &c, &q).unwrap();
         // The best of the prefixes of the weight order, either side; no subset does better here.

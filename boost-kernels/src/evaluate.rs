@@ -16,7 +16,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::categorical::{self, CategoricalParams, CATEGORICAL_CONDITION};
 use crate::fixed_point::{add, sub, GradientQuantiser};
-use crate::split::{self, calc_gain, Split, SplitKind, SplitParams};
+use crate::split::{self, Bounds, Parent, Split, SplitKind, SplitParams};
 
 type Fixed = GradientPair<i64>;
 
@@ -30,9 +30,9 @@ pub struct SplitContext {
 }
 
 /// A (node, feature) pair of [`split_features_kernel`]: the node indexes the batch's slots and
-/// totals; `kind` is 0 for a numeric feature, [`ONE_HOT`] or [`PARTITION`] for a categorical one,
+/// nodes; `kind` is 0 for a numeric feature, [`ONE_HOT`] or [`PARTITION`] for a categorical one,
 /// whose order (the node's categories sorted by [`categorical::sort_key`]) then starts at
-/// `sorted_at` of the sorted bins.
+/// `sorted_at` of the sorted bins; `monotone` is the feature's monotone constraint (1, -1 or 0).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct SplitPair {
@@ -40,6 +40,26 @@ pub struct SplitPair {
     pub feature: u32,
     pub kind: u32,
     pub sorted_at: u32,
+    pub monotone: i32,
+}
+
+/// A node of [`split_features_kernel`]'s batch: its gradient sum, its gain and the bounds of its
+/// children's weights ([`Parent`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NodeInput {
+    pub total: Fixed,
+    pub gain: f32,
+    pub bounds: Bounds,
+    pub pad: u32,
+}
+
+impl NodeInput {
+    /// The node as a split candidate's parent, scanning a feature of monotone direction `monotone`.
+    #[inline(always)]
+    pub fn parent(&self, monotone: i32) -> Parent {
+        Parent { gain: self.gain, bounds: self.bounds, monotone }
+    }
 }
 
 /// A [`Split`] of fixed-point sums as the kernels store it (`found` = 0: no split). `kind` is 0 for
@@ -121,9 +141,9 @@ pub struct FeatureSplitArgs {
     pub histograms: *const Fixed,
     pub node_stride: u64,
     pub feature_stride: u64,
-    /// Per node to evaluate: its histogram's slot and its gradient sum.
+    /// Per node to evaluate: its histogram's slot, and its sum, gain and bounds.
     pub slots: *const u32,
-    pub totals: *const Fixed,
+    pub nodes: *const NodeInput,
     /// The cuts: `features + 1` offsets, the bins' upper bounds.
     pub cut_ptrs: *const u32,
     pub cut_values: *const f32,
@@ -227,7 +247,7 @@ unsafe fn pair_bins(a: &FeatureSplitArgs, pair: &SplitPair) -> (*const Fixed, u3
 ///
 /// # Safety
 /// Every buffer holds what [`FeatureSplitArgs`] says, every pair names a node of `slots` and
-/// `totals` and a feature of the cuts, and every slot's histogram holds that feature's bins; the
+/// `nodes` and a feature of the cuts, and every slot's histogram holds that feature's bins; the
 /// grid has whole warps.
 pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
     let pair = global_thread() / arch::WARP_SIZE as u64;
@@ -241,14 +261,13 @@ pub unsafe fn split_features_kernel(a: &FeatureSplitArgs) {
         let pair = arch::load(a.pairs.add(i));
         let context = arch::load(a.context);
         let (p, q) = (&context.params, &context.quantiser);
-        let total = arch::load(a.totals.add(pair.node as usize));
+        let node = arch::load(a.nodes.add(pair.node as usize));
+        let (total, parent) = (node.total, node.parent(pair.monotone));
         let (hist, first, n) = pair_bins(a, &pair);
-        let t = q.to_float(total);
-        let parent_gain = calc_gain(p, t.grad, t.hess);
         let mut best = LaneBest { split: DeviceSplit::default(), seq: u32::MAX };
         let feature = pair.feature;
         let mut offer = |left: Fixed, right: Fixed, kind: SplitKind, bin: (i64, f32), default_left: bool, seq: u32| {
-            if let Some(loss_chg) = split::candidate_loss(left, right, parent_gain, p, q) {
+            if let Some(loss_chg) = split::candidate_loss(left, right, &parent, p, q) {
                 if beats(loss_chg, seq, true, best.split.loss_chg, best.seq) {
                     let (last_left_bin, threshold) = bin;
                     let found = Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right, kind };

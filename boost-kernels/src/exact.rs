@@ -28,7 +28,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{global_thread, DeviceSplit, SplitContext};
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{candidate_loss, GradientSum, Split, SplitKind, SplitParams};
+use crate::split::{candidate_loss, GradientSum, Parent, Split, SplitKind, SplitParams};
 
 /// XGBoost's `kRtEps` as the `f32` it adds to `|last|` for an end candidate's gap.
 pub const END_GAP: f32 = 1e-6;
@@ -78,7 +78,8 @@ pub fn step<S: GradientSum>(taken: S, prev: f32, value: f32, n: &NodeFeature<'_,
         return None;
     }
     let (left, right) = sides(taken, n.node, n.missing_left);
-    candidate_loss(left, right, n.parent_gain, n.params, n.quantiser).map(|loss| (loss, left, right))
+    candidate_loss(left, right, &Parent::unconstrained(n.parent_gain), n.params, n.quantiser)
+        .map(|loss| (loss, left, right))
 }
 
 /// The end candidate of a direction, `taken` every present value's sums: its loss change and
@@ -87,7 +88,8 @@ pub fn step<S: GradientSum>(taken: S, prev: f32, value: f32, n: &NodeFeature<'_,
 #[inline(always)]
 pub fn end<S: GradientSum>(taken: S, n: &NodeFeature<'_, S>) -> Option<(f32, S, S)> {
     let (left, right) = sides(taken, n.node, n.missing_left);
-    candidate_loss(left, right, n.parent_gain, n.params, n.quantiser).map(|loss| (loss, left, right))
+    candidate_loss(left, right, &Parent::unconstrained(n.parent_gain), n.params, n.quantiser)
+        .map(|loss| (loss, left, right))
 }
 
 /// A candidate as a split of `feature` (the exact method has no bins: `last_left_bin` is 0).

@@ -20,7 +20,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{self, global_thread, SplitContext};
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{candidate_loss, GradientSum, Split, SplitKind, SplitParams, NO_VALUE_LEFT, RT_EPS};
+use crate::split::{candidate_loss, GradientSum, Parent, Split, SplitKind, SplitParams, NO_VALUE_LEFT, RT_EPS};
 
 /// Candidate `c` of a feature of `n` bins: the last bin (counted from the feature's first) that
 /// goes left (-1 when none does), and whether missing values go left.
@@ -52,7 +52,7 @@ pub fn candidate_sums<S: GradientSum>(c: usize, n: usize, total: S, prefix: impl
 /// split could not be chosen for it alone.
 #[inline(always)]
 pub fn share<S: GradientSum>(left: S, right: S, parent_gain: f32, p: &SplitParams, q: &GradientQuantiser) -> f32 {
-    candidate_loss(left, right, parent_gain, p, q).unwrap_or(0.0)
+    candidate_loss(left, right, &Parent::unconstrained(parent_gain), p, q).unwrap_or(0.0)
 }
 
 /// The threshold stored in the tree for candidate `c` of a feature of `n` bins with upper bounds
@@ -309,7 +309,7 @@ mod tests {
         let node = best_split_of_feature(
             &SliceBins { feature: 3, first_bin: 10, hist, cut_values: &cuts },
             total,
-            parent_gain,
+            &Parent::unconstrained(parent_gain),
             &p,
             &q,
         )

@@ -1,14 +1,16 @@
-//! The arithmetic that decides a split: XGBoost's hist evaluator (`TreeEvaluator::SplitEvaluator`)
+//! The arithmetic that decides a split: XGBoost 3.4's hist evaluator (`TreeEvaluator::SplitEvaluator`)
 //! with its precision, and the scan over one feature's bins in both missing directions with its
 //! tie-breaking. Written once for the CPU backend and the kernels, so both choose the same splits.
 //!
 //! With `T(G)` the gradient sum soft-thresholded by `alpha`, a node's weight is
-//! `w = -T(G) / (H + lambda)` in double precision (0 below `min_child_weight`, clipped to
-//! `max_delta_step` when set), rounded to `f32`; a leaf's value is that `f32` weight times `eta` in
-//! `f32`. A node's gain is the `f32` quotient `f32(T(G)^2) / f32(H + lambda)` (with
-//! `max_delta_step`, `-(2 G w + (H + lambda) w^2)` in `f32`), a split's loss change the children's
-//! gains minus the parent's, all in `f32`. A split is kept when its loss change is above 1e-6
-//! (`kRtEps`) and at least `gamma`, and both children have hessian. Ties between features go to the
+//! `w = -T(G) / (H + lambda)` in double precision (0 without hessian, clipped to `max_delta_step`
+//! when set), rounded to `f32`, then clipped to the node's [`Bounds`] (monotone constraints); a
+//! leaf's value is that `f32` weight times `eta` in `f32`. A node's gain is XGBoost 3.4's
+//! `CalcGainGivenWeight` of that weight, `-(2 G w + (H + lambda) w^2 + 2 alpha |w|)` in double
+//! precision (`w^2` in `f32`) rounded to `f32`; a split's loss change is the children's gains minus
+//! the parent's, in `f32`. A candidate needs hessian and `min_child_weight` in both children and,
+//! on a feature with a monotone constraint, children's weights in its order. A split is kept when
+//! its loss change is above 1e-6 (`kRtEps`) and at least `gamma`. Ties between features go to the
 //! lower index, within a feature to the first candidate found (missing values right, then left);
 //! XGBoost's `f32` rounding decides which candidates tie.
 
@@ -43,20 +45,16 @@ pub fn threshold_l1(g: f64, alpha: f64) -> f64 {
     }
 }
 
-/// XGBoost's `CalcWeight` (in double precision; the evaluator rounds it to `f32`).
+/// XGBoost 3.4's `CalcWeight` (in double precision; the evaluator rounds it to `f32`).
 #[inline]
 pub fn calc_weight(p: &SplitParams, g: f64, h: f64) -> f64 {
-    if h < p.min_child_weight as f64 || h <= 0.0 {
+    if h <= 0.0 {
         return 0.0;
     }
     let w = -threshold_l1(g, p.alpha as f64) / (h + p.lambda as f64);
     let mds = p.max_delta_step as f64;
-    if mds == 0.0 {
-        w
-    } else if w > mds {
-        mds
-    } else if w < -mds {
-        -mds
+    if mds != 0.0 && w.abs() > mds {
+        mds.copysign(w)
     } else {
         w
     }
@@ -68,22 +66,87 @@ pub fn leaf_value(p: &SplitParams, g: f64, h: f64) -> f32 {
     calc_weight(p, g, h) as f32 * p.eta
 }
 
-/// The gain of a node with gradient sums `g`, `h`: XGBoost's hist evaluator's `CalcGain`
-/// (`CalcGainGivenWeight` with the `f32` weight), in `f32` as there. Unlike the weight it has no
-/// `min_child_weight` cut-off (split candidates check that on their own); with `max_delta_step` it
-/// has no `alpha` term, as XGBoost's evaluator.
+/// XGBoost 3.4's `CalcGainGivenWeight`: the loss reduction of giving a node with sums `g`, `h`
+/// the weight `w`, in double precision with `w^2` in `f32`, rounded to `f32`; 0 without hessian.
 #[inline]
-pub fn calc_gain(p: &SplitParams, g: f64, h: f64) -> f32 {
+pub fn gain_given_weight(p: &SplitParams, g: f64, h: f64, w: f32) -> f32 {
     if h <= 0.0 {
         return 0.0;
     }
-    if p.max_delta_step == 0.0 {
-        let t = threshold_l1(g, p.alpha as f64);
-        return (t * t) as f32 / (h + p.lambda as f64) as f32;
+    let (w64, alpha) = (w as f64, p.alpha as f64);
+    (-(2.0 * g * w64 + (h + p.lambda as f64) * (w * w) as f64 + 2.0 * alpha * w.abs() as f64)) as f32
+}
+
+/// The gain of a node with gradient sums `g`, `h` and no bounds: [`gain_given_weight`] of its own
+/// `f32` weight (XGBoost 3.4's `CalcGain` in the evaluator).
+#[inline]
+pub fn calc_gain(p: &SplitParams, g: f64, h: f64) -> f32 {
+    gain_given_weight(p, g, h, calc_weight(p, g, h) as f32)
+}
+
+/// The interval a node's children's weights are clipped to (XGBoost's monotone-constraint bounds):
+/// unbounded at the root; a split on a constrained feature bounds its children at the mean of their
+/// weights ([`Bounds::children`]). `repr(C)` and `Pod` for the kernels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Bounds {
+    pub lower: f32,
+    pub upper: f32,
+}
+
+impl Bounds {
+    /// No bounds (XGBoost's `-FLT_MAX`, `FLT_MAX`).
+    pub const NONE: Bounds = Bounds { lower: -f32::MAX, upper: f32::MAX };
+
+    /// `w` clipped to the bounds (XGBoost's `ApplyBounds`).
+    #[inline]
+    pub fn clip(self, w: f32) -> f32 {
+        if w < self.lower {
+            self.lower
+        } else if w > self.upper {
+            self.upper
+        } else {
+            w
+        }
     }
-    let w = calc_weight(p, g, h) as f32;
-    let (g, h) = (g as f32, h as f32);
-    -(2.0 * g * w + (h + p.lambda) * (w * w))
+
+    /// The children's bounds after a split of a node with these bounds on a feature with monotone
+    /// direction `monotone` (1 increasing, -1 decreasing, 0 none) whose children's weights are
+    /// `left` and `right` (clipped, without `eta`): XGBoost's `TreeEvaluator::AddSplit`.
+    #[inline]
+    pub fn children(self, monotone: i32, left: f32, right: f32) -> (Bounds, Bounds) {
+        let mid = (left + right) / 2.0;
+        match monotone {
+            m if m > 0 => (Bounds { upper: mid, ..self }, Bounds { lower: mid, ..self }),
+            m if m < 0 => (Bounds { lower: mid, ..self }, Bounds { upper: mid, ..self }),
+            _ => (self, self),
+        }
+    }
+}
+
+/// What a candidate split of a node is measured against: the node's gain, the bounds of its
+/// children's weights, and the monotone direction of the feature being scanned (1 increasing, -1
+/// decreasing, 0 none). Without monotone constraints the bounds are [`Bounds::NONE`], which no
+/// finite weight reaches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Parent {
+    pub gain: f32,
+    pub bounds: Bounds,
+    pub monotone: i32,
+}
+
+impl Parent {
+    /// A node of gain `gain` without constraints.
+    #[inline]
+    pub fn unconstrained(gain: f32) -> Parent {
+        Parent { gain, bounds: Bounds::NONE, monotone: 0 }
+    }
+
+    /// The same node, scanning a feature of monotone direction `monotone`.
+    #[inline]
+    pub fn with_monotone(self, monotone: i32) -> Parent {
+        Parent { monotone, ..self }
+    }
 }
 
 /// A gradient-pair sum type of split finding: fixed point (`GradientPair<i64>`, what training
@@ -224,27 +287,36 @@ impl<S: Copy> FeatureBins<S> for SliceBins<'_, S> {
     }
 }
 
-/// The loss change of splitting a node of gain `parent_gain` into children with sums `left` and
-/// `right`, when that split may be chosen: both children have `min_child_weight`, and the change is
-/// finite (XGBoost's `SplitEntry::NeedReplace` skips infinite changes: no `lambda`, no hessian).
+/// The loss change of splitting `parent` into children with sums `left` and `right`, when that
+/// split may be chosen (XGBoost 3.4's `CalcSplitGain`): both children have hessian and
+/// `min_child_weight`, their weights (clipped to the parent's bounds) are in the order of the
+/// feature's monotone constraint, and the change is finite (XGBoost's `SplitEntry::NeedReplace`
+/// skips infinite changes).
 #[inline(always)]
 pub fn candidate_loss<S: GradientSum>(
     left: S,
     right: S,
-    parent_gain: f32,
+    parent: &Parent,
     p: &SplitParams,
     q: &GradientQuantiser,
 ) -> Option<f32> {
     let mcw = p.min_child_weight as f64;
     let (l, r) = (left.to_float(q), right.to_float(q));
-    if l.hess < mcw || r.hess < mcw {
+    if !(l.hess > 0.0 && r.hess > 0.0 && l.hess >= mcw && r.hess >= mcw) {
         return None;
     }
-    let loss_chg = calc_gain(p, l.grad, l.hess) + calc_gain(p, r.grad, r.hess) - parent_gain;
+    let wl = parent.bounds.clip(calc_weight(p, l.grad, l.hess) as f32);
+    let wr = parent.bounds.clip(calc_weight(p, r.grad, r.hess) as f32);
+    let ordered = parent.monotone == 0 || (parent.monotone > 0 && wl <= wr) || (parent.monotone < 0 && wl >= wr);
+    if !ordered {
+        return None;
+    }
+    let gain = gain_given_weight(p, l.grad, l.hess, wl) + gain_given_weight(p, r.grad, r.hess, wr);
+    let loss_chg = gain - parent.gain;
     loss_chg.is_finite().then_some(loss_chg)
 }
 
-/// The best split of one feature of a node with sums `total` and gain `parent_gain`: a scan over
+/// The best split of one feature of a node with sums `total` (`parent`: its gain and constraints): a scan over
 /// its bins with missing values going right (bins from the first on go left), then, when some rows
 /// miss the feature, with them going left (bins from the last down go right). A candidate replaces
 /// the best so far only with a strictly larger, finite loss change (XGBoost's `NeedReplace`), and
@@ -252,7 +324,7 @@ pub fn candidate_loss<S: GradientSum>(
 pub fn best_split_of_feature<S: GradientSum>(
     bins: &impl FeatureBins<S>,
     total: S,
-    parent_gain: f32,
+    parent: &Parent,
     p: &SplitParams,
     q: &GradientQuantiser,
 ) -> Option<Split<S>> {
@@ -260,7 +332,7 @@ pub fn best_split_of_feature<S: GradientSum>(
     let feature = bins.feature();
     let mut best: Option<Split<S>> = None;
     let mut consider = |left: S, right: S, last_left_bin: i64, threshold: f32, default_left: bool| {
-        if let Some(loss_chg) = candidate_loss(left, right, parent_gain, p, q) {
+        if let Some(loss_chg) = candidate_loss(left, right, parent, p, q) {
             if best.is_none_or(|b| loss_chg > b.loss_chg) {
                 let kind = SplitKind::Numeric;
                 best = Some(Split { loss_chg, feature, last_left_bin, threshold, default_left, left, right, kind });

@@ -89,6 +89,12 @@ pub struct TreeParams {
     /// scan a node), deeper levels with them grouped by node (the sorting algorithm). The CPU's
     /// walk is always in value order.
     pub exact_interleaved_levels: u32,
+    /// XGBoost's `monotone_constraints`: each feature's direction (1 increasing, -1 decreasing,
+    /// 0 none); features past the end have none.
+    pub monotone_constraints: Vec<i32>,
+    /// XGBoost's `interaction_constraints`: sets of features that may appear together on a path
+    /// (`tree::constraints`); empty for none.
+    pub interaction_constraints: Vec<Vec<u32>>,
 }
 
 impl Default for TreeParams {
@@ -112,11 +118,19 @@ impl Default for TreeParams {
             max_cat_to_onehot: 4,
             max_cat_threshold: 64,
             exact_interleaved_levels: EXACT_INTERLEAVED_LEVELS,
+            monotone_constraints: Vec::new(),
+            interaction_constraints: Vec::new(),
         }
     }
 }
 
 impl TreeParams {
+    /// The monotone direction of `feature` (0 when unconstrained).
+    #[inline]
+    pub fn monotone(&self, feature: u32) -> i32 {
+        self.monotone_constraints.get(feature as usize).copied().unwrap_or(0)
+    }
+
     /// The parameters of gains and leaf weights, as the shared split arithmetic
     /// (`boost_kernels::split`) takes them.
     pub fn split(&self) -> boost_kernels::split::SplitParams {
@@ -303,9 +317,7 @@ fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T> {
 
 /// XGBoost 3.4's tree-booster and learning parameters that [`Params::set`] does not take yet: named
 /// as such rather than as unknown.
-const XGBOOST_PARAMETERS_NOT_YET: [&str; 18] = [
-    "monotone_constraints",
-    "interaction_constraints",
+const XGBOOST_PARAMETERS_NOT_YET: [&str; 16] = [
     "missing",
     "feature_weights",
     "enable_categorical",
@@ -327,10 +339,58 @@ const XGBOOST_PARAMETERS_NOT_YET: [&str; 18] = [
 /// The parameters [`Params::set`] takes, by XGBoost's names (aliases after a slash), for help texts.
 pub const PARAMETER_NAMES: &str = "eta/learning_rate, gamma/min_split_loss, max_depth, max_leaves, \
 min_child_weight, max_delta_step, lambda/reg_lambda, alpha/reg_alpha, subsample, colsample_bytree, \
-colsample_bylevel, colsample_bynode, max_bin, max_cat_to_onehot, max_cat_threshold, grow_policy, tree_method, booster, num_parallel_tree, \
+colsample_bylevel, colsample_bynode, monotone_constraints, interaction_constraints, max_bin, max_cat_to_onehot, max_cat_threshold, grow_policy, tree_method, booster, num_parallel_tree, \
 objective, base_score, eval_metric, disable_default_eval_metric, seed/random_state, nthread/n_jobs, \
 n_gpus, device, device_memory_limit, verbosity, sampling_method, categorical_encoding, ordered_target_prior_weight, validate_parameters, and the objectives' and metrics' \
 (scale_pos_weight, huber_slope, num_class, lambdarank_*, ndcg_exp_gain)";
+
+/// XGBoost's `monotone_constraints` string: `(1,-1,0)` (or with brackets, or bare), each 1, -1 or 0;
+/// empty for none.
+fn monotone_constraints(value: &str) -> Result<Vec<i32>> {
+    let name = "monotone_constraints";
+    let inner = value.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let directions: Vec<i32> = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.parse::<i32>() {
+            Ok(d @ -1..=1) => Ok(d),
+            _ => Err(Error::param(name, format!("`{s}` in `{value}`: each must be 1, -1 or 0"))),
+        })
+        .collect::<Result<_>>()?;
+    Ok(if directions.iter().all(|&d| d == 0) { Vec::new() } else { directions })
+}
+
+/// XGBoost's `interaction_constraints` string: a JSON list of lists of feature indices, such as
+/// `[[0, 1], [2, 3, 4]]`.
+fn interaction_constraints(value: &str) -> Result<Vec<Vec<u32>>> {
+    let name = "interaction_constraints";
+    if value.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str::<Vec<Vec<u32>>>(value).map_err(|e| {
+        Error::param(
+            name,
+            format!("`{value}`: expected a list of lists of feature indices such as [[0, 1], [2, 3]] ({e})"),
+        )
+    })
+}
+
+/// Checks the constraints against the training data's `features`: XGBoost's rules (a monotone
+/// vector no longer than the features, interaction sets of existing features).
+pub fn check_constraints(t: &TreeParams, features: usize) -> Result<()> {
+    if t.monotone_constraints.len() > features {
+        let n = t.monotone_constraints.len();
+        return Err(Error::param("monotone_constraints", format!("{n} directions for {features} features")));
+    }
+    if let Some(&f) = t.interaction_constraints.iter().flatten().find(|&&f| f as usize >= features) {
+        return Err(Error::param(
+            "interaction_constraints",
+            format!("feature {f} does not exist (the data has {features})"),
+        ));
+    }
+    Ok(())
+}
 
 fn check(name: &str, ok: bool, rule: &str, value: &str) -> Result<()> {
     if ok {
@@ -402,6 +462,8 @@ impl Params {
             "colsample_bylevel" => t.colsample_bylevel = column_fraction(name, value)?,
             "colsample_bynode" => t.colsample_bynode = column_fraction(name, value)?,
             "exact_interleaved_levels" => t.exact_interleaved_levels = number(name, value)?,
+            "monotone_constraints" => t.monotone_constraints = monotone_constraints(value)?,
+            "interaction_constraints" => t.interaction_constraints = interaction_constraints(value)?,
             "max_bin" => {
                 t.max_bin = number(name, value)?;
                 check(name, t.max_bin >= 2, "must be >= 2", value)?;
@@ -519,6 +581,16 @@ impl Params {
             if t.max_leaves > 0 {
                 return Err(Error::param("max_leaves", "an oblivious tree has 2^max_depth leaves; leave max_leaves 0"));
             }
+        }
+        let constrained = !t.monotone_constraints.is_empty() || !t.interaction_constraints.is_empty();
+        if constrained && t.grow_policy == GrowPolicy::Oblivious {
+            // A level shares one split, so one node's bounds or path cannot decide it.
+            let name =
+                if t.monotone_constraints.is_empty() { "interaction_constraints" } else { "monotone_constraints" };
+            return Err(Error::param(name, "oblivious trees take no constraints: use depthwise or lossguide"));
+        }
+        if self.tree_method == TreeMethod::Exact && t.monotone_constraints.iter().any(|&m| m != 0) {
+            return Err(Error::param("monotone_constraints", "not supported by the exact tree method yet: use hist"));
         }
         if t.max_depth == 0 && t.max_leaves == 0 {
             // XGBoost refuses an unbounded tree: with depthwise, max_depth=0 needs max_leaves.
@@ -639,6 +711,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn constraints_in_xgboost_spellings() {
+        let p =
+            Params::from_pairs(&[("monotone_constraints", "(1,-1, 0)"), ("interaction_constraints", "[[0, 2], [1]]")]);
+        let t = p.unwrap().tree;
+        assert_eq!((t.monotone_constraints.as_slice(), t.monotone(1), t.monotone(7)), (&[1, -1, 0][..], -1, 0));
+        assert_eq!(t.interaction_constraints, [vec![0, 2], vec![1]]);
+        let t = Params::from_pairs(&[("monotone_constraints", "[0,0]")]).unwrap().tree;
+        assert!(t.monotone_constraints.is_empty(), "all zeros is no constraint");
+        assert!(check_constraints(&t, 1).is_ok());
+        let t = Params::from_pairs(&[("monotone_constraints", "(1,-1)")]).unwrap().tree;
+        assert!(
+            matches!(check_constraints(&t, 1), Err(Error::InvalidParameter { name, .. }) if name == "monotone_constraints")
+        );
+        let t = Params::from_pairs(&[("interaction_constraints", "[[0, 5]]")]).unwrap().tree;
+        let e = check_constraints(&t, 5).unwrap_err();
+        assert!(e.to_string().contains("feature 5"), "{e}");
+    }
+
+    #[test]
     fn xgboost_names_aliases_and_defaults() {
         let p = Params::from_pairs(&[("learning_rate", "0.1"), ("reg_lambda", "2"), ("max_depth", "8")]).unwrap();
         assert_eq!((p.tree.eta, p.tree.lambda, p.tree.max_depth), (0.1, 2.0, 8));
@@ -663,6 +754,13 @@ mod tests {
             (vec![("tree_method", "exact"), ("max_leaves", "16")], "max_leaves"),
             (vec![("no_such_thing", "1")], "no_such_thing"),
             (vec![("lambda", "-1")], "lambda"),
+            (vec![("monotone_constraints", "(1,2)")], "monotone_constraints"),
+            (vec![("monotone_constraints", "(1,a)")], "monotone_constraints"),
+            (vec![("monotone_constraints", "(1)"), ("grow_policy", "oblivious")], "monotone_constraints"),
+            (vec![("monotone_constraints", "(0,-1)"), ("tree_method", "exact")], "monotone_constraints"),
+            (vec![("interaction_constraints", "[[0, -1]]")], "interaction_constraints"),
+            (vec![("interaction_constraints", "[0, 1]")], "interaction_constraints"),
+            (vec![("interaction_constraints", "[[0], [1]]"), ("grow_policy", "oblivious")], "interaction_constraints"),
         ] {
             match Params::from_pairs(&pairs) {
                 Err(Error::InvalidParameter { name: n, .. }) => assert_eq!(n, name),

@@ -567,3 +567,46 @@ def test_the_command_line_dumps_as_xgboosts_dump_model(xgb, cli, higgs, tmp_path
     subprocess.run([cli, "dump", str(tmp_path / "m.ubj"), "--format", "json", "--with-stats",
                     "--output", str(tmp_path / "ours.json")], check=True)
     assert (tmp_path / "ours.json").read_text() == (tmp_path / "theirs.json").read_text()
+
+
+@pytest.mark.parametrize("constraints", [
+    {"monotone_constraints": {"f0": 1, "f3": -1, "f5": 1}},
+    {"monotone_constraints": (1, 0, 0, -1), "grow_policy": "lossguide", "max_leaves": 15},
+    {"interaction_constraints": [["f0", "f1", "f2"], ["f3", "f4"], ["f2", "f5"]]},
+    {"interaction_constraints": "[[0, 1], [2, 3, 4, 5]]", "monotone_constraints": "(1,0,0,-1)"},
+])
+def test_constraints_build_xgboosts_trees(xgb, higgs, constraints):
+    (X, y, _), (Xt, yt, _) = higgs
+    names = [f"f{i}" for i in range(X.shape[1])]
+    params = {"objective": "binary:logistic", "max_depth": 4, "tree_method": "hist", "nthread": 2, **constraints}
+    ours_log, theirs_log = {}, {}
+    ours = tb.train(params, tb.DMatrix(X, label=y, feature_names=names), 10,
+                    evals=[(tb.DMatrix(Xt, label=yt, feature_names=names), "test")], evals_result=ours_log,
+                    verbose_eval=False)
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y, feature_names=names), 10,
+                       evals=[(xgb.DMatrix(Xt, label=yt, feature_names=names), "test")], evals_result=theirs_log,
+                       verbose_eval=False)
+    np.testing.assert_allclose(ours_log["test"]["logloss"], theirs_log["test"]["logloss"], rtol=1e-6, atol=0)
+    np.testing.assert_allclose(ours.predict(tb.DMatrix(Xt, feature_names=names)),
+                               theirs.predict(xgb.DMatrix(Xt, feature_names=names)), rtol=1e-5, atol=1e-7)
+    monotone = constraints.get("monotone_constraints")
+    if isinstance(monotone, dict):
+        # Moving one constrained feature up moves every prediction its way.
+        for name, direction in monotone.items():
+            f = names.index(name)
+            low, high = Xt.copy(), Xt.copy()
+            low[:, f], high[:, f] = np.min(X[:, f]), np.max(X[:, f])
+            p_low, p_high = (ours.predict(tb.DMatrix(M, feature_names=names), output_margin=True) for M in (low, high))
+            assert np.all(direction * (p_high - p_low) >= 0)
+
+
+def test_constraints_name_what_is_wrong(higgs):
+    (X, y, _), _ = higgs
+    d = tb.DMatrix(X, label=y, feature_names=[f"f{i}" for i in range(X.shape[1])])
+    for params, named in [({"monotone_constraints": {"nope": 1}}, "nope"),
+                          ({"interaction_constraints": [["f0", "nope"]]}, "nope"),
+                          ({"monotone_constraints": tuple([1] * (X.shape[1] + 1))}, "monotone_constraints"),
+                          ({"monotone_constraints": "(1,2)"}, "monotone_constraints"),
+                          ({"interaction_constraints": [[0, X.shape[1]]]}, "interaction_constraints")]:
+        with pytest.raises(tb.ParameterError, match=named):
+            tb.train(params, d, 1)

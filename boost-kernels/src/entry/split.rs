@@ -3,7 +3,7 @@
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
-use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, NodeSplitArgs, SplitContext, SplitPair};
+use crate::evaluate::{self, DeviceSplit, FeatureSplitArgs, NodeInput, NodeSplitArgs, SplitContext, SplitPair};
 use crate::oblivious::{self, LevelArgs};
 
 kernel! {
@@ -13,7 +13,7 @@ kernel! {
         node_stride: u64,
         feature_stride: u64,
         slots: *const u32,
-        totals: *const GradientPair<i64>,
+        nodes: *const NodeInput,
         cut_ptrs: *const u32,
         cut_values: *const f32,
         pairs: *const SplitPair,
@@ -23,7 +23,7 @@ kernel! {
         out: *mut DeviceSplit,
     ) {
         let args = FeatureSplitArgs {
-            histograms, node_stride, feature_stride, slots, totals, cut_ptrs, cut_values, pairs, num_pairs,
+            histograms, node_stride, feature_stride, slots, nodes, cut_ptrs, cut_values, pairs, num_pairs,
             sorted, context, out,
         };
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
@@ -48,7 +48,7 @@ kernel! {
         bins: *mut u32,
     ) {
         let args = FeatureSplitArgs {
-            histograms, node_stride, feature_stride, slots, totals: core::ptr::null(), cut_ptrs,
+            histograms, node_stride, feature_stride, slots, nodes: core::ptr::null(), cut_ptrs,
             cut_values: core::ptr::null(), pairs, num_pairs: 0, sorted: core::ptr::null(), context,
             out: core::ptr::null_mut(),
         };

@@ -9,11 +9,12 @@ use primitives::{DeviceBuffer, DeviceSegmentedSort, Gpu, LaunchConfig, SortOrder
 
 use boost_kernels::categorical;
 use boost_kernels::entry;
-use boost_kernels::evaluate::{DeviceSplit, SplitContext, SplitPair, ONE_HOT, PARTITION};
+use boost_kernels::evaluate::{DeviceSplit, NodeInput, SplitContext, SplitPair, ONE_HOT, PARTITION};
 use boost_kernels::oblivious;
-use boost_kernels::split::{calc_gain, Split, SplitKind};
+use boost_kernels::split::{calc_gain, Parent, Split, SplitKind};
 
 use super::grow::GpuBackend;
+use crate::tree::grow::SplitRequest;
 use super::partition::SPLIT_WORDS;
 use super::{element_config, warp_per_block_config, DeviceCuts, Fixed, Kept};
 use crate::{Error, Result};
@@ -35,16 +36,29 @@ pub enum HistogramLayout {
     },
 }
 
-/// A node to evaluate: the slot of its histogram, its gradient sum, the features to try
-/// (increasing).
+/// A node to evaluate: the slot of its histogram, its gradient sum, its gain and bounds, the
+/// features to try (increasing) and their monotone directions (empty: none).
 #[derive(Clone, Debug)]
 pub struct NodeToEvaluate {
     /// Where its histogram lies (its slot in the histogram store).
     pub slot: u32,
     /// The sum of its rows' fixed-point gradients.
     pub total: Fixed,
-    /// The features its split may use (after column sampling).
+    /// Its gain and the bounds of its children's weights (`boost_kernels::split::Parent`).
+    pub parent: Parent,
+    /// The features its split may use (after column sampling and interaction constraints).
     pub features: Vec<u32>,
+    /// Each feature's monotone direction; empty when none has one.
+    pub monotone: Vec<i32>,
+}
+
+impl NodeToEvaluate {
+    /// A node without constraints: its gain is its sum's.
+    pub fn unconstrained(slot: u32, total: Fixed, features: Vec<u32>, context: &SplitContext) -> Self {
+        let t = context.quantiser.to_float(total);
+        let parent = Parent::unconstrained(calc_gain(&context.params, t.grad, t.hess));
+        NodeToEvaluate { slot, total, parent, features, monotone: Vec::new() }
+    }
 }
 
 /// The split evaluation's device scratch: its uploaded arena, its per-pair candidates, and the
@@ -75,9 +89,9 @@ struct Pairs {
 }
 
 impl Pairs {
-    fn push(&mut self, node: u32, feature: u32, cuts: &DeviceCuts, context: &SplitContext) -> Result<()> {
+    fn push(&mut self, (node, feature, monotone): (u32, u32, i32), cuts: &DeviceCuts, context: &SplitContext) -> Result<()> {
         let f = feature as usize;
-        let mut pair = SplitPair { node, feature, kind: 0, sorted_at: 0 };
+        let mut pair = SplitPair { node, feature, kind: 0, sorted_at: 0, monotone };
         if cuts.categorical.get(f).copied().unwrap_or(false) {
             let bins = (cuts.host_ptrs[f + 1] - cuts.host_ptrs[f]) as usize;
             if categorical::use_one_hot(bins, &context.categorical) {
@@ -166,20 +180,21 @@ pub(super) fn enqueue_evaluation(
         if !node.features.is_sorted_by(|a, b| a < b) {
             return Err(Error::InvalidData(format!("the features of node {i} are not increasing")));
         }
-        for &f in &node.features {
-            pairs.push(i as u32, f, cuts, context)?;
+        for (k, &f) in node.features.iter().enumerate() {
+            pairs.push((i as u32, f, node.monotone.get(k).copied().unwrap_or(0)), cuts, context)?;
         }
         offsets.push(pairs.pairs.len() as u32);
     }
     let num_pairs = pairs.pairs.len();
     // One upload for the batch (each is an operation on the stream, and the host enqueues a
     // lossguide tree's hundreds of batches one after another): the context, then (16-byte
-    // aligned) the totals, slots, offsets, pairs and partition pairs, as 32-bit words.
+    // aligned) the nodes, slots, offsets, pairs and partition pairs, as 32-bit words.
     let mut arena: Vec<u32> = bytemuck::cast_slice(std::slice::from_ref(context)).to_vec();
     arena.resize(arena.len().next_multiple_of(4), 0);
-    let totals_at = arena.len();
+    let nodes_at = arena.len();
     for node in nodes {
-        arena.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&node.total)));
+        let input = NodeInput { total: node.total, gain: node.parent.gain, bounds: node.parent.bounds, pad: 0 };
+        arena.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&input)));
     }
     let slots_at = arena.len();
     arena.extend(nodes.iter().map(|n| n.slot));
@@ -210,7 +225,7 @@ pub(super) fn enqueue_evaluation(
             node_stride as u64,
             feature_stride as u64,
             at(slots_at),
-            at(totals_at).cast(),
+            at(nodes_at).cast(),
             cuts.cut_ptrs.as_ptr(),
             cuts.cut_values.as_ptr(),
             at(pairs_at).cast(),
@@ -299,22 +314,24 @@ fn sort_categories(
 impl GpuBackend<'_> {
     /// The best splits of `nodes`; when they are the pending partition's children, read back
     /// with its counts (one wait).
-    pub(super) fn evaluate_batch(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+    pub(super) fn evaluate_batch(&mut self, nodes: &[SplitRequest<Fixed>]) -> Result<Vec<Option<Split<Fixed>>>> {
         if nodes.is_empty() {
             return Ok(Vec::new());
         }
         let mut batch = Vec::with_capacity(nodes.len());
         let mut buffer = None;
-        for (node, total, features) in nodes {
+        for r in nodes {
+            let node = r.node;
             let (b, slot) = self
                 .histograms
-                .slot(*node)
+                .slot(node)
                 .ok_or_else(|| Error::InvalidData(format!("node {node} is evaluated before its histogram is built")))?;
             if buffer.is_some_and(|first| first != b) {
                 return Err(Error::InvalidData("a batch's nodes have histograms in different buffers".into()));
             }
             buffer = Some(b);
-            batch.push(NodeToEvaluate { slot, total: *total, features: features.clone() });
+            let (features, monotone) = (r.features.clone(), r.monotone.clone());
+            batch.push(NodeToEvaluate { slot, total: r.sum, parent: r.parent, features, monotone });
         }
         let histograms = buffer
             .and_then(|b| self.histograms.buffer(b))
@@ -352,7 +369,7 @@ impl GpuBackend<'_> {
     /// ([`Self::categories_of`]): the ends of their orders read back (one wait, when any).
     fn keep_partition_sets(
         &mut self,
-        nodes: &[(usize, Fixed, Vec<u32>)],
+        nodes: &[SplitRequest<Fixed>],
         splits: &[Option<Split<Fixed>>],
         edges: PartitionEdges,
     ) -> Result<()> {
@@ -374,7 +391,7 @@ impl GpuBackend<'_> {
             let mut words = vec![0u32; categorical::words_for(bins)];
             let edge = &read[i * stride..i * stride + len.min(stride)];
             categorical::partition_set(&mut words, bins, *count as usize, split.default_left, edge);
-            self.partition_sets.insert(nodes[i].0, words);
+            self.partition_sets.insert(nodes[i].node, words);
         }
         Ok(())
     }

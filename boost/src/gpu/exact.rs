@@ -35,7 +35,7 @@ use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::tree::exact::SortedColumns;
-use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, SplitRequest};
 use crate::tree::hist::BuiltTree;
 use crate::{Error, Result};
 
@@ -562,9 +562,12 @@ impl GrowBackend<Fixed> for Level<'_, '_> {
         Ok(())
     }
 
-    fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+    /// Without monotone constraints (the parameters refuse them with `exact`), a node's gain is
+    /// its sums'.
+    fn evaluate(&mut self, nodes: &[SplitRequest<Fixed>]) -> Result<Vec<Option<Split<Fixed>>>> {
         let start = Instant::now();
-        let splits = self.find_splits(nodes)?;
+        let nodes: Vec<(usize, Fixed, Vec<u32>)> = nodes.iter().map(|r| (r.node, r.sum, r.features.clone())).collect();
+        let splits = self.find_splits(&nodes)?;
         self.phases.add("tree: exact splits", start.elapsed());
         Ok(splits)
     }

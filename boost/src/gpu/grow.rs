@@ -14,7 +14,7 @@ use super::histogram::HistogramStore;
 use super::partition::{PendingPartition, RowBuffers};
 use super::{DeviceBins, DeviceCuts, Fixed};
 use crate::phases::PhaseTimes;
-use crate::tree::grow::{ChildHistograms, Expansion, GrowBackend, RowOrder};
+use crate::tree::grow::{ChildHistograms, Expansion, GrowBackend, RowOrder, SplitRequest};
 use crate::{Error, Result};
 
 /// The GPU backend of the expansion driver ([`crate::tree::grow::grow`]): per batch of nodes, rows partitioned
@@ -127,7 +127,7 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
         Ok(())
     }
 
-    fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+    fn evaluate(&mut self, nodes: &[SplitRequest<Fixed>]) -> Result<Vec<Option<Split<Fixed>>>> {
         let start = Instant::now();
         let splits = self.evaluate_batch(nodes);
         self.phases.add("tree: evaluation", start.elapsed());

@@ -35,7 +35,7 @@ use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::sample::{add_bins, gradient_sampler, TreeSampler};
-use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder, SplitRequest};
 use crate::tree::hist::BuiltTree;
 use crate::tree::Tree;
 use crate::{Error, Result};
@@ -624,7 +624,7 @@ impl GrowBackend<Fixed> for MultiBackend<'_, '_> {
         self.sum_last_batch(&nodes)
     }
 
-    fn evaluate(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+    fn evaluate(&mut self, nodes: &[SplitRequest<Fixed>]) -> Result<Vec<Option<Split<Fixed>>>> {
         self.flush()?;
         let start = std::time::Instant::now();
         let splits = self.on_sums(|first| first.evaluate(nodes));

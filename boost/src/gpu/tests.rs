@@ -319,7 +319,7 @@ fn bad_batches_are_errors_not_faults() {
         quantiser: GradientQuantiser::new(&[GradientPair::new(1.0, 1.0)]),
         categorical: Default::default(),
     };
-    let node = |slot, features: &[u32]| NodeToEvaluate { slot, total: Fixed::default(), features: features.to_vec() };
+    let node = |slot, features: &[u32]| NodeToEvaluate::unconstrained(slot, Fixed::default(), features.to_vec(), &context);
     let run = |nodes: &[NodeToEvaluate], layout| evaluate_splits(&gpu, &device_cuts, &h, layout, nodes, &context);
     let global = HistogramLayout::Global;
     assert!(matches!(run(&[node(0, &[1])], global), Err(Error::InvalidData(_))));

@@ -47,6 +47,7 @@ pub(super) fn check(
     }
     let objective = objective::from_name(&params.objective, &params.objective_params)?;
     objective.validate(train.info)?;
+    crate::param::check_constraints(&params.tree, train.cols())?;
     train.check_finite()?;
     // The training set named as an evaluation set too is checked once.
     for (data, name) in evals.iter().filter(|(data, _)| !data.is(train)) {

@@ -23,7 +23,7 @@ use crate::data::FeatureMatrix;
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
-use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend};
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, SplitRequest};
 use crate::tree::hist::BuiltTree;
 
 /// Fixed-point gradient sums.
@@ -320,9 +320,12 @@ impl GrowBackend<Sum> for ExactBackend<'_, '_> {
         Ok(())
     }
 
-    fn evaluate(&mut self, nodes: &[(usize, Sum, Vec<u32>)]) -> Result<Vec<Option<Split<Sum>>>, Infallible> {
+    /// Without monotone constraints (the parameters refuse them with `exact`), a node's gain is
+    /// its sums'.
+    fn evaluate(&mut self, nodes: &[SplitRequest<Sum>]) -> Result<Vec<Option<Split<Sum>>>, Infallible> {
         let start = Instant::now();
-        let splits = self.builder.evaluate(&self.by_entry, nodes, &self.positions);
+        let nodes: Vec<(usize, Sum, Vec<u32>)> = nodes.iter().map(|r| (r.node, r.sum, r.features.clone())).collect();
+        let splits = self.builder.evaluate(&self.by_entry, &nodes, &self.positions);
         self.phases.add("tree: evaluation", start.elapsed());
         Ok(splits)
     }
@@ -402,7 +405,7 @@ mod tests {
                         })
                         .fold(Sum::ZERO, |a, &r| Sum::add(a, g[r]));
                     let right = Sum::sub(node, left);
-                    if let Some(loss) = candidate_loss(left, right, parent_gain, p, q) {
+                    if let Some(loss) = candidate_loss(left, right, &split::Parent::unconstrained(parent_gain), p, q) {
                         if left.has_hessian() && right.has_hessian() {
                             best = Some(best.map_or(loss, |b| b.max(loss)));
                         }

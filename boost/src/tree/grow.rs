@@ -9,13 +9,14 @@
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use boost_kernels::split::{calc_weight, leaf_value, GradientSum, Split};
+use boost_kernels::split::{calc_gain, calc_weight, gain_given_weight, leaf_value, Bounds, GradientSum, Parent, Split};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rayon::prelude::*;
 
 use crate::fixed_point::GradientQuantiser;
 use crate::param::{GrowPolicy, TreeParams};
+use crate::tree::constraints::{extend_path, Interactions};
 use crate::tree::Tree;
 
 /// A node being split: its id, its split, and its children's ids.
@@ -32,6 +33,31 @@ pub struct Expansion<S> {
     /// A categorical split's categories going right, a bitset over its feature's bins
     /// (`boost_kernels::categorical::CategorySet`); empty for a numeric split.
     pub categories: Vec<u32>,
+}
+
+/// A node whose best split a backend finds ([`GrowBackend::evaluate`]).
+#[derive(Clone, Debug)]
+pub struct SplitRequest<S> {
+    /// The node's id.
+    pub node: usize,
+    /// Its gradient sum.
+    pub sum: S,
+    /// Its gain and the bounds of its children's weights (`monotone` 0: each feature's is in
+    /// `monotone`).
+    pub parent: Parent,
+    /// The features its split may use, increasing.
+    pub features: Vec<u32>,
+    /// Each of `features`' monotone direction (1 increasing, -1 decreasing, 0 none); empty when the
+    /// run has no monotone constraints.
+    pub monotone: Vec<i32>,
+}
+
+impl<S> SplitRequest<S> {
+    /// The node as the parent of candidates on `features[k]`.
+    #[inline]
+    pub fn parent_of(&self, k: usize) -> Parent {
+        self.parent.with_monotone(self.monotone.get(k).copied().unwrap_or(0))
+    }
 }
 
 /// Children whose histograms a batch needs: the smaller one's built from its rows, the other's as
@@ -143,9 +169,8 @@ pub trait GrowBackend<S: GradientSum> {
     /// Builds the histograms of these children and releases their parents'. A batch's children
     /// are all its expansions' or none (they share a depth).
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<(), Self::Error>;
-    /// The best split of each node over its features (increasing), if one passes the limits; the
-    /// node's gradient sum is given.
-    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>, Self::Error>;
+    /// The best split of each node over its features, if one passes the limits.
+    fn evaluate(&mut self, nodes: &[SplitRequest<S>]) -> Result<Vec<Option<Split<S>>>, Self::Error>;
     /// The split of every node of an oblivious tree's level (`nodes`: id and gradient sum, in
     /// order) over `features` (increasing): one feature, threshold and missing direction for all
     /// (`boost_kernels::oblivious`), with each node's children's sums and its own loss change;
@@ -198,36 +223,44 @@ pub(crate) fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Siz
     chosen
 }
 
-/// Splits `node` of `tree` (gradient sum `sum`) by `split`: its children become leaves of their
-/// sums' values, and the node keeps its own weight without `eta`, as XGBoost writes it.
-/// A categorical split's categories are its bitset's (`categories`, empty for a numeric split).
+/// Splits `node` of `tree` (gradient sum `sum`, children's weights clipped to `bounds`) by `split`:
+/// its children become leaves of their sums' values, and the node keeps its own weight without
+/// `eta`, as XGBoost writes it. A categorical split's categories are its bitset's (`categories`,
+/// empty for a numeric split). Returns the expansion and the children's clipped weights.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn split_node<S: GradientSum>(
     tree: &mut Tree,
-    node: usize,
-    sum: S,
+    (node, sum, bounds): (usize, S, Bounds),
     split: Split<S>,
     categories: Vec<u32>,
     params: &TreeParams,
     quantiser: &GradientQuantiser,
-) -> Expansion<S> {
+) -> (Expansion<S>, (f32, f32)) {
     let sp = params.split();
-    let (l, r, own) = (split.left.to_float(quantiser), split.right.to_float(quantiser), sum.to_float(quantiser));
-    let left = (leaf_value(&sp, l.grad, l.hess), l.hess as f32);
-    let right = (leaf_value(&sp, r.grad, r.hess), r.hess as f32);
+    let weight = |s: S| {
+        let s = s.to_float(quantiser);
+        (bounds.clip(calc_weight(&sp, s.grad, s.hess) as f32), s.hess as f32)
+    };
+    let ((wl, hl), (wr, hr), (own, _)) = (weight(split.left), weight(split.right), weight(sum));
+    let (left, right) = ((wl * sp.eta, hl), (wr * sp.eta, hr));
     let (f, loss, default_left) = (split.feature, split.loss_chg, split.default_left);
     let (left, right) = if split.kind.is_categorical() {
         tree.split_categorical(node, f, categories.clone(), default_left, loss, left, right)
     } else {
         tree.split(node, f, split.threshold, default_left, loss, left, right)
     };
-    tree.base_weights[node] = calc_weight(&sp, own.grad, own.hess) as f32;
-    Expansion { node, split, left, right, categories }
+    tree.base_weights[node] = own;
+    (Expansion { node, split, left, right, categories }, (wl, wr))
 }
 
-/// What the driver knows of a node.
+/// What the driver knows of a node: its sum and depth, its gain, the bounds of its children's
+/// weights (monotone constraints) and the features on its path (interaction constraints).
 struct NodeState<S> {
     sum: S,
     depth: u32,
+    gain: f32,
+    bounds: Bounds,
+    path: Vec<u32>,
 }
 
 /// Grows one tree over `features` (the tree's sampled columns) with `backend`, drawing the level
@@ -249,7 +282,23 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     let total = backend.total()?;
     let root = to_f(total);
     let mut tree = Tree::leaf(leaf_value(&sp, root.grad, root.hess), root.hess as f32);
-    let mut nodes = vec![NodeState { sum: total, depth: 0 }];
+    let gain = calc_gain(&sp, root.grad, root.hess);
+    let mut nodes = vec![NodeState { sum: total, depth: 0, gain, bounds: Bounds::NONE, path: Vec::new() }];
+    let interactions = Interactions::new(&p.interaction_constraints);
+    // A node's request: its sampled features less those its path's interaction constraints forbid.
+    let request = |node: usize, state: &NodeState<S>, mut features: Vec<u32>| {
+        if !interactions.is_empty() && !state.path.is_empty() {
+            let allowed = interactions.allowed(&state.path);
+            features.retain(|f| allowed.binary_search(f).is_ok());
+        }
+        let monotone = if p.monotone_constraints.is_empty() {
+            Vec::new()
+        } else {
+            features.iter().map(|&f| p.monotone(f)).collect()
+        };
+        let parent = Parent { gain: state.gain, bounds: state.bounds, monotone: 0 };
+        SplitRequest { node, sum: state.sum, parent, features, monotone }
+    };
     let mut level_features: Vec<(u32, Vec<u32>)> = Vec::new();
     let mut level_sample = |depth: u32, rng: &mut dyn rand::RngCore| -> Vec<u32> {
         if let Some((_, f)) = level_features.iter().find(|(d, _)| *d == depth) {
@@ -271,7 +320,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     if can_split(0) && rows > 0 {
         backend.root_histogram()?;
         let node_features = sample(&level_sample(0, rng), p.colsample_bynode, rng);
-        match backend.evaluate(&[(0, total, node_features)])?.pop().flatten() {
+        match backend.evaluate(&[request(0, &nodes[0], node_features)])?.pop().flatten() {
             Some(split) => push(Candidate { node: 0, split }, &mut fifo, &mut heap),
             None => backend.release(0),
         }
@@ -289,6 +338,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
             break;
         }
         let mut expanded: Vec<Expansion<S>> = Vec::with_capacity(batch.len());
+        let mut weights_of: Vec<(f32, f32)> = Vec::with_capacity(batch.len());
         for Candidate { node, split } in batch {
             if p.max_leaves > 0 && leaves >= p.max_leaves {
                 backend.release(node);
@@ -296,16 +346,30 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
             }
             leaves += 1;
             let categories = if split.kind.is_categorical() { backend.categories(node, &split)? } else { Vec::new() };
-            expanded.push(split_node(&mut tree, node, nodes[node].sum, split, categories, params, quantiser));
+            let n = &nodes[node];
+            let (e, weights) = split_node(&mut tree, (node, n.sum, n.bounds), split, categories, params, quantiser);
+            expanded.push(e);
+            weights_of.push(weights);
         }
         if expanded.is_empty() {
             continue;
         }
         backend.partition(&expanded)?;
-        for e in &expanded {
-            let depth = nodes[e.node].depth + 1;
-            nodes.push(NodeState { sum: e.split.left, depth });
-            nodes.push(NodeState { sum: e.split.right, depth });
+        for (e, &(wl, wr)) in expanded.iter().zip(&weights_of) {
+            // XGBoost's hist: the children's bounds from the split, their gains within the
+            // node's bounds.
+            let parent = &nodes[e.node];
+            let (depth, bounds, f) = (parent.depth + 1, parent.bounds, e.split.feature);
+            let (left_bounds, right_bounds) = bounds.children(p.monotone(f), wl, wr);
+            let path = if interactions.is_empty() { Vec::new() } else { extend_path(&parent.path, f) };
+            let gain = |s: S| {
+                let s = to_f(s);
+                gain_given_weight(&sp, s.grad, s.hess, bounds.clip(calc_weight(&sp, s.grad, s.hess) as f32))
+            };
+            let (left, right) = (e.split.left, e.split.right);
+            let left = NodeState { sum: left, depth, gain: gain(left), bounds: left_bounds, path: path.clone() };
+            let right = NodeState { sum: right, depth, gain: gain(right), bounds: right_bounds, path };
+            nodes.extend([left, right]);
         }
         let mut children = Vec::new();
         for e in &expanded {
@@ -317,7 +381,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         }
         backend.children_histograms(&children)?;
         // Column samples in node order (the generator's draws do not depend on the threads).
-        let mut to_evaluate: Vec<(usize, S, Vec<u32>)> = Vec::new();
+        let mut to_evaluate: Vec<SplitRequest<S>> = Vec::new();
         for e in &expanded {
             let depth = nodes[e.left].depth;
             if !can_split(depth) {
@@ -325,11 +389,11 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
             }
             let level = level_sample(depth, rng);
             for child in [e.left, e.right] {
-                to_evaluate.push((child, nodes[child].sum, sample(&level, p.colsample_bynode, rng)));
+                to_evaluate.push(request(child, &nodes[child], sample(&level, p.colsample_bynode, rng)));
             }
         }
         let splits = backend.evaluate(&to_evaluate)?;
-        for ((child, ..), split) in to_evaluate.into_iter().zip(splits) {
+        for (SplitRequest { node: child, .. }, split) in to_evaluate.into_iter().zip(splits) {
             match split {
                 Some(split) => push(Candidate { node: child, split }, &mut fifo, &mut heap),
                 None => backend.release(child),

@@ -28,7 +28,7 @@ use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
-use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder};
+use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder, SplitRequest};
 use crate::tree::Tree;
 use crate::Result;
 use std::time::Instant;
@@ -64,7 +64,7 @@ use boost_kernels::partition::build_left;
 /// floats for the precision experiment.
 pub use boost_kernels::split::GradientSum as HistogramSum;
 use boost_kernels::categorical::{self, CategorySet};
-use boost_kernels::split::{self, SliceBins, Split, SplitKind, SplitParams};
+use boost_kernels::split::{self, Parent, SliceBins, Split, SplitKind, SplitParams};
 pub use boost_kernels::split::{calc_gain, calc_weight, leaf_value};
 
 /// Rows per parallel task of a histogram build.
@@ -305,14 +305,16 @@ impl HistBuilder<'_> {
             )
     }
 
-    /// The best split of a node over `features`, if any passes the limits: each feature's bins
-    /// scanned by `boost_kernels::split` (the kernels' code), features in increasing order.
-    fn evaluate<S: HistogramSum>(&self, hist: &[S], total: S, features: &[u32]) -> Option<Split<S>> {
+    /// The best split of node `r` from its histogram, if any passes the limits: each feature's
+    /// bins scanned by `boost_kernels::split` (the kernels' code), features in increasing order.
+    fn evaluate<S: HistogramSum>(&self, hist: &[S], r: &SplitRequest<S>) -> Option<Split<S>> {
         let p = self.params.split();
-        let t = total.to_float(self.quantiser);
-        let parent_gain = calc_gain(&p, t.grad, t.hess);
-        let per_feature: Vec<Option<Split<S>>> =
-            features.par_iter().map(|&f| self.evaluate_feature(hist, total, f as usize, parent_gain, &p)).collect();
+        let per_feature: Vec<Option<Split<S>>> = r
+            .features
+            .par_iter()
+            .enumerate()
+            .map(|(k, &f)| self.evaluate_feature(hist, r.sum, f as usize, &r.parent_of(k), &p))
+            .collect();
         let mut best: Option<Split<S>> = None;
         for s in per_feature.into_iter().flatten() {
             if split::replaces(&s, best.as_ref()) {
@@ -327,7 +329,7 @@ impl HistBuilder<'_> {
         hist: &[S],
         total: S,
         f: usize,
-        parent_gain: f32,
+        parent: &Parent,
         p: &SplitParams,
     ) -> Option<Split<S>> {
         let cuts = self.cuts;
@@ -343,14 +345,14 @@ impl HistBuilder<'_> {
         };
         let q = self.quantiser;
         if !cuts.is_categorical(f) {
-            return split::best_split_of_feature(&bins, total, parent_gain, p, q);
+            return split::best_split_of_feature(&bins, total, parent, p, q);
         }
         let c = self.params.categorical();
         if categorical::use_one_hot(end - begin, &c) {
-            return categorical::best_one_hot_split(&bins, total, parent_gain, p, q);
+            return categorical::best_one_hot_split(&bins, total, parent, p, q);
         }
         let order = category_order(&hist[begin..end], p, q);
-        categorical::best_partition_split(&bins, |i| order[i] as usize, total, parent_gain, p, &c, q)
+        categorical::best_partition_split(&bins, |i| order[i] as usize, total, parent, p, &c, q)
     }
 
     /// The categories `split` (categorical, of a node with histogram `hist`) sends right, as a
@@ -690,13 +692,13 @@ impl<S: HistogramSum> GrowBackend<S> for CpuBackend<'_, '_, S> {
         Ok(())
     }
 
-    fn evaluate(&mut self, nodes: &[(usize, S, Vec<u32>)]) -> Result<Vec<Option<Split<S>>>> {
+    fn evaluate(&mut self, nodes: &[SplitRequest<S>]) -> Result<Vec<Option<Split<S>>>> {
         let start = Instant::now();
         let splits = nodes
             .par_iter()
-            .map(|(node, sum, features)| {
-                let hist = self.hists[*node].as_ref().expect("a node is evaluated after its histogram is built");
-                self.builder.evaluate(hist, *sum, features)
+            .map(|r| {
+                let hist = self.hists[r.node].as_ref().expect("a node is evaluated after its histogram is built");
+                self.builder.evaluate(hist, r)
             })
             .collect();
         self.phases.add("tree: evaluation", start.elapsed());

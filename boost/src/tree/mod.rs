@@ -2,6 +2,7 @@
 //! `hist` builder: the expansion driver shared by the backends in [`grow`] (oblivious trees'
 //! in [`oblivious`]), the CPU backend in [`hist`]; the `exact` method's CPU backend in [`exact`].
 
+pub mod constraints;
 pub mod exact;
 pub mod grow;
 pub mod hist;

@@ -8,7 +8,7 @@
 //! Column sampling: `colsample_bytree` over the tree, then `colsample_bylevel` and
 //! `colsample_bynode` once a level (a level's nodes share their split, so they share its columns).
 
-use boost_kernels::split::{leaf_value, GradientSum};
+use boost_kernels::split::{leaf_value, Bounds, GradientSum};
 use rand::Rng;
 
 use super::grow::{sample, split_node, ChildHistograms, Expansion, GrowBackend};
@@ -45,7 +45,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         let expanded: Vec<Expansion<S>> = level
             .iter()
             .zip(splits)
-            .map(|(&(node, sum), split)| split_node(&mut tree, node, sum, split, Vec::new(), params, quantiser))
+            .map(|(&(node, sum), split)| split_node(&mut tree, (node, sum, Bounds::NONE), split, Vec::new(), params, quantiser).0)
             .collect();
         backend.partition(&expanded)?;
         level = expanded.iter().flat_map(|e| [(e.left, e.split.left), (e.right, e.split.right)]).collect();

@@ -7,7 +7,7 @@ import tempfile
 import numpy as np
 
 from . import _core, data as _data
-from .exceptions import DataError, ModelError
+from .exceptions import DataError, ModelError, ParameterError
 
 
 class DMatrix:
@@ -261,6 +261,33 @@ def _params_pairs(params):
                 v = 0  # XGBoost's -1: every core
             pairs.append((str(name), str(v)))
     return pairs
+
+
+def _configure_constraints(params, feature_names):
+    """XGBoost's spellings of the constraints made strings of feature indices: a dict of
+    ``monotone_constraints`` by feature name a tuple in the features' order, and
+    ``interaction_constraints`` sets of names (or indices) lists of indices."""
+    names = list(feature_names or [])
+    index = {name: i for i, name in enumerate(names)}
+
+    def unknown(name, missing):
+        return ParameterError(f"parameter `{name}`: {sorted(map(str, missing))} are not features of the "
+                              f"training data (its feature_names are {names})")
+
+    params = dict(params)
+    monotone = params.get("monotone_constraints")
+    if isinstance(monotone, dict):
+        if set(monotone) - set(names):
+            raise unknown("monotone_constraints", set(monotone) - set(names))
+        params["monotone_constraints"] = str(tuple(int(monotone.get(n, 0)) for n in names))
+    interactions = params.get("interaction_constraints")
+    if interactions is not None and not isinstance(interactions, str):
+        sets = [[f if isinstance(f, int) else index.get(f) for f in group] for group in interactions]
+        missing = {f for group, ids in zip(interactions, sets) for f, i in zip(group, ids) if i is None}
+        if missing:
+            raise unknown("interaction_constraints", missing)
+        params["interaction_constraints"] = str(sets)
+    return params
 
 
 def _model_bytes(model):

@@ -20,7 +20,8 @@ _PARAMETERS = (
     "booster", "tree_method", "n_jobs", "gamma", "min_child_weight", "max_delta_step", "subsample",
     "sampling_method", "colsample_bytree", "colsample_bylevel", "colsample_bynode", "reg_alpha",
     "reg_lambda", "scale_pos_weight", "base_score", "random_state", "num_parallel_tree", "device",
-    "validate_parameters", "eval_metric", "max_cat_to_onehot", "max_cat_threshold",
+    "validate_parameters", "eval_metric", "max_cat_to_onehot", "max_cat_threshold", "monotone_constraints",
+    "interaction_constraints",
 )
 
 
@@ -74,7 +75,8 @@ class XGBModel(BaseEstimator):
                  reg_lambda=None, scale_pos_weight=None, base_score=None, random_state=None, missing=np.nan,
                  num_parallel_tree=None, importance_type=None, device=None, validate_parameters=None,
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, enable_categorical=False,
-                 feature_types=None, max_cat_to_onehot=None, max_cat_threshold=None, **kwargs):
+                 feature_types=None, max_cat_to_onehot=None, max_cat_threshold=None, monotone_constraints=None,
+                 interaction_constraints=None, **kwargs):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -111,6 +113,8 @@ class XGBModel(BaseEstimator):
         self.feature_types = feature_types
         self.max_cat_to_onehot = max_cat_to_onehot
         self.max_cat_threshold = max_cat_threshold
+        self.monotone_constraints = monotone_constraints
+        self.interaction_constraints = interaction_constraints
         if kwargs:
             self.kwargs = kwargs
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _core
 from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor
-from .core import Booster, DMatrix, ExtMemQuantileDMatrix, QuantileDMatrix, _params_pairs
+from .core import Booster, DMatrix, ExtMemQuantileDMatrix, QuantileDMatrix, _configure_constraints, _params_pairs
 from .exceptions import DataError, ParameterError
 
 
@@ -147,6 +147,7 @@ def train(params, dtrain, num_boost_round=10, *, evals=None, obj=None, maximize=
         if given is not None and int(given) != int(dtrain.max_bin):
             raise ParameterError(f"parameter `max_bin`: {given}, but the {type(dtrain).__name__} has {dtrain.max_bin} bins")
         params["max_bin"] = dtrain.max_bin
+    params = _configure_constraints(params, dtrain.feature_names)
     start = _start_model(xgb_model)
     model = _TrainingBooster(params, start)
     container.before_training(model)

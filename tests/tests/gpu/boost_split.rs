@@ -9,7 +9,7 @@ use boost::gpu::{build_tree, evaluate_splits, DeviceCuts, HistogramLayout, NodeT
 use boost::param::TreeParams;
 use boost::quantile::QuantileCuts;
 use boost_kernels::fixed_point::{self, GradientQuantiser};
-use boost_kernels::split::{self, calc_gain, SliceBins, Split};
+use boost_kernels::split::{self, Bounds, Parent, SliceBins, Split};
 use primitives::ops::GradientPair;
 use rand::{Rng, SeedableRng};
 use tests::gpu;
@@ -20,21 +20,20 @@ type Fixed = GradientPair<i64>;
 fn cpu_best(
     cuts: &QuantileCuts,
     hist: &[Fixed],
-    total: Fixed,
-    features: &[u32],
+    node: &NodeToEvaluate,
     context: &SplitContext,
 ) -> Option<Split<Fixed>> {
     let (p, q) = (&context.params, &context.quantiser);
-    let t = q.to_float(total);
-    let parent_gain = calc_gain(p, t.grad, t.hess);
+    let total = node.total;
     let mut best = None;
-    for &f in features {
+    for (k, &f) in node.features.iter().enumerate() {
+        let parent = node.parent.with_monotone(node.monotone.get(k).copied().unwrap_or(0));
         let (b, e) = (cuts.cut_ptrs[f as usize] as usize, cuts.cut_ptrs[f as usize + 1] as usize);
         if b == e {
             continue;
         }
         let bins = SliceBins { feature: f, first_bin: b as u32, hist: &hist[b..e], cut_values: &cuts.cut_values[b..e] };
-        if let Some(s) = split::best_split_of_feature(&bins, total, parent_gain, p, q) {
+        if let Some(s) = split::best_split_of_feature(&bins, total, &parent, p, q) {
             if split::replaces(&s, best.as_ref()) {
                 best = Some(s);
             }
@@ -86,7 +85,11 @@ fn split_evaluation_is_the_cpu_builders() {
     let features: Vec<Vec<u32>> = (0..nodes)
         .map(|n| (0..bins_per_feature.len() as u32).filter(|f| n == 0 || !(f + n as u32).is_multiple_of(4)).collect())
         .collect();
-    for (alpha, max_delta_step, gamma) in [(0.0, 0.0, 0.0), (0.3, 0.0, 0.1), (0.0, 0.7, 0.0)] {
+    // The last configuration bounds each node's children's weights and constrains the features'
+    // directions (monotone constraints), the node's gain one within its parent's bounds.
+    for (alpha, max_delta_step, gamma, constrained) in
+        [(0.0, 0.0, 0.0, false), (0.3, 0.0, 0.1, false), (0.0, 0.7, 0.0, false), (0.1, 0.0, 0.0, true)]
+    {
         let params = TreeParams { alpha, max_delta_step, gamma, ..Default::default() };
         let context = SplitContext { params: params.split(), quantiser, categorical: params.categorical() };
         let device_cuts = DeviceCuts::upload(&gpu, &cuts).unwrap();
@@ -94,14 +97,25 @@ fn split_evaluation_is_the_cpu_builders() {
         // Node n's histogram in slot n, but asked for in reverse order: slots are followed.
         let batch: Vec<NodeToEvaluate> = (0..nodes)
             .rev()
-            .map(|n| NodeToEvaluate { slot: n as u32, total: totals[n], features: features[n].clone() })
+            .map(|n| {
+                let mut node = NodeToEvaluate::unconstrained(n as u32, totals[n], features[n].clone(), &context);
+                if constrained {
+                    let bounds = Bounds { lower: -0.01 * (n % 5) as f32, upper: 0.01 * (n % 4) as f32 };
+                    let t = quantiser.to_float(totals[n]);
+                    let w = bounds.clip(split::calc_weight(&context.params, t.grad, t.hess) as f32 * 2.0);
+                    let gain = split::gain_given_weight(&context.params, t.grad, t.hess, w);
+                    node.parent = Parent { gain, bounds, monotone: 0 };
+                    node.monotone = node.features.iter().map(|f| (f % 3) as i32 - 1).collect();
+                }
+                node
+            })
             .collect();
         let mut device = evaluate_splits(&gpu, &device_cuts, &h, HistogramLayout::Global, &batch, &context).unwrap();
         device.reverse();
         let mut found = 0;
         for n in 0..nodes {
             let hist = &histograms[n * total_bins..(n + 1) * total_bins];
-            let expected = cpu_best(&cuts, hist, totals[n], &features[n], &context);
+            let expected = cpu_best(&cuts, hist, &batch[nodes - 1 - n], &context);
             assert_eq!(device[n], expected, "node {n}, alpha {alpha}, max_delta_step {max_delta_step}");
             found += expected.is_some() as usize;
         }

@@ -751,6 +751,60 @@ fn ordered_target_statistics_on_the_device_are_the_cpus() {
     }
 }
 
+/// Monotone constraints (XGBoost's bounds on the children's weights, split kernels scanning each
+/// feature with its direction) and interaction constraints (the driver's filter), depthwise and
+/// lossguide, numeric and categorical features: the device's trees are the CPU's, and predictions
+/// move with a constrained feature the way its constraint says.
+#[test]
+fn constrained_trees_on_the_device_are_the_cpus() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
+    let data = dataset(rows, cols, SyntheticTask::Regression, 23);
+    let categorical = categorical_dataset(rows, 29, [3.0, 40.0, 700.0]);
+    let lossguide = [("grow_policy", "lossguide"), ("max_leaves", "12")];
+    type Case<'a> = (&'a str, &'a Dataset, Vec<(&'a str, &'a str)>);
+    let cases: [Case; 4] = [
+        ("monotone, depthwise", &data, vec![("monotone_constraints", "(1,-1,0,1)"), ("colsample_bynode", "0.8")]),
+        ("monotone, lossguide", &data, [&[("monotone_constraints", "(-1,0,1)")][..], &lossguide].concat()),
+        ("interactions", &data, vec![("interaction_constraints", "[[0, 1, 2], [2, 3], [4, 5, 6, 7, 8]]")]),
+        (
+            "both, categorical features",
+            &categorical,
+            vec![("monotone_constraints", "(1,0,-1)"), ("interaction_constraints", "[[0, 3, 4], [1, 2, 5]]")],
+        ),
+    ];
+    for (case, data, extra) in cases {
+        let mut params = vec![("objective", "reg:squarederror"), ("max_depth", "5")];
+        params.extend_from_slice(&extra);
+        compare(case, &params, data, None, rounds, &gpu);
+        let Some(&(_, monotone)) = extra.iter().find(|(k, _)| *k == "monotone_constraints") else { continue };
+        // Each constrained feature set to its smallest and largest value in every row.
+        let model = run(&params, data, None, rounds, None).model;
+        let booster = boost::Booster::from_model(model).unwrap();
+        let FeatureMatrix::Dense(m) = &data.features else { panic!("dense synthetic rows") };
+        let directions: Vec<i32> = monotone.trim_matches(['(', ')']).split(',').map(|d| d.parse().unwrap()).collect();
+        let mut moved = 0;
+        for (f, &direction) in directions.iter().enumerate().filter(|(_, &d)| d != 0) {
+            let column = m.values.chunks_exact(m.cols).map(|r| r[f]).filter(|v| !v.is_nan());
+            let (lo, hi) = column.fold((f32::MAX, f32::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            let at = |value: f32| {
+                let mut values = m.values.to_vec();
+                values.chunks_exact_mut(m.cols).for_each(|r| r[f] = value);
+                let rows = Dataset {
+                    features: FeatureMatrix::Dense(DenseMatrix::new(m.rows, m.cols, values)),
+                    ..data.clone()
+                };
+                let matrix = boost::DMatrix::from_dataset(rows).unwrap();
+                booster.predict(&matrix, &Default::default()).unwrap()
+            };
+            let (low, high) = (at(lo), at(hi));
+            moved += low.iter().zip(&high).filter(|(l, h)| (*h - *l) * direction as f32 > 0.0).count();
+            assert!(low.iter().zip(&high).all(|(l, h)| (h - l) * direction as f32 >= 0.0), "{case}: feature {f}");
+        }
+        assert!(moved > 0, "{case}: the constrained features are used");
+    }
+}
+
 /// Shipped data whose categorical features are numbers: the features typed `c` after reading.
 const CATEGORY_FEATURES: &[(&str, &[usize])] = &[("lgbm_categorical/categorical.train", &[0, 1, 4, 5, 6])];
 
