@@ -102,6 +102,10 @@ pub(crate) struct DataArgs {
     /// Read no `DATA.weight` / `DATA.query` files beside the data.
     #[arg(long, conflicts_with_all = ["weights", "groups"])]
     pub(crate) no_side_files: bool,
+    /// A number that means a missing value in the data files (XGBoost's `missing`, such as -999),
+    /// besides empty fields, `NA` and the like; NaN by default.
+    #[arg(long, value_name = "VALUE", allow_negative_numbers = true)]
+    pub(crate) missing: Option<f32>,
 }
 
 impl DataArgs {

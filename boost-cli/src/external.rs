@@ -39,7 +39,8 @@ pub(crate) fn read_pages(
         ..Default::default()
     };
     let rows = source.rows();
-    let mut passes = Passes { source: &mut source, bar: ProgressBar::new(rows as u64), pass: 0 };
+    let mut passes =
+        Passes { source: &mut source, bar: ProgressBar::new(rows as u64), pass: 0, missing: args.input.missing };
     passes.bar.set_style(
         ProgressStyle::with_template("{msg:>14} {bar:40} {pos}/{len} rows, {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -64,6 +65,8 @@ struct Passes<'s> {
     source: &'s mut CsvBatches,
     bar: ProgressBar,
     pass: usize,
+    /// `--missing`, marked in each batch.
+    missing: Option<f32>,
 }
 
 /// What `DMatrix::from_batches`'s passes do, in order (a column without bins but with values,
@@ -79,9 +82,12 @@ impl BatchSource for Passes<'_> {
     }
 
     fn next_batch(&mut self) -> Result<Option<Batch>> {
-        let batch = self.source.next_batch()?;
-        if let Some(batch) = &batch {
+        let mut batch = self.source.next_batch()?;
+        if let Some(batch) = &mut batch {
             self.bar.inc(batch.features.rows() as u64);
+            if let Some(missing) = self.missing {
+                batch.features.mark_missing(missing);
+            }
         }
         Ok(batch)
     }

@@ -62,7 +62,10 @@ pub(crate) fn read(
     // look): they are copied to a temporary file first.
     let spooled = spool_if_not_a_file(path)?;
     let file = spooled.as_deref().unwrap_or(path);
-    let (data, categories) = read_data(file, &options).map_err(|e| rename_path(e, file, path))?;
+    let (mut data, categories) = read_data(file, &options).map_err(|e| rename_path(e, file, path))?;
+    if let Some(missing) = input.missing {
+        data.features.mark_missing(missing);
+    }
     // A dense file has every feature column (sparse rows may stop short of the model's last).
     if let (Some(expected), FeatureMatrix::Dense(_)) = (model.num_features, &data.features) {
         if data.cols() != expected {

@@ -509,6 +509,7 @@ fn messages_say_what_is_wrong() {
     let (_, out) = train_to(constrained, &model);
     assert!(out.status.success(), "{}", text(&out.stderr));
     fails_with(&["no_such_thing=1"], &["unknown parameter"]);
+    fails_with(&["missing=-999"], &["missing", "--missing VALUE"]);
     // A semicolon-separated file is read as such.
     let semicolons = dir.join("semicolons.csv");
     write_csv(&semicolons, 300, &["a", "b"], &[0, 1, 2], ";", true);
@@ -631,4 +632,45 @@ fn explanations_are_csv_with_a_header_and_sum_to_the_margin() {
     let out = boost(&["predict", "-m", m, t, "--approx-contribs"]);
     assert!(!out.status.success() && text(&out.stderr).contains("--approx-contribs"), "{}", text(&out.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--missing -999` reads -999 as a missing value: the model of a file with -999 where another has
+/// empty fields is that file's, byte for byte (and without it, -999 is a number: another model).
+#[test]
+fn a_missing_value_reads_as_an_empty_field() {
+    let dir = scratch("missing-value");
+    let (sentinel, empty) = (dir.join("sentinel.csv"), dir.join("empty.csv"));
+    write_csv(&sentinel, 300, &["a", "b"], &[0, 1, 2], ",", true);
+    let written = std::fs::read_to_string(&sentinel).unwrap();
+    // Every seventh row's feature `a` missing, spelled -999 in one file and empty in the other.
+    let lines: Vec<(String, String)> = written
+        .lines()
+        .enumerate()
+        .map(|(i, line)| match line.split_once(',') {
+            Some((label, rest)) if i > 0 && i % 7 == 0 => {
+                let b = rest.split_once(',').unwrap().1;
+                (format!("{label},-999,{b}"), format!("{label},,{b}"))
+            }
+            _ => (line.to_string(), line.to_string()),
+        })
+        .collect();
+    let join = |side: fn(&(String, String)) -> &String| lines.iter().map(side).cloned().collect::<Vec<_>>().join("\n");
+    std::fs::write(&sentinel, join(|l| &l.0) + "\n").unwrap();
+    std::fs::write(&empty, join(|l| &l.1) + "\n").unwrap();
+    let models: Vec<String> = [(&sentinel, true), (&empty, false), (&sentinel, false)]
+        .iter()
+        .enumerate()
+        .map(|(k, (data, marked))| {
+            let model = dir.join(format!("model{k}.json"));
+            let mut args = vec![data.display().to_string(), "--rounds".into(), "3".into()];
+            if *marked {
+                args.extend(["--missing".to_string(), "-999".to_string()]);
+            }
+            let (_, out) = train_to(args, &model);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            std::fs::read_to_string(&model).unwrap()
+        })
+        .collect();
+    assert_eq!(models[0], models[1], "-999 marked missing is an empty field");
+    assert_ne!(models[0], models[2], "unmarked, -999 is a number");
 }

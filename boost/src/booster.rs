@@ -177,6 +177,22 @@ impl DMatrix {
         Ok(DMatrix { features: Stored::Host(data.features), info: data.info, categories: Categories::default() })
     }
 
+    /// The rows with every value equal to `missing` made missing (XGBoost's `missing`: a value
+    /// such as `-999` that means "not measured"; NaN always does). Rows in host memory only: rows
+    /// in device memory are the caller's to mark (NaN) where they lie.
+    pub fn with_missing(mut self, missing: f32) -> Result<Self> {
+        match &mut self.features {
+            Stored::Host(features) => {
+                features.mark_missing(missing);
+                Ok(self)
+            }
+            Stored::Device(_) | Stored::Pages(_) => Err(Error::InvalidData(
+                "`missing` marks rows in host memory; set missing values to NaN in device memory or in the batches"
+                    .into(),
+            )),
+        }
+    }
+
     fn from_features(features: FeatureMatrix) -> Result<Self> {
         features.check_finite()?;
         Ok(Self::of(Stored::Host(features)))

@@ -317,8 +317,7 @@ fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T> {
 
 /// XGBoost 3.4's tree-booster and learning parameters that [`Params::set`] does not take yet: named
 /// as such rather than as unknown.
-const XGBOOST_PARAMETERS_NOT_YET: [&str; 16] = [
-    "missing",
+const XGBOOST_PARAMETERS_NOT_YET: [&str; 15] = [
     "feature_weights",
     "enable_categorical",
     "max_cat_to_onehot",
@@ -552,6 +551,11 @@ impl Params {
                 || crate::metric::METRIC_PARAMETERS.contains(&name) =>
             {
                 self.objective_params.push((name.into(), value.into()))
+            }
+            "missing" => {
+                let how = "belongs to the data: `DMatrix::with_missing`, `--missing VALUE` on the command line, \
+                           Python's `DMatrix(missing=)`";
+                return Err(Error::param(name, how));
             }
             _ if XGBOOST_PARAMETERS_NOT_YET.contains(&name) => {
                 return Err(Error::param(name, "an XGBoost parameter that is not supported yet"))

@@ -217,6 +217,35 @@ impl FeatureMatrix {
         }
     }
 
+    /// Values equal to `missing` become missing, as XGBoost's `missing` of a `DMatrix`: NaN in
+    /// dense rows, dropped from CSR rows. NaN is missing whatever `missing` is (a NaN `missing`
+    /// changes nothing).
+    pub fn mark_missing(&mut self, missing: f32) {
+        if missing.is_nan() {
+            return;
+        }
+        match self {
+            FeatureMatrix::Dense(m) => {
+                m.values.make_mut().par_iter_mut().filter(|v| **v == missing).for_each(|v| *v = f32::NAN);
+            }
+            FeatureMatrix::Sparse(m) => {
+                let (mut kept, mut end) = (0, 0);
+                for r in 0..m.rows {
+                    let (begin, stop) = (end, m.row_ptr[r + 1]);
+                    for e in begin..stop {
+                        if m.values[e] != missing {
+                            (m.values[kept], m.col_indices[kept]) = (m.values[e], m.col_indices[e]);
+                            kept += 1;
+                        }
+                    }
+                    (end, m.row_ptr[r + 1]) = (stop, kept);
+                }
+                m.values.truncate(kept);
+                m.col_indices.truncate(kept);
+            }
+        }
+    }
+
     /// An error naming the first row and column holding an infinite value: missing values are
     /// NaN, and XGBoost refuses `inf` too ("Input data contains `inf`").
     pub fn check_finite(&self) -> Result<()> {
@@ -776,6 +805,28 @@ pub(super) mod tests {
             FeatureMatrix::Sparse(m) => m,
             FeatureMatrix::Dense(_) => panic!("expected a sparse matrix"),
         }
+    }
+
+    #[test]
+    fn a_missing_value_is_nan_in_dense_rows_and_dropped_from_csr_rows() {
+        let mut dense = FeatureMatrix::Dense(DenseMatrix::new(2, 2, vec![-999.0, 1.0, 2.0, -999.0]));
+        dense.mark_missing(-999.0);
+        let FeatureMatrix::Dense(m) = &dense else { unreachable!() };
+        assert!(m.values[0].is_nan() && m.values[3].is_nan() && m.values[1] == 1.0 && m.values[2] == 2.0);
+        let csr = CsrMatrix {
+            rows: 3,
+            cols: 3,
+            row_ptr: vec![0, 2, 3, 5],
+            col_indices: vec![0, 2, 1, 0, 2],
+            values: vec![-999.0, 4.0, -999.0, 5.0, 6.0],
+        };
+        let mut sparse = FeatureMatrix::Sparse(csr);
+        sparse.mark_missing(-999.0);
+        let FeatureMatrix::Sparse(m) = &sparse else { unreachable!() };
+        assert_eq!((m.row_ptr.as_slice(), m.col_indices.as_slice()), (&[0, 1, 1, 3][..], &[2, 0, 2][..]));
+        assert_eq!(m.values, [4.0, 5.0, 6.0]);
+        sparse.mark_missing(f32::NAN);
+        assert_eq!(sparse.rows(), 3, "a NaN `missing` changes nothing");
     }
 
     #[test]
