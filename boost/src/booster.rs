@@ -330,6 +330,20 @@ impl DMatrix {
         Ok(())
     }
 
+    /// Sets each feature's weight in column sampling (`colsample_by*`; XGBoost's `feature_weights`:
+    /// a feature of twice the weight is drawn about twice as often), finite and non-negative, one
+    /// a feature; an empty list clears them.
+    pub fn set_feature_weights(&mut self, weights: Vec<f32>) -> Result<()> {
+        if !weights.is_empty() && weights.len() != self.cols() {
+            return Err(Error::InvalidData(format!("{} feature weights for {} features", weights.len(), self.cols())));
+        }
+        if let Some(f) = weights.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(Error::InvalidData(format!("feature weight {f} ({}) is not finite and >= 0", weights[f])));
+        }
+        self.info.feature_weights = weights;
+        Ok(())
+    }
+
     /// Sets the features' types by XGBoost's names (one a feature; an empty list clears them):
     /// `c` marks a categorical feature, whose values are category codes split by
     /// [`boost_kernels::categorical`]; `q`, `float`, `int` and `i` are numeric. A model trained on

@@ -95,6 +95,9 @@ pub struct TreeParams {
     /// XGBoost's `interaction_constraints`: sets of features that may appear together on a path
     /// (`tree::constraints`); empty for none.
     pub interaction_constraints: Vec<Vec<u32>>,
+    /// Each feature's weight in column sampling, from the training data's
+    /// `MetaInfo::feature_weights` (empty: uniform).
+    pub feature_weights: Vec<f32>,
 }
 
 impl Default for TreeParams {
@@ -120,6 +123,7 @@ impl Default for TreeParams {
             exact_interleaved_levels: EXACT_INTERLEAVED_LEVELS,
             monotone_constraints: Vec::new(),
             interaction_constraints: Vec::new(),
+            feature_weights: Vec::new(),
         }
     }
 }
@@ -317,8 +321,7 @@ fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T> {
 
 /// XGBoost 3.4's tree-booster and learning parameters that [`Params::set`] does not take yet: named
 /// as such rather than as unknown.
-const XGBOOST_PARAMETERS_NOT_YET: [&str; 15] = [
-    "feature_weights",
+const XGBOOST_PARAMETERS_NOT_YET: [&str; 14] = [
     "enable_categorical",
     "max_cat_to_onehot",
     "max_cat_threshold",
@@ -551,6 +554,10 @@ impl Params {
                 || crate::metric::METRIC_PARAMETERS.contains(&name) =>
             {
                 self.objective_params.push((name.into(), value.into()))
+            }
+            "feature_weights" => {
+                let how = "belongs to the data: `DMatrix::set_feature_weights`, Python's `DMatrix(feature_weights=)`";
+                return Err(Error::param(name, how));
             }
             "missing" => {
                 let how = "belongs to the data: `DMatrix::with_missing`, `--missing VALUE` on the command line, \

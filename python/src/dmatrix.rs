@@ -174,6 +174,11 @@ impl DMatrix {
         self.inner.set_weights(contiguous(&weights, "weight")?.to_vec()).or_raise(py)
     }
 
+    /// Sets each feature's weight in column sampling (empty: uniform).
+    fn set_feature_weights(&mut self, py: Python<'_>, weights: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        self.inner.set_feature_weights(contiguous(&weights, "feature_weights")?.to_vec()).or_raise(py)
+    }
+
     /// Sets the starting margins, `rows * outputs` row-major.
     fn set_base_margin(&mut self, py: Python<'_>, margins: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
         self.inner.set_base_margin(contiguous(&margins, "base_margin")?.to_vec()).or_raise(py)

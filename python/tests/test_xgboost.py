@@ -610,3 +610,23 @@ def test_constraints_name_what_is_wrong(higgs):
                           ({"interaction_constraints": [[0, X.shape[1]]]}, "interaction_constraints")]:
         with pytest.raises(tb.ParameterError, match=named):
             tb.train(params, d, 1)
+
+
+def test_feature_weights_choose_the_columns_as_xgboosts(xgb, higgs):
+    (X, y, _), _ = higgs
+    weights = np.zeros(X.shape[1], dtype=np.float32)
+    weights[[1, 4, 6]] = [1.0, 2.0, 3.0]
+    # Three features a node: only the three with weight.
+    params = {"objective": "binary:logistic", "max_depth": 3, "colsample_bynode": 0.11, "nthread": 2}
+    ours = tb.train(params, tb.DMatrix(X, label=y, feature_weights=weights), 5)
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y, feature_weights=weights), 5)
+    allowed = {"f1", "f4", "f6"}
+    assert set(ours.get_score(importance_type="weight")) == allowed
+    assert set(theirs.get_score(importance_type="weight")) == allowed
+    model = tb.XGBClassifier(n_estimators=5, max_depth=3, colsample_bytree=0.11, feature_weights=weights)
+    used = set(model.fit(X, y).get_booster().get_score(importance_type="weight"))
+    assert used and used <= allowed
+    with pytest.raises(tb.DataError, match="feature weight"):
+        tb.DMatrix(X, label=y, feature_weights=-weights - 1)
+    with pytest.raises(tb.DataError, match="feature weights for"):
+        tb.DMatrix(X, label=y, feature_weights=weights[:3])

@@ -327,6 +327,8 @@ pub struct MetaInfo {
     /// categorical), or empty (all numeric); a model trained on the data keeps them as its
     /// `feature_types`.
     pub feature_types: Vec<String>,
+    /// Each feature's weight in column sampling (XGBoost's `feature_weights`), or empty (uniform).
+    pub feature_weights: Vec<f32>,
 }
 
 impl MetaInfo {

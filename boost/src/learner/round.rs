@@ -117,7 +117,7 @@ impl<'a, 'g> Run<'a, 'g> {
             all_features: (0..train.cols() as u32).collect(),
             evaluation,
             phases,
-            tree_params: params.tree.clone(),
+            tree_params: TreeParams { feature_weights: train.info.feature_weights.clone(), ..params.tree.clone() },
         })
     }
 
@@ -166,7 +166,8 @@ impl<'a, 'g> Run<'a, 'g> {
             let start = Instant::now();
             // The same draws, in the same order, as the host's rounds.
             let sampler = TreeSampler::draw(tree_params, &mut self.rng);
-            let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
+            let (fraction, weights) = (tree_params.colsample_bytree, &tree_params.feature_weights);
+            let features = sample_features(&self.all_features, fraction, weights, &mut self.rng);
             self.phases.add("gradients", start.elapsed());
             let start = Instant::now();
             let rng = &mut self.rng;
@@ -209,7 +210,8 @@ impl<'a, 'g> Run<'a, 'g> {
             };
             sampler.sample_on_host(column, &mut self.magnitudes)?;
             let column = &*column;
-            let features = sample_features(&self.all_features, tree_params.colsample_bytree, &mut self.rng);
+            let (fraction, weights) = (tree_params.colsample_bytree, &tree_params.feature_weights);
+            let features = sample_features(&self.all_features, fraction, weights, &mut self.rng);
             self.phases.add("sampling", start.elapsed());
             let start = Instant::now();
             let built = self.backend.build_tree(tree_params, column, &features, &mut self.rng)?;
@@ -365,9 +367,12 @@ fn margins_of(model: &Model, data: &Rows<'_>, objective: &dyn Objective) -> Resu
     }
 }
 
-fn sample_features(features: &[u32], fraction: f32, rng: &mut ChaCha8Rng) -> Vec<u32> {
+fn sample_features(features: &[u32], fraction: f32, weights: &[f32], rng: &mut ChaCha8Rng) -> Vec<u32> {
     if fraction >= 1.0 {
         return features.to_vec();
+    }
+    if !weights.is_empty() {
+        return crate::tree::grow::sample(features, fraction, weights, rng);
     }
     let count = ((features.len() as f64 * fraction as f64) as usize).max(1);
     let mut chosen: Vec<u32> =

@@ -212,12 +212,29 @@ impl<S> Ord for Candidate<S> {
 }
 
 /// Column sampling: `colsample_bytree`, then `bylevel`, then `bynode`, each a fraction of the set
-/// above it (at least one feature), drawn with the builder's random generator.
-pub(crate) fn sample(features: &[u32], fraction: f32, rng: &mut (impl Rng + ?Sized)) -> Vec<u32> {
+/// above it (at least one feature), drawn with the builder's random generator. With `weights` (one
+/// a feature of the data, XGBoost's `feature_weights`; empty: uniform), the features of the
+/// largest keys `ln(u) / w` (Efraimidis and Spirakis' weighted sampling without replacement,
+/// XGBoost's `WeightedSamplingWithoutReplacement`, a weight below 1e-6 taken as 1e-6).
+pub(crate) fn sample(features: &[u32], fraction: f32, weights: &[f32], rng: &mut (impl Rng + ?Sized)) -> Vec<u32> {
     if fraction >= 1.0 {
         return features.to_vec();
     }
     let n = ((features.len() as f64 * fraction as f64) as usize).max(1);
+    if !weights.is_empty() {
+        let mut keyed: Vec<(f32, u32)> = features
+            .iter()
+            .map(|&f| {
+                let u: f32 = 1.0 - rng.gen::<f32>();
+                (u.ln() / weights[f as usize].max(1e-6), f)
+            })
+            .collect();
+        // Largest keys first; equal keys by feature.
+        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut chosen: Vec<u32> = keyed[..n].iter().map(|&(_, f)| f).collect();
+        chosen.sort_unstable();
+        return chosen;
+    }
     let mut chosen: Vec<u32> = features.choose_multiple(rng, n).copied().collect();
     chosen.sort_unstable();
     chosen
@@ -304,7 +321,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         if let Some((_, f)) = level_features.iter().find(|(d, _)| *d == depth) {
             return f.clone();
         }
-        let f = sample(features, p.colsample_bylevel, rng);
+        let f = sample(features, p.colsample_bylevel, &p.feature_weights, rng);
         level_features.push((depth, f.clone()));
         f
     };
@@ -319,7 +336,7 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
 
     if can_split(0) && rows > 0 {
         backend.root_histogram()?;
-        let node_features = sample(&level_sample(0, rng), p.colsample_bynode, rng);
+        let node_features = sample(&level_sample(0, rng), p.colsample_bynode, &p.feature_weights, rng);
         match backend.evaluate(&[request(0, &nodes[0], node_features)])?.pop().flatten() {
             Some(split) => push(Candidate { node: 0, split }, &mut fifo, &mut heap),
             None => backend.release(0),
@@ -389,7 +406,8 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
             }
             let level = level_sample(depth, rng);
             for child in [e.left, e.right] {
-                to_evaluate.push(request(child, &nodes[child], sample(&level, p.colsample_bynode, rng)));
+                let features = sample(&level, p.colsample_bynode, &p.feature_weights, rng);
+                to_evaluate.push(request(child, &nodes[child], features));
             }
         }
         let splits = backend.evaluate(&to_evaluate)?;
@@ -401,4 +419,34 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
         }
     }
     Ok(tree)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::sample;
+
+    /// Weighted column sampling draws one feature of several with chance proportional to its
+    /// weight (Efraimidis and Spirakis), never a weightless one while others remain, and the
+    /// uniform sampler without weights.
+    #[test]
+    fn feature_weights_set_the_chance_of_a_feature() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let (features, weights) = ([0u32, 1, 2, 3], [0.0f32, 1.0, 2.0, 5.0]);
+        let mut counts = [0usize; 4];
+        let draws = 20_000;
+        for _ in 0..draws {
+            counts[sample(&features, 0.25, &weights, &mut rng)[0] as usize] += 1;
+        }
+        assert_eq!(counts[0], 0, "a weightless feature while others remain");
+        for f in 1..4 {
+            let expected = draws as f64 * weights[f] as f64 / 8.0;
+            assert!((counts[f] as f64 - expected).abs() < 4.0 * expected.sqrt(), "{counts:?}");
+        }
+        let half = sample(&features, 0.5, &weights, &mut rng);
+        assert!(half.len() == 2 && !half.contains(&0) && half.is_sorted());
+        assert_eq!(sample(&features, 1.0, &weights, &mut rng), features);
+        assert_eq!(sample(&features, 0.75, &[], &mut rng).len(), 3);
+    }
 }

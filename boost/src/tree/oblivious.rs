@@ -38,7 +38,9 @@ pub fn grow<S: GradientSum, B: GrowBackend<S>>(
     // The level's nodes (id and gradient sum), in node order.
     let mut level: Vec<(usize, S)> = vec![(0, total)];
     for depth in 0..params.max_depth {
-        let level_features = sample(&sample(features, params.colsample_bylevel, rng), params.colsample_bynode, rng);
+        let weights = &params.feature_weights;
+        let by_level = sample(features, params.colsample_bylevel, weights, rng);
+        let level_features = sample(&by_level, params.colsample_bynode, weights, rng);
         let Some(splits) = backend.evaluate_level(&level, &level_features)? else {
             break;
         };

@@ -27,7 +27,7 @@ class DMatrix:
 
     def __init__(self, data, label=None, *, weight=None, base_margin=None, missing=None, silent=False,
                  feature_names=None, feature_types=None, nthread=None, group=None, qid=None,
-                 enable_categorical=False):
+                 feature_weights=None, enable_categorical=False):
         del silent, nthread  # XGBoost's: nothing here is printed, and reading is not threaded
         names = types = categories = None
         if isinstance(data, (str, os.PathLike)):
@@ -49,11 +49,15 @@ class DMatrix:
             self._handle = _core.DMatrix.dense(_data.dense_features(data, missing))
         self.set_info(label=label, weight=weight, base_margin=base_margin, group=group, qid=qid,
                       feature_names=feature_names if feature_names is not None else names,
-                      feature_types=feature_types if feature_types is not None else types)
+                      feature_types=feature_types if feature_types is not None else types,
+                      feature_weights=feature_weights)
 
     def set_info(self, *, label=None, weight=None, base_margin=None, group=None, qid=None,
-                 feature_names=None, feature_types=None):
-        """Sets any of the per-row arrays, the groups and the feature names."""
+                 feature_names=None, feature_types=None, feature_weights=None):
+        """Sets any of the per-row arrays, the groups, the feature names and types, and the
+        features' weights in column sampling (``feature_weights``, one a feature, >= 0)."""
+        if feature_weights is not None:
+            self._handle.set_feature_weights(_data.vector(feature_weights, "feature_weights"))
         if label is not None:
             self.set_label(label)
         if group is not None or qid is not None:

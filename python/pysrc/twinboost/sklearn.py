@@ -76,7 +76,7 @@ class XGBModel(BaseEstimator):
                  num_parallel_tree=None, importance_type=None, device=None, validate_parameters=None,
                  eval_metric=None, early_stopping_rounds=None, callbacks=None, enable_categorical=False,
                  feature_types=None, max_cat_to_onehot=None, max_cat_threshold=None, monotone_constraints=None,
-                 interaction_constraints=None, **kwargs):
+                 interaction_constraints=None, feature_weights=None, **kwargs):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -115,6 +115,7 @@ class XGBModel(BaseEstimator):
         self.max_cat_threshold = max_cat_threshold
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.feature_weights = feature_weights
         if kwargs:
             self.kwargs = kwargs
 
@@ -174,7 +175,10 @@ class XGBModel(BaseEstimator):
     def _fit(self, X, y, params, sample_weight, base_margin, eval_set, sample_weight_eval_set,
              base_margin_eval_set, verbose, xgb_model, evals_info=None):
         """Trains on the checked rows; ``evals_info`` gives each evaluation set's extra fields."""
-        dtrain = self._dmatrix(X, y, sample_weight, base_margin, **((evals_info or {}).get("train", {})))
+        info = dict((evals_info or {}).get("train", {}))
+        if self.feature_weights is not None:
+            info["feature_weights"] = self.feature_weights
+        dtrain = self._dmatrix(X, y, sample_weight, base_margin, **info)
         evals = []
         for i, (Xe, ye) in enumerate(eval_set or []):
             Xe = _validate(self, Xe)

@@ -805,6 +805,34 @@ fn constrained_trees_on_the_device_are_the_cpus() {
     }
 }
 
+/// `feature_weights` in column sampling by tree, level and node: the device's trees are the
+/// CPU's, and a weightless feature is never split on while enough others have weight.
+#[test]
+fn feature_weights_on_the_device_are_the_cpus() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
+    let mut data = dataset(rows, cols, SyntheticTask::Binary, 31);
+    data.info.feature_weights = (0..cols).map(|f| if f == 0 { 0.0 } else { f as f32 }).collect();
+    let params = [
+        ("objective", "binary:logistic"),
+        ("max_depth", "4"),
+        ("colsample_bytree", "0.8"),
+        ("colsample_bylevel", "0.8"),
+        ("colsample_bynode", "0.8"),
+        ("seed", "4"),
+    ];
+    compare("feature weights", &params, &data, None, rounds, &gpu);
+    let model = run(&params, &data, None, rounds, None).model;
+    let split_on =
+        |t: &boost::tree::Tree, f: u32| (0..t.len()).filter(|&n| !t.is_leaf(n) && t.split_indices[n] == f).count();
+    let splits_on_0: usize = model.trees.iter().map(|t| split_on(t, 0)).sum();
+    assert!(
+        model.trees.iter().map(|t| split_on(t, cols as u32 - 1)).sum::<usize>() > 0,
+        "the heaviest feature is used"
+    );
+    assert_eq!(splits_on_0, 0, "feature 0 has no weight");
+}
+
 /// Shipped data whose categorical features are numbers: the features typed `c` after reading.
 const CATEGORY_FEATURES: &[(&str, &[usize])] = &[("lgbm_categorical/categorical.train", &[0, 1, 4, 5, 6])];
 
