@@ -98,6 +98,9 @@ pub struct TreeParams {
     /// Each feature's weight in column sampling, from the training data's
     /// `MetaInfo::feature_weights` (empty: uniform).
     pub feature_weights: Vec<f32>,
+    /// Trees grown a round for each output (XGBoost's `num_parallel_tree`; more than 1: a random
+    /// forest a round), each from the round's gradients with `eta / num_parallel_tree`.
+    pub num_parallel_tree: u32,
 }
 
 impl Default for TreeParams {
@@ -124,6 +127,7 @@ impl Default for TreeParams {
             monotone_constraints: Vec::new(),
             interaction_constraints: Vec::new(),
             feature_weights: Vec::new(),
+            num_parallel_tree: 1,
         }
     }
 }
@@ -504,9 +508,8 @@ impl Params {
                 }
             }
             "num_parallel_tree" => {
-                if value != "1" {
-                    return Err(Error::param(name, "only 1 is supported (no random forests yet)"));
-                }
+                t.num_parallel_tree = number(name, value)?;
+                check(name, t.num_parallel_tree >= 1, "must be at least 1", value)?;
             }
             "objective" => self.objective = value.into(),
             "base_score" => {
@@ -826,7 +829,8 @@ mod tests {
             ("booster", "gbtree", true),
             ("booster", "dart", false),
             ("num_parallel_tree", "1", true),
-            ("num_parallel_tree", "2", false),
+            ("num_parallel_tree", "2", true),
+            ("num_parallel_tree", "0", false),
             ("base_score", "0.5", true),
             ("base_score", "inf", false),
             ("disable_default_eval_metric", "1", true),

@@ -159,6 +159,19 @@ const CASES: &[Case] = &[
         categorical: &[],
     },
     Case {
+        name: "california_forest",
+        train: "california_housing/housing.train.csv",
+        test: "california_housing/housing.test.csv",
+        label: "median_house_value",
+        // Three trees a round from the same gradients (no sampling: the same three), eta / 3 each.
+        params: &[("objective", "reg:squarederror"), ("num_parallel_tree", "3")],
+        metric: "rmse",
+        label_shift: 0.0,
+        sanity: 60_000.0,
+        same_trees: true,
+        categorical: &[],
+    },
+    Case {
         name: "abalone_gamma",
         train: "abalone/abalone.train.csv",
         test: "abalone/abalone.test.csv",

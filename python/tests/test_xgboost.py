@@ -630,3 +630,23 @@ def test_feature_weights_choose_the_columns_as_xgboosts(xgb, higgs):
         tb.DMatrix(X, label=y, feature_weights=-weights - 1)
     with pytest.raises(tb.DataError, match="feature weights for"):
         tb.DMatrix(X, label=y, feature_weights=weights[:3])
+
+
+def test_random_forests_go_both_ways(xgb, higgs, tmp_path):
+    (X, y, _), (Xt, yt, _) = higgs
+    params = {"objective": "binary:logistic", "num_parallel_tree": 4, "subsample": 0.8, "colsample_bynode": 0.8,
+              "eta": 1.0, "max_depth": 5, "nthread": 2, "eval_metric": "logloss"}
+    ours_log, theirs_log = {}, {}
+    ours = tb.train(params, tb.DMatrix(X, label=y), 3, evals=[(tb.DMatrix(Xt, label=yt), "test")],
+                    evals_result=ours_log, verbose_eval=False)
+    theirs = xgb.train(params, xgb.DMatrix(X, label=y), 3, evals=[(xgb.DMatrix(Xt, label=yt), "test")],
+                       evals_result=theirs_log, verbose_eval=False)
+    assert ours.num_boosted_rounds() == 3 and len(ours.get_dump()) == 12
+    # Other random draws than XGBoost's: forests of the same quality.
+    np.testing.assert_allclose(ours_log["test"]["logloss"], theirs_log["test"]["logloss"], rtol=0.02)
+    ours.save_model(tmp_path / "forest.json")
+    by_xgboost = xgb.Booster(model_file=str(tmp_path / "forest.json"))
+    assert by_xgboost.num_boosted_rounds() == 3
+    np.testing.assert_array_equal(by_xgboost.predict(xgb.DMatrix(Xt)), ours.predict(tb.DMatrix(Xt)))
+    # The first round of the forest is a model of its own, four trees.
+    np.testing.assert_array_equal(by_xgboost[:1].predict(xgb.DMatrix(Xt)), ours[:1].predict(tb.DMatrix(Xt)))

@@ -66,9 +66,12 @@ impl<'a, 'g> Run<'a, 'g> {
         let start = Instant::now();
         let outputs = objective.outputs();
         let model = initial_model(params, train, options, objective.as_ref())?;
+        // A random forest's trees share the round's gradients, which the device's element-wise
+        // kernels compute afresh for each tree from the margins the trees before it moved: its
+        // rounds take the host's gradients (the trees still grow on the device).
         let device_objective = objective
             .device_objective()
-            .filter(|_| options.custom_objective.is_none())
+            .filter(|_| options.custom_objective.is_none() && params.tree.num_parallel_tree == 1)
             .filter(|&o| backend.device_rounds().is_some_and(|rounds| rounds.takes(o)));
         // Rows start at the model's base margins unless the data gives its own or a model's trees
         // are continued; the device then makes such margins itself instead of receiving them.
@@ -193,14 +196,23 @@ impl<'a, 'g> Run<'a, 'g> {
             None => self.objective.gradients(&self.margins, info, round, &mut self.gradients),
         }
         self.phases.add("gradients", start.elapsed());
+        // A random forest's trees (XGBoost's `num_parallel_tree`) each take `eta / trees`.
+        let forest = tree_params.num_parallel_tree;
+        let forest_params;
+        let tree_params = if forest > 1 {
+            forest_params = TreeParams { eta: tree_params.eta / forest as f32, ..tree_params.clone() };
+            &forest_params
+        } else {
+            tree_params
+        };
         let mut trees = Vec::new();
-        for k in 0..outputs {
+        for (k, _) in (0..outputs).flat_map(|k| (0..forest).map(move |t| (k, t))) {
             let start = Instant::now();
             let sampler = TreeSampler::draw(tree_params, &mut self.rng);
-            // One output's gradients are the column itself, sampled in place (the next round
-            // writes them again); several are copied, one buffer for every tree: a new one would
-            // cost its page faults again each time.
-            let column = if outputs == 1 {
+            // One tree a round of one output samples the gradients themselves in place (the next
+            // round writes them again); otherwise each tree's are copied, one buffer for every
+            // tree: a new one would cost its page faults again each time.
+            let column = if outputs == 1 && forest == 1 {
                 &mut self.gradients
             } else {
                 let (gradients, column) = (&self.gradients, &mut self.column);
@@ -316,6 +328,10 @@ fn initial_model(
                 "the model to continue has categorical splits, which training does not make yet",
             ));
         }
+        if previous.num_parallel_tree != params.tree.num_parallel_tree as usize {
+            let (before, now) = (previous.num_parallel_tree, params.tree.num_parallel_tree);
+            return Err(Error::param("num_parallel_tree", format!("{now}, but the model continued grew {before}")));
+        }
         let mut model = previous.clone();
         model.num_feature = train.cols();
         return Ok(model);
@@ -341,6 +357,7 @@ fn initial_model(
         Model::new(objective.to_json(), train.cols(), num_class, base_score)?
     };
     model.boost_from_average = params.base_score.is_none();
+    model.num_parallel_tree = params.tree.num_parallel_tree as usize;
     if train.info.feature_types.len() == train.cols() {
         model.feature_types = train.info.feature_types.clone();
     }

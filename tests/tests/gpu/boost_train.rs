@@ -805,6 +805,24 @@ fn constrained_trees_on_the_device_are_the_cpus() {
     }
 }
 
+/// Random forests (`num_parallel_tree`): a round's trees grow on the device from the round's
+/// gradients (the host's, as the device's element-wise kernels would read margins the round's
+/// earlier trees moved), each with its own row and column samples: the CPU's model.
+#[test]
+fn random_forests_on_the_device_are_the_cpus() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
+    let data = dataset(rows, cols, SyntheticTask::Binary, 37);
+    let multiclass = dataset(rows, cols, SyntheticTask::MultiClass { classes: 3 }, 38);
+    let forest = [("num_parallel_tree", "3"), ("subsample", "0.8"), ("colsample_bynode", "0.8"), ("max_depth", "4")];
+    let binary = [&[("objective", "binary:logistic")][..], &forest].concat();
+    assert_same_model("random forest, binary", &binary, &data, rounds, &gpu, OnDevice::Trees);
+    let three = [&[("objective", "multi:softprob"), ("num_class", "3")][..], &forest].concat();
+    assert_same_model("random forest, 3 classes", &three, &multiclass, rounds, &gpu, OnDevice::Trees);
+    let model = run(&binary, &data, None, rounds, None).model;
+    assert_eq!((model.num_parallel_tree, model.trees.len()), (3, 3 * rounds));
+}
+
 /// `feature_weights` in column sampling by tree, level and node: the device's trees are the
 /// CPU's, and a weightless feature is never split on while enough others have weight.
 #[test]
