@@ -650,3 +650,22 @@ def test_random_forests_go_both_ways(xgb, higgs, tmp_path):
     np.testing.assert_array_equal(by_xgboost.predict(xgb.DMatrix(Xt)), ours.predict(tb.DMatrix(Xt)))
     # The first round of the forest is a model of its own, four trees.
     np.testing.assert_array_equal(by_xgboost[:1].predict(xgb.DMatrix(Xt)), ours[:1].predict(tb.DMatrix(Xt)))
+
+
+def test_precision_at_k_is_xgboosts(xgb, higgs, tmp_path):
+    (X, y, _), _ = higgs
+    X, y = X[:3000], y[:3000]
+    groups = [40] * 70 + [200]
+    params = {"objective": "rank:pairwise", "max_depth": 3, "nthread": 2}
+    weights = np.arange(1, len(groups) + 1, dtype=np.float32)
+    theirs_data = xgb.DMatrix(X, label=y, group=groups, weight=weights)
+    theirs = xgb.train(params, theirs_data, 5)
+    theirs.save_model(str(tmp_path / "ranker.json"))
+    ours = tb.Booster(model_file=tmp_path / "ranker.json")
+    ours_data = tb.DMatrix(X, label=y, group=groups, weight=weights)
+    for metric in ("pre", "pre@5", "pre@100", "pre@3-"):
+        theirs.set_param({"eval_metric": metric})
+        ours.set_param({"eval_metric": metric})
+        expected = float(theirs.eval(theirs_data).split(":")[-1])
+        assert ours.eval(ours_data).split("\t")[-1].startswith(f"eval-{metric}:")
+        assert float(ours.eval(ours_data).split(":")[-1]) == pytest.approx(expected, abs=5e-6)  # 5 decimals printed

@@ -125,7 +125,7 @@ pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
 
 /// The metrics `eval_metric` takes, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
 /// take an argument; `tweedie-nloglik@ρ` needs one).
-pub const METRIC_NAMES: [&str; 19] = [
+pub const METRIC_NAMES: [&str; 20] = [
     "rmse",
     "rmsle",
     "mae",
@@ -145,15 +145,11 @@ pub const METRIC_NAMES: [&str; 19] = [
     "aucpr",
     "ndcg",
     "map",
+    "pre",
 ];
 
 /// XGBoost 3.4's metrics that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_METRICS_NOT_YET: [&str; 4] = [
-    "expectile",
-    "aft-nloglik",
-    "interval-regression-accuracy",
-    "pre",
-];
+const XGBOOST_METRICS_NOT_YET: [&str; 3] = ["expectile", "aft-nloglik", "interval-regression-accuracy"];
 
 /// The metric called `name`, reading `huber_slope` and `ndcg_exp_gain` from `params` (other names
 /// are ignored) as XGBoost configures metrics from the training parameters. Names:
@@ -169,7 +165,7 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
         Some((b, a)) => (b, Some(a)),
         // XGBoost 3.x takes `ndcg-` for `ndcg@-`.
         None => match name.strip_suffix('-') {
-            Some(b) if b == "ndcg" || b == "map" => (b, Some("-")),
+            Some(b) if b == "ndcg" || b == "map" || b == "pre" => (b, Some("-")),
             _ => (name, None),
         },
     };
@@ -229,6 +225,10 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
             let (top_k, minus) = parse_rank_arg(arg).map_err(|r| bad(format!("`{name}`: {r}")))?;
             let exp_gain = p.bool("ndcg_exp_gain")?.unwrap_or(true);
             Ok(Box::new(RankMetric::new(kind, top_k.or(Some(rank::DEFAULT_TOP_K)), top_k, minus, exp_gain)))
+        }
+        "pre" => {
+            let (top_k, minus) = parse_rank_arg(arg).map_err(|r| bad(format!("`{name}`: {r}")))?;
+            Ok(Box::new(rank::Precision::new(top_k.unwrap_or(rank::DEFAULT_TOP_K), top_k, minus)))
         }
         _ if XGBOOST_METRICS_NOT_YET.contains(&base) => {
             Err(bad(format!("`{name}` is an XGBoost metric not supported yet; supported: {}", METRIC_NAMES.join(", "))))

@@ -116,47 +116,12 @@ impl Metric for RankMetric {
     /// One prediction per row; groups partitioning the rows; one weight per group; NDCG with the
     /// exponential gain: relevance degrees, integers in `[0, 31]`; MAP: labels 0 or 1.
     fn check(&self, predictions: usize, info: &MetaInfo, outputs: usize) -> Result<()> {
-        if outputs > 1 {
-            return Err(Error::InvalidData(format!("{} takes one prediction per row, not {outputs}", self.name())));
-        }
-        check_prediction_count(predictions, info, 1)?;
-        let rows = info.labels.len();
-        let g = Self::groups(info);
-        if g[0] != 0 || g[g.len() - 1] != rows || g.windows(2).any(|w| w[1] < w[0]) {
-            return Err(Error::InvalidData(format!("the query groups do not partition the {rows} rows")));
-        }
-        let groups = g.len() - 1;
-        if !info.weights.is_empty() && info.weights.len() != groups {
-            return Err(Error::InvalidData(format!(
-                "{} weights for {groups} query groups ({} takes one weight per group)",
-                info.weights.len(),
-                self.name()
-            )));
-        }
-        check_weights(&info.weights, "group")?;
-        let eps = 1e-6f32;
-        match self.kind {
-            RankMetricKind::Ndcg if self.exp_gain => {
-                let bad = |y: f32| (libm::floorf(y) - y).abs() > eps || !(0.0..=31.0).contains(&libm::floorf(y));
-                if let Some(i) = info.labels.iter().position(|&y| bad(y)) {
-                    return Err(Error::InvalidData(format!(
-                        "row {i}: label {} is not a relevance degree in [0, 31] (set ndcg_exp_gain = false for \
-                         other gains)",
-                        info.labels[i]
-                    )));
-                }
-            }
-            RankMetricKind::Map => {
-                if let Some(i) = info.labels.iter().position(|&y| !((y - 1.0).abs() < eps || y.abs() < eps)) {
-                    return Err(Error::InvalidData(format!(
-                        "row {i}: label {} is not 0 or 1, which map requires",
-                        info.labels[i]
-                    )));
-                }
-            }
-            _ => {}
-        }
-        Ok(())
+        let labels = match self.kind {
+            RankMetricKind::Ndcg if self.exp_gain => Labels::Degrees,
+            RankMetricKind::Map => Labels::Binary,
+            _ => Labels::Any,
+        };
+        check_ranking(&self.name(), labels, predictions, info, outputs)
     }
 
     fn evaluate(&self, predictions: &[f32], info: &MetaInfo, outputs: usize) -> f64 {
@@ -174,6 +139,110 @@ impl Metric for RankMetric {
 
     fn device_metric(&self) -> Option<DeviceMetric> {
         Some(DeviceMetric::Rank(self.kernel_params()))
+    }
+}
+
+/// The labels a ranking metric takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Labels {
+    Any,
+    /// Relevance degrees, integers in `[0, 31]` (NDCG's exponential gain).
+    Degrees,
+    /// 0 or 1.
+    Binary,
+}
+
+/// The checks of metric `name` on ranked rows: one prediction per row; groups partitioning the
+/// rows; one weight per group; `labels`.
+fn check_ranking(name: &str, labels: Labels, predictions: usize, info: &MetaInfo, outputs: usize) -> Result<()> {
+    if outputs > 1 {
+        return Err(Error::InvalidData(format!("{name} takes one prediction per row, not {outputs}")));
+    }
+    check_prediction_count(predictions, info, 1)?;
+    let rows = info.labels.len();
+    let g = RankMetric::groups(info);
+    if g[0] != 0 || g[g.len() - 1] != rows || g.windows(2).any(|w| w[1] < w[0]) {
+        return Err(Error::InvalidData(format!("the query groups do not partition the {rows} rows")));
+    }
+    let groups = g.len() - 1;
+    if !info.weights.is_empty() && info.weights.len() != groups {
+        return Err(Error::InvalidData(format!(
+            "{} weights for {groups} query groups ({name} takes one weight per group)",
+            info.weights.len()
+        )));
+    }
+    check_weights(&info.weights, "group")?;
+    let eps = 1e-6f32;
+    match labels {
+        Labels::Degrees => {
+            let bad = |y: f32| (libm::floorf(y) - y).abs() > eps || !(0.0..=31.0).contains(&libm::floorf(y));
+            if let Some(i) = info.labels.iter().position(|&y| bad(y)) {
+                return Err(Error::InvalidData(format!(
+                    "row {i}: label {} is not a relevance degree in [0, 31] (set ndcg_exp_gain = false for other \
+                     gains)",
+                    info.labels[i]
+                )));
+            }
+        }
+        Labels::Binary => {
+            if let Some(i) = info.labels.iter().position(|&y| !((y - 1.0).abs() < eps || y.abs() < eps)) {
+                return Err(Error::InvalidData(format!("row {i}: label {} is not 0 or 1, which {name} requires", info.labels[i])));
+            }
+        }
+        Labels::Any => {}
+    }
+    Ok(())
+}
+
+/// `pre[@k][-]`: precision at `k` (XGBoost's `EvalPrecision`): in each query group (all rows
+/// without groups), the share of the `min(k, size)` best-ranked documents whose label is 1, the
+/// groups averaged by weight; a bare `pre` takes 32. Labels must be 0 or 1. A host metric.
+#[derive(Clone, Debug)]
+pub struct Precision {
+    truncation: u32,
+    name_k: Option<u32>,
+    minus: bool,
+}
+
+impl Precision {
+    /// Precision at `truncation` documents; `name_k` and `minus` are what the name shows.
+    pub fn new(truncation: u32, name_k: Option<u32>, minus: bool) -> Self {
+        Self { truncation, name_k, minus }
+    }
+}
+
+impl Metric for Precision {
+    fn name(&self) -> String {
+        let k = self.name_k.map(|k| format!("@{k}")).unwrap_or_default();
+        format!("pre{k}{}", if self.minus { "-" } else { "" })
+    }
+
+    fn higher_is_better(&self) -> bool {
+        true
+    }
+
+    /// As [`RankMetric`]'s for `map`: groups partitioning the rows, a weight a group, labels 0 or 1.
+    fn check(&self, predictions: usize, info: &MetaInfo, outputs: usize) -> Result<()> {
+        check_ranking(&self.name(), Labels::Binary, predictions, info, outputs)
+    }
+
+    /// XGBoost's sums: each group's hits times its weight over `min(k, size)`, in `f64`, added in
+    /// group order, over the sum of the weights.
+    fn evaluate(&self, predictions: &[f32], info: &MetaInfo, outputs: usize) -> f64 {
+        if self.check(predictions.len(), info, outputs).is_err() {
+            return f64::NAN;
+        }
+        let g = RankMetric::groups(info);
+        let weight = |i: usize| info.weights.get(i).copied().unwrap_or(1.0);
+        let (mut sum, mut weights) = (0.0f64, 0.0f64);
+        for i in 0..g.len() - 1 {
+            let (labels, rank) = (&info.labels[g[i]..g[i + 1]], argsort_desc(&predictions[g[i]..g[i + 1]]));
+            let n = (self.truncation as usize).min(labels.len());
+            let hits: f64 = rank[..n].iter().map(|&r| (labels[r] * weight(i)) as f64).sum();
+            sum += hits / n as f64;
+            weights += weight(i) as f64;
+        }
+        sum / weights
     }
 }
 
@@ -247,6 +316,22 @@ mod tests {
         assert!(eval("ndcg@40", &p, &i) > 0.0);
         let whole = RankMetric::new(RankMetricKind::Ndcg, None, None, false, true);
         assert_eq!(whole.evaluate(&p, &i, 1), eval("ndcg@40", &p, &i));
+    }
+
+    #[test]
+    fn precision_by_hand() {
+        // Two groups: ranks by prediction (ties in input order) 1,0,2 | 4,3.
+        let (p, labels) = ([0.5, 0.9, 0.1, 0.2, 0.3], [0.0, 1.0, 1.0, 1.0, 0.0]);
+        let i = info(&labels, &[], &[0, 3, 5]);
+        assert!((eval("pre@2", &p, &i) - (0.5 + 0.5) / 2.0).abs() < 1e-12);
+        assert!((eval("pre", &p, &i) - (2.0 / 3.0 + 0.5) / 2.0).abs() < 1e-12);
+        assert_eq!(eval("pre@1", &p, &i), 0.5);
+        let weighted = info(&labels, &[1.0, 3.0], &[0, 3, 5]);
+        // Each group's hits times its weight, over the sum of the weights.
+        assert!((eval("pre@1", &p, &weighted) - 1.0 / 4.0).abs() < 1e-12);
+        assert_eq!(from_name("pre@3-").unwrap().name(), "pre@3-");
+        let error = from_name("pre").unwrap().check(2, &info(&[2.0, 1.0], &[], &[0, 2]), 1).unwrap_err();
+        assert!(error.to_string().contains("which pre requires"), "{error}");
     }
 
     #[test]
