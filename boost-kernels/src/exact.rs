@@ -28,7 +28,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{global_thread, DeviceSplit, SplitContext};
 use crate::fixed_point::GradientQuantiser;
-use crate::split::{candidate_loss, GradientSum, Parent, Split, SplitKind, SplitParams};
+use crate::split::{candidate_loss, Bounds, GradientSum, Parent, Split, SplitKind, SplitParams};
 
 /// XGBoost's `kRtEps` as the `f32` it adds to `|last|` for an end candidate's gap.
 pub const END_GAP: f32 = 1e-6;
@@ -78,8 +78,7 @@ pub fn step<S: GradientSum>(taken: S, prev: f32, value: f32, n: &NodeFeature<'_,
         return None;
     }
     let (left, right) = sides(taken, n.node, n.missing_left);
-    candidate_loss(left, right, &Parent::unconstrained(n.parent_gain), n.params, n.quantiser)
-        .map(|loss| (loss, left, right))
+    candidate_loss(left, right, &n.parent, n.params, n.quantiser).map(|loss| (loss, left, right))
 }
 
 /// The end candidate of a direction, `taken` every present value's sums: its loss change and
@@ -88,8 +87,7 @@ pub fn step<S: GradientSum>(taken: S, prev: f32, value: f32, n: &NodeFeature<'_,
 #[inline(always)]
 pub fn end<S: GradientSum>(taken: S, n: &NodeFeature<'_, S>) -> Option<(f32, S, S)> {
     let (left, right) = sides(taken, n.node, n.missing_left);
-    candidate_loss(left, right, &Parent::unconstrained(n.parent_gain), n.params, n.quantiser)
-        .map(|loss| (loss, left, right))
+    candidate_loss(left, right, &n.parent, n.params, n.quantiser).map(|loss| (loss, left, right))
 }
 
 /// A candidate as a split of `feature` (the exact method has no bins: `last_left_bin` is 0).
@@ -116,12 +114,13 @@ pub struct Enumeration<S> {
     pub best: Option<Split<S>>,
 }
 
-/// What a node's candidates need: its sums and gain, the feature, the direction (missing values
-/// left: backward) and the parameters.
+/// What a node's candidates need: its sums, its gain and bounds with the feature's monotone
+/// direction ([`Parent`]), the feature, the direction (missing values left: backward) and the
+/// parameters.
 #[derive(Clone, Copy)]
 pub struct NodeFeature<'a, S> {
     pub node: S,
-    pub parent_gain: f32,
+    pub parent: Parent,
     pub feature: u32,
     pub missing_left: bool,
     pub params: &'a SplitParams,
@@ -236,6 +235,10 @@ pub struct LevelArgs {
     /// A node's sums and gain, by slot.
     pub totals: *const GradientPair<i64>,
     pub gains: *const f32,
+    /// A node's bounds of its children's weights by slot, and each feature's monotone direction
+    /// (monotone constraints); null without constraints.
+    pub bounds: *const Bounds,
+    pub monotone: *const i32,
     /// `uses[slot * features + f]`: whether the node samples feature `f`.
     pub uses: *const u8,
     /// Whether feature `f` is enumerated forward too.
@@ -260,7 +263,11 @@ impl LevelArgs {
         unsafe {
             NodeFeature {
                 node: arch::load(self.totals.add(slot)),
-                parent_gain: arch::load(self.gains.add(slot)),
+                parent: Parent {
+                    gain: arch::load(self.gains.add(slot)),
+                    bounds: if self.bounds.is_null() { Bounds::NONE } else { arch::load(self.bounds.add(slot)) },
+                    monotone: if self.monotone.is_null() { 0 } else { arch::load(self.monotone.add(f as usize)) },
+                },
                 feature: f,
                 missing_left,
                 params: &context.params,
@@ -959,7 +966,8 @@ mod tests {
         let parent_gain = crate::split::calc_gain(&p, 0.0, 4.0);
         // Two boundaries, 1 | 2 2 3 and 1 2 2 | 3: gradients -1 | 1 with hessians 1 | 3, then
         // 3 | 1, both 1/2 + 1/4 = 0.75. The first found wins: 1.5 forward, 2.5 backward.
-        let forward = NodeFeature { node, parent_gain, feature: 3, missing_left: false, params: &p, quantiser: &q };
+        let parent = Parent::unconstrained(parent_gain);
+        let forward = NodeFeature { node, parent, feature: 3, missing_left: false, params: &p, quantiser: &q };
         let mut e = Enumeration::START;
         for (v, g) in values.iter().zip(grads) {
             e.take(*v, g, &forward);
@@ -989,7 +997,8 @@ mod tests {
         let node = GradientSum::add(present, missing);
         let parent_gain = crate::split::calc_gain(&p, 1.0, 2.0);
         // One present value (5.0): no boundary, only the end candidate.
-        let n = NodeFeature { node, parent_gain, feature: 0, missing_left: false, params: &p, quantiser: &q };
+        let parent = Parent::unconstrained(parent_gain);
+        let n = NodeFeature { node, parent, feature: 0, missing_left: false, params: &p, quantiser: &q };
         let mut e = Enumeration::START;
         e.take(5.0, present, &n);
         e.finish(&n);

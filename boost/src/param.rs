@@ -603,9 +603,6 @@ impl Params {
                 if t.monotone_constraints.is_empty() { "interaction_constraints" } else { "monotone_constraints" };
             return Err(Error::param(name, "oblivious trees take no constraints: use depthwise or lossguide"));
         }
-        if self.tree_method == TreeMethod::Exact && t.monotone_constraints.iter().any(|&m| m != 0) {
-            return Err(Error::param("monotone_constraints", "not supported by the exact tree method yet: use hist"));
-        }
         if t.max_depth == 0 && t.max_leaves == 0 {
             // XGBoost refuses an unbounded tree: with depthwise, max_depth=0 needs max_leaves.
             return Err(Error::param("max_depth", "0 (no depth limit) needs max_leaves > 0 to bound the tree"));
@@ -771,7 +768,6 @@ mod tests {
             (vec![("monotone_constraints", "(1,2)")], "monotone_constraints"),
             (vec![("monotone_constraints", "(1,a)")], "monotone_constraints"),
             (vec![("monotone_constraints", "(1)"), ("grow_policy", "oblivious")], "monotone_constraints"),
-            (vec![("monotone_constraints", "(0,-1)"), ("tree_method", "exact")], "monotone_constraints"),
             (vec![("interaction_constraints", "[[0, -1]]")], "interaction_constraints"),
             (vec![("interaction_constraints", "[0, 1]")], "interaction_constraints"),
             (vec![("interaction_constraints", "[[0], [1]]"), ("grow_policy", "oblivious")], "interaction_constraints"),

@@ -5,6 +5,7 @@ use primitives_kernels::ops::GradientPair;
 
 use crate::evaluate::{DeviceSplit, SplitContext};
 use crate::exact::{self, ExactExpansion};
+use crate::split::Bounds;
 
 kernel! {
     /// The exact method's gradient gather; see [`exact::gather_kernel`].
@@ -45,6 +46,8 @@ kernel! {
         features: u64,
         totals: *const GradientPair<i64>,
         gains: *const f32,
+        bounds: *const Bounds,
+        monotone: *const i32,
         uses: *const u8,
         forward: *const u8,
         context: *const SplitContext,
@@ -56,7 +59,9 @@ kernel! {
         p4: u64,
         p5: u64,
     ) {
-        let a = exact::LevelArgs { values, rows, prefix, len, segments, slots, features, totals, gains, uses, forward, context };
+        let a = exact::LevelArgs {
+            values, rows, prefix, len, segments, slots, features, totals, gains, bounds, monotone, uses, forward, context,
+        };
         // SAFETY: the host launcher sizes every buffer as the stage's kernel's contract requires.
         unsafe {
             match stage {

@@ -24,7 +24,7 @@ use std::time::Instant;
 use boost_kernels::entry;
 use boost_kernels::evaluate::{DeviceSplit, SplitContext};
 use boost_kernels::exact::ExactExpansion;
-use boost_kernels::split::{calc_gain, Split};
+use boost_kernels::split::{Bounds, Split};
 use primitives::ops::{Max, Sum};
 use primitives::kernels::KernelArgs;
 use primitives::{DeviceBuffer, DeviceScan, DeviceSegmentedSort, Gpu, SegmentHeads, SortOrder};
@@ -178,6 +178,30 @@ struct LevelBuffers<'b> {
     totals: Option<&'b DeviceBuffer<Fixed>>,
     gains: Option<&'b DeviceBuffer<f32>>,
     uses: Option<&'b DeviceBuffer<u8>>,
+    /// Monotone constraints: each slot's bounds and each feature's direction.
+    monotone: Option<&'b (DeviceBuffer<Bounds>, DeviceBuffer<i32>)>,
+}
+
+/// A level's node inputs on the device: sums, gains, sampled features and, with monotone
+/// constraints, bounds and directions.
+struct NodeInputs {
+    totals: DeviceBuffer<Fixed>,
+    gains: DeviceBuffer<f32>,
+    uses: DeviceBuffer<u8>,
+    monotone: Option<(DeviceBuffer<Bounds>, DeviceBuffer<i32>)>,
+}
+
+impl NodeInputs {
+    /// The level's buffers over these inputs, with the prefix sums at `prefix`.
+    fn buffers(&self, prefix: u64) -> LevelBuffers<'_> {
+        LevelBuffers {
+            prefix,
+            totals: Some(&self.totals),
+            gains: Some(&self.gains),
+            uses: Some(&self.uses),
+            monotone: self.monotone.as_ref(),
+        }
+    }
 }
 
 impl Level<'_, '_> {
@@ -195,6 +219,8 @@ impl Level<'_, '_> {
             e.features as u64,
             b.totals.map_or(std::ptr::null(), DeviceBuffer::as_ptr),
             b.gains.map_or(std::ptr::null(), DeviceBuffer::as_ptr),
+            b.monotone.map_or(std::ptr::null(), |m| m.0.as_ptr()),
+            b.monotone.map_or(std::ptr::null(), |m| m.1.as_ptr()),
             b.uses.map_or(std::ptr::null(), DeviceBuffer::as_ptr),
             e.forward.as_ptr(),
             self.context.as_ptr(),
@@ -219,17 +245,40 @@ impl Level<'_, '_> {
         Ok(())
     }
 
-    const NO_BUFFERS: LevelBuffers<'static> = LevelBuffers { prefix: 0, totals: None, gains: None, uses: None };
+    const NO_BUFFERS: LevelBuffers<'static> =
+        LevelBuffers { prefix: 0, totals: None, gains: None, uses: None, monotone: None };
+
+    /// The level's node inputs on the device (`nodes` in slot order).
+    fn node_inputs(&self, nodes: &[SplitRequest<Fixed>]) -> Result<NodeInputs> {
+        let (gpu, features) = (self.exact.gpu, self.exact.features);
+        let mut uses = vec![0u8; nodes.len() * features];
+        let mut directions = vec![0i32; features];
+        for (slot, n) in nodes.iter().enumerate() {
+            for (k, &f) in n.features.iter().enumerate() {
+                uses[slot * features + f as usize] = 1;
+                directions[f as usize] = n.monotone.get(k).copied().unwrap_or(0);
+            }
+        }
+        let monotone = if nodes.iter().any(|n| !n.monotone.is_empty()) {
+            let bounds: Vec<Bounds> = nodes.iter().map(|n| n.parent.bounds).collect();
+            Some((gpu.upload(&bounds)?, gpu.upload(&directions)?))
+        } else {
+            None
+        };
+        let totals: Vec<Fixed> = nodes.iter().map(|n| n.sum).collect();
+        let gains: Vec<f32> = nodes.iter().map(|n| n.parent.gain).collect();
+        Ok(NodeInputs { totals: gpu.upload(&totals)?, gains: gpu.upload(&gains)?, uses: gpu.upload(&uses)?, monotone })
+    }
 
     /// Splits of the level's nodes (`nodes` in slot order).
-    fn find_splits(&mut self, nodes: &[(usize, Fixed, Vec<u32>)]) -> Result<Vec<Option<Split<Fixed>>>> {
+    fn find_splits(&mut self, nodes: &[SplitRequest<Fixed>]) -> Result<Vec<Option<Split<Fixed>>>> {
         if nodes.is_empty() {
             return Ok(Vec::new());
         }
-        if nodes.len() != self.slots || nodes.iter().zip(&self.nodes).any(|(n, &id)| n.0 != id) {
+        if nodes.len() != self.slots || nodes.iter().zip(&self.nodes).any(|(n, &id)| n.node != id) {
             return Err(Error::InvalidData(format!(
                 "the exact method's level is evaluated out of its node order: {:?} against {:?}",
-                nodes.iter().map(|n| n.0).collect::<Vec<_>>(),
+                nodes.iter().map(|n| n.node).collect::<Vec<_>>(),
                 self.nodes
             )));
         }
@@ -237,24 +286,9 @@ impl Level<'_, '_> {
             return Ok(vec![None; nodes.len()]);
         }
         let (gpu, features) = (self.exact.gpu, self.exact.features);
-        let (p, q) = (self.host_context.params, self.host_context.quantiser);
-        let totals: Vec<Fixed> = nodes.iter().map(|n| n.1).collect();
-        let gains: Vec<f32> = totals
-            .iter()
-            .map(|&t| {
-                let t = q.to_float(t);
-                calc_gain(&p, t.grad, t.hess)
-            })
-            .collect();
-        let mut uses = vec![0u8; nodes.len() * features];
-        for (slot, (_, _, sampled)) in nodes.iter().enumerate() {
-            for &f in sampled {
-                uses[slot * features + f as usize] = 1;
-            }
-        }
-        let (totals, gains, uses) = (gpu.upload(&totals)?, gpu.upload(&gains)?, gpu.upload(&uses)?);
+        let inputs = self.node_inputs(nodes)?;
         if self.interleaved {
-            return self.find_interleaved(&totals, &gains, &uses);
+            return self.find_interleaved(&inputs);
         }
         let gathered = gpu.alloc_uninitialized::<Fixed>(self.len)?;
         let (rows, gradients) = (self.exact.entry_rows.as_ptr(), self.gradients.as_ptr());
@@ -269,8 +303,7 @@ impl Level<'_, '_> {
             &mut prefix,
         )?;
         drop(gathered);
-        let b =
-            LevelBuffers { prefix: prefix.device_ptr(), totals: Some(&totals), gains: Some(&gains), uses: Some(&uses) };
+        let b = inputs.buffers(prefix.device_ptr());
         let best = gpu.alloc_zeroed::<u64>(features * self.slots)?;
         let out = gpu.alloc_uninitialized::<DeviceSplit>(self.slots)?;
         // SAFETY: the level's layout with its prefix sums, totals, gains and uses by slot; a key per
@@ -426,12 +459,7 @@ impl Level<'_, '_> {
     /// The interleaved algorithm's splits: a masked scan of each node's gradients and places
     /// within every feature, its candidates' keys, its best split of each feature; then each node's
     /// pick over its features.
-    fn find_interleaved(
-        &mut self,
-        totals: &DeviceBuffer<Fixed>,
-        gains: &DeviceBuffer<f32>,
-        uses: &DeviceBuffer<u8>,
-    ) -> Result<Vec<Option<Split<Fixed>>>> {
+    fn find_interleaved(&mut self, inputs: &NodeInputs) -> Result<Vec<Option<Split<Fixed>>>> {
         let (gpu, features, len) = (self.exact.gpu, self.exact.features, self.len);
         let mut slot_of = vec![u32::MAX; self.nodes.iter().max().map_or(0, |&n| n + 1)];
         for (slot, &node) in self.nodes.iter().enumerate() {
@@ -443,8 +471,7 @@ impl Level<'_, '_> {
         let (index, mut last) = (gpu.alloc_uninitialized::<u32>(len)?, gpu.alloc_uninitialized::<u32>(len)?);
         let best = gpu.alloc_zeroed::<u64>(features * self.slots)?;
         let splits = gpu.alloc_uninitialized::<DeviceSplit>(features * self.slots)?;
-        let b =
-            LevelBuffers { prefix: prefix.device_ptr(), totals: Some(totals), gains: Some(gains), uses: Some(uses) };
+        let b = inputs.buffers(prefix.device_ptr());
         for k in 0..self.slots as u64 {
             let rest = [targets, k, self.gradients.device_ptr(), gathered.device_ptr(), index.device_ptr(), 0];
             // SAFETY: the interleaved layout and its targets; `len` gathered pairs and places.
@@ -562,12 +589,9 @@ impl GrowBackend<Fixed> for Level<'_, '_> {
         Ok(())
     }
 
-    /// Without monotone constraints (the parameters refuse them with `exact`), a node's gain is
-    /// its sums'.
     fn evaluate(&mut self, nodes: &[SplitRequest<Fixed>]) -> Result<Vec<Option<Split<Fixed>>>> {
         let start = Instant::now();
-        let nodes: Vec<(usize, Fixed, Vec<u32>)> = nodes.iter().map(|r| (r.node, r.sum, r.features.clone())).collect();
-        let splits = self.find_splits(&nodes)?;
+        let splits = self.find_splits(nodes)?;
         self.phases.add("tree: exact splits", start.elapsed());
         Ok(splits)
     }

@@ -132,33 +132,21 @@ impl ExactBuilder<'_> {
         BuiltTree { tree, positions: backend.positions, phases: backend.phases }
     }
 
-    /// The best split of each node of `nodes` (id, sums, features), the rows at `positions`, found
-    /// by walking each feature's column once for all of them; `gradients` in the columns' order.
-    fn evaluate(
-        &self,
-        gradients: &[Sum],
-        nodes: &[(usize, Sum, Vec<u32>)],
-        positions: &[u32],
-    ) -> Vec<Option<Split<Sum>>> {
+    /// The best split of each node of `nodes` (id, sums, gain and bounds, features), the rows at
+    /// `positions`, found by walking each feature's column once for all of them; `gradients` in
+    /// the columns' order.
+    fn evaluate(&self, gradients: &[Sum], nodes: &[SplitRequest<Sum>], positions: &[u32]) -> Vec<Option<Split<Sum>>> {
         let p = self.params.split();
-        let mut slot_of = vec![u32::MAX; nodes.iter().map(|n| n.0 + 1).max().unwrap_or(0)];
-        for (slot, (node, ..)) in nodes.iter().enumerate() {
-            slot_of[*node] = slot as u32;
+        let mut slot_of = vec![u32::MAX; nodes.iter().map(|n| n.node + 1).max().unwrap_or(0)];
+        for (slot, n) in nodes.iter().enumerate() {
+            slot_of[n.node] = slot as u32;
         }
-        let gains: Vec<f32> = nodes
-            .iter()
-            .map(|(_, sum, _)| {
-                let s = sum.to_float(self.quantiser);
-                calc_gain(&p, s.grad, s.hess)
-            })
-            .collect();
-        let mut features: Vec<u32> = nodes.iter().flat_map(|n| n.2.iter().copied()).collect();
+        let mut features: Vec<u32> = nodes.iter().flat_map(|n| n.features.iter().copied()).collect();
         features.sort_unstable();
         features.dedup();
         let context = Walk {
             gradients,
             nodes,
-            gains: &gains,
             slot_of: &slot_of,
             positions,
             params: &p,
@@ -186,8 +174,8 @@ impl ExactBuilder<'_> {
         // A node id's slot where that node samples `f`, else none: one lookup an entry.
         let mut slot_for = vec![u32::MAX; w.slot_of.len()];
         for (slot, node) in w.nodes.iter().enumerate() {
-            if node.2.binary_search(&f).is_ok() {
-                slot_for[node.0] = slot as u32;
+            if node.features.binary_search(&f).is_ok() {
+                slot_for[node.node] = slot as u32;
             }
         }
         let range = self.columns.offsets[f as usize]..self.columns.offsets[f as usize + 1];
@@ -198,10 +186,9 @@ impl ExactBuilder<'_> {
             let context: Vec<NodeFeature<'_, Sum>> = w
                 .nodes
                 .iter()
-                .zip(w.gains)
-                .map(|(n, &parent_gain)| NodeFeature {
-                    node: n.1,
-                    parent_gain,
+                .map(|n| NodeFeature {
+                    node: n.sum,
+                    parent: n.parent.with_monotone(self.params.monotone(f)),
                     feature: f,
                     missing_left,
                     params: w.params,
@@ -228,7 +215,7 @@ impl ExactBuilder<'_> {
                 }
             }
             for (slot, scan) in scans.iter_mut().enumerate() {
-                if slot_for[w.nodes[slot].0] != u32::MAX {
+                if slot_for[w.nodes[slot].node] != u32::MAX {
                     scan.finish(&context[slot]);
                 }
             }
@@ -248,8 +235,7 @@ const LOOKAHEAD: usize = 32;
 struct Walk<'a> {
     /// Each entry's gradient, in the columns' order.
     gradients: &'a [Sum],
-    nodes: &'a [(usize, Sum, Vec<u32>)],
-    gains: &'a [f32],
+    nodes: &'a [SplitRequest<Sum>],
     slot_of: &'a [u32],
     positions: &'a [u32],
     params: &'a split::SplitParams,
@@ -320,12 +306,9 @@ impl GrowBackend<Sum> for ExactBackend<'_, '_> {
         Ok(())
     }
 
-    /// Without monotone constraints (the parameters refuse them with `exact`), a node's gain is
-    /// its sums'.
     fn evaluate(&mut self, nodes: &[SplitRequest<Sum>]) -> Result<Vec<Option<Split<Sum>>>, Infallible> {
         let start = Instant::now();
-        let nodes: Vec<(usize, Sum, Vec<u32>)> = nodes.iter().map(|r| (r.node, r.sum, r.features.clone())).collect();
-        let splits = self.builder.evaluate(&self.by_entry, &nodes, &self.positions);
+        let splits = self.builder.evaluate(&self.by_entry, nodes, &self.positions);
         self.phases.add("tree: evaluation", start.elapsed());
         Ok(splits)
     }

@@ -936,6 +936,17 @@ fn exact_trees_on_the_device_are_the_cpus() {
         let case = format!("binary:logistic, exact, {levels} interleaved levels");
         assert_same_model(&case, &interleaved, &binary, rounds.min(2), &gpu, OnDevice::Trees);
     }
+    // Monotone and interaction constraints, with the sorting and the interleaved algorithm.
+    for levels in ["0", "3"] {
+        let mut constrained = params.to_vec();
+        constrained.extend([
+            ("monotone_constraints", "(1,0,-1,1)"),
+            ("interaction_constraints", "[[0, 1, 2], [2, 3, 4, 5, 6]]"),
+            ("exact_interleaved_levels", levels),
+        ]);
+        let case = format!("binary:logistic, exact, constraints, {levels} interleaved levels");
+        assert_same_model(&case, &constrained, &binary, rounds, &gpu, OnDevice::Trees);
+    }
     let device = run(&params, &binary, None, 1, Some(gpu.clone()));
     assert!(
         device.phases.entries.iter().any(|(name, _)| *name == "tree: exact splits"),
