@@ -121,7 +121,6 @@ impl<'g> GpuExact<'g> {
         let context = SplitContext { params: params.split(), quantiser: *quantiser, categorical: params.categorical() };
         let mut level = Level {
             context: gpu.upload(std::slice::from_ref(&context))?,
-            host_context: context,
             gradients: gpu.upload(gradients)?,
             root: gradients.iter().fold(Fixed::new(0, 0), |a, &g| boost_kernels::fixed_point::add(a, g)),
             segments: gpu.alloc_uninitialized(1)?,
@@ -150,7 +149,6 @@ impl<'g> GpuExact<'g> {
 struct Level<'a, 'g> {
     exact: &'a mut GpuExact<'g>,
     context: DeviceBuffer<SplitContext>,
-    host_context: SplitContext,
     gradients: DeviceBuffer<Fixed>,
     root: Fixed,
     /// `features * slots + 1` offsets of the current level's segments.

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use boost_kernels::exact::{from_total_order_bits, total_order_bits, Enumeration, NodeFeature};
-use boost_kernels::split::{self, calc_gain, GradientSum, Split};
+use boost_kernels::split::{self, GradientSum, Split};
 use primitives::ops::GradientPair;
 use rand::Rng;
 use rayon::prelude::*;
@@ -330,7 +330,7 @@ mod tests {
     use super::*;
     use crate::data::DenseMatrix;
     use crate::fixed_point::quantise;
-    use boost_kernels::split::candidate_loss;
+    use boost_kernels::split::{calc_gain, candidate_loss};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
