@@ -334,12 +334,7 @@ impl DMatrix {
     /// a feature of twice the weight is drawn about twice as often), finite and non-negative, one
     /// a feature; an empty list clears them.
     pub fn set_feature_weights(&mut self, weights: Vec<f32>) -> Result<()> {
-        if !weights.is_empty() && weights.len() != self.cols() {
-            return Err(Error::InvalidData(format!("{} feature weights for {} features", weights.len(), self.cols())));
-        }
-        if let Some(f) = weights.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
-            return Err(Error::InvalidData(format!("feature weight {f} ({}) is not finite and >= 0", weights[f])));
-        }
+        MetaInfo::check_feature_weights(&weights, self.cols())?;
         self.info.feature_weights = weights;
         Ok(())
     }

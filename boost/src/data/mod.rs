@@ -332,6 +332,17 @@ pub struct MetaInfo {
 }
 
 impl MetaInfo {
+    /// Checks `feature_weights` for `cols` features: empty, or one finite weight >= 0 a feature.
+    pub fn check_feature_weights(weights: &[f32], cols: usize) -> Result<()> {
+        if !weights.is_empty() && weights.len() != cols {
+            return Err(Error::InvalidData(format!("{} feature weights for {cols} features", weights.len())));
+        }
+        if let Some(f) = weights.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(Error::InvalidData(format!("feature weight {f} ({}) is not finite and >= 0", weights[f])));
+        }
+        Ok(())
+    }
+
     /// Which of `cols` features are categorical (all `false` without [`MetaInfo::feature_types`]);
     /// an unknown type or a list of another length is an error naming it.
     pub fn categorical_features(&self, cols: usize) -> Result<Vec<bool>> {

@@ -48,15 +48,7 @@ pub(super) fn check(
     let objective = objective::from_name(&params.objective, &params.objective_params)?;
     objective.validate(train.info)?;
     crate::param::check_constraints(&params.tree, train.cols())?;
-    let feature_weights = &train.info.feature_weights;
-    if !feature_weights.is_empty() && feature_weights.len() != train.cols() {
-        let (n, cols) = (feature_weights.len(), train.cols());
-        return Err(Error::InvalidData(format!("{n} feature weights for {cols} features")));
-    }
-    if let Some(f) = feature_weights.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
-        let w = feature_weights[f];
-        return Err(Error::InvalidData(format!("feature weight {f} ({w}) is not finite and >= 0")));
-    }
+    crate::data::MetaInfo::check_feature_weights(&train.info.feature_weights, train.cols())?;
     train.check_finite()?;
     // The training set named as an evaluation set too is checked once.
     for (data, name) in evals.iter().filter(|(data, _)| !data.is(train)) {

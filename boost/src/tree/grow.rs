@@ -244,7 +244,6 @@ pub(crate) fn sample(features: &[u32], fraction: f32, weights: &[f32], rng: &mut
 /// its children become leaves of their sums' values, and the node keeps its own weight without
 /// `eta`, as XGBoost writes it. A categorical split's categories are its bitset's (`categories`,
 /// empty for a numeric split). Returns the expansion and the children's clipped weights.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn split_node<S: GradientSum>(
     tree: &mut Tree,
     (node, sum, bounds): (usize, S, Bounds),
