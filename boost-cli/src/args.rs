@@ -83,6 +83,10 @@ pub(crate) struct DataArgs {
     /// Label column of CSV/TSV files: a 0-based index or a header name.
     #[arg(long, default_value = "0")]
     pub(crate) label: String,
+    /// survival:aft's intervals: the CSV/TSV column (index or name) of the labels' upper bounds
+    /// (`inf` above right-censored rows); the --label column holds the lower bounds.
+    #[arg(long, value_name = "COLUMN")]
+    pub(crate) label_upper_bound: Option<String>,
     /// A CSV/TSV column of categories (0-based index or header name; repeatable): read as strings
     /// even where its fields parse as numbers. Without it, a column is categorical only when none of
     /// its fields is a number, and a non-number in a column of numbers is an error.

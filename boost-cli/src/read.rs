@@ -97,6 +97,7 @@ pub(crate) fn csv_options<'a>(input: &DataArgs, model: &ForModel<'a>) -> CsvOpti
     };
     CsvOptions {
         label: column(&input.label),
+        label_upper_bound: input.label_upper_bound.as_deref().map(column),
         has_label: model.has_label,
         categorical: input.categorical.iter().map(|c| column(c)).collect(),
         categories: model.categories,

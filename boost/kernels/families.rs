@@ -99,6 +99,7 @@
             "boost_metric_rank_groups",
             "boost_metric_sum_terms",
             "boost_objective_add_leaves",
+            "boost_objective_aft_gradients",
             "boost_objective_descending_keys",
             "boost_objective_fill_margins",
             "boost_objective_gradients",

@@ -4,8 +4,9 @@ as JSON, so that the test compares boost's metrics with XGBoost's on exactly the
 
 usage: xgboost_accuracy.py SPEC.json
 
-SPEC.json: {"cases": [{"name", "train", "test", "params": {...}, "rounds", "metric", "feature_types", "seeds"}]}
-(`feature_types`: XGBoost's, "c" for a categorical feature; empty when all are numeric). Each data file
+SPEC.json: {"cases": [{"name", "train", "test", "params": {...}, "rounds", "metric", "feature_types", "seeds",
+"label_bounds"}]} (`feature_types`: XGBoost's, "c" for a categorical feature; empty when all are numeric;
+`label_bounds`: survival:aft's intervals are in `<data file minus .csv>.bounds.csv`, `lower,upper` a row). Each data file
 is a CSV written by the test: a header line, then `label,weight,group,f0,f1,...` rows, with `nan` for a
 missing value; `weight` is 1 when the data has none, `group` is the ranking group's index (or 0).
 With `seeds` > 1 (sampling), the metric is the mean of the runs with seeds 0..seeds.
@@ -24,7 +25,7 @@ def load(path):
     return label, weight, group.astype(np.int64), features
 
 
-def dmatrix(path, ranking, feature_types):
+def dmatrix(path, ranking, feature_types, label_bounds=False):
     label, weight, group, features = load(path)
     if feature_types:
         d = xgb.DMatrix(features, label=label, missing=np.nan, feature_types=feature_types,
@@ -41,6 +42,10 @@ def dmatrix(path, ranking, feature_types):
             d.set_weight(weight[starts])
     elif not np.all(weight == 1.0):
         d.set_weight(weight)
+    if label_bounds:
+        bounds = np.loadtxt(path[:-len(".csv")] + ".bounds.csv", delimiter=",", skiprows=1, ndmin=2)
+        d.set_float_info("label_lower_bound", bounds[:, 0])
+        d.set_float_info("label_upper_bound", bounds[:, 1])
     return d
 
 
@@ -50,8 +55,9 @@ def main():
     for case in spec["cases"]:
         ranking = case["params"]["objective"].startswith("rank:")
         types = case.get("feature_types") or None
-        train = dmatrix(case["train"], ranking, types)
-        test = dmatrix(case["test"], ranking, types)
+        bounds = case.get("label_bounds", False)
+        train = dmatrix(case["train"], ranking, types, bounds)
+        test = dmatrix(case["test"], ranking, types, bounds)
         values = []
         # With sampling, the mean over seeds 0..seeds (the test's side averages the same seeds).
         seeds = case.get("seeds", 1)

@@ -339,6 +339,22 @@ impl DMatrix {
         Ok(())
     }
 
+    /// With `survival:aft`'s label intervals ([`DMatrix::set_label_bounds`]).
+    pub fn with_label_bounds(mut self, lower: Vec<f32>, upper: Vec<f32>) -> Result<Self> {
+        self.set_label_bounds(lower, upper)?;
+        Ok(self)
+    }
+
+    /// Sets each row's label interval for `survival:aft` (XGBoost's `label_lower_bound` and
+    /// `label_upper_bound`): equal bounds for an event, `+∞` above a right-censored row, 0 below a
+    /// left-censored one. Labels may stay unset for it. Errors name the row: a NaN, an infinite
+    /// lower bound, a lower bound above the upper.
+    pub fn set_label_bounds(&mut self, lower: Vec<f32>, upper: Vec<f32>) -> Result<()> {
+        crate::objective::check_bounds(&lower, &upper, self.rows())?;
+        (self.info.label_lower_bound, self.info.label_upper_bound) = (lower, upper);
+        Ok(())
+    }
+
     /// Sets the features' types by XGBoost's names (one a feature; an empty list clears them):
     /// `c` marks a categorical feature, whose values are category codes split by
     /// [`boost_kernels::categorical`]; `q`, `float`, `int` and `i` are numeric. A model trained on
@@ -691,7 +707,8 @@ impl Booster {
     /// names (`auc`, `ndcg@10`, `error@0.7`, ...), or the objective's default metric when none is
     /// named; computed on the CPU.
     pub fn evaluate(&self, data: &DMatrix, metrics: &[&str]) -> Result<Vec<(String, f64)>> {
-        self.objective.validate(&data.info)?;
+        let info = crate::objective::with_bound_labels(self.objective.name(), &data.info);
+        self.objective.validate(&info)?;
         let margins = self.predict(data, &PredictOptions::default().margin())?;
         let predictions = self.objective.eval_transform(&margins);
         let metrics = if metrics.is_empty() {
@@ -702,8 +719,8 @@ impl Booster {
         };
         let outputs = self.model.num_outputs();
         let evaluate = |m: &dyn Metric| {
-            m.check(predictions.len(), &data.info, outputs)?;
-            Ok((m.name(), m.evaluate(&predictions, &data.info, outputs)))
+            m.check(predictions.len(), &info, outputs)?;
+            Ok((m.name(), m.evaluate(&predictions, &info, outputs)))
         };
         metrics.iter().map(|m| evaluate(m.as_ref())).collect()
     }

@@ -25,6 +25,8 @@ struct Case {
     test: &'static str,
     /// The label column of CSV files: an index or a header name.
     label: &'static str,
+    /// `survival:aft`'s upper bounds' column (the label column then holds the lower bounds).
+    label_upper_bound: Option<&'static str>,
     params: &'static [(&'static str, &'static str)],
     metric: &'static str,
     /// Labels are shifted by this (dermatology's classes are 1..6; XGBoost wants 0..5).
@@ -44,6 +46,7 @@ const CASES: &[Case] = &[
         train: "higgs_lgbm_sample/binary.train",
         test: "higgs_lgbm_sample/binary.test",
         label: "0",
+        label_upper_bound: None,
         params: &[("objective", "binary:logistic")],
         metric: "auc",
         label_shift: 0.0,
@@ -56,6 +59,7 @@ const CASES: &[Case] = &[
         train: "agaricus/agaricus.txt.train",
         test: "agaricus/agaricus.txt.test",
         label: "0",
+        label_upper_bound: None,
         params: &[("objective", "binary:logistic")],
         metric: "auc",
         label_shift: 0.0,
@@ -68,6 +72,7 @@ const CASES: &[Case] = &[
         train: "adult/adult_train.csv",
         test: "adult/adult_test.csv",
         label: "income",
+        label_upper_bound: None,
         params: &[("objective", "binary:logistic")],
         metric: "auc",
         label_shift: 0.0,
@@ -80,6 +85,7 @@ const CASES: &[Case] = &[
         train: "california_housing/housing.train.csv",
         test: "california_housing/housing.test.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         params: &[("objective", "reg:squarederror")],
         metric: "rmse",
         label_shift: 0.0,
@@ -92,6 +98,7 @@ const CASES: &[Case] = &[
         train: "california_housing/housing.train.csv",
         test: "california_housing/housing.test.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         params: &[("objective", "reg:absoluteerror")],
         metric: "mae",
         label_shift: 0.0,
@@ -104,6 +111,7 @@ const CASES: &[Case] = &[
         train: "california_housing/housing.train.csv",
         test: "california_housing/housing.test.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         params: &[("objective", "reg:quantileerror"), ("quantile_alpha", "[0.1, 0.5, 0.9]")],
         metric: "quantile",
         label_shift: 0.0,
@@ -116,6 +124,7 @@ const CASES: &[Case] = &[
         train: "california_housing/housing.train.csv",
         test: "california_housing/housing.test.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         // Value falls with population, rises with income.
         params: &[("objective", "reg:squarederror"), ("monotone_constraints", "(0,0,0,0,0,-1,0,1)")],
         metric: "rmse",
@@ -129,6 +138,7 @@ const CASES: &[Case] = &[
         train: "california_housing/housing.train.csv",
         test: "california_housing/housing.test.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         params: &[
             ("objective", "reg:squarederror"),
             ("monotone_constraints", "(0,0,1,0,0,-1,0,1)"),
@@ -147,6 +157,7 @@ const CASES: &[Case] = &[
         train: "california_housing/housing.train.csv",
         test: "california_housing/housing.test.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         // Location apart from the rest; the ocean category (feature 8) in no set.
         params: &[
             ("objective", "reg:squarederror"),
@@ -163,6 +174,7 @@ const CASES: &[Case] = &[
         train: "california_housing/housing.train.csv",
         test: "california_housing/housing.test.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         // Three trees a round from the same gradients (no sampling: the same three), eta / 3 each.
         params: &[("objective", "reg:squarederror"), ("num_parallel_tree", "3")],
         metric: "rmse",
@@ -172,10 +184,59 @@ const CASES: &[Case] = &[
         categorical: &[],
     },
     Case {
+        name: "veterans_aft",
+        train: "veterans_lung_cancer/veterans_lung_cancer.train.csv",
+        test: "veterans_lung_cancer/veterans_lung_cancer.test.csv",
+        label: "Survival_label_lower_bound",
+        label_upper_bound: Some("Survival_label_upper_bound"),
+        params: &[("objective", "survival:aft"), ("aft_loss_distribution", "normal")],
+        metric: "aft-nloglik",
+        label_shift: 0.0,
+        sanity: 8.0,
+        same_trees: true,
+        categorical: &[],
+    },
+    Case {
+        name: "veterans_aft_extreme",
+        train: "veterans_lung_cancer/veterans_lung_cancer.train.csv",
+        test: "veterans_lung_cancer/veterans_lung_cancer.test.csv",
+        label: "Survival_label_lower_bound",
+        label_upper_bound: Some("Survival_label_upper_bound"),
+        params: &[
+            ("objective", "survival:aft"),
+            ("aft_loss_distribution", "extreme"),
+            ("aft_loss_distribution_scale", "1.5"),
+            ("eta", "0.05"),
+        ],
+        metric: "aft-nloglik",
+        label_shift: 0.0,
+        sanity: 8.0,
+        same_trees: true,
+        categorical: &[],
+    },
+    Case {
+        name: "veterans_aft_logistic",
+        train: "veterans_lung_cancer/veterans_lung_cancer.train.csv",
+        test: "veterans_lung_cancer/veterans_lung_cancer.test.csv",
+        label: "Survival_label_lower_bound",
+        label_upper_bound: Some("Survival_label_upper_bound"),
+        params: &[
+            ("objective", "survival:aft"),
+            ("aft_loss_distribution", "logistic"),
+            ("aft_loss_distribution_scale", "0.8"),
+        ],
+        metric: "aft-nloglik",
+        label_shift: 0.0,
+        sanity: 8.0,
+        same_trees: true,
+        categorical: &[],
+    },
+    Case {
         name: "abalone_gamma",
         train: "abalone/abalone.train.csv",
         test: "abalone/abalone.test.csv",
         label: "Rings",
+        label_upper_bound: None,
         params: &[("objective", "reg:gamma")],
         metric: "gamma-deviance",
         label_shift: 0.0,
@@ -188,6 +249,7 @@ const CASES: &[Case] = &[
         train: "abalone/abalone.train.csv",
         test: "abalone/abalone.test.csv",
         label: "Rings",
+        label_upper_bound: None,
         params: &[("objective", "reg:tweedie"), ("tweedie_variance_power", "1.3")],
         metric: "tweedie-nloglik@1.3",
         label_shift: 0.0,
@@ -200,6 +262,7 @@ const CASES: &[Case] = &[
         train: "abalone/abalone.train.csv",
         test: "abalone/abalone.test.csv",
         label: "Rings",
+        label_upper_bound: None,
         params: &[("objective", "reg:squaredlogerror")],
         metric: "rmsle",
         label_shift: 0.0,
@@ -212,6 +275,7 @@ const CASES: &[Case] = &[
         train: "higgs_lgbm_sample/binary.train",
         test: "higgs_lgbm_sample/binary.test",
         label: "0",
+        label_upper_bound: None,
         params: &[("objective", "binary:hinge")],
         metric: "error",
         label_shift: 0.0,
@@ -224,6 +288,7 @@ const CASES: &[Case] = &[
         train: "lgbm_multiclass/multiclass.train",
         test: "lgbm_multiclass/multiclass.test",
         label: "0",
+        label_upper_bound: None,
         params: &[("objective", "multi:softprob"), ("num_class", "5")],
         metric: "mlogloss",
         label_shift: 0.0,
@@ -236,6 +301,7 @@ const CASES: &[Case] = &[
         train: "lgbm_rank/rank.train",
         test: "lgbm_rank/rank.test",
         label: "0",
+        label_upper_bound: None,
         params: &[("objective", "rank:ndcg")],
         metric: "ndcg@10",
         label_shift: 0.0,
@@ -250,6 +316,7 @@ const CASES: &[Case] = &[
         train: "dermatology/dermatology.train.data",
         test: "dermatology/dermatology.test.data",
         label: "34",
+        label_upper_bound: None,
         params: &[("objective", "multi:softprob"), ("num_class", "6")],
         metric: "mlogloss",
         label_shift: -1.0,
@@ -262,6 +329,7 @@ const CASES: &[Case] = &[
         train: "lgbm_categorical/categorical.train",
         test: "lgbm_categorical/categorical.test",
         label: "0",
+        label_upper_bound: None,
         params: &[("objective", "binary:logistic")],
         metric: "auc",
         label_shift: 0.0,
@@ -289,7 +357,12 @@ fn load(case: &Case) -> (Dataset, Dataset) {
     let dir = data_dir();
     let options = |categories| ReadOptions {
         format: None,
-        csv: CsvOptions { label: label_column(case), categories, ..Default::default() },
+        csv: CsvOptions {
+            label: label_column(case),
+            label_upper_bound: case.label_upper_bound.map(|c| Column::Name(c.into())),
+            categories,
+            ..Default::default()
+        },
         libsvm: LibsvmOptions::default(),
         side_files: Default::default(),
     };
@@ -343,6 +416,16 @@ fn write_for_xgboost(data: &Dataset, path: &Path) {
         text.push('\n');
     }
     std::fs::write(path, text).expect("write data for xgboost");
+    if !info.label_upper_bound.is_empty() {
+        let bounds: String =
+            info.label_lower_bound.iter().zip(&info.label_upper_bound).map(|(l, u)| format!("{l},{u}\n")).collect();
+        std::fs::write(bounds_path(path), format!("lower,upper\n{bounds}")).expect("write label bounds for xgboost");
+    }
+}
+
+/// Where [`write_for_xgboost`] writes the label bounds of the data it writes at `path`.
+fn bounds_path(path: &Path) -> PathBuf {
+    path.with_extension("bounds.csv")
 }
 
 #[test]
@@ -439,6 +522,7 @@ fn compare_with_xgboost(tree_method: &str, cases: &[&Case], sampling: Option<Sam
                 "name": case.name, "train": train_path, "test": test_path,
                 "params": params, "rounds": 100, "metric": case.metric, "seeds": seeds,
                 "feature_types": train_data.info.feature_types,
+                "label_bounds": case.label_upper_bound.is_some(),
             }));
         }
     }

@@ -174,6 +174,24 @@ impl DMatrix {
         self.inner.set_weights(contiguous(&weights, "weight")?.to_vec()).or_raise(py)
     }
 
+    /// Sets `survival:aft`'s label intervals, a lower and an upper bound a row.
+    fn set_label_bounds(
+        &mut self,
+        py: Python<'_>,
+        lower: PyReadonlyArray1<'_, f32>,
+        upper: PyReadonlyArray1<'_, f32>,
+    ) -> PyResult<()> {
+        let (lower, upper) =
+            (contiguous(&lower, "label_lower_bound")?.to_vec(), contiguous(&upper, "label_upper_bound")?.to_vec());
+        self.inner.set_label_bounds(lower, upper).or_raise(py)
+    }
+
+    /// The label intervals' lower and upper bounds (empty when none were set).
+    fn label_bounds<'py>(&self, py: Python<'py>) -> (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>) {
+        let info = self.inner.info();
+        (PyArray1::from_slice(py, &info.label_lower_bound), PyArray1::from_slice(py, &info.label_upper_bound))
+    }
+
     /// Sets each feature's weight in column sampling (empty: uniform).
     fn set_feature_weights(&mut self, py: Python<'_>, weights: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
         self.inner.set_feature_weights(contiguous(&weights, "feature_weights")?.to_vec()).or_raise(py)

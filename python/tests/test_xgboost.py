@@ -495,6 +495,63 @@ def test_models_of_xgboost_3_4_objectives_go_both_ways(xgb, higgs, tmp_path, obj
                                       theirs.predict(xgb.DMatrix(Xt), output_margin=margin))
 
 
+def _intervals(t):
+    """Survival intervals around times ``t``: events, right-, left- and interval-censored rows."""
+    kind = np.arange(len(t)) % 4
+    lower = np.where(kind == 2, 0.0, t).astype(np.float32)
+    upper = np.select([kind == 0, kind == 1, kind == 2], [t, np.inf, t], 2 * t).astype(np.float32)
+    return lower, upper
+
+
+@pytest.mark.parametrize("distribution,scale", [("normal", 1.0), ("logistic", 0.7), ("extreme", 1.3)])
+def test_aft_models_are_xgboosts_both_ways(xgb, higgs, tmp_path, distribution, scale):
+    (X, _, w), (Xt, _, _) = higgs
+    t, tt = (np.abs(M[:, 0] * 2 + M[:, 3]) + 0.25 for M in (X, Xt))
+    params = {"objective": "survival:aft", "aft_loss_distribution": distribution,
+              "aft_loss_distribution_scale": scale, "max_depth": 4, "tree_method": "hist", "nthread": 2,
+              "eval_metric": ["aft-nloglik", "interval-regression-accuracy"]}
+    logs = []
+    for lib in (tb, xgb):
+        # XGBoost's way: no labels, the bounds set one at a time (ours also as arguments).
+        train, test = lib.DMatrix(X, weight=w), lib.DMatrix(Xt)
+        for d, times in ((train, t), (test, tt)):
+            lower, upper = _intervals(times)
+            d.set_float_info("label_lower_bound", lower)
+            d.set_float_info("label_upper_bound", upper)
+        logs.append({})
+        model = lib.train(params, train, 10, evals=[(test, "test")], evals_result=logs[-1], verbose_eval=False)
+        model.save_model(str(tmp_path / f"{lib.__name__}.json"))
+    ours, theirs = logs
+    assert list(ours["test"]) == list(theirs["test"])
+    for metric, values in theirs["test"].items():
+        np.testing.assert_allclose(ours["test"][metric], values, rtol=1e-6, atol=0)
+    np.testing.assert_array_equal(tb.DMatrix(Xt, label_lower_bound=_intervals(tt)[0],
+                                             label_upper_bound=_intervals(tt)[1]).get_float_info("label_upper_bound"),
+                                  _intervals(tt)[1])
+    ours_model, theirs_model = tb.Booster(model_file=tmp_path / "twinboost.json"), xgb.Booster(model_file=str(tmp_path / "xgboost.json"))
+    by_xgboost = xgb.Booster(model_file=str(tmp_path / "twinboost.json"))
+    by_us = tb.Booster(model_file=tmp_path / "xgboost.json")
+    for margin in (False, True):
+        np.testing.assert_array_equal(by_xgboost.predict(xgb.DMatrix(Xt), output_margin=margin),
+                                      ours_model.predict(tb.DMatrix(Xt), output_margin=margin))
+        np.testing.assert_array_equal(by_us.predict(tb.DMatrix(Xt), output_margin=margin),
+                                      theirs_model.predict(xgb.DMatrix(Xt), output_margin=margin))
+
+
+def test_aft_names_bad_intervals(higgs):
+    (X, _, _), _ = higgs
+    lower = np.ones(len(X), dtype=np.float32)
+    upper = lower.copy()
+    upper[7] = 0.5
+    with pytest.raises(tb.DataError, match="row 7: label_lower_bound 1, label_upper_bound 0.5"):
+        tb.DMatrix(X, label_lower_bound=lower, label_upper_bound=upper)
+    with pytest.raises(tb.DataError, match="needs label_lower_bound"):
+        tb.train({"objective": "survival:aft"}, tb.DMatrix(X, label=lower), 1)
+    with pytest.raises(tb.ParameterError, match="aft_loss_distribution"):
+        tb.train({"objective": "survival:aft", "aft_loss_distribution": "weibull"},
+                 tb.DMatrix(X, label_lower_bound=lower, label_upper_bound=lower), 1)
+
+
 def test_ubjson_models_go_both_ways_byte_for_byte(xgb, higgs, tmp_path):
     (X, y, _), (Xt, _, _) = higgs
     params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 4, "nthread": 2}

@@ -1,4 +1,4 @@
-//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, LambdaMART), margins, sampling (uniform and gradient-based), the scaled residuals' scales, and the metrics.
+//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, AFT, LambdaMART), margins, sampling (uniform and gradient-based), the scaled residuals' scales, and the metrics.
 
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
@@ -11,6 +11,7 @@ use crate::rank::{self, LambdaRankParams, RankRows};
 use crate::rank_metric::{self, RankMetricParams};
 use crate::residual::{self, ScaledResidual};
 use crate::sampling::RowSampler;
+use crate::survival::{self, Aft};
 
 kernel! {
     /// Every row's gradient pair; see [`objective::gradients_kernel`].
@@ -130,6 +131,22 @@ kernel! {
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { objective::softmax_gradients_kernel(margins, labels, weights, n, classes, out) }
+    }
+}
+
+kernel! {
+    /// Every row's AFT gradient pair; see [`survival::aft_gradients_kernel`].
+    pub unsafe fn boost_objective_aft_gradients(
+        margins: *const f32,
+        lower: *const f32,
+        upper: *const f32,
+        weights: *const f32,
+        n: u64,
+        aft: *const Aft,
+        out: *mut GradientPair<f32>,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { survival::aft_gradients_kernel(margins, lower, upper, weights, n, aft, out) }
     }
 }
 
@@ -354,6 +371,7 @@ host_kernels! {
     boost_metric_rank_auc,
     boost_metric_sum_terms,
     boost_objective_softmax_gradients,
+    boost_objective_aft_gradients,
     boost_objective_root_residual_sums,
     boost_objective_scaled_residual_gradients,
     boost_objective_descending_keys,

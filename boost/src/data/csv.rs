@@ -64,6 +64,10 @@ pub struct CsvOptions<'a> {
     pub has_header: Option<bool>,
     /// The label column (default: column 0, LightGBM's default); unused without [`CsvOptions::has_label`].
     pub label: Column,
+    /// `survival:aft`'s intervals: the column of the labels' upper bounds (`inf` above a
+    /// right-censored row); the label column then holds the lower bounds, and the dataset gets both
+    /// as its label bounds (the labels stay the lower bounds). Default none.
+    pub label_upper_bound: Option<Column>,
     /// Whether the file has a label column (default true). Data to predict may have none: then every
     /// column that is not ignored is a feature and the dataset has no labels.
     pub has_label: bool,
@@ -90,6 +94,7 @@ impl Default for CsvOptions<'_> {
             delimiter: None,
             has_header: None,
             label: Column::Index(0),
+            label_upper_bound: None,
             has_label: true,
             ignore_columns: Vec::new(),
             categorical: Vec::new(),
@@ -182,6 +187,7 @@ pub(crate) fn read_csv_pass(
     };
     let names_used = std::iter::once(&options.label)
         .filter(|_| options.has_label)
+        .chain(&options.label_upper_bound)
         .chain(&options.ignore_columns)
         .chain(&options.categorical)
         .any(|c| matches!(c, Column::Name(_)));
@@ -239,6 +245,7 @@ pub(crate) fn read_csv_pass(
         label: ColumnState::new(label),
         values: Vec::new(),
         labels: Vec::new(),
+        upper_bounds: Vec::new(),
         rows: 0,
         flush,
     };
@@ -311,6 +318,8 @@ fn detect_header(records: &[ByteRecord], missing: &MissingTokens) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
     Label,
+    /// The label's upper bound ([`CsvOptions::label_upper_bound`]).
+    UpperBound,
     Ignored,
     /// The column of the dataset it becomes.
     Feature(usize),
@@ -364,10 +373,18 @@ impl Layout {
         if let Some(label) = label {
             roles[label] = Role::Label;
         }
+        if let Some(column) = &options.label_upper_bound {
+            let c = resolve(column, "label_upper_bound")?;
+            if label.is_none_or(|l| l == c) {
+                let why = if label.is_none() { "needs a label column (the lower bounds)" } else { "is the label" };
+                return Err(Error::param("label_upper_bound", format!("column {c} {why}")));
+            }
+            roles[c] = Role::UpperBound;
+        }
         for column in &options.ignore_columns {
             let c = resolve(column, "ignore_columns")?;
-            if Some(c) == label {
-                return Err(Error::param("ignore_columns", format!("column {c} is the label")));
+            if Some(c) == label || roles[c] == Role::UpperBound {
+                return Err(Error::param("ignore_columns", format!("column {c} is the label or its upper bound")));
             }
             roles[c] = Role::Ignored;
         }
@@ -617,6 +634,15 @@ fn label_value(
     }
 }
 
+/// The value of a field of the label's upper-bound column: a number, `inf` included.
+fn upper_bound_value(field: &[u8], missing: &MissingTokens) -> std::result::Result<f32, String> {
+    let value = std::str::from_utf8(field).ok().and_then(|text| text.parse::<f32>().ok());
+    match value {
+        Some(v) if !v.is_nan() && !missing.contains(field) => Ok(v),
+        _ => Err(format!("the label's upper bound `{}` is not a number (`inf` if unbounded)", shown(field))),
+    }
+}
+
 /// The value of a field of a feature column, NaN when missing.
 fn feature_value(
     state: &mut ColumnState<'_>,
@@ -650,6 +676,7 @@ struct Pass<'p, 'c, 'f> {
     label: ColumnState<'c>,
     values: Vec<f32>,
     labels: Vec<f32>,
+    upper_bounds: Vec<f32>,
     rows: usize,
     flush: Option<Flush<'f>>,
 }
@@ -697,6 +724,7 @@ impl<'c> Pass<'_, 'c, '_> {
                     Role::Label => {
                         label_value(&mut self.label, field, self.missing, self.learn, line).map(|v| self.labels.push(v))
                     }
+                    Role::UpperBound => upper_bound_value(field, self.missing).map(|v| self.upper_bounds.push(v)),
                     Role::Feature(j) => feature_value(&mut self.features[j], field, self.missing, self.learn, line)
                         .map(|v| self.values[row + j] = v),
                 };
@@ -751,6 +779,11 @@ impl<'c> Pass<'_, 'c, '_> {
             learned.labels = Some(strings);
         }
         let mut info = MetaInfo { labels, feature_names: self.layout.feature_names.clone(), ..MetaInfo::default() };
+        if self.layout.roles.contains(&Role::UpperBound) {
+            crate::objective::check_bounds(&info.labels, &self.upper_bounds, rows)
+                .map_err(|e| Error::InvalidData(format!("{}: {e}", self.path.display())))?;
+            (info.label_lower_bound, info.label_upper_bound) = (info.labels.clone(), self.upper_bounds);
+        }
         read_siblings(self.path, rows, &mut info, side_files)?;
         let categories = given.cloned().unwrap_or(learned);
         // String columns are categorical features (XGBoost's type `c`), their codes categories.

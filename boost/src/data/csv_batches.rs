@@ -35,6 +35,12 @@ impl CsvBatches {
         if batch_rows == 0 {
             return Err(Error::param("batch_rows", "0 rows a batch: at least 1"));
         }
+        if options.label_upper_bound.is_some() {
+            return Err(Error::param(
+                "label_upper_bound",
+                "label bounds are read whole, not in batches (external memory)",
+            ));
+        }
         let mut count = |_: usize, _: Vec<f32>, _: Vec<f32>| Ok(());
         let read = read_csv_pass(path, options, side_files, Some((batch_rows, &mut count)))?;
         let mut info = read.info;
@@ -51,6 +57,7 @@ impl CsvBatches {
             delimiter: options.delimiter,
             has_header: options.has_header,
             label: options.label.clone(),
+            label_upper_bound: None,
             has_label: options.has_label,
             ignore_columns: options.ignore_columns.clone(),
             categorical: options.categorical.clone(),

@@ -329,6 +329,10 @@ pub struct MetaInfo {
     pub feature_types: Vec<String>,
     /// Each feature's weight in column sampling (XGBoost's `feature_weights`), or empty (uniform).
     pub feature_weights: Vec<f32>,
+    /// `survival:aft`'s intervals: each row's lower bound (0 or less: left-censored), or empty.
+    pub label_lower_bound: Vec<f32>,
+    /// Each row's upper bound (`+∞`: right-censored; equal to the lower: an event), or empty.
+    pub label_upper_bound: Vec<f32>,
 }
 
 impl MetaInfo {

@@ -238,17 +238,20 @@ impl<'g> GpuPages<'g> {
     }
 
     /// Whether the device can compute the rounds of `objective` (the softmax, the scaled
-    /// residuals or an element-wise objective) with every row's labels, weights, margins and
+    /// residuals, AFT or an element-wise objective) with every row's labels, weights, margins and
     /// gradients taking at most half of the device's memory limit.
     pub(crate) fn takes(&self, objective: DeviceObjective) -> bool {
         let outputs = match objective {
             DeviceObjective::Elementwise(_) => 1,
             DeviceObjective::Softmax { classes } => classes,
             DeviceObjective::ScaledResidual(o) => o.outputs as usize,
+            DeviceObjective::Aft(_) => 1,
             DeviceObjective::LambdaRank(_) => return false,
         };
-        // Label and weight, margins, the tree's gradients, and the round's for several outputs.
-        let row_bytes = 8 + 4 * outputs + 8 + if outputs > 1 { 8 * outputs } else { 0 };
+        // Label and weight, margins, the tree's gradients, and the round's for several outputs (for
+        // AFT: the round's, and the label bounds).
+        let aft = matches!(objective, DeviceObjective::Aft(_));
+        let row_bytes = 8 + 4 * outputs + 8 + if outputs > 1 { 8 * outputs } else { 0 } + if aft { 16 } else { 0 };
         let limit = self.gpu().memory_limit().unwrap_or(usize::MAX);
         self.matrix.rows().saturating_mul(row_bytes) <= limit / 2
     }

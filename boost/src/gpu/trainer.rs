@@ -397,6 +397,17 @@ impl DeviceRows {
             DeviceObjective::LambdaRank(params) => {
                 per_round(1, PerRoundSource::Rank(Box::new(RankGradients::new(gpu, params, info)?)))?
             }
+            DeviceObjective::Aft(loss) => {
+                let bounds = AftGradients {
+                    loss: gpu.upload(&[loss])?,
+                    lower: gpu.upload(&info.label_lower_bound)?,
+                    upper: gpu.upload(&info.label_upper_bound)?,
+                };
+                if bounds.lower.len() != n || bounds.upper.len() != n {
+                    return Err(Error::InvalidData(format!("label bounds for {n} rows: {}", bounds.lower.len())));
+                }
+                per_round(1, PerRoundSource::Aft(Box::new(bounds)))?
+            }
         };
         let tree_gradients = gpu.alloc_zeroed(n)?;
         Ok(DeviceRows { set, tree_gradients, gradients })
@@ -422,6 +433,15 @@ impl DeviceRows {
                 weights,
                 n as u64,
                 *outputs as u64,
+                all.as_mut_ptr(),
+            ),
+            PerRoundSource::Aft(aft) => entry::boost_objective_aft_gradients::args(
+                margins,
+                aft.lower.as_ptr(),
+                aft.upper.as_ptr(),
+                weights,
+                n as u64,
+                aft.loss.as_ptr(),
                 all.as_mut_ptr(),
             ),
             PerRoundSource::Scaled(scaled) => {
@@ -556,6 +576,15 @@ pub(super) enum PerRoundSource {
     Scaled(Box<ScaledGradients>),
     /// The ranking kernels.
     Rank(Box<RankGradients>),
+    /// The AFT kernel, with the rows' label bounds.
+    Aft(Box<AftGradients>),
+}
+
+/// `survival:aft`'s loss and the rows' label bounds on the device.
+pub(super) struct AftGradients {
+    loss: DeviceBuffer<boost_kernels::survival::Aft>,
+    lower: DeviceBuffer<f32>,
+    upper: DeviceBuffer<f32>,
 }
 
 /// A scaled-residual objective on the device, and the round's scales (one an output).

@@ -223,6 +223,18 @@ fn train_in(
     precision: HistogramPrecision,
     callbacks: &mut [&mut dyn TrainingCallback],
 ) -> Result<Trained> {
+    // Sets of `survival:aft` given only label bounds count their rows by the lower bounds; the
+    // training set named as an evaluation set stays the same set.
+    let with_labels = crate::objective::with_bound_labels;
+    let train_info = with_labels(&params.objective, train.info);
+    let eval_infos: Vec<_> =
+        evals.iter().map(|(r, _)| (!r.is(train)).then(|| with_labels(&params.objective, r.info))).collect();
+    let evals: &[(Rows<'_>, &str)] = &evals
+        .iter()
+        .zip(&eval_infos)
+        .map(|((r, name), info)| (Rows::new(r.features, info.as_deref().unwrap_or(&train_info)), *name))
+        .collect::<Vec<_>>();
+    let train = &Rows::new(train.features, &train_info);
     let mut phases = PhaseTimes::default();
     let checked = phases.time("data checks", || setup::check(params, train, evals, options))?;
     let devices = phases.time("device open", || Devices::open(params, train, options.gpu.as_deref()))?;

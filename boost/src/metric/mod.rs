@@ -16,6 +16,8 @@
 //! | `tweedie-nloglik@ρ` | `Σ w (-y p^(1-ρ)/(1-ρ) + p^(2-ρ)/(2-ρ)) / Σ w`, `1 <= ρ < 2` |
 //! | `quantile` | `Σ w ρ_α(y - p) / Σ w` over every (row, `quantile_alpha`), the pinball loss `ρ` |
 //! | `cox-nloglik` | the Cox model's negative log partial likelihood per event, see `survival.rs` |
+//! | `aft-nloglik` | `Σ w loss(y_lo, y_hi, m) / Σ w` of the margins, `boost_kernels::survival`'s loss |
+//! | `interval-regression-accuracy` | weighted fraction with `y_lo <= e^m <= y_hi` |
 //! | `merror`, `mlogloss` | argmax (first of equal maxima) `!= y`; `-log(max(p_y, 1e-16))` |
 //! | `auc`, `aucpr` | see `auc.rs`: binary, one-vs-rest for multi-class, per group for ranking |
 //! | `ndcg[@k][-]`, `map[@k][-]` | see `rank.rs`: mean over groups, weighted by group |
@@ -29,8 +31,9 @@
 //! evaluation sets on the device ([`Metric::device_metric`]) with the same arithmetic and gets the
 //! same value.
 //!
-//! Three XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`),
-//! `ndcg_exp_gain` (`ndcg`) and `quantile_alpha` (`quantile`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
+//! XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`),
+//! `ndcg_exp_gain` (`ndcg`), `quantile_alpha` (`quantile`), `aft_loss_distribution` and
+//! `aft_loss_distribution_scale` (`aft-nloglik`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
 //! metric of an objective also inherits the objective's ranking truncation: use
 //! [`default_metric_for`].
 
@@ -56,12 +59,13 @@ pub use auc::{Auc, AucKind};
 pub use elementwise::{Elementwise, ElementwiseKind};
 pub use multiclass::{MultiClass, MultiClassKind};
 pub use quantile::QuantileLoss;
-pub use survival::CoxNegLogLik;
+pub use survival::{AftMetric, CoxNegLogLik};
 pub use rank::{RankMetric, RankMetricKind};
 
 /// Training parameters (XGBoost names) that [`from_name_with_params`] reads (`quantile_alpha`:
 /// the `quantile` metric's alphas, which it needs).
-pub const METRIC_PARAMETERS: &[&str] = &["huber_slope", "ndcg_exp_gain", "quantile_alpha"];
+pub const METRIC_PARAMETERS: &[&str] =
+    &["huber_slope", "ndcg_exp_gain", "quantile_alpha", "aft_loss_distribution", "aft_loss_distribution_scale"];
 
 /// What a metric is computed from: XGBoost's built-in metrics take the objective's evaluation
 /// transform of the margins; its Python `custom_metric` takes what `predict` gives, or the margins
@@ -125,7 +129,7 @@ pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
 
 /// The metrics `eval_metric` takes, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
 /// take an argument; `tweedie-nloglik@ρ` needs one).
-pub const METRIC_NAMES: [&str; 20] = [
+pub const METRIC_NAMES: [&str; 22] = [
     "rmse",
     "rmsle",
     "mae",
@@ -139,6 +143,8 @@ pub const METRIC_NAMES: [&str; 20] = [
     "tweedie-nloglik",
     "quantile",
     "cox-nloglik",
+    "aft-nloglik",
+    "interval-regression-accuracy",
     "merror",
     "mlogloss",
     "auc",
@@ -149,7 +155,7 @@ pub const METRIC_NAMES: [&str; 20] = [
 ];
 
 /// XGBoost 3.4's metrics that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_METRICS_NOT_YET: [&str; 3] = ["expectile", "aft-nloglik", "interval-regression-accuracy"];
+const XGBOOST_METRICS_NOT_YET: [&str; 1] = ["expectile"];
 
 /// The metric called `name`, reading `huber_slope` and `ndcg_exp_gain` from `params` (other names
 /// are ignored) as XGBoost configures metrics from the training parameters. Names:
@@ -216,6 +222,8 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
             no_arg(Box::new(QuantileLoss::new(crate::objective::Quantile::new(parse_alphas("quantile_alpha", alphas)?)?.alphas().to_vec())))
         }
         "cox-nloglik" => no_arg(Box::new(CoxNegLogLik)),
+        "aft-nloglik" => no_arg(Box::new(AftMetric::negative_log_likelihood(crate::objective::Aft::from_params(&p)?.loss()))),
+        "interval-regression-accuracy" => no_arg(Box::new(AftMetric::interval_accuracy())),
         "merror" => no_arg(Box::new(MultiClass::new(MultiClassKind::Error))),
         "mlogloss" => no_arg(Box::new(MultiClass::new(MultiClassKind::LogLoss))),
         "auc" => no_arg(Box::new(Auc::new(AucKind::Roc))),
@@ -285,8 +293,13 @@ pub fn objective_metric_params(objective: &dyn Objective) -> Vec<(String, String
         let value = json.get(group).and_then(|p| p.get(name)).and_then(|v| v.as_str())?;
         Some((name.to_string(), value.to_string()))
     };
-    [field("pseudo_huber_param", "huber_slope"), field("quantile_loss_param", "quantile_alpha")]
-        .into_iter()
+    [
+        field("pseudo_huber_param", "huber_slope"),
+        field("quantile_loss_param", "quantile_alpha"),
+        field("aft_loss_param", "aft_loss_distribution"),
+        field("aft_loss_param", "aft_loss_distribution_scale"),
+    ]
+    .into_iter()
         .flatten()
         .collect()
 }

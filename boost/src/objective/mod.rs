@@ -19,6 +19,7 @@
 //! | `reg:tweedie` | `(-y e^((1-ρ)m) + e^((2-ρ)m)) w` | `(-y (1-ρ) e^((1-ρ)m) + (2-ρ) e^((2-ρ)m)) w` | `e^m` |
 //! | `multi:softmax`, `multi:softprob` | `(p_k - [y = k]) w` | `max(2 p_k (1 - p_k) w, 1e-16)` | class id / `p` |
 //! | `survival:cox` | Breslow's partial likelihood in `|y|` order, see `survival.rs` | | `e^m` |
+//! | `survival:aft` | `-log` likelihood of `[y_lo, y_hi]` with `log T = m + σZ`, see `boost_kernels::survival` | | `e^m` |
 //! | `rank:pairwise`, `rank:ndcg`, `rank:map` | LambdaMART, see `ranking.rs` | | identity |
 //!
 //! where `σ(x) = 1 / (1 + e^-x)`, `z = m - y`, `δ = huber_slope`, `p_k = softmax(m)_k`,
@@ -45,6 +46,7 @@
 //!   step through `e^m`).
 //! - pseudo-Huber, squared log error and ranking: one Newton step from margin 0 (ranking gives
 //!   ≈0); hinge: that step's sign, 1 or 0 (XGBoost transforms it as a prediction); Cox: `e^` of it.
+//! - AFT: none, XGBoost's default 0.5.
 //! - absolute error: the weighted label mean plus one Newton step from it (XGBoost 3.4).
 //! - quantiles: each alpha's quantile of the labels (XGBoost's `Quantile`/`WeightedQuantile`, see
 //!   [`weighted_quantile`]).
@@ -69,7 +71,8 @@ pub use log_link::{Gamma, Tweedie};
 pub use multiclass::Softmax;
 pub use ranking::{LambdaRank, PairMethod, RankKind};
 pub use scaled_residual::{AbsoluteError, Quantile};
-pub use survival::Cox;
+pub use survival::{Aft, Cox};
+pub(crate) use survival::{check_bounds, check_label_bounds, with_bound_labels};
 pub(crate) use survival::label_abs_order;
 pub(crate) use scaled_residual::parse_alphas;
 pub use regression::{
@@ -87,6 +90,8 @@ pub const OBJECTIVE_PARAMETERS: &[&str] = &[
     "max_delta_step",
     "tweedie_variance_power",
     "quantile_alpha",
+    "aft_loss_distribution",
+    "aft_loss_distribution_scale",
     "num_class",
     "lambdarank_pair_method",
     "lambdarank_num_pair_per_sample",
@@ -112,6 +117,7 @@ pub const OBJECTIVE_NAMES: &[&str] = &[
     "reg:gamma",
     "reg:tweedie",
     "survival:cox",
+    "survival:aft",
     "multi:softmax",
     "multi:softprob",
     "rank:pairwise",
@@ -136,6 +142,8 @@ pub enum DeviceObjective {
     /// Absolute error or quantiles, each output's scale summed first:
     /// `boost_kernels::residual::gradients_kernel`.
     ScaledResidual(boost_kernels::residual::ScaledResidual),
+    /// `survival:aft` of the label bounds: `boost_kernels::survival::aft_gradients_kernel`.
+    Aft(boost_kernels::survival::Aft),
 }
 
 impl DeviceObjective {
@@ -255,6 +263,7 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
         "reg:tweedie" => Box::new(Tweedie::new(p.f32("tweedie_variance_power")?.unwrap_or(1.5))?),
         "reg:absoluteerror" => Box::new(AbsoluteError),
         "survival:cox" => Box::new(Cox),
+        "survival:aft" => Box::new(Aft::from_params(&p)?),
         "reg:quantileerror" => {
             let alphas = p.get("quantile_alpha").ok_or_else(|| Error::param("quantile_alpha", "required by reg:quantileerror"))?;
             Box::new(Quantile::new(parse_alphas("quantile_alpha", alphas)?)?)
@@ -295,7 +304,7 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
 }
 
 /// XGBoost 3.4's objectives that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_OBJECTIVES_NOT_YET: [&str; 2] = ["reg:expectileerror", "survival:aft"];
+const XGBOOST_OBJECTIVES_NOT_YET: [&str; 1] = ["reg:expectileerror"];
 
 /// Rebuilds an objective from a model's `learner.objective` (what [`Objective::to_json`] writes):
 /// `{"name": ..., "<param_group>": {"<param>": "<value>", ...}}`. Errors are [`Error::Model`].

@@ -23,11 +23,13 @@ class DMatrix:
     URI too; a plain path reads a CSV file's first column as the label, as the command line does).
     ``missing`` (NaN by default) marks missing values.
     ``group`` (sizes) or ``qid`` (a query id a row, rows sorted by it) gives ranking groups.
+    ``label_lower_bound`` and ``label_upper_bound`` give ``survival:aft``'s intervals (``inf``
+    above a right-censored row, 0 below a left-censored one; labels are then optional).
     """
 
     def __init__(self, data, label=None, *, weight=None, base_margin=None, missing=None, silent=False,
                  feature_names=None, feature_types=None, nthread=None, group=None, qid=None,
-                 feature_weights=None, enable_categorical=False):
+                 label_lower_bound=None, label_upper_bound=None, feature_weights=None, enable_categorical=False):
         del silent, nthread  # XGBoost's: nothing here is printed, and reading is not threaded
         names = types = categories = None
         if isinstance(data, (str, os.PathLike)):
@@ -50,12 +52,19 @@ class DMatrix:
         self.set_info(label=label, weight=weight, base_margin=base_margin, group=group, qid=qid,
                       feature_names=feature_names if feature_names is not None else names,
                       feature_types=feature_types if feature_types is not None else types,
+                      label_lower_bound=label_lower_bound, label_upper_bound=label_upper_bound,
                       feature_weights=feature_weights)
 
     def set_info(self, *, label=None, weight=None, base_margin=None, group=None, qid=None,
-                 feature_names=None, feature_types=None, feature_weights=None):
-        """Sets any of the per-row arrays, the groups, the feature names and types, and the
-        features' weights in column sampling (``feature_weights``, one a feature, >= 0)."""
+                 label_lower_bound=None, label_upper_bound=None, feature_names=None, feature_types=None,
+                 feature_weights=None):
+        """Sets any of the per-row arrays (``survival:aft``'s bounds too), the groups, the feature
+        names and types, and the features' weights in column sampling (``feature_weights``, one a
+        feature, >= 0)."""
+        if label_lower_bound is not None:
+            self.set_float_info("label_lower_bound", label_lower_bound)
+        if label_upper_bound is not None:
+            self.set_float_info("label_upper_bound", label_upper_bound)
         if feature_weights is not None:
             self._handle.set_feature_weights(_data.vector(feature_weights, "feature_weights"))
         if label is not None:
@@ -86,6 +95,42 @@ class DMatrix:
     def set_group(self, group):
         """Sets the query groups' sizes (consecutive rows)."""
         self._handle.set_groups(_data.group_sizes(group=group))
+
+    _FLOAT_FIELDS = ("label", "weight", "base_margin", "label_lower_bound", "label_upper_bound",
+                     "feature_weights")
+
+    def set_float_info(self, field, data):
+        """Sets a float field by XGBoost's name: ``label``, ``weight``, ``base_margin``,
+        ``label_lower_bound``, ``label_upper_bound`` (the bounds take effect once both are given)
+        or ``feature_weights``."""
+        if field == "label":
+            self.set_label(data)
+        elif field == "weight":
+            self.set_weight(data)
+        elif field == "base_margin":
+            self.set_base_margin(data)
+        elif field == "feature_weights":
+            self._handle.set_feature_weights(_data.vector(data, field))
+        elif field in ("label_lower_bound", "label_upper_bound"):
+            # XGBoost takes the bounds one at a time; the native matrix, both at once.
+            bounds = self.__dict__.setdefault("_bounds", [None, None])
+            bounds[field == "label_upper_bound"] = _data.vector(data, field, self.num_row())
+            if all(b is not None for b in bounds):
+                self._handle.set_label_bounds(*bounds)
+        else:
+            raise ValueError(f"unknown float field `{field}`; fields: {', '.join(self._FLOAT_FIELDS)}")
+
+    def get_float_info(self, field):
+        """A float field by XGBoost's name (an empty array when unset)."""
+        if field in ("label_lower_bound", "label_upper_bound"):
+            side = field == "label_upper_bound"
+            bounds = self.__dict__.get("_bounds", [None, None])
+            waiting = bounds[side] is not None and bounds[not side] is None
+            return bounds[side] if waiting else self._handle.label_bounds()[side]
+        getters = {"label": self.get_label, "weight": self.get_weight, "base_margin": self.get_base_margin}
+        if field not in getters:
+            raise ValueError(f"unknown float field `{field}`; fields: {', '.join(self._FLOAT_FIELDS)}")
+        return getters[field]()
 
     def get_label(self):
         """The labels (an empty array when none were set)."""

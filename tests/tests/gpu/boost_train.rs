@@ -434,6 +434,39 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         &gpu,
         OnDevice::Trees,
     );
+    // AFT: events, right-, left- and interval-censored rows; its metrics the host's.
+    let mut intervals = positive.clone();
+    let (lower, upper) = intervals
+        .info
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, &y)| match i % 4 {
+            0 => (y, y),
+            1 => (y, f32::INFINITY),
+            2 => (0.0, y),
+            _ => (y, 2.0 * y),
+        })
+        .unzip();
+    (intervals.info.label_lower_bound, intervals.info.label_upper_bound) = (lower, upper);
+    for distribution in ["normal", "logistic", "extreme"] {
+        assert_same_model(
+            &format!("survival:aft, {distribution}, weights, censored rows, sampling"),
+            &[
+                ("objective", "survival:aft"),
+                ("aft_loss_distribution", distribution),
+                ("aft_loss_distribution_scale", "0.8"),
+                ("max_depth", "4"),
+                ("subsample", "0.8"),
+                ("eval_metric", "aft-nloglik"),
+                ("eval_metric", "interval-regression-accuracy"),
+            ],
+            &intervals,
+            rounds,
+            &gpu,
+            OnDevice::Rounds,
+        );
+    }
     let mut binary = dataset(rows, cols, SyntheticTask::Binary, 8);
     binary.info.weights = (0..rows).map(|i| (i % 4) as f32 * 0.5).collect();
     assert_same_model(
@@ -598,6 +631,8 @@ fn ranking_objectives_on_the_device_write_the_cpu_backends_models() {
 pub(crate) struct Shipped {
     pub(crate) file: &'static str,
     label: &'static str,
+    /// `survival:aft`'s upper bounds' column (the label column then holds the lower bounds).
+    label_upper_bound: Option<&'static str>,
     categorical: &'static [usize],
     params: &'static [(&'static str, &'static str)],
 }
@@ -608,7 +643,11 @@ impl Shipped {
         use boost::data::{Column, CsvOptions, ReadOptions};
         let label = self.label.parse().map_or_else(|_| Column::Name(self.label.into()), Column::Index);
         let categorical = self.categorical.iter().map(|&c| Column::Index(c)).collect();
-        ReadOptions { csv: CsvOptions { label, categorical, ..Default::default() }, ..Default::default() }
+        let label_upper_bound = self.label_upper_bound.map(|c| Column::Name(c.into()));
+        ReadOptions {
+            csv: CsvOptions { label, label_upper_bound, categorical, ..Default::default() },
+            ..Default::default()
+        }
     }
 }
 
@@ -616,69 +655,93 @@ pub(crate) const SHIPPED: &[Shipped] = &[
     Shipped {
         file: "higgs_lgbm_sample/binary.train",
         label: "0",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "binary:logistic")],
     },
     Shipped {
         file: "lgbm_multiclass/multiclass.train",
         label: "0",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "multi:softprob"), ("num_class", "5")],
     },
-    Shipped { file: "lgbm_rank/rank.train", label: "0", categorical: &[], params: &[("objective", "rank:ndcg")] },
+    Shipped {
+        file: "lgbm_rank/rank.train",
+        label: "0",
+        label_upper_bound: None,
+        categorical: &[],
+        params: &[("objective", "rank:ndcg")],
+    },
     Shipped {
         file: "lgbm_categorical/categorical.train",
         label: "0",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "binary:logistic")],
     },
     Shipped {
         file: "agaricus/agaricus.txt.train",
         label: "0",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "binary:logistic")],
     },
     Shipped {
         file: "dermatology/dermatology.train.data",
         label: "34",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "multi:softmax"), ("num_class", "7")],
     },
     Shipped {
         file: "cpu_machine/machine.train.data",
         label: "8",
+        label_upper_bound: None,
         categorical: &[0, 1],
         params: &[("objective", "reg:squarederror")],
     },
     Shipped {
         file: "adult/adult_train.csv",
         label: "income",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "binary:logistic")],
     },
     Shipped {
         file: "dna/dna.train.csv",
         label: "LABEL",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "multi:softprob"), ("num_class", "3")],
     },
     Shipped {
         file: "iris/iris.train.csv",
         label: "class",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "multi:softprob"), ("num_class", "3")],
     },
     Shipped {
         file: "abalone/abalone.train.csv",
         label: "Rings",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "reg:tweedie"), ("tweedie_variance_power", "1.4")],
     },
     Shipped {
         file: "california_housing/housing.train.csv",
         label: "median_house_value",
+        label_upper_bound: None,
         categorical: &[],
         params: &[("objective", "reg:squarederror"), ("grow_policy", "lossguide"), ("max_leaves", "24")],
+    },
+    Shipped {
+        file: "veterans_lung_cancer/veterans_lung_cancer.train.csv",
+        label: "Survival_label_lower_bound",
+        label_upper_bound: Some("Survival_label_upper_bound"),
+        categorical: &[],
+        params: &[("objective", "survival:aft"), ("aft_loss_distribution", "logistic")],
     },
 ];
 
@@ -1045,7 +1108,16 @@ fn head(data: &Dataset, rows: usize) -> Dataset {
     let group_ptr = if info.group_ptr.is_empty() { Vec::new() } else { info.group_ptr[..=groups].to_vec() };
     let outputs = info.base_margin.len() / data.rows().max(1);
     let base_margin = info.base_margin[..cut * outputs].to_vec();
-    let info = MetaInfo { labels: info.labels[..cut].to_vec(), weights, group_ptr, base_margin, ..info.clone() };
+    let bounds = |b: &[f32]| b[..cut.min(b.len())].to_vec();
+    let info = MetaInfo {
+        labels: info.labels[..cut].to_vec(),
+        weights,
+        group_ptr,
+        base_margin,
+        label_lower_bound: bounds(&info.label_lower_bound),
+        label_upper_bound: bounds(&info.label_upper_bound),
+        ..info.clone()
+    };
     Dataset { features, info }
 }
 
