@@ -501,7 +501,7 @@ fn messages_say_what_is_wrong() {
     fails_with(&["max_depth=-3"], &["max_depth", "whole number >= 0"]);
     fails_with(&["objective=reg:nonsense"], &["unknown objective", "supported:", "binary:logistic"]);
     fails_with(&["eval_metric=nonsense"], &["unknown metric", "supported:", "logloss"]);
-    fails_with(&["objective=survival:aft"], &["not supported yet"]);
+    fails_with(&["objective=survival:aft"], &["survival:aft needs label_lower_bound"]);
     fails_with(&["monotone_constraints=(1,0,1,1,1)"], &["monotone_constraints", "5 directions for 2 features"]);
     fails_with(&["interaction_constraints=[[0, 7]]"], &["interaction_constraints", "feature 7 does not exist"]);
     let constrained =

@@ -5,7 +5,7 @@
 //!
 //! | | shared with the CPU backend | device only |
 //! | --- | --- | --- |
-//! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`residual`] (absolute error and quantiles), [`rank`] (LambdaMART), [`survival`] (AFT), [`sampling`] (a stateless draw a row), [`mvs`] (gradient-based sampling), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
+//! | gradients | [`fixed_point`] (the quantiser: exact, order-free sums), [`reduce`] (the fixed order of its sums), [`objective`], [`residual`] (absolute error and quantiles), [`rank`] (LambdaMART), [`survival`] (AFT), [`expectile`], [`sampling`] (a stateless draw a row), [`mvs`] (gradient-based sampling), [`exp::expf`] (XGBoost's rounding) | [`quantise`] |
 //! | splits | [`split`] (gains, weights, the bin scan both ways, ties), [`categorical`] (one-hot and partition splits), [`exact`] (the exact method's candidates), [`oblivious`] | [`evaluate`] (a warp a (node, feature)) |
 //! | rows | [`bins`] (a value's bin), [`ellpack`] (reading a quantised page), [`partition`] (which child's histogram is built), [`sketch`] (XGBoost's quantile summaries) | [`partition`]'s kernels, [`subtract`], [`device_sum`], the device sketch's steps |
 //! | metrics, orders | [`metric`], [`auc`], [`rank_metric`], [`order`] (keys, XGBoost's quantiles) | |
@@ -25,6 +25,7 @@ pub mod ellpack;
 pub mod evaluate;
 pub mod exact;
 pub mod exp;
+pub mod expectile;
 pub mod fixed_point;
 pub mod metric;
 pub mod mvs;

@@ -1,6 +1,6 @@
 //! The row-wise evaluation metrics (`rmse`, `rmsle`, `mae`, `mape`, `mphe`, `logloss`, `error[@t]`,
 //! `poisson-nloglik`, `gamma-nloglik`, `gamma-deviance`, `tweedie-nloglik@ρ`, one alpha's
-//! `quantile`) and the multi-class ones (`merror`, `mlogloss`), written once: `boost`'s metrics
+//! `quantile` or `expectile`) and the multi-class ones (`merror`, `mlogloss`), written once: `boost`'s metrics
 //! call [`ElementwiseMetric::row_term`] on the CPU over the predictions, and [`elementwise_kernel`]
 //! runs it on the device over the margins (applying the objective's [`Transform`] first, the same
 //! function the host's transform calls).
@@ -92,6 +92,8 @@ impl ElementwiseMetric {
     pub const TWEEDIE_NLOGLIK: u32 = 10;
     /// The pinball loss of quantile `α` (the parameter): one output of `quantile`.
     pub const QUANTILE: u32 = 11;
+    /// The asymmetric squared error of expectile `α` (the parameter): one output of `expectile`.
+    pub const EXPECTILE: u32 = 12;
 
     /// XGBoost's `EvalRow`: the unweighted loss of one row with label `y` and prediction `p`, in `f32`.
     #[inline]
@@ -140,6 +142,7 @@ impl ElementwiseMetric {
                 let (p, y) = (p + 1e-6, y + 1e-6);
                 libm::logf(p / y) + y / p - 1.0
             }
+            Self::EXPECTILE => crate::expectile::loss(self.parameter, y, p),
             Self::QUANTILE => {
                 let (a, d) = (self.parameter, y - p);
                 let sign = if d >= 0.0 { 1.0 } else { 0.0 };

@@ -581,6 +581,9 @@ pub enum OutputTransform {
     /// The row's margins in ascending order (`reg:quantileerror`, so quantiles never cross):
     /// XGBoost's stable insertion sort, NaN last.
     Sorted,
+    /// Each expectile the one below plus a positive gap (`reg:expectileerror`, so they never cross):
+    /// [`crate::expectile::chain`].
+    Expectiles,
 }
 
 impl OutputTransform {
@@ -591,9 +594,18 @@ impl OutputTransform {
 
     /// The transform of a kernel argument's code.
     pub fn from_code(code: u32) -> Option<Self> {
-        [Self::Identity, Self::Sigmoid, Self::Exp, Self::Softmax, Self::ArgMax, Self::Step, Self::Sorted]
-            .into_iter()
-            .find(|t| t.code() == code)
+        [
+            Self::Identity,
+            Self::Sigmoid,
+            Self::Exp,
+            Self::Softmax,
+            Self::ArgMax,
+            Self::Step,
+            Self::Sorted,
+            Self::Expectiles,
+        ]
+        .into_iter()
+        .find(|t| t.code() == code)
     }
 
     /// Values a row of `outputs` margins gives.
@@ -622,6 +634,7 @@ impl OutputTransform {
                     write(rank, margin(c));
                 }
             }
+            Self::Expectiles => crate::expectile::chain(outputs, margin, write),
             Self::Softmax => {
                 let normaliser = softmax_normaliser(&margin, outputs);
                 (0..outputs).for_each(|c| write(c, softmax_probability(margin(c), normaliser)));

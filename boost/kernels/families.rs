@@ -101,6 +101,7 @@
             "boost_objective_add_leaves",
             "boost_objective_aft_gradients",
             "boost_objective_descending_keys",
+            "boost_objective_expectile_gradients",
             "boost_objective_fill_margins",
             "boost_objective_gradients",
             "boost_objective_lambdarank",

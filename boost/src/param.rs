@@ -325,7 +325,7 @@ fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T> {
 
 /// XGBoost 3.4's tree-booster and learning parameters that [`Params::set`] does not take yet: named
 /// as such rather than as unknown.
-const XGBOOST_PARAMETERS_NOT_YET: [&str; 14] = [
+const XGBOOST_PARAMETERS_NOT_YET: [&str; 9] = [
     "enable_categorical",
     "max_cat_to_onehot",
     "max_cat_threshold",
@@ -334,11 +334,6 @@ const XGBOOST_PARAMETERS_NOT_YET: [&str; 14] = [
     "refresh_leaf",
     "process_type",
     "updater",
-    "tweedie_variance_power",
-    "quantile_alpha",
-    "expectile_alpha",
-    "aft_loss_distribution",
-    "aft_loss_distribution_scale",
     "sketch_ratio",
 ];
 

@@ -466,6 +466,7 @@ def test_scikit_learn_estimators_take_pandas_categories_as_xgboosts(xgb):
                                              ("reg:squaredlogerror", {}), ("binary:hinge", {}),
                                              ("reg:absoluteerror", {}),
                                              ("reg:quantileerror", {"quantile_alpha": [0.1, 0.5, 0.9]}),
+                                             ("reg:expectileerror", {"expectile_alpha": [0.1, 0.5, 0.9]}),
                                              ("survival:cox", {})])
 def test_models_of_xgboost_3_4_objectives_go_both_ways(xgb, higgs, tmp_path, objective, extra):
     (X, y, _), (Xt, yt, _) = higgs

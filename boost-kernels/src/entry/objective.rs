@@ -1,9 +1,10 @@
-//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, AFT, LambdaMART), margins, sampling (uniform and gradient-based), the scaled residuals' scales, and the metrics.
+//! The `objective` family: a round's per-row kernels: gradients (element-wise, softmax, expectiles, AFT, LambdaMART), margins, sampling (uniform and gradient-based), the scaled residuals' scales, and the metrics.
 
 use primitives_kernels::kernel;
 use primitives_kernels::ops::GradientPair;
 
 use crate::auc::{self, AucCurve, Positives};
+use crate::expectile::{self, Expectiles};
 use crate::metric::{self, ElementwiseMetric, LossSum, MultiClassMetric, Transform};
 use crate::mvs::{self, GradientSampler, MvsBin, MvsPass};
 use crate::objective::{self, ElementwiseObjective, LeafRange};
@@ -131,6 +132,21 @@ kernel! {
     ) {
         // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
         unsafe { objective::softmax_gradients_kernel(margins, labels, weights, n, classes, out) }
+    }
+}
+
+kernel! {
+    /// Every row's expectile gradient pairs, output-major; see [`expectile::gradients_kernel`].
+    pub unsafe fn boost_objective_expectile_gradients(
+        margins: *const f32,
+        labels: *const f32,
+        weights: *const f32,
+        n: u64,
+        expectiles: *const Expectiles,
+        out: *mut GradientPair<f32>,
+    ) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { expectile::gradients_kernel(margins, labels, weights, n, expectiles, out) }
     }
 }
 
@@ -372,6 +388,7 @@ host_kernels! {
     boost_metric_sum_terms,
     boost_objective_softmax_gradients,
     boost_objective_aft_gradients,
+    boost_objective_expectile_gradients,
     boost_objective_root_residual_sums,
     boost_objective_scaled_residual_gradients,
     boost_objective_descending_keys,

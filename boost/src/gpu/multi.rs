@@ -369,11 +369,15 @@ impl<'g> MultiGpuTrainer<'g> {
 
     /// Whether the device rounds take `objective`: element-wise objectives and the softmax.
     /// Ranking groups may cross shards and the scaled residuals' scales sum over every shard, so
-    /// those take the host's gradients; so does AFT, whose label bounds the shards do not keep.
+    /// those take the host's gradients; so do AFT, whose label bounds the shards do not keep, and
+    /// the expectiles.
     pub fn takes(objective: DeviceObjective) -> bool {
         match objective {
             DeviceObjective::Elementwise(_) | DeviceObjective::Softmax { .. } => true,
-            DeviceObjective::ScaledResidual(_) | DeviceObjective::LambdaRank(_) | DeviceObjective::Aft(_) => false,
+            DeviceObjective::ScaledResidual(_)
+            | DeviceObjective::LambdaRank(_)
+            | DeviceObjective::Aft(_)
+            | DeviceObjective::Expectile(_) => false,
         }
     }
 

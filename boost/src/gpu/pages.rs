@@ -238,7 +238,7 @@ impl<'g> GpuPages<'g> {
     }
 
     /// Whether the device can compute the rounds of `objective` (the softmax, the scaled
-    /// residuals, AFT or an element-wise objective) with every row's labels, weights, margins and
+    /// residuals, AFT, the expectiles or an element-wise objective) with every row's labels, weights, margins and
     /// gradients taking at most half of the device's memory limit.
     pub(crate) fn takes(&self, objective: DeviceObjective) -> bool {
         let outputs = match objective {
@@ -246,6 +246,7 @@ impl<'g> GpuPages<'g> {
             DeviceObjective::Softmax { classes } => classes,
             DeviceObjective::ScaledResidual(o) => o.outputs as usize,
             DeviceObjective::Aft(_) => 1,
+            DeviceObjective::Expectile(o) => o.outputs as usize,
             DeviceObjective::LambdaRank(_) => return false,
         };
         // Label and weight, margins, the tree's gradients, and the round's for several outputs (for

@@ -141,6 +141,7 @@ pub struct DeviceModel {
     outputs: usize,
     num_feature: usize,
     base_score: Vec<f32>,
+    objective_name: String,
     launch: Option<PredictLaunch>,
 }
 
@@ -156,6 +157,7 @@ impl DeviceModel {
             outputs: model.num_outputs(),
             num_feature: model.num_feature,
             base_score: model.base_score.clone(),
+            objective_name: model.objective_name.clone(),
             launch: None,
         })
     }
@@ -250,7 +252,8 @@ impl DeviceModel {
         if rows == 0 {
             return Ok(gpu.alloc_zeroed(0)?);
         }
-        let base: Vec<f32> = self.base_score.iter().take(outputs).map(|&b| prob_to_margin(b)).collect();
+        let mut base = crate::model::base_margins(&self.objective_name, &self.base_score, prob_to_margin);
+        base.truncate(outputs);
         let initial = match base_margin {
             Some(margins) => InitialMargins::Rows(margins),
             None => InitialMargins::Base(&base),
@@ -322,7 +325,9 @@ mod tests {
     fn device_transforms_are_the_hosts() {
         let gpu = Gpu::emulated(Schedule::Deterministic);
         let classes = [("num_class".to_string(), "3".to_string())];
-        let names: [(&str, &[(String, String)]); 13] = [
+        let expectiles = [("expectile_alpha".to_string(), "[0.1, 0.5, 0.9]".to_string())];
+        let aft = [("aft_loss_distribution".to_string(), "extreme".to_string())];
+        let names: [(&str, &[(String, String)]); 15] = [
             ("binary:logistic", &[]),
             ("binary:hinge", &[]),
             ("reg:gamma", &[]),
@@ -336,6 +341,8 @@ mod tests {
             ("rank:ndcg", &[]),
             ("multi:softprob", &classes),
             ("multi:softmax", &classes),
+            ("reg:expectileerror", &expectiles),
+            ("survival:aft", &aft),
         ];
         let margins: Vec<f32> =
             [0.0, 1.5, 1.5, -3.0, 90.0, -90.0, 1e-30, f32::NAN, 7.25, -0.5, 2.0, 2.0].repeat(3).into_iter().collect();

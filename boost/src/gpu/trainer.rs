@@ -397,6 +397,9 @@ impl DeviceRows {
             DeviceObjective::LambdaRank(params) => {
                 per_round(1, PerRoundSource::Rank(Box::new(RankGradients::new(gpu, params, info)?)))?
             }
+            DeviceObjective::Expectile(expectiles) => {
+                per_round(expectiles.outputs as usize, PerRoundSource::Expectile(gpu.upload(&[expectiles])?))?
+            }
             DeviceObjective::Aft(loss) => {
                 let bounds = AftGradients {
                     loss: gpu.upload(&[loss])?,
@@ -433,6 +436,14 @@ impl DeviceRows {
                 weights,
                 n as u64,
                 *outputs as u64,
+                all.as_mut_ptr(),
+            ),
+            PerRoundSource::Expectile(expectiles) => entry::boost_objective_expectile_gradients::args(
+                margins,
+                labels,
+                weights,
+                n as u64,
+                expectiles.as_ptr(),
                 all.as_mut_ptr(),
             ),
             PerRoundSource::Aft(aft) => entry::boost_objective_aft_gradients::args(
@@ -578,6 +589,8 @@ pub(super) enum PerRoundSource {
     Rank(Box<RankGradients>),
     /// The AFT kernel, with the rows' label bounds.
     Aft(Box<AftGradients>),
+    /// The expectiles' kernel.
+    Expectile(DeviceBuffer<boost_kernels::expectile::Expectiles>),
 }
 
 /// `survival:aft`'s loss and the rows' label bounds on the device.

@@ -251,10 +251,11 @@ fn device_metrics_of(
     info: &MetaInfo,
 ) -> Option<Vec<DeviceMetric>> {
     // One margin a row, transformed element-wise: an element-wise objective, or absolute error (a
-    // single quantile).
+    // single quantile, a single expectile).
     let row_wise = match objective {
         DeviceObjective::Elementwise(_) => true,
         DeviceObjective::ScaledResidual(o) => o.outputs == 1,
+        DeviceObjective::Expectile(o) => o.outputs == 1,
         _ => false,
     } && transform.is_some();
     metrics

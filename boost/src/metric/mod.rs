@@ -15,6 +15,7 @@
 //! | `gamma-deviance` | `2 Σ w (log(p'/y') + y'/p' - 1) / Σ w`, `p' = p + 1e-6`, `y' = y + 1e-6` |
 //! | `tweedie-nloglik@ρ` | `Σ w (-y p^(1-ρ)/(1-ρ) + p^(2-ρ)/(2-ρ)) / Σ w`, `1 <= ρ < 2` |
 //! | `quantile` | `Σ w ρ_α(y - p) / Σ w` over every (row, `quantile_alpha`), the pinball loss `ρ` |
+//! | `expectile` | `Σ w s_α (p - y)² / Σ w` over every (row, `expectile_alpha`), `s_α = 1 - α` above `y`, else `α` |
 //! | `cox-nloglik` | the Cox model's negative log partial likelihood per event, see `survival.rs` |
 //! | `aft-nloglik` | `Σ w loss(y_lo, y_hi, m) / Σ w` of the margins, `boost_kernels::survival`'s loss |
 //! | `interval-regression-accuracy` | weighted fraction with `y_lo <= e^m <= y_hi` |
@@ -32,7 +33,8 @@
 //! same value.
 //!
 //! XGBoost parameters reach metrics from the training parameters: `huber_slope` (`mphe`),
-//! `ndcg_exp_gain` (`ndcg`), `quantile_alpha` (`quantile`), `aft_loss_distribution` and
+//! `ndcg_exp_gain` (`ndcg`), `quantile_alpha` (`quantile`), `expectile_alpha` (`expectile`),
+//! `aft_loss_distribution` and
 //! `aft_loss_distribution_scale` (`aft-nloglik`), see [`METRIC_PARAMETERS`] and [`from_name_with_params`]. The default
 //! metric of an objective also inherits the objective's ranking truncation: use
 //! [`default_metric_for`].
@@ -65,7 +67,7 @@ pub use rank::{RankMetric, RankMetricKind};
 /// Training parameters (XGBoost names) that [`from_name_with_params`] reads (`quantile_alpha`:
 /// the `quantile` metric's alphas, which it needs).
 pub const METRIC_PARAMETERS: &[&str] =
-    &["huber_slope", "ndcg_exp_gain", "quantile_alpha", "aft_loss_distribution", "aft_loss_distribution_scale"];
+    &["huber_slope", "ndcg_exp_gain", "quantile_alpha", "expectile_alpha", "aft_loss_distribution", "aft_loss_distribution_scale"];
 
 /// What a metric is computed from: XGBoost's built-in metrics take the objective's evaluation
 /// transform of the margins; its Python `custom_metric` takes what `predict` gives, or the margins
@@ -129,7 +131,7 @@ pub fn from_name(name: &str) -> Result<Box<dyn Metric>> {
 
 /// The metrics `eval_metric` takes, by XGBoost's names (`error@t`, `ndcg@k`, `ndcg@k-`, `map@k`
 /// take an argument; `tweedie-nloglik@ρ` needs one).
-pub const METRIC_NAMES: [&str; 22] = [
+pub const METRIC_NAMES: [&str; 23] = [
     "rmse",
     "rmsle",
     "mae",
@@ -142,6 +144,7 @@ pub const METRIC_NAMES: [&str; 22] = [
     "gamma-deviance",
     "tweedie-nloglik",
     "quantile",
+    "expectile",
     "cox-nloglik",
     "aft-nloglik",
     "interval-regression-accuracy",
@@ -153,9 +156,6 @@ pub const METRIC_NAMES: [&str; 22] = [
     "map",
     "pre",
 ];
-
-/// XGBoost 3.4's metrics that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_METRICS_NOT_YET: [&str; 1] = ["expectile"];
 
 /// The metric called `name`, reading `huber_slope` and `ndcg_exp_gain` from `params` (other names
 /// are ignored) as XGBoost configures metrics from the training parameters. Names:
@@ -221,6 +221,12 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
             let alphas = p.get("quantile_alpha").ok_or_else(|| Error::param("quantile_alpha", "required by the quantile metric"))?;
             no_arg(Box::new(QuantileLoss::new(crate::objective::Quantile::new(parse_alphas("quantile_alpha", alphas)?)?.alphas().to_vec())))
         }
+        "expectile" => {
+            let alphas =
+                p.get("expectile_alpha").ok_or_else(|| Error::param("expectile_alpha", "required by the expectile metric"))?;
+            let objective = crate::objective::Expectile::new(parse_alphas("expectile_alpha", alphas)?)?;
+            no_arg(Box::new(QuantileLoss::expectiles(objective.alphas().to_vec())))
+        }
         "cox-nloglik" => no_arg(Box::new(CoxNegLogLik)),
         "aft-nloglik" => no_arg(Box::new(AftMetric::negative_log_likelihood(crate::objective::Aft::from_params(&p)?.loss()))),
         "interval-regression-accuracy" => no_arg(Box::new(AftMetric::interval_accuracy())),
@@ -237,9 +243,6 @@ pub fn from_name_with_params(name: &str, params: &[(String, String)]) -> Result<
         "pre" => {
             let (top_k, minus) = parse_rank_arg(arg).map_err(|r| bad(format!("`{name}`: {r}")))?;
             Ok(Box::new(rank::Precision::new(top_k.unwrap_or(rank::DEFAULT_TOP_K), top_k, minus)))
-        }
-        _ if XGBOOST_METRICS_NOT_YET.contains(&base) => {
-            Err(bad(format!("`{name}` is an XGBoost metric not supported yet; supported: {}", METRIC_NAMES.join(", "))))
         }
         _ => Err(bad(format!("unknown metric `{name}`; supported: {}", METRIC_NAMES.join(", ")))),
     }
@@ -296,6 +299,7 @@ pub fn objective_metric_params(objective: &dyn Objective) -> Vec<(String, String
     [
         field("pseudo_huber_param", "huber_slope"),
         field("quantile_loss_param", "quantile_alpha"),
+        field("expectile_loss_param", "expectile_alpha"),
         field("aft_loss_param", "aft_loss_distribution"),
         field("aft_loss_param", "aft_loss_distribution_scale"),
     ]

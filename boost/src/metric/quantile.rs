@@ -1,9 +1,11 @@
 //! `quantile`: XGBoost's pinball loss over every (row, alpha) of a quantile model's sorted
 //! predictions, `Σ w ρ_α(y - p) / Σ w` with the weight counted once a (row, alpha), where
-//! `ρ_α(d) = α d` for `d >= 0`, else `(α - 1) d`. Each term in `f32` (`boost_kernels::metric`'s
-//! `QUANTILE` row loss), summed in `f64` in the fixed order of `boost_kernels::reduce` (a row's
-//! alphas in order). One alpha's is a row-wise metric, which the device computes; several alphas'
-//! the host (the device objective's predictions come back for it).
+//! `ρ_α(d) = α d` for `d >= 0`, else `(α - 1) d`; and `expectile`, the same sum of an expectile
+//! model's asymmetric squared errors `s_α (p - y)²` (`s_α = 1 - α` above the label, else `α`).
+//! Each term in `f32` (`boost_kernels::metric`'s `QUANTILE` and `EXPECTILE` row losses), summed in
+//! `f64` in the fixed order of `boost_kernels::reduce` (a row's alphas in order). One alpha's is a
+//! row-wise metric, which the device computes; several alphas' the host (the device objective's
+//! predictions come back for it).
 
 use boost_kernels::metric::{ElementwiseMetric, LossSum};
 
@@ -12,27 +14,34 @@ use crate::data::MetaInfo;
 use crate::objective::weight_of;
 use crate::Result;
 
-/// The pinball loss of `quantile_alpha`'s alphas.
+/// The pinball loss of `quantile_alpha`'s alphas, or the expectile loss of `expectile_alpha`'s.
 #[derive(Clone, Debug)]
 pub struct QuantileLoss {
     alphas: Vec<f32>,
+    /// `ElementwiseMetric::QUANTILE` or `EXPECTILE`.
+    kind: u32,
 }
 
 impl QuantileLoss {
-    /// The metric of these alphas (one prediction each a row).
+    /// `quantile` of these alphas (one prediction each a row).
     pub fn new(alphas: Vec<f32>) -> Self {
-        Self { alphas }
+        Self { alphas, kind: ElementwiseMetric::QUANTILE }
     }
-}
 
-/// The row arithmetic of one alpha, shared with the device.
-fn pinball(alpha: f32) -> ElementwiseMetric {
-    ElementwiseMetric { kind: ElementwiseMetric::QUANTILE, parameter: alpha }
+    /// `expectile` of these alphas (one prediction each a row).
+    pub fn expectiles(alphas: Vec<f32>) -> Self {
+        Self { alphas, kind: ElementwiseMetric::EXPECTILE }
+    }
+
+    /// The row arithmetic of one alpha, shared with the device.
+    fn row(&self, alpha: f32) -> ElementwiseMetric {
+        ElementwiseMetric { kind: self.kind, parameter: alpha }
+    }
 }
 
 impl Metric for QuantileLoss {
     fn name(&self) -> String {
-        "quantile".into()
+        if self.kind == ElementwiseMetric::EXPECTILE { "expectile" } else { "quantile" }.into()
     }
 
     fn higher_is_better(&self) -> bool {
@@ -53,7 +62,7 @@ impl Metric for QuantileLoss {
             let w = weight_of(info, i);
             let mut sum = LossSum::default();
             for (q, &alpha) in self.alphas.iter().enumerate() {
-                let term = pinball(alpha).row_term(info.labels[i], predictions[i * k + q], w);
+                let term = self.row(alpha).row_term(info.labels[i], predictions[i * k + q], w);
                 (sum.loss, sum.weight) = (sum.loss + term.loss, sum.weight + term.weight);
             }
             sum
@@ -63,7 +72,7 @@ impl Metric for QuantileLoss {
 
     fn device_metric(&self) -> Option<DeviceMetric> {
         match self.alphas[..] {
-            [alpha] => Some(DeviceMetric::Elementwise(pinball(alpha))),
+            [alpha] => Some(DeviceMetric::Elementwise(self.row(alpha))),
             _ => None,
         }
     }

@@ -100,6 +100,18 @@ pub struct Model {
     pub version: [u32; 3],
 }
 
+/// The starting margins of base scores `base_score` of objective `objective`: each through
+/// `prob_to_margin`, except `reg:expectileerror`'s, ascending expectiles whose margins are the
+/// lowest and then the gaps between them (`boost_kernels::expectile::margins_of`, XGBoost's
+/// vector `ProbToMargin`; its objective's `prob_to_margin` is the identity).
+pub(crate) fn base_margins(objective: &str, base_score: &[f32], prob_to_margin: impl Fn(f32) -> f32) -> Vec<f32> {
+    let mut margins: Vec<f32> = base_score.iter().map(|&b| prob_to_margin(b)).collect();
+    if objective == "reg:expectileerror" {
+        boost_kernels::expectile::margins_of(&mut margins);
+    }
+    margins
+}
+
 impl Model {
     /// An empty model (no trees) for `objective` (its XGBoost JSON, with a string `name`, as
     /// `Objective::to_json` gives it). `num_class` is 0 unless multi-class; `base_score` has one
@@ -201,9 +213,11 @@ impl Model {
     }
 
     /// The starting margin of each output: `prob_to_margin(base_score[k])` (XGBoost computes it in
-    /// `f32`, and so should the closure, for bit-identical margins).
+    /// `f32`, and so should the closure, for bit-identical margins); `reg:expectileerror`'s base
+    /// scores become margins together, each a gap above the one below
+    /// (`boost_kernels::expectile::margins_of`).
     pub fn base_margins(&self, prob_to_margin: impl Fn(f32) -> f32) -> Vec<f32> {
-        self.base_score.iter().map(|&b| prob_to_margin(b)).collect()
+        base_margins(&self.objective_name, &self.base_score, prob_to_margin)
     }
 
     /// The name of feature `f` as XGBoost reports it (`get_score` keys, dumps): its name when the

@@ -12,6 +12,7 @@
 //! | `reg:pseudohubererror` | `z / √(1 + z²/δ²) w` | `δ² / ((δ² + z²) √(1 + z²/δ²)) w` | identity |
 //! | `reg:absoluteerror` | `z c w`, `c = S / hypot(S, z)` | `c w` | identity |
 //! | `reg:quantileerror` | `S (tanh x + 1 - 2α) w / 2`, `x = z / 0.04S` | `max(tanh x / x, 3e-4) w / 0.08` | row sorted |
+//! | `reg:expectileerror` | output `j`: `σ(m_j) Σ_{k>=j} s_k (p_k - y) w`, `s_k = α_k` below `y`, `1 - α_k` above | `σ(m_j)² Σ_{k>=j} s_k w` | `p_k = p_{k-1} + 1e-6 + softplus(m_k)` |
 //! | `reg:squaredlogerror` | `(l(m) - l(y)) / (m + 1) w` | `max((1 - l(m) + l(y)) / (m + 1)², 1e-6) w` | identity |
 //! | `binary:hinge` | `-y± w` if `m y± < 1`, else 0 | `w`, else the least normal `f32` | `[m > 0]` |
 //! | `count:poisson` | `(e^m - y) w` | `e^(m + max_delta_step) w` | `e^m` |
@@ -48,6 +49,8 @@
 //!   ≈0); hinge: that step's sign, 1 or 0 (XGBoost transforms it as a prediction); Cox: `e^` of it.
 //! - AFT: none, XGBoost's default 0.5.
 //! - absolute error: the weighted label mean plus one Newton step from it (XGBoost 3.4).
+//! - expectiles: the weighted label mean plus each alpha's Newton step from it, each at least the
+//!   one below (XGBoost's `FitStump`).
 //! - quantiles: each alpha's quantile of the labels (XGBoost's `Quantile`/`WeightedQuantile`, see
 //!   [`weighted_quantile`]).
 //! - multi-class: XGBoost 3.2 writes one value per class, `log(f_k + 1e-6)` of the weighted class
@@ -55,6 +58,7 @@
 //!   [`Objective::initial_base_scores`]; the scalar `initial_base_score` of a multi-class objective
 //!   is XGBoost's old constant 0.5.
 
+mod expectile;
 mod log_link;
 mod multiclass;
 pub(crate) mod ranking;
@@ -67,6 +71,7 @@ pub use boost_kernels::predict::OutputTransform;
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
+pub use expectile::Expectile;
 pub use log_link::{Gamma, Tweedie};
 pub use multiclass::Softmax;
 pub use ranking::{LambdaRank, PairMethod, RankKind};
@@ -90,6 +95,7 @@ pub const OBJECTIVE_PARAMETERS: &[&str] = &[
     "max_delta_step",
     "tweedie_variance_power",
     "quantile_alpha",
+    "expectile_alpha",
     "aft_loss_distribution",
     "aft_loss_distribution_scale",
     "num_class",
@@ -113,6 +119,7 @@ pub const OBJECTIVE_NAMES: &[&str] = &[
     "reg:pseudohubererror",
     "reg:absoluteerror",
     "reg:quantileerror",
+    "reg:expectileerror",
     "count:poisson",
     "reg:gamma",
     "reg:tweedie",
@@ -144,6 +151,9 @@ pub enum DeviceObjective {
     ScaledResidual(boost_kernels::residual::ScaledResidual),
     /// `survival:aft` of the label bounds: `boost_kernels::survival::aft_gradients_kernel`.
     Aft(boost_kernels::survival::Aft),
+    /// Expectiles, each output's pair from the row's every margin:
+    /// `boost_kernels::expectile::gradients_kernel`.
+    Expectile(boost_kernels::expectile::Expectiles),
 }
 
 impl DeviceObjective {
@@ -152,6 +162,7 @@ impl DeviceObjective {
         match self {
             DeviceObjective::Softmax { classes } => *classes,
             DeviceObjective::ScaledResidual(o) => o.outputs as usize,
+            DeviceObjective::Expectile(o) => o.outputs as usize,
             _ => 1,
         }
     }
@@ -264,6 +275,11 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
         "reg:absoluteerror" => Box::new(AbsoluteError),
         "survival:cox" => Box::new(Cox),
         "survival:aft" => Box::new(Aft::from_params(&p)?),
+        "reg:expectileerror" => {
+            let alphas =
+                p.get("expectile_alpha").ok_or_else(|| Error::param("expectile_alpha", "required by reg:expectileerror"))?;
+            Box::new(Expectile::new(parse_alphas("expectile_alpha", alphas)?)?)
+        }
         "reg:quantileerror" => {
             let alphas = p.get("quantile_alpha").ok_or_else(|| Error::param("quantile_alpha", "required by reg:quantileerror"))?;
             Box::new(Quantile::new(parse_alphas("quantile_alpha", alphas)?)?)
@@ -285,15 +301,6 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
         "rank:pairwise" => Box::new(LambdaRank::from_params(RankKind::Pairwise, &p)?),
         "rank:ndcg" => Box::new(LambdaRank::from_params(RankKind::Ndcg, &p)?),
         "rank:map" => Box::new(LambdaRank::from_params(RankKind::Map, &p)?),
-        _ if XGBOOST_OBJECTIVES_NOT_YET.contains(&name) => {
-            return Err(Error::param(
-                "objective",
-                format!(
-                    "`{name}` is an XGBoost objective not supported yet; supported: {}",
-                    OBJECTIVE_NAMES.join(", ")
-                ),
-            ))
-        }
         _ => {
             return Err(Error::param(
                 "objective",
@@ -302,9 +309,6 @@ pub fn from_name(name: &str, params: &[(String, String)]) -> Result<Box<dyn Obje
         }
     })
 }
-
-/// XGBoost 3.4's objectives that [`from_name`] does not build yet (named as such in its error).
-const XGBOOST_OBJECTIVES_NOT_YET: [&str; 1] = ["reg:expectileerror"];
 
 /// Rebuilds an objective from a model's `learner.objective` (what [`Objective::to_json`] writes):
 /// `{"name": ..., "<param_group>": {"<param>": "<value>", ...}}`. Errors are [`Error::Model`].

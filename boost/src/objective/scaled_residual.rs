@@ -182,7 +182,7 @@ impl Objective for Quantile {
 }
 
 /// Alphas as XGBoost writes a `ParamArray`: `[1E-1,5E-1,9E-1]`.
-fn format_alphas(alphas: &[f32]) -> String {
+pub(super) fn format_alphas(alphas: &[f32]) -> String {
     let mut text = String::from("[");
     for (i, &a) in alphas.iter().enumerate() {
         if i > 0 {

@@ -361,6 +361,33 @@ fn regression_objectives_on_the_device_write_the_cpu_backends_models() {
         OnDevice::RoundsAndMetrics,
     );
     assert_same_model(
+        "reg:expectileerror, 3 alphas, weights, sampling",
+        &[
+            ("objective", "reg:expectileerror"),
+            ("expectile_alpha", "[0.1, 0.5, 0.95]"),
+            ("max_depth", "4"),
+            ("subsample", "0.8"),
+        ],
+        &three,
+        rounds,
+        &gpu,
+        OnDevice::Rounds,
+    );
+    assert_same_model(
+        "reg:expectileerror, one alpha, its expectile metric and rmse on the device",
+        &[
+            ("objective", "reg:expectileerror"),
+            ("expectile_alpha", "0.7"),
+            ("max_depth", "3"),
+            ("eval_metric", "expectile"),
+            ("eval_metric", "rmse"),
+        ],
+        &regression,
+        rounds,
+        &gpu,
+        OnDevice::RoundsAndMetrics,
+    );
+    assert_same_model(
         "reg:pseudohubererror",
         &[("objective", "reg:pseudohubererror"), ("huber_slope", "0.7"), ("max_depth", "4"), ("subsample", "0.7")],
         &regression,
