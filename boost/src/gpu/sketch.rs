@@ -158,8 +158,9 @@ pub fn device_cuts_within(
 
 /// [`device_cuts`] of `rows x cols` dense row-major values in host memory, never all on the device:
 /// each group of columns is copied (page-locked) and uploaded on its own, its buffers and its
-/// values within the sketch's share of the device's memory. The same cuts (a column's summary
-/// reads only its own values), and the same error for the first infinite value.
+/// values within the sketch's share of the device's memory, the next group gathered on the host
+/// while the device sketches this one. The same cuts (a column's summary reads only its own
+/// values), and the same error for the first infinite value.
 pub fn host_dense_cuts(
     gpu: &Gpu,
     values: &[f32],
@@ -182,37 +183,84 @@ fn host_dense_cuts_within(
     check_shape(gpu, ("values", values.len()), (rows, cols), weights)?;
     let (max_bin, bytes) = (max_bin.max(1), SKETCH_BYTES_PER_VALUE + size_of::<f32>());
     let group = (budget / bytes / rows.max(1)).clamp(1, cols.max(1));
-    let mut staged = vec![0f32; rows * group];
-    // SAFETY: `staged` neither moves nor is freed before the pin, dropped first below.
-    let pin = unsafe { gpu.pin_host(&staged) }?;
-    let (mut per_feature, mut first_infinite) = (Vec::with_capacity(cols), None::<(usize, usize, f32)>);
-    for first in (0..cols).step_by(group) {
+    // Two page-locked buffers: the host gathers the next group's columns into one while the
+    // device sketches the group uploaded from the other.
+    let mut staged = [vec![0f32; rows * group], vec![0f32; rows * group]];
+    // SAFETY: the buffers neither move nor are freed before their pins, dropped first below.
+    let pins = [unsafe { gpu.pin_host(&staged[0]) }?, unsafe { gpu.pin_host(&staged[1]) }?];
+    let gather = |out: &mut [f32], first: usize| {
         let width = group.min(cols - first);
-        let part = &mut staged[..rows * width];
-        part.par_chunks_mut(width.max(1)).enumerate().for_each(|(r, out)| {
+        out[..rows * width].par_chunks_mut(width.max(1)).enumerate().for_each(|(r, out)| {
             out.copy_from_slice(&values[r * cols + first..r * cols + first + width]);
         });
-        let device = gpu.upload(part)?;
-        // The copy from page-locked memory runs on after the call: done before the next group.
+    };
+    let firsts: Vec<usize> = (0..cols).step_by(group).collect();
+    if let Some(&first) = firsts.first() {
+        gather(&mut staged[0], first);
+    }
+    let (mut per_feature, mut first_infinite) = (Vec::with_capacity(cols), None::<(usize, usize, f32)>);
+    for (g, &first) in firsts.iter().enumerate() {
+        let width = group.min(cols - first);
+        let [even, odd] = &mut staged;
+        let (current, next) = if g % 2 == 0 { (even, odd) } else { (odd, even) };
+        let device = gpu.upload(&current[..rows * width])?;
+        // The copy from page-locked memory runs on after the call: done before that buffer is
+        // gathered into again.
         gpu.synchronize()?;
-        if let Some((row, col, value)) = csr::first_infinite(gpu, &device, (rows, width))? {
-            // The first in row-major order: the lowest row, then column (groups go left to right).
-            let found = (row, first + col, value);
-            first_infinite = Some(match first_infinite {
-                Some(before) if before.0 <= found.0 => before,
-                _ => found,
-            });
-        }
-        if first_infinite.is_none() {
-            let (merged, kept) = column_summaries(gpu, &device, (rows, width), 0..width, weights, max_bin)?;
-            per_feature.extend(merged.iter().zip(kept).map(|(m, k)| cuts_of_summary(m, k, max_bin)));
+        let sketched = std::thread::scope(|scope| {
+            if let Some(&following) = firsts.get(g + 1) {
+                scope.spawn(move || gather(next, following));
+            }
+            group_cuts(gpu, &device, (rows, width), weights, max_bin, first_infinite.is_none())
+        })?;
+        match sketched {
+            GroupCuts::Infinite(row, col, value) => {
+                // The first in row-major order: the lowest row, then column (groups go left to right).
+                let found = (row, first + col, value);
+                first_infinite = Some(match first_infinite {
+                    Some(before) if before.0 <= found.0 => before,
+                    _ => found,
+                });
+            }
+            GroupCuts::Cuts(cuts) => per_feature.extend(cuts),
+            GroupCuts::Skipped => {}
         }
     }
-    drop(pin);
+    drop(pins);
     match first_infinite {
         Some((row, col, value)) => Err(csr::infinite_value(row, col, value)),
         None => Ok(QuantileCuts::from_features(per_feature)),
     }
+}
+
+/// What the device made of a column group of host rows.
+enum GroupCuts {
+    /// Its first infinite value in row-major order (row, column within the group, value).
+    Infinite(usize, usize, f32),
+    /// Each column's cuts.
+    Cuts(Vec<Vec<f32>>),
+    /// Not sketched: an earlier group held an infinite value.
+    Skipped,
+}
+
+/// The cuts of the `rows x width` values of a column group on the device (when `sketch`), or where
+/// its first infinite value is.
+fn group_cuts(
+    gpu: &Gpu,
+    device: &DeviceBuffer<f32>,
+    (rows, width): (usize, usize),
+    weights: Option<&DeviceBuffer<f32>>,
+    max_bin: usize,
+    sketch: bool,
+) -> Result<GroupCuts> {
+    if let Some((row, col, value)) = csr::first_infinite(gpu, device, (rows, width))? {
+        return Ok(GroupCuts::Infinite(row, col, value));
+    }
+    if !sketch {
+        return Ok(GroupCuts::Skipped);
+    }
+    let (merged, kept) = column_summaries(gpu, device, (rows, width), 0..width, weights, max_bin)?;
+    Ok(GroupCuts::Cuts(merged.iter().zip(kept).map(|(m, k)| cuts_of_summary(m, k, max_bin)).collect()))
 }
 
 /// An error unless `values` (named, and how many) are `rows x cols` and the weights, if any, one a

@@ -1,6 +1,9 @@
 //! The survival metrics: `aft-nloglik` and `interval-regression-accuracy` of an AFT model's
 //! margins against the label bounds (each row's term in `f64`, XGBoost's, summed with weights in
-//! the fixed order of `boost_kernels::reduce`), and `cox-nloglik`.
+//! the fixed order of `boost_kernels::reduce`), and `cox-nloglik`. `aft-nloglik` takes the run's
+//! `aft_loss_distribution_scale`, as XGBoost 3.4.1's does when `eval_metric` names it; XGBoost's
+//! default metric (no `eval_metric`) and its `Booster.eval` after training were seen to take scale
+//! 1 whatever the parameter, so those values differ from ours when the scale is not 1.
 //!
 //! `cox-nloglik`: the Cox model's negative log partial likelihood of the predicted hazard ratios
 //! `p`, per event, as XGBoost 3.4.1 computes it: rows in increasing `|label|` (ties in row order),
