@@ -569,7 +569,7 @@ mod tests {
     #[test]
     fn every_name_parses_and_round_trips_through_json() {
         for &name in OBJECTIVE_NAMES {
-            let p = params(&[("num_class", "3"), ("quantile_alpha", "[0.25,0.75]")]);
+            let p = params(&[("num_class", "3"), ("quantile_alpha", "[0.25,0.75]"), ("expectile_alpha", "[0.2,0.6]")]);
             let obj = from_name(name, &p).unwrap();
             assert_eq!(obj.name(), name);
             let json = obj.to_json();
