@@ -6,7 +6,7 @@
 use primitives::ops::GradientPair;
 use rayon::prelude::*;
 
-use super::scaled_residual::format_alphas;
+use super::scaled_residual::{check_alphas, format_alphas};
 use super::{validate_rows, weight_of, weighted_label_mean, DeviceObjective, Objective, OutputTransform};
 use crate::data::MetaInfo;
 use crate::{Error, Result};
@@ -24,15 +24,7 @@ impl Expectile {
     /// Expectile regression of `alphas`: at least one, each in `[0, 1]`, ascending. The error names
     /// `expectile_alpha`.
     pub fn new(alphas: Vec<f32>) -> Result<Self> {
-        if alphas.is_empty() {
-            return Err(Error::param("expectile_alpha", "reg:expectileerror needs at least one alpha"));
-        }
-        if let Some(a) = alphas.iter().find(|a| !(0.0..=1.0).contains(*a)) {
-            return Err(Error::param("expectile_alpha", format!("{a} is outside [0, 1]")));
-        }
-        if alphas.windows(2).any(|w| w[1] < w[0]) {
-            return Err(Error::param("expectile_alpha", format!("{alphas:?} is not in ascending order")));
-        }
+        check_alphas("expectile_alpha", "reg:expectileerror", &alphas)?;
         Ok(Self { alphas })
     }
 

@@ -107,15 +107,7 @@ impl Quantile {
     /// Quantile regression of `alphas` (XGBoost's `quantile_alpha`): each in `[0, 1]`, ascending.
     /// The error names the parameter.
     pub fn new(alphas: Vec<f32>) -> Result<Self> {
-        if alphas.is_empty() {
-            return Err(Error::param("quantile_alpha", "reg:quantileerror needs at least one alpha"));
-        }
-        if let Some(a) = alphas.iter().find(|a| !(0.0..=1.0).contains(*a)) {
-            return Err(Error::param("quantile_alpha", format!("{a} is outside [0, 1]")));
-        }
-        if alphas.windows(2).any(|w| w[1] < w[0]) {
-            return Err(Error::param("quantile_alpha", format!("{alphas:?} is not in ascending order")));
-        }
+        check_alphas("quantile_alpha", "reg:quantileerror", &alphas)?;
         Ok(Self { alphas })
     }
 
@@ -179,6 +171,20 @@ impl Objective for Quantile {
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({"name": self.name(), "quantile_loss_param": {"quantile_alpha": format_alphas(&self.alphas)}})
     }
+}
+
+/// Checks `objective`'s alphas (parameter `param`): at least one, each in `[0, 1]`, ascending.
+pub(super) fn check_alphas(param: &str, objective: &str, alphas: &[f32]) -> Result<()> {
+    if alphas.is_empty() {
+        return Err(Error::param(param, format!("{objective} needs at least one alpha")));
+    }
+    if let Some(a) = alphas.iter().find(|a| !(0.0..=1.0).contains(*a)) {
+        return Err(Error::param(param, format!("{a} is outside [0, 1]")));
+    }
+    if alphas.windows(2).any(|w| w[1] < w[0]) {
+        return Err(Error::param(param, format!("{alphas:?} is not in ascending order")));
+    }
+    Ok(())
 }
 
 /// Alphas as XGBoost writes a `ParamArray`: `[1E-1,5E-1,9E-1]`.
