@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::scaled_residual::{check_alphas, format_alphas};
 use super::{validate_rows, weight_of, weighted_label_mean, DeviceObjective, Objective, OutputTransform};
 use crate::data::MetaInfo;
-use crate::{Error, Result};
+use crate::Result;
 use boost_kernels::expectile::Expectiles;
 use boost_kernels::metric::Transform;
 use boost_kernels::residual::MAX_QUANTILES;
