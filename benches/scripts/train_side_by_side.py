@@ -84,7 +84,7 @@ def load(raw, n):
 
 def train_both(tmp, data, raw, test, test_raw, features, label, test_features, test_label, threads):
     """One run of each side at `threads` threads: (ours, phases line, log line, device, peak, reported peak,
-    auc), (theirs, history, auc, peak), theirs from the quantised matrix on the device."""
+    auc, device phases line), (theirs, history, auc, peak), theirs from the quantised matrix on the device."""
     params["nthread"] = str(threads)
     model = os.path.join(tmp, "model.json")
     args = [boost, "train", data, "--rounds", str(rounds), "--verbose-eval", str(rounds), "-o", model]
@@ -96,6 +96,8 @@ def train_both(tmp, data, raw, test, test_raw, features, label, test_features, t
     ours = float(re.search(r"trees in ([0-9.]+) s", run.stderr).group(1))
     ours_log = run.stdout.strip().splitlines()[-1]
     ours_phases = re.search(r"phases: (.*)", run.stderr).group(1)
+    # The device's time by step (CUDA events; the GPU's runs at verbosity 2).
+    device_phases = re.search(r"device time by phase: (.*)", run.stderr)
     ours_device = re.search(r"trees in [0-9.]+ s on (.*); model", run.stderr).group(1)
     reported_peak = re.search(r"peak device memory ([0-9.]+) MiB", run.stderr)
     evaluation = subprocess.run([boost, "eval", "-m", model, test, "--metric", "auc"], check=True,
@@ -125,12 +127,13 @@ def train_both(tmp, data, raw, test, test_raw, features, label, test_features, t
         start = time.perf_counter()
         xgb.train(dict(params), quantised, rounds, evals=evals, verbose_eval=False)
         theirs_quantised = time.perf_counter() - start
-    return ((ours, ours_phases, ours_log, ours_device, ours_memory.peak, reported_peak, ours_auc),
+    return ((ours, ours_phases, ours_log, ours_device, ours_memory.peak, reported_peak, ours_auc,
+             device_phases.group(1) if device_phases else None),
             (theirs, history, theirs_auc, theirs_memory.peak), theirs_quantised)
 
 
 def report(threads, ours_run, theirs_run, theirs_quantised):
-    ours, ours_phases, ours_log, ours_device, ours_peak, reported_peak, ours_auc = ours_run
+    ours, ours_phases, ours_log, ours_device, ours_peak, reported_peak, ours_auc, device_phases = ours_run
     theirs, history, theirs_auc, theirs_peak = theirs_run
     phase = {name.strip(" ,"): float(value) for name, value in re.findall(r"([a-z:, ]+?) ([0-9.]+) s(?:,|$)", ours_phases)}
     setup = sum(phase.get(name, 0.0) for name in ["device open", "cuts", "ellpack", "matrix for the tree builder",
@@ -140,6 +143,8 @@ def report(threads, ours_run, theirs_run, theirs_quantised):
           f"xgboost {xgb.__version__} {extra}")
     print(f"boost   {ours:8.2f} s   last log line: {ours_log}   (on {ours_device})   test auc {ours_auc:.5f}")
     print(f"boost phases: {ours_phases}")
+    if device_phases:
+        print(f"boost device time by phase: {device_phases}")
     last = "   ".join(f"{name}-{metric} {values[-1]:.5f}" for name, log in history.items() for metric, values in log.items())
     print(f"xgboost {theirs:8.2f} s   {last}   test auc {theirs_auc:.5f}   (device {xgboost_device})")
     print(f"boost / xgboost speed, whole run: {theirs / ours:.3f}x")

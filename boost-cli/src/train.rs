@@ -161,6 +161,9 @@ fn report(args: &TrainArgs, params: &Params, trained: &Trained, start: Instant) 
     }
     if params.verbosity >= 2 {
         eprintln!("boost: phases: {}", trained.phases);
+        if !trained.phases.device.is_empty() {
+            eprintln!("boost: device time by phase: {}", trained.phases.device_summary());
+        }
     }
     let encoded: Vec<String> = trained.model.target_statistics.features.iter().map(|e| e.feature.to_string()).collect();
     if !encoded.is_empty() {

@@ -1,5 +1,7 @@
 //! Wall time by phase of a training run, so that a slow phase (and a regression) shows in the CLI's
-//! `verbosity=2` output and in the benchmark scripts without a profiler.
+//! `verbosity=2` output and in the benchmark scripts without a profiler; with the device's time
+//! by phase where a GPU run measures it (CUDA events, `verbosity` 2 or more): the host's clock
+//! charges a phase with the device work it waits for, the events do not.
 
 use std::time::{Duration, Instant};
 
@@ -8,15 +10,21 @@ use std::time::{Duration, Instant};
 pub struct PhaseTimes {
     /// (phase, time) in the order the phases first ran.
     pub entries: Vec<(&'static str, Duration)>,
+    /// (phase, device time) of the phases timed on the device, in the order first timed: the
+    /// device's time between CUDA events recorded on its stream before and after the phase's
+    /// work (idle gaps while the device waits for the host included).
+    pub device: Vec<(&'static str, Duration)>,
 }
 
 impl PhaseTimes {
     /// Adds `elapsed` to phase `name`.
     pub fn add(&mut self, name: &'static str, elapsed: Duration) {
-        match self.entries.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, total)) => *total += elapsed,
-            None => self.entries.push((name, elapsed)),
-        }
+        add_to(&mut self.entries, name, elapsed);
+    }
+
+    /// Adds `elapsed` of device time to phase `name`.
+    pub fn add_device(&mut self, name: &'static str, elapsed: Duration) {
+        add_to(&mut self.device, name, elapsed);
     }
 
     /// Runs `f`, adding its wall time to phase `name`.
@@ -32,17 +40,41 @@ impl PhaseTimes {
         for &(name, elapsed) in &other.entries {
             self.add(name, elapsed);
         }
+        for &(name, elapsed) in &other.device {
+            self.add_device(name, elapsed);
+        }
+    }
+
+    /// The device times, displayed as the host times are (`tree: histograms 0.950 s, ...`).
+    pub fn device_summary(&self) -> impl std::fmt::Display + '_ {
+        Summary(&self.device)
     }
 }
 
-impl std::fmt::Display for PhaseTimes {
-    /// `cuts 0.120 s, gradients 0.031 s, ...`
+fn add_to(entries: &mut Vec<(&'static str, Duration)>, name: &'static str, elapsed: Duration) {
+    match entries.iter_mut().find(|(n, _)| *n == name) {
+        Some((_, total)) => *total += elapsed,
+        None => entries.push((name, elapsed)),
+    }
+}
+
+/// Phases and times as `a 0.120 s, b 0.031 s`.
+struct Summary<'a>(&'a [(&'static str, Duration)]);
+
+impl std::fmt::Display for Summary<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, (name, elapsed)) in self.entries.iter().enumerate() {
+        for (i, (name, elapsed)) in self.0.iter().enumerate() {
             let separator = if i == 0 { "" } else { ", " };
             write!(f, "{separator}{name} {:.3} s", elapsed.as_secs_f64())?;
         }
         Ok(())
+    }
+}
+
+impl std::fmt::Display for PhaseTimes {
+    /// The host times: `cuts 0.120 s, gradients 0.031 s, ...`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Summary(&self.entries).fmt(f)
     }
 }
 
@@ -65,5 +97,10 @@ mod tests {
         assert_eq!(p.to_string(), "b 0.012 s, a 0.003 s, c 0.003 s");
         assert_eq!(p.time("d", || 4), 4);
         assert_eq!(p.entries.len(), 4);
+        q.add_device("c", Duration::from_millis(9));
+        q.add_device("c", Duration::from_millis(1));
+        p.merge(&q);
+        assert_eq!(p.device, [("c", Duration::from_millis(10))]);
+        assert_eq!(p.device_summary().to_string(), "c 0.010 s");
     }
 }

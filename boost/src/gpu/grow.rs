@@ -2,7 +2,6 @@
 //! steps are the files beside this one: histograms, split evaluation, the partition.
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use primitives::{DeviceBuffer, Gpu};
 
@@ -12,6 +11,7 @@ use boost_kernels::split::Split;
 use super::evaluate::HistogramLayout;
 use super::histogram::HistogramStore;
 use super::partition::{PendingPartition, RowBuffers};
+use super::timers::DeviceTimers;
 use super::{DeviceBins, DeviceCuts, Fixed};
 use crate::phases::PhaseTimes;
 use crate::tree::grow::{ChildHistograms, Expansion, GrowBackend, RowOrder, SplitRequest};
@@ -49,8 +49,10 @@ pub struct GpuBackend<'a> {
     pub(super) bad_row: DeviceBuffer<u32>,
     /// The categories of the partition splits found, by node, until the driver asks for them.
     pub(super) partition_sets: HashMap<usize, Vec<u32>>,
-    /// Wall time of each step (each ends in a host synchronisation or is host work).
+    /// Wall time of each step (each ends in a host synchronisation or is host work), with the
+    /// device's time of each when `timers` records it.
     pub(super) phases: PhaseTimes,
+    pub(super) timers: DeviceTimers,
 }
 
 impl<'a> GpuBackend<'a> {
@@ -91,6 +93,7 @@ impl<'a> GpuBackend<'a> {
             bad_row: gpu.upload(&[u32::MAX])?,
             partition_sets: HashMap::new(),
             phases: PhaseTimes::default(),
+            timers: DeviceTimers::default(),
         })
     }
 }
@@ -103,43 +106,40 @@ impl GrowBackend<Fixed> for GpuBackend<'_> {
     }
 
     fn root_histogram(&mut self) -> Result<()> {
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         let histograms = self.build_histograms(&[(0, 0)], 1)?;
         self.histograms.insert(histograms, &[(0, 0)]);
-        self.phases.add("tree: histograms", start.elapsed());
-        Ok(())
+        self.timers.stop(self.gpu, &mut self.phases, "tree: histograms", start)
     }
 
     fn partition(&mut self, expanded: &[Expansion<Fixed>]) -> Result<()> {
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         self.partition_on_device(expanded)?;
-        self.phases.add("tree: partitions", start.elapsed());
-        Ok(())
+        self.timers.stop(self.gpu, &mut self.phases, "tree: partitions", start)
     }
 
     fn children_histograms(&mut self, children: &[ChildHistograms]) -> Result<()> {
         if children.is_empty() {
             return Ok(());
         }
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         self.children_on_device(children)?;
-        self.phases.add("tree: histograms", start.elapsed());
-        Ok(())
+        self.timers.stop(self.gpu, &mut self.phases, "tree: histograms", start)
     }
 
     fn evaluate(&mut self, nodes: &[SplitRequest<Fixed>]) -> Result<Vec<Option<Split<Fixed>>>> {
-        let start = Instant::now();
-        let splits = self.evaluate_batch(nodes);
-        self.phases.add("tree: evaluation", start.elapsed());
-        splits
+        let start = self.timers.start(self.gpu)?;
+        let splits = self.evaluate_batch(nodes)?;
+        self.timers.stop(self.gpu, &mut self.phases, "tree: evaluation", start)?;
+        Ok(splits)
     }
 
     fn evaluate_level(&mut self, nodes: &[(usize, Fixed)], features: &[u32]) -> Result<Option<Vec<Split<Fixed>>>> {
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         self.settle(None)?;
-        let splits = self.evaluate_level_on_device(nodes, features);
-        self.phases.add("tree: evaluation", start.elapsed());
-        splits
+        let splits = self.evaluate_level_on_device(nodes, features)?;
+        self.timers.stop(self.gpu, &mut self.phases, "tree: evaluation", start)?;
+        Ok(splits)
     }
 
     fn release(&mut self, node: usize) {

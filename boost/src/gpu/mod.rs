@@ -21,6 +21,7 @@
 //! | `pages.rs` | external-memory pages, a sampled page a tree ([`GpuPages`]) |
 //! | `multi.rs`, `nccl.rs`, `peer.rs` | several GPUs ([`MultiGpuTrainer`]) |
 //! | `predict.rs`, `eval.rs`, `metrics.rs`, `rank.rs` | prediction, evaluation sets, metrics, ranking gradients |
+//! | `timers.rs` | each step's device time (CUDA events), beside the host's |
 
 mod binarised;
 mod bins;
@@ -44,6 +45,7 @@ mod rank;
 mod sample;
 mod shap;
 mod sketch;
+mod timers;
 mod trainer;
 
 use primitives::ops::GradientPair;

@@ -242,10 +242,12 @@ impl<'g> MultiGpuTrainer<'g> {
 
     /// Wall time of the tree-building steps so far, on every device (and of the gradients and
     /// margins of device rounds).
-    pub fn phases(&self) -> PhaseTimes {
+    pub fn phases(&mut self) -> Result<PhaseTimes> {
         let mut phases = self.phases.clone();
-        self.trainers.iter().for_each(|t| phases.merge(t.phases()));
-        phases
+        for trainer in &mut self.trainers {
+            phases.merge(&trainer.phases()?);
+        }
+        Ok(phases)
     }
 
     /// The rows of each device, in device order.

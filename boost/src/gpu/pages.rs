@@ -139,9 +139,15 @@ impl<'g> GpuPages<'g> {
         self.matrix.bytes()
     }
 
-    /// Wall time of the steps so far (the in-core builder's and the pages').
-    pub fn phases(&self) -> &PhaseTimes {
+    /// Wall time of the steps so far (the in-core builder's and the pages'), with their device
+    /// time if recorded ([`GpuPages::time_device`]).
+    pub fn phases(&mut self) -> Result<PhaseTimes> {
         self.trainer.phases()
+    }
+
+    /// Records each step's device time from now on: [`GpuTrainer::time_device`].
+    pub fn time_device(&mut self, on: bool) {
+        self.trainer.time_device(on);
     }
 
     /// One tree from `gradients` (one a row of the pages, zero for the rows sampling left out), in

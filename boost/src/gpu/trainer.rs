@@ -22,6 +22,7 @@ use super::metrics::MetricRows;
 use super::partition::RowBuffers;
 use super::quantiser::QuantiseScratch;
 use super::rank::RankGradients;
+use super::timers::DeviceTimers;
 use super::{bins, csr, ptr, sample};
 use super::{element_config, local_bins, warp_per_block_config, DeviceBins, DeviceCsr, DeviceCuts, Fixed, InitialMargins};
 use crate::data::{FeatureMatrix, MetaInfo};
@@ -49,8 +50,10 @@ pub struct GpuTrainer<'g> {
     /// Labels, weights and margins when the device computes the gradients.
     pub(super) device_rows: Option<DeviceRows>,
     pub(super) quantise_scratch: QuantiseScratch,
-    /// The steps of every tree built so far.
+    /// The steps of every tree built so far, with their device time when `timers` records it
+    /// ([`GpuTrainer::time_device`]).
     pub(super) phases: PhaseTimes,
+    pub(super) timers: DeviceTimers,
 }
 
 impl<'g> GpuTrainer<'g> {
@@ -122,6 +125,7 @@ impl<'g> GpuTrainer<'g> {
             device_rows: None,
             quantise_scratch: QuantiseScratch::default(),
             phases: PhaseTimes::default(),
+            timers: DeviceTimers::default(),
         })
     }
 
@@ -140,9 +144,17 @@ impl<'g> GpuTrainer<'g> {
         Ok(())
     }
 
-    /// Wall time of the tree-building steps so far.
-    pub fn phases(&self) -> &PhaseTimes {
-        &self.phases
+    /// Records the device time of each step from now on (CUDA events around its work, a few
+    /// microseconds of host time a step), beside the host's: [`PhaseTimes::device`].
+    pub fn time_device(&mut self, on: bool) {
+        self.timers = DeviceTimers::new(on);
+    }
+
+    /// Wall time of the tree-building steps so far, and their device time if recorded (read
+    /// now: this waits for the device to finish the last step).
+    pub fn phases(&mut self) -> Result<PhaseTimes> {
+        self.timers.read(&mut self.phases)?;
+        Ok(self.phases.clone())
     }
 
     /// The device this trainer runs on.
@@ -167,9 +179,9 @@ impl<'g> GpuTrainer<'g> {
                 self.rows
             )));
         }
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         let (quantiser, fixed, root) = self.quantise(gradients)?;
-        self.phases.add("tree: quantise", start.elapsed());
+        self.timers.stop(self.gpu, &mut self.phases, "tree: quantise", start)?;
         let (tree, order) = self.grow(params, quantiser, &fixed, root, features, true, rng)?;
         self.quantise_scratch.fixed = Some(fixed);
         let start = Instant::now();
@@ -203,12 +215,16 @@ impl<'g> GpuTrainer<'g> {
             &mut self.buffers,
             context,
         )?;
+        backend.timers = DeviceTimers::new(self.timers.is_on());
         let tree = grow::grow(&mut backend, params, &quantiser, features, fixed.len(), rng)?;
-        let start = Instant::now();
+        let start = backend.timers.start(self.gpu)?;
         backend.finish(read_rows)?;
-        backend.phases.add("tree: row check and order read back", start.elapsed());
+        backend.timers.stop(self.gpu, &mut backend.phases, "tree: row check and order read back", start)?;
+        // The device has passed every event so far: reading them waits for nothing.
+        backend.timers.read(&mut backend.phases)?;
         let order = std::mem::replace(&mut backend.order, RowOrder::ranges_only(0));
         self.phases.merge(&backend.phases);
+        self.timers.read(&mut self.phases)?;
         Ok((tree, order))
     }
 
@@ -233,14 +249,13 @@ impl<'g> GpuTrainer<'g> {
     /// for the softmax and ranking objectives; an element-wise objective's come with its tree
     /// ([`GpuTrainer::boost_tree`]), sampled as they are computed.
     pub fn compute_gradients(&mut self, iteration: usize) -> Result<()> {
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         let rows = self.device_rows.as_mut().ok_or_else(no_device_rows)?;
         if let RowGradients::PerRound { all, source: PerRoundSource::Rank(rank), .. } = &mut rows.gradients {
             rank.compute(self.gpu, &rows.set.margins, &rows.set.labels, &self.buffers.identity, iteration, all)?;
         }
         rows.round_gradients(self.gpu, self.rows)?;
-        self.phases.add("tree: gradients and quantise", start.elapsed());
-        Ok(())
+        self.timers.stop(self.gpu, &mut self.phases, "tree: gradients and quantise", start)
     }
 
     /// Output `output`'s tree of a boosting round on the device, for the rows
@@ -256,11 +271,11 @@ impl<'g> GpuTrainer<'g> {
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         let gradients = self.tree_gradients(output, sampler)?;
         // SAFETY: `gradients` is `rows` pairs of the device rows' buffers, kept for the training run.
         let (quantiser, fixed, root) = unsafe { self.quantise_on_device(gradients, self.rows)? };
-        self.phases.add("tree: gradients and quantise", start.elapsed());
+        self.timers.stop(self.gpu, &mut self.phases, "tree: gradients and quantise", start)?;
         let (tree, order) = self.grow(params, quantiser, &fixed, root, features, false, rng)?;
         self.quantise_scratch.fixed = Some(fixed);
         self.add_tree_leaves(&tree, &order, output)?;
@@ -288,12 +303,11 @@ impl<'g> GpuTrainer<'g> {
     pub(super) fn add_tree_leaves(&mut self, tree: &Tree, order: &RowOrder, output: usize) -> Result<()> {
         let n = self.rows;
         let leaves: Vec<LeafRange> = leaf_ranges(tree, order).into_iter().map(|(_, leaf)| leaf).collect();
-        let start = Instant::now();
+        let start = self.timers.start(self.gpu)?;
         let rows = self.device_rows()?;
         let outputs = rows.gradients.outputs();
         add_leaf_values(self.gpu, (&self.buffers.rows, n), &leaves, (&rows.set.margins, outputs, output))?;
-        self.phases.add("tree: margins", start.elapsed());
-        Ok(())
+        self.timers.stop(self.gpu, &mut self.phases, "tree: margins", start)
     }
 
     /// `metric` of the training rows' predictions; see `MetricRows::evaluate`.

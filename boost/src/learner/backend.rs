@@ -49,9 +49,10 @@ pub(super) trait TreeBackend<'g> {
         self.gpu().into_iter().collect()
     }
 
-    /// Phases the backend timed itself, reported once at the end of the run.
-    fn phases(&self) -> PhaseTimes {
-        PhaseTimes::default()
+    /// Phases the backend timed itself (with their device time where it records it), reported
+    /// once at the end of the run.
+    fn phases(&mut self) -> Result<PhaseTimes> {
+        Ok(PhaseTimes::default())
     }
 
     /// The backend as [`DeviceRounds`], when it can be.
@@ -240,8 +241,8 @@ impl<'g> TreeBackend<'g> for GpuPages<'g> {
         Some(GpuPages::gpu(self))
     }
 
-    fn phases(&self) -> PhaseTimes {
-        GpuPages::phases(self).clone()
+    fn phases(&mut self) -> Result<PhaseTimes> {
+        GpuPages::phases(self)
     }
 
     fn device_rounds(&mut self) -> Option<&mut dyn DeviceRounds<'g>> {
@@ -289,8 +290,8 @@ impl<'g> TreeBackend<'g> for GpuTrainer<'g> {
         Some(GpuTrainer::gpu(self))
     }
 
-    fn phases(&self) -> PhaseTimes {
-        GpuTrainer::phases(self).clone()
+    fn phases(&mut self) -> Result<PhaseTimes> {
+        GpuTrainer::phases(self)
     }
 
     fn device_rounds(&mut self) -> Option<&mut dyn DeviceRounds<'g>> {
@@ -339,7 +340,7 @@ impl<'g> TreeBackend<'g> for MultiGpuTrainer<'g> {
         MultiGpuTrainer::gpus(self)
     }
 
-    fn phases(&self) -> PhaseTimes {
+    fn phases(&mut self) -> Result<PhaseTimes> {
         MultiGpuTrainer::phases(self)
     }
 

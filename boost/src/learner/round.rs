@@ -266,7 +266,12 @@ impl<'a, 'g> Run<'a, 'g> {
         devices: &Devices<'_>,
         carried: Vec<(String, String)>,
     ) -> Result<Trained> {
-        self.phases.merge(&self.backend.phases());
+        let gpu = self.backend.gpu();
+        let phases = match gpu {
+            Some(gpu) => on_device(gpu, "reading the phases' device times", || self.backend.phases())?,
+            None => self.backend.phases()?,
+        };
+        self.phases.merge(&phases);
         let mut peak_device_bytes_each = Vec::new();
         for gpu in self.backend.gpus() {
             let usage = on_device(gpu, "reading the peak memory", || Ok(gpu.memory_usage()?))?;

@@ -126,7 +126,10 @@ pub(super) fn backend<'g>(
         [] => Ok(Box::new(cpu_hist(train.host_features()?, &row_weights, max_bin, &categorical, precision, phases)?)),
         [gpu] => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-            Ok(Box::new(gpu_trainer(gpu, train, &row_weights, (max_bin, &categorical), phases)?))
+            let mut trainer = gpu_trainer(gpu, train, &row_weights, (max_bin, &categorical), phases)?;
+            // The device time of each step, for the `verbosity=2` summary.
+            trainer.time_device(params.verbosity >= 2);
+            Ok(Box::new(trainer))
         }
         // Several devices: the one device's cuts, each device quantising its shard of the rows.
         _ => Ok(Box::new(multi_gpu_trainer(&gpus, train, &row_weights, (max_bin, &categorical), phases)?)),
@@ -156,7 +159,8 @@ fn external_backend<'g>(
         [] => {}
         [gpu] => {
             on_device(gpu, "resetting the peak memory", || Ok(gpu.reset_peak_memory()?))?;
-            let pages = on_device(gpu, "uploading the cuts", || GpuPages::new(gpu, Arc::clone(matrix)))?;
+            let mut pages = on_device(gpu, "uploading the cuts", || GpuPages::new(gpu, Arc::clone(matrix)))?;
+            pages.time_device(params.verbosity >= 2);
             return Ok(Box::new(pages));
         }
         _ => return Err(Error::param("n_gpus", "external-memory pages train on one GPU")),

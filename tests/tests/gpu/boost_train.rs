@@ -149,6 +149,39 @@ fn training_sizes(gpu: &primitives::Gpu) -> (usize, usize, usize) {
     }
 }
 
+/// `verbosity=2` times each step on the device too (CUDA events; the host's clock on the
+/// emulator), beside the host's times, without changing the model; at verbosity 1 no events are
+/// recorded.
+#[test]
+fn verbosity_2_reports_each_steps_device_time() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = training_sizes(&gpu);
+    let data = dataset(rows, cols, SyntheticTask::Binary, 8);
+    let params = [("objective", "binary:logistic"), ("max_depth", "4")];
+    let quiet = run(&params, &data, None, rounds, Some(gpu.clone()));
+    let start = std::time::Instant::now();
+    let timed = run(&[params[0], params[1], ("verbosity", "2")], &data, None, rounds, Some(gpu.clone()));
+    let elapsed = start.elapsed();
+    assert_eq!(quiet.model.to_json_string().unwrap(), timed.model.to_json_string().unwrap());
+    assert!(quiet.phases.device.is_empty(), "device times at verbosity 1: {:?}", quiet.phases.device);
+    let steps = [
+        "tree: gradients and quantise",
+        "tree: histograms",
+        "tree: partitions",
+        "tree: evaluation",
+        "tree: row check and order read back",
+        "tree: margins",
+    ];
+    for step in steps {
+        let device = timed.phases.device.iter().find(|(name, _)| *name == step);
+        let (_, time) = device.unwrap_or_else(|| panic!("no device time for {step}: {:?}", timed.phases.device));
+        assert!(timed.phases.entries.iter().any(|(name, _)| *name == step), "{step} has no host time");
+        assert!(!time.is_zero() || gpu.is_emulated(), "{step}: no device time on a GPU");
+    }
+    let total: std::time::Duration = timed.phases.device.iter().map(|(_, t)| *t).sum();
+    assert!(total <= elapsed, "the steps' device time {total:?} exceeds the run's {elapsed:?}");
+}
+
 /// Every objective family trains the CPU backend's model on the device, with its metrics there.
 #[test]
 fn binary_objectives_on_the_device_write_the_cpu_backends_models() {

@@ -246,7 +246,9 @@ fn segmented_sorts_of_mixed_layouts() {
     let keys: Vec<u32> = random_vec(n, 21, |r| r.gen());
     let floats: Vec<f32> = random_vec(n, 22, special_f32);
     let layouts = [
-        ("tiny", layout(n, 1, |r| r.gen_range(0..5))),
+        // Thousands of segments of at most 4 items; on the emulator over the first sixth of the
+        // items (the rest outside every segment), as its warps a segment took 12 s a sort.
+        ("tiny", layout(if gpu.is_emulated() { n / 6 } else { n }, 1, |r| r.gen_range(0..5))),
         ("small", layout(n, 2, |r| r.gen_range(0..300))),
         ("around a tile", layout(n, 3, |r| r.gen_range(tile - 3..tile + 3))),
         ("mixed", layout(n, 4, |r| if r.gen_bool(0.02) { r.gen_range(tile..6 * tile) } else { r.gen_range(0..40) })),
