@@ -24,7 +24,8 @@ With a list of thread counts both sides train once per count, and a scaling tabl
 time, speed-up over the first count, parallel efficiency, the ratio, and our phases) ends the
 output. It reports each side's test AUC (another 1M rows of the same distribution, seed 1; XGBoost's AUC from
 `Booster.eval`, ours from `boost eval`) and peak device memory (`nvidia-smi` sampled every 20 ms
-during training, less what was in use before; ours also as the library reports it).
+during training, less what was in use before; ours also as the library reports it). With
+BOOST_VERBOSITY=3 in the environment our run also reports the device's time by step (CUDA events).
 """
 import os
 import re
@@ -88,7 +89,9 @@ def train_both(tmp, data, raw, test, test_raw, features, label, test_features, t
     params["nthread"] = str(threads)
     model = os.path.join(tmp, "model.json")
     args = [boost, "train", data, "--rounds", str(rounds), "--verbose-eval", str(rounds), "-o", model]
-    args += [f"{k}={v}" for k, v in params.items()] + ["verbosity=2"]
+    # Verbosity 2 for our phases (the setup they subtract); BOOST_VERBOSITY=3 adds the device's
+    # time by step (CUDA events, which cost lossguide's run time).
+    args += [f"{k}={v}" for k, v in params.items()] + [f"verbosity={os.environ.get('BOOST_VERBOSITY', '2')}"]
     if evaluate_test:
         args += ["--eval", f"test={test}"]
     with MemoryPeak() as ours_memory:
@@ -96,7 +99,7 @@ def train_both(tmp, data, raw, test, test_raw, features, label, test_features, t
     ours = float(re.search(r"trees in ([0-9.]+) s", run.stderr).group(1))
     ours_log = run.stdout.strip().splitlines()[-1]
     ours_phases = re.search(r"phases: (.*)", run.stderr).group(1)
-    # The device's time by step (CUDA events; the GPU's runs at verbosity 2).
+    # The device's time by step (CUDA events; the GPU's runs at verbosity 3).
     device_phases = re.search(r"device time by phase: (.*)", run.stderr)
     ours_device = re.search(r"trees in [0-9.]+ s on (.*); model", run.stderr).group(1)
     reported_peak = re.search(r"peak device memory ([0-9.]+) MiB", run.stderr)

@@ -243,7 +243,8 @@ pub struct Params {
     /// (`device_memory_limit`: a count of bytes or a size such as `2GiB`, `512MB`); `None`: what
     /// the device has. Training that would pass it stops with an error naming the phase.
     pub device_memory_limit: Option<u64>,
-    /// How much is logged (0 to 3).
+    /// How much is logged (0 to 3); 2 adds the run's phases with their host time (the CLI's
+    /// summary), 3 their device time on a GPU too (CUDA events around each step).
     pub verbosity: u32,
     /// How categorical features with partition splits' many categories are trained.
     pub categorical_encoding: CategoricalEncoding,

@@ -1,7 +1,7 @@
 //! Wall time by phase of a training run, so that a slow phase (and a regression) shows in the CLI's
 //! `verbosity=2` output and in the benchmark scripts without a profiler; with the device's time
-//! by phase where a GPU run measures it (CUDA events, `verbosity` 2 or more): the host's clock
-//! charges a phase with the device work it waits for, the events do not.
+//! by phase where a GPU run measures it (CUDA events, `verbosity=3`): the host's clock charges a
+//! phase with the device work it waits for, the events do not.
 
 use std::time::{Duration, Instant};
 

@@ -583,6 +583,24 @@ impl Gpu {
         }
     }
 
+    /// Records `event` (one of this `Gpu`'s, read or no longer needed) again at this point of the
+    /// stream: a timer that records many events reuses them rather than creating each.
+    pub fn record_event_again(&self, event: &mut DeviceEvent) -> Result<()> {
+        match (&self.backend, &mut event.0) {
+            (Backend::Cuda(device), EventKind::Cuda(event)) => {
+                event.record(&device.stream).map_err(Error::driver("recording an event", 0))
+            }
+            (Backend::Emulated(_), EventKind::Host(at)) => {
+                *at = Instant::now();
+                Ok(())
+            }
+            _ => Err(Error::InvalidArgument {
+                name: "event",
+                reason: "an event of a CUDA device and an emulated device cannot be mixed".into(),
+            }),
+        }
+    }
+
     /// Asks for the largest shared-memory carveout for `kernel` (the driver's default may keep more
     /// of the multiprocessor's memory as L1 and so fit fewer blocks of a large-shared kernel). Per
     /// kernel, where measured: on an H200 it let two 115 KB multi-feature histogram blocks share a

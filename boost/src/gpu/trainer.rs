@@ -145,7 +145,8 @@ impl<'g> GpuTrainer<'g> {
     }
 
     /// Records the device time of each step from now on (CUDA events around its work, a few
-    /// microseconds of host time a step), beside the host's: [`PhaseTimes::device`].
+    /// microseconds of host time a step: lossguide's step a node feels them), beside the host's:
+    /// [`PhaseTimes::device`].
     pub fn time_device(&mut self, on: bool) {
         self.timers = DeviceTimers::new(on);
     }
@@ -215,16 +216,17 @@ impl<'g> GpuTrainer<'g> {
             &mut self.buffers,
             context,
         )?;
-        backend.timers = DeviceTimers::new(self.timers.is_on());
+        // The trainer's timers (with its events of this round so far), lent for the tree.
+        backend.timers = std::mem::take(&mut self.timers);
         let tree = grow::grow(&mut backend, params, &quantiser, features, fixed.len(), rng)?;
         let start = backend.timers.start(self.gpu)?;
         backend.finish(read_rows)?;
         backend.timers.stop(self.gpu, &mut backend.phases, "tree: row check and order read back", start)?;
         // The device has passed every event so far: reading them waits for nothing.
         backend.timers.read(&mut backend.phases)?;
+        self.timers = std::mem::take(&mut backend.timers);
         let order = std::mem::replace(&mut backend.order, RowOrder::ranges_only(0));
         self.phases.merge(&backend.phases);
-        self.timers.read(&mut self.phases)?;
         Ok((tree, order))
     }
 
