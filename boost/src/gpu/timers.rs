@@ -1,7 +1,9 @@
 //! Device time by phase ([`DeviceTimers`]): CUDA events recorded on the stream around a phase's
 //! work and read after a later wait, so that `verbosity=3` says where the device's time goes. The
 //! host's clock cannot: it charges the phase that waits (split evaluation reads the splits back)
-//! with the device work enqueued before it (the histograms).
+//! with the device work enqueued before it (the histograms). The `hist` builder on one GPU
+//! ([`super::GpuTrainer`], in core or under [`super::GpuPages`]) is timed so; the exact method and
+//! several GPUs report their host times only.
 
 use std::time::Instant;
 
