@@ -6,7 +6,7 @@ use primitives::{DeviceBuffer, DeviceHistogram, Gpu};
 
 use super::evaluate::HistogramLayout;
 use super::grow::GpuBackend;
-use super::{element_config, Fixed};
+use super::{element_config, DeviceBins, Fixed};
 use crate::tree::grow::ChildHistograms;
 use crate::{Error, Result};
 
@@ -128,28 +128,8 @@ impl GpuBackend<'_> {
             ranges[slot as usize] = (begin as u32, end as u32);
         }
         let mut histograms = self.histograms.zeroed(self.gpu, slots * self.slot_len())?;
-        let (gpu, matrix, gradients, rows) = (self.gpu, self.bins.matrix(), self.gradients, &self.buffers.rows);
-        match self.layout {
-            HistogramLayout::Global => DeviceHistogram::multi_feature_global_ranges(
-                gpu,
-                matrix,
-                gradients,
-                rows,
-                &ranges,
-                self.first_bins,
-                &mut histograms,
-                &mut self.bad_row,
-            )?,
-            HistogramLayout::Padded { .. } => DeviceHistogram::multi_feature_ranges(
-                gpu,
-                matrix,
-                gradients,
-                rows,
-                &ranges,
-                &mut histograms,
-                &mut self.bad_row,
-            )?,
-        }
+        let rows = NodeRows { gpu: self.gpu, bins: self.bins, gradients: self.gradients, rows: &self.buffers.rows };
+        add_histograms(&rows, (self.layout, self.first_bins), &ranges, &mut histograms, &mut self.bad_row)?;
         Ok(histograms)
     }
 
@@ -229,4 +209,41 @@ impl GpuBackend<'_> {
         self.histograms.insert(histograms, &nodes);
         Ok(())
     }
+}
+
+/// The rows whose histograms a launch adds: a matrix's bins, its rows' fixed-point gradients, and a
+/// row order over them on the device.
+pub(super) struct NodeRows<'r> {
+    pub(super) gpu: &'r Gpu,
+    pub(super) bins: &'r DeviceBins,
+    pub(super) gradients: &'r DeviceBuffer<Fixed>,
+    pub(super) rows: &'r DeviceBuffer<u32>,
+}
+
+/// Adds to slot `s` of `histograms` (in `layout`; `first_bins`: the cuts' features' first bins)
+/// the histogram of the rows at positions `ranges[s]` of the order: one launch.
+pub(super) fn add_histograms(
+    rows: &NodeRows,
+    (layout, first_bins): (HistogramLayout, &[u32]),
+    ranges: &[(u32, u32)],
+    histograms: &mut DeviceBuffer<Fixed>,
+    bad_row: &mut DeviceBuffer<u32>,
+) -> Result<()> {
+    let (gpu, matrix) = (rows.gpu, rows.bins.matrix());
+    match layout {
+        HistogramLayout::Global => DeviceHistogram::multi_feature_global_ranges(
+            gpu,
+            matrix,
+            rows.gradients,
+            rows.rows,
+            ranges,
+            first_bins,
+            histograms,
+            bad_row,
+        )?,
+        HistogramLayout::Padded { .. } => {
+            DeviceHistogram::multi_feature_ranges(gpu, matrix, rows.gradients, rows.rows, ranges, histograms, bad_row)?
+        }
+    }
+    Ok(())
 }

@@ -11,8 +11,9 @@
 //! keeps: from the second tree on, those that fit half the room the first tree's peak left under
 //! the memory limit (or in the device). The device holds the sampled page, its gradients, the
 //! builder's buffers, the kept pages and one page being read, which `device_memory_limit`
-//! bounds; without sampling every row is sampled, and the pages must fit (streaming them a level
-//! at a time is not built yet).
+//! bounds; where a tree's sampled rows (without sampling, every row) do not fit beside the rest,
+//! the tree is grown over the pages streamed a level at a time instead ([`super::paged`]): the
+//! same tree.
 //!
 //! Where the rows' labels, margins and gradients fit half of `device_memory_limit` (and for the
 //! objectives the device computes, ranking aside), the rounds are the device's
@@ -33,6 +34,7 @@ use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu, HostPin};
 use rayon::prelude::*;
 
+use super::paged::{grow_streamed, Streamed, TreeGradients};
 use super::trainer::{add_leaf_values, leaf_ranges, no_device_rows, DeviceRows};
 use super::{element_config, BinLayout, DeviceBins, DeviceCuts, DeviceTrees, Fixed, GpuTrainer, InitialMargins};
 use crate::data::MetaInfo;
@@ -67,6 +69,8 @@ pub struct GpuPages<'g> {
     staged_leaves: Staging<u32>,
     /// Every row's labels, weights, margins and gradients when the device computes the rounds.
     device_rows: Option<DeviceRows>,
+    /// The pages' state for the trees whose sampled rows do not fit the device in one page.
+    streamed: Option<Streamed>,
     /// The pages kept on the device (by the pages' order), chosen at the first tree.
     resident: Option<Vec<Option<DeviceBuffer<u64>>>>,
 }
@@ -125,6 +129,7 @@ impl<'g> GpuPages<'g> {
             staged_fixed: Staging::new(),
             staged_leaves: Staging::new(),
             device_rows: None,
+            streamed: None,
             resident: None,
         })
     }
@@ -164,7 +169,15 @@ impl<'g> GpuPages<'g> {
         let start = Instant::now();
         let gpu = self.trainer.gpu();
         let (quantiser, runs) = crate::fixed_point::quantiser_and_kept_rows(gradients);
-        let sampled = self.staged_rows.take(gpu, runs.iter().map(Vec::len).sum())?;
+        let count = runs.iter().map(Vec::len).sum();
+        if !self.sampled_page_fits(count)? {
+            let fixed: Vec<Fixed> = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).collect();
+            let root = fixed.par_iter().copied().reduce(Fixed::zero, BlockSum::plus);
+            self.trainer.phases.add("pages: quantise every row's gradient", start.elapsed());
+            let tree = self.grow_streamed(params, (quantiser, TreeGradients::Host(&fixed), root), features, rng)?;
+            return self.with_leaves(tree);
+        }
+        let sampled = self.staged_rows.take(gpu, count)?;
         let gathered = self.staged_fixed.take(gpu, sampled.len())?;
         let root = stage_sampled(&runs, gradients, &quantiser, sampled, gathered);
         let (sampled, gathered) = (&*sampled, &*gathered);
@@ -176,12 +189,51 @@ impl<'g> GpuPages<'g> {
         drop(device_rows);
         let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
         drop(device_fixed);
+        self.with_leaves(tree)
+    }
 
+    /// `tree` with every row's leaf; the pages kept on the device after the first tree.
+    fn with_leaves(&mut self, tree: Tree) -> Result<BuiltTree> {
         let start = Instant::now();
         let positions = self.leaves(&tree)?;
         self.trainer.phases.add("pages: every row's leaf", start.elapsed());
         self.keep_pages_on_device()?;
         Ok(BuiltTree { tree, positions, phases: PhaseTimes::default() })
+    }
+
+    /// Whether a tree's `count` sampled rows fit the device in one page (their bins, gradients,
+    /// indices and row buffers) beside a page being read; if not, the tree is streamed.
+    fn sampled_page_fits(&self, count: usize) -> Result<bool> {
+        let row_bytes = self.layout.row_words * 4 + size_of::<Fixed>() + 4 + 5 * 4;
+        let mut largest = 0;
+        self.matrix.store.for_each(|_, page| largest = largest.max(std::mem::size_of_val(page.words())))?;
+        // The last tree's sampled rows are freed before this one's are gathered.
+        let freed = self.trainer.bins_bytes() + self.trainer.rows * 5 * 4;
+        Ok(count.saturating_mul(row_bytes).saturating_add(largest) <= room(self.gpu())?.saturating_add(freed))
+    }
+
+    /// One tree over the pages streamed a level at a time ([`super::paged`]), the pages' state
+    /// made at the first such tree (on the host; after it, on the device as far as its peak
+    /// allows); the builder's own rows freed first.
+    fn grow_streamed(
+        &mut self,
+        params: &TreeParams,
+        gradients: (GradientQuantiser, TreeGradients, Fixed),
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<Tree> {
+        let (gpu, layout) = (self.trainer.gpu(), self.layout);
+        if self.trainer.rows > 0 {
+            self.trainer.replace_rows(0, |_| DeviceBins::upload(gpu, (Vec::new(), layout)))?;
+        }
+        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
+        if self.streamed.is_none() {
+            self.streamed = Some(Streamed::new(gpu, &pages, layout)?);
+        }
+        let streamed = self.streamed.as_mut().expect("made above");
+        let tree = grow_streamed(&mut self.trainer, &pages, streamed, params, gradients, features, rng)?;
+        streamed.keep_on_device(gpu, room_after_peak(gpu)?)?;
+        Ok(tree)
     }
 
     /// Every row's leaf of `tree`: each page uploaded and walked on the device
@@ -211,11 +263,7 @@ impl<'g> GpuPages<'g> {
         }
         let start = Instant::now();
         let gpu = self.gpu();
-        let transient = gpu.memory_in_use_peak().saturating_sub(gpu.memory_in_use());
-        let room = match gpu.memory_limit() {
-            Some(limit) => limit.saturating_sub(gpu.memory_in_use_peak()),
-            None => gpu.memory_usage()?.map_or(usize::MAX, |u| (u.free_bytes as usize).saturating_sub(transient)),
-        };
+        let room = room_after_peak(gpu)?;
         let (mut resident, mut bytes, mut failed) = (Vec::new(), 0usize, None);
         self.matrix.store.for_each(|_, page| {
             let words = page.words();
@@ -320,6 +368,23 @@ impl<'g> GpuPages<'g> {
         let gradients = self.device_rows()?.tree_gradients(gpu, n, output, sampler)?;
         // SAFETY: `gradients` is `n` pairs of the device rows' buffers, kept for the training run.
         let kept = unsafe { self.trainer.quantise_kept(gradients, n)? };
+        if !self.sampled_page_fits(kept.rows.len())? {
+            self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
+            let (quantiser, root) = (kept.quantiser, kept.root);
+            let tree = if kept.rows.len() == n {
+                self.grow_streamed(params, (quantiser, TreeGradients::Device(&kept.fixed), root), features, rng)?
+            } else {
+                // Sampled rows that still do not fit: their gradients to the pages' rows, on the host.
+                let mut fixed = vec![Fixed::zero(); n];
+                let (rows, sampled) = (kept.rows.to_vec(gpu)?, kept.fixed.to_vec(gpu)?);
+                drop(kept);
+                rows.iter().zip(sampled).for_each(|(&r, f)| fixed[r as usize] = f);
+                self.grow_streamed(params, (quantiser, TreeGradients::Host(&fixed), root), features, rng)?
+            };
+            self.add_leaf_values_by_walk(&tree, output)?;
+            self.keep_pages_on_device()?;
+            return Ok(tree);
+        }
         let sampled = self.staged_rows.take(gpu, kept.rows.len())?;
         kept.rows.copy_range_to_host(gpu, 0..sampled.len(), sampled)?;
         self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
@@ -331,24 +396,55 @@ impl<'g> GpuPages<'g> {
         let (tree, order) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
         drop(fixed);
 
-        let start = Instant::now();
-        let rows = self.device_rows.as_ref().ok_or_else(no_device_rows)?;
-        let outputs = rows.gradients.outputs();
         if self.trainer.rows == n {
             // Every row was kept, in order: the builder's row order has each one's leaf.
+            let start = Instant::now();
+            let rows = self.device_rows.as_ref().ok_or_else(no_device_rows)?;
+            let outputs = rows.gradients.outputs();
             let leaves: Vec<_> = leaf_ranges(&tree, &order).into_iter().map(|(_, leaf)| leaf).collect();
             add_leaf_values(gpu, (&self.trainer.buffers.rows, n), &leaves, (&rows.set.margins, outputs, output))?;
+            self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
         } else {
-            let margins = Walk::Margins(rows.set.margins.device_ptr(), outputs);
-            let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
-            walk_pages(&pages, values, (&tree, output), margins)?;
-            // The copies run on after the launches: the walk's time is theirs.
-            gpu.synchronize()?;
+            self.add_leaf_values_by_walk(&tree, output)?;
         }
-        self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
         self.keep_pages_on_device()?;
         Ok(tree)
     }
+
+    /// Each row's leaf value of `tree` (output `output`'s) added to its margin, by a walk of every
+    /// page on the device.
+    fn add_leaf_values_by_walk(&mut self, tree: &Tree, output: usize) -> Result<()> {
+        let start = Instant::now();
+        let gpu = self.gpu();
+        let rows = self.device_rows.as_ref().ok_or_else(no_device_rows)?;
+        let margins = Walk::Margins(rows.set.margins.device_ptr(), rows.gradients.outputs());
+        let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
+        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
+        walk_pages(&pages, values, (tree, output), margins)?;
+        // The copies run on after the launches: the walk's time is theirs.
+        gpu.synchronize()?;
+        self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
+        Ok(())
+    }
+}
+
+/// Bytes the device can give beside the peak so far: under its memory limit, or its free memory
+/// less what the peak held above the memory in use now.
+fn room_after_peak(gpu: &Gpu) -> Result<usize> {
+    let transient = gpu.memory_in_use_peak().saturating_sub(gpu.memory_in_use());
+    Ok(match gpu.memory_limit() {
+        Some(limit) => limit.saturating_sub(gpu.memory_in_use_peak()),
+        None => gpu.memory_usage()?.map_or(usize::MAX, |u| (u.free_bytes as usize).saturating_sub(transient)),
+    })
+}
+
+/// Bytes the device can still give: what its memory limit leaves, or its free memory (unbounded
+/// where neither is known, as on the emulator without a limit).
+pub(super) fn room(gpu: &Gpu) -> Result<usize> {
+    Ok(match gpu.memory_limit() {
+        Some(limit) => limit.saturating_sub(gpu.memory_in_use()),
+        None => gpu.memory_usage()?.map_or(usize::MAX, |u| u.free_bytes as usize),
+    })
 }
 
 /// Replaces `trainer`'s rows with the `sampled` rows (increasing; on the host and the device) of
@@ -410,9 +506,9 @@ fn walk_pages(
 
 /// The pages of an external matrix as the device reads them: those kept there, the others copied
 /// for each pass.
-struct DevicePages<'a> {
+pub(super) struct DevicePages<'a> {
     gpu: &'a Gpu,
-    matrix: &'a ExternalMatrix,
+    pub(super) matrix: &'a ExternalMatrix,
     /// A page's copy kept on the device, by the pages' order.
     resident: &'a [Option<DeviceBuffer<u64>>],
 }
@@ -420,7 +516,7 @@ struct DevicePages<'a> {
 impl DevicePages<'_> {
     /// Calls `visit` with each page's first row, the page and its words on the device (kept, or
     /// copied), until it fails.
-    fn for_each(
+    pub(super) fn for_each(
         &self,
         mut visit: impl FnMut(usize, &EllpackMatrix<&[u64]>, &DeviceBuffer<u64>) -> Result<()>,
     ) -> Result<()> {
@@ -513,7 +609,7 @@ fn gather(
 }
 
 /// Rows `rows.0[span]` of `page` (whose first row is `first`) into the same rows of `bins`.
-fn gather_page(
+pub(super) fn gather_page(
     gpu: &Gpu,
     (page, words): (&EllpackMatrix<&[u64]>, &DeviceBuffer<u64>),
     first: usize,

@@ -56,6 +56,9 @@ fn run(pairs: &[(&str, &str)], data: &DMatrix, rounds: usize, gpu: Option<Arc<pr
 /// A case's name, rows and parameters.
 type Case<'a> = (&'a str, &'a Dataset, Vec<(&'a str, &'a str)>);
 
+/// A case with the bytes a row of its `device_memory_limit`.
+type LimitCase<'a> = (&'a str, &'a Dataset, Vec<(&'a str, &'a str)>, usize);
+
 /// Several pages, on the host and in a cache file; the CPU's model and log, and the device grew
 /// the trees from sampled pages no larger than the rows with a gradient.
 #[test]
@@ -141,47 +144,124 @@ fn pages_on_the_device_train_the_cpus_model() {
     assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0, "no cache file is left");
 }
 
-/// The sampled page is what `device_memory_limit` bounds: a limit below a tree's sampled rows stops
-/// the run with the typed error naming the phase; sampling fewer rows fits the same limit and trains
-/// the CPU's model.
+/// A tree whose sampled rows do not fit `device_memory_limit` in one page streams the pages a
+/// level at a time (their rows' state partly on the host): the CPU's model, within the limit; a
+/// limit below one page's buffers stops the run with the typed error.
 #[test]
-fn the_device_memory_limit_bounds_the_sampled_page() {
+fn the_device_memory_limit_streams_what_does_not_fit() {
     let gpu = Arc::new(gpu());
     let rows = if gpu.is_emulated() { 150_000 } else { 2_000_000 };
     let data = generate(&SyntheticSpec { rows, cols: 16, seed: 44, ..Default::default() }).unwrap();
     // Pages of a batch each: the leaf walk uploads one page at a time.
     let d = pages(&data, rows / 8, &ExternalMemory { max_bin: 256, page_bytes: 1, ..Default::default() });
-    // Each sampled row costs the device its gradient (16 bytes), its bins (20 bytes) and its
-    // place in the row order (20 bytes); the histograms and cuts about 1 MiB: a tenth of the rows
-    // fits a limit that all of them pass.
+    // Each sampled row costs the device its gradient (16 bytes), its bins (16 bytes) and its
+    // place in the row order (24 bytes); the histograms and cuts about 1 MiB: all rows do not fit,
+    // a tenth of them does.
     let limit = (2 << 20) + rows * 16;
-    let limit_text = limit.to_string();
-    let pairs = |share| {
-        vec![
+    let pairs = |share: &str, limit: usize| {
+        Params::from_pairs(&[
             ("objective", "binary:logistic"),
             ("max_depth", "4"),
             ("sampling_method", "gradient_based"),
             ("subsample", share),
-            ("device_memory_limit", limit_text.as_str()),
-        ]
+            ("device_memory_limit", limit.to_string().as_str()),
+        ])
+        .unwrap()
     };
-    let params = Params::from_pairs(&pairs("1")).unwrap();
-    let options = TrainOptions { num_boost_round: 2, verbose_eval: 0, gpu: Some(gpu.clone()), ..Default::default() };
-    match train_matrix(&params, &d, &[], &options, &mut []) {
-        Err(boost::Error::DeviceMemoryLimit { phase, bytes, in_use, limit: l }) => {
-            assert_eq!(l, limit);
-            assert!(phase.contains("sampled rows of the pages"), "{phase}");
+    let options = TrainOptions { num_boost_round: 2, verbose_eval: 1, gpu: Some(gpu.clone()), ..Default::default() };
+    let cpu_options = TrainOptions { gpu: None, ..options.clone() };
+    for share in ["1", "0.1"] {
+        let params = pairs(share, limit);
+        let device = train_matrix(&params, &d, &[(&d, "train")], &options, &mut []).expect("training");
+        let cpu = train_matrix(&params, &d, &[(&d, "train")], &cpu_options, &mut []).expect("training");
+        assert!(device.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap(), "subsample {share}");
+        assert_eq!(cpu.history, device.history);
+        let phase = |name: &str| device.phases.entries.iter().any(|(n, _)| *n == name);
+        // Every row's labels, margins and gradients would take more than half the limit.
+        assert!(phase("pages: quantise every row's gradient") || phase("pages: quantise and stage the sampled rows"));
+        let streamed = phase("pages: a level's pass (copy, bins, partition, histograms)");
+        assert_eq!(streamed, share == "1", "subsample {share}: streamed only when the sampled page does not fit");
+        assert_eq!(streamed, !phase("pages: gather the sampled rows"));
+        if let Some(peak) = device.peak_device_bytes {
+            assert!(peak as usize <= limit, "peak {peak} within the limit {limit}");
+        }
+    }
+    let tiny = 1 << 20;
+    match train_matrix(&pairs("1", tiny), &d, &[], &options, &mut []) {
+        Err(boost::Error::DeviceMemoryLimit { bytes, in_use, limit, .. }) => {
+            assert_eq!(limit, tiny);
             assert!(bytes + in_use > limit, "{bytes} asked, {in_use} in use");
         }
         other => panic!("expected the limit's error, got {:?}", other.map(|t| t.device)),
     }
-    let fits = run(&pairs("0.1"), &d, 2, Some(gpu.clone()));
-    let cpu = run(&pairs("0.1"), &d, 2, None);
-    assert!(fits.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap());
-    // Every row's labels, margins and gradients would take more than half the limit.
-    assert!(fits.phases.entries.iter().any(|(n, _)| *n == "pages: quantise and stage the sampled rows"));
-    if let Some(peak) = fits.peak_device_bytes {
-        assert!(peak as usize <= limit, "peak {peak} within the limit {limit}");
+}
+
+/// Streamed trees (pages a level at a time, each page's rows partitioned and both children's
+/// histograms summed over the pages) are the CPU's for every grow policy, categorical splits,
+/// missing values, several outputs and the device's rounds, with the pages' row state on the
+/// device and on the host.
+#[test]
+fn streamed_pages_train_the_cpus_model() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = if gpu.is_emulated() { (100_000, 5, 2) } else { (400_000, 28, 10) };
+    let spec = |task, categorical, seed| SyntheticSpec {
+        rows,
+        cols,
+        task,
+        seed,
+        categorical,
+        max_categories: 40,
+        missing_columns: 2,
+        ..Default::default()
+    };
+    let binary = generate(&spec(SyntheticTask::Binary, 2, 51)).unwrap();
+    let multiclass = generate(&spec(SyntheticTask::MultiClass { classes: 3 }, 0, 52)).unwrap();
+    let base = [("max_depth", "5"), ("max_bin", "64"), ("seed", "5"), ("max_cat_to_onehot", "8")];
+    // Bytes a row of the limit (beside 2 MiB): the device's rounds take 20 bytes a row for one
+    // output, 52 for three (at most half the limit, or the rounds are the host's), their kept
+    // rows 20 more; the sampled page would take 48 beside them.
+    let cases: Vec<LimitCase> = vec![
+        ("binary, categories, depthwise", &binary, [&base[..], &[("objective", "binary:logistic")]].concat(), 60),
+        (
+            "binary, lossguide",
+            &binary,
+            [&base[..], &[("objective", "binary:logistic"), ("grow_policy", "lossguide"), ("max_leaves", "12")]]
+                .concat(),
+            60,
+        ),
+        ("regression, oblivious", &multiclass, [&base[..], &[("grow_policy", "oblivious")]].concat(), 60),
+        (
+            "multiclass, host rounds",
+            &multiclass,
+            [&base[..], &[("objective", "multi:softprob"), ("num_class", "3")]].concat(),
+            20,
+        ),
+        (
+            "multiclass, device rounds",
+            &multiclass,
+            [&base[..], &[("objective", "multi:softprob"), ("num_class", "3")]].concat(),
+            90,
+        ),
+    ];
+    for (case, data, params, row_bytes) in cases {
+        let d = pages(data, rows / 5, &ExternalMemory { max_bin: 64, page_bytes: 1, ..Default::default() });
+        let limit = (2 << 20) + rows * row_bytes;
+        let limit_text = limit.to_string();
+        let params = [&params[..], &[("device_memory_limit", limit_text.as_str())]].concat();
+        let cpu = run(&params, &d, rounds, None);
+        let device = run(&params, &d, rounds, Some(gpu.clone()));
+        let nodes: usize = cpu.model.trees.iter().map(|t| t.len()).sum();
+        assert!(nodes > 3 * cpu.model.trees.len(), "{case}: real trees");
+        assert!(device.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap(), "{case}");
+        assert_eq!(cpu.history, device.history, "{case}");
+        let phase = |name: &str| device.phases.entries.iter().any(|(n, _)| *n == name);
+        assert!(phase("pages: a level's pass (copy, bins, partition, histograms)"), "{case}: streamed");
+        assert!(!phase("pages: gather the sampled rows"), "{case}");
+        let device_rounds = phase("pages: gradients, sample and kept rows on the device");
+        assert_eq!(device_rounds, case.ends_with("device rounds") || !case.starts_with("multiclass"), "{case}");
+        if let Some(peak) = device.peak_device_bytes {
+            assert!(peak as usize <= limit, "{case}: peak {peak} within the limit {limit}");
+        }
     }
 }
 
