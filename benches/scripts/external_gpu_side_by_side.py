@@ -12,6 +12,8 @@ runs); depth 8, eta 0.1, 256 bins, `binary:logistic`:
   ours-ext-gb     pages (host memory), device=cuda, gradient_based subsample=0.1,
                   device_memory_limit=LIMIT (default 1GiB)
   ours-ext        pages, device=cuda, no sampling (every row on the device)
+  ours-ext-lim    pages, device=cuda, no sampling, device_memory_limit=LIMIT: where the rows do
+                  not fit, the pages streamed a level at a time
   ours-core-gb    the rows in memory (DMatrix), device=cuda, gradient_based subsample=0.1
   ours-core       the rows in memory, device=cuda, no sampling: the in-core model
   xgb-ext-gb      XGBoost's ExtMemQuantileDMatrix (host cache), device=cuda, gradient_based 0.1
@@ -145,7 +147,7 @@ def ours_run(binary, data, batches, rounds, run, limit):
     args = [binary, data, str(batches), "28", str(rounds)]
     if run.startswith("ours-core"):
         args.append("--in-core")
-    elif run == "ours-ext-gb":
+    elif run in ("ours-ext-gb", "ours-ext-lim"):
         params["device_memory_limit"] = limit
     args += [f"{k}={v}" for k, v in params.items()]
     out = subprocess.run(args, capture_output=True, text=True)

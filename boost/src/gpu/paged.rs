@@ -20,7 +20,7 @@ use boost_kernels::split::Split;
 
 use super::grow::GpuBackend;
 use super::histogram::{add_histograms, NodeRows};
-use super::pages::{gather_page, DevicePages};
+use super::pages::{gather_page, DevicePages, Staging};
 use super::partition::{enqueue_partition, PartitionRows, RowBuffers};
 use super::{BinLayout, DeviceBins, Fixed, GpuTrainer};
 use crate::ellpack::EllpackMatrix;
@@ -33,10 +33,11 @@ use crate::{Error, Result};
 /// Bytes a row of a page's state: its place in the order and its fixed-point gradient.
 const STATE_BYTES: usize = 4 + size_of::<Fixed>();
 
-/// Where a page's state lives for the run.
+/// Where a page's state lives: on the device, or in page-locked host memory (copied at the bus's
+/// speed).
 enum Held<T> {
     Device(DeviceBuffer<T>),
-    Host(Vec<T>),
+    Host(Staging<T>),
 }
 
 /// One page's rows during a tree.
@@ -82,13 +83,13 @@ impl Streamed {
         let gradients = gpu.alloc_zeroed(largest)?;
         let pages = rows
             .into_iter()
-            .map(|rows| PageRows {
-                rows,
-                order: Held::Host(vec![0; rows]),
-                ranges: RowOrder::ranges_only(rows),
-                gradients: Held::Host(vec![Fixed::default(); rows]),
+            .map(|rows| {
+                let (mut order, mut gradients) = (Staging::new(), Staging::new());
+                (order.take(gpu, rows)?, gradients.take(gpu, rows)?);
+                let (order, gradients) = (Held::Host(order), Held::Host(gradients));
+                Ok(PageRows { rows, order, ranges: RowOrder::ranges_only(rows), gradients })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Streamed { pages, buffers, bins, gradients, placed: false })
     }
 
@@ -133,13 +134,17 @@ impl Streamed {
             page.ranges = RowOrder::ranges_only(page.rows);
             match &mut page.order {
                 Held::Device(order) => order.copy_range_from_device(gpu, &self.buffers.identity, 0..page.rows, 0)?,
-                Held::Host(order) => order.iter_mut().enumerate().for_each(|(i, r)| *r = i as u32),
+                Held::Host(order) => {
+                    order.take(gpu, page.rows)?.iter_mut().enumerate().for_each(|(i, r)| *r = i as u32)
+                }
             }
             match (&mut page.gradients, &gradients) {
                 (Held::Device(to), TreeGradients::Device(from)) => to.copy_range_from_device(gpu, from, span, 0)?,
                 (Held::Device(to), TreeGradients::Host(from)) => to.copy_from_host(gpu, &from[span])?,
-                (Held::Host(to), TreeGradients::Device(from)) => from.copy_range_to_host(gpu, span, to)?,
-                (Held::Host(to), TreeGradients::Host(from)) => to.copy_from_slice(&from[span]),
+                (Held::Host(to), TreeGradients::Device(from)) => {
+                    from.copy_range_to_host(gpu, span.clone(), to.take(gpu, span.len())?)?
+                }
+                (Held::Host(to), TreeGradients::Host(from)) => to.take(gpu, span.len())?.copy_from_slice(&from[span]),
             }
         }
         Ok(())
@@ -217,7 +222,7 @@ impl StreamedBackend<'_, '_> {
             gather_page(gpu, (page, words), 0, &cuts.cut_ptrs, (identity, 0..page.rows), bins)?;
             match &mut state.order {
                 Held::Device(order) => std::mem::swap(order, &mut buffers.rows),
-                Held::Host(order) => buffers.rows.copy_from_host(gpu, order)?,
+                Held::Host(order) => buffers.rows.copy_from_host(gpu, order.take(gpu, page.rows)?)?,
             }
             if !expanded.is_empty() {
                 let rows = PartitionRows { gpu, bins, first_bins, order: &state.ranges };
@@ -233,10 +238,10 @@ impl StreamedBackend<'_, '_> {
                     (begin as u32, end as u32)
                 })
                 .collect();
-            let gradients = match &state.gradients {
-                Held::Device(gradients) => gradients,
+            let gradients = match &mut state.gradients {
+                Held::Device(gradients) => &*gradients,
                 Held::Host(gradients) => {
-                    scratch.copy_from_host(gpu, gradients)?;
+                    scratch.copy_from_host(gpu, gradients.take(gpu, page.rows)?)?;
                     &*scratch
                 }
             };
@@ -244,7 +249,7 @@ impl StreamedBackend<'_, '_> {
             add_histograms(&rows, (layout, first_bins), &ranges, histograms, &mut e.bad_row)?;
             match &mut state.order {
                 Held::Device(order) => std::mem::swap(order, &mut buffers.rows),
-                Held::Host(order) => buffers.rows.copy_range_to_host(gpu, 0..page.rows, order)?,
+                Held::Host(order) => buffers.rows.copy_range_to_host(gpu, 0..page.rows, order.take(gpu, page.rows)?)?,
             }
             Ok(())
         })

@@ -77,18 +77,18 @@ pub struct GpuPages<'g> {
 
 /// A host buffer page-locked for the device's copies, kept across trees and grown (a quarter
 /// more than asked) when a tree needs more.
-struct Staging<T> {
+pub(super) struct Staging<T> {
     data: Vec<T>,
     pin: Option<HostPin>,
 }
 
 impl<T: bytemuck::Pod> Staging<T> {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Staging { data: Vec::new(), pin: None }
     }
 
     /// The first `len` elements, the buffer grown first if it is shorter.
-    fn take(&mut self, gpu: &Gpu, len: usize) -> Result<&mut [T]> {
+    pub(super) fn take(&mut self, gpu: &Gpu, len: usize) -> Result<&mut [T]> {
         if self.data.len() < len {
             self.pin = None;
             self.data = vec![T::zeroed(); len + len / 4];
