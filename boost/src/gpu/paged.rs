@@ -85,7 +85,9 @@ impl Streamed {
             .into_iter()
             .map(|rows| {
                 let (mut order, mut gradients) = (Staging::new(), Staging::new());
-                (order.take(gpu, rows)?, gradients.take(gpu, rows)?);
+                // Sized and page-locked once.
+                order.take(gpu, rows)?;
+                gradients.take(gpu, rows)?;
                 let (order, gradients) = (Held::Host(order), Held::Host(gradients));
                 Ok(PageRows { rows, order, ranges: RowOrder::ranges_only(rows), gradients })
             })
