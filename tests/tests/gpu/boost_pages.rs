@@ -203,7 +203,7 @@ fn the_device_memory_limit_streams_what_does_not_fit() {
 #[test]
 fn streamed_pages_train_the_cpus_model() {
     let gpu = Arc::new(gpu());
-    let (rows, cols, rounds) = if gpu.is_emulated() { (100_000, 5, 2) } else { (400_000, 28, 10) };
+    let (rows, cols, rounds) = if gpu.is_emulated() { (100_000, 5, 2) } else { (2_000_000, 9, 10) };
     let spec = |task, categorical, seed| SyntheticSpec {
         rows,
         cols,
@@ -217,35 +217,36 @@ fn streamed_pages_train_the_cpus_model() {
     let binary = generate(&spec(SyntheticTask::Binary, 2, 51)).unwrap();
     let multiclass = generate(&spec(SyntheticTask::MultiClass { classes: 3 }, 0, 52)).unwrap();
     let base = [("max_depth", "5"), ("max_bin", "64"), ("seed", "5"), ("max_cat_to_onehot", "8")];
-    // Bytes a row of the limit (beside 2 MiB): the device's rounds take 20 bytes a row for one
-    // output, 52 for three (at most half the limit, or the rounds are the host's), their kept
-    // rows 20 more; the sampled page would take 48 beside them.
+    // Bytes a row of the limit: the device's rounds take 20 bytes a row for one output, 52 for
+    // three (at most half the limit, or the rounds are the host's), their kept rows 20 more; the
+    // sampled page would take 48 beside them (5 or 9 features: two words of bins), so each limit
+    // leaves it too little room; what is left (30 to 40 bytes a row) holds a page's buffers.
     let cases: Vec<LimitCase> = vec![
-        ("binary, categories, depthwise", &binary, [&base[..], &[("objective", "binary:logistic")]].concat(), 60),
+        ("binary, categories, depthwise", &binary, [&base[..], &[("objective", "binary:logistic")]].concat(), 80),
         (
             "binary, lossguide",
             &binary,
             [&base[..], &[("objective", "binary:logistic"), ("grow_policy", "lossguide"), ("max_leaves", "12")]]
                 .concat(),
-            60,
+            80,
         ),
-        ("regression, oblivious", &multiclass, [&base[..], &[("grow_policy", "oblivious")]].concat(), 60),
+        ("regression, oblivious", &multiclass, [&base[..], &[("grow_policy", "oblivious")]].concat(), 80),
         (
             "multiclass, host rounds",
             &multiclass,
             [&base[..], &[("objective", "multi:softprob"), ("num_class", "3")]].concat(),
-            20,
+            40,
         ),
         (
             "multiclass, device rounds",
             &multiclass,
             [&base[..], &[("objective", "multi:softprob"), ("num_class", "3")]].concat(),
-            90,
+            112,
         ),
     ];
     for (case, data, params, row_bytes) in cases {
         let d = pages(data, rows / 5, &ExternalMemory { max_bin: 64, page_bytes: 1, ..Default::default() });
-        let limit = (2 << 20) + rows * row_bytes;
+        let limit = rows * row_bytes;
         let limit_text = limit.to_string();
         let params = [&params[..], &[("device_memory_limit", limit_text.as_str())]].concat();
         let cpu = run(&params, &d, rounds, None);
