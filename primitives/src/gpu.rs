@@ -1,5 +1,6 @@
-//! The [`Gpu`] handle: one device (a CUDA GPU, or the SIMT emulator), one stream, and the kernel
-//! modules, loaded from the embedded images family by family, each on its first launch.
+//! The [`Gpu`] handle: one device (a CUDA GPU, or the SIMT emulator), one stream (copies may run
+//! beside it on a [`crate::CopyStream`]), and the kernel modules, loaded from the embedded images
+//! family by family, each on its first launch.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

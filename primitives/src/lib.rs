@@ -43,6 +43,7 @@
 //! on to instantiate them for its own types and operators.
 
 mod buffer;
+mod copy_stream;
 pub mod cpu;
 pub mod device;
 mod error;
@@ -50,6 +51,7 @@ mod foreign;
 mod gpu;
 
 pub use buffer::DeviceBuffer;
+pub use copy_stream::CopyStream;
 pub use device::{
     pack_bin_rows, BinIndex, BlockHistogramLayout, DeviceHistogram, EvenSample, HistogramWeight, MultiFeatureBins,
     MultiFeatureGradient, MultiFeatureMatrix, PackedBinMatrix,

@@ -14,6 +14,9 @@ use memmap2::Mmap;
 use crate::ellpack::EllpackMatrix;
 use crate::{Error, Result};
 
+/// A page's first row and the page, its words borrowed.
+pub type PageAt<'a> = (usize, EllpackMatrix<&'a [u64]>);
+
 /// Pages of consecutive rows, in row order.
 #[derive(Debug)]
 pub struct PageStore {
@@ -105,9 +108,10 @@ impl PageStore {
         })
     }
 
-    /// Calls `visit(first row, page)` on every page in row order, pages in the cache file read
-    /// in place from its mapping.
-    pub fn for_each(&self, mut visit: impl FnMut(usize, EllpackMatrix<&[u64]>)) -> Result<()> {
+    /// Every page with its first row, in row order, pages in the cache file read in place from its
+    /// mapping.
+    pub fn pages(&self) -> Result<Vec<PageAt<'_>>> {
+        let mut pages = Vec::with_capacity(self.pages.len());
         for page in &self.pages {
             let matrix = match &page.place {
                 Place::Host(matrix) => matrix.view(),
@@ -117,8 +121,14 @@ impl PageStore {
                     header.with_words(&cache.words()?[start..start + words])
                 }
             };
-            visit(page.first_row, matrix);
+            pages.push((page.first_row, matrix));
         }
+        Ok(pages)
+    }
+
+    /// Calls `visit(first row, page)` on every page in row order ([`PageStore::pages`]).
+    pub fn for_each(&self, mut visit: impl FnMut(usize, EllpackMatrix<&[u64]>)) -> Result<()> {
+        self.pages()?.into_iter().for_each(|(first, page)| visit(first, page));
         Ok(())
     }
 }

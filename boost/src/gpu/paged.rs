@@ -2,8 +2,9 @@
 //! pages streamed a level at a time, as XGBoost's GPU `hist` does over `ExtMemQuantileDMatrix`
 //! without sampling. Each page keeps its own row order (page-local rows, each node's a range) and
 //! its rows' fixed-point gradients, on the host for the first tree, then on the device while they fit
-//! half of what that tree's peak left. A level is one
-//! pass: every page copied to the device, its bins unpacked into the builder's layout, its rows
+//! half of what that tree's peak left. A level is one pass: every page copied to the device (the
+//! next page's words and host-held state on a copy stream while the kernels read the current
+//! one: two buffers), its bins unpacked into the builder's layout, its rows
 //! partitioned by the level's splits (`super::partition`'s kernels), and the histograms of both
 //! children of each split built from them and added into the level's buffer. Fixed-point sums add
 //! in any order, so the summed histograms are the in-core ones bit for bit, and so is the tree; no
@@ -13,14 +14,14 @@
 
 use std::time::Instant;
 
-use primitives::{DeviceBuffer, Gpu};
+use primitives::{CopyStream, DeviceBuffer, Gpu};
 
 use boost_kernels::evaluate::SplitContext;
 use boost_kernels::split::Split;
 
 use super::grow::GpuBackend;
 use super::histogram::{add_histograms, NodeRows};
-use super::pages::{gather_page, DevicePages, Staging};
+use super::pages::{gather_page, DevicePage, DevicePages, Staging};
 use super::partition::{enqueue_partition, PartitionRows, RowBuffers};
 use super::{BinLayout, DeviceBins, Fixed, GpuTrainer};
 use crate::ellpack::EllpackMatrix;
@@ -48,6 +49,14 @@ struct PageRows {
     gradients: Held<Fixed>,
 }
 
+/// The device buffers of a page's copy: its words (unless kept on the device), and its order and
+/// gradients when they are held on the host.
+struct PageSlot {
+    words: DeviceBuffer<u64>,
+    order: DeviceBuffer<u32>,
+    gradients: DeviceBuffer<Fixed>,
+}
+
 /// The device buffers of one page at a time, sized for the largest page, and each page's state:
 /// made at the first streamed tree and kept for the run.
 pub(super) struct Streamed {
@@ -58,8 +67,10 @@ pub(super) struct Streamed {
     /// A page's bins in the builder's layout, a buffer of each page's size (the histogram kernels
     /// take a matrix's rows from it): the pages' usual size, and the last other one asked.
     bins: Vec<DeviceBins>,
-    /// The gradients of a page whose state is on the host.
-    gradients: DeviceBuffer<Fixed>,
+    /// Two pages' copies: the next page's is copied into one, on its own stream, while the kernels
+    /// read the other (double buffering).
+    slots: [PageSlot; 2],
+    copies: CopyStream,
     /// Whether the states were placed ([`Streamed::keep_on_device`]).
     placed: bool,
 }
@@ -80,7 +91,12 @@ impl Streamed {
         let mut buffers = RowBuffers::new(gpu, largest)?;
         buffers.spare = gpu.alloc_zeroed(largest + 1)?;
         let bins = vec![DeviceBins { words: gpu.alloc_zeroed(largest * layout.row_words)?, layout }];
-        let gradients = gpu.alloc_zeroed(largest)?;
+        let words = pages.views()?.iter().filter(|p| p.kept.is_none()).map(|p| p.page.words().len()).max();
+        let slot = || {
+            let (words, order) = (gpu.alloc_zeroed(words.unwrap_or(0))?, gpu.alloc_zeroed(largest)?);
+            Ok::<_, Error>(PageSlot { words, order, gradients: gpu.alloc_zeroed(largest)? })
+        };
+        let slots = [slot()?, slot()?];
         let pages = rows
             .into_iter()
             .map(|rows| {
@@ -92,7 +108,7 @@ impl Streamed {
                 Ok(PageRows { rows, order, ranges: RowOrder::ranges_only(rows), gradients })
             })
             .collect::<Result<_>>()?;
-        Ok(Streamed { pages, buffers, bins, gradients, placed: false })
+        Ok(Streamed { pages, buffers, bins, slots, copies: gpu.copy_stream()?, placed: false })
     }
 
     /// Once, after the first tree: each page's state moved to the device, in order, while they
@@ -125,6 +141,29 @@ impl Streamed {
                 Ok(&bins[1])
             }
         }
+    }
+
+    /// Enqueues the copies of page `k` of `views` (when there is one) into slot `k % 2`, on the copy
+    /// stream after the device's work so far (the slot's last readers): its words unless kept on
+    /// the device, its order and gradients when held on the host.
+    fn prefetch(&mut self, gpu: &Gpu, views: &[DevicePage], k: usize) -> Result<()> {
+        let (Some(DevicePage { page, kept, .. }), Some(state)) = (views.get(k), self.pages.get_mut(k)) else { return Ok(()) };
+        let slot = &mut self.slots[k % 2];
+        // SAFETY: the pages' words stay (page-locked) for the run; the slot is read, and a state's
+        // host copy written, only after the device waits for these copies (`pass`), and the order
+        // read back only by the device's stream, after that wait.
+        unsafe {
+            if kept.is_none() {
+                self.copies.upload_at(gpu, &mut slot.words, 0, page.words())?;
+            }
+            if let Held::Host(order) = &mut state.order {
+                self.copies.upload_at(gpu, &mut slot.order, 0, order.take(gpu, page.rows)?)?;
+            }
+            if let Held::Host(gradients) = &mut state.gradients {
+                self.copies.upload_at(gpu, &mut slot.gradients, 0, gradients.take(gpu, page.rows)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// Every page's rows in its root, in order, with their gradients of this tree.
@@ -202,7 +241,7 @@ struct StreamedBackend<'a, 'p> {
 impl StreamedBackend<'_, '_> {
     /// One pass over the pages: each page's bins, `expanded` partitioned (when any), and the
     /// histograms of `slots` (each a node whose rows are a range of every page's order) added into
-    /// `histograms`, slot by slot.
+    /// `histograms`, slot by slot. The next page's copies run on the copy stream meanwhile.
     fn pass(
         &mut self,
         expanded: &[Expansion<Fixed>],
@@ -211,20 +250,25 @@ impl StreamedBackend<'_, '_> {
     ) -> Result<()> {
         let e = &mut self.evaluator;
         let (gpu, cuts, first_bins, layout) = (e.gpu, e.cuts, e.first_bins, e.layout);
+        let views = self.pages.views()?;
         let s = &mut *self.streamed;
-        let (buffers, bins, scratch) = (&mut s.buffers, &mut s.bins, &mut s.gradients);
-        let mut states = s.pages.iter_mut();
-        self.pages.for_each(|_, page, words| {
-            let state = states.next().ok_or_else(|| Error::InvalidData("a page without its rows' state".into()))?;
+        if s.pages.len() != views.len() {
+            return Err(Error::InvalidData("a page without its rows' state".into()));
+        }
+        s.prefetch(gpu, &views, 0)?;
+        for (k, DevicePage { page, kept, .. }) in views.iter().enumerate() {
+            s.copies.wait(gpu)?;
+            s.prefetch(gpu, &views, k + 1)?;
+            let (state, slot) = (&mut s.pages[k], &mut s.slots[k % 2]);
             if page.rows == 0 {
-                return Ok(());
+                continue;
             }
-            let bins = Streamed::bins_for(bins, gpu, page.rows)?;
-            let identity = &buffers.identity;
-            gather_page(gpu, (page, words), 0, &cuts.cut_ptrs, (identity, 0..page.rows), bins)?;
+            let bins = Streamed::bins_for(&mut s.bins, gpu, page.rows)?;
+            let (buffers, words) = (&mut s.buffers, kept.unwrap_or(&slot.words));
+            gather_page(gpu, (page, words), 0, &cuts.cut_ptrs, (&buffers.identity, 0..page.rows), bins)?;
             match &mut state.order {
                 Held::Device(order) => std::mem::swap(order, &mut buffers.rows),
-                Held::Host(order) => buffers.rows.copy_from_host(gpu, order.take(gpu, page.rows)?)?,
+                Held::Host(_) => std::mem::swap(&mut slot.order, &mut buffers.rows),
             }
             if !expanded.is_empty() {
                 let rows = PartitionRows { gpu, bins, first_bins, order: &state.ranges };
@@ -240,21 +284,23 @@ impl StreamedBackend<'_, '_> {
                     (begin as u32, end as u32)
                 })
                 .collect();
-            let gradients = match &mut state.gradients {
-                Held::Device(gradients) => &*gradients,
-                Held::Host(gradients) => {
-                    scratch.copy_from_host(gpu, gradients.take(gpu, page.rows)?)?;
-                    &*scratch
-                }
+            let gradients = match &state.gradients {
+                Held::Device(gradients) => gradients,
+                Held::Host(_) => &slot.gradients,
             };
             let rows = NodeRows { gpu, bins, gradients, rows: &buffers.rows };
             add_histograms(&rows, (layout, first_bins), &ranges, histograms, &mut e.bad_row)?;
             match &mut state.order {
                 Held::Device(order) => std::mem::swap(order, &mut buffers.rows),
-                Held::Host(order) => buffers.rows.copy_range_to_host(gpu, 0..page.rows, order.take(gpu, page.rows)?)?,
+                Held::Host(order) => {
+                    if !expanded.is_empty() {
+                        buffers.rows.copy_range_to_host(gpu, 0..page.rows, order.take(gpu, page.rows)?)?;
+                    }
+                    std::mem::swap(&mut slot.order, &mut buffers.rows);
+                }
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     /// Runs `step` between the device timers of phase `name`.

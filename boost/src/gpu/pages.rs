@@ -513,34 +513,40 @@ pub(super) struct DevicePages<'a> {
     resident: &'a [Option<DeviceBuffer<u64>>],
 }
 
-impl DevicePages<'_> {
+/// A page as a pass reads it: its first row, its words on the host, and its copy kept on the
+/// device, if any.
+pub(super) struct DevicePage<'a> {
+    pub(super) first: usize,
+    pub(super) page: EllpackMatrix<&'a [u64]>,
+    pub(super) kept: Option<&'a DeviceBuffer<u64>>,
+}
+
+impl<'a> DevicePages<'a> {
+    /// Each page, in row order.
+    pub(super) fn views(&self) -> Result<Vec<DevicePage<'a>>> {
+        let pages = self.matrix.store.pages()?.into_iter().enumerate();
+        let kept = |i: usize| self.resident.get(i).and_then(Option::as_ref);
+        Ok(pages.map(|(i, (first, page))| DevicePage { first, page, kept: kept(i) }).collect())
+    }
+
     /// Calls `visit` with each page's first row, the page and its words on the device (kept, or
     /// copied), until it fails.
     pub(super) fn for_each(
         &self,
         mut visit: impl FnMut(usize, &EllpackMatrix<&[u64]>, &DeviceBuffer<u64>) -> Result<()>,
     ) -> Result<()> {
-        let (mut index, mut failed) = (0, None);
-        self.matrix.store.for_each(|first, page| {
-            let kept = self.resident.get(index).and_then(Option::as_ref);
-            index += 1;
-            if failed.is_some() {
-                return;
-            }
+        for DevicePage { first, page, kept } in self.views()? {
             let copied;
             let words = match kept {
                 Some(words) => words,
-                None => match self.gpu.upload(page.words()) {
-                    Ok(words) => {
-                        copied = words;
-                        &copied
-                    }
-                    Err(error) => return failed = Some(error.into()),
-                },
+                None => {
+                    copied = self.gpu.upload(page.words())?;
+                    &copied
+                }
             };
-            failed = visit(first, &page, words).err();
-        })?;
-        failed.map_or(Ok(()), Err)
+            visit(first, &page, words)?;
+        }
+        Ok(())
     }
 }
 
