@@ -126,6 +126,11 @@ impl PageStore {
         Ok(pages)
     }
 
+    /// Whether each page's words are in host memory (not in the cache file), in row order.
+    pub fn in_memory(&self) -> Vec<bool> {
+        self.pages.iter().map(|page| matches!(page.place, Place::Host(_))).collect()
+    }
+
     /// Calls `visit(first row, page)` on every page in row order ([`PageStore::pages`]).
     pub fn for_each(&self, mut visit: impl FnMut(usize, EllpackMatrix<&[u64]>)) -> Result<()> {
         self.pages()?.into_iter().for_each(|(first, page)| visit(first, page));

@@ -44,14 +44,21 @@ enum Held<T> {
 /// One page's rows during a tree.
 struct PageRows {
     rows: usize,
+    /// The page's bins in the builder's layout, page-locked on the host (for a page whose words
+    /// are in host memory): a pass copies them and unpacks nothing.
+    bins: Option<Staging<u32>>,
     order: Held<u32>,
     ranges: RowOrder,
     gradients: Held<Fixed>,
 }
 
-/// The device buffers of a page's copy: its words (unless kept on the device), and its order and
-/// gradients when they are held on the host.
+/// The device buffers of a page's copy: its bins in the builder's layout (copied, or unpacked from
+/// its words), its words when they are neither kept on the device nor copied as bins, and its order
+/// and gradients when they are held on the host.
 struct PageSlot {
+    /// A buffer of each page size (the histogram kernels take a matrix's rows from it): the
+    /// pages' usual size, and the last other one asked.
+    bins: Vec<DeviceBins>,
     words: DeviceBuffer<u64>,
     order: DeviceBuffer<u32>,
     gradients: DeviceBuffer<Fixed>,
@@ -64,9 +71,6 @@ pub(super) struct Streamed {
     /// The partition's buffers; `spare` one row longer than `rows`, so that a partition of a whole
     /// page copies its scatter back instead of swapping it with the page's order.
     buffers: RowBuffers,
-    /// A page's bins in the builder's layout, a buffer of each page's size (the histogram kernels
-    /// take a matrix's rows from it): the pages' usual size, and the last other one asked.
-    bins: Vec<DeviceBins>,
     /// Two pages' copies: the next page's is copied into one, on its own stream, while the kernels
     /// read the other (double buffering).
     slots: [PageSlot; 2],
@@ -82,33 +86,78 @@ pub(super) enum TreeGradients<'a> {
 }
 
 impl Streamed {
-    /// Buffers for `pages`' largest page, and each page's state on the host until
+    /// Buffers for `pages`' largest page, each page in host memory in the builder's layout
+    /// ([`Streamed::transcode`]), and each page's state on the host until
     /// [`Streamed::keep_on_device`].
-    pub(super) fn new(gpu: &Gpu, pages: &DevicePages, layout: BinLayout) -> Result<Self> {
-        let mut rows = Vec::new();
-        pages.matrix.store.for_each(|_, page: EllpackMatrix<&[u64]>| rows.push(page.rows))?;
-        let largest = rows.iter().copied().max().unwrap_or(0);
+    pub(super) fn new(gpu: &Gpu, pages: &DevicePages, cut_ptrs: &DeviceBuffer<u32>, layout: BinLayout) -> Result<Self> {
+        let views = pages.views()?;
+        let largest = views.iter().map(|p| p.page.rows).max().unwrap_or(0);
         let mut buffers = RowBuffers::new(gpu, largest)?;
         buffers.spare = gpu.alloc_zeroed(largest + 1)?;
-        let bins = vec![DeviceBins { words: gpu.alloc_zeroed(largest * layout.row_words)?, layout }];
-        let words = pages.views()?.iter().filter(|p| p.kept.is_none()).map(|p| p.page.words().len()).max();
+        let in_memory = pages.matrix.store.in_memory();
+        let bins = Self::transcode(gpu, &views, &in_memory, cut_ptrs, layout)?;
+        // Words are copied only for the pages on disk that the device does not keep.
+        let copied = views.iter().zip(&in_memory).filter(|(p, &host)| p.kept.is_none() && !host);
+        let words = copied.map(|(p, _)| p.page.words().len()).max().unwrap_or(0);
         let slot = || {
-            let (words, order) = (gpu.alloc_zeroed(words.unwrap_or(0))?, gpu.alloc_zeroed(largest)?);
-            Ok::<_, Error>(PageSlot { words, order, gradients: gpu.alloc_zeroed(largest)? })
+            let bins = vec![DeviceBins { words: gpu.alloc_zeroed(largest * layout.row_words)?, layout }];
+            let (words, order) = (gpu.alloc_zeroed(words)?, gpu.alloc_zeroed(largest)?);
+            Ok::<_, Error>(PageSlot { bins, words, order, gradients: gpu.alloc_zeroed(largest)? })
         };
         let slots = [slot()?, slot()?];
-        let pages = rows
-            .into_iter()
-            .map(|rows| {
+        let pages = views
+            .iter()
+            .zip(bins)
+            .map(|(view, bins)| {
+                let rows = view.page.rows;
                 let (mut order, mut gradients) = (Staging::new(), Staging::new());
                 // Sized and page-locked once.
                 order.take(gpu, rows)?;
                 gradients.take(gpu, rows)?;
                 let (order, gradients) = (Held::Host(order), Held::Host(gradients));
-                Ok(PageRows { rows, order, ranges: RowOrder::ranges_only(rows), gradients })
+                Ok(PageRows { rows, bins, order, ranges: RowOrder::ranges_only(rows), gradients })
             })
             .collect::<Result<_>>()?;
-        Ok(Streamed { pages, buffers, bins, slots, copies: gpu.copy_stream()?, placed: false })
+        Ok(Streamed { pages, buffers, slots, copies: gpu.copy_stream()?, placed: false })
+    }
+
+    /// Each page whose words are in host memory unpacked once on the device into the builder's
+    /// layout and kept page-locked on the host: fewer bytes a pass copies than the page's symbols
+    /// (9-bit ids of each feature's bins against 13-bit global symbols at 28 features of 256
+    /// bins), and no unpacking in the pass. Host memory: `row_words` words a row more.
+    fn transcode(
+        gpu: &Gpu,
+        views: &[DevicePage],
+        in_memory: &[bool],
+        cut_ptrs: &DeviceBuffer<u32>,
+        layout: BinLayout,
+    ) -> Result<Vec<Option<Staging<u32>>>> {
+        let identity: Vec<u32> = (0..views.iter().map(|p| p.page.rows).max().unwrap_or(0) as u32).collect();
+        let identity = gpu.upload(&identity)?;
+        views
+            .iter()
+            .zip(in_memory)
+            .map(|(view, &host)| {
+                let rows = view.page.rows;
+                if !host || rows == 0 || layout.row_words == 0 {
+                    return Ok(None);
+                }
+                let copied;
+                let words = match view.kept {
+                    Some(words) => words,
+                    None => {
+                        copied = gpu.upload(view.page.words())?;
+                        &copied
+                    }
+                };
+                let bins = DeviceBins { words: gpu.alloc_zeroed(rows * layout.row_words)?, layout };
+                gather_page(gpu, (&view.page, words), 0, cut_ptrs, (&identity, 0..rows), &bins)?;
+                let mut staging = Staging::new();
+                let len = bins.words.len();
+                bins.words.copy_range_to_host(gpu, 0..len, staging.take(gpu, len)?)?;
+                Ok(Some(staging))
+            })
+            .collect()
     }
 
     /// Once, after the first tree: each page's state moved to the device, in order, while they
@@ -130,15 +179,15 @@ impl Streamed {
     }
 
     /// The bins buffer of a page of `rows` rows.
-    fn bins_for<'b>(bins: &'b mut Vec<DeviceBins>, gpu: &Gpu, rows: usize) -> Result<&'b DeviceBins> {
+    fn bins_for<'b>(bins: &'b mut Vec<DeviceBins>, gpu: &Gpu, rows: usize) -> Result<&'b mut DeviceBins> {
         let layout = bins[0].layout;
         let words = rows * layout.row_words;
         match bins.iter().position(|b| b.words.len() == words) {
-            Some(i) => Ok(&bins[i]),
+            Some(i) => Ok(&mut bins[i]),
             None => {
                 bins.truncate(1);
                 bins.push(DeviceBins { words: gpu.alloc_zeroed(words)?, layout });
-                Ok(&bins[1])
+                Ok(&mut bins[1])
             }
         }
     }
@@ -153,8 +202,14 @@ impl Streamed {
         // host copy written, only after the device waits for these copies (`pass`), and the order
         // read back only by the device's stream, after that wait.
         unsafe {
-            if kept.is_none() {
-                self.copies.upload_at(gpu, &mut slot.words, 0, page.words())?;
+            match (&mut state.bins, kept) {
+                (Some(bins), _) => {
+                    let to = Self::bins_for(&mut slot.bins, gpu, page.rows)?;
+                    let len = to.words.len();
+                    self.copies.upload_at(gpu, &mut to.words, 0, bins.take(gpu, len)?)?;
+                }
+                (None, Some(_)) => {}
+                (None, None) => self.copies.upload_at(gpu, &mut slot.words, 0, page.words())?,
             }
             if let Held::Host(order) = &mut state.order {
                 self.copies.upload_at(gpu, &mut slot.order, 0, order.take(gpu, page.rows)?)?;
@@ -263,9 +318,12 @@ impl StreamedBackend<'_, '_> {
             if page.rows == 0 {
                 continue;
             }
-            let bins = Streamed::bins_for(&mut s.bins, gpu, page.rows)?;
-            let (buffers, words) = (&mut s.buffers, kept.unwrap_or(&slot.words));
-            gather_page(gpu, (page, words), 0, &cuts.cut_ptrs, (&buffers.identity, 0..page.rows), bins)?;
+            let bins = &*Streamed::bins_for(&mut slot.bins, gpu, page.rows)?;
+            let buffers = &mut s.buffers;
+            if state.bins.is_none() {
+                let words = kept.unwrap_or(&slot.words);
+                gather_page(gpu, (page, words), 0, &cuts.cut_ptrs, (&buffers.identity, 0..page.rows), bins)?;
+            }
             match &mut state.order {
                 Held::Device(order) => std::mem::swap(order, &mut buffers.rows),
                 Held::Host(_) => std::mem::swap(&mut slot.order, &mut buffers.rows),

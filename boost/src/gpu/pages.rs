@@ -228,7 +228,9 @@ impl<'g> GpuPages<'g> {
         }
         let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
         if self.streamed.is_none() {
-            self.streamed = Some(Streamed::new(gpu, &pages, layout)?);
+            let start = Instant::now();
+            self.streamed = Some(Streamed::new(gpu, &pages, &self.trainer.cuts.cut_ptrs, layout)?);
+            self.trainer.phases.add("pages: buffers, and each page in the builder's layout (once)", start.elapsed());
         }
         let streamed = self.streamed.as_mut().expect("made above");
         let tree = grow_streamed(&mut self.trainer, &pages, streamed, params, gradients, features, rng)?;

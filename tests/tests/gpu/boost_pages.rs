@@ -225,7 +225,7 @@ fn streamed_pages_train_the_cpus_model() {
     let cases: Vec<LimitCase> = vec![
         ("binary, categories, depthwise", &binary, [&base[..], &[("objective", "binary:logistic")]].concat(), 80),
         (
-            "binary, lossguide",
+            "binary, lossguide, pages partly on disk",
             &binary,
             [&base[..], &[("objective", "binary:logistic"), ("grow_policy", "lossguide"), ("max_leaves", "12")]]
                 .concat(),
@@ -245,8 +245,16 @@ fn streamed_pages_train_the_cpus_model() {
             112,
         ),
     ];
+    let cache = tempfile::tempdir().unwrap();
     for (case, data, params, row_bytes) in cases {
-        let d = pages(data, rows / 5, &ExternalMemory { max_bin: 64, page_bytes: 1, ..Default::default() });
+        // Pages in host memory are copied in the builder's layout, those on disk as their words.
+        let mut memory = ExternalMemory { max_bin: 64, page_bytes: 1, ..Default::default() };
+        if case.ends_with("on disk") {
+            (memory.cache_dir, memory.host_bytes) = (Some(cache.path().to_path_buf()), rows * 4);
+        }
+        let d = pages(data, rows / 5, &memory);
+        let info = d.pages().expect("pages");
+        assert_eq!(info.disk_bytes > 0 && info.host_bytes > 0, case.ends_with("on disk"), "{case}: {info}");
         let limit = rows * row_bytes;
         let limit_text = limit.to_string();
         let params = [&params[..], &[("device_memory_limit", limit_text.as_str())]].concat();
