@@ -24,7 +24,6 @@ use super::histogram::{add_histograms, NodeRows};
 use super::pages::{gather_page, DevicePage, DevicePages, Staging};
 use super::partition::{enqueue_partition, PartitionRows, RowBuffers};
 use super::{BinLayout, DeviceBins, Fixed, GpuTrainer};
-use crate::ellpack::EllpackMatrix;
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder, SplitRequest};
