@@ -63,100 +63,112 @@ struct PageSlot {
     gradients: DeviceBuffer<Fixed>,
 }
 
-/// The device buffers of one page at a time, sized for the largest page, and each page's state:
-/// made at the first streamed tree and kept for the run.
+/// Each page's state, made at the first streamed tree and kept for the run.
 pub(super) struct Streamed {
     pages: Vec<PageRows>,
-    /// The partition's buffers; `spare` one row longer than `rows`, so that a partition of a whole
-    /// page copies its scatter back instead of swapping it with the page's order.
-    buffers: RowBuffers,
-    /// Two pages' copies: the next page's is copied into one, on its own stream, while the kernels
-    /// read the other (double buffering).
-    slots: [PageSlot; 2],
     copies: CopyStream,
+    /// Whether the pages in host memory were put in the builder's layout ([`Streamed::transcode`]).
+    transcoded: bool,
     /// Whether the states were placed ([`Streamed::keep_on_device`]).
     placed: bool,
 }
 
-/// A tree's gradients, every row's in row order.
+/// A tree's device buffers for one page at a time, sized for the largest page: made once the
+/// tree's gradients are in the pages' states (its device copy freed first), dropped with the tree.
+struct PageBuffers {
+    /// The partition's buffers; `spare` one row longer than `rows`, so that a partition of a whole
+    /// page copies its scatter back instead of swapping it with the page's order.
+    rows: RowBuffers,
+    /// Two pages' copies: the next page's is copied into one, on the copy stream, while the kernels
+    /// read the other (double buffering); one where the device has no room for two.
+    slots: Vec<PageSlot>,
+}
+
+/// A tree's gradients, every row's in row order (on the device: freed once in the pages' states).
 pub(super) enum TreeGradients<'a> {
     Host(&'a [Fixed]),
-    Device(&'a DeviceBuffer<Fixed>),
+    Device(DeviceBuffer<Fixed>),
 }
 
 impl Streamed {
-    /// Buffers for `pages`' largest page, each page in host memory in the builder's layout
-    /// ([`Streamed::transcode`]), and each page's state on the host until
-    /// [`Streamed::keep_on_device`].
-    pub(super) fn new(gpu: &Gpu, pages: &DevicePages, cut_ptrs: &DeviceBuffer<u32>, layout: BinLayout) -> Result<Self> {
-        let views = pages.views()?;
-        let largest = views.iter().map(|p| p.page.rows).max().unwrap_or(0);
-        let mut buffers = RowBuffers::new(gpu, largest)?;
-        buffers.spare = gpu.alloc_zeroed(largest + 1)?;
-        let in_memory = pages.matrix.store.in_memory();
-        let bins = Self::transcode(gpu, &views, &in_memory, cut_ptrs, layout)?;
-        // Words are copied only for the pages on disk that the device does not keep.
-        let copied = views.iter().zip(&in_memory).filter(|(p, &host)| p.kept.is_none() && !host);
-        let words = copied.map(|(p, _)| p.page.words().len()).max().unwrap_or(0);
-        let slot = || {
-            let bins = vec![DeviceBins { words: gpu.alloc_zeroed(largest * layout.row_words)?, layout }];
-            let (words, order) = (gpu.alloc_zeroed(words)?, gpu.alloc_zeroed(largest)?);
-            Ok::<_, Error>(PageSlot { bins, words, order, gradients: gpu.alloc_zeroed(largest)? })
-        };
-        let slots = [slot()?, slot()?];
-        let pages = views
+    /// Each page's state, on the host until [`Streamed::keep_on_device`].
+    pub(super) fn new(gpu: &Gpu, pages: &DevicePages) -> Result<Self> {
+        let pages = pages
+            .views()?
             .iter()
-            .zip(bins)
-            .map(|(view, bins)| {
+            .map(|view| {
                 let rows = view.page.rows;
                 let (mut order, mut gradients) = (Staging::new(), Staging::new());
                 // Sized and page-locked once.
                 order.take(gpu, rows)?;
                 gradients.take(gpu, rows)?;
                 let (order, gradients) = (Held::Host(order), Held::Host(gradients));
-                Ok(PageRows { rows, bins, order, ranges: RowOrder::ranges_only(rows), gradients })
+                Ok(PageRows { rows, bins: None, order, ranges: RowOrder::ranges_only(rows), gradients })
             })
             .collect::<Result<_>>()?;
-        Ok(Streamed { pages, buffers, slots, copies: gpu.copy_stream()?, placed: false })
+        Ok(Streamed { pages, copies: gpu.copy_stream()?, transcoded: false, placed: false })
     }
 
-    /// Each page whose words are in host memory unpacked once on the device into the builder's
-    /// layout and kept page-locked on the host: fewer bytes a pass copies than the page's symbols
-    /// (9-bit ids of each feature's bins against 13-bit global symbols at 28 features of 256
-    /// bins), and no unpacking in the pass. Host memory: `row_words` words a row more.
-    fn transcode(
-        gpu: &Gpu,
-        views: &[DevicePage],
-        in_memory: &[bool],
-        cut_ptrs: &DeviceBuffer<u32>,
-        layout: BinLayout,
-    ) -> Result<Vec<Option<Staging<u32>>>> {
-        let identity: Vec<u32> = (0..views.iter().map(|p| p.page.rows).max().unwrap_or(0) as u32).collect();
-        let identity = gpu.upload(&identity)?;
-        views
-            .iter()
-            .zip(in_memory)
-            .map(|(view, &host)| {
-                let rows = view.page.rows;
-                if !host || rows == 0 || layout.row_words == 0 {
-                    return Ok(None);
+    /// Rows of the largest page.
+    fn largest(&self) -> usize {
+        self.pages.iter().map(|p| p.rows).max().unwrap_or(0)
+    }
+
+    /// Once: each page whose words are in host memory unpacked on the device into the builder's
+    /// layout and kept page-locked on the host. A pass then copies fewer bytes than the page's
+    /// symbols (9-bit ids of each feature's bins against 13-bit global symbols at 28 features of
+    /// 256 bins) and unpacks nothing. Host memory: `row_words` words a row more.
+    fn transcode(&mut self, gpu: &Gpu, pages: &DevicePages, (cut_ptrs, layout): (&DeviceBuffer<u32>, BinLayout), identity: &DeviceBuffer<u32>) -> Result<()> {
+        if std::mem::replace(&mut self.transcoded, true) || layout.row_words == 0 {
+            return Ok(());
+        }
+        let in_memory = pages.matrix.store.in_memory();
+        for ((view, state), host) in pages.views()?.iter().zip(&mut self.pages).zip(in_memory) {
+            let rows = view.page.rows;
+            if !host || rows == 0 {
+                continue;
+            }
+            let copied;
+            let words = match view.kept {
+                Some(words) => words,
+                None => {
+                    copied = gpu.upload(view.page.words())?;
+                    &copied
                 }
-                let copied;
-                let words = match view.kept {
-                    Some(words) => words,
-                    None => {
-                        copied = gpu.upload(view.page.words())?;
-                        &copied
-                    }
-                };
-                let bins = DeviceBins { words: gpu.alloc_zeroed(rows * layout.row_words)?, layout };
-                gather_page(gpu, (&view.page, words), 0, cut_ptrs, (&identity, 0..rows), &bins)?;
-                let mut staging = Staging::new();
-                let len = bins.words.len();
-                bins.words.copy_range_to_host(gpu, 0..len, staging.take(gpu, len)?)?;
-                Ok(Some(staging))
-            })
-            .collect()
+            };
+            let bins = DeviceBins { words: gpu.alloc_zeroed(rows * layout.row_words)?, layout };
+            gather_page(gpu, (&view.page, words), 0, cut_ptrs, (identity, 0..rows), &bins)?;
+            let mut staging = Staging::new();
+            let len = bins.words.len();
+            bins.words.copy_range_to_host(gpu, 0..len, staging.take(gpu, len)?)?;
+            state.bins = Some(staging);
+        }
+        Ok(())
+    }
+
+    /// The copy buffers of a tree: two, or one where the device's memory (or its limit) has no
+    /// room for the second.
+    fn slots(&self, gpu: &Gpu, pages: &DevicePages, layout: BinLayout) -> Result<Vec<PageSlot>> {
+        let largest = self.largest();
+        // Words are copied only for the pages that are neither kept on the device nor in the
+        // builder's layout; orders and gradients only where some page holds them on the host.
+        let views = pages.views()?;
+        let copied = views.iter().zip(&self.pages).filter(|(v, p)| v.kept.is_none() && p.bins.is_none());
+        let words = copied.map(|(v, _)| v.page.words().len()).max().unwrap_or(0);
+        let host = self.pages.iter().any(|p| matches!(p.order, Held::Host(_)) || matches!(p.gradients, Held::Host(_)));
+        let state = if host { largest } else { 0 };
+        let slot = || -> primitives::Result<PageSlot> {
+            let bins = vec![DeviceBins { words: gpu.alloc_zeroed(largest * layout.row_words)?, layout }];
+            let (words, order) = (gpu.alloc_zeroed(words)?, gpu.alloc_zeroed(state)?);
+            Ok(PageSlot { bins, words, order, gradients: gpu.alloc_zeroed(state)? })
+        };
+        let mut slots = vec![slot()?];
+        match slot() {
+            Ok(second) => slots.push(second),
+            Err(primitives::Error::MemoryLimit { .. } | primitives::Error::OutOfMemory { .. }) => {}
+            Err(error) => return Err(error.into()),
+        }
+        Ok(slots)
     }
 
     /// Once, after the first tree: each page's state moved to the device, in order, while they
@@ -191,15 +203,17 @@ impl Streamed {
         }
     }
 
-    /// Enqueues the copies of page `k` of `views` (when there is one) into slot `k % 2`, on the copy
-    /// stream after the device's work so far (the slot's last readers): its words unless kept on
-    /// the device, its order and gradients when held on the host.
-    fn prefetch(&mut self, gpu: &Gpu, views: &[DevicePage], k: usize) -> Result<()> {
-        let (Some(DevicePage { page, kept, .. }), Some(state)) = (views.get(k), self.pages.get_mut(k)) else { return Ok(()) };
-        let slot = &mut self.slots[k % 2];
-        // SAFETY: the pages' words stay (page-locked) for the run; the slot is read, and a state's
-        // host copy written, only after the device waits for these copies (`pass`), and the order
-        // read back only by the device's stream, after that wait.
+    /// Enqueues the copies of page `k` of `views` (when there is one) into `slot`, on the copy
+    /// stream after the device's work so far (the slot's last readers): its bins in the builder's
+    /// layout, or its words unless kept on the device; its order and gradients when held on the
+    /// host.
+    fn prefetch(&mut self, gpu: &Gpu, views: &[DevicePage], k: usize, slot: &mut PageSlot) -> Result<()> {
+        let (Some(DevicePage { page, kept, .. }), Some(state)) = (views.get(k), self.pages.get_mut(k)) else {
+            return Ok(());
+        };
+        // SAFETY: the pages' words and the states' host copies stay (page-locked) for the run; the
+        // slot is read, and a state's host copy written, only after the device waits for these
+        // copies (`pass`), and the order read back only by the device's stream, after that wait.
         unsafe {
             match (&mut state.bins, kept) {
                 (Some(bins), _) => {
@@ -220,15 +234,16 @@ impl Streamed {
         Ok(())
     }
 
-    /// Every page's rows in its root, in order, with their gradients of this tree.
-    fn start_tree(&mut self, gpu: &Gpu, gradients: TreeGradients) -> Result<()> {
+    /// Every page's rows in its root, in order, with their gradients of this tree (whose device
+    /// copy is freed on return).
+    fn start_tree(&mut self, gpu: &Gpu, gradients: TreeGradients, identity: &DeviceBuffer<u32>) -> Result<()> {
         let mut first = 0;
         for page in &mut self.pages {
             let span = first..first + page.rows;
             first = span.end;
             page.ranges = RowOrder::ranges_only(page.rows);
             match &mut page.order {
-                Held::Device(order) => order.copy_range_from_device(gpu, &self.buffers.identity, 0..page.rows, 0)?,
+                Held::Device(order) => order.copy_range_from_device(gpu, identity, 0..page.rows, 0)?,
                 Held::Host(order) => {
                     order.take(gpu, page.rows)?.iter_mut().enumerate().for_each(|(i, r)| *r = i as u32)
                 }
@@ -260,14 +275,23 @@ pub(super) fn grow_streamed(
 ) -> Result<Tree> {
     let gpu = trainer.gpu;
     let start = Instant::now();
-    streamed.start_tree(gpu, gradients)?;
+    let largest = streamed.largest();
+    let mut rows = RowBuffers::new(gpu, largest)?;
+    rows.spare = gpu.alloc_zeroed(largest + 1)?;
+    streamed.start_tree(gpu, gradients, &rows.identity)?;
     trainer.phases.add("pages: each page's rows and gradients", start.elapsed());
+    if !streamed.transcoded {
+        let start = Instant::now();
+        streamed.transcode(gpu, pages, (&trainer.cuts.cut_ptrs, trainer.bins.layout), &rows.identity)?;
+        trainer.phases.add("pages: each page in the builder's layout (once)", start.elapsed());
+    }
+    let work = PageBuffers { slots: streamed.slots(gpu, pages, trainer.bins.layout)?, rows };
     let context = SplitContext { params: params.split(), quantiser, categorical: params.categorical() };
     let no_rows = gpu.alloc_zeroed::<Fixed>(0)?;
     let (cuts, bins, first_bins) = (&trainer.cuts, &trainer.bins, &trainer.first_bins);
     let mut evaluator = GpuBackend::new(gpu, cuts, bins, first_bins, &no_rows, root, &mut trainer.buffers, context)?;
     evaluator.timers = std::mem::take(&mut trainer.timers);
-    let mut backend = StreamedBackend { evaluator, pages, streamed, pending: None };
+    let mut backend = StreamedBackend { evaluator, pages, streamed, work, pending: None };
     let rows = pages.matrix.rows();
     let tree = grow::grow(&mut backend, params, &quantiser, features, rows, rng)?;
     let evaluator = &mut backend.evaluator;
@@ -287,6 +311,7 @@ struct StreamedBackend<'a, 'p> {
     evaluator: GpuBackend<'a>,
     pages: &'a DevicePages<'p>,
     streamed: &'a mut Streamed,
+    work: PageBuffers,
     /// The last batch's expansions, partitioned in the pass that builds their children's
     /// histograms (or never, when none are asked: their children are leaves).
     pending: Option<Vec<Expansion<Fixed>>>,
@@ -305,20 +330,26 @@ impl StreamedBackend<'_, '_> {
         let e = &mut self.evaluator;
         let (gpu, cuts, first_bins, layout) = (e.gpu, e.cuts, e.first_bins, e.layout);
         let views = self.pages.views()?;
-        let s = &mut *self.streamed;
+        let (s, work) = (&mut *self.streamed, &mut self.work);
         if s.pages.len() != views.len() {
             return Err(Error::InvalidData("a page without its rows' state".into()));
         }
-        s.prefetch(gpu, &views, 0)?;
+        let double = work.slots.len() == 2;
         for (k, DevicePage { page, kept, .. }) in views.iter().enumerate() {
+            if k == 0 || !double {
+                s.prefetch(gpu, &views, k, &mut work.slots[0])?;
+            }
             s.copies.wait(gpu)?;
-            s.prefetch(gpu, &views, k + 1)?;
-            let (state, slot) = (&mut s.pages[k], &mut s.slots[k % 2]);
+            if double {
+                s.prefetch(gpu, &views, k + 1, &mut work.slots[(k + 1) % 2])?;
+            }
+            let slot = if double { k % 2 } else { 0 };
+            let (state, slot) = (&mut s.pages[k], &mut work.slots[slot]);
             if page.rows == 0 {
                 continue;
             }
             let bins = &*Streamed::bins_for(&mut slot.bins, gpu, page.rows)?;
-            let buffers = &mut s.buffers;
+            let buffers = &mut work.rows;
             if state.bins.is_none() {
                 let words = kept.unwrap_or(&slot.words);
                 gather_page(gpu, (page, words), 0, &cuts.cut_ptrs, (&buffers.identity, 0..page.rows), bins)?;
@@ -360,6 +391,15 @@ impl StreamedBackend<'_, '_> {
         Ok(())
     }
 
+    /// The phase of a level's pass: with the copies beside the kernels (two copy buffers), or
+    /// after them (one).
+    fn pass_phase(&self) -> &'static str {
+        match self.work.slots.len() {
+            2 => "pages: a level's pass (copy, bins, partition, histograms)",
+            _ => "pages: a level's pass, one copy buffer (copy, bins, partition, histograms)",
+        }
+    }
+
     /// Runs `step` between the device timers of phase `name`.
     fn timed<T>(&mut self, name: &'static str, step: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let start = self.evaluator.timers.start(self.evaluator.gpu)?;
@@ -378,7 +418,7 @@ impl GrowBackend<Fixed> for StreamedBackend<'_, '_> {
     }
 
     fn root_histogram(&mut self) -> Result<()> {
-        self.timed("pages: a level's pass (copy, bins, partition, histograms)", |b| {
+        self.timed(self.pass_phase(), |b| {
             let mut histograms = b.evaluator.histograms.zeroed(b.evaluator.gpu, b.evaluator.slot_len())?;
             b.pass(&[], &[0], &mut histograms)?;
             b.evaluator.histograms.insert(histograms, &[(0, 0)]);
@@ -403,7 +443,7 @@ impl GrowBackend<Fixed> for StreamedBackend<'_, '_> {
                 "the children's histograms of a batch are asked for some of its expansions, not all".into(),
             ));
         }
-        self.timed("pages: a level's pass (copy, bins, partition, histograms)", |b| {
+        self.timed(self.pass_phase(), |b| {
             let slots: Vec<usize> = children.iter().flat_map(|c| [c.left, c.right]).collect();
             let e = &mut b.evaluator;
             let mut histograms = e.histograms.zeroed(e.gpu, slots.len() * e.slot_len())?;

@@ -229,8 +229,8 @@ impl<'g> GpuPages<'g> {
         let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
         if self.streamed.is_none() {
             let start = Instant::now();
-            self.streamed = Some(Streamed::new(gpu, &pages, &self.trainer.cuts.cut_ptrs, layout)?);
-            self.trainer.phases.add("pages: buffers, and each page in the builder's layout (once)", start.elapsed());
+            self.streamed = Some(Streamed::new(gpu, &pages)?);
+            self.trainer.phases.add("pages: each page's state, page-locked (once)", start.elapsed());
         }
         let streamed = self.streamed.as_mut().expect("made above");
         let tree = grow_streamed(&mut self.trainer, &pages, streamed, params, gradients, features, rng)?;
@@ -374,7 +374,11 @@ impl<'g> GpuPages<'g> {
             self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
             let (quantiser, root) = (kept.quantiser, kept.root);
             let tree = if kept.rows.len() == n {
-                self.grow_streamed(params, (quantiser, TreeGradients::Device(&kept.fixed), root), features, rng)?
+                // Every row kept, in order: only their gradients are needed (and only until they
+                // are in the pages' states).
+                let (fixed, rows) = (kept.fixed, kept.rows);
+                drop(rows);
+                self.grow_streamed(params, (quantiser, TreeGradients::Device(fixed), root), features, rng)?
             } else {
                 // Sampled rows that still do not fit: their gradients to the pages' rows, on the host.
                 let mut fixed = vec![Fixed::zero(); n];
