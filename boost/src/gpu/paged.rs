@@ -82,6 +82,9 @@ struct PageBuffers {
     /// Two pages' copies: the next page's is copied into one, on the copy stream, while the kernels
     /// read the other (double buffering); one where the device has no room for two.
     slots: Vec<PageSlot>,
+    /// Whether the first page's copies are in the first slot already: with two slots, a pass
+    /// ends by copying them for the next, during the split evaluation between the two.
+    first_copied: bool,
 }
 
 /// A tree's gradients, every row's in row order (on the device: freed once in the pages' states).
@@ -285,7 +288,7 @@ pub(super) fn grow_streamed(
         streamed.transcode(gpu, pages, (&trainer.cuts.cut_ptrs, trainer.bins.layout), &rows.identity)?;
         trainer.phases.add("pages: each page in the builder's layout (once)", start.elapsed());
     }
-    let work = PageBuffers { slots: streamed.slots(gpu, pages, trainer.bins.layout)?, rows };
+    let work = PageBuffers { slots: streamed.slots(gpu, pages, trainer.bins.layout)?, rows, first_copied: false };
     let context = SplitContext { params: params.split(), quantiser, categorical: params.categorical() };
     let no_rows = gpu.alloc_zeroed::<Fixed>(0)?;
     let (cuts, bins, first_bins) = (&trainer.cuts, &trainer.bins, &trainer.first_bins);
@@ -294,6 +297,9 @@ pub(super) fn grow_streamed(
     let mut backend = StreamedBackend { evaluator, pages, streamed, work, pending: None };
     let rows = pages.matrix.rows();
     let tree = grow::grow(&mut backend, params, &quantiser, features, rows, rng)?;
+    // The last pass copied the first page for a next one: done before the next tree writes the
+    // states' host copies (the read back below waits for it).
+    backend.streamed.copies.wait(gpu)?;
     let evaluator = &mut backend.evaluator;
     let bad = evaluator.bad_row.to_vec(gpu)?[0];
     if bad != u32::MAX {
@@ -336,7 +342,7 @@ impl StreamedBackend<'_, '_> {
         }
         let double = work.slots.len() == 2;
         for (k, DevicePage { page, kept, .. }) in views.iter().enumerate() {
-            if k == 0 || !double {
+            if (k == 0 && !work.first_copied) || !double {
                 s.prefetch(gpu, &views, k, &mut work.slots[0])?;
             }
             s.copies.wait(gpu)?;
@@ -388,6 +394,12 @@ impl StreamedBackend<'_, '_> {
                 }
             }
         }
+        // The next pass's first copies run during the evaluation between the two (each page's
+        // order and gradients are as the next pass reads them).
+        work.first_copied = double && !views.is_empty();
+        if work.first_copied {
+            s.prefetch(gpu, &views, 0, &mut work.slots[0])?;
+        }
         Ok(())
     }
 
@@ -407,6 +419,15 @@ impl StreamedBackend<'_, '_> {
         let e = &mut self.evaluator;
         e.timers.stop(e.gpu, &mut e.phases, name, start)?;
         Ok(out)
+    }
+}
+
+impl Drop for StreamedBackend<'_, '_> {
+    fn drop(&mut self) {
+        // Copies still in flight (the last pass copies the first page for a next one, and a
+        // failed pass may leave some) write the slots: the device's stream waits for them before
+        // it frees the slots. A failure here is a copy's, which the next wait reports.
+        let _ = self.streamed.copies.wait(self.evaluator.gpu);
     }
 }
 
