@@ -19,7 +19,7 @@
 //! | `sketch.rs`, `bins.rs`, `csr.rs` | quantile cuts and the quantised matrix from device rows, or host rows in pieces |
 //! | `exact.rs` | the exact method ([`GpuExact`]) |
 //! | `pages.rs` | external-memory pages, a sampled page a tree ([`GpuPages`]) |
-//! | `paged.rs` | pages that do not fit, streamed a level at a time |
+//! | `paged.rs` | pages that do not fit, streamed a level at a time (double-buffered copies) |
 //! | `multi.rs`, `nccl.rs`, `peer.rs` | several GPUs ([`MultiGpuTrainer`]) |
 //! | `predict.rs`, `eval.rs`, `metrics.rs`, `rank.rs` | prediction, evaluation sets, metrics, ranking gradients |
 //! | `timers.rs` | each step's device time (CUDA events), beside the host's |
