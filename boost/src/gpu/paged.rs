@@ -1,7 +1,8 @@
 //! A tree over external-memory pages that do not fit the device together ([`grow_streamed`]): the
 //! pages streamed a level at a time, as XGBoost's GPU `hist` does over `ExtMemQuantileDMatrix`
 //! without sampling. Each page keeps its own row order (page-local rows, each node's a range) and
-//! its rows' fixed-point gradients, on the host for the first tree, then on the device while they fit
+//! its rows' gradients (`f32` pairs, put in fixed point a page at a time by the tree's quantiser on
+//! the device: the host's integers), on the host for the first tree, then on the device while they fit
 //! half of what that tree's peak left. A level is one pass: every page copied to the device (the
 //! next page's words and host-held state on a copy stream while the kernels read the current
 //! one: two buffers), its bins unpacked into the builder's layout, its rows
@@ -14,16 +15,19 @@
 
 use std::time::Instant;
 
+use primitives::ops::GradientPair;
 use primitives::{CopyStream, DeviceBuffer, Gpu};
 
+use boost_kernels::entry;
 use boost_kernels::evaluate::SplitContext;
+use boost_kernels::reduce;
 use boost_kernels::split::Split;
 
 use super::grow::GpuBackend;
 use super::histogram::{add_histograms, NodeRows};
 use super::pages::{gather_page, DevicePage, DevicePages, Staging};
 use super::partition::{enqueue_partition, PartitionRows, RowBuffers};
-use super::{BinLayout, DeviceBins, Fixed, GpuTrainer};
+use super::{warp_per_block_config, BinLayout, DeviceBins, Fixed, GpuTrainer};
 use crate::fixed_point::GradientQuantiser;
 use crate::param::TreeParams;
 use crate::tree::grow::{self, ChildHistograms, Expansion, GrowBackend, RowOrder, SplitRequest};
@@ -31,7 +35,7 @@ use crate::tree::Tree;
 use crate::{Error, Result};
 
 /// Bytes a row of a page's state: its place in the order and its fixed-point gradient.
-const STATE_BYTES: usize = 4 + size_of::<Fixed>();
+const STATE_BYTES: usize = 4 + size_of::<GradientPair<f32>>();
 
 /// Where a page's state lives: on the device, or in page-locked host memory (copied at the bus's
 /// speed).
@@ -48,7 +52,7 @@ struct PageRows {
     bins: Option<Staging<u32>>,
     order: Held<u32>,
     ranges: RowOrder,
-    gradients: Held<Fixed>,
+    gradients: Held<GradientPair<f32>>,
 }
 
 /// The device buffers of a page's copy: its bins in the builder's layout (copied, or unpacked from
@@ -60,7 +64,7 @@ struct PageSlot {
     bins: Vec<DeviceBins>,
     words: DeviceBuffer<u64>,
     order: DeviceBuffer<u32>,
-    gradients: DeviceBuffer<Fixed>,
+    gradients: DeviceBuffer<GradientPair<f32>>,
 }
 
 /// Each page's state, made at the first streamed tree and kept for the run.
@@ -82,15 +86,21 @@ struct PageBuffers {
     /// Two pages' copies: the next page's is copied into one, on the copy stream, while the kernels
     /// read the other (double buffering); one where the device has no room for two.
     slots: Vec<PageSlot>,
+    /// A page's gradients in fixed point, the tree's quantiser, and the quantising kernel's block
+    /// totals (not read).
+    fixed: DeviceBuffer<Fixed>,
+    quantiser: DeviceBuffer<GradientQuantiser>,
+    totals: DeviceBuffer<Fixed>,
     /// Whether the first page's copies are in the first slot already: with two slots, a pass
     /// ends by copying them for the next, during the split evaluation between the two.
     first_copied: bool,
 }
 
-/// A tree's gradients, every row's in row order (on the device: freed once in the pages' states).
+/// A tree's gradients, every row's in row order: on the host, or on the device from an element of a
+/// buffer.
 pub(super) enum TreeGradients<'a> {
-    Host(&'a [Fixed]),
-    Device(DeviceBuffer<Fixed>),
+    Host(&'a [GradientPair<f32>]),
+    Device(&'a DeviceBuffer<GradientPair<f32>>, usize),
 }
 
 impl Streamed {
@@ -237,8 +247,7 @@ impl Streamed {
         Ok(())
     }
 
-    /// Every page's rows in its root, in order, with their gradients of this tree (whose device
-    /// copy is freed on return).
+    /// Every page's rows in its root, in order, with their gradients of this tree.
     fn start_tree(&mut self, gpu: &Gpu, gradients: TreeGradients, identity: &DeviceBuffer<u32>) -> Result<()> {
         let mut first = 0;
         for page in &mut self.pages {
@@ -252,10 +261,12 @@ impl Streamed {
                 }
             }
             match (&mut page.gradients, &gradients) {
-                (Held::Device(to), TreeGradients::Device(from)) => to.copy_range_from_device(gpu, from, span, 0)?,
+                (Held::Device(to), &TreeGradients::Device(from, at)) => {
+                    to.copy_range_from_device(gpu, from, at + span.start..at + span.end, 0)?
+                }
                 (Held::Device(to), TreeGradients::Host(from)) => to.copy_from_host(gpu, &from[span])?,
-                (Held::Host(to), TreeGradients::Device(from)) => {
-                    from.copy_range_to_host(gpu, span.clone(), to.take(gpu, span.len())?)?
+                (Held::Host(to), &TreeGradients::Device(from, at)) => {
+                    from.copy_range_to_host(gpu, at + span.start..at + span.end, to.take(gpu, span.len())?)?
                 }
                 (Held::Host(to), TreeGradients::Host(from)) => to.take(gpu, span.len())?.copy_from_slice(&from[span]),
             }
@@ -288,7 +299,10 @@ pub(super) fn grow_streamed(
         streamed.transcode(gpu, pages, (&trainer.cuts.cut_ptrs, trainer.bins.layout), &rows.identity)?;
         trainer.phases.add("pages: each page in the builder's layout (once)", start.elapsed());
     }
-    let work = PageBuffers { slots: streamed.slots(gpu, pages, trainer.bins.layout)?, rows, first_copied: false };
+    let slots = streamed.slots(gpu, pages, trainer.bins.layout)?;
+    let (fixed, totals) = (gpu.alloc_zeroed(largest)?, gpu.alloc_zeroed(reduce::blocks(largest))?);
+    let quantiser_on_device = gpu.upload(std::slice::from_ref(&quantiser))?;
+    let work = PageBuffers { slots, rows, fixed, quantiser: quantiser_on_device, totals, first_copied: false };
     let context = SplitContext { params: params.split(), quantiser, categorical: params.categorical() };
     let no_rows = gpu.alloc_zeroed::<Fixed>(0)?;
     let (cuts, bins, first_bins) = (&trainer.cuts, &trainer.bins, &trainer.first_bins);
@@ -309,6 +323,30 @@ pub(super) fn grow_streamed(
     trainer.timers = std::mem::take(&mut evaluator.timers);
     trainer.phases.merge(&evaluator.phases);
     Ok(tree)
+}
+
+/// The first `rows` of `gradients` in fixed point by the tree's `quantiser` into `fixed`: the
+/// integers the host's [`GradientQuantiser::to_fixed`] gives (`totals`, a block's, are not read).
+fn quantise_page(
+    gpu: &Gpu,
+    (gradients, rows): (&DeviceBuffer<GradientPair<f32>>, usize),
+    (quantiser, fixed, totals): (&DeviceBuffer<GradientQuantiser>, &DeviceBuffer<Fixed>, &DeviceBuffer<Fixed>),
+) -> Result<()> {
+    if rows > gradients.len().min(fixed.len()) || reduce::blocks(rows) > totals.len() {
+        return Err(Error::InvalidData(format!("a page of {rows} rows outgrows its gradients' buffers")));
+    }
+    let config = warp_per_block_config(reduce::blocks(rows))?;
+    let args = entry::boost_quantise_fixed::args(
+        gradients.as_ptr(),
+        rows as u64,
+        quantiser.as_ptr(),
+        fixed.as_mut_ptr(),
+        totals.as_mut_ptr(),
+    );
+    // SAFETY: `rows` gradients and fixed-point slots, one quantiser, a total per block (checked
+    // above); the grid is whole warps.
+    unsafe { gpu.launch_kernel(crate::KERNELS, config, args)? };
+    Ok(())
 }
 
 /// The expansion driver's backend over streamed pages.
@@ -382,7 +420,8 @@ impl StreamedBackend<'_, '_> {
                 Held::Device(gradients) => gradients,
                 Held::Host(_) => &slot.gradients,
             };
-            let rows = NodeRows { gpu, bins, gradients, rows: &buffers.rows };
+            quantise_page(gpu, (gradients, page.rows), (&work.quantiser, &work.fixed, &work.totals))?;
+            let rows = NodeRows { gpu, bins, gradients: &work.fixed, rows: &buffers.rows };
             add_histograms(&rows, (layout, first_bins), &ranges, histograms, &mut e.bad_row)?;
             match &mut state.order {
                 Held::Device(order) => std::mem::swap(order, &mut buffers.rows),

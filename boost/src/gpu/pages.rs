@@ -171,10 +171,9 @@ impl<'g> GpuPages<'g> {
         let (quantiser, runs) = crate::fixed_point::quantiser_and_kept_rows(gradients);
         let count = runs.iter().map(Vec::len).sum();
         if !self.sampled_page_fits(count)? {
-            let fixed: Vec<Fixed> = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).collect();
-            let root = fixed.par_iter().copied().reduce(Fixed::zero, BlockSum::plus);
-            self.trainer.phases.add("pages: quantise every row's gradient", start.elapsed());
-            let tree = self.grow_streamed(params, (quantiser, TreeGradients::Host(&fixed), root), features, rng)?;
+            let root = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).reduce(Fixed::zero, BlockSum::plus);
+            self.trainer.phases.add("pages: every row's gradient summed in fixed point", start.elapsed());
+            let tree = self.grow_streamed(params, (quantiser, TreeGradients::Host(gradients), root), features, rng)?;
             return self.with_leaves(tree);
         }
         let sampled = self.staged_rows.take(gpu, count)?;
@@ -372,21 +371,16 @@ impl<'g> GpuPages<'g> {
         let kept = unsafe { self.trainer.quantise_kept(gradients, n)? };
         if !self.sampled_page_fits(kept.rows.len())? {
             self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
+            // The pages' states take the rows' gradients (zero where the sample leaves a row
+            // out) as they are, each page put in fixed point on the device as it is read.
             let (quantiser, root) = (kept.quantiser, kept.root);
-            let tree = if kept.rows.len() == n {
-                // Every row kept, in order: only their gradients are needed (and only until they
-                // are in the pages' states).
-                let (fixed, rows) = (kept.fixed, kept.rows);
-                drop(rows);
-                self.grow_streamed(params, (quantiser, TreeGradients::Device(fixed), root), features, rng)?
-            } else {
-                // Sampled rows that still do not fit: their gradients to the pages' rows, on the host.
-                let mut fixed = vec![Fixed::zero(); n];
-                let (rows, sampled) = (kept.rows.to_vec(gpu)?, kept.fixed.to_vec(gpu)?);
-                drop(kept);
-                rows.iter().zip(sampled).for_each(|(&r, f)| fixed[r as usize] = f);
-                self.grow_streamed(params, (quantiser, TreeGradients::Host(&fixed), root), features, rng)?
-            };
+            drop((kept.rows, kept.fixed));
+            let rows = self.device_rows.take().ok_or_else(no_device_rows)?;
+            let tree = rows.gradients_at(gradients, n).and_then(|(buffer, at)| {
+                self.grow_streamed(params, (quantiser, TreeGradients::Device(buffer, at), root), features, rng)
+            });
+            self.device_rows = Some(rows);
+            let tree = tree?;
             self.add_leaf_values_by_walk(&tree, output)?;
             self.keep_pages_on_device()?;
             return Ok(tree);

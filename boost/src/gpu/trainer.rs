@@ -387,6 +387,25 @@ pub(super) struct DeviceRows {
 }
 
 impl DeviceRows {
+    /// The buffer holding the `n` pairs at `address` (one [`DeviceRows::tree_gradients`] gave)
+    /// and the element they start at.
+    pub(super) fn gradients_at(&self, address: u64, n: usize) -> Result<(&DeviceBuffer<GradientPair<f32>>, usize)> {
+        let pair = std::mem::size_of::<GradientPair<f32>>() as u64;
+        let round = match &self.gradients {
+            RowGradients::PerRound { all, .. } => Some(all),
+            RowGradients::Elementwise(_) => None,
+        };
+        let holds = |buffer: &DeviceBuffer<GradientPair<f32>>| {
+            let offset = address.checked_sub(buffer.device_ptr())?;
+            let at = (offset / pair) as usize;
+            (offset % pair == 0 && at + n <= buffer.len()).then_some(at)
+        };
+        std::iter::once(&self.tree_gradients)
+            .chain(round)
+            .find_map(|buffer| Some((buffer, holds(buffer)?)))
+            .ok_or_else(|| Error::InvalidData("the tree's gradients are not in the device rows' buffers".into()))
+    }
+
     /// The `n` training rows' labels, weights and `margins` (one per output) for `objective`'s
     /// gradients on the device.
     pub(super) fn new(

@@ -179,7 +179,10 @@ fn the_device_memory_limit_streams_what_does_not_fit() {
         assert_eq!(cpu.history, device.history);
         let phase = |name: &str| device.phases.entries.iter().any(|(n, _)| *n == name);
         // Every row's labels, margins and gradients would take more than half the limit.
-        assert!(phase("pages: quantise every row's gradient") || phase("pages: quantise and stage the sampled rows"));
+        assert!(
+            phase("pages: every row's gradient summed in fixed point")
+                || phase("pages: quantise and stage the sampled rows")
+        );
         let streamed = phase("pages: a level's pass (copy, bins, partition, histograms)");
         assert_eq!(streamed, share == "1", "subsample {share}: streamed only when the sampled page does not fit");
         assert_eq!(streamed, !phase("pages: gather the sampled rows"));
