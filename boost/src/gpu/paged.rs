@@ -131,7 +131,13 @@ impl Streamed {
     /// layout and kept page-locked on the host. A pass then copies fewer bytes than the page's
     /// symbols (9-bit ids of each feature's bins against 13-bit global symbols at 28 features of
     /// 256 bins) and unpacks nothing. Host memory: `row_words` words a row more.
-    fn transcode(&mut self, gpu: &Gpu, pages: &DevicePages, (cut_ptrs, layout): (&DeviceBuffer<u32>, BinLayout), identity: &DeviceBuffer<u32>) -> Result<()> {
+    fn transcode(
+        &mut self,
+        gpu: &Gpu,
+        pages: &DevicePages,
+        (cut_ptrs, layout): (&DeviceBuffer<u32>, BinLayout),
+        identity: &DeviceBuffer<u32>,
+    ) -> Result<()> {
         if std::mem::replace(&mut self.transcoded, true) || layout.row_words == 0 {
             return Ok(());
         }
@@ -153,7 +159,7 @@ impl Streamed {
             gather_page(gpu, (&view.page, words), 0, cut_ptrs, (identity, 0..rows), &bins)?;
             let mut staging = Staging::new();
             let len = bins.words.len();
-            bins.words.copy_range_to_host(gpu, 0..len, staging.take(gpu, len)?)?;
+            bins.words.copy_range_to_host(gpu, 0..len, staging.take_with_room(gpu, len, 0)?)?;
             state.bins = Some(staging);
         }
         Ok(())

@@ -89,9 +89,14 @@ impl<T: bytemuck::Pod> Staging<T> {
 
     /// The first `len` elements, the buffer grown first if it is shorter.
     pub(super) fn take(&mut self, gpu: &Gpu, len: usize) -> Result<&mut [T]> {
+        self.take_with_room(gpu, len, len / 4)
+    }
+
+    /// [`Staging::take`], a buffer grown to `len + room` elements.
+    pub(super) fn take_with_room(&mut self, gpu: &Gpu, len: usize, room: usize) -> Result<&mut [T]> {
         if self.data.len() < len {
             self.pin = None;
-            self.data = vec![T::zeroed(); len + len / 4];
+            self.data = vec![T::zeroed(); len + room];
             // SAFETY: the vector is neither moved nor freed while pinned: it is replaced only
             // after the pin is dropped (above), and `drop` unpins it first.
             self.pin = Some(unsafe { gpu.pin_host(&self.data) }?);
