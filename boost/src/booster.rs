@@ -160,8 +160,9 @@ impl DMatrix {
         Ok(DMatrix { features: Stored::Host(data.features), info: data.info, categories })
     }
 
-    /// Rows that arrive in batches (XGBoost's `ExtMemQuantileDMatrix`): `source` is read four
-    /// times (counts, sketch, layout, pages) and its rows are kept only as quantised pages, in host
+    /// Rows that arrive in batches (XGBoost's `ExtMemQuantileDMatrix`): `source` is read three
+    /// times (counts and layout, sketch, pages), by a thread of its own a batch ahead of each
+    /// pass's work, and its rows are kept only as quantised pages, in host
     /// memory or, past `options.host_bytes`, in an unnamed file of `options.cache_dir`. Training
     /// (`tree_method=hist`, the same `max_bin`) writes the model the rows in memory would. Bad
     /// batches are errors naming the batch and row; a cache directory that cannot be written, or

@@ -25,8 +25,9 @@ pub struct Batch {
 }
 
 /// Batches of rows the caller can read again from the first (XGBoost's `DataIter`: `reset`, then
-/// `next` until `None`). Each pass must yield the same rows.
-pub trait BatchSource {
+/// `next` until `None`). Each pass must yield the same rows. A pass reads it on a thread of its
+/// own, a batch ahead of the pass's work: hence `Send`.
+pub trait BatchSource: Send {
     /// Starts again from the first batch.
     fn reset(&mut self) -> Result<()>;
     /// The next batch, `None` after the last.
@@ -39,7 +40,10 @@ impl ExternalMatrix {
     /// other than the rows', a label or weight that is not a finite number (weights also not
     /// negative), and a pass that yields other batches than the first are errors naming the batch
     /// (from 0) and, where there is one, the row (of the whole data).
-    pub fn from_batches(source: &mut dyn BatchSource, options: &ExternalMemory) -> Result<(ExternalMatrix, MetaInfo)> {
+    pub fn from_batches(
+        source: &mut dyn BatchSource,
+        options: &ExternalMemory,
+    ) -> Result<(ExternalMatrix, MetaInfo)> {
         options.check()?;
         let mut store = PageStore::new(options.cache_dir.as_deref(), options.host_bytes)?;
         let mut present = Vec::new();
@@ -99,14 +103,38 @@ impl ExternalMatrix {
 }
 
 /// Calls `step(index, first row, batch)` on every batch from the first; returns their count.
-fn each_batch(source: &mut dyn BatchSource, mut step: impl FnMut(usize, usize, &Batch) -> Result<()>) -> Result<usize> {
-    source.reset()?;
-    let (mut index, mut first) = (0, 0);
-    while let Some(batch) = source.next_batch()? {
-        step(index, first, &batch)?;
-        (index, first) = (index + 1, first + batch.features.rows());
-    }
-    Ok(index)
+/// A reader thread reads the next batch while `step` works on this one (at most two batches in
+/// memory): the source's reading and the pass's work overlap.
+fn each_batch(
+    source: &mut dyn BatchSource,
+    mut step: impl FnMut(usize, usize, &Batch) -> Result<()>,
+) -> Result<usize> {
+    std::thread::scope(|scope| {
+        // A rendezvous: the reader hands a batch over only when the pass takes it.
+        let (hand, batches) = std::sync::mpsc::sync_channel::<Result<Batch>>(0);
+        scope.spawn(move || {
+            let mut read = || -> Result<()> {
+                source.reset()?;
+                while let Some(batch) = source.next_batch()? {
+                    if hand.send(Ok(batch)).is_err() {
+                        // The pass stopped (its step failed): nobody to read for.
+                        return Ok(());
+                    }
+                }
+                Ok(())
+            };
+            if let Err(error) = read() {
+                let _ = hand.send(Err(error));
+            }
+        });
+        let (mut index, mut first) = (0, 0);
+        for batch in batches {
+            let batch = batch?;
+            step(index, first, &batch)?;
+            (index, first) = (index + 1, first + batch.features.rows());
+        }
+        Ok(index)
+    })
 }
 
 /// A pass after the first: `step` on every batch, each checked to have the first pass's rows
@@ -158,12 +186,15 @@ mod tests {
     use crate::quantile::QuantileCuts;
 
     /// Batches in memory, read again from the first on `reset`; `shrink` drops the last batch from
-    /// the second pass on (a source that changes).
+    /// the second pass on (a source that changes); `fail` (pass, batch, both from 1) is an error
+    /// of the source's own; `reads` counts the batches read.
     struct Batches {
         batches: Vec<Batch>,
         at: usize,
         passes: usize,
         shrink: bool,
+        fail: Option<(usize, usize)>,
+        reads: usize,
     }
 
     impl BatchSource for Batches {
@@ -173,7 +204,10 @@ mod tests {
         }
         fn next_batch(&mut self) -> Result<Option<Batch>> {
             let end = self.batches.len() - usize::from(self.shrink && self.passes > 1);
-            self.at += 1;
+            (self.at, self.reads) = (self.at + 1, self.reads + 1);
+            if self.fail == Some((self.passes, self.at)) {
+                return Err(Error::Callback(format!("pass {}, batch {}: the source failed", self.passes, self.at)));
+            }
             Ok((self.at <= end).then(|| self.batches[self.at - 1].clone()))
         }
     }
@@ -194,7 +228,7 @@ mod tests {
             (start, k) = (end, k + 1);
         }
         let whole = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values));
-        (Batches { batches: list, at: 0, passes: 0, shrink: false }, whole, weights)
+        (Batches { batches: list, at: 0, passes: 0, shrink: false, fail: None, reads: 0 }, whole, weights)
     }
 
     fn options(max_bin: u32, page_bytes: usize) -> ExternalMemory {
@@ -258,7 +292,7 @@ mod tests {
                 weights: weights[span].to_vec(),
             })
             .collect();
-        let mut source = Batches { batches: list, at: 0, passes: 0, shrink: false };
+        let mut source = Batches { batches: list, at: 0, passes: 0, shrink: false, fail: None, reads: 0 };
         let (matrix, _) = ExternalMatrix::from_batches(&mut source, &options(16, 1 << 30)).unwrap();
         assert_eq!(source.passes, 4);
         let whole = FeatureMatrix::Dense(DenseMatrix::new(rows, cols, values));
@@ -296,5 +330,22 @@ mod tests {
         let (mut source, ..) = batches(3000, 4, &[1000]);
         source.shrink = true;
         assert!(error(&mut source).contains("a pass read 2 batches, the first 3"), "{}", error(&mut source));
+    }
+
+    /// The source is read a batch ahead on a thread of its own: its error ends the pass, and a
+    /// pass that fails stops the reading (at most the batch in hand read beyond it).
+    #[test]
+    fn a_failing_source_or_pass_stops_the_other() {
+        let (mut source, ..) = batches(10_000, 4, &[1000]);
+        source.fail = Some((2, 3));
+        let message = ExternalMatrix::from_batches(&mut source, &options(64, 1)).map(|_| ()).unwrap_err().to_string();
+        assert!(message.contains("pass 2, batch 3: the source failed"), "{message}");
+        // The first pass: ten batches and its end.
+        assert_eq!((source.passes, source.reads), (2, 11 + 3), "no read after the failure");
+        let (mut source, ..) = batches(10_000, 4, &[1000]);
+        source.batches[1].labels[0] = f32::NAN;
+        let message = ExternalMatrix::from_batches(&mut source, &options(64, 1)).map(|_| ()).unwrap_err().to_string();
+        assert!(message.contains("batch 1: row 1000: the label is NaN"), "{message}");
+        assert!((2..=3).contains(&source.reads), "{} batches read for a pass that failed at the second", source.reads);
     }
 }
