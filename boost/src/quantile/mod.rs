@@ -709,7 +709,7 @@ mod tests {
         let want = |w: &[f32], skip_last: bool| -> Vec<Vec<(f32, f32)>> {
             (0..cols)
                 .map(|j| {
-                    let present = (0..rows).filter(|&i| !values[i * cols + j].is_nan() && !(skip_last && j == 3));
+                    let present = (0..rows).filter(|&i| !values[i * cols + j].is_nan() && (!skip_last || j != 3));
                     present.map(|i| (values[i * cols + j], if w.is_empty() { 1.0 } else { w[i] })).collect()
                 })
                 .collect()
