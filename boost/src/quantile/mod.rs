@@ -138,18 +138,10 @@ pub(crate) fn columns_of(features: &FeatureMatrix, weights: &[f32]) -> Vec<Vec<(
     // A task a piece of rows: it counts each column's present values of its rows, then writes them
     // into its own part of every column. Each row is read twice, not once a column (a task a
     // column would read every cache line of the rows once for each).
-    const PIECE_ROWS: usize = 8192;
     let (rows, cols) = (features.rows(), features.cols());
     let weight = |i: usize| if weights.is_empty() { 1.0 } else { weights[i] };
     let piece = |p: usize| p * PIECE_ROWS..((p + 1) * PIECE_ROWS).min(rows);
-    let counts: Vec<Vec<usize>> = (0..rows.div_ceil(PIECE_ROWS))
-        .into_par_iter()
-        .map(|p| {
-            let mut counts = vec![0; cols];
-            piece(p).for_each(|i| features.for_each_present(i, |j, _| counts[j] += 1));
-            counts
-        })
-        .collect();
+    let counts = present_by_piece(features);
     let mut columns: Vec<Vec<(f32, f32)>> =
         (0..cols).map(|j| vec![(0.0, 0.0); counts.iter().map(|c| c[j]).sum()]).collect();
     let mut parts: Vec<Vec<&mut [(f32, f32)]>> = counts.iter().map(|_| Vec::with_capacity(cols)).collect();
@@ -172,6 +164,23 @@ pub(crate) fn columns_of(features: &FeatureMatrix, weights: &[f32]) -> Vec<Vec<(
         }
     });
     columns
+}
+
+/// Rows of a piece of [`present_by_piece`].
+const PIECE_ROWS: usize = 8192;
+
+/// Each column's count of present values in each piece of [`PIECE_ROWS`] rows (a piece a task).
+pub(crate) fn present_by_piece(features: &FeatureMatrix) -> Vec<Vec<usize>> {
+    let (rows, cols) = (features.rows(), features.cols());
+    (0..rows.div_ceil(PIECE_ROWS))
+        .into_par_iter()
+        .map(|p| {
+            let mut counts = vec![0; cols];
+            let end = ((p + 1) * PIECE_ROWS).min(rows);
+            (p * PIECE_ROWS..end).for_each(|i| features.for_each_present(i, |j, _| counts[j] += 1));
+            counts
+        })
+        .collect()
 }
 
 /// A categorical column's bounds: `c + 1` for each code `c` up to its largest; the first value

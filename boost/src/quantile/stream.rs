@@ -46,26 +46,10 @@ impl CutsStream {
     /// Counts each column's present values of `batch` into `present` (one count a column; resized
     /// to the batch's width): the pass before [`CutsStream::new`].
     pub fn count(present: &mut Vec<usize>, batch: &FeatureMatrix) {
-        const CHUNK_ROWS: usize = 16384;
-        let (rows, cols) = (batch.rows(), batch.cols());
-        let counts = (0..rows.div_ceil(CHUNK_ROWS))
-            .into_par_iter()
-            .map(|chunk| {
-                let mut counts = vec![0usize; cols];
-                for i in chunk * CHUNK_ROWS..((chunk + 1) * CHUNK_ROWS).min(rows) {
-                    batch.for_each_present(i, |j, _| counts[j] += 1);
-                }
-                counts
-            })
-            .reduce(
-                || vec![0; cols],
-                |mut a, b| {
-                    a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
-                    a
-                },
-            );
-        present.resize(present.len().max(cols), 0);
-        present.iter_mut().zip(counts).for_each(|(p, c)| *p += c);
+        present.resize(present.len().max(batch.cols()), 0);
+        for counts in super::present_by_piece(batch) {
+            present.iter_mut().zip(counts).for_each(|(p, c)| *p += c);
+        }
     }
 
     /// A stream for columns of `present[f]` present values in all, `max_bin` bins, the features
