@@ -34,6 +34,7 @@ use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu, HostPin};
 use rayon::prelude::*;
 
+use super::host_rows::HostRows;
 use super::paged::{grow_streamed, Streamed, TreeGradients};
 use super::trainer::{add_leaf_values, leaf_ranges, no_device_rows, DeviceRows};
 use super::{element_config, BinLayout, DeviceBins, DeviceCuts, DeviceTrees, Fixed, GpuTrainer, InitialMargins};
@@ -67,8 +68,12 @@ pub struct GpuPages<'g> {
     staged_rows: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
     staged_leaves: Staging<u32>,
-    /// Every row's labels, weights, margins and gradients when the device computes the rounds.
+    /// Every row's labels, weights, margins and gradients when the device computes the rounds
+    /// and they fit it.
     device_rows: Option<DeviceRows>,
+    /// Every row's labels, weights, margins and gradients when the device computes the rounds of
+    /// an element-wise objective and they do not fit it: streamed through it for each tree.
+    host_rows: Option<HostRows>,
     /// The pages' state for the trees whose sampled rows do not fit the device in one page.
     streamed: Option<Streamed>,
     /// The pages kept on the device (by the pages' order), chosen at the first tree.
@@ -103,6 +108,16 @@ impl<T: bytemuck::Pod> Staging<T> {
         }
         Ok(&mut self.data[..len])
     }
+
+    /// The first `len` elements.
+    pub(super) fn slice(&self, len: usize) -> &[T] {
+        &self.data[..len]
+    }
+
+    /// Every element, to write.
+    pub(super) fn data_mut(&mut self) -> &mut [T] {
+        &mut self.data
+    }
 }
 
 impl<T> Drop for Staging<T> {
@@ -134,6 +149,7 @@ impl<'g> GpuPages<'g> {
             staged_fixed: Staging::new(),
             staged_leaves: Staging::new(),
             device_rows: None,
+            host_rows: None,
             streamed: None,
             resident: None,
         })
@@ -297,10 +313,16 @@ impl<'g> GpuPages<'g> {
         Ok(())
     }
 
-    /// Whether the device can compute the rounds of `objective` (the softmax, the scaled
-    /// residuals, AFT, the expectiles or an element-wise objective) with every row's labels, weights, margins and
-    /// gradients taking at most half of the device's memory limit.
+    /// Whether the device can compute the rounds of `objective`: those of an element-wise
+    /// objective always (the rows streamed through it where they do not fit: [`HostRows`]), the
+    /// others' (the softmax, the scaled residuals, AFT, the expectiles) where they fit.
     pub(crate) fn takes(&self, objective: DeviceObjective) -> bool {
+        matches!(objective, DeviceObjective::Elementwise(_)) || self.fits(objective)
+    }
+
+    /// Whether every row's labels, weights, margins and gradients of `objective` take at most half
+    /// of the device's memory limit (ranking aside).
+    pub(crate) fn fits(&self, objective: DeviceObjective) -> bool {
         let outputs = match objective {
             DeviceObjective::Elementwise(_) => 1,
             DeviceObjective::Softmax { classes } => classes,
@@ -317,8 +339,8 @@ impl<'g> GpuPages<'g> {
         self.matrix.rows().saturating_mul(row_bytes) <= limit / 2
     }
 
-    /// Keeps every row's labels, weights and `margins` on the device for
-    /// [`GpuPages::boost_tree`].
+    /// Keeps every row's labels, weights and `margins` for [`GpuPages::boost_tree`]: on the
+    /// device where they fit, else in page-locked host memory.
     pub(crate) fn keep_rows_on_device(
         &mut self,
         objective: DeviceObjective,
@@ -326,8 +348,20 @@ impl<'g> GpuPages<'g> {
         margins: InitialMargins<'_>,
     ) -> Result<()> {
         let (gpu, n) = (self.gpu(), self.matrix.rows());
-        self.device_rows = Some(DeviceRows::new(gpu, n, objective, info, margins)?);
+        match objective {
+            DeviceObjective::Elementwise(elementwise) if !self.fits(objective) => {
+                let start = Instant::now();
+                self.host_rows = Some(HostRows::new(gpu, n, elementwise, info, margins)?);
+                self.trainer.phases.add("pages: the rows' labels and margins, page-locked", start.elapsed());
+            }
+            _ => self.device_rows = Some(DeviceRows::new(gpu, n, objective, info, margins)?),
+        }
         Ok(())
+    }
+
+    /// Whether the rows' metrics are the device's: where the rows are there.
+    pub(crate) fn evaluates_on_device(&self) -> bool {
+        self.device_rows.is_some()
     }
 
     /// The device's rows, kept by [`GpuPages::keep_rows_on_device`].
@@ -335,9 +369,12 @@ impl<'g> GpuPages<'g> {
         self.device_rows.as_ref().ok_or_else(no_device_rows)
     }
 
-    /// The rows' margins, read back from the device.
+    /// The rows' margins, read back from the device (or copied where the host holds them).
     pub(crate) fn margins(&self) -> Result<Vec<f32>> {
-        self.device_rows()?.set.read_margins(self.gpu())
+        match &self.host_rows {
+            Some(rows) => Ok(rows.margins().to_vec()),
+            None => self.device_rows()?.set.read_margins(self.gpu()),
+        }
     }
 
     /// `metric` of the rows' predictions (`transform` of the margins) on the device.
@@ -349,6 +386,9 @@ impl<'g> GpuPages<'g> {
     /// The gradients of round `_round` of every output, for the softmax and the scaled residuals
     /// (the element-wise objectives' come with each tree).
     pub(crate) fn compute_gradients(&mut self, _round: usize) -> Result<()> {
+        if self.host_rows.is_some() {
+            return Ok(());
+        }
         let start = Instant::now();
         let (gpu, n) = (self.gpu(), self.matrix.rows());
         self.device_rows.as_mut().ok_or_else(no_device_rows)?.round_gradients(gpu, n)?;
@@ -368,6 +408,9 @@ impl<'g> GpuPages<'g> {
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
+        if self.host_rows.is_some() {
+            return self.boost_tree_host_rows(params, sampler, features, rng);
+        }
         self.start_tree();
         let start = Instant::now();
         let (gpu, n) = (self.gpu(), self.matrix.rows());
@@ -413,6 +456,71 @@ impl<'g> GpuPages<'g> {
             self.add_leaf_values_by_walk(&tree, output)?;
         }
         self.keep_pages_on_device()?;
+        Ok(tree)
+    }
+
+    /// [`GpuPages::boost_tree`] with the rows in host memory ([`HostRows`]): the gradients, the
+    /// sample, the quantiser and the kept rows computed as the rows stream through the device,
+    /// every row's leaf found by a walk of the pages, its value added to its margin on the host.
+    fn boost_tree_host_rows(
+        &mut self,
+        params: &TreeParams,
+        sampler: TreeSampler,
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+    ) -> Result<Tree> {
+        self.start_tree();
+        let start = Instant::now();
+        let (gpu, layout) = (self.gpu(), self.layout);
+        // The last tree's sampled rows freed first: room for the chunks.
+        if self.trainer.rows > 0 {
+            self.trainer.replace_rows(0, |_| DeviceBins::upload(gpu, (Vec::new(), layout)))?;
+        }
+        let mut rows = self.host_rows.take().ok_or_else(no_device_rows)?;
+        let tree = self.grow_from_host_rows(&mut rows, params, sampler, features, rng, start);
+        let built = tree.and_then(|tree| self.with_leaves(tree));
+        let built = match built {
+            Ok(built) => built,
+            Err(error) => {
+                self.host_rows = Some(rows);
+                return Err(error);
+            }
+        };
+        let start = Instant::now();
+        rows.add_leaves(&built.tree, &built.positions);
+        self.host_rows = Some(rows);
+        self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
+        Ok(built.tree)
+    }
+
+    /// The tree of [`GpuPages::boost_tree_host_rows`] from `rows` (`start`: when its work began).
+    fn grow_from_host_rows(
+        &mut self,
+        rows: &mut HostRows,
+        params: &TreeParams,
+        sampler: TreeSampler,
+        features: &[u32],
+        rng: &mut impl rand::Rng,
+        start: Instant,
+    ) -> Result<Tree> {
+        let gpu = self.gpu();
+        let sampled = rows.sample(gpu, sampler)?;
+        let count = sampled.counts.iter().map(|&c| c as usize).sum();
+        if !self.sampled_page_fits(count)? {
+            let quantiser = sampled.quantiser;
+            let gradients = rows.gradients();
+            let root = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).reduce(Fixed::zero, BlockSum::plus);
+            self.trainer.phases.add("pages: gradients and sample, the rows streamed through the device", start.elapsed());
+            return self.grow_streamed(params, (quantiser, TreeGradients::Host(gradients), root), features, rng);
+        }
+        let host_sampled = self.staged_rows.take(gpu, count)?;
+        let kept = rows.kept(gpu, sampled, host_sampled)?;
+        self.trainer.phases.add("pages: gradients, sample and kept rows, the rows streamed through the device", start.elapsed());
+        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
+        gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows))?;
+        let (fixed, root) = (kept.fixed, kept.root);
+        drop(kept.rows);
+        let (tree, _) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
         Ok(tree)
     }
 

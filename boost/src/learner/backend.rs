@@ -72,7 +72,13 @@ pub(super) trait DeviceRounds<'g> {
     /// Whether the device computes `metric` of the training rows.
     fn evaluates(&self, metric: &DeviceMetric) -> bool;
 
-    /// Keeps the training rows' labels, weights and margins on the device.
+    /// Whether the evaluation sets' margins and metrics are the device's too in the rounds of
+    /// `objective` (not where the training rows are streamed through it).
+    fn keeps_evaluation_sets(&self, _objective: DeviceObjective) -> bool {
+        true
+    }
+
+    /// Keeps the training rows' labels, weights and margins where the device's rounds read them.
     fn keep_rows_on_device(
         &mut self,
         objective: DeviceObjective,
@@ -261,9 +267,14 @@ impl<'g> DeviceRounds<'g> for GpuPages<'g> {
         GpuPages::takes(self, objective)
     }
 
-    /// The metrics that are sums of row terms (no sort of every row's prediction).
+    /// The metrics that are sums of row terms (no sort of every row's prediction), where the
+    /// rows are on the device.
     fn evaluates(&self, metric: &DeviceMetric) -> bool {
-        matches!(metric, DeviceMetric::Elementwise(_) | DeviceMetric::MultiClass(_))
+        self.evaluates_on_device() && matches!(metric, DeviceMetric::Elementwise(_) | DeviceMetric::MultiClass(_))
+    }
+
+    fn keeps_evaluation_sets(&self, objective: DeviceObjective) -> bool {
+        self.fits(objective)
     }
 
     device_rounds_by_delegation!(GpuPages);

@@ -73,7 +73,7 @@ impl<'a> Evaluation<'a> {
             }
             let gpu = device.gpu();
             for ((data, _), margins) in sets.iter().zip(&margins) {
-                if data.is(train) || data.rows() == 0 {
+                if data.is(train) || data.rows() == 0 || !device.keeps_evaluation_sets(device_objective) {
                     on_device.push(None);
                     continue;
                 }

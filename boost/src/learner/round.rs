@@ -82,9 +82,12 @@ impl<'a, 'g> Run<'a, 'g> {
         let margins = if at_base(train) { Vec::new() } else { initial(train)? };
         // An evaluation set that is the training data itself (`train` in the log) reads the training
         // margins, which the rows' leaves keep up to date: the same values prediction would give.
+        // Sets the device does not keep (rows streamed through it) start on the host.
+        let sets_on_device = device_objective
+            .is_some_and(|o| backend.device_rounds().is_some_and(|rounds| rounds.keeps_evaluation_sets(o)));
         let eval_margins = evals
             .iter()
-            .map(|(d, _)| if train.is(d) || at_base(d) { Ok(Vec::new()) } else { initial(d) })
+            .map(|(d, _)| if train.is(d) || (at_base(d) && sets_on_device) { Ok(Vec::new()) } else { initial(d) })
             .collect::<Result<_>>()?;
         let gradients = match device_objective {
             Some(_) => Vec::new(),

@@ -178,10 +178,11 @@ fn the_device_memory_limit_streams_what_does_not_fit() {
         assert!(device.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap(), "subsample {share}");
         assert_eq!(cpu.history, device.history);
         let phase = |name: &str| device.phases.entries.iter().any(|(n, _)| *n == name);
-        // Every row's labels, margins and gradients would take more than half the limit.
+        // Every row's labels, margins and gradients would take more than half the limit: they
+        // stream through the device.
         assert!(
-            phase("pages: every row's gradient summed in fixed point")
-                || phase("pages: quantise and stage the sampled rows")
+            phase("pages: gradients and sample, the rows streamed through the device")
+                || phase("pages: gradients, sample and kept rows, the rows streamed through the device")
         );
         let streamed = phase("pages: a level's pass (copy, bins, partition, histograms)");
         assert_eq!(streamed, share == "1", "subsample {share}: streamed only when the sampled page does not fit");
@@ -197,6 +198,68 @@ fn the_device_memory_limit_streams_what_does_not_fit() {
             assert!(bytes + in_use > limit, "{bytes} asked, {in_use} in use");
         }
         other => panic!("expected the limit's error, got {:?}", other.map(|t| t.device)),
+    }
+}
+
+/// Where every row's labels, margins and gradients do not fit the device, the device's rounds
+/// stream them through it in chunks (`HostRows`): the CPU's model and log (an evaluation set
+/// beside the training rows, on the host) with weights, gradient-based and uniform sampling, and
+/// none (the pages then streamed too).
+#[test]
+fn rows_streamed_through_the_device_train_the_cpus_model() {
+    let gpu = Arc::new(gpu());
+    let (rows, cols, rounds) = if gpu.is_emulated() { (150_000, 6, 3) } else { (2_000_000, 16, 10) };
+    let spec = |task, seed| SyntheticSpec { rows, cols, task, seed, missing_columns: 1, ..Default::default() };
+    let mut binary = generate(&spec(SyntheticTask::Binary, 61)).unwrap();
+    binary.info.weights = (0..rows).map(|i| 0.5 + (i % 5) as f32 / 3.0).collect();
+    let regression = generate(&spec(SyntheticTask::Regression, 62)).unwrap();
+    let test = generate(&SyntheticSpec { rows: rows / 10, ..spec(SyntheticTask::Binary, 63) }).unwrap();
+    let test = DMatrix::from_dataset(test).unwrap();
+    let base = [("max_depth", "5"), ("max_bin", "64"), ("seed", "7")];
+    let cases: Vec<Case> = vec![
+        (
+            "binary, weights, gradient-based 0.1",
+            &binary,
+            [
+                &base[..],
+                &[("objective", "binary:logistic"), ("sampling_method", "gradient_based"), ("subsample", "0.1")],
+            ]
+            .concat(),
+        ),
+        ("binary, weights, no sampling", &binary, [&base[..], &[("objective", "binary:logistic")]].concat()),
+        (
+            "regression, uniform 0.2",
+            &regression,
+            [&base[..], &[("objective", "reg:squarederror"), ("subsample", "0.2")]].concat(),
+        ),
+    ];
+    // Rows of 20 bytes on the device (label, weight, margin, gradients) take more than half the
+    // limit; a fifth of the rows' sampled page fits beside the pages' buffers, all of them not.
+    let limit = (1 << 20) + rows * 26;
+    let limit_text = limit.to_string();
+    for (case, data, params) in cases {
+        let d = pages(data, rows / 6, &ExternalMemory { max_bin: 64, page_bytes: 1, ..Default::default() });
+        let params =
+            Params::from_pairs(&[&params[..], &[("device_memory_limit", limit_text.as_str())]].concat()).unwrap();
+        let options =
+            TrainOptions { num_boost_round: rounds, verbose_eval: 1, gpu: Some(gpu.clone()), ..Default::default() };
+        let evals = [(&d, "train"), (&test, "test")];
+        let device = train_matrix(&params, &d, &evals, &options, &mut []).expect("training");
+        let cpu = train_matrix(&params, &d, &evals, &TrainOptions { gpu: None, ..options.clone() }, &mut [])
+            .expect("training");
+        let nodes: usize = cpu.model.trees.iter().map(|t| t.len()).sum();
+        assert!(nodes > 3 * cpu.model.trees.len(), "{case}: real trees");
+        assert!(device.model.to_json_string().unwrap() == cpu.model.to_json_string().unwrap(), "{case}");
+        assert_eq!(cpu.history, device.history, "{case}");
+        let phase = |name: &str| device.phases.entries.iter().any(|(n, _)| *n == name);
+        assert!(phase("pages: the rows' labels and margins, page-locked"), "{case}");
+        let kept = phase("pages: gradients, sample and kept rows, the rows streamed through the device");
+        assert_eq!(kept, !case.ends_with("no sampling"), "{case}: the sampled page fits");
+        assert_eq!(!kept, phase("pages: gradients and sample, the rows streamed through the device"), "{case}");
+        assert!(!phase("pages: quantise and stage the sampled rows"), "{case}: not the host's rounds");
+        if let Some(peak) = device.peak_device_bytes {
+            assert!(peak as usize <= limit, "{case}: peak {peak} within the limit {limit}");
+        }
     }
 }
 

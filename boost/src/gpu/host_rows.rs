@@ -1,0 +1,303 @@
+//! The device's rounds over rows whose labels, weights, margins and gradients stay in host memory
+//! ([`HostRows`]), for external-memory pages whose rows' arrays do not fit the device beside the
+//! pages' work. Each tree streams them through the device in chunks (page-locked host memory,
+//! copied at the bus's speed), and the in-core rounds' kernels compute what they compute over all
+//! rows at once: the gradients (`boost_objective_gradients`), gradient-based sampling's largest
+//! magnitude, histograms and draws (`gpu::sample`), the quantiser's block sums and the kept rows
+//! in fixed point (`boost_quantise_sums`, `boost_quantise_kept`). A chunk starts at a multiple of
+//! [`SUM_BLOCK`], so its blocks are the whole column's and their sums, added in order, the same;
+//! the samplers draw a chunk's rows from its first (`from_row`). So the tree is the one the host's
+//! rounds and the in-core device's grow, bit for bit. The host only adds each row's leaf value to
+//! its margin.
+
+use boost_kernels::entry;
+use boost_kernels::fixed_point::QuantiserSums;
+use boost_kernels::mvs::{MvsBin, MvsPass};
+use boost_kernels::objective::ElementwiseObjective;
+use boost_kernels::reduce::{self, BlockSum, SUM_BLOCK};
+use boost_kernels::sampling::RowSampler;
+use primitives::ops::GradientPair;
+use primitives::{DeviceBuffer, Gpu};
+use rayon::prelude::*;
+
+use super::pages::{room, Staging};
+use super::quantiser::KeptRows;
+use super::{element_config, sample, warp_per_block_config, Fixed, InitialMargins};
+use crate::data::MetaInfo;
+use crate::fixed_point::GradientQuantiser;
+use crate::sample::{add_bins, gradient_sampler, TreeSampler};
+use crate::tree::Tree;
+use crate::{Error, Result};
+
+/// Rows of the largest chunk: 80 MB of device buffers.
+const MAX_CHUNK_ROWS: usize = 4 << 20;
+
+/// Device bytes a row of a chunk: its margin, label, weight and gradient pair.
+const CHUNK_ROW_BYTES: usize = 12 + size_of::<GradientPair<f32>>();
+
+/// Every training row's labels, weights and margins in page-locked host memory, with the tree's
+/// gradients.
+pub(super) struct HostRows {
+    rows: usize,
+    objective: DeviceBuffer<ElementwiseObjective>,
+    labels: Staging<f32>,
+    weights: Option<Staging<f32>>,
+    margins: Staging<f32>,
+    /// The tree's gradients, sampled once [`HostRows::sample`] is done.
+    gradients: Staging<GradientPair<f32>>,
+}
+
+/// A tree's gradients after [`HostRows::sample`]: the quantiser of all rows and each block's
+/// count of kept rows.
+pub(super) struct Sampled {
+    pub(super) quantiser: GradientQuantiser,
+    pub(super) counts: Vec<u32>,
+}
+
+/// One chunk's device buffers.
+struct Chunk {
+    rows: usize,
+    margins: DeviceBuffer<f32>,
+    labels: DeviceBuffer<f32>,
+    weights: Option<DeviceBuffer<f32>>,
+    gradients: DeviceBuffer<GradientPair<f32>>,
+}
+
+impl HostRows {
+    /// The `n` rows' labels, weights and `margins` for `objective`'s gradients, page-locked.
+    pub(super) fn new(
+        gpu: &Gpu,
+        n: usize,
+        objective: ElementwiseObjective,
+        info: &MetaInfo,
+        margins: InitialMargins<'_>,
+    ) -> Result<Self> {
+        if info.labels.len() != n || !(info.weights.is_empty() || info.weights.len() == n) {
+            return Err(Error::InvalidData(format!(
+                "{} labels and {} weights for {n} rows",
+                info.labels.len(),
+                info.weights.len()
+            )));
+        }
+        let pinned = |values: &[f32]| -> Result<Staging<f32>> {
+            let mut staging = Staging::new();
+            staging.take_with_room(gpu, n, 0)?.copy_from_slice(values);
+            Ok(staging)
+        };
+        let initial = match margins {
+            InitialMargins::Rows(margins) if margins.len() == n => margins.to_vec(),
+            InitialMargins::Base(&[base]) => vec![base; n],
+            InitialMargins::Rows(m) | InitialMargins::Base(m) => {
+                return Err(Error::InvalidData(format!("{} initial margins for {n} rows of one output", m.len())))
+            }
+        };
+        let mut gradients = Staging::new();
+        gradients.take_with_room(gpu, n, 0)?;
+        Ok(HostRows {
+            rows: n,
+            objective: gpu.upload(&[objective])?,
+            labels: pinned(&info.labels)?,
+            weights: (!info.weights.is_empty()).then(|| pinned(&info.weights)).transpose()?,
+            margins: pinned(&initial)?,
+            gradients,
+        })
+    }
+
+    /// The rows' margins.
+    pub(super) fn margins(&self) -> &[f32] {
+        self.margins.slice(self.rows)
+    }
+
+    /// The tree's gradients, sampled ([`HostRows::sample`]).
+    pub(super) fn gradients(&self) -> &[GradientPair<f32>] {
+        self.gradients.slice(self.rows)
+    }
+
+    /// Each row's leaf value of `tree` (`positions`, a row's leaf) added to its margin.
+    pub(super) fn add_leaves(&mut self, tree: &Tree, positions: &[u32]) {
+        let values = &tree.split_conditions;
+        let margins = &mut self.margins.data_mut()[..self.rows];
+        margins.par_iter_mut().zip(positions).with_min_len(1 << 14).for_each(|(m, &leaf)| *m += values[leaf as usize]);
+    }
+
+    /// The chunks' row ranges: whole blocks of the sums, as many rows as a sixteenth of the room
+    /// the device has now holds (at least a block, at most [`MAX_CHUNK_ROWS`]).
+    fn chunks(&self, gpu: &Gpu) -> Result<Vec<std::ops::Range<usize>>> {
+        let fit = room(gpu)? / (16 * CHUNK_ROW_BYTES);
+        let rows = (fit.min(MAX_CHUNK_ROWS) / SUM_BLOCK).max(1) * SUM_BLOCK;
+        Ok((0..self.rows).step_by(rows).map(|first| first..(first + rows).min(self.rows)).collect())
+    }
+
+    /// One chunk's buffers of `rows` rows.
+    fn chunk(&self, gpu: &Gpu, rows: usize) -> Result<Chunk> {
+        Ok(Chunk {
+            rows,
+            margins: gpu.alloc_uninitialized(rows)?,
+            labels: gpu.alloc_uninitialized(rows)?,
+            weights: self.weights.as_ref().map(|_| gpu.alloc_uninitialized(rows)).transpose()?,
+            gradients: gpu.alloc_uninitialized(rows)?,
+        })
+    }
+
+    /// The tree's gradients, drawn by `sampler`, into [`HostRows::gradients`], with their quantiser
+    /// and each block's count of kept rows: the chunks streamed through the device once (twice
+    /// more, and once a threshold pass, for gradient-based sampling).
+    pub(super) fn sample(&mut self, gpu: &Gpu, sampler: TreeSampler) -> Result<Sampled> {
+        let ranges = self.chunks(gpu)?;
+        let mut chunk = self.chunk(gpu, ranges.first().map_or(0, |r| r.len()))?;
+        let (uniform, gradient_based) = match sampler {
+            TreeSampler::Uniform(sampler) => (sampler, None),
+            TreeSampler::GradientBased { key, subsample } => (RowSampler::ALL, Some((key, subsample))),
+        };
+        let (mut sums, mut counts, mut max) = (Vec::new(), Vec::new(), 0f32);
+        for range in &ranges {
+            self.chunk_gradients(gpu, &mut chunk, range.clone(), uniform.from_row(range.start as u64))?;
+            let gradients = chunk.gradients.device_ptr();
+            match gradient_based {
+                None => block_sums(gpu, gradients, range.len(), (&mut sums, &mut counts))?,
+                Some(_) => max = max.max(sample::magnitude_max(gpu, gradients, range.len())?),
+            }
+            chunk.gradients.copy_range_to_host(gpu, 0..range.len(), &mut self.gradients.data_mut()[range.clone()])?;
+        }
+        if let Some((key, subsample)) = gradient_based {
+            let histogram = |pass: &MvsPass| self.histogram(gpu, &mut chunk.gradients, &ranges, pass);
+            let sampler = gradient_sampler(key, subsample, self.rows as u64, max, histogram)?;
+            for range in &ranges {
+                chunk.gradients.copy_from_host(gpu, &self.gradients.slice(self.rows)[range.clone()])?;
+                let gradients = chunk.gradients.device_ptr();
+                if let Some(sampler) = &sampler {
+                    let out = chunk.gradients.as_mut_ptr();
+                    sample::apply(gpu, gradients, range.len(), &sampler.from_row(range.start as u64), out)?;
+                    let to = &mut self.gradients.data_mut()[range.clone()];
+                    chunk.gradients.copy_range_to_host(gpu, 0..range.len(), to)?;
+                }
+                block_sums(gpu, gradients, range.len(), (&mut sums, &mut counts))?;
+            }
+        }
+        let sums = sums.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
+        let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, self.rows);
+        Ok(Sampled { quantiser, counts })
+    }
+
+    /// The gradients of the rows `range` into the chunk's, zero where `sampler` leaves a row out.
+    fn chunk_gradients(
+        &self,
+        gpu: &Gpu,
+        chunk: &mut Chunk,
+        range: std::ops::Range<usize>,
+        sampler: RowSampler,
+    ) -> Result<()> {
+        let rows = range.len();
+        if rows > chunk.rows {
+            return Err(Error::InvalidData(format!("a chunk of {rows} rows in buffers of {}", chunk.rows)));
+        }
+        chunk.margins.copy_from_host(gpu, &self.margins.slice(self.rows)[range.clone()])?;
+        chunk.labels.copy_from_host(gpu, &self.labels.slice(self.rows)[range.clone()])?;
+        let weights = match (&mut chunk.weights, &self.weights) {
+            (Some(to), Some(from)) => {
+                to.copy_from_host(gpu, &from.slice(self.rows)[range])?;
+                to.as_ptr()
+            }
+            _ => std::ptr::null(),
+        };
+        let args = entry::boost_objective_gradients::args(
+            chunk.margins.as_ptr(),
+            chunk.labels.as_ptr(),
+            weights,
+            sampler.key,
+            sampler.threshold,
+            rows as u64,
+            self.objective.as_ptr(),
+            chunk.gradients.as_mut_ptr(),
+        );
+        // SAFETY: margins, labels, gradients (and the weights when given) hold at least `rows`
+        // values (checked above).
+        unsafe { gpu.launch_kernel(crate::KERNELS, element_config(rows)?, args)? };
+        Ok(())
+    }
+
+    /// `pass`'s histogram of every row's gradient magnitude, a chunk at a time through `chunk`.
+    fn histogram(
+        &self,
+        gpu: &Gpu,
+        chunk: &mut DeviceBuffer<GradientPair<f32>>,
+        ranges: &[std::ops::Range<usize>],
+        pass: &MvsPass,
+    ) -> Result<Vec<MvsBin>> {
+        let mut bins = vec![MvsBin::default(); pass.bins()];
+        for range in ranges {
+            chunk.copy_from_host(gpu, &self.gradients.slice(self.rows)[range.clone()])?;
+            add_bins(&mut bins, &sample::magnitude_histogram(gpu, chunk.device_ptr(), range.len(), pass)?);
+        }
+        Ok(bins)
+    }
+
+    /// The rows [`HostRows::sample`] kept, compacted on the device in row order with their
+    /// gradients in fixed point by its quantiser, their indices also into `sampled` (one a kept
+    /// row): what [`crate::fixed_point::quantiser_and_kept_rows`] and `to_fixed` give.
+    pub(super) fn kept(&self, gpu: &Gpu, tree: Sampled, sampled: &mut [u32]) -> Result<KeptRows> {
+        let mut offsets = tree.counts;
+        let mut kept = 0u32;
+        for offset in &mut offsets {
+            (*offset, kept) = (kept, kept + *offset);
+        }
+        if sampled.len() != kept as usize {
+            return Err(Error::InvalidData(format!("{} places for {kept} kept rows", sampled.len())));
+        }
+        let ranges = self.chunks(gpu)?;
+        let (rows, fixed) = (gpu.alloc_uninitialized::<u32>(sampled.len())?, gpu.alloc_uninitialized(sampled.len())?);
+        let (first, blocks) = (ranges.first().map_or(0, |r| r.len()), |rows: usize| rows.div_ceil(SUM_BLOCK));
+        let mut chunk = gpu.alloc_uninitialized::<GradientPair<f32>>(first)?;
+        let (mut chunk_offsets, totals) = (gpu.alloc_uninitialized::<u32>(blocks(first))?, gpu.alloc_zeroed(blocks(first))?);
+        let quantiser = gpu.upload(std::slice::from_ref(&tree.quantiser))?;
+        let mut root = Fixed::zero();
+        for range in ranges {
+            let block = range.start / SUM_BLOCK;
+            let (from, to) = (offsets[block] as usize, offsets.get(block + blocks(range.len())).map_or(kept, |&o| o) as usize);
+            if from == to {
+                continue;
+            }
+            chunk.copy_from_host(gpu, &self.gradients.slice(self.rows)[range.clone()])?;
+            chunk_offsets.copy_from_host(gpu, &offsets[block..block + blocks(range.len())])?;
+            let args = entry::boost_quantise_kept::args(
+                chunk.as_ptr(),
+                range.len() as u64,
+                quantiser.as_ptr(),
+                chunk_offsets.as_ptr(),
+                rows.as_mut_ptr(),
+                fixed.as_mut_ptr(),
+                totals.as_mut_ptr(),
+            );
+            // SAFETY: the chunk's gradients, an offset and a total per block of it; the offsets the
+            // counts' exclusive sums over every row, so its kept rows land inside `rows` and
+            // `fixed`, which hold every kept row; whole warps.
+            unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks(range.len()))?, args)? };
+            let chunk_totals = totals.range_to_vec(gpu, 0..blocks(range.len()))?;
+            root = chunk_totals.into_iter().fold(root, BlockSum::plus);
+            // The kernel numbers the rows from the chunk's first.
+            rows.copy_range_to_host(gpu, from..to, &mut sampled[from..to])?;
+            sampled[from..to].iter_mut().for_each(|row| *row += range.start as u32);
+        }
+        let mut rows = rows;
+        rows.copy_from_host(gpu, sampled)?;
+        Ok(KeptRows { quantiser: tree.quantiser, rows, fixed, root })
+    }
+}
+
+/// The quantiser's sums and the kept rows' count of each block of the `rows` gradients at
+/// `gradients`, appended to `sums` and `counts` (read back: one wait).
+fn block_sums(gpu: &Gpu, gradients: u64, rows: usize, (sums, counts): (&mut Vec<QuantiserSums>, &mut Vec<u32>)) -> Result<()> {
+    let blocks = reduce::blocks(rows);
+    let (block_sums, block_counts) = (gpu.alloc_uninitialized::<QuantiserSums>(blocks)?, gpu.alloc_uninitialized::<u32>(blocks)?);
+    let args = entry::boost_quantise_sums::args(
+        super::ptr(gradients),
+        rows as u64,
+        block_sums.as_mut_ptr(),
+        block_counts.as_mut_ptr(),
+    );
+    // SAFETY: `rows` gradients, a sum and a count per block; the grid is whole warps, one a block.
+    unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks)?, args)? };
+    sums.extend(block_sums.to_vec(gpu)?);
+    counts.extend(block_counts.to_vec(gpu)?);
+    Ok(())
+}
