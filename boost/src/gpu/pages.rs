@@ -505,17 +505,19 @@ impl<'g> GpuPages<'g> {
     ) -> Result<Tree> {
         let gpu = self.gpu();
         let sampled = rows.sample(gpu, sampler)?;
+        self.trainer.phases.add("pages: the rows' gradients and sample, streamed through the device", start.elapsed());
+        let start = Instant::now();
         let count = sampled.counts.iter().map(|&c| c as usize).sum();
         if !self.sampled_page_fits(count)? {
             let quantiser = sampled.quantiser;
             let gradients = rows.gradients();
             let root = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).reduce(Fixed::zero, BlockSum::plus);
-            self.trainer.phases.add("pages: gradients and sample, the rows streamed through the device", start.elapsed());
+            self.trainer.phases.add("pages: every row's gradient summed in fixed point", start.elapsed());
             return self.grow_streamed(params, (quantiser, TreeGradients::Host(gradients), root), features, rng);
         }
         let host_sampled = self.staged_rows.take(gpu, count)?;
         let kept = rows.kept(gpu, sampled, host_sampled)?;
-        self.trainer.phases.add("pages: gradients, sample and kept rows, the rows streamed through the device", start.elapsed());
+        self.trainer.phases.add("pages: the kept rows in fixed point, streamed through the device", start.elapsed());
         let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
         gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows))?;
         let (fixed, root) = (kept.fixed, kept.root);
