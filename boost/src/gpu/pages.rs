@@ -261,12 +261,17 @@ impl<'g> GpuPages<'g> {
     /// Every row's leaf of `tree`: each page uploaded and walked on the device
     /// ([`boost_kernels::predict::ellpack_kernel`]), the leaves read back.
     fn leaves(&mut self, tree: &Tree) -> Result<Vec<u32>> {
+        Ok(self.walk_leaves(tree)?.par_iter().copied().collect())
+    }
+
+    /// [`GpuPages::leaves`] in the page-locked staging buffer.
+    fn walk_leaves(&mut self, tree: &Tree) -> Result<&[u32]> {
         let gpu = self.trainer.gpu();
         let positions = self.staged_leaves.take(gpu, self.matrix.rows())?;
         let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
         let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
         walk_pages(&pages, values, (tree, 0), Walk::Leaves(positions))?;
-        Ok(positions.par_iter().copied().collect())
+        Ok(positions)
     }
 
     /// Before a tree: until pages are kept on the device, the peak of the first tree is measured.
@@ -477,20 +482,16 @@ impl<'g> GpuPages<'g> {
             self.trainer.replace_rows(0, |_| DeviceBins::upload(gpu, (Vec::new(), layout)))?;
         }
         let mut rows = self.host_rows.take().ok_or_else(no_device_rows)?;
-        let tree = self.grow_from_host_rows(&mut rows, params, sampler, features, rng, start);
-        let built = tree.and_then(|tree| self.with_leaves(tree));
-        let built = match built {
-            Ok(built) => built,
-            Err(error) => {
-                self.host_rows = Some(rows);
-                return Err(error);
-            }
-        };
-        let start = Instant::now();
-        rows.add_leaves(&built.tree, &built.positions);
+        let tree = self.grow_from_host_rows(&mut rows, params, sampler, features, rng, start).and_then(|tree| {
+            let start = Instant::now();
+            rows.add_leaves(&tree, self.walk_leaves(&tree)?);
+            self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
+            Ok(tree)
+        });
         self.host_rows = Some(rows);
-        self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
-        Ok(built.tree)
+        let tree = tree?;
+        self.keep_pages_on_device()?;
+        Ok(tree)
     }
 
     /// The tree of [`GpuPages::boost_tree_host_rows`] from `rows` (`start`: when its work began).
