@@ -19,6 +19,7 @@ use boost_kernels::sampling::RowSampler;
 use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu};
 use rayon::prelude::*;
+use std::ops::Range;
 
 use super::pages::{room, Staging};
 use super::quantiser::KeptRows;
@@ -43,8 +44,18 @@ pub(super) struct HostRows {
     labels: Staging<f32>,
     weights: Option<Staging<f32>>,
     margins: Staging<f32>,
-    /// The tree's gradients, sampled once [`HostRows::sample`] is done.
+    /// The tree's gradients, sampled once [`HostRows::sample`] is done: the chunks' the device
+    /// keeps no copy of.
     gradients: Staging<GradientPair<f32>>,
+    /// The tree's chunks.
+    chunks: Vec<ChunkRows>,
+}
+
+/// One chunk of a tree's rows: its range (whole blocks of the sums), and the device's copy of its
+/// gradients when it keeps one (the host's copy is then not the chunk's).
+struct ChunkRows {
+    range: Range<usize>,
+    device: Option<DeviceBuffer<GradientPair<f32>>>,
 }
 
 /// A tree's gradients after [`HostRows::sample`]: the quantiser of all rows and each block's
@@ -100,6 +111,7 @@ impl HostRows {
             weights: (!info.weights.is_empty()).then(|| pinned(&info.weights)).transpose()?,
             margins: pinned(&initial)?,
             gradients,
+            chunks: Vec::new(),
         })
     }
 
@@ -108,7 +120,8 @@ impl HostRows {
         self.margins.slice(self.rows)
     }
 
-    /// The tree's gradients, sampled ([`HostRows::sample`]).
+    /// The tree's gradients, sampled ([`HostRows::sample`]), once on the host
+    /// ([`HostRows::copy_to_host`]).
     pub(super) fn gradients(&self) -> &[GradientPair<f32>] {
         self.gradients.slice(self.rows)
     }
@@ -122,7 +135,7 @@ impl HostRows {
 
     /// The chunks' row ranges: whole blocks of the sums, as many rows as a sixteenth of the room
     /// the device has now holds (at least a block, at most [`MAX_CHUNK_ROWS`]).
-    fn chunks(&self, gpu: &Gpu) -> Result<Vec<std::ops::Range<usize>>> {
+    fn chunk_ranges(&self, gpu: &Gpu) -> Result<Vec<Range<usize>>> {
         let fit = room(gpu)? / (16 * CHUNK_ROW_BYTES);
         let rows = (fit.min(MAX_CHUNK_ROWS) / SUM_BLOCK).max(1) * SUM_BLOCK;
         Ok((0..self.rows).step_by(rows).map(|first| first..(first + rows).min(self.rows)).collect())
@@ -139,37 +152,56 @@ impl HostRows {
         })
     }
 
-    /// The tree's gradients, drawn by `sampler`, into [`HostRows::gradients`], with their quantiser
-    /// and each block's count of kept rows: the chunks streamed through the device once (twice
-    /// more, and once a threshold pass, for gradient-based sampling).
+    /// Bytes of the gradients the device keeps for the tree (freed by [`HostRows::kept`] or
+    /// [`HostRows::copy_to_host`]).
+    pub(super) fn device_bytes(&self) -> usize {
+        self.chunks.iter().filter_map(|c| c.device.as_ref()).map(|d| d.len() * size_of::<GradientPair<f32>>()).sum()
+    }
+
+    /// The tree's gradients, drawn by `sampler`, into [`HostRows::gradients`] or the device's
+    /// copies of the chunks it keeps (while they take at most half its room), with their quantiser
+    /// and each block's count of kept rows: every chunk computed on the device once, and for
+    /// gradient-based sampling read again by each threshold pass and the draws (copied again
+    /// where the device keeps no copy).
     pub(super) fn sample(&mut self, gpu: &Gpu, sampler: TreeSampler) -> Result<Sampled> {
-        let ranges = self.chunks(gpu)?;
+        let ranges = self.chunk_ranges(gpu)?;
         let mut chunk = self.chunk(gpu, ranges.first().map_or(0, |r| r.len()))?;
+        let mut budget = room(gpu)? / 2;
+        self.chunks = ranges.iter().map(|range| ChunkRows { range: range.clone(), device: None }).collect();
         let (uniform, gradient_based) = match sampler {
             TreeSampler::Uniform(sampler) => (sampler, None),
             TreeSampler::GradientBased { key, subsample } => (RowSampler::ALL, Some((key, subsample))),
         };
         let (mut sums, mut counts, mut max) = (Vec::new(), Vec::new(), 0f32);
-        for range in &ranges {
-            self.chunk_gradients(gpu, &mut chunk, range.clone(), uniform.from_row(range.start as u64))?;
-            let gradients = chunk.gradients.device_ptr();
+        for k in 0..self.chunks.len() {
+            let range = self.chunks[k].range.clone();
+            let bytes = range.len() * size_of::<GradientPair<f32>>();
+            let kept = if bytes <= budget { alloc_within_limit(gpu, range.len())? } else { None };
+            budget -= kept.as_ref().map_or(0, |_| bytes);
+            let gradients = kept.as_ref().unwrap_or(&chunk.gradients).device_ptr();
+            self.chunk_gradients(gpu, &mut chunk, range.clone(), uniform.from_row(range.start as u64), gradients)?;
             match gradient_based {
                 None => block_sums(gpu, gradients, range.len(), (&mut sums, &mut counts))?,
                 Some(_) => max = max.max(sample::magnitude_max(gpu, gradients, range.len())?),
             }
-            chunk.gradients.copy_range_to_host(gpu, 0..range.len(), &mut self.gradients.data_mut()[range.clone()])?;
+            match kept {
+                Some(kept) => self.chunks[k].device = Some(kept),
+                None => chunk.gradients.copy_range_to_host(gpu, 0..range.len(), &mut self.gradients.data_mut()[range])?,
+            }
         }
         if let Some((key, subsample)) = gradient_based {
-            let histogram = |pass: &MvsPass| self.histogram(gpu, &mut chunk.gradients, &ranges, pass);
+            let histogram = |pass: &MvsPass| self.histogram(gpu, &mut chunk.gradients, pass);
             let sampler = gradient_sampler(key, subsample, self.rows as u64, max, histogram)?;
-            for range in &ranges {
-                chunk.gradients.copy_from_host(gpu, &self.gradients.slice(self.rows)[range.clone()])?;
-                let gradients = chunk.gradients.device_ptr();
+            for k in 0..self.chunks.len() {
+                let range = self.chunks[k].range.clone();
+                let gradients = self.on_device(gpu, k, &mut chunk.gradients)?;
                 if let Some(sampler) = &sampler {
-                    let out = chunk.gradients.as_mut_ptr();
-                    sample::apply(gpu, gradients, range.len(), &sampler.from_row(range.start as u64), out)?;
-                    let to = &mut self.gradients.data_mut()[range.clone()];
-                    chunk.gradients.copy_range_to_host(gpu, 0..range.len(), to)?;
+                    let sampler = sampler.from_row(range.start as u64);
+                    sample::apply(gpu, gradients, range.len(), &sampler, super::ptr_mut(gradients))?;
+                    if self.chunks[k].device.is_none() {
+                        let to = &mut self.gradients.data_mut()[range.clone()];
+                        chunk.gradients.copy_range_to_host(gpu, 0..range.len(), to)?;
+                    }
                 }
                 block_sums(gpu, gradients, range.len(), (&mut sums, &mut counts))?;
             }
@@ -179,13 +211,43 @@ impl HostRows {
         Ok(Sampled { quantiser, counts })
     }
 
-    /// The gradients of the rows `range` into the chunk's, zero where `sampler` leaves a row out.
+    /// The device address of chunk `k`'s gradients: the device's copy, or the host's copied into
+    /// `staging`.
+    fn on_device(&self, gpu: &Gpu, k: usize, staging: &mut DeviceBuffer<GradientPair<f32>>) -> Result<u64> {
+        let chunk = &self.chunks[k];
+        Ok(match &chunk.device {
+            Some(gradients) => gradients.device_ptr(),
+            None => {
+                staging.copy_from_host(gpu, &self.gradients.slice(self.rows)[chunk.range.clone()])?;
+                staging.device_ptr()
+            }
+        })
+    }
+
+    /// Chunk `k`'s gradients copied back to the host, the device's copy freed.
+    fn release(&mut self, gpu: &Gpu, k: usize) -> Result<()> {
+        let chunk = &mut self.chunks[k];
+        if let Some(gradients) = chunk.device.take() {
+            let range = chunk.range.clone();
+            gradients.copy_range_to_host(gpu, 0..range.len(), &mut self.gradients.data_mut()[range])?;
+        }
+        Ok(())
+    }
+
+    /// Every chunk's gradients on the host ([`HostRows::gradients`]), the device's copies freed.
+    pub(super) fn copy_to_host(&mut self, gpu: &Gpu) -> Result<()> {
+        (0..self.chunks.len()).try_for_each(|k| self.release(gpu, k))
+    }
+
+    /// The gradients of the rows `range` into `out` (the device address of room for them), zero
+    /// where `sampler` leaves a row out.
     fn chunk_gradients(
         &self,
         gpu: &Gpu,
         chunk: &mut Chunk,
-        range: std::ops::Range<usize>,
+        range: Range<usize>,
         sampler: RowSampler,
+        out: u64,
     ) -> Result<()> {
         let rows = range.len();
         if rows > chunk.rows {
@@ -208,34 +270,31 @@ impl HostRows {
             sampler.threshold,
             rows as u64,
             self.objective.as_ptr(),
-            chunk.gradients.as_mut_ptr(),
+            super::ptr_mut(out),
         );
-        // SAFETY: margins, labels, gradients (and the weights when given) hold at least `rows`
-        // values (checked above).
+        // SAFETY: margins and labels (and the weights when given) hold at least `rows` values
+        // (checked above), `out` room for `rows` pairs (the caller's).
         unsafe { gpu.launch_kernel(crate::KERNELS, element_config(rows)?, args)? };
         Ok(())
     }
 
-    /// `pass`'s histogram of every row's gradient magnitude, a chunk at a time through `chunk`.
-    fn histogram(
-        &self,
-        gpu: &Gpu,
-        chunk: &mut DeviceBuffer<GradientPair<f32>>,
-        ranges: &[std::ops::Range<usize>],
-        pass: &MvsPass,
-    ) -> Result<Vec<MvsBin>> {
+    /// `pass`'s histogram of every row's gradient magnitude, a chunk at a time (through `staging`
+    /// where the device keeps no copy).
+    fn histogram(&self, gpu: &Gpu, staging: &mut DeviceBuffer<GradientPair<f32>>, pass: &MvsPass) -> Result<Vec<MvsBin>> {
         let mut bins = vec![MvsBin::default(); pass.bins()];
-        for range in ranges {
-            chunk.copy_from_host(gpu, &self.gradients.slice(self.rows)[range.clone()])?;
-            add_bins(&mut bins, &sample::magnitude_histogram(gpu, chunk.device_ptr(), range.len(), pass)?);
+        for k in 0..self.chunks.len() {
+            let gradients = self.on_device(gpu, k, staging)?;
+            add_bins(&mut bins, &sample::magnitude_histogram(gpu, gradients, self.chunks[k].range.len(), pass)?);
         }
         Ok(bins)
     }
 
     /// The rows [`HostRows::sample`] kept, compacted on the device in row order with their
     /// gradients in fixed point by its quantiser, their indices also into `sampled` (one a kept
-    /// row): what [`crate::fixed_point::quantiser_and_kept_rows`] and `to_fixed` give.
-    pub(super) fn kept(&self, gpu: &Gpu, tree: Sampled, sampled: &mut [u32]) -> Result<KeptRows> {
+    /// row): what [`crate::fixed_point::quantiser_and_kept_rows`] and `to_fixed` give. The
+    /// device's copies of the chunks are freed (from the last, copied back first) as far as the
+    /// kept rows need their room, and all of them at the end.
+    pub(super) fn kept(&mut self, gpu: &Gpu, tree: Sampled, sampled: &mut [u32]) -> Result<KeptRows> {
         let mut offsets = tree.counts;
         let mut kept = 0u32;
         for offset in &mut offsets {
@@ -244,23 +303,32 @@ impl HostRows {
         if sampled.len() != kept as usize {
             return Err(Error::InvalidData(format!("{} places for {kept} kept rows", sampled.len())));
         }
-        let ranges = self.chunks(gpu)?;
-        let (rows, fixed) = (gpu.alloc_uninitialized::<u32>(sampled.len())?, gpu.alloc_uninitialized(sampled.len())?);
-        let (first, blocks) = (ranges.first().map_or(0, |r| r.len()), |rows: usize| rows.div_ceil(SUM_BLOCK));
-        let mut chunk = gpu.alloc_uninitialized::<GradientPair<f32>>(first)?;
+        let first = self.chunks.first().map_or(0, |c| c.range.len());
+        let blocks = |rows: usize| rows.div_ceil(SUM_BLOCK);
+        let need = sampled.len() * (4 + size_of::<Fixed>()) + first * CHUNK_ROW_BYTES;
+        for k in (0..self.chunks.len()).rev() {
+            if room(gpu)? >= need {
+                break;
+            }
+            self.release(gpu, k)?;
+        }
+        let (mut rows, fixed) = (gpu.alloc_uninitialized::<u32>(sampled.len())?, gpu.alloc_uninitialized(sampled.len())?);
+        let staged = self.chunks.iter().any(|c| c.device.is_none());
+        let mut staging = gpu.alloc_uninitialized::<GradientPair<f32>>(if staged { first } else { 0 })?;
         let (mut chunk_offsets, totals) = (gpu.alloc_uninitialized::<u32>(blocks(first))?, gpu.alloc_zeroed(blocks(first))?);
         let quantiser = gpu.upload(std::slice::from_ref(&tree.quantiser))?;
         let mut root = Fixed::zero();
-        for range in ranges {
-            let block = range.start / SUM_BLOCK;
-            let (from, to) = (offsets[block] as usize, offsets.get(block + blocks(range.len())).map_or(kept, |&o| o) as usize);
+        for k in 0..self.chunks.len() {
+            let range = self.chunks[k].range.clone();
+            let (block, chunk_blocks) = (range.start / SUM_BLOCK, blocks(range.len()));
+            let (from, to) = (offsets[block] as usize, offsets.get(block + chunk_blocks).map_or(kept, |&o| o) as usize);
             if from == to {
                 continue;
             }
-            chunk.copy_from_host(gpu, &self.gradients.slice(self.rows)[range.clone()])?;
-            chunk_offsets.copy_from_host(gpu, &offsets[block..block + blocks(range.len())])?;
+            let gradients = self.on_device(gpu, k, &mut staging)?;
+            chunk_offsets.copy_from_host(gpu, &offsets[block..block + chunk_blocks])?;
             let args = entry::boost_quantise_kept::args(
-                chunk.as_ptr(),
+                super::ptr(gradients),
                 range.len() as u64,
                 quantiser.as_ptr(),
                 chunk_offsets.as_ptr(),
@@ -271,16 +339,25 @@ impl HostRows {
             // SAFETY: the chunk's gradients, an offset and a total per block of it; the offsets the
             // counts' exclusive sums over every row, so its kept rows land inside `rows` and
             // `fixed`, which hold every kept row; whole warps.
-            unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks(range.len()))?, args)? };
-            let chunk_totals = totals.range_to_vec(gpu, 0..blocks(range.len()))?;
+            unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(chunk_blocks)?, args)? };
+            let chunk_totals = totals.range_to_vec(gpu, 0..chunk_blocks)?;
             root = chunk_totals.into_iter().fold(root, BlockSum::plus);
             // The kernel numbers the rows from the chunk's first.
             rows.copy_range_to_host(gpu, from..to, &mut sampled[from..to])?;
             sampled[from..to].iter_mut().for_each(|row| *row += range.start as u32);
         }
-        let mut rows = rows;
+        self.chunks.clear();
         rows.copy_from_host(gpu, sampled)?;
         Ok(KeptRows { quantiser: tree.quantiser, rows, fixed, root })
+    }
+}
+
+/// `rows` gradient pairs on the device, or `None` where its memory (or its limit) has no room.
+fn alloc_within_limit(gpu: &Gpu, rows: usize) -> Result<Option<DeviceBuffer<GradientPair<f32>>>> {
+    match gpu.alloc_uninitialized(rows) {
+        Ok(buffer) => Ok(Some(buffer)),
+        Err(primitives::Error::MemoryLimit { .. } | primitives::Error::OutOfMemory { .. }) => Ok(None),
+        Err(error) => Err(error.into()),
     }
 }
 

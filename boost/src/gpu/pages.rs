@@ -191,7 +191,7 @@ impl<'g> GpuPages<'g> {
         let gpu = self.trainer.gpu();
         let (quantiser, runs) = crate::fixed_point::quantiser_and_kept_rows(gradients);
         let count = runs.iter().map(Vec::len).sum();
-        if !self.sampled_page_fits(count)? {
+        if !self.sampled_page_fits(count, 0)? {
             let root = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).reduce(Fixed::zero, BlockSum::plus);
             self.trainer.phases.add("pages: every row's gradient summed in fixed point", start.elapsed());
             let tree = self.grow_streamed(params, (quantiser, TreeGradients::Host(gradients), root), features, rng)?;
@@ -222,13 +222,14 @@ impl<'g> GpuPages<'g> {
     }
 
     /// Whether a tree's `count` sampled rows fit the device in one page (their bins, gradients,
-    /// indices and row buffers) beside a page being read; if not, the tree is streamed.
-    fn sampled_page_fits(&self, count: usize) -> Result<bool> {
+    /// indices and row buffers) beside a page being read, once `freed` more bytes are freed; if
+    /// not, the tree is streamed.
+    fn sampled_page_fits(&self, count: usize, freed: usize) -> Result<bool> {
         let row_bytes = self.layout.row_words * 4 + size_of::<Fixed>() + 4 + 5 * 4;
         let mut largest = 0;
         self.matrix.store.for_each(|_, page| largest = largest.max(std::mem::size_of_val(page.words())))?;
         // The last tree's sampled rows are freed before this one's are gathered.
-        let freed = self.trainer.bins_bytes() + self.trainer.rows * 5 * 4;
+        let freed = freed + self.trainer.bins_bytes() + self.trainer.rows * 5 * 4;
         Ok(count.saturating_mul(row_bytes).saturating_add(largest) <= room(self.gpu())?.saturating_add(freed))
     }
 
@@ -422,7 +423,7 @@ impl<'g> GpuPages<'g> {
         let gradients = self.device_rows()?.tree_gradients(gpu, n, output, sampler)?;
         // SAFETY: `gradients` is `n` pairs of the device rows' buffers, kept for the training run.
         let kept = unsafe { self.trainer.quantise_kept(gradients, n)? };
-        if !self.sampled_page_fits(kept.rows.len())? {
+        if !self.sampled_page_fits(kept.rows.len(), 0)? {
             self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
             // The pages' states take the rows' gradients (zero where the sample leaves a row
             // out) as they are, each page put in fixed point on the device as it is read.
@@ -509,7 +510,8 @@ impl<'g> GpuPages<'g> {
         self.trainer.phases.add("pages: the rows' gradients and sample, streamed through the device", start.elapsed());
         let start = Instant::now();
         let count = sampled.counts.iter().map(|&c| c as usize).sum();
-        if !self.sampled_page_fits(count)? {
+        if !self.sampled_page_fits(count, rows.device_bytes())? {
+            rows.copy_to_host(gpu)?;
             let quantiser = sampled.quantiser;
             let gradients = rows.gradients();
             let root = gradients.par_iter().map(|&g| quantiser.to_fixed(g)).reduce(Fixed::zero, BlockSum::plus);

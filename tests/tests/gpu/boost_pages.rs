@@ -213,28 +213,35 @@ fn rows_streamed_through_the_device_train_the_cpus_model() {
     let test = generate(&SyntheticSpec { rows: rows / 10, ..spec(SyntheticTask::Binary, 63) }).unwrap();
     let test = DMatrix::from_dataset(test).unwrap();
     let base = [("max_depth", "5"), ("max_bin", "64"), ("seed", "7")];
-    let cases: Vec<Case> = vec![
+    let gradient_based = [&base[..], &[("sampling_method", "gradient_based"), ("subsample", "0.1")]].concat();
+    // Bytes a row of the limit: the rows' 20 bytes on the device (label, weight, margin,
+    // gradients) take more than half of it; a fifth of the rows' sampled page fits beside the
+    // pages' buffers, all of them not. At 12 bytes a row the device keeps only some chunks'
+    // gradients between the sampling's passes, at 26 all of them.
+    let cases: Vec<LimitCase> = vec![
         (
             "binary, weights, gradient-based 0.1",
             &binary,
-            [
-                &base[..],
-                &[("objective", "binary:logistic"), ("sampling_method", "gradient_based"), ("subsample", "0.1")],
-            ]
-            .concat(),
+            [&gradient_based[..], &[("objective", "binary:logistic")]].concat(),
+            26,
         ),
-        ("binary, weights, no sampling", &binary, [&base[..], &[("objective", "binary:logistic")]].concat()),
+        (
+            "binary, weights, gradient-based 0.1, a tight limit",
+            &binary,
+            [&gradient_based[..], &[("objective", "binary:logistic")]].concat(),
+            12,
+        ),
+        ("binary, weights, no sampling", &binary, [&base[..], &[("objective", "binary:logistic")]].concat(), 26),
         (
             "regression, uniform 0.2",
             &regression,
             [&base[..], &[("objective", "reg:squarederror"), ("subsample", "0.2")]].concat(),
+            26,
         ),
     ];
-    // Rows of 20 bytes on the device (label, weight, margin, gradients) take more than half the
-    // limit; a fifth of the rows' sampled page fits beside the pages' buffers, all of them not.
-    let limit = (1 << 20) + rows * 26;
-    let limit_text = limit.to_string();
-    for (case, data, params) in cases {
+    for (case, data, params, row_bytes) in cases {
+        let limit = (1 << 20) + rows * row_bytes;
+        let limit_text = limit.to_string();
         let d = pages(data, rows / 6, &ExternalMemory { max_bin: 64, page_bytes: 1, ..Default::default() });
         let params =
             Params::from_pairs(&[&params[..], &[("device_memory_limit", limit_text.as_str())]].concat()).unwrap();
