@@ -20,9 +20,12 @@
 //! ([`GpuPages::boost_tree`]): gradients, sample, quantiser and the kept rows in fixed point
 //! ([`GpuTrainer::quantise_kept`]) there, and the walk adds each row's leaf value to its margin
 //! (when every row was kept, the builder's row order has them: no walk); the host reads back only
-//! the kept rows' indices (to find each page's). Otherwise the gradients and the sample are the
-//! host's (the learner's host rounds, [`GpuPages::build_tree`]), and the leaves come back
-//! through a page-locked staging buffer.
+//! the kept rows' indices (to find each page's). Where they do not fit, an element-wise
+//! objective's rounds are still the device's: the rows stay in page-locked host memory and stream
+//! through the same kernels in chunks ([`super::host_rows`]), and the host adds each row's leaf
+//! value to its margin. Otherwise (the other objectives) the gradients and the sample are the
+//! host's (the learner's host rounds, [`GpuPages::build_tree`]), and the leaves come back through
+//! a page-locked staging buffer.
 
 use std::sync::Arc;
 use std::time::Instant;
