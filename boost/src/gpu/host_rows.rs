@@ -26,7 +26,7 @@ use super::quantiser::KeptRows;
 use super::{element_config, sample, warp_per_block_config, Fixed, InitialMargins};
 use crate::data::MetaInfo;
 use crate::fixed_point::GradientQuantiser;
-use crate::sample::{add_bins, gradient_sampler, TreeSampler};
+use crate::sample::{gradient_sampler, TreeSampler};
 use crate::tree::Tree;
 use crate::{Error, Result};
 
@@ -172,7 +172,11 @@ impl HostRows {
             TreeSampler::Uniform(sampler) => (sampler, None),
             TreeSampler::GradientBased { key, subsample } => (RowSampler::ALL, Some((key, subsample))),
         };
-        let (mut sums, mut counts, mut max) = (Vec::new(), Vec::new(), 0f32);
+        // Each block's sums and count, and the largest magnitude, accumulate on the device: read
+        // back once.
+        let blocks = reduce::blocks(self.rows);
+        let (sums, counts) = (gpu.alloc_uninitialized(blocks)?, gpu.alloc_uninitialized(blocks)?);
+        let max = gpu.alloc_zeroed::<u32>(1)?;
         for k in 0..self.chunks.len() {
             let range = self.chunks[k].range.clone();
             let bytes = range.len() * size_of::<GradientPair<f32>>();
@@ -181,8 +185,8 @@ impl HostRows {
             let gradients = kept.as_ref().unwrap_or(&chunk.gradients).device_ptr();
             self.chunk_gradients(gpu, &mut chunk, range.clone(), uniform.from_row(range.start as u64), gradients)?;
             match gradient_based {
-                None => block_sums(gpu, gradients, range.len(), (&mut sums, &mut counts))?,
-                Some(_) => max = max.max(sample::magnitude_max(gpu, gradients, range.len())?),
+                None => block_sums(gpu, (gradients, range.clone()), (&sums, &counts))?,
+                Some(_) => sample::add_magnitude_max(gpu, gradients, range.len(), &max)?,
             }
             match kept {
                 Some(kept) => self.chunks[k].device = Some(kept),
@@ -190,6 +194,7 @@ impl HostRows {
             }
         }
         if let Some((key, subsample)) = gradient_based {
+            let max = f32::from_bits(max.to_vec(gpu)?[0]);
             let histogram = |pass: &MvsPass| self.histogram(gpu, &mut chunk.gradients, pass);
             let sampler = gradient_sampler(key, subsample, self.rows as u64, max, histogram)?;
             for k in 0..self.chunks.len() {
@@ -198,17 +203,17 @@ impl HostRows {
                 if let Some(sampler) = &sampler {
                     let sampler = sampler.from_row(range.start as u64);
                     sample::apply(gpu, gradients, range.len(), &sampler, super::ptr_mut(gradients))?;
-                    if self.chunks[k].device.is_none() {
-                        let to = &mut self.gradients.data_mut()[range.clone()];
-                        chunk.gradients.copy_range_to_host(gpu, 0..range.len(), to)?;
-                    }
                 }
-                block_sums(gpu, gradients, range.len(), (&mut sums, &mut counts))?;
+                block_sums(gpu, (gradients, range.clone()), (&sums, &counts))?;
+                if sampler.is_some() && self.chunks[k].device.is_none() {
+                    let to = &mut self.gradients.data_mut()[range.clone()];
+                    chunk.gradients.copy_range_to_host(gpu, 0..range.len(), to)?;
+                }
             }
         }
-        let sums = sums.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
-        let quantiser = GradientQuantiser::from_sums(sums.positive, sums.negative, self.rows);
-        Ok(Sampled { quantiser, counts })
+        let total = sums.to_vec(gpu)?.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
+        let quantiser = GradientQuantiser::from_sums(total.positive, total.negative, self.rows);
+        Ok(Sampled { quantiser, counts: counts.to_vec(gpu)? })
     }
 
     /// The device address of chunk `k`'s gradients: the device's copy, or the host's copied into
@@ -279,14 +284,14 @@ impl HostRows {
     }
 
     /// `pass`'s histogram of every row's gradient magnitude, a chunk at a time (through `staging`
-    /// where the device keeps no copy).
+    /// where the device keeps no copy), added up on the device and read back once.
     fn histogram(&self, gpu: &Gpu, staging: &mut DeviceBuffer<GradientPair<f32>>, pass: &MvsPass) -> Result<Vec<MvsBin>> {
-        let mut bins = vec![MvsBin::default(); pass.bins()];
+        let (bins, on_device) = (gpu.alloc_zeroed::<MvsBin>(pass.bins())?, gpu.upload(std::slice::from_ref(pass))?);
         for k in 0..self.chunks.len() {
             let gradients = self.on_device(gpu, k, staging)?;
-            add_bins(&mut bins, &sample::magnitude_histogram(gpu, gradients, self.chunks[k].range.len(), pass)?);
+            sample::add_magnitude_histogram(gpu, gradients, self.chunks[k].range.len(), (&on_device, pass), &bins)?;
         }
-        Ok(bins)
+        Ok(bins.to_vec(gpu)?)
     }
 
     /// The rows [`HostRows::sample`] kept, compacted on the device in row order with their
@@ -315,9 +320,9 @@ impl HostRows {
         let (mut rows, fixed) = (gpu.alloc_uninitialized::<u32>(sampled.len())?, gpu.alloc_uninitialized(sampled.len())?);
         let staged = self.chunks.iter().any(|c| c.device.is_none());
         let mut staging = gpu.alloc_uninitialized::<GradientPair<f32>>(if staged { first } else { 0 })?;
-        let (mut chunk_offsets, totals) = (gpu.alloc_uninitialized::<u32>(blocks(first))?, gpu.alloc_zeroed(blocks(first))?);
+        let (offsets_on_device, totals) = (gpu.upload(&offsets)?, gpu.alloc_zeroed::<Fixed>(offsets.len())?);
         let quantiser = gpu.upload(std::slice::from_ref(&tree.quantiser))?;
-        let mut root = Fixed::zero();
+        let mut firsts = Vec::new();
         for k in 0..self.chunks.len() {
             let range = self.chunks[k].range.clone();
             let (block, chunk_blocks) = (range.start / SUM_BLOCK, blocks(range.len()));
@@ -326,27 +331,28 @@ impl HostRows {
                 continue;
             }
             let gradients = self.on_device(gpu, k, &mut staging)?;
-            chunk_offsets.copy_from_host(gpu, &offsets[block..block + chunk_blocks])?;
             let args = entry::boost_quantise_kept::args(
                 super::ptr(gradients),
                 range.len() as u64,
                 quantiser.as_ptr(),
-                chunk_offsets.as_ptr(),
+                offsets_on_device.as_ptr().wrapping_add(block),
                 rows.as_mut_ptr(),
                 fixed.as_mut_ptr(),
-                totals.as_mut_ptr(),
+                totals.as_mut_ptr().wrapping_add(block),
             );
-            // SAFETY: the chunk's gradients, an offset and a total per block of it; the offsets the
-            // counts' exclusive sums over every row, so its kept rows land inside `rows` and
-            // `fixed`, which hold every kept row; whole warps.
+            // SAFETY: the chunk's gradients, an offset and a total for each of its blocks (from
+            // its first block's); the offsets the counts' exclusive sums over every row, so its kept
+            // rows land inside `rows` and `fixed`, which hold every kept row; whole warps.
             unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(chunk_blocks)?, args)? };
-            let chunk_totals = totals.range_to_vec(gpu, 0..chunk_blocks)?;
-            root = chunk_totals.into_iter().fold(root, BlockSum::plus);
-            // The kernel numbers the rows from the chunk's first.
-            rows.copy_range_to_host(gpu, from..to, &mut sampled[from..to])?;
-            sampled[from..to].iter_mut().for_each(|row| *row += range.start as u32);
+            firsts.push((from..to, range.start as u32));
         }
         self.chunks.clear();
+        let root = totals.to_vec(gpu)?.into_iter().fold(Fixed::zero(), BlockSum::plus);
+        // The kernel numbers a chunk's rows from its first.
+        rows.copy_range_to_host(gpu, 0..sampled.len(), sampled)?;
+        for (kept, first) in firsts {
+            sampled[kept].par_iter_mut().with_min_len(1 << 14).for_each(|row| *row += first);
+        }
         rows.copy_from_host(gpu, sampled)?;
         Ok(KeptRows { quantiser: tree.quantiser, rows, fixed, root })
     }
@@ -361,20 +367,26 @@ fn alloc_within_limit(gpu: &Gpu, rows: usize) -> Result<Option<DeviceBuffer<Grad
     }
 }
 
-/// The quantiser's sums and the kept rows' count of each block of the `rows` gradients at
-/// `gradients`, appended to `sums` and `counts` (read back: one wait).
-fn block_sums(gpu: &Gpu, gradients: u64, rows: usize, (sums, counts): (&mut Vec<QuantiserSums>, &mut Vec<u32>)) -> Result<()> {
-    let blocks = reduce::blocks(rows);
-    let (block_sums, block_counts) = (gpu.alloc_uninitialized::<QuantiserSums>(blocks)?, gpu.alloc_uninitialized::<u32>(blocks)?);
+/// The quantiser's sums and the kept rows' count of each block of the gradients of the rows
+/// `range` (whole blocks from a block's first row) at `gradients`, into their blocks' places of
+/// `sums` and `counts` (no wait).
+fn block_sums(
+    gpu: &Gpu,
+    (gradients, range): (u64, Range<usize>),
+    (sums, counts): (&DeviceBuffer<QuantiserSums>, &DeviceBuffer<u32>),
+) -> Result<()> {
+    let (first, blocks) = (range.start / SUM_BLOCK, reduce::blocks(range.len()));
+    if range.start % SUM_BLOCK != 0 || first + blocks > sums.len().min(counts.len()) {
+        return Err(Error::InvalidData(format!("rows {range:?} are not whole blocks of {} sums", sums.len())));
+    }
     let args = entry::boost_quantise_sums::args(
         super::ptr(gradients),
-        rows as u64,
-        block_sums.as_mut_ptr(),
-        block_counts.as_mut_ptr(),
+        range.len() as u64,
+        sums.as_mut_ptr().wrapping_add(first),
+        counts.as_mut_ptr().wrapping_add(first),
     );
-    // SAFETY: `rows` gradients, a sum and a count per block; the grid is whole warps, one a block.
+    // SAFETY: `range.len()` gradients, a sum and a count for each of their blocks from `first`
+    // (checked above); the grid is whole warps, one a block.
     unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks)?, args)? };
-    sums.extend(block_sums.to_vec(gpu)?);
-    counts.extend(block_counts.to_vec(gpu)?);
     Ok(())
 }

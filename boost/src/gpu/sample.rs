@@ -7,7 +7,7 @@ use boost_kernels::entry;
 use boost_kernels::mvs::{GradientSampler, MvsBin, MvsPass, BINS};
 use primitives::kernels::KernelArgs;
 use primitives::ops::GradientPair;
-use primitives::{Gpu, LaunchConfig};
+use primitives::{DeviceBuffer, Gpu, LaunchConfig};
 
 use super::{element_config, ptr, ELEMENT_THREADS};
 use crate::Result;
@@ -30,21 +30,39 @@ fn launch(gpu: &Gpu, config: LaunchConfig, args: KernelArgs) -> Result<()> {
 /// The largest regularised magnitude of the `rows` pairs at `gradients` (a device address).
 pub(super) fn magnitude_max(gpu: &Gpu, gradients: u64, rows: usize) -> Result<f32> {
     let max = gpu.alloc_zeroed::<u32>(1)?;
-    let args = entry::boost_sample_mvs_max::args(ptr(gradients), rows as u64, max.as_mut_ptr());
-    launch(gpu, grid_config(rows, 0), args)?;
+    add_magnitude_max(gpu, gradients, rows, &max)?;
     Ok(f32::from_bits(max.to_vec(gpu)?[0]))
+}
+
+/// [`magnitude_max`] into `max` (a float's bits), which keeps the larger of it and its value: the
+/// largest over several calls (no wait).
+pub(super) fn add_magnitude_max(gpu: &Gpu, gradients: u64, rows: usize, max: &DeviceBuffer<u32>) -> Result<()> {
+    let args = entry::boost_sample_mvs_max::args(ptr(gradients), rows as u64, max.as_mut_ptr());
+    launch(gpu, grid_config(rows, 0), args)
 }
 
 /// `pass`'s bins of the `rows` pairs at `gradients`.
 pub(super) fn magnitude_histogram(gpu: &Gpu, gradients: u64, rows: usize, pass: &MvsPass) -> Result<Vec<MvsBin>> {
-    debug_assert!(pass.bins() <= BINS);
     let bins = gpu.alloc_zeroed::<MvsBin>(pass.bins())?;
     let on_device = gpu.upload(std::slice::from_ref(pass))?;
+    add_magnitude_histogram(gpu, gradients, rows, (&on_device, pass), &bins)?;
+    Ok(bins.to_vec(gpu)?)
+}
+
+/// [`magnitude_histogram`] added into `bins` (`pass`, with its copy on the device): a histogram over
+/// several calls (no wait).
+pub(super) fn add_magnitude_histogram(
+    gpu: &Gpu,
+    gradients: u64,
+    rows: usize,
+    (on_device, pass): (&DeviceBuffer<MvsPass>, &MvsPass),
+    bins: &DeviceBuffer<MvsBin>,
+) -> Result<()> {
+    debug_assert!(pass.bins() <= BINS && bins.len() >= pass.bins());
     let shared = (pass.bins() * std::mem::size_of::<MvsBin>()) as u32;
     let args =
         entry::boost_sample_mvs_histogram::args(ptr(gradients), rows as u64, on_device.as_ptr(), bins.as_mut_ptr());
-    launch(gpu, grid_config(rows, shared), args)?;
-    Ok(bins.to_vec(gpu)?)
+    launch(gpu, grid_config(rows, shared), args)
 }
 
 /// The `rows` pairs at `gradients` sampled by `sampler` into `out` (which may be `gradients`).
