@@ -42,6 +42,13 @@ impl BatchSource for Batches<'_> {
     }
 }
 
+/// The device's memory pool is the process's, so its peak (`peak_device_bytes`, checked against
+/// `device_memory_limit`) counts every test's buffers: this module's tests run one at a time.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn pages(data: &Dataset, batch: usize, memory: &ExternalMemory) -> DMatrix {
     let memory = ExternalMemory { feature_types: data.info.feature_types.clone(), ..memory.clone() };
     DMatrix::from_batches(&mut Batches { data, size: batch, next: 0 }, &memory).expect("pages")
@@ -63,7 +70,7 @@ type LimitCase<'a> = (&'a str, &'a Dataset, Vec<(&'a str, &'a str)>, usize);
 /// the trees from sampled pages no larger than the rows with a gradient.
 #[test]
 fn pages_on_the_device_train_the_cpus_model() {
-    let gpu = Arc::new(gpu());
+    let (_alone, gpu) = (one_at_a_time(), Arc::new(gpu()));
     let (rows, cols, rounds) = if gpu.is_emulated() { (3000, 9, 4) } else { (300_000, 28, 20) };
     let spec = |task, categorical, seed, missing_columns| SyntheticSpec {
         rows,
@@ -149,7 +156,7 @@ fn pages_on_the_device_train_the_cpus_model() {
 /// limit below one page's buffers stops the run with the typed error.
 #[test]
 fn the_device_memory_limit_streams_what_does_not_fit() {
-    let gpu = Arc::new(gpu());
+    let (_alone, gpu) = (one_at_a_time(), Arc::new(gpu()));
     let rows = if gpu.is_emulated() { 150_000 } else { 2_000_000 };
     let data = generate(&SyntheticSpec { rows, cols: 16, seed: 44, ..Default::default() }).unwrap();
     // Pages of a batch each: the leaf walk uploads one page at a time.
@@ -204,7 +211,7 @@ fn the_device_memory_limit_streams_what_does_not_fit() {
 /// none (the pages then streamed too).
 #[test]
 fn rows_streamed_through_the_device_train_the_cpus_model() {
-    let gpu = Arc::new(gpu());
+    let (_alone, gpu) = (one_at_a_time(), Arc::new(gpu()));
     let (rows, cols, rounds) = if gpu.is_emulated() { (150_000, 6, 3) } else { (2_000_000, 16, 10) };
     let spec = |task, seed| SyntheticSpec { rows, cols, task, seed, missing_columns: 1, ..Default::default() };
     let mut binary = generate(&spec(SyntheticTask::Binary, 61)).unwrap();
@@ -274,7 +281,7 @@ fn rows_streamed_through_the_device_train_the_cpus_model() {
 /// device and on the host.
 #[test]
 fn streamed_pages_train_the_cpus_model() {
-    let gpu = Arc::new(gpu());
+    let (_alone, gpu) = (one_at_a_time(), Arc::new(gpu()));
     let (rows, cols, rounds) = if gpu.is_emulated() { (100_000, 5, 2) } else { (2_000_000, 9, 10) };
     let spec = |task, categorical, seed| SyntheticSpec {
         rows,
@@ -350,7 +357,7 @@ fn streamed_pages_train_the_cpus_model() {
 /// on the device and the others are copied for every pass: the CPU's model.
 #[test]
 fn pages_partly_kept_on_the_device_train_the_cpus_model() {
-    let gpu = Arc::new(gpu());
+    let (_alone, gpu) = (one_at_a_time(), Arc::new(gpu()));
     let rows = if gpu.is_emulated() { 200_000 } else { 2_000_000 };
     let data = generate(&SyntheticSpec { rows, cols: 28, seed: 45, ..Default::default() }).unwrap();
     let d = pages(&data, rows / 6, &ExternalMemory { max_bin: 256, page_bytes: 1, ..Default::default() });
