@@ -12,7 +12,7 @@
 
 use boost_kernels::entry;
 use boost_kernels::fixed_point::QuantiserSums;
-use boost_kernels::mvs::{MvsBin, MvsPass};
+use boost_kernels::mvs::{GradientSampler, MvsBin, MvsPass};
 use boost_kernels::objective::ElementwiseObjective;
 use boost_kernels::reduce::{self, BlockSum, SUM_BLOCK};
 use boost_kernels::sampling::RowSampler;
@@ -166,54 +166,79 @@ impl HostRows {
     pub(super) fn sample(&mut self, gpu: &Gpu, sampler: TreeSampler) -> Result<Sampled> {
         let ranges = self.chunk_ranges(gpu)?;
         let mut chunk = self.chunk(gpu, ranges.first().map_or(0, |r| r.len()))?;
-        let mut budget = room(gpu)? / 2;
-        self.chunks = ranges.iter().map(|range| ChunkRows { range: range.clone(), device: None }).collect();
-        let (uniform, gradient_based) = match sampler {
-            TreeSampler::Uniform(sampler) => (sampler, None),
-            TreeSampler::GradientBased { key, subsample } => (RowSampler::ALL, Some((key, subsample))),
-        };
+        self.chunks = ranges.into_iter().map(|range| ChunkRows { range, device: None }).collect();
         // Each block's sums and count, and the largest magnitude, accumulate on the device: read
         // back once.
         let blocks = reduce::blocks(self.rows);
-        let (sums, counts) = (gpu.alloc_uninitialized(blocks)?, gpu.alloc_uninitialized(blocks)?);
-        let max = gpu.alloc_zeroed::<u32>(1)?;
+        let totals = BlockTotals { sums: gpu.alloc_uninitialized(blocks)?, counts: gpu.alloc_uninitialized(blocks)? };
+        match sampler {
+            TreeSampler::Uniform(sampler) => self.gradients_pass(gpu, &mut chunk, sampler, Then::Totals(&totals))?,
+            TreeSampler::GradientBased { key, subsample } => {
+                let max = gpu.alloc_zeroed::<u32>(1)?;
+                self.gradients_pass(gpu, &mut chunk, RowSampler::ALL, Then::Max(&max))?;
+                let max = f32::from_bits(max.to_vec(gpu)?[0]);
+                let histogram = |pass: &MvsPass| self.histogram(gpu, &mut chunk.gradients, pass);
+                let sampler = gradient_sampler(key, subsample, self.rows as u64, max, histogram)?;
+                self.draw(gpu, &mut chunk.gradients, sampler, &totals)?;
+            }
+        }
+        let total = totals.sums.to_vec(gpu)?.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
+        let quantiser = GradientQuantiser::from_sums(total.positive, total.negative, self.rows);
+        Ok(Sampled { quantiser, counts: totals.counts.to_vec(gpu)? })
+    }
+
+    /// Every chunk's gradients, zero where `sampler` leaves a row out, kept on the device while
+    /// they take at most half its room (else copied to the host), and `then` of them.
+    fn gradients_pass(
+        &mut self,
+        gpu: &Gpu,
+        chunk: &mut Chunk,
+        sampler: RowSampler,
+        then: Then,
+    ) -> Result<()> {
+        let mut budget = room(gpu)? / 2;
         for k in 0..self.chunks.len() {
             let range = self.chunks[k].range.clone();
             let bytes = range.len() * size_of::<GradientPair<f32>>();
             let kept = if bytes <= budget { alloc_within_limit(gpu, range.len())? } else { None };
             budget -= kept.as_ref().map_or(0, |_| bytes);
             let gradients = kept.as_ref().unwrap_or(&chunk.gradients).device_ptr();
-            self.chunk_gradients(gpu, &mut chunk, range.clone(), uniform.from_row(range.start as u64), gradients)?;
-            match gradient_based {
-                None => block_sums(gpu, (gradients, range.clone()), (&sums, &counts))?,
-                Some(_) => sample::add_magnitude_max(gpu, gradients, range.len(), &max)?,
+            self.chunk_gradients(gpu, chunk, range.clone(), sampler.from_row(range.start as u64), gradients)?;
+            match then {
+                Then::Max(max) => sample::add_magnitude_max(gpu, gradients, range.len(), max)?,
+                Then::Totals(totals) => totals.add(gpu, (gradients, range.clone()))?,
             }
             match kept {
                 Some(kept) => self.chunks[k].device = Some(kept),
                 None => chunk.gradients.copy_range_to_host(gpu, 0..range.len(), &mut self.gradients.data_mut()[range])?,
             }
         }
-        if let Some((key, subsample)) = gradient_based {
-            let max = f32::from_bits(max.to_vec(gpu)?[0]);
-            let histogram = |pass: &MvsPass| self.histogram(gpu, &mut chunk.gradients, pass);
-            let sampler = gradient_sampler(key, subsample, self.rows as u64, max, histogram)?;
-            for k in 0..self.chunks.len() {
-                let range = self.chunks[k].range.clone();
-                let gradients = self.on_device(gpu, k, &mut chunk.gradients)?;
-                if let Some(sampler) = &sampler {
-                    let sampler = sampler.from_row(range.start as u64);
-                    sample::apply(gpu, gradients, range.len(), &sampler, super::ptr_mut(gradients))?;
-                }
-                block_sums(gpu, (gradients, range.clone()), (&sums, &counts))?;
-                if sampler.is_some() && self.chunks[k].device.is_none() {
-                    let to = &mut self.gradients.data_mut()[range.clone()];
-                    chunk.gradients.copy_range_to_host(gpu, 0..range.len(), to)?;
-                }
+        Ok(())
+    }
+
+    /// Gradient-based sampling's draws (`sampler`; `None`: every row kept) over every chunk's
+    /// gradients, in place, then their block totals (through `staging` where the device keeps
+    /// no copy).
+    fn draw(
+        &mut self,
+        gpu: &Gpu,
+        staging: &mut DeviceBuffer<GradientPair<f32>>,
+        sampler: Option<GradientSampler>,
+        totals: &BlockTotals,
+    ) -> Result<()> {
+        for k in 0..self.chunks.len() {
+            let range = self.chunks[k].range.clone();
+            let gradients = self.on_device(gpu, k, staging)?;
+            if let Some(sampler) = &sampler {
+                let sampler = sampler.from_row(range.start as u64);
+                sample::apply(gpu, gradients, range.len(), &sampler, super::ptr_mut(gradients))?;
+            }
+            totals.add(gpu, (gradients, range.clone()))?;
+            if sampler.is_some() && self.chunks[k].device.is_none() {
+                staging.copy_range_to_host(gpu, 0..range.len(), &mut self.gradients.data_mut()[range])?;
             }
         }
-        let total = sums.to_vec(gpu)?.into_iter().fold(QuantiserSums::zero(), BlockSum::plus);
-        let quantiser = GradientQuantiser::from_sums(total.positive, total.negative, self.rows);
-        Ok(Sampled { quantiser, counts: counts.to_vec(gpu)? })
+        Ok(())
     }
 
     /// The device address of chunk `k`'s gradients: the device's copy, or the host's copied into
@@ -367,26 +392,38 @@ fn alloc_within_limit(gpu: &Gpu, rows: usize) -> Result<Option<DeviceBuffer<Grad
     }
 }
 
-/// The quantiser's sums and the kept rows' count of each block of the gradients of the rows
-/// `range` (whole blocks from a block's first row) at `gradients`, into their blocks' places of
-/// `sums` and `counts` (no wait).
-fn block_sums(
-    gpu: &Gpu,
-    (gradients, range): (u64, Range<usize>),
-    (sums, counts): (&DeviceBuffer<QuantiserSums>, &DeviceBuffer<u32>),
-) -> Result<()> {
-    let (first, blocks) = (range.start / SUM_BLOCK, reduce::blocks(range.len()));
-    if range.start % SUM_BLOCK != 0 || first + blocks > sums.len().min(counts.len()) {
-        return Err(Error::InvalidData(format!("rows {range:?} are not whole blocks of {} sums", sums.len())));
+/// What the gradients' pass adds up after each chunk's gradients.
+#[derive(Clone, Copy)]
+enum Then<'a> {
+    /// The blocks' totals (the gradients are the tree's).
+    Totals(&'a BlockTotals),
+    /// The largest magnitude (a float's bits), for gradient-based sampling's threshold.
+    Max(&'a DeviceBuffer<u32>),
+}
+
+/// The quantiser's sums and the kept rows' count of every block of a tree's rows, on the device.
+struct BlockTotals {
+    sums: DeviceBuffer<QuantiserSums>,
+    counts: DeviceBuffer<u32>,
+}
+
+impl BlockTotals {
+    /// The sums and counts of the blocks of the gradients of the rows `range` (whole blocks from
+    /// a block's first row) at `gradients`, into their blocks' places (no wait).
+    fn add(&self, gpu: &Gpu, (gradients, range): (u64, Range<usize>)) -> Result<()> {
+        let (first, blocks) = (range.start / SUM_BLOCK, reduce::blocks(range.len()));
+        if range.start % SUM_BLOCK != 0 || first + blocks > self.sums.len().min(self.counts.len()) {
+            return Err(Error::InvalidData(format!("rows {range:?} are not whole blocks of {}", self.sums.len())));
+        }
+        let args = entry::boost_quantise_sums::args(
+            super::ptr(gradients),
+            range.len() as u64,
+            self.sums.as_mut_ptr().wrapping_add(first),
+            self.counts.as_mut_ptr().wrapping_add(first),
+        );
+        // SAFETY: `range.len()` gradients, a sum and a count for each of their blocks from `first`
+        // (checked above); the grid is whole warps, one a block.
+        unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks)?, args)? };
+        Ok(())
     }
-    let args = entry::boost_quantise_sums::args(
-        super::ptr(gradients),
-        range.len() as u64,
-        sums.as_mut_ptr().wrapping_add(first),
-        counts.as_mut_ptr().wrapping_add(first),
-    );
-    // SAFETY: `range.len()` gradients, a sum and a count for each of their blocks from `first`
-    // (checked above); the grid is whole warps, one a block.
-    unsafe { gpu.launch_kernel(crate::KERNELS, warp_per_block_config(blocks)?, args)? };
-    Ok(())
 }
