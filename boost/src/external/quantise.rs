@@ -325,8 +325,9 @@ mod tests {
         let message = error(&mut source);
         assert!(message.contains("batch 2: row 7, feature 2: inf is infinite") && message.contains("row 2000"), "{message}");
         let (mut source, ..) = batches(3000, 4, &[1000]);
-        source.batches[1].weights = vec![1.0; 999];
-        assert!(error(&mut source).contains("batch 1: 999 weights for 1000 rows"));
+        source.batches[1].weights = vec![1.0; 1000];
+        source.batches[1].weights[17] = -0.5;
+        assert!(error(&mut source).contains("batch 1: row 1017: the weight is -0.5"), "{}", error(&mut source));
         let (mut source, ..) = batches(3000, 4, &[1000]);
         source.shrink = true;
         assert!(error(&mut source).contains("a pass read 2 batches, the first 3"), "{}", error(&mut source));
