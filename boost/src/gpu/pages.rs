@@ -81,6 +81,9 @@ pub struct GpuPages<'g> {
     streamed: Option<Streamed>,
     /// The pages kept on the device (by the pages' order), chosen at the first tree.
     resident: Option<Vec<Option<DeviceBuffer<u64>>>>,
+    /// The device's free memory when the run began: the rows' arrays fit half of it (or of the
+    /// memory limit) or stream through the device, decided once.
+    free_at_start: usize,
 }
 
 /// A host buffer page-locked for the device's copies, kept across trees and grown (a quarter
@@ -155,6 +158,7 @@ impl<'g> GpuPages<'g> {
             host_rows: None,
             streamed: None,
             resident: None,
+            free_at_start: room(gpu)?,
         })
     }
 
@@ -330,7 +334,8 @@ impl<'g> GpuPages<'g> {
     }
 
     /// Whether every row's labels, weights, margins and gradients of `objective` take at most half
-    /// of the device's memory limit (ranking aside).
+    /// of the device's memory limit, or without one of its free memory when the run began (ranking
+    /// aside).
     pub(crate) fn fits(&self, objective: DeviceObjective) -> bool {
         let outputs = match objective {
             DeviceObjective::Elementwise(_) => 1,
@@ -344,7 +349,7 @@ impl<'g> GpuPages<'g> {
         // AFT: the round's, and the label bounds).
         let aft = matches!(objective, DeviceObjective::Aft(_));
         let row_bytes = 8 + 4 * outputs + 8 + if outputs > 1 { 8 * outputs } else { 0 } + if aft { 16 } else { 0 };
-        let limit = self.gpu().memory_limit().unwrap_or(usize::MAX);
+        let limit = self.gpu().memory_limit().unwrap_or(self.free_at_start);
         self.matrix.rows().saturating_mul(row_bytes) <= limit / 2
     }
 
