@@ -15,6 +15,7 @@
 
 use primitives_kernels::arch;
 
+use crate::bins::PackedRows;
 use crate::ellpack::EllpackPage;
 use crate::evaluate::global_thread;
 use crate::objective::{sigmoid, softmax_normaliser, softmax_probability};
@@ -428,6 +429,46 @@ pub unsafe fn ellpack_kernel(
             Some(bin) => unsafe { arch::load(bin_values.add(bin as usize)) },
             None => f32::NAN,
         }
+    };
+    let row_margins = margins.wrapping_add(row as usize * outputs as usize);
+    // SAFETY: as the caller promises; the margins are not read when `leaves` is given.
+    unsafe { walk_row(row, trees, num_trees, nodes, leaves, row_margins, value) }
+}
+
+/// [`ellpack_kernel`] over rows in the builder's packed layout ([`PackedRows`]: each feature's
+/// bin within the feature, the all-ones id a missing value), the smaller copy of a page that
+/// external-memory training keeps in host memory: a feature's value is `bin_values` of its global
+/// bin (`cut_ptrs[feature]` plus its id), NaN where missing.
+///
+/// # Safety
+/// `bins` holds `rows` packed rows of `features` ids, each id below its feature's bin count or
+/// missing; `cut_ptrs` `features + 1` offsets; the rest as [`ellpack_kernel`]'s.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn packed_kernel(
+    (bins, rows, features): (PackedRows, u64, u32),
+    cut_ptrs: *const u32,
+    bin_values: *const f32,
+    trees: *const PredictTree,
+    num_trees: u64,
+    nodes: TreeNodes,
+    (leaves, margins, outputs): (*mut u32, *mut f32, u64),
+) {
+    let row = global_thread();
+    if row >= rows {
+        return;
+    }
+    let missing = (1u32 << bins.bits) - 1;
+    let value = |feature: u32| {
+        if feature >= features {
+            return f32::NAN;
+        }
+        // SAFETY: `row < rows` and `feature < features`: an id of the rows (the caller).
+        let id = unsafe { bins.get(row as usize, feature as usize) };
+        if id == missing {
+            return f32::NAN;
+        }
+        // SAFETY: the id is one of the feature's bins, so its global bin has a value.
+        unsafe { arch::load(bin_values.add((arch::load(cut_ptrs.add(feature as usize)) + id) as usize)) }
     };
     let row_margins = margins.wrapping_add(row as usize * outputs as usize);
     // SAFETY: as the caller promises; the margins are not read when `leaves` is given.

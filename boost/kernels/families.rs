@@ -133,6 +133,7 @@
             "boost_predict_dense",
             "boost_predict_dense_trees",
             "boost_predict_ellpack",
+            "boost_predict_packed",
             "boost_predict_sum",
             "boost_predict_transform",
         ],

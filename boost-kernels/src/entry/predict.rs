@@ -1,8 +1,9 @@
-//! The `predict` family: tree walks: dense, CSR, binarised rows and ELLPACK pages, by tree or by row, and the objective's output transform.
+//! The `predict` family: tree walks: dense, CSR, binarised rows, ELLPACK pages and packed rows, by tree or by row, and the objective's output transform.
 
 use primitives_kernels::kernel;
 
 use crate::binarised::{self, BinarisedFeature, BinarisedModel, BinarisedTree, LevelSplit};
+use crate::bins::PackedRows;
 use crate::ellpack::{EllpackPage, EllpackShape};
 use crate::predict::{self, PredictNode, PredictTree};
 
@@ -177,6 +178,34 @@ kernel! {
     }
 }
 
+kernel! {
+    /// [`boost_predict_ellpack`] over a page's rows in the builder's packed layout; see
+    /// [`predict::packed_kernel`].
+    pub unsafe fn boost_predict_packed(
+        words: *const u32,
+        rows: u64,
+        features: u64,
+        bits: u64,
+        row_words: u64,
+        cut_ptrs: *const u32,
+        bin_values: *const f32,
+        trees: *const PredictTree,
+        num_trees: u64,
+        nodes: *const PredictNode,
+        categories: *const u32,
+        leaves: *mut u32,
+        margins: *mut f32,
+        outputs: u64,
+    ) {
+        let bins = PackedRows { words, row_words: row_words as usize, bits: bits as u32 };
+        let nodes = predict::TreeNodes { nodes, categories };
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe {
+            predict::packed_kernel((bins, rows, features as u32), cut_ptrs, bin_values, trees, num_trees, nodes, (leaves, margins, outputs))
+        }
+    }
+}
+
 host_kernels! {
     boost_predict_transform,
     boost_predict_dense,
@@ -186,4 +215,5 @@ host_kernels! {
     boost_predict_csr_trees,
     boost_predict_sum,
     boost_predict_ellpack,
+    boost_predict_packed,
 }

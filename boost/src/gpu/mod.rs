@@ -34,6 +34,7 @@ mod evaluate;
 mod exact;
 mod grow;
 mod histogram;
+mod host_bins;
 mod host_rows;
 mod metrics;
 mod multi;

@@ -5,7 +5,8 @@
 //! the device: the host's integers), on the host for the first tree, then on the device while they fit
 //! half of what that tree's peak left. A level is one pass: every page copied to the device (the
 //! next page's words and host-held state on a copy stream while the kernels read the current
-//! one: two buffers), its bins unpacked into the builder's layout, its rows
+//! one: two buffers), its bins unpacked into the builder's layout (or its copy in that layout
+//! from host memory copied, [`super::host_bins`]), its rows
 //! partitioned by the level's splits (`super::partition`'s kernels), and the histograms of both
 //! children of each split built from them and added into the level's buffer. Fixed-point sums add
 //! in any order, so the summed histograms are the in-core ones bit for bit, and so is the tree; no
@@ -47,9 +48,6 @@ enum Held<T> {
 /// One page's rows during a tree.
 struct PageRows {
     rows: usize,
-    /// The page's bins in the builder's layout, page-locked on the host (for a page whose words
-    /// are in host memory): a pass copies them and unpacks nothing.
-    bins: Option<Staging<u32>>,
     order: Held<u32>,
     ranges: RowOrder,
     gradients: Held<GradientPair<f32>>,
@@ -71,8 +69,6 @@ struct PageSlot {
 pub(super) struct Streamed {
     pages: Vec<PageRows>,
     copies: CopyStream,
-    /// Whether the pages in host memory were put in the builder's layout ([`Streamed::transcode`]).
-    transcoded: bool,
     /// Whether the states were placed ([`Streamed::keep_on_device`]).
     placed: bool,
 }
@@ -116,53 +112,15 @@ impl Streamed {
                 order.take(gpu, rows)?;
                 gradients.take(gpu, rows)?;
                 let (order, gradients) = (Held::Host(order), Held::Host(gradients));
-                Ok(PageRows { rows, bins: None, order, ranges: RowOrder::ranges_only(rows), gradients })
+                Ok(PageRows { rows, order, ranges: RowOrder::ranges_only(rows), gradients })
             })
             .collect::<Result<_>>()?;
-        Ok(Streamed { pages, copies: gpu.copy_stream()?, transcoded: false, placed: false })
+        Ok(Streamed { pages, copies: gpu.copy_stream()?, placed: false })
     }
 
     /// Rows of the largest page.
     fn largest(&self) -> usize {
         self.pages.iter().map(|p| p.rows).max().unwrap_or(0)
-    }
-
-    /// Once: each page whose words are in host memory unpacked on the device into the builder's
-    /// layout and kept page-locked on the host. A pass then copies fewer bytes than the page's
-    /// symbols (9-bit ids of each feature's bins against 13-bit global symbols at 28 features of
-    /// 256 bins) and unpacks nothing. Host memory: `row_words` words a row more.
-    fn transcode(
-        &mut self,
-        gpu: &Gpu,
-        pages: &DevicePages,
-        (cut_ptrs, layout): (&DeviceBuffer<u32>, BinLayout),
-        identity: &DeviceBuffer<u32>,
-    ) -> Result<()> {
-        if std::mem::replace(&mut self.transcoded, true) || layout.row_words == 0 {
-            return Ok(());
-        }
-        let in_memory = pages.matrix.store.in_memory();
-        for ((view, state), host) in pages.views()?.iter().zip(&mut self.pages).zip(in_memory) {
-            let rows = view.page.rows;
-            if !host || rows == 0 {
-                continue;
-            }
-            let copied;
-            let words = match view.kept {
-                Some(words) => words,
-                None => {
-                    copied = gpu.upload(view.page.words())?;
-                    &copied
-                }
-            };
-            let bins = DeviceBins { words: gpu.alloc_zeroed(rows * layout.row_words)?, layout };
-            gather_page(gpu, (&view.page, words), 0, cut_ptrs, (identity, 0..rows), &bins)?;
-            let mut staging = Staging::new();
-            let len = bins.words.len();
-            bins.words.copy_range_to_host(gpu, 0..len, staging.take_with_room(gpu, len, 0)?)?;
-            state.bins = Some(staging);
-        }
-        Ok(())
     }
 
     /// The copy buffers of a tree: two, or one where the device's memory (or its limit) has no
@@ -172,8 +130,8 @@ impl Streamed {
         // Words are copied only for the pages that are neither kept on the device nor in the
         // builder's layout; orders and gradients only where some page holds them on the host.
         let views = pages.views()?;
-        let copied = views.iter().zip(&self.pages).filter(|(v, p)| v.kept.is_none() && p.bins.is_none());
-        let words = copied.map(|(v, _)| v.page.words().len()).max().unwrap_or(0);
+        let copied = views.iter().filter(|v| v.kept.is_none() && v.bins.is_none());
+        let words = copied.map(|v| v.page.words().len()).max().unwrap_or(0);
         let host = self.pages.iter().any(|p| matches!(p.order, Held::Host(_)) || matches!(p.gradients, Held::Host(_)));
         let state = if host { largest } else { 0 };
         let slot = || -> primitives::Result<PageSlot> {
@@ -227,18 +185,17 @@ impl Streamed {
     /// layout, or its words unless kept on the device; its order and gradients when held on the
     /// host.
     fn prefetch(&mut self, gpu: &Gpu, views: &[DevicePage], k: usize, slot: &mut PageSlot) -> Result<()> {
-        let (Some(DevicePage { page, kept, .. }), Some(state)) = (views.get(k), self.pages.get_mut(k)) else {
+        let (Some(DevicePage { page, kept, bins, .. }), Some(state)) = (views.get(k), self.pages.get_mut(k)) else {
             return Ok(());
         };
         // SAFETY: the pages' words and the states' host copies stay (page-locked) for the run; the
         // slot is read, and a state's host copy written, only after the device waits for these
         // copies (`pass`), and the order read back only by the device's stream, after that wait.
         unsafe {
-            match (&mut state.bins, kept) {
+            match (bins, kept) {
                 (Some(bins), _) => {
                     let to = Self::bins_for(&mut slot.bins, gpu, page.rows)?;
-                    let len = to.words.len();
-                    self.copies.upload_at(gpu, &mut to.words, 0, bins.take(gpu, len)?)?;
+                    self.copies.upload_at(gpu, &mut to.words, 0, bins)?;
                 }
                 (None, Some(_)) => {}
                 (None, None) => self.copies.upload_at(gpu, &mut slot.words, 0, page.words())?,
@@ -300,11 +257,6 @@ pub(super) fn grow_streamed(
     rows.spare = gpu.alloc_zeroed(largest + 1)?;
     streamed.start_tree(gpu, gradients, &rows.identity)?;
     trainer.phases.add("pages: each page's rows and gradients", start.elapsed());
-    if !streamed.transcoded {
-        let start = Instant::now();
-        streamed.transcode(gpu, pages, (&trainer.cuts.cut_ptrs, trainer.bins.layout), &rows.identity)?;
-        trainer.phases.add("pages: each page in the builder's layout (once)", start.elapsed());
-    }
     let slots = streamed.slots(gpu, pages, trainer.bins.layout)?;
     let (fixed, totals) = (gpu.alloc_zeroed(largest)?, gpu.alloc_zeroed(reduce::blocks(largest))?);
     let quantiser_on_device = gpu.upload(std::slice::from_ref(&quantiser))?;
@@ -385,7 +337,7 @@ impl StreamedBackend<'_, '_> {
             return Err(Error::InvalidData("a page without its rows' state".into()));
         }
         let double = work.slots.len() == 2;
-        for (k, DevicePage { page, kept, .. }) in views.iter().enumerate() {
+        for (k, DevicePage { page, kept, bins: host_bins, .. }) in views.iter().enumerate() {
             if (k == 0 && !work.first_copied) || !double {
                 s.prefetch(gpu, &views, k, &mut work.slots[0])?;
             }
@@ -400,7 +352,7 @@ impl StreamedBackend<'_, '_> {
             }
             let bins = &*Streamed::bins_for(&mut slot.bins, gpu, page.rows)?;
             let buffers = &mut work.rows;
-            if state.bins.is_none() {
+            if host_bins.is_none() {
                 let words = kept.unwrap_or(&slot.words);
                 gather_page(gpu, (page, words), 0, &cuts.cut_ptrs, (&buffers.identity, 0..page.rows), bins)?;
             }

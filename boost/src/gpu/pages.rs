@@ -1,8 +1,10 @@
 //! External-memory pages on one GPU ([`GpuPages`]), as Ou's out-of-core GPU boosting does with
 //! gradient-based sampling: each tree's rows with a gradient (the sampled ones) are gathered from
-//! every page into one device page ([`boost_kernels::ellpack::gather_kernel`]), the in-core
+//! every page into one device page ([`boost_kernels::ellpack::gather_kernel`]; on the host, from a
+//! page's copy in the builder's layout where it has one, [`super::host_bins`]), the in-core
 //! builder ([`GpuTrainer`]) grows the tree on it, and every page is then walked on the device for
-//! every row's leaf ([`boost_kernels::predict::ellpack_kernel`]).
+//! every row's leaf ([`boost_kernels::predict::ellpack_kernel`], or
+//! [`boost_kernels::predict::packed_kernel`] over the copy).
 //!
 //! Rows without a gradient add nothing to any histogram (fixed-point sums), so the tree is the one
 //! grown over all rows: with the same gradients, the CPU's tree ([`crate::tree::hist`]) bit for
@@ -37,6 +39,7 @@ use primitives::ops::GradientPair;
 use primitives::{DeviceBuffer, Gpu, HostPin};
 use rayon::prelude::*;
 
+use super::host_bins::{gather_rows, HostBins};
 use super::host_rows::HostRows;
 use super::paged::{grow_streamed, Streamed, TreeGradients};
 use super::trainer::{add_leaf_values, leaf_ranges, no_device_rows, DeviceRows};
@@ -71,6 +74,11 @@ pub struct GpuPages<'g> {
     staged_rows: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
     staged_leaves: Staging<u32>,
+    /// Page-locked host buffer of a tree's sampled rows gathered from the pages' copies in the
+    /// builder's layout.
+    staged_bins: Staging<u32>,
+    /// The pages in the builder's layout in host memory, made at the first tree.
+    host_bins: Option<HostBins>,
     /// Every row's labels, weights, margins and gradients when the device computes the rounds
     /// and they fit it.
     device_rows: Option<DeviceRows>,
@@ -154,6 +162,8 @@ impl<'g> GpuPages<'g> {
             staged_rows: Staging::new(),
             staged_fixed: Staging::new(),
             staged_leaves: Staging::new(),
+            staged_bins: Staging::new(),
+            host_bins: None,
             device_rows: None,
             host_rows: None,
             streamed: None,
@@ -193,7 +203,7 @@ impl<'g> GpuPages<'g> {
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<BuiltTree> {
-        self.start_tree();
+        self.start_tree()?;
         let start = Instant::now();
         let gpu = self.trainer.gpu();
         let (quantiser, runs) = crate::fixed_point::quantiser_and_kept_rows(gradients);
@@ -211,8 +221,8 @@ impl<'g> GpuPages<'g> {
         let (device_fixed, device_rows) = (gpu.upload(gathered)?, gpu.upload(sampled)?);
         self.trainer.phases.add("pages: quantise and stage the sampled rows", start.elapsed());
 
-        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
-        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &device_rows))?;
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &device_rows), &mut self.staged_bins)?;
         drop(device_rows);
         let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
         drop(device_fixed);
@@ -254,7 +264,7 @@ impl<'g> GpuPages<'g> {
         if self.trainer.rows > 0 {
             self.trainer.replace_rows(0, |_| DeviceBins::upload(gpu, (Vec::new(), layout)))?;
         }
-        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
         if self.streamed.is_none() {
             let start = Instant::now();
             self.streamed = Some(Streamed::new(gpu, &pages)?);
@@ -277,16 +287,25 @@ impl<'g> GpuPages<'g> {
         let gpu = self.trainer.gpu();
         let positions = self.staged_leaves.take(gpu, self.matrix.rows())?;
         let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
-        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
-        walk_pages(&pages, values, (tree, 0), Walk::Leaves(positions))?;
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        walk_pages(&pages, (self.layout, values), (tree, 0), Walk::Leaves(positions))?;
         Ok(positions)
     }
 
     /// Before a tree: until pages are kept on the device, the peak of the first tree is measured.
-    fn start_tree(&self) {
+    /// Before the first, the pages' copies in the builder's layout are made ([`HostBins`]).
+    fn start_tree(&mut self) -> Result<()> {
+        if self.host_bins.is_none() {
+            let start = Instant::now();
+            let pages = DevicePages::new(self.gpu(), &self.matrix, &self.resident, &None);
+            let bins = HostBins::transcode(self.gpu(), &pages, (&self.trainer.cuts.cut_ptrs, self.layout))?;
+            self.host_bins = Some(bins);
+            self.trainer.phases.add("pages: each page in the builder's layout, in host memory (once)", start.elapsed());
+        }
         if self.resident.is_none() {
             self.gpu().reset_memory_in_use_peak();
         }
+        Ok(())
     }
 
     /// After the first tree: keeps pages on the device, in order, while they fit half the room its
@@ -425,7 +444,7 @@ impl<'g> GpuPages<'g> {
         if self.host_rows.is_some() {
             return self.boost_tree_host_rows(params, sampler, features, rng);
         }
-        self.start_tree();
+        self.start_tree()?;
         let start = Instant::now();
         let (gpu, n) = (self.gpu(), self.matrix.rows());
         let gradients = self.device_rows()?.tree_gradients(gpu, n, output, sampler)?;
@@ -451,8 +470,8 @@ impl<'g> GpuPages<'g> {
         kept.rows.copy_range_to_host(gpu, 0..sampled.len(), sampled)?;
         self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
 
-        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
-        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &kept.rows))?;
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &kept.rows), &mut self.staged_bins)?;
         let (fixed, root) = (kept.fixed, kept.root);
         drop(kept.rows);
         let (tree, order) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
@@ -483,7 +502,7 @@ impl<'g> GpuPages<'g> {
         features: &[u32],
         rng: &mut impl rand::Rng,
     ) -> Result<Tree> {
-        self.start_tree();
+        self.start_tree()?;
         let start = Instant::now();
         let (gpu, layout) = (self.gpu(), self.layout);
         // The last tree's sampled rows freed first: room for the chunks.
@@ -529,8 +548,8 @@ impl<'g> GpuPages<'g> {
         let host_sampled = self.staged_rows.take(gpu, count)?;
         let kept = rows.kept(gpu, sampled, host_sampled)?;
         self.trainer.phases.add("pages: the kept rows in fixed point, streamed through the device", start.elapsed());
-        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
-        gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows))?;
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows), &mut self.staged_bins)?;
         let (fixed, root) = (kept.fixed, kept.root);
         drop(kept.rows);
         let (tree, _) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
@@ -545,8 +564,8 @@ impl<'g> GpuPages<'g> {
         let rows = self.device_rows.as_ref().ok_or_else(no_device_rows)?;
         let margins = Walk::Margins(rows.set.margins.device_ptr(), rows.gradients.outputs());
         let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
-        let pages = DevicePages { gpu, matrix: &self.matrix, resident: self.resident.as_deref().unwrap_or_default() };
-        walk_pages(&pages, values, (tree, output), margins)?;
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        walk_pages(&pages, (self.layout, values), (tree, output), margins)?;
         // The copies run on after the launches: the walk's time is theirs.
         gpu.synchronize()?;
         self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
@@ -580,12 +599,13 @@ fn gather_sampled(
     pages: &DevicePages,
     layout: BinLayout,
     (sampled, device_rows): (&[u32], &DeviceBuffer<u32>),
+    staging: &mut Staging<u32>,
 ) -> Result<()> {
     let start = Instant::now();
     let gpu = trainer.gpu();
     trainer.replace_rows(sampled.len(), |cuts| {
         let words = gpu.alloc_uninitialized(sampled.len() * layout.row_words)?;
-        gather(pages, &cuts.cut_ptrs, (sampled, device_rows), DeviceBins { words, layout })
+        gather(pages, &cuts.cut_ptrs, (sampled, device_rows), DeviceBins { words, layout }, staging)
     })?;
     // Copies from page-locked memory run on after the call returns: the staging buffers are
     // written again only once they are done.
@@ -615,19 +635,36 @@ impl Walk<'_> {
     }
 }
 
-/// Every page of `matrix` uploaded and walked on the device by `tree` (of output `output`), to
-/// `walk`'s rows.
+/// Every page of `matrix` walked on the device by `tree` (of output `output`), to `walk`'s rows:
+/// a page kept there as it is, one with a copy in the builder's layout that copy, the others
+/// their words.
 fn walk_pages(
     pages: &DevicePages,
-    values: (&DeviceBuffer<u32>, &DeviceBuffer<f32>),
+    (layout, values): (BinLayout, (&DeviceBuffer<u32>, &DeviceBuffer<f32>)),
     (tree, output): (&Tree, usize),
     mut walk: Walk,
 ) -> Result<()> {
-    let trees = DeviceTrees::upload(pages.gpu, &[(tree.clone(), output as _)])?;
-    pages.for_each(|first, page, words| match page.rows {
-        0 => Ok(()),
-        _ => walk_page(pages.gpu, (page, words), values, &trees, walk.rows(first, page.rows)),
-    })
+    let gpu = pages.gpu;
+    let trees = DeviceTrees::upload(gpu, &[(tree.clone(), output as _)])?;
+    let views = pages.views()?;
+    let copied = views.iter().filter(|v| v.kept.is_none()).filter_map(|v| v.bins.map(<[u32]>::len));
+    let mut bins = DeviceBins { words: gpu.alloc_uninitialized(copied.max().unwrap_or(0))?, layout };
+    for DevicePage { first, page, kept, bins: host_bins } in views {
+        let out = walk.rows(first, page.rows);
+        match (kept, host_bins) {
+            _ if page.rows == 0 => {}
+            (Some(words), _) => walk_page(gpu, PageRows::Ellpack(&page, words), values, &trees, out)?,
+            (None, Some(host_bins)) => {
+                bins.words.copy_from_host(gpu, host_bins)?;
+                walk_page(gpu, PageRows::Packed(&bins, page.rows), values, &trees, out)?
+            }
+            (None, None) => {
+                let words = gpu.upload(page.words())?;
+                walk_page(gpu, PageRows::Ellpack(&page, &words), values, &trees, out)?
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The pages of an external matrix as the device reads them: those kept there, the others copied
@@ -637,106 +674,150 @@ pub(super) struct DevicePages<'a> {
     pub(super) matrix: &'a ExternalMatrix,
     /// A page's copy kept on the device, by the pages' order.
     resident: &'a [Option<DeviceBuffer<u64>>],
+    /// The pages' copies in the builder's layout, once made.
+    bins: Option<&'a HostBins>,
 }
 
-/// A page as a pass reads it: its first row, its words on the host, and its copy kept on the
-/// device, if any.
+/// A page as a pass reads it: its first row, its words on the host, its copy kept on the
+/// device, if any, and its copy in the builder's layout in host memory, if any.
 pub(super) struct DevicePage<'a> {
     pub(super) first: usize,
     pub(super) page: EllpackMatrix<&'a [u64]>,
     pub(super) kept: Option<&'a DeviceBuffer<u64>>,
+    pub(super) bins: Option<&'a [u32]>,
 }
 
 impl<'a> DevicePages<'a> {
+    /// The pages of `matrix` with the copies the run keeps of them.
+    fn new(
+        gpu: &'a Gpu,
+        matrix: &'a ExternalMatrix,
+        resident: &'a Option<Vec<Option<DeviceBuffer<u64>>>>,
+        bins: &'a Option<HostBins>,
+    ) -> Self {
+        DevicePages { gpu, matrix, resident: resident.as_deref().unwrap_or_default(), bins: bins.as_ref() }
+    }
+
     /// Each page, in row order.
     pub(super) fn views(&self) -> Result<Vec<DevicePage<'a>>> {
         let pages = self.matrix.store.pages()?.into_iter().enumerate();
         let kept = |i: usize| self.resident.get(i).and_then(Option::as_ref);
-        Ok(pages.map(|(i, (first, page))| DevicePage { first, page, kept: kept(i) }).collect())
+        let bins = |i: usize| self.bins.and_then(|b| b.page(i));
+        Ok(pages.map(|(i, (first, page))| DevicePage { first, page, kept: kept(i), bins: bins(i) }).collect())
     }
+}
 
-    /// Calls `visit` with each page's first row, the page and its words on the device (kept, or
-    /// copied), until it fails.
-    pub(super) fn for_each(
-        &self,
-        mut visit: impl FnMut(usize, &EllpackMatrix<&[u64]>, &DeviceBuffer<u64>) -> Result<()>,
-    ) -> Result<()> {
-        for DevicePage { first, page, kept } in self.views()? {
-            let copied;
-            let words = match kept {
-                Some(words) => words,
-                None => {
-                    copied = self.gpu.upload(page.words())?;
-                    &copied
-                }
-            };
-            visit(first, &page, words)?;
-        }
-        Ok(())
-    }
+/// A page's rows on the device as a walk reads them: its ELLPACK words, or its rows in the
+/// builder's layout (the first `rows` of the buffer).
+enum PageRows<'a> {
+    Ellpack(&'a EllpackMatrix<&'a [u64]>, &'a DeviceBuffer<u64>),
+    Packed(&'a DeviceBins, usize),
 }
 
 /// The leaf of `trees`' one tree that each row of `page` reaches, to `out`.
 fn walk_page(
     gpu: &Gpu,
-    (page, words): (&EllpackMatrix<&[u64]>, &DeviceBuffer<u64>),
+    page: PageRows,
     (cut_ptrs, bin_values): (&DeviceBuffer<u32>, &DeviceBuffer<f32>),
     trees: &DeviceTrees,
     out: Walk,
 ) -> Result<()> {
+    let rows = match page {
+        PageRows::Ellpack(page, _) => page.rows,
+        PageRows::Packed(_, rows) => rows,
+    };
     let leaves = match out {
-        Walk::Leaves(_) => gpu.alloc_zeroed::<u32>(page.rows)?,
+        Walk::Leaves(_) => gpu.alloc_zeroed::<u32>(rows)?,
         Walk::Margins(..) => gpu.alloc_zeroed::<u32>(0)?,
     };
     let (margins, outputs) = match out {
         Walk::Leaves(_) => (std::ptr::null_mut(), 1),
-        Walk::Margins(margins, outputs) => (super::ptr_mut(margins), outputs),
+        Walk::Margins(margins, outputs) => (super::ptr_mut(margins), outputs as u64),
     };
-    let args = entry::boost_predict_ellpack::args(
-        words.as_ptr(),
-        page.rows as u64,
-        page.row_stride as u64,
-        page.symbol_bits as u64,
-        u64::from(page.is_dense),
-        cut_ptrs.as_ptr(),
-        (cut_ptrs.len() - 1) as u64,
-        bin_values.as_ptr(),
-        trees.trees.as_ptr(),
-        1,
-        trees.nodes.as_ptr(),
-        trees.categories.as_ptr(),
-        if leaves.is_empty() { std::ptr::null_mut() } else { leaves.as_mut_ptr() },
-        margins,
-        outputs as u64,
-    );
-    // SAFETY: the page's words and rows as packed, the cuts' offsets and a value a bin of the
-    // matrix the page belongs to, one tree checked at its upload (its output below `outputs`), a
-    // leaf a row or the page's rows' margins.
-    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(page.rows)?, args)? };
+    let leaves_ptr = if leaves.is_empty() { std::ptr::null_mut() } else { leaves.as_mut_ptr() };
+    let (nodes, categories) = (trees.nodes.as_ptr(), trees.categories.as_ptr());
+    let features = (cut_ptrs.len() - 1) as u64;
+    let args = match page {
+        PageRows::Ellpack(page, words) => entry::boost_predict_ellpack::args(
+            words.as_ptr(),
+            rows as u64,
+            page.row_stride as u64,
+            page.symbol_bits as u64,
+            u64::from(page.is_dense),
+            cut_ptrs.as_ptr(),
+            features,
+            bin_values.as_ptr(),
+            trees.trees.as_ptr(),
+            1,
+            nodes,
+            categories,
+            leaves_ptr,
+            margins,
+            outputs,
+        ),
+        PageRows::Packed(bins, _) => entry::boost_predict_packed::args(
+            bins.words.as_ptr(),
+            rows as u64,
+            bins.layout.features as u64,
+            u64::from(bins.layout.bits),
+            bins.layout.row_words as u64,
+            cut_ptrs.as_ptr(),
+            bin_values.as_ptr(),
+            trees.trees.as_ptr(),
+            1,
+            nodes,
+            categories,
+            leaves_ptr,
+            margins,
+            outputs,
+        ),
+    };
+    // SAFETY: the page's words and rows as packed (or `rows` rows of the cuts' layout), the cuts'
+    // offsets and a value a bin of the matrix the page belongs to, one tree checked at its upload
+    // (its output below `outputs`), a leaf a row or the page's rows' margins.
+    unsafe { gpu.launch_kernel(crate::KERNELS, element_config(rows)?, args)? };
     if let Walk::Leaves(out) = out {
-        leaves.copy_range_to_host(gpu, 0..page.rows, out)?;
+        leaves.copy_range_to_host(gpu, 0..rows, out)?;
     }
     Ok(())
 }
 
 /// The bins of the `sampled` rows (increasing; on the host and the device) of every page of
-/// `matrix` into `bins`, each page copied to the device and its sampled rows gathered there
-/// ([`boost_kernels::ellpack::gather_kernel`]).
+/// `matrix` into `bins`: from a page kept on the device, or the words of one without a copy in the
+/// builder's layout (copied to the device), gathered there
+/// ([`boost_kernels::ellpack::gather_kernel`]); from a page's copy, gathered on the host into
+/// `staging` ([`gather_rows`]), those rows copied. The caller waits for the copies before
+/// `staging` is written again.
 fn gather(
     pages: &DevicePages,
     cut_ptrs: &DeviceBuffer<u32>,
     (sampled, device_rows): (&[u32], &DeviceBuffer<u32>),
-    bins: DeviceBins,
+    mut bins: DeviceBins,
+    staging: &mut Staging<u32>,
 ) -> Result<DeviceBins> {
-    let mut done = 0;
-    pages.for_each(|first, page, words| {
+    let (gpu, row_words) = (pages.gpu, bins.layout.row_words);
+    let (views, mut done) = (pages.views()?, 0);
+    let staged = match views.iter().any(|v| v.kept.is_none() && v.bins.is_some()) {
+        true => staging.take(gpu, sampled.len() * row_words)?,
+        false => &mut [],
+    };
+    for DevicePage { first, page, kept, bins: host_bins } in views {
         let end = sampled.partition_point(|&r| (r as usize) < first + page.rows);
         let span = std::mem::replace(&mut done, end)..end;
-        match span.is_empty() || bins.layout.row_words == 0 {
-            true => Ok(()),
-            false => gather_page(pages.gpu, (page, words), first, cut_ptrs, (device_rows, span), &bins),
+        match (kept, host_bins) {
+            _ if span.is_empty() || row_words == 0 => {}
+            (Some(words), _) => gather_page(gpu, (&page, words), first, cut_ptrs, (device_rows, span), &bins)?,
+            (None, Some(host_bins)) => {
+                let words = span.start * row_words..span.end * row_words;
+                gather_rows(host_bins, row_words, first, &sampled[span], &mut staged[words.clone()]);
+                bins.words.copy_from_host_at(gpu, words.start, &staged[words])?;
+            }
+            (None, None) => {
+                let words = gpu.upload(page.words())?;
+                gather_page(gpu, (&page, &words), first, cut_ptrs, (device_rows, span), &bins)?;
+            }
         }
-    })?;
+    }
     Ok(bins)
 }
 
