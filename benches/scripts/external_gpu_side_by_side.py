@@ -165,7 +165,7 @@ def ours_run(binary, data, batches, rounds, run, limit):
                 result[k] = v
         if line.startswith("pages_s="):
             result["pages"] = line.split(" ", 1)[1]
-    result["phases"] = sorted(phases, key=lambda p: -p[1])[:8]
+    result["phases"] = sorted(phases, key=lambda p: -p[1])[:16]
     return result
 
 

@@ -159,7 +159,7 @@ impl HostRows {
     }
 
     /// The tree's gradients, drawn by `sampler`, into [`HostRows::gradients`] or the device's
-    /// copies of the chunks it keeps (while they take at most half its room), with their quantiser
+    /// copies of the chunks it keeps (while they fit its room, less [`reserve`]), with their quantiser
     /// and each block's count of kept rows: every chunk computed on the device once, and for
     /// gradient-based sampling read again by each threshold pass and the draws (copied again
     /// where the device keeps no copy).
@@ -188,7 +188,7 @@ impl HostRows {
     }
 
     /// Every chunk's gradients, zero where `sampler` leaves a row out, kept on the device while
-    /// they take at most half its room (else copied to the host), and `then` of them.
+    /// they fit its room less [`reserve`] (else copied to the host), and `then` of them.
     fn gradients_pass(
         &mut self,
         gpu: &Gpu,
@@ -196,7 +196,8 @@ impl HostRows {
         sampler: RowSampler,
         then: Then,
     ) -> Result<()> {
-        let mut budget = room(gpu)? / 2;
+        let room = room(gpu)?;
+        let mut budget = room.saturating_sub(reserve(room));
         for k in 0..self.chunks.len() {
             let range = self.chunks[k].range.clone();
             let bytes = range.len() * size_of::<GradientPair<f32>>();
@@ -381,6 +382,14 @@ impl HostRows {
         rows.copy_from_host(gpu, sampled)?;
         Ok(KeptRows { quantiser: tree.quantiser, rows, fixed, root })
     }
+}
+
+/// Bytes of the device's `room` left beside the gradients it keeps: for the sampling's small
+/// buffers. The gradients are worth the room: each chunk kept saves its copies both ways in every
+/// pass of the sampling (three to five), where a page kept would save one copy a tree; and
+/// [`HostRows::kept`] frees chunks where the kept rows need their room.
+fn reserve(room: usize) -> usize {
+    room / 16 + (1 << 20)
 }
 
 /// `rows` gradient pairs on the device, or `None` where its memory (or its limit) has no room.

@@ -36,7 +36,7 @@ use boost_kernels::entry;
 use boost_kernels::metric::Transform;
 use boost_kernels::reduce::BlockSum;
 use primitives::ops::GradientPair;
-use primitives::{DeviceBuffer, Gpu, HostPin};
+use primitives::{CopyStream, DeviceBuffer, Gpu, HostPin};
 use rayon::prelude::*;
 
 use super::host_bins::{gather_rows, HostBins};
@@ -79,6 +79,8 @@ pub struct GpuPages<'g> {
     staged_bins: Staging<u32>,
     /// The pages in the builder's layout in host memory, made at the first tree.
     host_bins: Option<HostBins>,
+    /// The stream of their copies, beside the kernels.
+    copies: CopyStream,
     /// Every row's labels, weights, margins and gradients when the device computes the rounds
     /// and they fit it.
     device_rows: Option<DeviceRows>,
@@ -164,6 +166,7 @@ impl<'g> GpuPages<'g> {
             staged_leaves: Staging::new(),
             staged_bins: Staging::new(),
             host_bins: None,
+            copies: gpu.copy_stream()?,
             device_rows: None,
             host_rows: None,
             streamed: None,
@@ -221,7 +224,7 @@ impl<'g> GpuPages<'g> {
         let (device_fixed, device_rows) = (gpu.upload(gathered)?, gpu.upload(sampled)?);
         self.trainer.phases.add("pages: quantise and stage the sampled rows", start.elapsed());
 
-        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
         gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &device_rows), &mut self.staged_bins)?;
         drop(device_rows);
         let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
@@ -264,7 +267,7 @@ impl<'g> GpuPages<'g> {
         if self.trainer.rows > 0 {
             self.trainer.replace_rows(0, |_| DeviceBins::upload(gpu, (Vec::new(), layout)))?;
         }
-        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
         if self.streamed.is_none() {
             let start = Instant::now();
             self.streamed = Some(Streamed::new(gpu, &pages)?);
@@ -287,7 +290,7 @@ impl<'g> GpuPages<'g> {
         let gpu = self.trainer.gpu();
         let positions = self.staged_leaves.take(gpu, self.matrix.rows())?;
         let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
-        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
         walk_pages(&pages, (self.layout, values), (tree, 0), Walk::Leaves(positions))?;
         Ok(positions)
     }
@@ -297,7 +300,7 @@ impl<'g> GpuPages<'g> {
     fn start_tree(&mut self) -> Result<()> {
         if self.host_bins.is_none() {
             let start = Instant::now();
-            let pages = DevicePages::new(self.gpu(), &self.matrix, &self.resident, &None);
+            let pages = DevicePages::new(self.gpu(), &self.matrix, &self.resident, (&None, &self.copies));
             let bins = HostBins::transcode(self.gpu(), &pages, (&self.trainer.cuts.cut_ptrs, self.layout))?;
             self.host_bins = Some(bins);
             self.trainer.phases.add("pages: each page in the builder's layout, in host memory (once)", start.elapsed());
@@ -470,7 +473,7 @@ impl<'g> GpuPages<'g> {
         kept.rows.copy_range_to_host(gpu, 0..sampled.len(), sampled)?;
         self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
 
-        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
         gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &kept.rows), &mut self.staged_bins)?;
         let (fixed, root) = (kept.fixed, kept.root);
         drop(kept.rows);
@@ -548,7 +551,7 @@ impl<'g> GpuPages<'g> {
         let host_sampled = self.staged_rows.take(gpu, count)?;
         let kept = rows.kept(gpu, sampled, host_sampled)?;
         self.trainer.phases.add("pages: the kept rows in fixed point, streamed through the device", start.elapsed());
-        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
         gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows), &mut self.staged_bins)?;
         let (fixed, root) = (kept.fixed, kept.root);
         drop(kept.rows);
@@ -564,7 +567,7 @@ impl<'g> GpuPages<'g> {
         let rows = self.device_rows.as_ref().ok_or_else(no_device_rows)?;
         let margins = Walk::Margins(rows.set.margins.device_ptr(), rows.gradients.outputs());
         let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
-        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, &self.host_bins);
+        let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
         walk_pages(&pages, (self.layout, values), (tree, output), margins)?;
         // The copies run on after the launches: the walk's time is theirs.
         gpu.synchronize()?;
@@ -636,10 +639,11 @@ impl Walk<'_> {
 }
 
 /// Every page of `matrix` walked on the device by `tree` (of output `output`), to `walk`'s rows:
-/// a page kept there as it is, one with a copy in the builder's layout that copy, the others
-/// their words.
-fn walk_pages(
-    pages: &DevicePages,
+/// a page kept there as it is, one with a copy in the builder's layout that copy (the next one's
+/// copied on the copy stream while the kernel reads it: two buffers, or one where the device has
+/// no room for two), the others their words.
+fn walk_pages<'a>(
+    pages: &DevicePages<'a>,
     (layout, values): (BinLayout, (&DeviceBuffer<u32>, &DeviceBuffer<f32>)),
     (tree, output): (&Tree, usize),
     mut walk: Walk,
@@ -647,20 +651,38 @@ fn walk_pages(
     let gpu = pages.gpu;
     let trees = DeviceTrees::upload(gpu, &[(tree.clone(), output as _)])?;
     let views = pages.views()?;
-    let copied = views.iter().filter(|v| v.kept.is_none()).filter_map(|v| v.bins.map(<[u32]>::len));
-    let mut bins = DeviceBins { words: gpu.alloc_uninitialized(copied.max().unwrap_or(0))?, layout };
-    for DevicePage { first, page, kept, bins: host_bins } in views {
-        let out = walk.rows(first, page.rows);
-        match (kept, host_bins) {
+    let copied = |v: &DevicePage<'a>| if v.kept.is_none() { v.bins } else { None };
+    let largest = views.iter().filter_map(copied).map(<[u32]>::len).max().unwrap_or(0);
+    let mut slots = vec![DeviceBins { words: gpu.alloc_uninitialized(largest)?, layout }];
+    match gpu.alloc_uninitialized(largest) {
+        Ok(words) if largest > 0 => slots.push(DeviceBins { words, layout }),
+        Ok(_) | Err(primitives::Error::MemoryLimit { .. } | primitives::Error::OutOfMemory { .. }) => {}
+        Err(error) => return Err(error.into()),
+    }
+    let count = slots.len();
+    let prefetch = |k: usize, slots: &mut [DeviceBins]| match views.get(k).and_then(copied) {
+        // SAFETY: the copies' host side (the pages' copies) is never written during the run; a
+        // slot is written only after the device's work so far, which holds the last kernel that
+        // read it, and read only after the device waits for its copy.
+        Some(bins) => unsafe { pages.copies.upload_at(gpu, &mut slots[k % count].words, 0, bins) },
+        None => Ok(()),
+    };
+    for (k, view) in views.iter().enumerate() {
+        if k == 0 || count == 1 {
+            prefetch(k, &mut slots)?;
+        }
+        pages.copies.wait(gpu)?;
+        if count == 2 {
+            prefetch(k + 1, &mut slots)?;
+        }
+        let (page, out) = (&view.page, walk.rows(view.first, view.page.rows));
+        match (view.kept, copied(view)) {
             _ if page.rows == 0 => {}
-            (Some(words), _) => walk_page(gpu, PageRows::Ellpack(&page, words), values, &trees, out)?,
-            (None, Some(host_bins)) => {
-                bins.words.copy_from_host(gpu, host_bins)?;
-                walk_page(gpu, PageRows::Packed(&bins, page.rows), values, &trees, out)?
-            }
+            (Some(words), _) => walk_page(gpu, PageRows::Ellpack(page, words), values, &trees, out)?,
+            (None, Some(_)) => walk_page(gpu, PageRows::Packed(&slots[k % count], page.rows), values, &trees, out)?,
             (None, None) => {
                 let words = gpu.upload(page.words())?;
-                walk_page(gpu, PageRows::Ellpack(&page, &words), values, &trees, out)?
+                walk_page(gpu, PageRows::Ellpack(page, &words), values, &trees, out)?
             }
         }
     }
@@ -676,6 +698,8 @@ pub(super) struct DevicePages<'a> {
     resident: &'a [Option<DeviceBuffer<u64>>],
     /// The pages' copies in the builder's layout, once made.
     bins: Option<&'a HostBins>,
+    /// The stream of the copies of those.
+    copies: &'a CopyStream,
 }
 
 /// A page as a pass reads it: its first row, its words on the host, its copy kept on the
@@ -693,9 +717,9 @@ impl<'a> DevicePages<'a> {
         gpu: &'a Gpu,
         matrix: &'a ExternalMatrix,
         resident: &'a Option<Vec<Option<DeviceBuffer<u64>>>>,
-        bins: &'a Option<HostBins>,
+        (bins, copies): (&'a Option<HostBins>, &'a CopyStream),
     ) -> Self {
-        DevicePages { gpu, matrix, resident: resident.as_deref().unwrap_or_default(), bins: bins.as_ref() }
+        DevicePages { gpu, matrix, resident: resident.as_deref().unwrap_or_default(), bins: bins.as_ref(), copies }
     }
 
     /// Each page, in row order.
@@ -797,7 +821,7 @@ fn gather(
 ) -> Result<DeviceBins> {
     let (gpu, row_words) = (pages.gpu, bins.layout.row_words);
     let (views, mut done) = (pages.views()?, 0);
-    let staged = match views.iter().any(|v| v.kept.is_none() && v.bins.is_some()) {
+    let mut staged = match views.iter().any(|v| v.kept.is_none() && v.bins.is_some()) {
         true => staging.take(gpu, sampled.len() * row_words)?,
         false => &mut [],
     };
@@ -808,9 +832,15 @@ fn gather(
             _ if span.is_empty() || row_words == 0 => {}
             (Some(words), _) => gather_page(gpu, (&page, words), first, cut_ptrs, (device_rows, span), &bins)?,
             (None, Some(host_bins)) => {
-                let words = span.start * row_words..span.end * row_words;
-                gather_rows(host_bins, row_words, first, &sampled[span], &mut staged[words.clone()]);
-                bins.words.copy_from_host_at(gpu, words.start, &staged[words])?;
+                // This page's rows, ahead of the next's: those copied while the host gathers the
+                // next page's.
+                let (rows, rest) = std::mem::take(&mut staged).split_at_mut(span.len() * row_words);
+                staged = rest;
+                gather_rows(host_bins, row_words, first, &sampled[span.clone()], rows);
+                // SAFETY: the staging buffer stays page-locked and unwritten until the caller's
+                // synchronisation (after the wait below); the rows' buffer is not read before it,
+                // and the device's gathers write other rows of it.
+                unsafe { pages.copies.upload_at(gpu, &mut bins.words, span.start * row_words, rows)? };
             }
             (None, None) => {
                 let words = gpu.upload(page.words())?;
@@ -818,6 +848,7 @@ fn gather(
             }
         }
     }
+    pages.copies.wait(gpu)?;
     Ok(bins)
 }
 
