@@ -137,6 +137,35 @@ pub unsafe fn csr_kernel(
     }
 }
 
+/// Rows `rows[0..count]` (each less `first`) of packed rows `words` (`row_words` words a row), in
+/// order into `out`: a thread a word, so a warp reads and writes whole rows. External-memory
+/// training gathers a tree's sampled rows so from a page's packed copy in host memory, mapped into
+/// the device's address space: the bus carries those rows only.
+///
+/// # Safety
+/// `rows` holds `count` indices of at least `first`, each less `first` a row of `words`; `out`
+/// holds `count * row_words` words.
+pub unsafe fn gather_rows_kernel(
+    words: *const u32,
+    row_words: u64,
+    first: u64,
+    rows: *const u32,
+    count: u64,
+    out: *mut u32,
+) {
+    let i = global_thread();
+    if i >= count * row_words {
+        return;
+    }
+    let (k, w) = (i / row_words, i % row_words);
+    // SAFETY: `k < count`, whose row (less `first`) is one of `words` (the caller); `i` is a word
+    // of `out`.
+    unsafe {
+        let row = arch::load(rows.add(k as usize)) as u64 - first;
+        arch::store(out.add(i as usize), arch::load(words.add((row * row_words + w) as usize)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -153,6 +153,7 @@
             "boost_bins_csr",
             "boost_bins_dense",
             "boost_bins_ellpack",
+            "boost_bins_gather_packed",
         ],
         ptx: include_bytes!("bins.compute_80.ptx.zst"),
         sass: &[

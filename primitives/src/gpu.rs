@@ -278,6 +278,18 @@ pub struct HostPin {
     ptr: Option<(usize, Arc<CudaContext>)>,
 }
 
+impl HostPin {
+    /// The pin of `ptr`, registered with `context`'s driver.
+    pub(crate) fn registered(ptr: usize, context: Arc<CudaContext>) -> Self {
+        HostPin { ptr: Some((ptr, context)) }
+    }
+
+    /// No pin (the emulator's, or no memory).
+    pub(crate) fn none() -> Self {
+        HostPin { ptr: None }
+    }
+}
+
 impl Drop for HostPin {
     fn drop(&mut self) {
         if let Some((ptr, context)) = self.ptr.take() {

@@ -49,6 +49,7 @@ pub mod device;
 mod error;
 mod foreign;
 mod gpu;
+mod mapped;
 
 pub use buffer::DeviceBuffer;
 pub use copy_stream::CopyStream;
@@ -68,6 +69,7 @@ pub use device::{DeviceRadixSort, DeviceSegmentedSort, SortKey, SortOrder, MAX_S
 pub use device::{ExperimentalHistogram, HistogramExperimentKernel, ScanTile, SelectPasses};
 pub use error::{DriverError, Error, Result};
 pub use gpu::{DeviceEvent, DeviceKind, DeviceProperties, Gpu, HostPin, LaunchConfig, MemoryUsage, DEVICE_ENV};
+pub use mapped::HostMapped;
 /// The SIMT emulator's schedule, for [`Gpu::emulated`].
 pub use primitives_kernels::emu::Schedule;
 /// Element bound and operators, shared with the kernels.

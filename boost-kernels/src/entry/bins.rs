@@ -1,5 +1,5 @@
 //! The `bins` family: the training features quantised on the device (packed bins of dense or CSR
-//! rows, or of rows gathered from external-memory pages).
+//! rows, or of rows gathered from external-memory pages, ELLPACK or packed).
 
 use primitives_kernels::kernel;
 
@@ -69,8 +69,17 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Chosen rows of packed rows, in order; see [`bins::gather_rows_kernel`].
+    pub unsafe fn boost_bins_gather_packed(words: *const u32, row_words: u64, first: u64, rows: *const u32, count: u64, out: *mut u32) {
+        // SAFETY: the host launcher sizes every buffer as the kernel's contract requires.
+        unsafe { bins::gather_rows_kernel(words, row_words, first, rows, count, out) }
+    }
+}
+
 host_kernels! {
     boost_bins_dense,
     boost_bins_csr,
     boost_bins_ellpack,
+    boost_bins_gather_packed,
 }

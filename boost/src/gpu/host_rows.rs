@@ -126,10 +126,11 @@ impl HostRows {
         self.gradients.slice(self.rows)
     }
 
-    /// Each row's leaf value of `tree` (`positions`, a row's leaf) added to its margin.
-    pub(super) fn add_leaves(&mut self, tree: &Tree, positions: &[u32]) {
+    /// Each row's leaf value of `tree` (`positions`, a row's leaf, from row `first`) added to its
+    /// margin.
+    pub(super) fn add_leaves(&mut self, tree: &Tree, first: usize, positions: &[u32]) {
         let values = &tree.split_conditions;
-        let margins = &mut self.margins.data_mut()[..self.rows];
+        let margins = &mut self.margins.data_mut()[first..first + positions.len()];
         margins.par_iter_mut().zip(positions).with_min_len(1 << 14).for_each(|(m, &leaf)| *m += values[leaf as usize]);
     }
 

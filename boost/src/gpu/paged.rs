@@ -195,7 +195,7 @@ impl Streamed {
             match (bins, kept) {
                 (Some(bins), _) => {
                     let to = Self::bins_for(&mut slot.bins, gpu, page.rows)?;
-                    self.copies.upload_at(gpu, &mut to.words, 0, bins)?;
+                    self.copies.upload_at(gpu, &mut to.words, 0, bins.host())?;
                 }
                 (None, Some(_)) => {}
                 (None, None) => self.copies.upload_at(gpu, &mut slot.words, 0, page.words())?,

@@ -1,7 +1,8 @@
 //! External-memory pages on one GPU ([`GpuPages`]), as Ou's out-of-core GPU boosting does with
 //! gradient-based sampling: each tree's rows with a gradient (the sampled ones) are gathered from
-//! every page into one device page ([`boost_kernels::ellpack::gather_kernel`]; on the host, from a
-//! page's copy in the builder's layout where it has one, [`super::host_bins`]), the in-core
+//! every page into one device page ([`boost_kernels::ellpack::gather_kernel`]; from a page's copy
+//! in the builder's layout, mapped into the device's address space, where it has one:
+//! [`super::host_bins`]), the in-core
 //! builder ([`GpuTrainer`]) grows the tree on it, and every page is then walked on the device for
 //! every row's leaf ([`boost_kernels::predict::ellpack_kernel`], or
 //! [`boost_kernels::predict::packed_kernel`] over the copy).
@@ -36,10 +37,10 @@ use boost_kernels::entry;
 use boost_kernels::metric::Transform;
 use boost_kernels::reduce::BlockSum;
 use primitives::ops::GradientPair;
-use primitives::{CopyStream, DeviceBuffer, Gpu, HostPin};
+use primitives::{CopyStream, DeviceBuffer, Gpu, HostMapped, HostPin};
 use rayon::prelude::*;
 
-use super::host_bins::{gather_rows, HostBins};
+use super::host_bins::{gather_packed, HostBins};
 use super::host_rows::HostRows;
 use super::paged::{grow_streamed, Streamed, TreeGradients};
 use super::trainer::{add_leaf_values, leaf_ranges, no_device_rows, DeviceRows};
@@ -74,9 +75,6 @@ pub struct GpuPages<'g> {
     staged_rows: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
     staged_leaves: Staging<u32>,
-    /// Page-locked host buffer of a tree's sampled rows gathered from the pages' copies in the
-    /// builder's layout.
-    staged_bins: Staging<u32>,
     /// The pages in the builder's layout in host memory, made at the first tree.
     host_bins: Option<HostBins>,
     /// The stream of their copies, beside the kernels.
@@ -164,7 +162,6 @@ impl<'g> GpuPages<'g> {
             staged_rows: Staging::new(),
             staged_fixed: Staging::new(),
             staged_leaves: Staging::new(),
-            staged_bins: Staging::new(),
             host_bins: None,
             copies: gpu.copy_stream()?,
             device_rows: None,
@@ -225,7 +222,7 @@ impl<'g> GpuPages<'g> {
         self.trainer.phases.add("pages: quantise and stage the sampled rows", start.elapsed());
 
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &device_rows), &mut self.staged_bins)?;
+        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &device_rows))?;
         drop(device_rows);
         let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
         drop(device_fixed);
@@ -282,16 +279,17 @@ impl<'g> GpuPages<'g> {
     /// Every row's leaf of `tree`: each page uploaded and walked on the device
     /// ([`boost_kernels::predict::ellpack_kernel`]), the leaves read back.
     fn leaves(&mut self, tree: &Tree) -> Result<Vec<u32>> {
-        Ok(self.walk_leaves(tree)?.par_iter().copied().collect())
+        Ok(self.walk_leaves(tree, &mut |_, _| {})?.par_iter().copied().collect())
     }
 
-    /// [`GpuPages::leaves`] in the page-locked staging buffer.
-    fn walk_leaves(&mut self, tree: &Tree) -> Result<&[u32]> {
+    /// [`GpuPages::leaves`] in the page-locked staging buffer, each page's also to `each` (its
+    /// first row, its rows' leaves) as they arrive, while the next page is copied.
+    fn walk_leaves(&mut self, tree: &Tree, each: PageLeaves) -> Result<&[u32]> {
         let gpu = self.trainer.gpu();
         let positions = self.staged_leaves.take(gpu, self.matrix.rows())?;
         let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        walk_pages(&pages, (self.layout, values), (tree, 0), Walk::Leaves(positions))?;
+        walk_pages(&pages, (self.layout, values), (tree, 0), (Walk::Leaves(positions), each))?;
         Ok(positions)
     }
 
@@ -474,7 +472,7 @@ impl<'g> GpuPages<'g> {
         self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
 
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &kept.rows), &mut self.staged_bins)?;
+        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &kept.rows))?;
         let (fixed, root) = (kept.fixed, kept.root);
         drop(kept.rows);
         let (tree, order) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
@@ -515,7 +513,7 @@ impl<'g> GpuPages<'g> {
         let mut rows = self.host_rows.take().ok_or_else(no_device_rows)?;
         let tree = self.grow_from_host_rows(&mut rows, params, sampler, features, rng, start).and_then(|tree| {
             let start = Instant::now();
-            rows.add_leaves(&tree, self.walk_leaves(&tree)?);
+            self.walk_leaves(&tree, &mut |first, leaves| rows.add_leaves(&tree, first, leaves))?;
             self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
             Ok(tree)
         });
@@ -552,7 +550,7 @@ impl<'g> GpuPages<'g> {
         let kept = rows.kept(gpu, sampled, host_sampled)?;
         self.trainer.phases.add("pages: the kept rows in fixed point, streamed through the device", start.elapsed());
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows), &mut self.staged_bins)?;
+        gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows))?;
         let (fixed, root) = (kept.fixed, kept.root);
         drop(kept.rows);
         let (tree, _) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
@@ -568,7 +566,7 @@ impl<'g> GpuPages<'g> {
         let margins = Walk::Margins(rows.set.margins.device_ptr(), rows.gradients.outputs());
         let values = (&self.trainer.cuts.cut_ptrs, &self.bin_values);
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        walk_pages(&pages, (self.layout, values), (tree, output), margins)?;
+        walk_pages(&pages, (self.layout, values), (tree, output), (margins, &mut |_, _| {}))?;
         // The copies run on after the launches: the walk's time is theirs.
         gpu.synchronize()?;
         self.trainer.phases.add("pages: every row's leaf value to its margin", start.elapsed());
@@ -602,13 +600,12 @@ fn gather_sampled(
     pages: &DevicePages,
     layout: BinLayout,
     (sampled, device_rows): (&[u32], &DeviceBuffer<u32>),
-    staging: &mut Staging<u32>,
 ) -> Result<()> {
     let start = Instant::now();
     let gpu = trainer.gpu();
     trainer.replace_rows(sampled.len(), |cuts| {
         let words = gpu.alloc_uninitialized(sampled.len() * layout.row_words)?;
-        gather(pages, &cuts.cut_ptrs, (sampled, device_rows), DeviceBins { words, layout }, staging)
+        gather(pages, &cuts.cut_ptrs, (sampled, device_rows), DeviceBins { words, layout })
     })?;
     // Copies from page-locked memory run on after the call returns: the staging buffers are
     // written again only once they are done.
@@ -616,6 +613,9 @@ fn gather_sampled(
     trainer.phases.add("pages: gather the sampled rows", start.elapsed());
     Ok(())
 }
+
+/// What a walk tells of each page's leaves as they arrive: its first row and its rows' leaves.
+type PageLeaves<'a> = &'a mut dyn FnMut(usize, &[u32]);
 
 /// Where a walk goes: each row's leaf, read back (a row of the matrix, or of its page), or its
 /// value added to the rows' margins on the device (the address of the first row's, `outputs` a
@@ -638,7 +638,8 @@ impl Walk<'_> {
     }
 }
 
-/// Every page of `matrix` walked on the device by `tree` (of output `output`), to `walk`'s rows:
+/// Every page of `matrix` walked on the device by `tree` (of output `output`), to `walk`'s rows
+/// (each page's leaves also to `each`, with its first row, as they arrive):
 /// a page kept there as it is, one with a copy in the builder's layout that copy (the next one's
 /// copied on the copy stream while the kernel reads it: two buffers, or one where the device has
 /// no room for two), the others their words.
@@ -646,12 +647,12 @@ fn walk_pages<'a>(
     pages: &DevicePages<'a>,
     (layout, values): (BinLayout, (&DeviceBuffer<u32>, &DeviceBuffer<f32>)),
     (tree, output): (&Tree, usize),
-    mut walk: Walk,
+    (mut walk, each): (Walk, PageLeaves),
 ) -> Result<()> {
     let gpu = pages.gpu;
     let trees = DeviceTrees::upload(gpu, &[(tree.clone(), output as _)])?;
     let views = pages.views()?;
-    let copied = |v: &DevicePage<'a>| if v.kept.is_none() { v.bins } else { None };
+    let copied = |v: &DevicePage<'a>| if v.kept.is_none() { v.bins.map(HostMapped::host) } else { None };
     let largest = views.iter().filter_map(copied).map(<[u32]>::len).max().unwrap_or(0);
     let mut slots = vec![DeviceBins { words: gpu.alloc_uninitialized(largest)?, layout }];
     match gpu.alloc_uninitialized(largest) {
@@ -685,6 +686,9 @@ fn walk_pages<'a>(
                 walk_page(gpu, PageRows::Ellpack(page, &words), values, &trees, out)?
             }
         }
+        if let Walk::Leaves(all) = &walk {
+            each(view.first, &all[view.first..view.first + page.rows]);
+        }
     }
     Ok(())
 }
@@ -708,7 +712,7 @@ pub(super) struct DevicePage<'a> {
     pub(super) first: usize,
     pub(super) page: EllpackMatrix<&'a [u64]>,
     pub(super) kept: Option<&'a DeviceBuffer<u64>>,
-    pub(super) bins: Option<&'a [u32]>,
+    pub(super) bins: Option<&'a HostMapped<u32>>,
 }
 
 impl<'a> DevicePages<'a> {
@@ -807,48 +811,29 @@ fn walk_page(
 }
 
 /// The bins of the `sampled` rows (increasing; on the host and the device) of every page of
-/// `matrix` into `bins`: from a page kept on the device, or the words of one without a copy in the
-/// builder's layout (copied to the device), gathered there
-/// ([`boost_kernels::ellpack::gather_kernel`]); from a page's copy, gathered on the host into
-/// `staging` ([`gather_rows`]), those rows copied. The caller waits for the copies before
-/// `staging` is written again.
+/// `matrix` into `bins`, gathered on the device: from a page kept there, from a page's mapped copy
+/// in the builder's layout in place ([`gather_packed`]), or from the words of one without either,
+/// copied ([`boost_kernels::ellpack::gather_kernel`]).
 fn gather(
     pages: &DevicePages,
     cut_ptrs: &DeviceBuffer<u32>,
     (sampled, device_rows): (&[u32], &DeviceBuffer<u32>),
-    mut bins: DeviceBins,
-    staging: &mut Staging<u32>,
+    bins: DeviceBins,
 ) -> Result<DeviceBins> {
-    let (gpu, row_words) = (pages.gpu, bins.layout.row_words);
-    let (views, mut done) = (pages.views()?, 0);
-    let mut staged = match views.iter().any(|v| v.kept.is_none() && v.bins.is_some()) {
-        true => staging.take(gpu, sampled.len() * row_words)?,
-        false => &mut [],
-    };
-    for DevicePage { first, page, kept, bins: host_bins } in views {
+    let (gpu, mut done) = (pages.gpu, 0);
+    for DevicePage { first, page, kept, bins: copy } in pages.views()? {
         let end = sampled.partition_point(|&r| (r as usize) < first + page.rows);
         let span = std::mem::replace(&mut done, end)..end;
-        match (kept, host_bins) {
-            _ if span.is_empty() || row_words == 0 => {}
+        match (kept, copy) {
+            _ if span.is_empty() || bins.layout.row_words == 0 => {}
             (Some(words), _) => gather_page(gpu, (&page, words), first, cut_ptrs, (device_rows, span), &bins)?,
-            (None, Some(host_bins)) => {
-                // This page's rows, ahead of the next's: those copied while the host gathers the
-                // next page's.
-                let (rows, rest) = std::mem::take(&mut staged).split_at_mut(span.len() * row_words);
-                staged = rest;
-                gather_rows(host_bins, row_words, first, &sampled[span.clone()], rows);
-                // SAFETY: the staging buffer stays page-locked and unwritten until the caller's
-                // synchronisation (after the wait below); the rows' buffer is not read before it,
-                // and the device's gathers write other rows of it.
-                unsafe { pages.copies.upload_at(gpu, &mut bins.words, span.start * row_words, rows)? };
-            }
+            (None, Some(copy)) => gather_packed(gpu, (copy, first), (device_rows, span), &bins)?,
             (None, None) => {
                 let words = gpu.upload(page.words())?;
                 gather_page(gpu, (&page, &words), first, cut_ptrs, (device_rows, span), &bins)?;
             }
         }
     }
-    pages.copies.wait(gpu)?;
     Ok(bins)
 }
 
