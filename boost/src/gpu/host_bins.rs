@@ -14,7 +14,7 @@
 use boost_kernels::entry;
 use primitives::{DeviceBuffer, Gpu, HostMapped};
 
-use super::pages::{gather_page, DevicePages};
+use super::pages::{faulted_in, gather_page, DevicePages};
 use super::{element_config, BinLayout, DeviceBins};
 use crate::Result;
 
@@ -56,7 +56,7 @@ impl HostBins {
             let bins = DeviceBins { words: gpu.alloc_uninitialized(rows * layout.row_words)?, layout };
             gather_page(gpu, (&view.page, words), 0, cut_ptrs, (&identity, 0..rows), &bins)?;
             let len = bins.words.len();
-            let mut mapped = gpu.map_host(vec![0u32; len])?;
+            let mut mapped = gpu.map_host(faulted_in(len))?;
             bins.words.copy_range_to_host(gpu, 0..len, mapped.host_mut())?;
             copies.push(Some(mapped));
         }

@@ -92,12 +92,17 @@ impl HostRows {
         }
         let pinned = |values: &[f32]| -> Result<Staging<f32>> {
             let mut staging = Staging::new();
-            staging.take_with_room(gpu, n, 0)?.copy_from_slice(values);
+            let to = staging.take_with_room(gpu, n, 0)?;
+            to.par_chunks_mut(1 << 16).zip(values.par_chunks(1 << 16)).for_each(|(to, from)| to.copy_from_slice(from));
             Ok(staging)
         };
-        let initial = match margins {
-            InitialMargins::Rows(margins) if margins.len() == n => margins.to_vec(),
-            InitialMargins::Base(&[base]) => vec![base; n],
+        let margins = match margins {
+            InitialMargins::Rows(margins) if margins.len() == n => pinned(margins)?,
+            InitialMargins::Base(&[base]) => {
+                let mut staging = Staging::new();
+                staging.take_with_room(gpu, n, 0)?.par_iter_mut().with_min_len(1 << 16).for_each(|m| *m = base);
+                staging
+            }
             InitialMargins::Rows(m) | InitialMargins::Base(m) => {
                 return Err(Error::InvalidData(format!("{} initial margins for {n} rows of one output", m.len())))
             }
@@ -109,7 +114,7 @@ impl HostRows {
             objective: gpu.upload(&[objective])?,
             labels: pinned(&info.labels)?,
             weights: (!info.weights.is_empty()).then(|| pinned(&info.weights)).transpose()?,
-            margins: pinned(&initial)?,
+            margins,
             gradients,
             chunks: Vec::new(),
         })

@@ -101,7 +101,7 @@ pub(super) struct Staging<T> {
     pin: Option<HostPin>,
 }
 
-impl<T: bytemuck::Pod> Staging<T> {
+impl<T: bytemuck::Pod + Send + Sync> Staging<T> {
     pub(super) fn new() -> Self {
         Staging { data: Vec::new(), pin: None }
     }
@@ -115,7 +115,7 @@ impl<T: bytemuck::Pod> Staging<T> {
     pub(super) fn take_with_room(&mut self, gpu: &Gpu, len: usize, room: usize) -> Result<&mut [T]> {
         if self.data.len() < len {
             self.pin = None;
-            self.data = vec![T::zeroed(); len + room];
+            self.data = faulted_in(len + room);
             // SAFETY: the vector is neither moved nor freed while pinned: it is replaced only
             // after the pin is dropped (above), and `drop` unpins it first.
             self.pin = Some(unsafe { gpu.pin_host(&self.data) }?);
@@ -132,6 +132,13 @@ impl<T: bytemuck::Pod> Staging<T> {
     pub(super) fn data_mut(&mut self) -> &mut [T] {
         &mut self.data
     }
+}
+
+/// `len` zeroed elements whose memory pages every thread has written: page-locking memory whose
+/// pages are not yet mapped takes their faults one at a time in the driver (about 0.5 s a GB on
+/// the lent machines), where the threads here share them.
+pub(super) fn faulted_in<T: bytemuck::Pod + Send + Sync>(len: usize) -> Vec<T> {
+    (0..len).into_par_iter().with_min_len(1 << 16).map(|_| T::zeroed()).collect()
 }
 
 impl<T> Drop for Staging<T> {
