@@ -15,7 +15,8 @@ use crate::ops::Element;
 
 /// A host vector page-locked and mapped into a device's address space: its elements read on
 /// the host ([`HostMapped::host`]) and by the device's kernels ([`HostMapped::device`], a buffer
-/// that is not charged to the device's memory). Unmapped and unlocked on drop.
+/// that is not charged to the device's memory). Unmapped and unlocked on drop, which waits for
+/// nothing: the device's work that reads it must be done first (as for page-locked copies).
 pub struct HostMapped<T> {
     /// Fields drop in order: the device's view, then the pin, then the memory.
     device: DeviceBuffer<T>,
@@ -40,7 +41,12 @@ impl<T> HostMapped<T> {
     }
 
     /// The elements as the device's kernels and copies address them, to write.
-    pub fn device_mut(&mut self) -> &mut DeviceBuffer<T> {
+    ///
+    /// # Safety
+    /// The host reads the elements ([`HostMapped::host`]) only once the device's writes through
+    /// the buffer are done (a synchronisation, or a read back enqueued after them): the host
+    /// cannot see them coming.
+    pub unsafe fn device_mut(&mut self) -> &mut DeviceBuffer<T> {
         &mut self.device
     }
 }
@@ -95,7 +101,8 @@ mod tests {
         other.copy_range_from_device(&gpu, mapped.device(), 3..7, 0).unwrap();
         assert_eq!(other.to_vec(&gpu).unwrap(), [3, 4, 5, 6]);
         let (mut mapped, from) = (mapped, gpu.upload(&[9u32, 9]).unwrap());
-        mapped.device_mut().copy_range_from_device(&gpu, &from, 0..2, 14).unwrap();
+        // SAFETY: the host reads the elements after the synchronisation below.
+        unsafe { mapped.device_mut() }.copy_range_from_device(&gpu, &from, 0..2, 14).unwrap();
         gpu.synchronize().unwrap();
         assert_eq!(&mapped.host()[12..], [12, 13, 9, 9]);
     }

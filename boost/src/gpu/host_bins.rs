@@ -9,7 +9,8 @@
 //! the mapped copy in place ([`gather_packed`]), so the bus carries those rows only, not every page.
 //!
 //! A page is copied so only where its packed rows take no more bytes than its words (sparse rows
-//! can take fewer as ELLPACK symbols) and its words are in host memory (not the cache file).
+//! can take fewer as ELLPACK symbols) and its words are in host memory (not the cache file); the
+//! copies are made at the first tree and those of the pages the device then keeps are freed.
 
 use boost_kernels::entry;
 use primitives::{DeviceBuffer, Gpu, HostMapped};
@@ -61,6 +62,13 @@ impl HostBins {
             copies.push(Some(mapped));
         }
         Ok(HostBins { pages: copies })
+    }
+
+    /// Frees page `k`'s copy (a page the device keeps). No copy of it may be in flight.
+    pub(super) fn release(&mut self, k: usize) {
+        if let Some(page) = self.pages.get_mut(k) {
+            *page = None;
+        }
     }
 
     /// Page `k`'s copy, if it has one.

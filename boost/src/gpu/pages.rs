@@ -75,9 +75,7 @@ pub struct GpuPages<'g> {
     staged_rows: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
     staged_leaves: Staging<u32>,
-    /// The pages in the builder's layout in host memory, made at the first tree.
-    host_bins: Option<HostBins>,
-    /// The stream of their copies, beside the kernels.
+    /// The stream of the copies of the pages' packed copies, beside the kernels.
     copies: CopyStream,
     /// Every row's labels, weights, margins and gradients when the device computes the rounds
     /// and they fit it.
@@ -92,6 +90,9 @@ pub struct GpuPages<'g> {
     /// The device's free memory when the run began: the rows' arrays fit half of it (or of the
     /// memory limit) or stream through the device, decided once.
     free_at_start: usize,
+    /// The pages in the builder's layout in host memory, made at the first tree; last, so that
+    /// the copy streams that read them (`copies`, `streamed`'s) are waited for first.
+    host_bins: Option<HostBins>,
 }
 
 /// A host buffer page-locked for the device's copies, kept across trees and grown (a quarter
@@ -348,6 +349,10 @@ impl<'g> GpuPages<'g> {
         gpu.synchronize()?;
         if bytes > 0 {
             self.trainer.phases.add("pages: copies kept on the device", start.elapsed());
+        }
+        // A page kept on the device is read there: its packed copy in host memory is not.
+        if let Some(bins) = &mut self.host_bins {
+            resident.iter().enumerate().filter(|(_, kept)| kept.is_some()).for_each(|(k, _)| bins.release(k));
         }
         self.resident = Some(resident);
         Ok(())
