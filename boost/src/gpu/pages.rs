@@ -43,6 +43,7 @@ use rayon::prelude::*;
 use super::host_bins::{gather_packed, HostBins};
 use super::host_rows::HostRows;
 use super::paged::{grow_streamed, Streamed, TreeGradients};
+use super::quantiser::KeptRows;
 use super::trainer::{add_leaf_values, leaf_ranges, no_device_rows, DeviceRows};
 use super::{element_config, BinLayout, DeviceBins, DeviceCuts, DeviceTrees, Fixed, GpuTrainer, InitialMargins};
 use crate::data::MetaInfo;
@@ -56,6 +57,7 @@ use crate::phases::PhaseTimes;
 use crate::quantile::QuantileCuts;
 use crate::sample::TreeSampler;
 use crate::tree::hist::BuiltTree;
+use crate::tree::grow::RowOrder;
 use crate::tree::Tree;
 use crate::Result;
 
@@ -230,10 +232,8 @@ impl<'g> GpuPages<'g> {
         self.trainer.phases.add("pages: quantise and stage the sampled rows", start.elapsed());
 
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &device_rows))?;
-        drop(device_rows);
-        let (tree, _) = self.trainer.grow(params, quantiser, &device_fixed, root, features, false, rng)?;
-        drop(device_fixed);
+        let kept = KeptRows { quantiser, rows: device_rows, fixed: device_fixed, root };
+        let (tree, _) = grow_kept(&mut self.trainer, &pages, self.layout, (sampled, kept), (params, features, rng))?;
         self.with_leaves(tree)
     }
 
@@ -484,11 +484,7 @@ impl<'g> GpuPages<'g> {
         self.trainer.phases.add("pages: gradients, sample and kept rows on the device", start.elapsed());
 
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        gather_sampled(&mut self.trainer, &pages, self.layout, (sampled, &kept.rows))?;
-        let (fixed, root) = (kept.fixed, kept.root);
-        drop(kept.rows);
-        let (tree, order) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
-        drop(fixed);
+        let (tree, order) = grow_kept(&mut self.trainer, &pages, self.layout, (sampled, kept), (params, features, rng))?;
 
         if self.trainer.rows == n {
             // Every row was kept, in order: the builder's row order has each one's leaf.
@@ -562,11 +558,8 @@ impl<'g> GpuPages<'g> {
         let kept = rows.kept(gpu, sampled, host_sampled)?;
         self.trainer.phases.add("pages: the kept rows in fixed point, streamed through the device", start.elapsed());
         let pages = DevicePages::new(gpu, &self.matrix, &self.resident, (&self.host_bins, &self.copies));
-        gather_sampled(&mut self.trainer, &pages, self.layout, (host_sampled, &kept.rows))?;
-        let (fixed, root) = (kept.fixed, kept.root);
-        drop(kept.rows);
-        let (tree, _) = self.trainer.grow(params, kept.quantiser, &fixed, root, features, false, rng)?;
-        Ok(tree)
+        let kept = (&*host_sampled, kept);
+        Ok(grow_kept(&mut self.trainer, &pages, self.layout, kept, (params, features, rng))?.0)
     }
 
     /// Each row's leaf value of `tree` (output `output`'s) added to its margin, by a walk of every
@@ -603,6 +596,22 @@ pub(super) fn room(gpu: &Gpu) -> Result<usize> {
         Some(limit) => limit.saturating_sub(gpu.memory_in_use()),
         None => gpu.memory_usage()?.map_or(usize::MAX, |u| u.free_bytes as usize),
     })
+}
+
+/// The tree of the `kept` rows (their indices also on the host, `sampled`): their bins gathered
+/// from every page into the builder's rows ([`gather_sampled`]), the tree grown on them, with
+/// its row order.
+fn grow_kept(
+    trainer: &mut GpuTrainer,
+    pages: &DevicePages,
+    layout: BinLayout,
+    (sampled, kept): (&[u32], KeptRows),
+    (params, features, rng): (&TreeParams, &[u32], &mut impl rand::Rng),
+) -> Result<(Tree, RowOrder)> {
+    gather_sampled(trainer, pages, layout, (sampled, &kept.rows))?;
+    let KeptRows { quantiser, rows, fixed, root } = kept;
+    drop(rows);
+    trainer.grow(params, quantiser, &fixed, root, features, false, rng)
 }
 
 /// Replaces `trainer`'s rows with the `sampled` rows (increasing; on the host and the device) of
