@@ -68,7 +68,6 @@ struct PageSlot {
 /// Each page's state, made at the first streamed tree and kept for the run.
 pub(super) struct Streamed {
     pages: Vec<PageRows>,
-    copies: CopyStream,
     /// Whether the states were placed ([`Streamed::keep_on_device`]).
     placed: bool,
 }
@@ -115,7 +114,7 @@ impl Streamed {
                 Ok(PageRows { rows, order, ranges: RowOrder::ranges_only(rows), gradients })
             })
             .collect::<Result<_>>()?;
-        Ok(Streamed { pages, copies: gpu.copy_stream()?, placed: false })
+        Ok(Streamed { pages, placed: false })
     }
 
     /// Rows of the largest page.
@@ -180,11 +179,17 @@ impl Streamed {
         }
     }
 
-    /// Enqueues the copies of page `k` of `views` (when there is one) into `slot`, on the copy
-    /// stream after the device's work so far (the slot's last readers): its bins in the builder's
+    /// Enqueues the copies of page `k` of `views` (when there is one) into `slot`, on `copies`
+    /// after the device's work so far (the slot's last readers): its bins in the builder's
     /// layout, or its words unless kept on the device; its order and gradients when held on the
     /// host.
-    fn prefetch(&mut self, gpu: &Gpu, views: &[DevicePage], k: usize, slot: &mut PageSlot) -> Result<()> {
+    fn prefetch(
+        &mut self,
+        (gpu, copies): (&Gpu, &CopyStream),
+        views: &[DevicePage],
+        k: usize,
+        slot: &mut PageSlot,
+    ) -> Result<()> {
         let (Some(DevicePage { page, kept, bins, .. }), Some(state)) = (views.get(k), self.pages.get_mut(k)) else {
             return Ok(());
         };
@@ -195,16 +200,16 @@ impl Streamed {
             match (bins, kept) {
                 (Some(bins), _) => {
                     let to = Self::bins_for(&mut slot.bins, gpu, page.rows)?;
-                    self.copies.upload_at(gpu, &mut to.words, 0, bins.host())?;
+                    copies.upload_at(gpu, &mut to.words, 0, bins.host())?;
                 }
                 (None, Some(_)) => {}
-                (None, None) => self.copies.upload_at(gpu, &mut slot.words, 0, page.words())?,
+                (None, None) => copies.upload_at(gpu, &mut slot.words, 0, page.words())?,
             }
             if let Held::Host(order) = &mut state.order {
-                self.copies.upload_at(gpu, &mut slot.order, 0, order.take(gpu, page.rows)?)?;
+                copies.upload_at(gpu, &mut slot.order, 0, order.take(gpu, page.rows)?)?;
             }
             if let Held::Host(gradients) = &mut state.gradients {
-                self.copies.upload_at(gpu, &mut slot.gradients, 0, gradients.take(gpu, page.rows)?)?;
+                copies.upload_at(gpu, &mut slot.gradients, 0, gradients.take(gpu, page.rows)?)?;
             }
         }
         Ok(())
@@ -271,7 +276,7 @@ pub(super) fn grow_streamed(
     let tree = grow::grow(&mut backend, params, &quantiser, features, rows, rng)?;
     // The last pass copied the first page for a next one: done before the next tree writes the
     // states' host copies (the read back below waits for it).
-    backend.streamed.copies.wait(gpu)?;
+    pages.copies.wait(gpu)?;
     let evaluator = &mut backend.evaluator;
     let bad = evaluator.bad_row.to_vec(gpu)?[0];
     if bad != u32::MAX {
@@ -331,7 +336,7 @@ impl StreamedBackend<'_, '_> {
     ) -> Result<()> {
         let e = &mut self.evaluator;
         let (gpu, cuts, first_bins, layout) = (e.gpu, e.cuts, e.first_bins, e.layout);
-        let views = self.pages.views()?;
+        let (views, copies) = (self.pages.views()?, self.pages.copies);
         let (s, work) = (&mut *self.streamed, &mut self.work);
         if s.pages.len() != views.len() {
             return Err(Error::InvalidData("a page without its rows' state".into()));
@@ -339,11 +344,11 @@ impl StreamedBackend<'_, '_> {
         let double = work.slots.len() == 2;
         for (k, DevicePage { page, kept, bins: host_bins, .. }) in views.iter().enumerate() {
             if (k == 0 && !work.first_copied) || !double {
-                s.prefetch(gpu, &views, k, &mut work.slots[0])?;
+                s.prefetch((gpu, copies), &views, k, &mut work.slots[0])?;
             }
-            s.copies.wait(gpu)?;
+            copies.wait(gpu)?;
             if double {
-                s.prefetch(gpu, &views, k + 1, &mut work.slots[(k + 1) % 2])?;
+                s.prefetch((gpu, copies), &views, k + 1, &mut work.slots[(k + 1) % 2])?;
             }
             let slot = if double { k % 2 } else { 0 };
             let (state, slot) = (&mut s.pages[k], &mut work.slots[slot]);
@@ -395,7 +400,7 @@ impl StreamedBackend<'_, '_> {
         // order and gradients are as the next pass reads them).
         work.first_copied = double && !views.is_empty();
         if work.first_copied {
-            s.prefetch(gpu, &views, 0, &mut work.slots[0])?;
+            s.prefetch((gpu, copies), &views, 0, &mut work.slots[0])?;
         }
         Ok(())
     }
@@ -424,7 +429,7 @@ impl Drop for StreamedBackend<'_, '_> {
         // Copies still in flight (the last pass copies the first page for a next one, and a
         // failed pass may leave some) write the slots: the device's stream waits for them before
         // it frees the slots. A failure here is a copy's, which the next wait reports.
-        let _ = self.streamed.copies.wait(self.evaluator.gpu);
+        let _ = self.pages.copies.wait(self.evaluator.gpu);
     }
 }
 

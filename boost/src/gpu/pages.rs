@@ -77,7 +77,7 @@ pub struct GpuPages<'g> {
     staged_rows: Staging<u32>,
     staged_fixed: Staging<GradientPair<i64>>,
     staged_leaves: Staging<u32>,
-    /// The stream of the copies of the pages' packed copies, beside the kernels.
+    /// The stream of the pages' copies beside the kernels (the walk's, a streamed tree's).
     copies: CopyStream,
     /// Every row's labels, weights, margins and gradients when the device computes the rounds
     /// and they fit it.
@@ -93,7 +93,7 @@ pub struct GpuPages<'g> {
     /// memory limit) or stream through the device, decided once.
     free_at_start: usize,
     /// The pages in the builder's layout in host memory, made at the first tree; last, so that
-    /// the copy streams that read them (`copies`, `streamed`'s) are waited for first.
+    /// the copy stream that reads them (`copies`) is waited for first.
     host_bins: Option<HostBins>,
 }
 
@@ -723,8 +723,8 @@ pub(super) struct DevicePages<'a> {
     resident: &'a [Option<DeviceBuffer<u64>>],
     /// The pages' copies in the builder's layout, once made.
     bins: Option<&'a HostBins>,
-    /// The stream of the copies of those.
-    copies: &'a CopyStream,
+    /// The stream of the pages' copies beside the kernels: the walk's, and a streamed tree's.
+    pub(super) copies: &'a CopyStream,
 }
 
 /// A page as a pass reads it: its first row, its words on the host, its copy kept on the
